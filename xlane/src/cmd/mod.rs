@@ -1,0 +1,8 @@
+//! One module per subcommand; each has an `Args` (clap) and a `run`.
+
+pub mod bench;
+pub mod doctor;
+pub mod testbed;
+
+/// The error type every subcommand returns to `main`.
+pub type CmdResult = Result<(), Box<dyn std::error::Error>>;

@@ -1,0 +1,45 @@
+//! `xlane`: the one command-line entry point.
+
+mod cmd;
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+/// xlane: an express lane for datacenter coordination traffic.
+#[derive(Parser)]
+#[command(name = "xlane", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// The emulated datacenter: hosts and a switch in network namespaces.
+    Testbed(cmd::testbed::Args),
+    /// Check every jitter source of the host and say how to fix it.
+    Doctor(cmd::doctor::Args),
+    /// Measurements run side by side in one run.
+    Bench(cmd::bench::Args),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Testbed(a) => cmd::testbed::run(a),
+        Command::Doctor(a) => cmd::doctor::run(a),
+        Command::Bench(a) => cmd::bench::run(a),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("xlane: error: {e}");
+            let mut src = e.source();
+            while let Some(s) = src {
+                eprintln!("  caused by: {s}");
+                src = s.source();
+            }
+            ExitCode::FAILURE
+        }
+    }
+}
