@@ -1,1 +1,13 @@
-//! xlane-bench
+//! Measurement for xlane: latency summaries, the report tables and their
+//! JSON form.
+//!
+//! Percentiles are exact order statistics of the merged samples (never an
+//! average of per-thread percentiles): the p-th percentile of n sorted
+//! samples is the sample at rank ⌈p·n⌉ (1-based), the "nearest rank"
+//! definition.
+
+#![warn(missing_docs)]
+
+pub mod lane_bench;
+pub mod stats;
+pub mod table;

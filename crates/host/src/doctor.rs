@@ -1,1 +1,1627 @@
-//! TODO
+//! `xlane doctor`: checks every jitter source of the X-Lane paper (§4.3) on
+//! this host and says, for each, whether it is `ok`, `fixable now` (with the
+//! shell command that fixes it now), or `needs reboot` (with the kernel boot
+//! parameter to add); `info`/`unknown` where it cannot tell, and `warn` for
+//! what no setting can fix (the time the hypervisor takes away).
+//!
+//! Every check is a function of a [`SysSource`] (the files of `/proc`,
+//! `/sys`, `/boot`, `/dev`, `/run` under some root) and a [`Context`] (the
+//! lane core, the interfaces, and what was measured during the measurement
+//! window), so the decisions can be tested against a directory tree.
+//! [`run`] takes the measurements on the real machine and runs every check.
+//!
+//! # Thresholds of the floor verdict
+//!
+//! The floor probe ([`crate::floor`]) spins on every online core during the
+//! window. A core is `ok` when it lost at most
+//! [`FLOOR_OK_STOLEN_FRACTION`] (0.1 %) of the window in gaps longer than
+//! the probe threshold (10 µs) *and* its longest gap was at most
+//! [`FLOOR_OK_MAX_GAP_NS`] (100 µs), roughly what a tuned bare-metal core
+//! shows with timer ticks still on; otherwise `warn`: no software bound
+//! tighter than the longest gap can hold on that core. The hypervisor's own
+//! steal accounting (`/proc/stat`) is `ok` at zero ticks, `warn` otherwise.
+
+use crate::floor::{FloorConfig, FloorProbe, FloorReport, FloorSummary};
+use crate::tuning::{self, CpuSet};
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// A floor is `ok` up to this fraction of time lost in gaps.
+pub const FLOOR_OK_STOLEN_FRACTION: f64 = 0.001;
+/// A floor is `ok` up to this longest gap (nanoseconds).
+pub const FLOOR_OK_MAX_GAP_NS: u64 = 100_000;
+/// Timer ticks per second on the lane core that count as `ok` (adaptive
+/// ticks bring them to about 1 Hz).
+pub const TICKS_OK_PER_SEC: f64 = 10.0;
+
+/// The names of all checks, in report order.
+pub const CHECK_NAMES: &[&str] = &[
+    "isolcpus",
+    "nohz_full",
+    "rcu_nocbs",
+    "cstates",
+    "nmi_watchdog",
+    "timer_ticks",
+    "irq_affinity",
+    "rt_throttling",
+    "transparent_hugepages",
+    "cpufreq_governor",
+    "smt_sibling",
+    "nic_numa",
+    "smi",
+    "floor_lane_core",
+    "floor_other_cores",
+    "steal_time",
+    "tuning_leftovers",
+];
+
+/// Read access to a machine's files, by absolute path (`/proc/cmdline`).
+pub trait SysSource {
+    /// The whole content of a file.
+    fn read(&self, path: &str) -> io::Result<String>;
+    /// The names in a directory, sorted.
+    fn list(&self, dir: &str) -> io::Result<Vec<String>>;
+    /// Whether the path exists.
+    fn exists(&self, path: &str) -> bool;
+    /// The content of a gzip-compressed file, decompressed.
+    fn read_gz(&self, path: &str) -> io::Result<String> {
+        Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            format!("cannot decompress {path}"),
+        ))
+    }
+    /// Whether this process may write the file.
+    fn writable(&self, path: &str) -> bool;
+}
+
+/// The files under a root directory: `/` for the machine itself, a
+/// directory tree in tests.
+#[derive(Debug, Clone)]
+pub struct RootFs {
+    root: PathBuf,
+}
+
+impl RootFs {
+    /// Files under `root`.
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        Self { root: root.into() }
+    }
+
+    /// The real path of an absolute path.
+    pub fn resolve(&self, path: &str) -> PathBuf {
+        self.root.join(path.trim_start_matches('/'))
+    }
+}
+
+impl SysSource for RootFs {
+    fn read(&self, path: &str) -> io::Result<String> {
+        std::fs::read_to_string(self.resolve(path))
+    }
+
+    fn list(&self, dir: &str) -> io::Result<Vec<String>> {
+        let mut v: Vec<String> = std::fs::read_dir(self.resolve(dir))?
+            .filter_map(|e| e.ok())
+            .filter_map(|e| e.file_name().to_str().map(str::to_string))
+            .collect();
+        v.sort();
+        Ok(v)
+    }
+
+    fn exists(&self, path: &str) -> bool {
+        self.resolve(path).exists()
+    }
+
+    fn read_gz(&self, path: &str) -> io::Result<String> {
+        let out = std::process::Command::new("gzip")
+            .arg("-dc")
+            .arg(self.resolve(path))
+            .output()?;
+        if !out.status.success() {
+            return Err(io::Error::other(format!("gzip -dc {path}: {}", out.status)));
+        }
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    }
+
+    fn writable(&self, path: &str) -> bool {
+        nix::unistd::access(&self.resolve(path), nix::unistd::AccessFlags::W_OK).is_ok()
+    }
+}
+
+/// The verdict of one check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum Status {
+    /// Nothing to do.
+    #[serde(rename = "ok")]
+    Ok,
+    /// Can be fixed at run time; the fix is a shell command.
+    #[serde(rename = "fixable now")]
+    FixableNow,
+    /// Needs a kernel boot parameter (or a different kernel).
+    #[serde(rename = "needs reboot")]
+    NeedsReboot,
+    /// A finding no setting fixes (the machine's floor).
+    #[serde(rename = "warn")]
+    Warn,
+    /// For information.
+    #[serde(rename = "info")]
+    Info,
+    /// Cannot tell.
+    #[serde(rename = "unknown")]
+    Unknown,
+}
+
+impl Status {
+    /// The word printed for it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Ok => "ok",
+            Status::FixableNow => "fixable now",
+            Status::NeedsReboot => "needs reboot",
+            Status::Warn => "warn",
+            Status::Info => "info",
+            Status::Unknown => "unknown",
+        }
+    }
+}
+
+/// One line of the report.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Check {
+    /// The check (one of [`CHECK_NAMES`]).
+    pub name: String,
+    /// The verdict.
+    pub status: Status,
+    /// What was found.
+    pub detail: String,
+    /// The shell command (fixable now) or boot parameter (needs reboot).
+    pub fix: Option<String>,
+}
+
+fn check(name: &str, status: Status, detail: impl Into<String>, fix: Option<String>) -> Check {
+    Check {
+        name: name.to_string(),
+        status,
+        detail: detail.into(),
+        fix,
+    }
+}
+
+/// What was measured during the measurement window.
+#[derive(Debug, Clone, Default)]
+pub struct Measurements {
+    /// The window's length, seconds.
+    pub seconds: f64,
+    /// `/proc/interrupts` at the start.
+    pub interrupts_before: String,
+    /// `/proc/interrupts` at the end.
+    pub interrupts_after: String,
+    /// `/proc/stat` at the start.
+    pub stat_before: String,
+    /// `/proc/stat` at the end.
+    pub stat_after: String,
+    /// Clock ticks per second of `/proc/stat` (`USER_HZ`).
+    pub user_hz: u64,
+    /// The floor probe's report for each core probed.
+    pub floors: Vec<FloorReport>,
+    /// Cores whose probe failed to start, with the error.
+    pub floor_errors: Vec<(usize, String)>,
+}
+
+/// What the checks know besides the files.
+#[derive(Debug, Clone, Default)]
+pub struct Context {
+    /// The lane core.
+    pub lane_core: usize,
+    /// Interfaces the lane uses; empty means every interface but `lo`.
+    pub ifaces: Vec<String>,
+    /// The measurement window, if one was taken.
+    pub window: Option<Measurements>,
+    /// Where tuning journals live (absolute path in the source).
+    pub journal_dir: String,
+}
+
+impl Context {
+    /// A context without measurements, journals in the default place.
+    pub fn new(lane_core: usize) -> Self {
+        Self {
+            lane_core,
+            ifaces: Vec::new(),
+            window: None,
+            journal_dir: tuning::DEFAULT_JOURNAL_DIR.to_string(),
+        }
+    }
+}
+
+// ---------------------------------------------------------------- helpers
+
+/// The kernel command line as `(key, value)` pairs, up to a `--` (which
+/// hands the rest to init).
+pub fn cmdline(src: &dyn SysSource) -> Vec<(String, Option<String>)> {
+    let text = src.read("/proc/cmdline").unwrap_or_default();
+    text.split_whitespace()
+        .take_while(|t| *t != "--")
+        .map(|t| match t.split_once('=') {
+            Some((k, v)) => (k.to_string(), Some(v.to_string())),
+            None => (t.to_string(), None),
+        })
+        .collect()
+}
+
+fn cmdline_value(cl: &[(String, Option<String>)], key: &str) -> Option<String> {
+    cl.iter()
+        .rev()
+        .find(|(k, _)| k == key)
+        .map(|(_, v)| v.clone().unwrap_or_default())
+}
+
+/// The CPUs of a boot parameter value such as `isolcpus=domain,managed_irq,2-3`
+/// (flags dropped); `nohz_full=`/`rcu_nocbs=` values are plain lists.
+pub fn cpus_of_param(value: &str) -> CpuSet {
+    let cpus: Vec<&str> = value
+        .split(',')
+        .filter(|t| t.starts_with(|c: char| c.is_ascii_digit()))
+        .collect();
+    CpuSet::parse_list(&cpus.join(",")).unwrap_or_default()
+}
+
+fn online(src: &dyn SysSource) -> Option<CpuSet> {
+    src.read("/sys/devices/system/cpu/online")
+        .ok()
+        .and_then(|t| CpuSet::parse_list(&t).ok())
+}
+
+fn cpu_list_file(src: &dyn SysSource, path: &str) -> Option<CpuSet> {
+    src.read(path)
+        .ok()
+        .and_then(|t| CpuSet::parse_list(&t).ok())
+}
+
+/// The running kernel's build configuration, if available (from
+/// `/boot/config-<release>` or `/proc/config.gz`).
+pub fn kernel_config(src: &dyn SysSource) -> Option<String> {
+    if let Ok(rel) = src.read("/proc/sys/kernel/osrelease") {
+        if let Ok(c) = src.read(&format!("/boot/config-{}", rel.trim())) {
+            return Some(c);
+        }
+    }
+    if src.exists("/proc/config.gz") {
+        if let Ok(c) = src.read_gz("/proc/config.gz") {
+            return Some(c);
+        }
+    }
+    None
+}
+
+/// The value of `CONFIG_X` in a configuration text: `Some("y")`,
+/// `Some("250")`, `Some("n")` for "is not set", `None` if absent.
+pub fn config_value(config: &str, key: &str) -> Option<String> {
+    for line in config.lines() {
+        let line = line.trim();
+        if let Some(rest) = line.strip_prefix(key) {
+            if let Some(v) = rest.strip_prefix('=') {
+                return Some(v.trim_matches('"').to_string());
+            }
+        }
+        if line == format!("# {key} is not set") {
+            return Some("n".into());
+        }
+    }
+    None
+}
+
+/// Per-CPU counters of `/proc/interrupts`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Interrupts {
+    /// The CPU number of each column.
+    pub cpus: Vec<usize>,
+    /// Each row: label (`24`, `LOC`, …), counts per column, description.
+    pub rows: Vec<(String, Vec<u64>, String)>,
+}
+
+impl Interrupts {
+    /// Parses the text of `/proc/interrupts`.
+    pub fn parse(text: &str) -> Self {
+        let mut lines = text.lines();
+        let cpus: Vec<usize> = lines
+            .next()
+            .unwrap_or("")
+            .split_whitespace()
+            .filter_map(|t| t.strip_prefix("CPU").and_then(|n| n.parse().ok()))
+            .collect();
+        let mut rows = Vec::new();
+        for line in lines {
+            let Some((label, rest)) = line.split_once(':') else {
+                continue;
+            };
+            let mut counts = Vec::new();
+            let mut toks = rest.split_whitespace().peekable();
+            while counts.len() < cpus.len() {
+                match toks.peek().and_then(|t| t.parse::<u64>().ok()) {
+                    Some(n) => {
+                        counts.push(n);
+                        toks.next();
+                    }
+                    None => break,
+                }
+            }
+            let desc: Vec<&str> = toks.collect();
+            rows.push((label.trim().to_string(), counts, desc.join(" ")));
+        }
+        Self { cpus, rows }
+    }
+
+    /// The count of `label` on `cpu`.
+    pub fn count(&self, label: &str, cpu: usize) -> Option<u64> {
+        let col = self.cpus.iter().position(|&c| c == cpu)?;
+        let row = self.rows.iter().find(|r| r.0 == label)?;
+        row.1.get(col).copied()
+    }
+}
+
+/// The per-CPU lines of `/proc/stat`: CPU number → counters
+/// (user nice system idle iowait irq softirq steal …).
+pub fn parse_stat(text: &str) -> BTreeMap<usize, Vec<u64>> {
+    text.lines()
+        .filter_map(|l| {
+            let mut it = l.split_whitespace();
+            let cpu: usize = it.next()?.strip_prefix("cpu")?.parse().ok()?;
+            Some((cpu, it.filter_map(|t| t.parse().ok()).collect()))
+        })
+        .collect()
+}
+
+fn stat_delta(w: &Measurements) -> BTreeMap<usize, Vec<u64>> {
+    let before = parse_stat(&w.stat_before);
+    let after = parse_stat(&w.stat_after);
+    after
+        .into_iter()
+        .filter_map(|(cpu, a)| {
+            let b = before.get(&cpu)?;
+            Some((
+                cpu,
+                a.iter()
+                    .zip(b.iter())
+                    .map(|(x, y)| x.saturating_sub(*y))
+                    .collect(),
+            ))
+        })
+        .collect()
+}
+
+fn fmt_ns(ns: u64) -> String {
+    if ns >= 1_000_000 {
+        format!("{:.1}ms", ns as f64 / 1e6)
+    } else if ns >= 1_000 {
+        format!("{:.1}us", ns as f64 / 1e3)
+    } else {
+        format!("{ns}ns")
+    }
+}
+
+fn others(online: &CpuSet, lane: usize) -> CpuSet {
+    let mut o = online.clone();
+    o.remove(lane);
+    o
+}
+
+// ------------------------------------------------------------------ checks
+
+/// Is the lane core in `isolcpus` (§4.3.1)?
+pub fn check_isolcpus(src: &dyn SysSource, ctx: &Context) -> Check {
+    let lane = ctx.lane_core;
+    let cl = cmdline(src);
+    let from_cmdline = cmdline_value(&cl, "isolcpus").map(|v| cpus_of_param(&v));
+    let isolated = cpu_list_file(src, "/sys/devices/system/cpu/isolated");
+    let in_sys = isolated.as_ref().is_some_and(|s| s.contains(lane));
+    let in_cl = from_cmdline.as_ref().is_some_and(|s| s.contains(lane));
+    if in_sys || in_cl {
+        return check(
+            "isolcpus",
+            Status::Ok,
+            format!("cpu{lane} is isolated from the scheduler"),
+            None,
+        );
+    }
+    let mut want = from_cmdline.unwrap_or_default();
+    want.insert(lane);
+    let now = isolated
+        .filter(|s| !s.is_empty())
+        .map(|s| format!("isolated: {s}"))
+        .unwrap_or_else(|| "no cpu is isolated".into());
+    check(
+        "isolcpus",
+        Status::NeedsReboot,
+        format!("cpu{lane} is shared with every other task ({now})"),
+        Some(format!("isolcpus={}", want.to_list())),
+    )
+}
+
+/// Is the lane core in adaptive-tick mode (§4.3.2 timer ticks)?
+pub fn check_nohz_full(src: &dyn SysSource, ctx: &Context) -> Check {
+    let lane = ctx.lane_core;
+    let fix = Some(format!("nohz_full={lane}"));
+    match cpu_list_file(src, "/sys/devices/system/cpu/nohz_full") {
+        Some(s) if s.contains(lane) => check(
+            "nohz_full",
+            Status::Ok,
+            format!("cpu{lane} runs in adaptive-tick mode"),
+            None,
+        ),
+        Some(s) => check(
+            "nohz_full",
+            Status::NeedsReboot,
+            if s.is_empty() {
+                "no cpu in nohz_full".to_string()
+            } else {
+                format!("nohz_full={s} does not include cpu{lane}")
+            },
+            fix,
+        ),
+        None => {
+            let cfg = kernel_config(src).and_then(|c| config_value(&c, "CONFIG_NO_HZ_FULL"));
+            let why = match cfg.as_deref() {
+                Some("y") => "nohz_full is not set",
+                Some(_) => "this kernel is built without CONFIG_NO_HZ_FULL",
+                None => "this kernel shows no nohz_full (built without CONFIG_NO_HZ_FULL?)",
+            };
+            let fix = if cfg.as_deref() == Some("y") {
+                format!("nohz_full={lane}")
+            } else {
+                format!("nohz_full={lane} (on a kernel with CONFIG_NO_HZ_FULL=y)")
+            };
+            check("nohz_full", Status::NeedsReboot, why, Some(fix))
+        }
+    }
+}
+
+/// Are RCU callbacks offloaded from the lane core (§4.3.2 RCU warnings)?
+pub fn check_rcu_nocbs(src: &dyn SysSource, ctx: &Context) -> Check {
+    let lane = ctx.lane_core;
+    let cl = cmdline(src);
+    let nocbs = cmdline_value(&cl, "rcu_nocbs").map(|v| cpus_of_param(&v));
+    let nohz = cpu_list_file(src, "/sys/devices/system/cpu/nohz_full");
+    if nocbs.as_ref().is_some_and(|s| s.contains(lane)) {
+        return check(
+            "rcu_nocbs",
+            Status::Ok,
+            format!("RCU callbacks of cpu{lane} are offloaded"),
+            None,
+        );
+    }
+    if nohz.as_ref().is_some_and(|s| s.contains(lane)) {
+        return check(
+            "rcu_nocbs",
+            Status::Ok,
+            format!("cpu{lane} is nohz_full, which offloads its RCU callbacks"),
+            None,
+        );
+    }
+    let cfg = kernel_config(src).and_then(|c| config_value(&c, "CONFIG_RCU_NOCB_CPU"));
+    let mut want = nocbs.unwrap_or_default();
+    want.insert(lane);
+    let mut fix = format!("rcu_nocbs={}", want.to_list());
+    if cfg.as_deref().is_some_and(|v| v != "y") {
+        fix.push_str(" (on a kernel with CONFIG_RCU_NOCB_CPU=y)");
+    }
+    check(
+        "rcu_nocbs",
+        Status::NeedsReboot,
+        format!("RCU callbacks run on cpu{lane}"),
+        Some(fix),
+    )
+}
+
+/// Can the lane core drop into deep C-states (§4.3.1)?
+pub fn check_cstates(src: &dyn SysSource, ctx: &Context) -> Check {
+    let lane = ctx.lane_core;
+    let cl = cmdline(src);
+    let boot_fix = "cpuidle.off=1 processor.max_cstate=0 idle=poll".to_string();
+    let qos = if src.exists("/dev/cpu_dma_latency") {
+        "; /dev/cpu_dma_latency is available (xlane holds it at 0 while it runs)"
+    } else {
+        "; no /dev/cpu_dma_latency"
+    };
+    if cmdline_value(&cl, "idle").as_deref() == Some("poll")
+        || cmdline_value(&cl, "cpuidle.off").as_deref() == Some("1")
+    {
+        return check(
+            "cstates",
+            Status::Ok,
+            "idle=poll or cpuidle.off=1 on the kernel command line",
+            None,
+        );
+    }
+    let driver = src
+        .read("/sys/devices/system/cpu/cpuidle/current_driver")
+        .map(|s| s.trim().to_string())
+        .ok();
+    let dir = format!("/sys/devices/system/cpu/cpu{lane}/cpuidle");
+    let states: Vec<String> = src
+        .list(&dir)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|s| s.starts_with("state"))
+        .collect();
+    if states.is_empty() {
+        let d = match driver.as_deref() {
+            Some("none") | None => format!(
+                "no cpuidle driver: an idle cpu{lane} halts (in a VM the vCPU is descheduled); a busy-polling lane never idles{qos}"
+            ),
+            Some(d) => format!("cpuidle driver {d} but no idle states on cpu{lane}{qos}"),
+        };
+        return check("cstates", Status::NeedsReboot, d, Some(boot_fix));
+    }
+    let mut deep_enabled = Vec::new();
+    for s in &states {
+        let name = src
+            .read(&format!("{dir}/{s}/name"))
+            .map(|n| n.trim().to_string())
+            .unwrap_or_default();
+        if name == "POLL" {
+            continue;
+        }
+        let disabled = src
+            .read(&format!("{dir}/{s}/disable"))
+            .map(|d| d.trim() == "1")
+            .unwrap_or(false);
+        if !disabled {
+            deep_enabled.push((s.clone(), name));
+        }
+    }
+    if deep_enabled.is_empty() {
+        return check(
+            "cstates",
+            Status::Ok,
+            format!(
+                "only polling idle on cpu{lane} (driver {})",
+                driver.unwrap_or_default()
+            ),
+            None,
+        );
+    }
+    let names: Vec<String> = deep_enabled
+        .iter()
+        .map(|(s, n)| format!("{s}={n}"))
+        .collect();
+    let files: Vec<String> = deep_enabled
+        .iter()
+        .map(|(s, _)| format!("{dir}/{s}/disable"))
+        .collect();
+    check(
+        "cstates",
+        Status::FixableNow,
+        format!(
+            "cpu{lane} may enter {} (driver {}){qos}",
+            names.join(", "),
+            driver.unwrap_or_default()
+        ),
+        Some(format!(
+            "echo 1 | tee {} >/dev/null  # boot: {boot_fix}",
+            files.join(" ")
+        )),
+    )
+}
+
+/// Is the NMI watchdog off (§4.3.2)?
+pub fn check_nmi_watchdog(src: &dyn SysSource, _ctx: &Context) -> Check {
+    let cl = cmdline(src);
+    if cl
+        .iter()
+        .any(|(k, _)| k == "nowatchdog" || k == "nmi_watchdog")
+        && cmdline_value(&cl, "nmi_watchdog").as_deref() != Some("1")
+    {
+        return check(
+            "nmi_watchdog",
+            Status::Ok,
+            "disabled on the kernel command line",
+            None,
+        );
+    }
+    match src.read("/proc/sys/kernel/nmi_watchdog") {
+        Ok(v) if v.trim() == "0" => check("nmi_watchdog", Status::Ok, "disabled", None),
+        Ok(v) => check(
+            "nmi_watchdog",
+            Status::FixableNow,
+            format!("enabled ({}): sends NMIs to every core", v.trim()),
+            Some("sysctl -w kernel.nmi_watchdog=0  # boot: nowatchdog".into()),
+        ),
+        Err(_) => check(
+            "nmi_watchdog",
+            Status::Info,
+            "no NMI watchdog in this kernel",
+            None,
+        ),
+    }
+}
+
+/// How many timer ticks hit the lane core (§4.3.2 timer ticks)?
+pub fn check_timer_ticks(src: &dyn SysSource, ctx: &Context) -> Check {
+    let lane = ctx.lane_core;
+    let hz = kernel_config(src).and_then(|c| config_value(&c, "CONFIG_HZ"));
+    let hz_text = match &hz {
+        Some(h) => format!("CONFIG_HZ={h}"),
+        None => "CONFIG_HZ unknown (no kernel config)".into(),
+    };
+    let Some(w) = &ctx.window else {
+        return check(
+            "timer_ticks",
+            Status::Unknown,
+            format!("{hz_text}; no measurement window"),
+            None,
+        );
+    };
+    let before = Interrupts::parse(&w.interrupts_before);
+    let after = Interrupts::parse(&w.interrupts_after);
+    let (Some(a), Some(b)) = (after.count("LOC", lane), before.count("LOC", lane)) else {
+        return check(
+            "timer_ticks",
+            Status::Unknown,
+            format!("{hz_text}; no LOC counter for cpu{lane} in /proc/interrupts"),
+            None,
+        );
+    };
+    if w.seconds <= 0.0 {
+        return check(
+            "timer_ticks",
+            Status::Unknown,
+            format!("{hz_text}; empty window"),
+            None,
+        );
+    }
+    let rate = a.saturating_sub(b) as f64 / w.seconds;
+    let detail = format!(
+        "{rate:.0} local timer interrupts/s on busy cpu{lane} over {:.1} s ({hz_text})",
+        w.seconds
+    );
+    if rate <= TICKS_OK_PER_SEC {
+        return check("timer_ticks", Status::Ok, detail, None);
+    }
+    let nohz = cpu_list_file(src, "/sys/devices/system/cpu/nohz_full");
+    if nohz.is_some_and(|s| s.contains(lane)) {
+        // Adaptive ticks are on but something keeps the tick alive (more
+        // than one runnable task, pending timers): nothing to add at boot.
+        return check(
+            "timer_ticks",
+            Status::Warn,
+            format!("{detail}; nohz_full is on but the tick keeps running (more than one task on the core?)"),
+            None,
+        );
+    }
+    check(
+        "timer_ticks",
+        Status::NeedsReboot,
+        detail,
+        Some(format!(
+            "nohz_full={lane} (kernel with CONFIG_NO_HZ_FULL=y)"
+        )),
+    )
+}
+
+/// Which IRQs can be routed to the lane core (§4.3.2 IRQ affinity)?
+pub fn check_irq_affinity(src: &dyn SysSource, ctx: &Context) -> Check {
+    let lane = ctx.lane_core;
+    let Some(online) = online(src) else {
+        return check(
+            "irq_affinity",
+            Status::Unknown,
+            "cannot read the online cpus",
+            None,
+        );
+    };
+    let rest = others(&online, lane);
+    let irqs: Vec<u32> = match src.list("/proc/irq") {
+        Ok(v) => {
+            let mut v: Vec<u32> = v.iter().filter_map(|n| n.parse().ok()).collect();
+            v.sort_unstable();
+            v
+        }
+        Err(e) => {
+            return check(
+                "irq_affinity",
+                Status::Unknown,
+                format!("cannot list /proc/irq: {e}"),
+                None,
+            )
+        }
+    };
+    // New affinity list → IRQs that need it.
+    let mut movable: BTreeMap<String, Vec<u32>> = BTreeMap::new();
+    let mut pinned = Vec::new();
+    for irq in &irqs {
+        let list =
+            cpu_list_file(src, &format!("/proc/irq/{irq}/smp_affinity_list")).or_else(|| {
+                src.read(&format!("/proc/irq/{irq}/smp_affinity"))
+                    .ok()
+                    .and_then(|t| CpuSet::parse_mask(&t).ok())
+            });
+        let Some(set) = list else { continue };
+        if !set.contains(lane) {
+            continue;
+        }
+        let mut new = set.clone();
+        new.remove(lane);
+        if new.intersection(&online).is_empty() {
+            pinned.push(*irq);
+        } else {
+            movable.entry(new.to_list()).or_default().push(*irq);
+        }
+    }
+    let default = src
+        .read("/proc/irq/default_smp_affinity")
+        .ok()
+        .and_then(|t| CpuSet::parse_mask(&t).ok());
+    let default_hits = default.as_ref().is_some_and(|d| d.contains(lane)) && !rest.is_empty();
+
+    let mut detail = Vec::new();
+    let n_movable: usize = movable.values().map(Vec::len).sum();
+    if n_movable > 0 {
+        let all: Vec<String> = movable.values().flatten().map(|i| i.to_string()).collect();
+        detail.push(format!(
+            "{n_movable} IRQs may be routed to cpu{lane} ({})",
+            all.join(" ")
+        ));
+    } else {
+        detail.push(format!("no movable IRQ may be routed to cpu{lane}"));
+    }
+    if !pinned.is_empty() {
+        detail.push(format!("{} pinned to cpu{lane} alone", pinned.len()));
+    }
+    if default_hits {
+        detail.push("default_smp_affinity includes it".into());
+    }
+    if let Some(w) = &ctx.window {
+        let before = Interrupts::parse(&w.interrupts_before);
+        let after = Interrupts::parse(&w.interrupts_after);
+        let mut hits: Vec<(u64, String)> = after
+            .rows
+            .iter()
+            .filter(|r| r.0.chars().all(|c| c.is_ascii_digit()))
+            .filter_map(|r| {
+                let d = after
+                    .count(&r.0, lane)?
+                    .saturating_sub(before.count(&r.0, lane).unwrap_or(0));
+                (d > 0).then(|| {
+                    (
+                        d,
+                        format!("{}:{}", r.0, r.2.split_whitespace().last().unwrap_or("")),
+                    )
+                })
+            })
+            .collect();
+        hits.sort_by_key(|h| std::cmp::Reverse(h.0));
+        let total: u64 = hits.iter().map(|h| h.0).sum();
+        let top: Vec<String> = hits
+            .iter()
+            .take(3)
+            .map(|(n, l)| format!("{l} x{n}"))
+            .collect();
+        if total > 0 {
+            detail.push(format!(
+                "{total} device interrupts hit cpu{lane} in {:.1} s ({})",
+                w.seconds,
+                top.join(", ")
+            ));
+        } else {
+            detail.push(format!(
+                "no device interrupt hit cpu{lane} in {:.1} s",
+                w.seconds
+            ));
+        }
+    }
+    let detail = detail.join("; ");
+    if n_movable == 0 && !default_hits {
+        return check("irq_affinity", Status::Ok, detail, None);
+    }
+    let mut cmds = Vec::new();
+    if default_hits {
+        if let Some(d) = default {
+            cmds.push(format!(
+                "echo {} > /proc/irq/default_smp_affinity",
+                others(&d, lane).to_mask()
+            ));
+        }
+    }
+    for (new, irqs) in &movable {
+        let list: Vec<String> = irqs.iter().map(|i| i.to_string()).collect();
+        cmds.push(format!(
+            "for i in {}; do echo {new} > /proc/irq/$i/smp_affinity_list; done",
+            list.join(" ")
+        ));
+    }
+    check(
+        "irq_affinity",
+        Status::FixableNow,
+        detail,
+        Some(format!(
+            "{}  # xlane does this while it runs; boot: irqaffinity={}",
+            cmds.join("; "),
+            rest.to_list()
+        )),
+    )
+}
+
+/// Is RT throttling off (Gotchas)?
+pub fn check_rt_throttling(src: &dyn SysSource, _ctx: &Context) -> Check {
+    match src.read("/proc/sys/kernel/sched_rt_runtime_us") {
+        Ok(v) if v.trim() == "-1" => check("rt_throttling", Status::Ok, "off (-1)", None),
+        Ok(v) => check(
+            "rt_throttling",
+            Status::FixableNow,
+            format!(
+                "sched_rt_runtime_us={}: a SCHED_FIFO lane thread is stopped for the rest of each period",
+                v.trim()
+            ),
+            Some("sysctl -w kernel.sched_rt_runtime_us=-1  # xlane does this while it runs".into()),
+        ),
+        Err(e) => check(
+            "rt_throttling",
+            Status::Unknown,
+            format!("cannot read sched_rt_runtime_us: {e}"),
+            None,
+        ),
+    }
+}
+
+/// Are transparent huge pages off or opt-in (§4.3.3 memory management)?
+pub fn check_thp(src: &dyn SysSource, _ctx: &Context) -> Check {
+    let path = "/sys/kernel/mm/transparent_hugepage/enabled";
+    let Ok(text) = src.read(path) else {
+        return check(
+            "transparent_hugepages",
+            Status::Info,
+            "no transparent huge pages in this kernel",
+            None,
+        );
+    };
+    let mode = text
+        .split_whitespace()
+        .find(|t| t.starts_with('[') && t.ends_with(']'))
+        .map(|t| t.trim_matches(|c| c == '[' || c == ']').to_string())
+        .unwrap_or_else(|| text.trim().to_string());
+    match mode.as_str() {
+        "never" | "madvise" => check(
+            "transparent_hugepages",
+            Status::Ok,
+            format!("{mode}: no background compaction for ordinary memory"),
+            None,
+        ),
+        _ => check(
+            "transparent_hugepages",
+            Status::FixableNow,
+            format!("{mode}: khugepaged and compaction may stall any task"),
+            Some(format!(
+                "echo madvise > {path}  # boot: transparent_hugepage=madvise"
+            )),
+        ),
+    }
+}
+
+/// Does the lane core run at full frequency?
+pub fn check_cpufreq(src: &dyn SysSource, ctx: &Context) -> Check {
+    let lane = ctx.lane_core;
+    let path = format!("/sys/devices/system/cpu/cpu{lane}/cpufreq/scaling_governor");
+    match src.read(&path) {
+        Ok(g) if g.trim() == "performance" => check(
+            "cpufreq_governor",
+            Status::Ok,
+            format!("cpu{lane}: performance"),
+            None,
+        ),
+        Ok(g) => check(
+            "cpufreq_governor",
+            Status::FixableNow,
+            format!("cpu{lane}: {} (frequency changes add latency)", g.trim()),
+            Some(format!("echo performance > {path}")),
+        ),
+        Err(_) => check(
+            "cpufreq_governor",
+            Status::Info,
+            "no cpufreq (virtual machine?)",
+            None,
+        ),
+    }
+}
+
+/// Does the lane core share its physical core with a busy sibling?
+pub fn check_smt(src: &dyn SysSource, ctx: &Context) -> Check {
+    let lane = ctx.lane_core;
+    let path = format!("/sys/devices/system/cpu/cpu{lane}/topology/thread_siblings_list");
+    let Some(sib) = cpu_list_file(src, &path) else {
+        return check(
+            "smt_sibling",
+            Status::Unknown,
+            format!("cannot read {path}"),
+            None,
+        );
+    };
+    let mut siblings = sib;
+    siblings.remove(lane);
+    let online = online(src).unwrap_or_default();
+    let active: Vec<usize> = siblings.iter().filter(|c| online.contains(*c)).collect();
+    if active.is_empty() {
+        return check(
+            "smt_sibling",
+            Status::Ok,
+            format!("cpu{lane} has no online SMT sibling"),
+            None,
+        );
+    }
+    let busy = ctx.window.as_ref().map(stat_delta);
+    let parts: Vec<String> = active
+        .iter()
+        .map(|c| {
+            let b = busy.as_ref().and_then(|d| d.get(c)).map(|v| {
+                let total: u64 = v.iter().take(8).sum();
+                let idle = v.get(3).copied().unwrap_or(0) + v.get(4).copied().unwrap_or(0);
+                if total == 0 {
+                    0.0
+                } else {
+                    100.0 * total.saturating_sub(idle) as f64 / total as f64
+                }
+            });
+            match b {
+                Some(p) => format!("cpu{c} ({p:.0}% busy)"),
+                None => format!("cpu{c}"),
+            }
+        })
+        .collect();
+    let cmds: Vec<String> = active
+        .iter()
+        .map(|c| format!("echo 0 > /sys/devices/system/cpu/cpu{c}/online"))
+        .collect();
+    check(
+        "smt_sibling",
+        Status::FixableNow,
+        format!(
+            "cpu{lane} shares its core with {}: the sibling's work slows the lane",
+            parts.join(", ")
+        ),
+        Some(format!("{}  # boot: nosmt", cmds.join("; "))),
+    )
+}
+
+/// The NUMA node of a CPU (0 when the machine shows none).
+fn cpu_node(src: &dyn SysSource, cpu: usize) -> Option<i64> {
+    src.list(&format!("/sys/devices/system/cpu/cpu{cpu}"))
+        .ok()?
+        .iter()
+        .find_map(|n| n.strip_prefix("node").and_then(|x| x.parse().ok()))
+}
+
+/// Is the lane core on the NUMA node of the NIC (§4.3.3)?
+pub fn check_nic_numa(src: &dyn SysSource, ctx: &Context) -> Check {
+    let lane = ctx.lane_core;
+    let ifaces: Vec<String> = if ctx.ifaces.is_empty() {
+        src.list("/sys/class/net")
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|i| i != "lo")
+            .collect()
+    } else {
+        ctx.ifaces.clone()
+    };
+    if ifaces.is_empty() {
+        return check("nic_numa", Status::Info, "no network interface", None);
+    }
+    let lane_node = cpu_node(src, lane);
+    let mut parts = Vec::new();
+    let mut mismatch: Option<(String, i64)> = None;
+    let mut any_known = false;
+    for i in &ifaces {
+        let base = format!("/sys/class/net/{i}");
+        if !src.exists(&base) {
+            parts.push(format!("{i}: not found"));
+            continue;
+        }
+        if !src.exists(&format!("{base}/device")) {
+            parts.push(format!("{i}: virtual"));
+            continue;
+        }
+        match src
+            .read(&format!("{base}/device/numa_node"))
+            .ok()
+            .and_then(|t| t.trim().parse::<i64>().ok())
+        {
+            Some(n) if n >= 0 => {
+                any_known = true;
+                parts.push(format!("{i}: node {n}"));
+                if lane_node.is_some_and(|l| l != n) && mismatch.is_none() {
+                    mismatch = Some((i.clone(), n));
+                }
+            }
+            _ => parts.push(format!("{i}: no NUMA affinity")),
+        }
+    }
+    let lane_text = match lane_node {
+        Some(n) => format!("cpu{lane} on node {n}"),
+        None => format!("cpu{lane} node unknown"),
+    };
+    let detail = format!("{lane_text}; {}", parts.join(", "));
+    if let Some((i, n)) = mismatch {
+        let cpus = cpu_list_file(src, &format!("/sys/devices/system/node/node{n}/cpulist"));
+        let fix = match cpus.and_then(|c| c.last()) {
+            Some(c) => format!("--lane-core {c}  # a core on node {n}, the node of {i}"),
+            None => format!("pick a lane core on node {n}, the node of {i}"),
+        };
+        return check("nic_numa", Status::FixableNow, detail, Some(fix));
+    }
+    if any_known {
+        check("nic_numa", Status::Ok, detail, None)
+    } else {
+        check("nic_numa", Status::Info, detail, None)
+    }
+}
+
+/// System management interrupts (§4.3.2) cannot be seen from here.
+pub fn check_smi(_src: &dyn SysSource, _ctx: &Context) -> Check {
+    check(
+        "smi",
+        Status::Unknown,
+        "SMIs are invisible to the kernel; thermal-throttling SMIs are disabled in the BIOS",
+        None,
+    )
+}
+
+fn floor_verdict(r: &FloorReport) -> bool {
+    r.stolen_fraction <= FLOOR_OK_STOLEN_FRACTION && r.max_gap_ns <= FLOOR_OK_MAX_GAP_NS
+}
+
+fn floor_text(r: &FloorReport) -> String {
+    format!(
+        "cpu{}: {:.2}% of {:.1} s lost in {} gaps > {}, longest {}",
+        r.core,
+        100.0 * r.stolen_fraction,
+        r.duration_ns as f64 / 1e9,
+        r.gaps.len() as u64 + r.gaps_dropped,
+        fmt_ns(r.threshold_ns),
+        fmt_ns(r.max_gap_ns)
+    )
+}
+
+const FLOOR_FIX: &str = "no setting fixes this: use dedicated CPUs (bare metal, pinned vCPUs); latency reports attribute outliers to these gaps";
+
+/// How much time does the machine take from the lane core?
+pub fn check_floor_lane(_src: &dyn SysSource, ctx: &Context) -> Check {
+    let lane = ctx.lane_core;
+    let Some(w) = &ctx.window else {
+        return check(
+            "floor_lane_core",
+            Status::Unknown,
+            "no measurement window",
+            None,
+        );
+    };
+    if let Some((_, e)) = w.floor_errors.iter().find(|(c, _)| *c == lane) {
+        return check(
+            "floor_lane_core",
+            Status::Unknown,
+            format!("probe failed: {e}"),
+            None,
+        );
+    }
+    let Some(r) = w.floors.iter().find(|r| r.core == lane) else {
+        return check(
+            "floor_lane_core",
+            Status::Unknown,
+            format!("cpu{lane} was not probed"),
+            None,
+        );
+    };
+    if floor_verdict(r) {
+        check("floor_lane_core", Status::Ok, floor_text(r), None)
+    } else {
+        check(
+            "floor_lane_core",
+            Status::Warn,
+            floor_text(r),
+            Some(FLOOR_FIX.into()),
+        )
+    }
+}
+
+/// How much time does the machine take from the other cores?
+pub fn check_floor_others(_src: &dyn SysSource, ctx: &Context) -> Check {
+    let lane = ctx.lane_core;
+    let Some(w) = &ctx.window else {
+        return check(
+            "floor_other_cores",
+            Status::Unknown,
+            "no measurement window",
+            None,
+        );
+    };
+    let rs: Vec<&FloorReport> = w.floors.iter().filter(|r| r.core != lane).collect();
+    if rs.is_empty() {
+        return check(
+            "floor_other_cores",
+            Status::Info,
+            "no other core was probed",
+            None,
+        );
+    }
+    let texts: Vec<String> = rs.iter().map(|r| floor_text(r)).collect();
+    if rs.iter().all(|r| floor_verdict(r)) {
+        check("floor_other_cores", Status::Ok, texts.join("; "), None)
+    } else {
+        check(
+            "floor_other_cores",
+            Status::Warn,
+            texts.join("; "),
+            Some(FLOOR_FIX.into()),
+        )
+    }
+}
+
+/// Does the hypervisor report stolen time?
+pub fn check_steal(_src: &dyn SysSource, ctx: &Context) -> Check {
+    let Some(w) = &ctx.window else {
+        return check("steal_time", Status::Unknown, "no measurement window", None);
+    };
+    let d = stat_delta(w);
+    if d.is_empty() {
+        return check(
+            "steal_time",
+            Status::Unknown,
+            "no per-cpu lines in /proc/stat",
+            None,
+        );
+    }
+    let steal: u64 = d.values().map(|v| v.get(7).copied().unwrap_or(0)).sum();
+    let total: u64 = d.values().map(|v| v.iter().take(8).sum::<u64>()).sum();
+    let per_cpu: Vec<String> = d
+        .iter()
+        .map(|(c, v)| format!("cpu{c} {}", v.get(7).copied().unwrap_or(0)))
+        .collect();
+    let frac = if total > 0 {
+        100.0 * steal as f64 / total as f64
+    } else {
+        0.0
+    };
+    let detail = format!(
+        "{steal} steal ticks in {:.1} s ({frac:.2}% of cpu time; {}) at {} ticks/s",
+        w.seconds,
+        per_cpu.join(", "),
+        w.user_hz
+    );
+    if steal == 0 {
+        check(
+            "steal_time",
+            Status::Ok,
+            format!("{detail}; the floor probe is the better witness"),
+            None,
+        )
+    } else {
+        check("steal_time", Status::Warn, detail, Some(FLOOR_FIX.into()))
+    }
+}
+
+/// Did a run leave tuning in force (killed by SIGKILL)?
+pub fn check_journals(src: &dyn SysSource, ctx: &Context) -> Check {
+    let dir = ctx.journal_dir.trim_end_matches('/');
+    let names: Vec<String> = src
+        .list(dir)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|n| n.starts_with("tuning-") && n.ends_with(".json"))
+        .collect();
+    if names.is_empty() {
+        return check(
+            "tuning_leftovers",
+            Status::Ok,
+            format!("no tuning journal in {dir}"),
+            None,
+        );
+    }
+    let mut stale = Vec::new();
+    let mut running = Vec::new();
+    for n in names {
+        let path = format!("{dir}/{n}");
+        let Some((pid, start, entries)) = src
+            .read(&path)
+            .ok()
+            .and_then(|t| tuning::summarize_journal_text(&t))
+        else {
+            stale.push((path, 0u32, 0usize));
+            continue;
+        };
+        let alive = src
+            .read(&format!("/proc/{pid}/stat"))
+            .ok()
+            .and_then(|t| tuning::parse_start_time(&t));
+        let live = match (alive, start) {
+            (Some(a), Some(s)) => a == s,
+            (Some(_), None) => true,
+            (None, _) => false,
+        };
+        if live {
+            running.push(format!("pid {pid} ({entries} changes)"));
+        } else {
+            stale.push((path, pid, entries));
+        }
+    }
+    if stale.is_empty() {
+        return check(
+            "tuning_leftovers",
+            Status::Info,
+            format!("tuning in force by running xlane: {}", running.join(", ")),
+            None,
+        );
+    }
+    let detail: Vec<String> = stale
+        .iter()
+        .map(|(p, pid, e)| format!("{p}: {e} changes left by dead pid {pid}"))
+        .collect();
+    let cmds: Vec<String> = stale
+        .iter()
+        .map(|(p, _, _)| format!("xlane doctor --restore-journal {p}"))
+        .collect();
+    check(
+        "tuning_leftovers",
+        Status::FixableNow,
+        detail.join("; "),
+        Some(cmds.join("; ")),
+    )
+}
+
+/// Runs every check, in [`CHECK_NAMES`] order.
+pub fn run_checks(src: &dyn SysSource, ctx: &Context) -> Vec<Check> {
+    type CheckFn = fn(&dyn SysSource, &Context) -> Check;
+    let all: [CheckFn; 17] = [
+        check_isolcpus,
+        check_nohz_full,
+        check_rcu_nocbs,
+        check_cstates,
+        check_nmi_watchdog,
+        check_timer_ticks,
+        check_irq_affinity,
+        check_rt_throttling,
+        check_thp,
+        check_cpufreq,
+        check_smt,
+        check_nic_numa,
+        check_smi,
+        check_floor_lane,
+        check_floor_others,
+        check_steal,
+        check_journals,
+    ];
+    all.iter().map(|f| f(src, ctx)).collect()
+}
+
+// ------------------------------------------------------------------- run
+
+/// What [`run`] does.
+#[derive(Debug, Clone)]
+pub struct DoctorOptions {
+    /// The lane core; `None` picks the last online CPU.
+    pub lane_core: Option<usize>,
+    /// The measurement window (floor probes on every online core). 0 skips
+    /// it.
+    pub seconds: f64,
+    /// Interfaces the lane uses (empty: all but `lo`).
+    pub ifaces: Vec<String>,
+    /// The root of the files read (`/`). The floor and window are measured
+    /// only when it is `/`.
+    pub root: PathBuf,
+    /// The directory of tuning journals.
+    pub journal_dir: PathBuf,
+}
+
+impl Default for DoctorOptions {
+    fn default() -> Self {
+        Self {
+            lane_core: None,
+            seconds: 3.0,
+            ifaces: Vec::new(),
+            root: PathBuf::from("/"),
+            journal_dir: PathBuf::from(tuning::DEFAULT_JOURNAL_DIR),
+        }
+    }
+}
+
+/// The floor part of the report.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FloorSection {
+    /// The window, seconds.
+    pub seconds: f64,
+    /// The probe threshold, nanoseconds.
+    pub threshold_ns: u64,
+    /// One summary per probed core.
+    pub cores: Vec<FloorSummary>,
+    /// Cores whose probe failed.
+    pub errors: Vec<FloorProbeError>,
+    /// Whether a core is `ok` (see the module docs for the thresholds).
+    pub ok_max_stolen_fraction: f64,
+    /// See [`FLOOR_OK_MAX_GAP_NS`].
+    pub ok_max_gap_ns: u64,
+}
+
+/// A core whose floor probe could not run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FloorProbeError {
+    /// The core.
+    pub core: usize,
+    /// Why.
+    pub error: String,
+}
+
+/// The doctor's findings.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DoctorReport {
+    /// The lane core checked.
+    pub lane_core: usize,
+    /// Every check.
+    pub checks: Vec<Check>,
+    /// The floor, when a window was measured.
+    pub floor: Option<FloorSection>,
+}
+
+/// Why the doctor could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum DoctorError {
+    /// The online CPUs could not be read.
+    #[error("cannot read the online cpus from /sys/devices/system/cpu/online")]
+    Online,
+    /// The lane core is not online.
+    #[error("lane core {core} is not online (online: {online})")]
+    LaneCoreOffline {
+        /// The requested core.
+        core: usize,
+        /// The online CPUs.
+        online: CpuSet,
+    },
+    /// The window length is not a finite, non-negative number of seconds
+    /// (at most an hour).
+    #[error("bad measurement window {0} s")]
+    BadWindow(f64),
+}
+
+/// Measures the window on the real machine: floor probes on every core of
+/// `cores` at once, with `/proc/interrupts` and `/proc/stat` read before and
+/// after.
+pub fn measure_window(cores: &CpuSet, seconds: f64) -> Measurements {
+    let read = |p: &str| std::fs::read_to_string(p).unwrap_or_default();
+    let mut m = Measurements {
+        seconds,
+        // SAFETY: sysconf has no preconditions.
+        user_hz: u64::try_from(unsafe { libc::sysconf(libc::_SC_CLK_TCK) }).unwrap_or(100),
+        ..Default::default()
+    };
+    let mut probes = Vec::new();
+    for c in cores.iter() {
+        match FloorProbe::start(c, FloorConfig::default()) {
+            Ok(p) => probes.push(p),
+            Err(e) => m.floor_errors.push((c, e.to_string())),
+        }
+    }
+    m.interrupts_before = read("/proc/interrupts");
+    m.stat_before = read("/proc/stat");
+    let t0 = std::time::Instant::now();
+    std::thread::sleep(Duration::from_secs_f64(seconds));
+    m.interrupts_after = read("/proc/interrupts");
+    m.stat_after = read("/proc/stat");
+    m.seconds = t0.elapsed().as_secs_f64();
+    m.floors = probes.into_iter().map(FloorProbe::stop).collect();
+    m
+}
+
+/// Runs the doctor: picks the lane core, measures the window (if
+/// `seconds > 0` and the root is `/`), and runs every check.
+pub fn run(opts: &DoctorOptions) -> Result<DoctorReport, DoctorError> {
+    if !opts.seconds.is_finite() || opts.seconds < 0.0 || opts.seconds > 3600.0 {
+        return Err(DoctorError::BadWindow(opts.seconds));
+    }
+    let src = RootFs::new(&opts.root);
+    let online = online(&src).ok_or(DoctorError::Online)?;
+    let lane = match opts.lane_core {
+        Some(c) => c,
+        None => online.last().ok_or(DoctorError::Online)?,
+    };
+    if !online.contains(lane) {
+        return Err(DoctorError::LaneCoreOffline { core: lane, online });
+    }
+    let real = opts.root == Path::new("/");
+    let window = (real && opts.seconds > 0.0).then(|| measure_window(&online, opts.seconds));
+    let journal_dir = match opts.journal_dir.strip_prefix(&opts.root) {
+        Ok(rel) => format!("/{}", rel.display()),
+        Err(_) => opts.journal_dir.display().to_string(),
+    };
+    let ctx = Context {
+        lane_core: lane,
+        ifaces: opts.ifaces.clone(),
+        window,
+        journal_dir,
+    };
+    let checks = run_checks(&src, &ctx);
+    let floor = ctx.window.as_ref().map(|w| FloorSection {
+        seconds: w.seconds,
+        threshold_ns: FloorConfig::default().threshold_ns,
+        cores: w.floors.iter().map(FloorReport::summary).collect(),
+        errors: w
+            .floor_errors
+            .iter()
+            .map(|(core, error)| FloorProbeError {
+                core: *core,
+                error: error.clone(),
+            })
+            .collect(),
+        ok_max_stolen_fraction: FLOOR_OK_STOLEN_FRACTION,
+        ok_max_gap_ns: FLOOR_OK_MAX_GAP_NS,
+    });
+    Ok(DoctorReport {
+        lane_core: lane,
+        checks,
+        floor,
+    })
+}
+
+impl DoctorReport {
+    /// How many checks have `status`.
+    pub fn count(&self, status: Status) -> usize {
+        self.checks.iter().filter(|c| c.status == status).count()
+    }
+
+    /// One line: the lane core and the count per status.
+    pub fn summary_line(&self) -> String {
+        let parts: Vec<String> = [
+            Status::Ok,
+            Status::FixableNow,
+            Status::NeedsReboot,
+            Status::Warn,
+            Status::Info,
+            Status::Unknown,
+        ]
+        .iter()
+        .map(|s| format!("{} {}", self.count(*s), s.as_str()))
+        .collect();
+        format!(
+            "lane core cpu{}: {} checks: {}",
+            self.lane_core,
+            self.checks.len(),
+            parts.join(", ")
+        )
+    }
+
+    /// An aligned table (check, status, detail, fix) and the summary line.
+    /// Long details wrap inside their column; fixes never wrap (they are
+    /// meant to be copied).
+    pub fn to_table(&self) -> String {
+        const DETAIL_WIDTH: usize = 64;
+        let w_name = self
+            .checks
+            .iter()
+            .map(|c| c.name.len())
+            .chain(["check".len()])
+            .max()
+            .unwrap_or(5);
+        let w_status = self
+            .checks
+            .iter()
+            .map(|c| c.status.as_str().len())
+            .chain(["status".len()])
+            .max()
+            .unwrap_or(6);
+        let mut out = String::new();
+        out.push_str(&format!(
+            "{:w_name$}  {:w_status$}  {:DETAIL_WIDTH$}  fix\n",
+            "check", "status", "detail"
+        ));
+        for c in &self.checks {
+            let lines = wrap(&c.detail, DETAIL_WIDTH);
+            for (i, l) in lines.iter().enumerate() {
+                let (n, s, f) = if i == 0 {
+                    (
+                        c.name.as_str(),
+                        c.status.as_str(),
+                        c.fix.as_deref().unwrap_or(""),
+                    )
+                } else {
+                    ("", "", "")
+                };
+                let line = format!("{n:w_name$}  {s:w_status$}  {l:DETAIL_WIDTH$}  {f}");
+                out.push_str(line.trim_end());
+                out.push('\n');
+            }
+        }
+        out.push_str(&self.summary_line());
+        out.push('\n');
+        out
+    }
+}
+
+/// Word-wraps `text` to lines of at most `width` characters (longer words
+/// stand alone).
+fn wrap(text: &str, width: usize) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut cur = String::new();
+    for word in text.split_whitespace() {
+        if !cur.is_empty() && cur.chars().count() + 1 + word.chars().count() > width {
+            lines.push(std::mem::take(&mut cur));
+        }
+        if !cur.is_empty() {
+            cur.push(' ');
+        }
+        cur.push_str(word);
+    }
+    if !cur.is_empty() || lines.is_empty() {
+        lines.push(cur);
+    }
+    lines
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cmdline_stops_at_double_dash() {
+        struct One(&'static str);
+        impl SysSource for One {
+            fn read(&self, _: &str) -> io::Result<String> {
+                Ok(self.0.to_string())
+            }
+            fn list(&self, _: &str) -> io::Result<Vec<String>> {
+                Ok(Vec::new())
+            }
+            fn exists(&self, _: &str) -> bool {
+                false
+            }
+            fn writable(&self, _: &str) -> bool {
+                false
+            }
+        }
+        let cl = cmdline(&One("quiet isolcpus=1 -- idle=poll"));
+        assert_eq!(
+            cl,
+            vec![
+                ("quiet".into(), None),
+                ("isolcpus".into(), Some("1".into()))
+            ]
+        );
+    }
+
+    #[test]
+    fn param_cpus() {
+        let cases = [
+            ("1", "1"),
+            ("domain,managed_irq,2-3", "2-3"),
+            ("nohz,4,6-7", "4,6-7"),
+            ("", ""),
+            ("bogus", ""),
+        ];
+        for (v, want) in cases {
+            assert_eq!(cpus_of_param(v).to_list(), want, "{v}");
+        }
+    }
+
+    #[test]
+    fn config_values() {
+        let c = "CONFIG_HZ_250=y\nCONFIG_HZ=250\n# CONFIG_NO_HZ_FULL is not set\nCONFIG_X=\"a\"\n";
+        assert_eq!(config_value(c, "CONFIG_HZ").as_deref(), Some("250"));
+        assert_eq!(config_value(c, "CONFIG_NO_HZ_FULL").as_deref(), Some("n"));
+        assert_eq!(config_value(c, "CONFIG_X").as_deref(), Some("a"));
+        assert_eq!(config_value(c, "CONFIG_Y"), None);
+    }
+
+    #[test]
+    fn interrupts_parse() {
+        let t = "           CPU0       CPU1       \n 24:          1          0  IO-APIC   5-edge      ACPI:Ged\nLOC:      25051      25637   Local timer interrupts\nERR:          0\n";
+        let i = Interrupts::parse(t);
+        assert_eq!(i.cpus, vec![0, 1]);
+        assert_eq!(i.count("LOC", 1), Some(25637));
+        assert_eq!(i.count("24", 0), Some(1));
+        assert_eq!(i.count("ERR", 0), Some(0));
+        assert_eq!(i.count("ERR", 1), None);
+        assert_eq!(i.count("LOC", 2), None);
+    }
+
+    #[test]
+    fn wrapping() {
+        assert_eq!(wrap("", 10), vec![String::new()]);
+        assert_eq!(wrap("a bb ccc dddd", 6), vec!["a bb", "ccc", "dddd"]);
+        assert_eq!(wrap("abcdefghijk x", 5), vec!["abcdefghijk", "x"]);
+    }
+}

@@ -1,1 +1,403 @@
-//! TODO
+//! The lane thread: placement, real-time scheduling, and the send and
+//! receive loops around the sans-IO cores of `xlane-lane`.
+//!
+//! A lane thread is placed once ([`place_current_thread`]: pinned to a core,
+//! `SCHED_FIFO`), locks its memory ([`lock_memory`]), and then runs one of
+//! the loops below. Everything a loop touches is allocated before it starts:
+//! the frame buffer, the socket's control buffer, and the [`SampleLog`]. The
+//! loops themselves do not allocate (a counting-allocator test holds them to
+//! that).
+//!
+//! Two ways to wait, selectable per loop ([`WaitMode`]):
+//! - `Interrupt`: the thread sleeps until its next period
+//!   (`clock_nanosleep` on an absolute time) or until a packet's softirq
+//!   wakes it (blocking `recvmsg`). Several emulated hosts' lane threads can
+//!   share one core this way.
+//! - `BusyPoll`: the thread spins on the clock or on a non-blocking socket;
+//!   for a lane thread that owns its core.
+//!
+//! All times are `CLOCK_REALTIME` nanoseconds, the clock of the kernel's
+//! packet timestamps, so send stamps, receive stamps and slot times compare
+//! directly on one machine.
+
+use crate::socket::{realtime_ns, LaneSocket, StampSource};
+use std::net::SocketAddrV4;
+use std::sync::atomic::{AtomicBool, Ordering};
+use xlane_lane::{PeriodicReceiver, PeriodicSender};
+use xlane_wire::MAX_FRAME_LEN;
+
+/// Why placing or running a lane thread failed.
+#[derive(Debug, thiserror::Error)]
+pub enum RuntimeError {
+    /// `sched_setaffinity` failed (core out of range or offline?).
+    #[error("cannot pin the thread to core {core}: {source}")]
+    Pin {
+        /// The core asked for.
+        core: usize,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// `sched_setscheduler(SCHED_FIFO)` failed (not root?).
+    #[error("cannot switch to SCHED_FIFO priority {prio}: {source}")]
+    Fifo {
+        /// The priority asked for.
+        prio: i32,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// `mlockall` failed.
+    #[error("mlockall failed: {0}")]
+    Lock(std::io::Error),
+    /// Sending on the socket failed.
+    #[error("send failed: {0}")]
+    Send(std::io::Error),
+    /// Receiving on the socket failed.
+    #[error("receive failed: {0}")]
+    Recv(std::io::Error),
+    /// The protocol core refused to build a frame.
+    #[error("the sender core refused to transmit: {0}")]
+    Transmit(String),
+}
+
+/// How a loop waits for its next event.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WaitMode {
+    /// Sleep until the period or the packet (timer/interrupt driven).
+    Interrupt,
+    /// Spin on the clock or a non-blocking socket.
+    BusyPoll,
+}
+
+impl std::str::FromStr for WaitMode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "interrupt" | "irq" => Ok(WaitMode::Interrupt),
+            "busy-poll" | "busypoll" | "poll" => Ok(WaitMode::BusyPoll),
+            _ => Err(format!(
+                "unknown wait mode {s:?} (use interrupt or busy-poll)"
+            )),
+        }
+    }
+}
+
+/// Where and how a thread runs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Placement {
+    /// Pin to this core.
+    pub core: Option<usize>,
+    /// Run at this `SCHED_FIFO` priority (1..=99).
+    pub fifo: Option<i32>,
+}
+
+/// Pin the calling thread and set its scheduling class.
+pub fn place_current_thread(p: Placement) -> Result<(), RuntimeError> {
+    if let Some(core) = p.core {
+        // SAFETY: cpu_set_t is plain data; CPU_SET writes inside it.
+        let r = unsafe {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            if core >= libc::CPU_SETSIZE as usize {
+                return Err(RuntimeError::Pin {
+                    core,
+                    source: std::io::Error::from_raw_os_error(libc::EINVAL),
+                });
+            }
+            libc::CPU_SET(core, &mut set);
+            libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set)
+        };
+        if r != 0 {
+            return Err(RuntimeError::Pin {
+                core,
+                source: std::io::Error::last_os_error(),
+            });
+        }
+    }
+    if let Some(prio) = p.fifo {
+        let param = libc::sched_param {
+            sched_priority: prio,
+        };
+        // SAFETY: valid param pointer; 0 = calling thread.
+        let r = unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) };
+        if r != 0 {
+            return Err(RuntimeError::Fifo {
+                prio,
+                source: std::io::Error::last_os_error(),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Lock all current and future pages of the process into memory.
+pub fn lock_memory() -> Result<(), RuntimeError> {
+    // SAFETY: plain syscall.
+    let r = unsafe { libc::mlockall(libc::MCL_CURRENT | libc::MCL_FUTURE) };
+    if r != 0 {
+        return Err(RuntimeError::Lock(std::io::Error::last_os_error()));
+    }
+    Ok(())
+}
+
+/// Sleep (or spin) until `CLOCK_REALTIME` reaches `t_ns`.
+pub fn wait_until(t_ns: u64, mode: WaitMode) {
+    match mode {
+        WaitMode::BusyPoll => {
+            while realtime_ns() < t_ns {
+                std::hint::spin_loop();
+            }
+        }
+        WaitMode::Interrupt => {
+            let ts = libc::timespec {
+                tv_sec: (t_ns / 1_000_000_000) as libc::time_t,
+                tv_nsec: (t_ns % 1_000_000_000) as libc::c_long,
+            };
+            // SAFETY: valid timespec; EINTR just returns early, the caller re-checks.
+            unsafe {
+                libc::clock_nanosleep(
+                    libc::CLOCK_REALTIME,
+                    libc::TIMER_ABSTIME,
+                    &ts,
+                    std::ptr::null_mut(),
+                )
+            };
+        }
+    }
+}
+
+/// One latency sample as the receiver saw it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Sample {
+    /// Sequence number of the frame.
+    pub seq: u64,
+    /// Sender's stamp, taken right before `sendto`.
+    pub send_ns: u64,
+    /// Kernel (or NIC) receive stamp.
+    pub kernel_rx_ns: u64,
+    /// Time the receiving thread had the packet (after `recvmsg`).
+    pub user_rx_ns: u64,
+}
+
+impl Sample {
+    /// One-way latency to the receiving thread.
+    pub fn latency_ns(&self) -> u64 {
+        self.user_rx_ns.saturating_sub(self.send_ns)
+    }
+}
+
+/// A fixed-capacity log of samples: allocated once, never grows.
+#[derive(Debug)]
+pub struct SampleLog {
+    samples: Vec<Sample>,
+    overflow: u64,
+}
+
+impl SampleLog {
+    /// Room for `capacity` samples, allocated now.
+    pub fn with_capacity(capacity: usize) -> Self {
+        SampleLog {
+            samples: Vec::with_capacity(capacity),
+            overflow: 0,
+        }
+    }
+    /// Record a sample; beyond capacity it is counted, not stored (no allocation).
+    pub fn push(&mut self, s: Sample) {
+        if self.samples.len() < self.samples.capacity() {
+            self.samples.push(s);
+        } else {
+            self.overflow += 1;
+        }
+    }
+    /// The stored samples.
+    pub fn samples(&self) -> &[Sample] {
+        &self.samples
+    }
+    /// Samples that did not fit.
+    pub fn overflow(&self) -> u64 {
+        self.overflow
+    }
+    /// Take the samples out.
+    pub fn into_samples(self) -> Vec<Sample> {
+        self.samples
+    }
+}
+
+/// What a send loop did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SendReport {
+    /// Frames sent.
+    pub frames: u64,
+    /// Frames the socket refused (e.g. `ENOBUFS`).
+    pub send_errors: u64,
+    /// Sum of (actual send − scheduled slot), ns.
+    pub late_total_ns: u64,
+    /// Worst (actual send − scheduled slot), ns.
+    pub late_max_ns: u64,
+}
+
+/// A periodic sender bound to a socket and one or more destinations.
+pub struct SenderLane<'a> {
+    sock: &'a LaneSocket,
+    core: PeriodicSender,
+    dsts: &'a [SocketAddrV4],
+    buf: Box<[u8; MAX_FRAME_LEN]>,
+}
+
+impl<'a> SenderLane<'a> {
+    /// Bind a sender core to a socket. `dsts` is usually one address (a
+    /// unicast peer or a multicast group); several addresses replicate each
+    /// frame at the sender.
+    pub fn new(sock: &'a LaneSocket, core: PeriodicSender, dsts: &'a [SocketAddrV4]) -> Self {
+        SenderLane {
+            sock,
+            core,
+            dsts,
+            buf: Box::new([0; MAX_FRAME_LEN]),
+        }
+    }
+
+    /// The protocol core (to enqueue chunks between slots).
+    pub fn core_mut(&mut self) -> &mut PeriodicSender {
+        &mut self.core
+    }
+
+    /// Run until `stop` is set or `until_ns` passes. Before every slot,
+    /// `fill(core, slot_ns)` may enqueue chunks. Bounded work per slot: one
+    /// fill call, one frame built, one `sendto` per destination.
+    pub fn run(
+        &mut self,
+        stop: &AtomicBool,
+        until_ns: u64,
+        mode: WaitMode,
+        fill: &mut dyn FnMut(&mut PeriodicSender, u64),
+    ) -> Result<SendReport, RuntimeError> {
+        let mut rep = SendReport::default();
+        loop {
+            if stop.load(Ordering::Relaxed) {
+                break;
+            }
+            let slot = self.core.poll_timeout();
+            if slot >= until_ns {
+                break;
+            }
+            wait_until(slot, mode);
+            let now = realtime_ns();
+            if now < slot {
+                continue; // woken early (signal): wait again
+            }
+            fill(&mut self.core, slot);
+            let tx = match self.core.poll_transmit(now, &mut self.buf[..]) {
+                Ok(Some(tx)) => tx,
+                Ok(None) => continue,
+                Err(e) => return Err(RuntimeError::Transmit(e.to_string())),
+            };
+            let frame = &mut self.buf[..tx.len];
+            for dst in self.dsts {
+                let t = realtime_ns();
+                // The frame was just built by us, so re-stamping cannot fail.
+                let _ = xlane_wire::stamp_send_time(frame, t);
+                match self.sock.send_to(frame, *dst) {
+                    Ok(_) => {}
+                    Err(_) => rep.send_errors += 1,
+                }
+            }
+            let late = now.saturating_sub(tx.slot);
+            rep.frames += 1;
+            rep.late_total_ns += late;
+            rep.late_max_ns = rep.late_max_ns.max(late);
+        }
+        Ok(rep)
+    }
+}
+
+/// What a receive loop saw, beyond the core's own counters.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RecvReport {
+    /// Datagrams read from the socket.
+    pub datagrams: u64,
+    /// Datagrams the core refused (malformed, wrong tunnel, …).
+    pub refused: u64,
+    /// Datagrams cut because they were larger than a lane frame.
+    pub truncated: u64,
+    /// Datagrams that carried a hardware stamp.
+    pub hw_stamps: u64,
+    /// Datagrams that carried a kernel software stamp.
+    pub kernel_stamps: u64,
+}
+
+/// A periodic receiver bound to a socket, logging one sample per frame.
+pub struct ReceiverLane<'a> {
+    sock: &'a mut LaneSocket,
+    core: PeriodicReceiver,
+    buf: Box<[u8; MAX_FRAME_LEN + 1]>,
+}
+
+impl<'a> ReceiverLane<'a> {
+    /// Bind a receiver core to a socket.
+    pub fn new(sock: &'a mut LaneSocket, core: PeriodicReceiver) -> Self {
+        ReceiverLane {
+            sock,
+            core,
+            buf: Box::new([0; MAX_FRAME_LEN + 1]),
+        }
+    }
+
+    /// The protocol core (for its counters).
+    pub fn core(&self) -> &PeriodicReceiver {
+        &self.core
+    }
+
+    /// Run until `stop` is set or `until_ns` passes. In `Interrupt` mode the
+    /// socket must be blocking with a receive timeout (so `stop` is seen);
+    /// in `BusyPoll` mode it must be non-blocking. Every delivered chunk is
+    /// passed to `deliver`; every accepted frame adds one [`Sample`] to `log`.
+    /// Bounded work per datagram.
+    pub fn run(
+        &mut self,
+        stop: &AtomicBool,
+        until_ns: u64,
+        log: &mut SampleLog,
+        deliver: &mut dyn FnMut(xlane_lane::Delivery<'_>),
+    ) -> Result<RecvReport, RuntimeError> {
+        let mut rep = RecvReport::default();
+        while !stop.load(Ordering::Relaxed) {
+            let got = match self.sock.recv(&mut self.buf[..]) {
+                Ok(Some(g)) => g,
+                Ok(None) => {
+                    if realtime_ns() >= until_ns {
+                        break;
+                    }
+                    std::hint::spin_loop();
+                    continue;
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(RuntimeError::Recv(e)),
+            };
+            rep.datagrams += 1;
+            match got.source {
+                StampSource::Hardware => rep.hw_stamps += 1,
+                StampSource::Kernel => rep.kernel_stamps += 1,
+                StampSource::User => {}
+            }
+            if got.truncated {
+                rep.truncated += 1;
+            }
+            // Stamp first: the arrival time goes in before the bytes are looked at.
+            match self
+                .core
+                .handle_datagram(got.rx_ns, &self.buf[..got.len], deliver)
+            {
+                Ok(frame) => log.push(Sample {
+                    seq: frame.seq,
+                    send_ns: frame.send_time,
+                    kernel_rx_ns: got.rx_ns,
+                    user_rx_ns: got.user_ns,
+                }),
+                Err(_) => rep.refused += 1,
+            }
+            if got.user_ns >= until_ns {
+                break;
+            }
+        }
+        Ok(rep)
+    }
+}

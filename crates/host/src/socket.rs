@@ -1,1 +1,540 @@
-//! TODO
+//! The lane's UDP socket: express marking, kernel timestamps, multicast.
+//!
+//! A [`LaneSocket`] is an IPv4 UDP socket set up the way the lane needs it:
+//!
+//! - **Marking.** Express packets carry a DSCP in the IP TOS byte (the switch
+//!   classifies on it) and an `SO_PRIORITY` (the host's own qdiscs can use
+//!   it). The TOS is set first and the priority second, because setting
+//!   `IP_TOS` overwrites `SO_PRIORITY` on Linux; both are read back and a
+//!   mismatch is an error.
+//! - **Timestamps.** `SO_TIMESTAMPING` asks for hardware receive stamps
+//!   (used when the NIC offers them) and software receive stamps (always);
+//!   [`LaneSocket::recv`] returns the stamp with its source. Stamps are
+//!   `CLOCK_REALTIME` nanoseconds, the clock the kernel uses for them.
+//! - **Multicast.** Joining a group on an interface, choosing the outgoing
+//!   multicast interface, and turning loopback of own packets off.
+//! - **Receive mode.** Blocking (interrupt-driven: the thread sleeps until
+//!   the packet's softirq wakes it) or non-blocking (the caller busy-polls).
+//!
+//! [`LaneSocket::recv`] does no allocation: the control-message buffer is
+//! part of the socket value.
+
+use std::io;
+use std::mem::{size_of, MaybeUninit};
+use std::net::{Ipv4Addr, SocketAddrV4};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+
+/// DSCP "expedited forwarding" (46), the default express class.
+pub const DSCP_EXPRESS: u8 = 46;
+/// The socket priority the lane marks express packets with.
+pub const EXPRESS_PRIORITY: u32 = 6;
+
+/// Where a receive timestamp came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StampSource {
+    /// Stamped by the NIC (raw hardware clock).
+    Hardware,
+    /// Stamped by the kernel when the packet entered the stack.
+    Kernel,
+    /// No kernel stamp arrived; the user-space time after `recvmsg` is used.
+    User,
+}
+
+/// How the socket should be opened.
+#[derive(Clone, Debug)]
+pub struct SocketConfig {
+    /// Local address and port to bind (`0.0.0.0:port` for multicast receivers).
+    pub bind: SocketAddrV4,
+    /// DSCP to mark outgoing packets with (0 = best effort).
+    pub dscp: u8,
+    /// `SO_PRIORITY` for outgoing packets.
+    pub priority: u32,
+    /// Request kernel/NIC receive timestamps.
+    pub rx_timestamps: bool,
+    /// Non-blocking socket, for a busy-polling caller.
+    pub nonblocking: bool,
+    /// Join this multicast group on the interface with this address.
+    pub join: Option<(Ipv4Addr, Ipv4Addr)>,
+    /// Send multicast out of the interface with this address.
+    pub multicast_if: Option<Ipv4Addr>,
+    /// Receive buffer size in bytes (0 = leave the default).
+    pub rcvbuf: usize,
+    /// Receive timeout for a blocking socket, in microseconds (0 = none).
+    pub recv_timeout_us: u64,
+}
+
+impl SocketConfig {
+    /// An express-marked socket bound to `bind`, blocking, with receive stamps.
+    pub fn express(bind: SocketAddrV4) -> Self {
+        SocketConfig {
+            bind,
+            dscp: DSCP_EXPRESS,
+            priority: EXPRESS_PRIORITY,
+            rx_timestamps: true,
+            nonblocking: false,
+            join: None,
+            multicast_if: None,
+            rcvbuf: 0,
+            recv_timeout_us: 0,
+        }
+    }
+
+    /// A plain best-effort socket bound to `bind` (DSCP 0, priority 0).
+    pub fn plain(bind: SocketAddrV4) -> Self {
+        SocketConfig {
+            dscp: 0,
+            priority: 0,
+            ..SocketConfig::express(bind)
+        }
+    }
+}
+
+/// Why a socket could not be set up.
+#[derive(Debug, thiserror::Error)]
+pub enum SocketError {
+    /// A system call failed.
+    #[error("{what}: {source}")]
+    Sys {
+        /// Which step failed.
+        what: &'static str,
+        /// The OS error.
+        source: io::Error,
+    },
+    /// A value written with setsockopt read back differently.
+    #[error("{what} read back as {found}, expected {expected}")]
+    ReadBack {
+        /// The option.
+        what: &'static str,
+        /// The value read back.
+        found: u32,
+        /// The value set.
+        expected: u32,
+    },
+    /// The DSCP does not fit in 6 bits.
+    #[error("DSCP {0} is out of range 0..=63")]
+    BadDscp(u8),
+}
+
+/// One received datagram.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Received {
+    /// Bytes written into the caller's buffer.
+    pub len: usize,
+    /// The datagram was longer than the buffer and was cut.
+    pub truncated: bool,
+    /// Sender address.
+    pub src: SocketAddrV4,
+    /// Receive time, `CLOCK_REALTIME` ns (see `source`).
+    pub rx_ns: u64,
+    /// Where `rx_ns` came from.
+    pub source: StampSource,
+    /// `CLOCK_REALTIME` ns read right after `recvmsg` returned.
+    pub user_ns: u64,
+}
+
+const CMSG_SPACE: usize = 256;
+
+/// A UDP socket set up for the lane (see the module docs).
+pub struct LaneSocket {
+    fd: OwnedFd,
+    cmsg: [u64; CMSG_SPACE / 8],
+}
+
+fn sys<T: PartialOrd + Default>(what: &'static str, r: T) -> Result<T, SocketError> {
+    if r < T::default() {
+        Err(SocketError::Sys {
+            what,
+            source: io::Error::last_os_error(),
+        })
+    } else {
+        Ok(r)
+    }
+}
+
+fn setopt<T>(
+    fd: RawFd,
+    level: i32,
+    name: i32,
+    val: &T,
+    what: &'static str,
+) -> Result<(), SocketError> {
+    // SAFETY: `val` points to a live T of the size passed.
+    let r = unsafe {
+        libc::setsockopt(
+            fd,
+            level,
+            name,
+            val as *const T as *const libc::c_void,
+            size_of::<T>() as libc::socklen_t,
+        )
+    };
+    sys(what, r).map(|_| ())
+}
+
+fn getopt_u32(fd: RawFd, level: i32, name: i32, what: &'static str) -> Result<u32, SocketError> {
+    let mut v: libc::c_int = 0;
+    let mut len = size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: v and len are valid for writes of their sizes.
+    let r = unsafe {
+        libc::getsockopt(
+            fd,
+            level,
+            name,
+            &mut v as *mut _ as *mut libc::c_void,
+            &mut len,
+        )
+    };
+    sys(what, r)?;
+    Ok(v as u32)
+}
+
+fn in_addr(a: Ipv4Addr) -> libc::in_addr {
+    libc::in_addr {
+        s_addr: u32::from_ne_bytes(a.octets()),
+    }
+}
+
+fn sockaddr(a: SocketAddrV4) -> libc::sockaddr_in {
+    libc::sockaddr_in {
+        sin_family: libc::AF_INET as libc::sa_family_t,
+        sin_port: a.port().to_be(),
+        sin_addr: in_addr(*a.ip()),
+        sin_zero: [0; 8],
+    }
+}
+
+/// `CLOCK_REALTIME` now, in nanoseconds.
+pub fn realtime_ns() -> u64 {
+    clock_ns(libc::CLOCK_REALTIME)
+}
+
+/// `CLOCK_MONOTONIC` now, in nanoseconds.
+pub fn monotonic_ns() -> u64 {
+    clock_ns(libc::CLOCK_MONOTONIC)
+}
+
+fn clock_ns(clock: libc::clockid_t) -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: ts is a valid timespec; the clock ids used are always present.
+    unsafe { libc::clock_gettime(clock, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+impl LaneSocket {
+    /// Open and configure a socket (see [`SocketConfig`]).
+    pub fn open(cfg: &SocketConfig) -> Result<Self, SocketError> {
+        if cfg.dscp > 63 {
+            return Err(SocketError::BadDscp(cfg.dscp));
+        }
+        let mut ty = libc::SOCK_DGRAM | libc::SOCK_CLOEXEC;
+        if cfg.nonblocking {
+            ty |= libc::SOCK_NONBLOCK;
+        }
+        // SAFETY: plain socket(2) call.
+        let raw = sys("socket", unsafe { libc::socket(libc::AF_INET, ty, 0) })?;
+        // SAFETY: raw is a fresh descriptor we own.
+        let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+        let one: libc::c_int = 1;
+        setopt(
+            raw,
+            libc::SOL_SOCKET,
+            libc::SO_REUSEADDR,
+            &one,
+            "SO_REUSEADDR",
+        )?;
+        // TOS first: setting it overwrites SO_PRIORITY.
+        let tos: libc::c_int = (cfg.dscp as libc::c_int) << 2;
+        setopt(raw, libc::IPPROTO_IP, libc::IP_TOS, &tos, "IP_TOS")?;
+        let prio = cfg.priority as libc::c_int;
+        setopt(
+            raw,
+            libc::SOL_SOCKET,
+            libc::SO_PRIORITY,
+            &prio,
+            "SO_PRIORITY",
+        )?;
+        let got_tos = getopt_u32(raw, libc::IPPROTO_IP, libc::IP_TOS, "IP_TOS")?;
+        if got_tos != tos as u32 {
+            return Err(SocketError::ReadBack {
+                what: "IP_TOS",
+                found: got_tos,
+                expected: tos as u32,
+            });
+        }
+        let got_prio = getopt_u32(raw, libc::SOL_SOCKET, libc::SO_PRIORITY, "SO_PRIORITY")?;
+        if got_prio != cfg.priority {
+            return Err(SocketError::ReadBack {
+                what: "SO_PRIORITY",
+                found: got_prio,
+                expected: cfg.priority,
+            });
+        }
+        if cfg.rx_timestamps {
+            let flags: libc::c_int = (libc::SOF_TIMESTAMPING_RX_SOFTWARE
+                | libc::SOF_TIMESTAMPING_SOFTWARE
+                | libc::SOF_TIMESTAMPING_RX_HARDWARE
+                | libc::SOF_TIMESTAMPING_RAW_HARDWARE)
+                as libc::c_int;
+            setopt(
+                raw,
+                libc::SOL_SOCKET,
+                libc::SO_TIMESTAMPING,
+                &flags,
+                "SO_TIMESTAMPING",
+            )?;
+        }
+        if cfg.rcvbuf > 0 {
+            let v = cfg.rcvbuf as libc::c_int;
+            setopt(raw, libc::SOL_SOCKET, libc::SO_RCVBUF, &v, "SO_RCVBUF")?;
+        }
+        if cfg.recv_timeout_us > 0 {
+            let tv = libc::timeval {
+                tv_sec: (cfg.recv_timeout_us / 1_000_000) as libc::time_t,
+                tv_usec: (cfg.recv_timeout_us % 1_000_000) as libc::suseconds_t,
+            };
+            setopt(raw, libc::SOL_SOCKET, libc::SO_RCVTIMEO, &tv, "SO_RCVTIMEO")?;
+        }
+        if let Some(ifaddr) = cfg.multicast_if {
+            let a = in_addr(ifaddr);
+            setopt(
+                raw,
+                libc::IPPROTO_IP,
+                libc::IP_MULTICAST_IF,
+                &a,
+                "IP_MULTICAST_IF",
+            )?;
+            let zero: libc::c_int = 0;
+            setopt(
+                raw,
+                libc::IPPROTO_IP,
+                libc::IP_MULTICAST_LOOP,
+                &zero,
+                "IP_MULTICAST_LOOP",
+            )?;
+            let ttl: libc::c_int = 4;
+            setopt(
+                raw,
+                libc::IPPROTO_IP,
+                libc::IP_MULTICAST_TTL,
+                &ttl,
+                "IP_MULTICAST_TTL",
+            )?;
+        }
+        let sa = sockaddr(cfg.bind);
+        // SAFETY: sa is a valid sockaddr_in of the size passed.
+        let r = unsafe {
+            libc::bind(
+                raw,
+                &sa as *const _ as *const libc::sockaddr,
+                size_of::<libc::sockaddr_in>() as libc::socklen_t,
+            )
+        };
+        sys("bind", r)?;
+        if let Some((group, ifaddr)) = cfg.join {
+            let mreq = libc::ip_mreq {
+                imr_multiaddr: in_addr(group),
+                imr_interface: in_addr(ifaddr),
+            };
+            setopt(
+                raw,
+                libc::IPPROTO_IP,
+                libc::IP_ADD_MEMBERSHIP,
+                &mreq,
+                "IP_ADD_MEMBERSHIP",
+            )?;
+        }
+        Ok(LaneSocket {
+            fd,
+            cmsg: [0; CMSG_SPACE / 8],
+        })
+    }
+
+    /// The bound local address.
+    pub fn local_addr(&self) -> Result<SocketAddrV4, SocketError> {
+        let mut sa = MaybeUninit::<libc::sockaddr_in>::zeroed();
+        let mut len = size_of::<libc::sockaddr_in>() as libc::socklen_t;
+        // SAFETY: sa/len are valid for writes.
+        let r = unsafe {
+            libc::getsockname(
+                self.fd.as_raw_fd(),
+                sa.as_mut_ptr() as *mut libc::sockaddr,
+                &mut len,
+            )
+        };
+        sys("getsockname", r)?;
+        // SAFETY: getsockname filled it in.
+        let sa = unsafe { sa.assume_init() };
+        Ok(from_sockaddr(&sa))
+    }
+
+    /// Send one datagram to `dst`. No allocation.
+    pub fn send_to(&self, buf: &[u8], dst: SocketAddrV4) -> io::Result<usize> {
+        let sa = sockaddr(dst);
+        // SAFETY: buf and sa are valid for the lengths passed.
+        let r = unsafe {
+            libc::sendto(
+                self.fd.as_raw_fd(),
+                buf.as_ptr() as *const libc::c_void,
+                buf.len(),
+                0,
+                &sa as *const _ as *const libc::sockaddr,
+                size_of::<libc::sockaddr_in>() as libc::socklen_t,
+            )
+        };
+        if r < 0 {
+            Err(io::Error::last_os_error())
+        } else {
+            Ok(r as usize)
+        }
+    }
+
+    /// Receive one datagram with its timestamp. Returns `Ok(None)` when a
+    /// non-blocking socket has nothing (or a blocking one timed out).
+    /// No allocation; bounded work (one `recvmsg`, one pass over its cmsgs).
+    pub fn recv(&mut self, buf: &mut [u8]) -> io::Result<Option<Received>> {
+        let mut src = MaybeUninit::<libc::sockaddr_in>::zeroed();
+        let mut iov = libc::iovec {
+            iov_base: buf.as_mut_ptr() as *mut libc::c_void,
+            iov_len: buf.len(),
+        };
+        // SAFETY: an all-zero msghdr is valid; fields are filled below.
+        let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+        msg.msg_name = src.as_mut_ptr() as *mut libc::c_void;
+        msg.msg_namelen = size_of::<libc::sockaddr_in>() as libc::socklen_t;
+        msg.msg_iov = &mut iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = self.cmsg.as_mut_ptr() as *mut libc::c_void;
+        msg.msg_controllen = CMSG_SPACE as _;
+        // SAFETY: msg points to valid buffers that outlive the call.
+        let r = unsafe { libc::recvmsg(self.fd.as_raw_fd(), &mut msg, libc::MSG_TRUNC) };
+        let user_ns = realtime_ns();
+        if r < 0 {
+            let e = io::Error::last_os_error();
+            return match e.kind() {
+                io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => Ok(None),
+                _ => Err(e),
+            };
+        }
+        let full = r as usize;
+        let (mut rx_ns, mut source) = (user_ns, StampSource::User);
+        // SAFETY: the CMSG_* macros walk the control buffer the kernel filled.
+        unsafe {
+            let mut c = libc::CMSG_FIRSTHDR(&msg);
+            while !c.is_null() {
+                if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_TIMESTAMPING {
+                    let data = libc::CMSG_DATA(c) as *const libc::timespec;
+                    let sw = std::ptr::read_unaligned(data);
+                    let hw = std::ptr::read_unaligned(data.add(2));
+                    if hw.tv_sec != 0 || hw.tv_nsec != 0 {
+                        rx_ns = ts_ns(&hw);
+                        source = StampSource::Hardware;
+                    } else if sw.tv_sec != 0 || sw.tv_nsec != 0 {
+                        rx_ns = ts_ns(&sw);
+                        source = StampSource::Kernel;
+                    }
+                }
+                c = libc::CMSG_NXTHDR(&msg, c);
+            }
+        }
+        // SAFETY: recvmsg wrote the source address.
+        let src = from_sockaddr(unsafe { &src.assume_init() });
+        Ok(Some(Received {
+            len: full.min(buf.len()),
+            truncated: full > buf.len(),
+            src,
+            rx_ns,
+            source,
+            user_ns,
+        }))
+    }
+
+    /// The raw descriptor (for polling).
+    pub fn as_raw_fd(&self) -> RawFd {
+        self.fd.as_raw_fd()
+    }
+}
+
+fn ts_ns(t: &libc::timespec) -> u64 {
+    t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
+}
+
+fn from_sockaddr(sa: &libc::sockaddr_in) -> SocketAddrV4 {
+    SocketAddrV4::new(
+        Ipv4Addr::from(sa.sin_addr.s_addr.to_ne_bytes()),
+        u16::from_be(sa.sin_port),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn marks_and_stamps_on_loopback() {
+        let mut rx = LaneSocket::open(&SocketConfig::express(SocketAddrV4::new(
+            Ipv4Addr::LOCALHOST,
+            0,
+        )))
+        .unwrap();
+        let tx = LaneSocket::open(&SocketConfig::express(SocketAddrV4::new(
+            Ipv4Addr::LOCALHOST,
+            0,
+        )))
+        .unwrap();
+        let dst = rx.local_addr().unwrap();
+        let before = realtime_ns();
+        tx.send_to(b"hello", dst).unwrap();
+        let mut buf = [0u8; 64];
+        let got = rx.recv(&mut buf).unwrap().expect("a datagram");
+        assert_eq!(&buf[..got.len], b"hello");
+        assert!(!got.truncated);
+        assert_eq!(
+            got.source,
+            StampSource::Kernel,
+            "loopback offers software stamps"
+        );
+        assert!(got.rx_ns >= before && got.rx_ns <= got.user_ns);
+        assert_eq!(got.src, tx.local_addr().unwrap());
+    }
+
+    #[test]
+    fn truncation_is_reported() {
+        let mut rx = LaneSocket::open(&SocketConfig::plain(SocketAddrV4::new(
+            Ipv4Addr::LOCALHOST,
+            0,
+        )))
+        .unwrap();
+        let tx = LaneSocket::open(&SocketConfig::plain(SocketAddrV4::new(
+            Ipv4Addr::LOCALHOST,
+            0,
+        )))
+        .unwrap();
+        tx.send_to(&[7u8; 100], rx.local_addr().unwrap()).unwrap();
+        let mut buf = [0u8; 10];
+        let got = rx.recv(&mut buf).unwrap().unwrap();
+        assert!(got.truncated);
+        assert_eq!(got.len, 10);
+    }
+
+    #[test]
+    fn nonblocking_empty_is_none() {
+        let mut cfg = SocketConfig::plain(SocketAddrV4::new(Ipv4Addr::LOCALHOST, 0));
+        cfg.nonblocking = true;
+        let mut rx = LaneSocket::open(&cfg).unwrap();
+        let mut buf = [0u8; 10];
+        assert!(rx.recv(&mut buf).unwrap().is_none());
+    }
+
+    #[test]
+    fn bad_dscp_is_refused() {
+        let mut cfg = SocketConfig::plain(SocketAddrV4::new(Ipv4Addr::LOCALHOST, 0));
+        cfg.dscp = 64;
+        assert!(matches!(
+            LaneSocket::open(&cfg),
+            Err(SocketError::BadDscp(64))
+        ));
+    }
+}

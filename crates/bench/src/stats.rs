@@ -1,0 +1,114 @@
+//! Latency summaries from raw samples.
+
+use serde::Serialize;
+
+/// The nearest-rank percentile of sorted samples: the value at rank
+/// ⌈q·n⌉ (1-based), for q in (0, 1]. `None` for no samples.
+pub fn percentile(sorted: &[u64], q: f64) -> Option<u64> {
+    if sorted.is_empty() || !(q > 0.0 && q <= 1.0) {
+        return None;
+    }
+    let n = sorted.len();
+    let rank = ((q * n as f64).ceil() as usize).clamp(1, n);
+    Some(sorted[rank - 1])
+}
+
+/// The summary of one configuration's latency samples (all in ns).
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct LatencySummary {
+    /// Configuration name.
+    pub name: String,
+    /// Samples received.
+    pub samples: u64,
+    /// Samples expected but not received.
+    pub lost: u64,
+    /// λmin.
+    pub min_ns: u64,
+    /// λ50.
+    pub p50_ns: u64,
+    /// λ99.
+    pub p99_ns: u64,
+    /// λ99.9.
+    pub p999_ns: u64,
+    /// λ99.99.
+    pub p9999_ns: u64,
+    /// λmax.
+    pub max_ns: u64,
+    /// Mean.
+    pub avg_ns: u64,
+    /// δmax = λmax − λmin.
+    pub delta_max_ns: u64,
+}
+
+impl LatencySummary {
+    /// Summarise `samples` (sorted in place). `lost` is carried through.
+    pub fn from_samples(name: &str, samples: &mut [u64], lost: u64) -> Self {
+        samples.sort_unstable();
+        let p = |q| percentile(samples, q).unwrap_or(0);
+        let n = samples.len() as u64;
+        let sum: u128 = samples.iter().map(|&s| s as u128).sum();
+        let min = samples.first().copied().unwrap_or(0);
+        let max = samples.last().copied().unwrap_or(0);
+        LatencySummary {
+            name: name.to_string(),
+            samples: n,
+            lost,
+            min_ns: min,
+            p50_ns: p(0.5),
+            p99_ns: p(0.99),
+            p999_ns: p(0.999),
+            p9999_ns: p(0.9999),
+            max_ns: max,
+            avg_ns: if n == 0 { 0 } else { (sum / n as u128) as u64 },
+            delta_max_ns: max - min,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nearest_rank_table() {
+        let v: Vec<u64> = (1..=100).collect();
+        let cases = [
+            (0.01, 1),
+            (0.5, 50),
+            (0.99, 99),
+            (0.999, 100),
+            (1.0, 100),
+            (0.505, 51),
+        ];
+        for (q, want) in cases {
+            assert_eq!(percentile(&v, q), Some(want), "q={q}");
+        }
+        assert_eq!(percentile(&[], 0.5), None);
+        assert_eq!(percentile(&v, 0.0), None);
+        assert_eq!(percentile(&v, 1.5), None);
+        assert_eq!(percentile(&[7], 0.9999), Some(7));
+    }
+
+    #[test]
+    fn summary_of_known_samples() {
+        let mut v: Vec<u64> = (1..=10_000).rev().collect();
+        let s = LatencySummary::from_samples("x", &mut v, 3);
+        assert_eq!(s.samples, 10_000);
+        assert_eq!(s.lost, 3);
+        assert_eq!((s.min_ns, s.max_ns), (1, 10_000));
+        assert_eq!(s.p50_ns, 5_000);
+        assert_eq!(s.p99_ns, 9_900);
+        assert_eq!(s.p999_ns, 9_990);
+        assert_eq!(s.p9999_ns, 9_999);
+        assert_eq!(s.delta_max_ns, 9_999);
+        assert_eq!(s.avg_ns, 5_000);
+    }
+
+    #[test]
+    fn empty_summary_is_zero() {
+        let s = LatencySummary::from_samples("e", &mut [], 5);
+        assert_eq!(s.samples, 0);
+        assert_eq!(s.max_ns, 0);
+        assert_eq!(s.lost, 5);
+    }
+}

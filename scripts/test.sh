@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Install what the tests need on a fresh Debian machine, then run every check.
+# Usage: bash scripts/test.sh            (as root: the testbed tests create network namespaces)
+# Env:   XLANE_FUZZ_SECONDS=N  seconds per fuzz target (default 20; 0 skips fuzzing)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+step() { printf '\n==> %s\n' "$*"; }
+
+step "system packages"
+need=()
+command -v ip >/dev/null || need+=(iproute2)
+command -v tc >/dev/null || need+=(iproute2)
+command -v cc >/dev/null || need+=(build-essential)
+if [ "${#need[@]}" -gt 0 ]; then
+    if [ "$(id -u)" -ne 0 ]; then echo "missing ${need[*]} and not root: install them first" >&2; exit 1; fi
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}"
+fi
+echo "ok"
+
+step "rust components"
+rustup component add rustfmt clippy >/dev/null 2>&1 || true
+cargo --version
+
+step "leftover testbeds from crashed runs"
+cargo build -q -p xlane
+./target/debug/xlane testbed down --all || true
+
+step "format"
+cargo fmt --all -- --check
+
+step "clippy"
+cargo clippy -q --workspace --all-targets -- -D warnings
+
+step "tests"
+cargo test --workspace 2>&1 | tee target/test.log
+# cargo test exits non-zero on failure (pipefail); summarise the counts.
+counts=$(awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($i ~ /^passed;?$/) p += $(i-1); if ($i ~ /^failed;?$/) f += $(i-1) } } END { printf "%d %d", p, f }' target/test.log)
+passed=${counts% *}; failed=${counts#* }
+
+fuzz_secs="${XLANE_FUZZ_SECONDS:-20}"
+if [ "$fuzz_secs" -gt 0 ]; then
+    step "fuzz (${fuzz_secs}s per target)"
+    command -v cargo-fuzz >/dev/null || cargo install -q cargo-fuzz --locked
+    for t in $(cd fuzz && RUSTC_BOOTSTRAP=1 cargo fuzz list); do
+        (cd fuzz && RUSTC_BOOTSTRAP=1 cargo fuzz run "$t" -- -max_total_time="$fuzz_secs" -rss_limit_mb=2048 2>&1 | tail -3)
+    done
+fi
+
+step "summary"
+echo "tests: ${passed} passed, ${failed} failed"

@@ -1,0 +1,418 @@
+//! `xlaned`: the endhost lane daemon.
+//!
+//! It runs one tunnel end — a periodic sender or a periodic receiver — on a
+//! lane thread pinned to the lane core at `SCHED_FIFO`, with memory locked
+//! and the host measures of X-Lane §4.3 applied for as long as it runs
+//! (each one listed at start and restored on exit, also on SIGTERM and
+//! SIGINT). Applications reach it through a bridge: a UNIX socket that
+//! hands each of them a pair of shared-memory rings (R-X to the lane, X-R
+//! from it).
+//!
+//! On exit it prints one JSON object with its counters on standard output.
+//! At start, once the socket is bound, it prints one JSON line
+//! `{"event":"ready",...}`, so a supervisor or a test knows the address.
+
+use clap::{Parser, Subcommand};
+use serde_json::json;
+use std::net::{Ipv4Addr, SocketAddrV4};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::time::Duration;
+use xlane_host::bridge::{BridgeServer, BridgeServerConfig, LaneEnd, RingConfig};
+use xlane_host::runtime::{
+    lock_memory, place_current_thread, Placement, ReceiverLane, SampleLog, SenderLane, WaitMode,
+};
+use xlane_host::socket::{realtime_ns, LaneSocket, SocketConfig};
+use xlane_host::tuning::{install_termination_flag, HostTuning, TuningPlan};
+use xlane_lane::{Delivery, PeriodicReceiver, PeriodicSender, TunnelParams};
+use xlane_wire::{Schema, MAX_FRAME_LEN};
+
+/// The xlane endhost daemon: one periodic tunnel end on a real-time lane thread.
+#[derive(Parser)]
+#[command(name = "xlaned", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    role: Role,
+    /// Tunnel id (frames of other tunnels are counted and dropped).
+    #[arg(long, default_value_t = 1, global = true)]
+    tunnel: u32,
+    /// Period π in microseconds: at most one frame per period.
+    #[arg(long, default_value_t = 1000, global = true)]
+    period_us: u64,
+    /// Largest frame σ in bytes (header and chunks), at most 1472.
+    #[arg(long, default_value_t = MAX_FRAME_LEN, global = true)]
+    max_packet: usize,
+    /// Chunk schema: 26 (55 chunks of 26 B per MTU) or 36 (40 chunks of 36 B).
+    #[arg(long, default_value_t = 26, global = true)]
+    schema: u8,
+    /// The lane core (default: the last CPU).
+    #[arg(long, global = true)]
+    core: Option<usize>,
+    /// SCHED_FIFO priority of the lane thread; 0 keeps the normal policy.
+    #[arg(long, default_value_t = 80, global = true)]
+    fifo: i32,
+    /// How the lane thread waits: interrupt or busy-poll.
+    #[arg(long, default_value = "interrupt", global = true)]
+    mode: WaitMode,
+    /// Do not apply the host measures (RT throttling, C-states, IRQ affinity).
+    #[arg(long, global = true)]
+    no_tuning: bool,
+    /// Serve applications on this UNIX socket (bridges).
+    #[arg(long, global = true)]
+    bridge: Option<PathBuf>,
+    /// Stop after this many seconds (0: run until SIGTERM or SIGINT).
+    #[arg(long, default_value_t = 0.0, global = true)]
+    seconds: f64,
+    /// Enter this network namespace (by name, as `ip netns` knows it) first.
+    #[arg(long, global = true)]
+    netns: Option<String>,
+}
+
+#[derive(Subcommand)]
+enum Role {
+    /// Send one frame per period to one or more destinations, packing what
+    /// applications wrote into their bridges.
+    Sender {
+        /// Local address to send from.
+        #[arg(long, default_value = "0.0.0.0:0")]
+        bind: SocketAddrV4,
+        /// Destination (a unicast peer or a multicast group); repeat to
+        /// replicate each frame at the sender.
+        #[arg(long, required = true)]
+        dest: Vec<SocketAddrV4>,
+        /// Send multicast out of the interface with this address.
+        #[arg(long)]
+        multicast_if: Option<Ipv4Addr>,
+        /// Send a frame every period even when no application has data.
+        #[arg(long)]
+        heartbeat: bool,
+    },
+    /// Receive the tunnel's frames, stamp them, and hand the chunks to every
+    /// application attached to the bridge.
+    Receiver {
+        /// Local address and port to receive on.
+        #[arg(long)]
+        bind: SocketAddrV4,
+        /// Join a multicast group: GROUP@INTERFACE-ADDRESS.
+        #[arg(long)]
+        join: Option<String>,
+    },
+}
+
+#[derive(Debug, thiserror::Error)]
+enum DaemonError {
+    #[error("{0}")]
+    Usage(String),
+    #[error("network namespace: {0}")]
+    Netns(#[from] xlane_testbed::TestbedError),
+    #[error("host tuning: {0}")]
+    Tuning(#[from] xlane_host::tuning::TuningError),
+    #[error("socket: {0}")]
+    Socket(#[from] xlane_host::socket::SocketError),
+    #[error("lane thread: {0}")]
+    Runtime(#[from] xlane_host::runtime::RuntimeError),
+    #[error("bridge: {0}")]
+    Bridge(String),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("xlaned: error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn parse_join(s: &str) -> Result<(Ipv4Addr, Ipv4Addr), DaemonError> {
+    let bad = || {
+        DaemonError::Usage(format!(
+            "--join {s:?}: expected GROUP@INTERFACE-ADDRESS, e.g. 239.77.0.1@198.18.0.2"
+        ))
+    };
+    let (g, i) = s.split_once('@').ok_or_else(bad)?;
+    let g: Ipv4Addr = g.parse().map_err(|_| bad())?;
+    let i: Ipv4Addr = i.parse().map_err(|_| bad())?;
+    if !g.is_multicast() {
+        return Err(DaemonError::Usage(format!(
+            "--join: {g} is not a multicast group"
+        )));
+    }
+    Ok((g, i))
+}
+
+fn run(cli: Cli) -> Result<(), DaemonError> {
+    let schema = match cli.schema {
+        26 => Schema::Chunk26,
+        36 => Schema::Chunk36,
+        s => return Err(DaemonError::Usage(format!("--schema {s}: use 26 or 36"))),
+    };
+    let params = TunnelParams {
+        tunnel: cli.tunnel,
+        period_ns: cli.period_us.saturating_mul(1000),
+        max_packet: cli.max_packet,
+        schema,
+    };
+    params
+        .validate()
+        .map_err(|e| DaemonError::Usage(format!("tunnel parameters: {e}")))?;
+    if !(cli.seconds >= 0.0 && cli.seconds.is_finite()) {
+        return Err(DaemonError::Usage("--seconds must be 0 or more".into()));
+    }
+    if !(0..=99).contains(&cli.fifo) {
+        return Err(DaemonError::Usage("--fifo must be 0..=99".into()));
+    }
+    let ncpu = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1);
+    let core = cli.core.unwrap_or(ncpu - 1);
+    if core >= ncpu {
+        return Err(DaemonError::Usage(format!(
+            "--core {core}: this machine has {ncpu} CPUs"
+        )));
+    }
+    let _netns = match &cli.netns {
+        Some(n) => Some(xlane_testbed::enter_netns(n)?),
+        None => None,
+    };
+    let stop: &'static AtomicBool = install_termination_flag();
+    let tuning = if cli.no_tuning {
+        None
+    } else {
+        let t = HostTuning::apply(&TuningPlan::all(core))?;
+        for line in t.summary() {
+            eprintln!("xlaned: host measure: {line}");
+        }
+        Some(t)
+    };
+    if let Err(e) = lock_memory() {
+        eprintln!("xlaned: warning: {e} (pages may fault in on the lane thread)");
+    }
+    let until = if cli.seconds > 0.0 {
+        realtime_ns() + (cli.seconds * 1e9) as u64
+    } else {
+        u64::MAX
+    };
+    let mut server = match &cli.bridge {
+        Some(path) => {
+            let cfg = BridgeServerConfig {
+                to_lane: RingConfig {
+                    slot_size: schema.data_capacity(),
+                    slots: 1024,
+                },
+                to_app: RingConfig {
+                    slot_size: DELIVERY_HEADER + schema.data_capacity(),
+                    slots: 4096,
+                },
+                max_clients: 32,
+            };
+            Some(BridgeServer::bind(path, cfg).map_err(|e| DaemonError::Bridge(e.to_string()))?)
+        }
+        None => None,
+    };
+    let (tx_ends, rx_ends) = mpsc::channel::<LaneEnd>();
+    let placement = Placement {
+        core: Some(core),
+        fifo: (cli.fifo > 0).then_some(cli.fifo),
+    };
+    let mode = cli.mode;
+    let result = std::thread::scope(|s| {
+        let lane = s.spawn(move || match cli.role {
+            Role::Sender {
+                bind,
+                dest,
+                multicast_if,
+                heartbeat,
+            } => run_sender(
+                params,
+                bind,
+                dest,
+                multicast_if,
+                heartbeat,
+                placement,
+                mode,
+                stop,
+                until,
+                rx_ends,
+            ),
+            Role::Receiver { bind, join } => {
+                run_receiver(params, bind, join, placement, mode, stop, until, rx_ends)
+            }
+        });
+        // The control loop: hand new applications to the lane thread, notice
+        // hang-ups; never on the lane core's hot path.
+        while !lane.is_finished() {
+            if let Some(srv) = server.as_mut() {
+                match srv.poll_accept() {
+                    Ok(Some(end)) => {
+                        eprintln!("xlaned: application {} attached", end.id);
+                        let _ = tx_ends.send(end);
+                    }
+                    Ok(None) => {}
+                    Err(e) => eprintln!("xlaned: bridge: {e}"),
+                }
+                for id in srv.poll_hangups() {
+                    eprintln!("xlaned: application {id} went away");
+                }
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        lane.join()
+            .unwrap_or_else(|_| Err(DaemonError::Usage("the lane thread panicked".into())))
+    });
+    if let Some(t) = tuning {
+        let rep = t.restore();
+        if !rep.is_clean() {
+            eprintln!("xlaned: warning: some host measures could not be restored: {rep:?}");
+        }
+    }
+    let stats = result?;
+    println!("{stats}");
+    Ok(())
+}
+
+/// Bytes before the chunk data in every X-R message: producer (1), seq (8),
+/// send time (8), receive time (8), all big-endian.
+const DELIVERY_HEADER: usize = 25;
+
+fn ready(role: &str, sock: &LaneSocket) {
+    let addr = sock.local_addr().map(|a| a.to_string()).unwrap_or_default();
+    println!("{}", json!({"event": "ready", "role": role, "addr": addr}));
+}
+
+#[allow(clippy::too_many_arguments)]
+fn run_sender(
+    params: TunnelParams,
+    bind: SocketAddrV4,
+    dest: Vec<SocketAddrV4>,
+    multicast_if: Option<Ipv4Addr>,
+    heartbeat: bool,
+    placement: Placement,
+    mode: WaitMode,
+    stop: &AtomicBool,
+    until: u64,
+    new_apps: mpsc::Receiver<LaneEnd>,
+) -> Result<serde_json::Value, DaemonError> {
+    let mut cfg = SocketConfig::express(bind);
+    cfg.rx_timestamps = false;
+    cfg.multicast_if = multicast_if;
+    let sock = LaneSocket::open(&cfg)?;
+    ready("sender", &sock);
+    place_current_thread(placement)?;
+    let first = realtime_ns() + params.period_ns;
+    let mut core =
+        PeriodicSender::new(params, first).map_err(|e| DaemonError::Usage(e.to_string()))?;
+    core.set_heartbeat(heartbeat);
+    let mut lane = SenderLane::new(&sock, core, &dest);
+    let mut apps: Vec<LaneEnd> = Vec::with_capacity(32);
+    let mut msg = vec![0u8; params.schema.data_capacity()];
+    let mut refused = 0u64;
+    let per_slot = params.chunks_per_frame();
+    let report = lane.run(stop, until, mode, &mut |c, _slot| {
+        if apps.len() < apps.capacity() {
+            if let Ok(end) = new_apps.try_recv() {
+                apps.push(end);
+            }
+        }
+        // Bounded: at most one frame's worth of chunks per slot.
+        let mut taken = 0;
+        for app in apps.iter_mut() {
+            while taken < per_slot {
+                match app.from_app.try_recv(&mut msg) {
+                    Ok(Some(n)) => {
+                        taken += 1;
+                        if c.enqueue((app.id & 0xff) as u8, &msg[..n]).is_err() {
+                            refused += 1;
+                        }
+                    }
+                    _ => break,
+                }
+            }
+        }
+    })?;
+    let st = lane.core_mut().stats();
+    Ok(json!({
+        "role": "sender",
+        "frames": report.frames,
+        "send_errors": report.send_errors,
+        "late_max_ns": report.late_max_ns,
+        "chunks": st.chunks,
+        "heartbeats": st.heartbeats,
+        "late_slots": st.late_slots,
+        "queue_refused": refused,
+    }))
+}
+
+#[allow(clippy::too_many_arguments)]
+fn run_receiver(
+    params: TunnelParams,
+    bind: SocketAddrV4,
+    join: Option<String>,
+    placement: Placement,
+    mode: WaitMode,
+    stop: &AtomicBool,
+    until: u64,
+    new_apps: mpsc::Receiver<LaneEnd>,
+) -> Result<serde_json::Value, DaemonError> {
+    let mut cfg = SocketConfig::express(bind);
+    cfg.join = join.as_deref().map(parse_join).transpose()?;
+    cfg.nonblocking = mode == WaitMode::BusyPoll;
+    cfg.recv_timeout_us = 50_000;
+    cfg.rcvbuf = 1 << 20;
+    let mut sock = LaneSocket::open(&cfg)?;
+    ready("receiver", &sock);
+    place_current_thread(placement)?;
+    let mut lane = ReceiverLane::new(&mut sock, PeriodicReceiver::new(params));
+    let mut log = SampleLog::with_capacity(0);
+    let mut apps: Vec<LaneEnd> = Vec::with_capacity(32);
+    let mut out = vec![0u8; DELIVERY_HEADER + params.schema.data_capacity()];
+    let mut bridge_full = 0u64;
+    let mut delivered = 0u64;
+    let report = lane.run(stop, until, &mut log, &mut |d: Delivery<'_>| {
+        if apps.len() < apps.capacity() {
+            if let Ok(end) = new_apps.try_recv() {
+                apps.push(end);
+            }
+        }
+        let n = DELIVERY_HEADER + d.data.len();
+        out[0] = d.producer;
+        out[1..9].copy_from_slice(&d.seq.to_be_bytes());
+        out[9..17].copy_from_slice(&d.send_time.to_be_bytes());
+        out[17..25].copy_from_slice(&d.rx_time.to_be_bytes());
+        out[25..n].copy_from_slice(d.data);
+        delivered += 1;
+        for app in apps.iter_mut() {
+            if app.to_app.try_send(&out[..n]).is_err() {
+                bridge_full += 1;
+            }
+        }
+    })?;
+    let st = lane.core().stats();
+    stop.store(true, Ordering::Relaxed);
+    Ok(json!({
+        "role": "receiver",
+        "datagrams": report.datagrams,
+        "refused": report.refused,
+        "truncated": report.truncated,
+        "kernel_stamps": report.kernel_stamps,
+        "hw_stamps": report.hw_stamps,
+        "frames": st.frames,
+        "chunks": st.chunks,
+        "delivered": delivered,
+        "lost": st.lost,
+        "reordered": st.reordered,
+        "duplicates": st.duplicates,
+        "stale": st.stale,
+        "bad_chunks": st.bad_chunks,
+        "malformed": st.malformed,
+        "oversized": st.oversized,
+        "wrong_tunnel": st.wrong_tunnel,
+        "wrong_schema": st.wrong_schema,
+        "too_fast": st.too_fast,
+        "bridge_full": bridge_full,
+    }))
+}
