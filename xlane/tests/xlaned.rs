@@ -202,3 +202,45 @@ fn applications_talk_through_two_daemons() {
     assert_eq!(r["lost"], 0, "{r}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn host_measures_are_applied_and_restored_on_sigterm() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: needs root");
+        return;
+    }
+    let path = "/proc/sys/kernel/sched_rt_runtime_us";
+    let before = std::fs::read_to_string(path).expect("read rt runtime");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_xlaned"))
+        .args([
+            "--fifo",
+            "0",
+            "--core",
+            "0",
+            "receiver",
+            "--bind",
+            "127.0.0.1:0",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn xlaned");
+    let mut out = BufReader::new(child.stdout.take().expect("stdout"));
+    let mut line = String::new();
+    out.read_line(&mut line).expect("ready line");
+    assert!(line.contains("\"ready\""), "{line}");
+    let during = std::fs::read_to_string(path).expect("read rt runtime");
+    // SAFETY: signalling the child we started, by its PID.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let output = child.wait_with_output().expect("wait");
+    let after = std::fs::read_to_string(path).expect("read rt runtime");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "exit {}: {stderr}", output.status);
+    assert_eq!(during.trim(), "-1", "RT throttling off while running");
+    assert_eq!(after, before, "restored after SIGTERM");
+    assert!(
+        stderr.contains("host measure: rt_throttling"),
+        "measures listed: {stderr}"
+    );
+}

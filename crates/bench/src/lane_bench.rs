@@ -35,6 +35,11 @@ use xlane_lane::{PeriodicReceiver, PeriodicSender, TunnelParams};
 use xlane_testbed::{CrossTraffic, Proto, Testbed, TestbedConfig};
 use xlane_wire::Schema;
 
+/// SCHED_FIFO priorities: lane sender, lane receivers, floor probe.
+const SENDER_PRIORITY: i32 = 81;
+const RECEIVER_PRIORITY: i32 = 80;
+const FLOOR_PRIORITY: i32 = 79;
+
 /// Multicast group and port of the lane flow.
 const LANE_GROUP: SocketAddrV4 = SocketAddrV4::new(Ipv4Addr::new(239, 77, 0, 1), 7100);
 /// Multicast group and port of the plain flow.
@@ -123,7 +128,10 @@ pub enum LaneBenchError {
     },
 }
 
-/// The floor: time the machine took away during the run.
+/// The floor: time the machine took away during the run, as a real-time
+/// probe thread on each core saw it (wake-ups on a 100 µs timer at a
+/// priority just below the lane threads; every wake-up more than 20 µs late
+/// counts, for as long as it was late).
 #[derive(Clone, Debug, Serialize)]
 pub struct FloorJson {
     /// Fraction of the lane core's time lost in gaps.
@@ -147,6 +155,8 @@ pub struct CoreFloor {
     pub max_gap_ns: u64,
     /// Gaps seen.
     pub gaps: usize,
+    /// Hypervisor steal ticks (`/proc/stat`, 1/100 s each) during the run.
+    pub steal_ticks: u64,
 }
 
 /// Counters of one flow beyond its latency summary.
@@ -213,6 +223,60 @@ struct FlowSpec {
     tunnel: u32,
     group: SocketAddrV4,
     express: bool,
+}
+
+/// What a flow's threads need, copied into each of them.
+#[derive(Clone, Copy)]
+struct FlowSetup {
+    express: bool,
+    mode: WaitMode,
+    lane_core: usize,
+    regular_core: Option<usize>,
+    params: TunnelParams,
+    group: SocketAddrV4,
+}
+
+impl FlowSetup {
+    fn new(flow: &FlowSpec, cfg: &LaneBenchConfig, regular_core: Option<usize>) -> Self {
+        FlowSetup {
+            express: flow.express,
+            // The plain flow's threads always sleep: they are ordinary threads.
+            mode: if flow.express {
+                cfg.mode
+            } else {
+                WaitMode::Interrupt
+            },
+            lane_core: cfg.lane_core,
+            regular_core,
+            params: tunnel_params(flow.tunnel, cfg.period_ns),
+            group: flow.group,
+        }
+    }
+
+    /// Express marking for the lane, default socket for the plain flow.
+    fn socket(&self, bind: SocketAddrV4) -> SocketConfig {
+        if self.express {
+            SocketConfig::express(bind)
+        } else {
+            SocketConfig::plain(bind)
+        }
+    }
+
+    /// Lane threads: the lane core at `SCHED_FIFO` `prio`; plain threads: a
+    /// regular core, normal policy.
+    fn place(&self, prio: i32) -> Result<(), xlane_host::runtime::RuntimeError> {
+        place_current_thread(if self.express {
+            Placement {
+                core: Some(self.lane_core),
+                fifo: Some(prio),
+            }
+        } else {
+            Placement {
+                core: self.regular_core,
+                fifo: None,
+            }
+        })
+    }
 }
 
 struct RecvOut {
@@ -319,8 +383,12 @@ pub fn run(
     // Floor probes: one per core, for the whole measurement window.
     let mut probes = Vec::new();
     for core in 0..ncpu {
+        // A cyclictest-style probe just below the lane threads' priority:
+        // what the machine takes away from a real-time thread on each core.
         let fcfg = FloorConfig {
-            sched_idle: true,
+            threshold_ns: 20_000,
+            fifo_priority: Some(FLOOR_PRIORITY),
+            timer_interval_ns: Some(100_000),
             ..FloorConfig::default()
         };
         probes.push((core, FloorProbe::start(core, fcfg)?));
@@ -355,51 +423,28 @@ pub fn run(
     let result = thread::scope(|s| -> Result<_, LaneBenchError> {
         let mut recv_handles = Vec::new();
         for (fi, flow) in flows.iter().enumerate() {
+            let setup = FlowSetup::new(flow, cfg, regular.first().copied());
             for r in 1..cfg.hosts {
                 let host = tb.hosts()[r].clone();
                 let stop = stop.clone();
-                let mode = if flow.express {
-                    cfg.mode
-                } else {
-                    WaitMode::Interrupt
-                };
-                let lane_core = cfg.lane_core;
-                let regular_core = regular.first().copied();
-                let params = tunnel_params(flow.tunnel, cfg.period_ns);
-                let group = flow.group;
-                let express = flow.express;
                 recv_handles.push((
                     fi,
                     r,
                     s.spawn(move || -> Result<RecvOut, LaneBenchError> {
                         let _ns = xlane_testbed::enter_netns(&host.netns)?;
-                        let bind = SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, group.port());
-                        let mut sc = if express {
-                            SocketConfig::express(bind)
-                        } else {
-                            SocketConfig::plain(bind)
-                        };
-                        sc.join = Some((*group.ip(), host.addr));
-                        sc.nonblocking = mode == WaitMode::BusyPoll;
+                        let bind = SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, setup.group.port());
+                        let mut sc = setup.socket(bind);
+                        sc.join = Some((*setup.group.ip(), host.addr));
+                        sc.nonblocking = setup.mode == WaitMode::BusyPoll;
                         sc.recv_timeout_us = 20_000;
                         sc.rcvbuf = 1 << 20;
                         let mut sock = LaneSocket::open(&sc)
                             .map_err(|e| LaneBenchError::Socket { host: r, source: e })?;
-                        let placement = if express {
-                            Placement {
-                                core: Some(lane_core),
-                                fifo: Some(80),
-                            }
-                        } else {
-                            Placement {
-                                core: regular_core,
-                                fifo: None,
-                            }
-                        };
-                        place_current_thread(placement)
+                        setup
+                            .place(RECEIVER_PRIORITY)
                             .map_err(|e| thread_err("receiver", r, e))?;
                         let mut log = SampleLog::with_capacity(expected_frames);
-                        let core = PeriodicReceiver::new(params);
+                        let core = PeriodicReceiver::new(setup.params);
                         let mut lane = ReceiverLane::new(&mut sock, core);
                         let report = lane
                             .run(&stop, until_ns + 200_000_000, &mut log, &mut |_| {})
@@ -426,51 +471,29 @@ pub fn run(
         for (fi, flow) in flows.iter().enumerate() {
             let host = tb.hosts()[0].clone();
             let stop = stop.clone();
-            let express = flow.express;
-            let mode = if express {
-                cfg.mode
-            } else {
-                WaitMode::Interrupt
-            };
-            let lane_core = cfg.lane_core;
-            let regular_core = regular.first().copied();
-            let params = tunnel_params(flow.tunnel, cfg.period_ns);
-            let group = flow.group;
+            let setup = FlowSetup::new(flow, cfg, regular.first().copied());
             let msg_len = cfg.message_len;
             // The plain flow sends half a period after the lane flow.
-            let first = start_ns + if express { 0 } else { cfg.period_ns / 2 };
+            let first = start_ns + if flow.express { 0 } else { cfg.period_ns / 2 };
             send_handles.push((
                 fi,
                 s.spawn(move || -> Result<SendReport, LaneBenchError> {
                     let _ns = xlane_testbed::enter_netns(&host.netns)?;
-                    let mut sc = if express {
-                        SocketConfig::express(SocketAddrV4::new(host.addr, 0))
-                    } else {
-                        SocketConfig::plain(SocketAddrV4::new(host.addr, 0))
-                    };
+                    let mut sc = setup.socket(SocketAddrV4::new(host.addr, 0));
                     sc.multicast_if = Some(host.addr);
                     sc.rx_timestamps = false;
                     let sock = LaneSocket::open(&sc)
                         .map_err(|e| LaneBenchError::Socket { host: 0, source: e })?;
-                    let placement = if express {
-                        Placement {
-                            core: Some(lane_core),
-                            fifo: Some(81),
-                        }
-                    } else {
-                        Placement {
-                            core: regular_core,
-                            fifo: None,
-                        }
-                    };
-                    place_current_thread(placement).map_err(|e| thread_err("sender", 0, e))?;
-                    let core = PeriodicSender::new(params, first)
+                    setup
+                        .place(SENDER_PRIORITY)
                         .map_err(|e| thread_err("sender", 0, e))?;
-                    let dsts = [group];
+                    let core = PeriodicSender::new(setup.params, first)
+                        .map_err(|e| thread_err("sender", 0, e))?;
+                    let dsts = [setup.group];
                     let mut lane = SenderLane::new(&sock, core, &dsts);
                     let mut msg = [0u8; 32];
                     let mut n: u64 = 0;
-                    lane.run(&stop, until_ns, mode, &mut |c, _slot| {
+                    lane.run(&stop, until_ns, setup.mode, &mut |c, _slot| {
                         n += 1;
                         msg[..8].copy_from_slice(&n.to_be_bytes());
                         let _ = c.enqueue(0, &msg[..msg_len.min(msg.len())]);
@@ -584,7 +607,8 @@ pub fn run(
             },
             stolen_fraction: f.stolen_fraction,
             max_gap_ns: f.max_gap_ns,
-            gaps: f.gaps.len(),
+            gaps: f.gaps.len() + f.gaps_dropped as usize,
+            steal_ticks: f.steal_ticks_delta,
         })
         .collect();
     let lane_floor = cores.iter().find(|c| c.core == cfg.lane_core);
@@ -681,19 +705,20 @@ impl LaneBenchReport {
             ));
         }
         out.push_str(&format!(
-            "time the machine took away (lane core {}): {:.3}% of the run, longest gap {}\n",
+            "time the machine took away from a real-time thread on the lane core {}: {:.3}% of the run, longest gap {}\n",
             self.params.lane_core,
             100.0 * self.floor.stolen_fraction,
             fmt_ns(self.floor.max_gap_ns)
         ));
         for c in &self.floor.cores {
             out.push_str(&format!(
-                "  core {} ({}): {:.3}% in {} gaps, longest {}\n",
+                "  core {} ({}): {:.3}% in {} wake-ups over 20µs late, longest {}; hypervisor steal {} ticks\n",
                 c.core,
                 c.role,
                 100.0 * c.stolen_fraction,
                 c.gaps,
-                fmt_ns(c.max_gap_ns)
+                fmt_ns(c.max_gap_ns),
+                c.steal_ticks
             ));
         }
         let gbps: Vec<String> = self

@@ -40,12 +40,14 @@ pub struct FloorConfig {
     /// A SCHED_FIFO spinner starves normal tasks on its core (up to the RT
     /// throttling limit): use it only on a core reserved for the lane.
     pub fifo_priority: Option<i32>,
-    /// Run the spinner at `SCHED_IDLE` (ignored with `fifo_priority`): it
-    /// then yields to every other task on its core, so it measures time the
-    /// machine takes away without delaying the core's own kernel threads
-    /// (softirq processing of lane packets, for one). Gaps then also include
-    /// the time those tasks ran.
-    pub sched_idle: bool,
+    /// Instead of spinning, wake on an absolute timer every this many
+    /// nanoseconds and record each wake-up later than `threshold_ns` as a
+    /// gap (start: the deadline; length: the lateness), as `cyclictest`
+    /// does. With `fifo_priority` set just below the lane threads', this is
+    /// the time the machine takes away from a real-time thread on that core
+    /// (hypervisor, interrupts and softirqs, higher-priority threads),
+    /// measured without taking the core from anyone.
+    pub timer_interval_ns: Option<u64>,
 }
 
 impl Default for FloorConfig {
@@ -54,7 +56,7 @@ impl Default for FloorConfig {
             threshold_ns: 10_000,
             max_gaps: 1 << 16,
             fifo_priority: None,
-            sched_idle: false,
+            timer_interval_ns: None,
         }
     }
 }
@@ -346,11 +348,6 @@ fn spin(
             return FloorReport::empty(core, cfg.threshold_ns);
         }
     };
-    if cfg.sched_idle && saved.is_none() {
-        let param = libc::sched_param { sched_priority: 0 };
-        // SAFETY: changes only the calling (probe) thread's policy; valid pointer.
-        unsafe { libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) };
-    }
     // Everything the loop touches is allocated here, before it starts.
     let mut gaps: Vec<Gap> = Vec::with_capacity(cfg.max_gaps);
     let mut dropped = 0u64;
@@ -361,7 +358,35 @@ fn spin(
 
     let t0 = clock_ns(libc::CLOCK_MONOTONIC);
     let mut prev = t0;
-    loop {
+    let timer = cfg.timer_interval_ns.filter(|&i| i > 0);
+    if let Some(interval) = timer {
+        let mut deadline = t0;
+        while !stop.load(Ordering::Relaxed) {
+            deadline += interval;
+            crate::runtime::sleep_until(libc::CLOCK_MONOTONIC, deadline);
+            let now = clock_ns(libc::CLOCK_MONOTONIC);
+            let late = now.saturating_sub(deadline);
+            if late > threshold {
+                stolen += late;
+                max_gap = max_gap.max(late);
+                let rt = clock_ns(libc::CLOCK_REALTIME);
+                let start_rt = rt.saturating_sub(now.saturating_sub(deadline));
+                if gaps.len() < gaps.capacity() {
+                    gaps.push(Gap {
+                        start_realtime_ns: start_rt,
+                        len_ns: late,
+                    });
+                } else {
+                    dropped += 1;
+                }
+            }
+            if now > deadline + interval {
+                deadline = now; // never a burst of catch-up wake-ups
+            }
+            prev = now;
+        }
+    }
+    while timer.is_none() {
         let now = clock_ns(libc::CLOCK_MONOTONIC);
         let d = now.saturating_sub(prev);
         if d > threshold {
@@ -501,6 +526,26 @@ mod tests {
             FloorProbe::start(100_000, FloorConfig::default()),
             Err(FloorError::BadCore(_))
         ));
+    }
+
+    #[test]
+    fn timer_mode_records_late_wakeups() {
+        // A threshold of 0 makes every wake-up late; the gaps start at their
+        // deadlines, so they are ordered and spaced by at least the interval.
+        let cfg = FloorConfig {
+            threshold_ns: 0,
+            timer_interval_ns: Some(1_000_000),
+            ..FloorConfig::default()
+        };
+        let r = match measure_blocking_with(0, Duration::from_millis(30), cfg) {
+            Ok(r) => r,
+            Err(e) => panic!("probe: {e}"),
+        };
+        assert!(r.gaps.len() >= 5, "{} wake-ups", r.gaps.len());
+        for w in r.gaps.windows(2) {
+            assert!(w[1].start_realtime_ns >= w[0].start_realtime_ns + 1_000_000 - 1_000);
+        }
+        assert_eq!(r.stolen_ns, r.gaps.iter().map(|g| g.len_ns).sum::<u64>());
     }
 
     #[test]

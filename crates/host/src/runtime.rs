@@ -146,22 +146,19 @@ pub fn wait_until(t_ns: u64, mode: WaitMode) {
                 std::hint::spin_loop();
             }
         }
-        WaitMode::Interrupt => {
-            let ts = libc::timespec {
-                tv_sec: (t_ns / 1_000_000_000) as libc::time_t,
-                tv_nsec: (t_ns % 1_000_000_000) as libc::c_long,
-            };
-            // SAFETY: valid timespec; EINTR just returns early, the caller re-checks.
-            unsafe {
-                libc::clock_nanosleep(
-                    libc::CLOCK_REALTIME,
-                    libc::TIMER_ABSTIME,
-                    &ts,
-                    std::ptr::null_mut(),
-                )
-            };
-        }
+        WaitMode::Interrupt => sleep_until(libc::CLOCK_REALTIME, t_ns),
     }
+}
+
+/// Sleep until `clock` reaches `t_ns` (an absolute timer). A signal may end
+/// the sleep early: callers re-check the time.
+pub fn sleep_until(clock: libc::clockid_t, t_ns: u64) {
+    let ts = libc::timespec {
+        tv_sec: (t_ns / 1_000_000_000) as libc::time_t,
+        tv_nsec: (t_ns % 1_000_000_000) as libc::c_long,
+    };
+    // SAFETY: valid timespec; EINTR just returns early.
+    unsafe { libc::clock_nanosleep(clock, libc::TIMER_ABSTIME, &ts, std::ptr::null_mut()) };
 }
 
 /// One latency sample as the receiver saw it.
@@ -399,5 +396,79 @@ impl<'a> ReceiverLane<'a> {
             }
         }
         Ok(rep)
+    }
+}
+
+/// The default lane core: the last CPU of the NUMA node the NIC `iface` is
+/// attached to, when the kernel knows it (`/sys/class/net/IF/device/numa_node`),
+/// else the last online CPU. Reads sysfs under `root` (`/` on a machine).
+pub fn default_lane_core(root: &std::path::Path, iface: Option<&str>, ncpu: usize) -> usize {
+    let last = ncpu.saturating_sub(1);
+    let Some(iface) = iface else { return last };
+    let read = |p: String| std::fs::read_to_string(root.join(p)).ok();
+    let node = match read(format!("sys/class/net/{iface}/device/numa_node"))
+        .and_then(|s| s.trim().parse::<i64>().ok())
+    {
+        Some(n) if n >= 0 => n,
+        _ => return last,
+    };
+    read(format!("sys/devices/system/node/node{node}/cpulist"))
+        .and_then(|l| last_cpu_in_list(&l))
+        .filter(|&c| c < ncpu)
+        .unwrap_or(last)
+}
+
+/// The highest CPU in a kernel CPU list such as `0-3,8-11`.
+fn last_cpu_in_list(list: &str) -> Option<usize> {
+    list.trim()
+        .split(',')
+        .filter_map(|part| part.rsplit('-').next()?.trim().parse::<usize>().ok())
+        .max()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_lists() {
+        let cases = [
+            ("0-3,8-11", Some(11)),
+            ("5", Some(5)),
+            ("0,2,4", Some(4)),
+            ("", None),
+            ("x", None),
+        ];
+        for (l, want) in cases {
+            assert_eq!(last_cpu_in_list(l), want, "{l:?}");
+        }
+    }
+
+    #[test]
+    fn lane_core_follows_the_nic_numa_node() {
+        let dir = std::env::temp_dir().join(format!("xlane-numa-{}", std::process::id()));
+        let w = |p: &str, v: &str| {
+            let f = dir.join(p);
+            std::fs::create_dir_all(f.parent().unwrap()).unwrap();
+            std::fs::write(f, v).unwrap();
+        };
+        w("sys/class/net/eth0/device/numa_node", "1\n");
+        w("sys/class/net/veth0/device/numa_node", "-1\n");
+        w("sys/devices/system/node/node1/cpulist", "4-7\n");
+        let cases = [
+            (Some("eth0"), 16, 7),   // last CPU of node 1
+            (Some("veth0"), 16, 15), // no node: last CPU
+            (Some("nope"), 16, 15),  // unknown NIC
+            (None, 16, 15),
+            (Some("eth0"), 6, 5), // node's CPU beyond what is online: fall back
+        ];
+        for (iface, ncpu, want) in cases {
+            assert_eq!(
+                default_lane_core(&dir, iface, ncpu),
+                want,
+                "{iface:?} {ncpu}"
+            );
+        }
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

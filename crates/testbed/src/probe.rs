@@ -127,7 +127,8 @@ pub(crate) fn wait_for_stamps(
     Ok(false)
 }
 
-fn is_timeout(e: &std::io::Error) -> bool {
+/// A receive that ended without data (timeout, would block, signal).
+pub(crate) fn is_timeout(e: &std::io::Error) -> bool {
     matches!(
         e.kind(),
         std::io::ErrorKind::WouldBlock

@@ -8,6 +8,7 @@
 
 use crate::error::TestbedError;
 use crate::netns::in_netns;
+use crate::probe::is_timeout;
 use crate::state::{self, GeneratorRecord, HostInfo};
 use nix::sched::{sched_setaffinity, CpuSet};
 use nix::unistd::Pid;
@@ -335,15 +336,6 @@ impl Pacer {
             std::thread::sleep(Duration::from_nanos(wait_ns.min(POLL.as_nanos()) as u64));
         }
     }
-}
-
-fn is_timeout(e: &std::io::Error) -> bool {
-    matches!(
-        e.kind(),
-        std::io::ErrorKind::WouldBlock
-            | std::io::ErrorKind::TimedOut
-            | std::io::ErrorKind::Interrupted
-    )
 }
 
 fn io_err(what: &str, host: &HostInfo, e: std::io::Error) -> TestbedError {

@@ -17,15 +17,16 @@ use serde_json::json;
 use std::net::{Ipv4Addr, SocketAddrV4};
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::mpsc;
 use std::time::Duration;
 use xlane_host::bridge::{BridgeServer, BridgeServerConfig, LaneEnd, RingConfig};
 use xlane_host::runtime::{
-    lock_memory, place_current_thread, Placement, ReceiverLane, SampleLog, SenderLane, WaitMode,
+    default_lane_core, lock_memory, place_current_thread, Placement, ReceiverLane, SampleLog,
+    SenderLane, WaitMode,
 };
 use xlane_host::socket::{realtime_ns, LaneSocket, SocketConfig};
-use xlane_host::tuning::{install_termination_flag, HostTuning, TuningPlan};
+use xlane_host::tuning::{install_termination_flag, HostTuning, RpsPolicy, RpsTarget, TuningPlan};
 use xlane_lane::{Delivery, PeriodicReceiver, PeriodicSender, TunnelParams};
 use xlane_wire::{Schema, MAX_FRAME_LEN};
 
@@ -68,6 +69,16 @@ struct Cli {
     /// Enter this network namespace (by name, as `ip netns` knows it) first.
     #[arg(long, global = true)]
     netns: Option<String>,
+    /// The lane's network interface (default: the one holding the bind,
+    /// multicast-interface or join address). The default lane core is the
+    /// last CPU of this NIC's NUMA node.
+    #[arg(long, global = true)]
+    iface: Option<String>,
+    /// Steer the interface's receive (RPS) and transmit (XPS) kernel work
+    /// onto the lane core, restored on exit. Use it when the interface
+    /// carries lane traffic only.
+    #[arg(long, global = true)]
+    steer: bool,
 }
 
 #[derive(Subcommand)]
@@ -166,24 +177,56 @@ fn run(cli: Cli) -> Result<(), DaemonError> {
     if !(0..=99).contains(&cli.fifo) {
         return Err(DaemonError::Usage("--fifo must be 0..=99".into()));
     }
+    let _netns = match &cli.netns {
+        Some(n) => Some(xlane_testbed::enter_netns(n)?),
+        None => None,
+    };
+    let iface = cli.iface.clone().or_else(|| {
+        let addr = match &cli.role {
+            Role::Sender {
+                bind, multicast_if, ..
+            } => multicast_if.unwrap_or(*bind.ip()),
+            Role::Receiver { bind, join } => join
+                .as_deref()
+                .and_then(|j| parse_join(j).ok())
+                .map(|(_, i)| i)
+                .unwrap_or(*bind.ip()),
+        };
+        iface_of(addr)
+    });
     let ncpu = std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(1);
-    let core = cli.core.unwrap_or(ncpu - 1);
+    let core = cli
+        .core
+        .unwrap_or_else(|| default_lane_core(std::path::Path::new("/"), iface.as_deref(), ncpu));
     if core >= ncpu {
         return Err(DaemonError::Usage(format!(
             "--core {core}: this machine has {ncpu} CPUs"
         )));
     }
-    let _netns = match &cli.netns {
-        Some(n) => Some(xlane_testbed::enter_netns(n)?),
-        None => None,
-    };
+    eprintln!(
+        "xlaned: lane core {core}, interface {}",
+        iface.as_deref().unwrap_or("(unknown)")
+    );
     let stop: &'static AtomicBool = install_termination_flag();
     let tuning = if cli.no_tuning {
         None
     } else {
-        let t = HostTuning::apply(&TuningPlan::all(core))?;
+        let mut plan = TuningPlan::all(core);
+        if cli.steer {
+            let Some(ifname) = iface.as_deref() else {
+                return Err(DaemonError::Usage(
+                    "--steer needs the lane's interface: give --iface".into(),
+                ));
+            };
+            plan.rps.push(RpsTarget::new(
+                cli.netns.as_deref(),
+                ifname,
+                RpsPolicy::LaneCore,
+            ));
+        }
+        let t = HostTuning::apply(&plan)?;
         for line in t.summary() {
             eprintln!("xlaned: host measure: {line}");
         }
@@ -221,27 +264,22 @@ fn run(cli: Cli) -> Result<(), DaemonError> {
     };
     let mode = cli.mode;
     let result = std::thread::scope(|s| {
+        let ctx = LaneCtx {
+            params,
+            placement,
+            mode,
+            stop,
+            until,
+            new_apps: rx_ends,
+        };
         let lane = s.spawn(move || match cli.role {
             Role::Sender {
                 bind,
                 dest,
                 multicast_if,
                 heartbeat,
-            } => run_sender(
-                params,
-                bind,
-                dest,
-                multicast_if,
-                heartbeat,
-                placement,
-                mode,
-                stop,
-                until,
-                rx_ends,
-            ),
-            Role::Receiver { bind, join } => {
-                run_receiver(params, bind, join, placement, mode, stop, until, rx_ends)
-            }
+            } => run_sender(ctx, bind, dest, multicast_if, heartbeat),
+            Role::Receiver { bind, join } => run_receiver(ctx, bind, join),
         });
         // The control loop: hand new applications to the lane thread, notice
         // hang-ups; never on the lane core's hot path.
@@ -275,6 +313,18 @@ fn run(cli: Cli) -> Result<(), DaemonError> {
     Ok(())
 }
 
+/// The interface holding an IPv4 address (none for the wildcard).
+fn iface_of(addr: Ipv4Addr) -> Option<String> {
+    if addr.is_unspecified() {
+        return None;
+    }
+    nix::ifaddrs::getifaddrs().ok()?.find_map(|ifa| {
+        let a = ifa.address?;
+        let sin = a.as_sockaddr_in()?;
+        (sin.ip() == addr).then(|| ifa.interface_name.clone())
+    })
+}
+
 /// Bytes before the chunk data in every X-R message: producer (1), seq (8),
 /// send time (8), receive time (8), all big-endian.
 const DELIVERY_HEADER: usize = 25;
@@ -284,37 +334,41 @@ fn ready(role: &str, sock: &LaneSocket) {
     println!("{}", json!({"event": "ready", "role": role, "addr": addr}));
 }
 
-#[allow(clippy::too_many_arguments)]
-fn run_sender(
+/// What both lane roles run with.
+struct LaneCtx<'a> {
     params: TunnelParams,
+    placement: Placement,
+    mode: WaitMode,
+    stop: &'a AtomicBool,
+    until: u64,
+    new_apps: mpsc::Receiver<LaneEnd>,
+}
+
+fn run_sender(
+    ctx: LaneCtx<'_>,
     bind: SocketAddrV4,
     dest: Vec<SocketAddrV4>,
     multicast_if: Option<Ipv4Addr>,
     heartbeat: bool,
-    placement: Placement,
-    mode: WaitMode,
-    stop: &AtomicBool,
-    until: u64,
-    new_apps: mpsc::Receiver<LaneEnd>,
 ) -> Result<serde_json::Value, DaemonError> {
     let mut cfg = SocketConfig::express(bind);
     cfg.rx_timestamps = false;
     cfg.multicast_if = multicast_if;
     let sock = LaneSocket::open(&cfg)?;
     ready("sender", &sock);
-    place_current_thread(placement)?;
-    let first = realtime_ns() + params.period_ns;
+    place_current_thread(ctx.placement)?;
+    let first = realtime_ns() + ctx.params.period_ns;
     let mut core =
-        PeriodicSender::new(params, first).map_err(|e| DaemonError::Usage(e.to_string()))?;
+        PeriodicSender::new(ctx.params, first).map_err(|e| DaemonError::Usage(e.to_string()))?;
     core.set_heartbeat(heartbeat);
     let mut lane = SenderLane::new(&sock, core, &dest);
     let mut apps: Vec<LaneEnd> = Vec::with_capacity(32);
-    let mut msg = vec![0u8; params.schema.data_capacity()];
+    let mut msg = vec![0u8; ctx.params.schema.data_capacity()];
     let mut refused = 0u64;
-    let per_slot = params.chunks_per_frame();
-    let report = lane.run(stop, until, mode, &mut |c, _slot| {
+    let per_slot = ctx.params.chunks_per_frame();
+    let report = lane.run(ctx.stop, ctx.until, ctx.mode, &mut |c, _slot| {
         if apps.len() < apps.capacity() {
-            if let Ok(end) = new_apps.try_recv() {
+            if let Ok(end) = ctx.new_apps.try_recv() {
                 apps.push(end);
             }
         }
@@ -347,34 +401,28 @@ fn run_sender(
     }))
 }
 
-#[allow(clippy::too_many_arguments)]
 fn run_receiver(
-    params: TunnelParams,
+    ctx: LaneCtx<'_>,
     bind: SocketAddrV4,
     join: Option<String>,
-    placement: Placement,
-    mode: WaitMode,
-    stop: &AtomicBool,
-    until: u64,
-    new_apps: mpsc::Receiver<LaneEnd>,
 ) -> Result<serde_json::Value, DaemonError> {
     let mut cfg = SocketConfig::express(bind);
     cfg.join = join.as_deref().map(parse_join).transpose()?;
-    cfg.nonblocking = mode == WaitMode::BusyPoll;
+    cfg.nonblocking = ctx.mode == WaitMode::BusyPoll;
     cfg.recv_timeout_us = 50_000;
     cfg.rcvbuf = 1 << 20;
     let mut sock = LaneSocket::open(&cfg)?;
     ready("receiver", &sock);
-    place_current_thread(placement)?;
-    let mut lane = ReceiverLane::new(&mut sock, PeriodicReceiver::new(params));
+    place_current_thread(ctx.placement)?;
+    let mut lane = ReceiverLane::new(&mut sock, PeriodicReceiver::new(ctx.params));
     let mut log = SampleLog::with_capacity(0);
     let mut apps: Vec<LaneEnd> = Vec::with_capacity(32);
-    let mut out = vec![0u8; DELIVERY_HEADER + params.schema.data_capacity()];
+    let mut out = vec![0u8; DELIVERY_HEADER + ctx.params.schema.data_capacity()];
     let mut bridge_full = 0u64;
     let mut delivered = 0u64;
-    let report = lane.run(stop, until, &mut log, &mut |d: Delivery<'_>| {
+    let report = lane.run(ctx.stop, ctx.until, &mut log, &mut |d: Delivery<'_>| {
         if apps.len() < apps.capacity() {
-            if let Ok(end) = new_apps.try_recv() {
+            if let Ok(end) = ctx.new_apps.try_recv() {
                 apps.push(end);
             }
         }
@@ -392,7 +440,6 @@ fn run_receiver(
         }
     })?;
     let st = lane.core().stats();
-    stop.store(true, Ordering::Relaxed);
     Ok(json!({
         "role": "receiver",
         "datagrams": report.datagrams,

@@ -1,0 +1,85 @@
+//! The main job, end to end through the real command: `xlane bench lane
+//! --json` builds the emulated datacenter, runs both flows under cross
+//! traffic and CPU load, tears down, and prints the documented JSON.
+
+use std::process::Command;
+
+#[test]
+fn bench_lane_json_has_both_flows_and_the_floor() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: needs root");
+        return;
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_xlane"))
+        .args([
+            "bench",
+            "lane",
+            "--json",
+            "--seconds",
+            "2",
+            "--period-us",
+            "500",
+        ])
+        .output()
+        .expect("run xlane");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "xlane bench lane failed: {stderr}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
+    let configs = v["configs"].as_array().expect("configs");
+    let names: Vec<&str> = configs.iter().filter_map(|c| c["name"].as_str()).collect();
+    assert_eq!(names, ["xlane", "plain-udp"]);
+    for c in configs {
+        for key in [
+            "samples",
+            "lost",
+            "min_ns",
+            "p50_ns",
+            "p99_ns",
+            "p9999_ns",
+            "max_ns",
+            "delta_max_ns",
+        ] {
+            assert!(c[key].is_u64(), "{key} missing in {c}");
+        }
+        let (min, p50, p99, max) = (
+            c["min_ns"].as_u64(),
+            c["p50_ns"].as_u64(),
+            c["p99_ns"].as_u64(),
+            c["max_ns"].as_u64(),
+        );
+        assert!(
+            min <= p50 && p50 <= p99 && p99 <= max,
+            "percentiles out of order: {c}"
+        );
+        assert_eq!(
+            c["delta_max_ns"].as_u64().unwrap(),
+            max.unwrap() - min.unwrap()
+        );
+    }
+    assert!(v["floor"]["stolen_fraction"].is_f64(), "{}", v["floor"]);
+    assert!(v["floor"]["max_gap_ns"].is_u64(), "{}", v["floor"]);
+    // The lane got (nearly) every frame through; the plain flow queued
+    // behind the saturated best-effort class: compare the two, never a time.
+    let lane = &configs[0];
+    let plain = &configs[1];
+    assert!(lane["samples"].as_u64().unwrap() > 1000, "{lane}");
+    let ratio =
+        plain["p50_ns"].as_u64().unwrap() as f64 / lane["p50_ns"].as_u64().unwrap().max(1) as f64;
+    assert!(
+        ratio >= 10.0,
+        "plain λ50 only {ratio:.1}× the lane's: {plain} vs {lane}"
+    );
+    // Nothing is left behind: no namespace of this run's testbed.
+    let prefix = stderr
+        .split_whitespace()
+        .skip_while(|w| *w != "testbed")
+        .nth(1)
+        .expect("the run names its testbed");
+    let ns = Command::new("ip")
+        .args(["netns", "list"])
+        .output()
+        .expect("ip netns");
+    let ns = String::from_utf8_lossy(&ns.stdout);
+    assert!(!ns.contains(prefix), "testbed {prefix} left behind: {ns}");
+}
