@@ -21,6 +21,8 @@ enum Command {
     Doctor(cmd::doctor::Args),
     /// Measurements run side by side in one run.
     Bench(cmd::bench::Args),
+    /// Open-loop latency measurement against any UDP or TCP server.
+    Lancet(cmd::lancet::Args),
 }
 
 fn main() -> ExitCode {
@@ -29,6 +31,7 @@ fn main() -> ExitCode {
         Command::Testbed(a) => cmd::testbed::run(a),
         Command::Doctor(a) => cmd::doctor::run(a),
         Command::Bench(a) => cmd::bench::run(a),
+        Command::Lancet(a) => cmd::lancet::run(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

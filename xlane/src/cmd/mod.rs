@@ -2,6 +2,7 @@
 
 pub mod bench;
 pub mod doctor;
+pub mod lancet;
 pub mod testbed;
 
 /// The error type every subcommand returns to `main`.

@@ -1,0 +1,1 @@
+//! xlane-lancet (being written)

@@ -1,0 +1,1 @@
+//! xlane-stats (being written)
