@@ -12,6 +12,7 @@ need=()
 command -v ip >/dev/null || need+=(iproute2)
 command -v tc >/dev/null || need+=(iproute2)
 command -v cc >/dev/null || need+=(build-essential)
+command -v sockperf >/dev/null || need+=(sockperf)   # the cross-check of xlane lancet
 if [ "${#need[@]}" -gt 0 ]; then
     if [ "$(id -u)" -ne 0 ]; then echo "missing ${need[*]} and not root: install them first" >&2; exit 1; fi
     apt-get update -qq

@@ -17,28 +17,17 @@
 //! a floor probe measures the time the machine takes away from each core.
 //! Everything is torn down at the end, also on error.
 
+use crate::flows::{run_flows, FlowPlan, FlowResult, Variant};
+use crate::interference::{switch_drops, Cores, Floor, FloorSet, Interference};
 use crate::stats::LatencySummary;
 use crate::table::{fmt_ns, Table};
 use serde::Serialize;
 use std::net::{Ipv4Addr, SocketAddrV4};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-use std::thread;
-use xlane_host::floor::{FloorConfig, FloorProbe, FloorReport};
-use xlane_host::runtime::{
-    lock_memory, place_current_thread, Placement, ReceiverLane, RecvReport, Sample, SampleLog,
-    SendReport, SenderLane, WaitMode,
-};
-use xlane_host::socket::{realtime_ns, LaneSocket, SocketConfig};
+use std::sync::atomic::AtomicBool;
+use xlane_host::runtime::{lock_memory, WaitMode};
+use xlane_host::socket::realtime_ns;
 use xlane_host::tuning::{AppliedTuning, HostTuning, TuningPlan};
-use xlane_lane::{PeriodicReceiver, PeriodicSender, TunnelParams};
-use xlane_testbed::{CrossTraffic, Proto, Testbed, TestbedConfig};
-use xlane_wire::Schema;
-
-/// SCHED_FIFO priorities: lane sender, lane receivers, floor probe.
-const SENDER_PRIORITY: i32 = 81;
-const RECEIVER_PRIORITY: i32 = 80;
-const FLOOR_PRIORITY: i32 = 79;
+use xlane_testbed::{Testbed, TestbedConfig};
 
 /// Multicast group and port of the lane flow.
 const LANE_GROUP: SocketAddrV4 = SocketAddrV4::new(Ipv4Addr::new(239, 77, 0, 1), 7100);
@@ -74,7 +63,7 @@ pub struct LaneBenchConfig {
 
 impl Default for LaneBenchConfig {
     fn default() -> Self {
-        let cpus = thread::available_parallelism()
+        let cpus = std::thread::available_parallelism()
             .map(|n| n.get())
             .unwrap_or(1);
         LaneBenchConfig {
@@ -108,55 +97,9 @@ pub enum LaneBenchError {
     /// The floor probe failed.
     #[error("floor probe: {0}")]
     Floor(#[from] xlane_host::floor::FloorError),
-    /// A socket could not be set up.
-    #[error("socket on host {host}: {source}")]
-    Socket {
-        /// Which host.
-        host: usize,
-        /// Cause.
-        source: xlane_host::socket::SocketError,
-    },
-    /// A lane thread failed.
-    #[error("{role} thread on host {host}: {msg}")]
-    Thread {
-        /// sender/receiver and flow.
-        role: String,
-        /// Which host.
-        host: usize,
-        /// What went wrong.
-        msg: String,
-    },
-}
-
-/// The floor: time the machine took away during the run, as a real-time
-/// probe thread on each core saw it (wake-ups on a 100 µs timer at a
-/// priority just below the lane threads; every wake-up more than 20 µs late
-/// counts, for as long as it was late).
-#[derive(Clone, Debug, Serialize)]
-pub struct FloorJson {
-    /// Fraction of the lane core's time lost in gaps.
-    pub stolen_fraction: f64,
-    /// Longest gap on the lane core, ns.
-    pub max_gap_ns: u64,
-    /// Per core.
-    pub cores: Vec<CoreFloor>,
-}
-
-/// The floor of one core.
-#[derive(Clone, Debug, Serialize)]
-pub struct CoreFloor {
-    /// CPU number.
-    pub core: usize,
-    /// Role: "lane" or "regular".
-    pub role: String,
-    /// Fraction of time lost in gaps.
-    pub stolen_fraction: f64,
-    /// Longest gap, ns.
-    pub max_gap_ns: u64,
-    /// Gaps seen.
-    pub gaps: usize,
-    /// Hypervisor steal ticks (`/proc/stat`, 1/100 s each) during the run.
-    pub steal_ticks: u64,
+    /// A flow failed.
+    #[error("{0}")]
+    Flow(#[from] crate::flows::FlowError),
 }
 
 /// Counters of one flow beyond its latency summary.
@@ -184,7 +127,7 @@ pub struct LaneBenchReport {
     /// (the network part of the latency).
     pub kernel_configs: Vec<LatencySummary>,
     /// The machine's floor during the run.
-    pub floor: FloorJson,
+    pub floor: Floor,
     /// Per-configuration counters, same order as `configs`.
     pub counters: Vec<FlowCounters>,
     /// Host measures applied (name: status).
@@ -218,81 +161,6 @@ pub struct RunParams {
     pub cpu_load: bool,
 }
 
-struct FlowSpec {
-    name: &'static str,
-    tunnel: u32,
-    group: SocketAddrV4,
-    express: bool,
-}
-
-/// What a flow's threads need, copied into each of them.
-#[derive(Clone, Copy)]
-struct FlowSetup {
-    express: bool,
-    mode: WaitMode,
-    lane_core: usize,
-    regular_core: Option<usize>,
-    params: TunnelParams,
-    group: SocketAddrV4,
-}
-
-impl FlowSetup {
-    fn new(flow: &FlowSpec, cfg: &LaneBenchConfig, regular_core: Option<usize>) -> Self {
-        FlowSetup {
-            express: flow.express,
-            // The plain flow's threads always sleep: they are ordinary threads.
-            mode: if flow.express {
-                cfg.mode
-            } else {
-                WaitMode::Interrupt
-            },
-            lane_core: cfg.lane_core,
-            regular_core,
-            params: tunnel_params(flow.tunnel, cfg.period_ns),
-            group: flow.group,
-        }
-    }
-
-    /// Express marking for the lane, default socket for the plain flow.
-    fn socket(&self, bind: SocketAddrV4) -> SocketConfig {
-        if self.express {
-            SocketConfig::express(bind)
-        } else {
-            SocketConfig::plain(bind)
-        }
-    }
-
-    /// Lane threads: the lane core at `SCHED_FIFO` `prio`; plain threads: a
-    /// regular core, normal policy.
-    fn place(&self, prio: i32) -> Result<(), xlane_host::runtime::RuntimeError> {
-        place_current_thread(if self.express {
-            Placement {
-                core: Some(self.lane_core),
-                fifo: Some(prio),
-            }
-        } else {
-            Placement {
-                core: self.regular_core,
-                fifo: None,
-            }
-        })
-    }
-}
-
-struct RecvOut {
-    samples: Vec<Sample>,
-    report: RecvReport,
-    lost: u64,
-}
-
-fn thread_err(role: &str, host: usize, msg: impl ToString) -> LaneBenchError {
-    LaneBenchError::Thread {
-        role: role.to_string(),
-        host,
-        msg: msg.to_string(),
-    }
-}
-
 /// Run the benchmark. `progress` gets one line per step.
 pub fn run(
     cfg: &LaneBenchConfig,
@@ -304,38 +172,22 @@ pub fn run(
     if cfg.period_ns < 10_000 {
         return Err(LaneBenchError::Config("period below 10 µs".into()));
     }
-    let ncpu = thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1);
-    if cfg.lane_core >= ncpu {
-        return Err(LaneBenchError::Config(format!(
-            "lane core {} does not exist (this machine has {ncpu} CPUs)",
-            cfg.lane_core
-        )));
-    }
-    let regular: Vec<usize> = (0..ncpu).filter(|&c| c != cfg.lane_core).collect();
-    let regular_or_all = if regular.is_empty() {
-        vec![cfg.lane_core]
-    } else {
-        regular.clone()
-    };
+    let cores = Cores::new(Cores::online(), cfg.lane_core).map_err(LaneBenchError::Config)?;
 
     progress(&format!(
         "bringing up the testbed: {} hosts, one switch",
         cfg.hosts
     ));
-    let tb_cfg = TestbedConfig {
+    let tb = Testbed::up(TestbedConfig {
         hosts: cfg.hosts,
         link_rate_bps: cfg.link_rate_bps,
         best_effort_queue_pkts: cfg.best_effort_queue_pkts,
         ..TestbedConfig::default()
-    };
-    let tb = Testbed::up(tb_cfg)?;
+    })?;
     progress(&format!("testbed {} is up", tb.prefix()));
 
     let tuning: Option<AppliedTuning> = if cfg.tuning {
-        let t = HostTuning::apply(&TuningPlan::all(cfg.lane_core))?;
-        Some(t)
+        Some(HostTuning::apply(&TuningPlan::all(cfg.lane_core))?)
     } else {
         None
     };
@@ -347,71 +199,20 @@ pub fn run(
     let _ = lock_memory();
 
     let drops_before = switch_drops(&tb);
-    let mut traffic = Vec::new();
+    let interference = Interference::start(&tb, &cores, cfg.cross_traffic, cfg.cpu_load)?;
     if cfg.cross_traffic {
-        // Every receiver's switch port gets two best-effort flows: one from
-        // the next receiver and one from host 0 (whose uplink the lane shares).
-        let n = cfg.hosts;
-        for r in 1..n {
-            let other = if n > 2 { (r % (n - 1)) + 1 } else { 0 };
-            for (from, proto) in [
-                (other, Proto::Udp),
-                (0, if r == 1 { Proto::Tcp } else { Proto::Udp }),
-            ] {
-                if from == r {
-                    continue;
-                }
-                let spec = match proto {
-                    Proto::Udp => CrossTraffic::udp(from, r),
-                    Proto::Tcp => CrossTraffic::tcp(from, r),
-                };
-                traffic.push(tb.start_cross_traffic(spec.cpus(regular_or_all.clone()))?);
-            }
-        }
         progress(&format!(
             "cross traffic: {} saturating best-effort flows",
-            traffic.len()
+            interference.flows()
         ));
     }
-    let cpu_load = if cfg.cpu_load && !regular.is_empty() {
-        progress(&format!("CPU load on cores {regular:?}"));
-        Some(xlane_testbed::start_cpu_load(&regular, 1)?)
-    } else {
-        None
-    };
-
-    // Floor probes: one per core, for the whole measurement window.
-    let mut probes = Vec::new();
-    for core in 0..ncpu {
-        // A cyclictest-style probe just below the lane threads' priority:
-        // what the machine takes away from a real-time thread on each core.
-        let fcfg = FloorConfig {
-            threshold_ns: 20_000,
-            fifo_priority: Some(FLOOR_PRIORITY),
-            timer_interval_ns: Some(100_000),
-            ..FloorConfig::default()
-        };
-        probes.push((core, FloorProbe::start(core, fcfg)?));
+    if cfg.cpu_load {
+        progress(&format!("CPU load on cores {:?}", cores.regular));
     }
+    let floor_probes = FloorSet::start(&cores)?;
 
-    let flows = [
-        FlowSpec {
-            name: "xlane",
-            tunnel: 1,
-            group: LANE_GROUP,
-            express: true,
-        },
-        FlowSpec {
-            name: "plain-udp",
-            tunnel: 2,
-            group: PLAIN_GROUP,
-            express: false,
-        },
-    ];
-    let stop = Arc::new(AtomicBool::new(false));
     let start_ns = realtime_ns() + 300_000_000;
     let until_ns = start_ns + cfg.duration_ns;
-    let expected_frames = (cfg.duration_ns / cfg.period_ns) as usize + 16;
     progress(&format!(
         "running {} s: period {}, {} B per message, {} receivers per flow",
         cfg.duration_ns as f64 / 1e9,
@@ -419,204 +220,70 @@ pub fn run(
         cfg.message_len,
         cfg.hosts - 1
     ));
+    let plan =
+        |variant: Variant, name: &str, tunnel: u32, group: SocketAddrV4, offset: u64| FlowPlan {
+            variant,
+            name: name.to_string(),
+            tunnel,
+            group,
+            period_ns: cfg.period_ns,
+            message_len: cfg.message_len,
+            lane_core: cfg.lane_core,
+            regular_core: cores.regular.first().copied(),
+            lane_mode: cfg.mode,
+            sender: tb.hosts()[0].clone(),
+            receivers: tb.hosts()[1..].to_vec(),
+            first_slot_ns: start_ns + offset,
+            until_ns,
+            grace_ns: 300_000_000,
+            qjump: None,
+        };
+    // The plain flow sends half a period after the lane flow.
+    let plans = [
+        plan(Variant::Xlane, "xlane", 1, LANE_GROUP, 0),
+        plan(
+            Variant::Plain,
+            "plain-udp",
+            2,
+            PLAIN_GROUP,
+            cfg.period_ns / 2,
+        ),
+    ];
+    let stop = AtomicBool::new(false);
+    let result = run_flows(&plans, &stop);
 
-    let result = thread::scope(|s| -> Result<_, LaneBenchError> {
-        let mut recv_handles = Vec::new();
-        for (fi, flow) in flows.iter().enumerate() {
-            let setup = FlowSetup::new(flow, cfg, regular.first().copied());
-            for r in 1..cfg.hosts {
-                let host = tb.hosts()[r].clone();
-                let stop = stop.clone();
-                recv_handles.push((
-                    fi,
-                    r,
-                    s.spawn(move || -> Result<RecvOut, LaneBenchError> {
-                        let _ns = xlane_testbed::enter_netns(&host.netns)?;
-                        let bind = SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, setup.group.port());
-                        let mut sc = setup.socket(bind);
-                        sc.join = Some((*setup.group.ip(), host.addr));
-                        sc.nonblocking = setup.mode == WaitMode::BusyPoll;
-                        sc.recv_timeout_us = 20_000;
-                        sc.rcvbuf = 1 << 20;
-                        let mut sock = LaneSocket::open(&sc)
-                            .map_err(|e| LaneBenchError::Socket { host: r, source: e })?;
-                        setup
-                            .place(RECEIVER_PRIORITY)
-                            .map_err(|e| thread_err("receiver", r, e))?;
-                        let mut log = SampleLog::with_capacity(expected_frames);
-                        let core = PeriodicReceiver::new(setup.params);
-                        let mut lane = ReceiverLane::new(&mut sock, core);
-                        let report = lane
-                            .run(&stop, until_ns + 200_000_000, &mut log, &mut |_| {})
-                            .map_err(|e| thread_err("receiver", r, e))?;
-                        let lost = lane.core().stats().lost;
-                        let samples = log
-                            .samples()
-                            .iter()
-                            .filter(|x| x.send_ns >= start_ns)
-                            .copied()
-                            .collect();
-                        Ok(RecvOut {
-                            samples,
-                            report,
-                            lost,
-                        })
-                    }),
-                ));
-            }
-        }
-        // Senders start after the receivers have joined their groups.
-        thread::sleep(std::time::Duration::from_millis(100));
-        let mut send_handles = Vec::new();
-        for (fi, flow) in flows.iter().enumerate() {
-            let host = tb.hosts()[0].clone();
-            let stop = stop.clone();
-            let setup = FlowSetup::new(flow, cfg, regular.first().copied());
-            let msg_len = cfg.message_len;
-            // The plain flow sends half a period after the lane flow.
-            let first = start_ns + if flow.express { 0 } else { cfg.period_ns / 2 };
-            send_handles.push((
-                fi,
-                s.spawn(move || -> Result<SendReport, LaneBenchError> {
-                    let _ns = xlane_testbed::enter_netns(&host.netns)?;
-                    let mut sc = setup.socket(SocketAddrV4::new(host.addr, 0));
-                    sc.multicast_if = Some(host.addr);
-                    sc.rx_timestamps = false;
-                    let sock = LaneSocket::open(&sc)
-                        .map_err(|e| LaneBenchError::Socket { host: 0, source: e })?;
-                    setup
-                        .place(SENDER_PRIORITY)
-                        .map_err(|e| thread_err("sender", 0, e))?;
-                    let core = PeriodicSender::new(setup.params, first)
-                        .map_err(|e| thread_err("sender", 0, e))?;
-                    let dsts = [setup.group];
-                    let mut lane = SenderLane::new(&sock, core, &dsts);
-                    let mut msg = [0u8; 32];
-                    let mut n: u64 = 0;
-                    lane.run(&stop, until_ns, setup.mode, &mut |c, _slot| {
-                        n += 1;
-                        msg[..8].copy_from_slice(&n.to_be_bytes());
-                        let _ = c.enqueue(0, &msg[..msg_len.min(msg.len())]);
-                    })
-                    .map_err(|e| thread_err("sender", 0, e))
-                }),
-            ));
-        }
-        let mut sent = [SendReport::default(), SendReport::default()];
-        let mut first_err = None;
-        for (fi, h) in send_handles {
-            match h.join() {
-                Ok(Ok(r)) => sent[fi] = r,
-                Ok(Err(e)) => {
-                    stop.store(true, Ordering::Relaxed);
-                    first_err.get_or_insert(e);
-                }
-                Err(_) => {
-                    stop.store(true, Ordering::Relaxed);
-                    first_err.get_or_insert(thread_err("sender", 0, "panicked"));
-                }
-            }
-        }
-        let mut outs: Vec<Vec<RecvOut>> = vec![Vec::new(), Vec::new()];
-        for (fi, r, h) in recv_handles {
-            match h.join() {
-                Ok(Ok(o)) => outs[fi].push(o),
-                Ok(Err(e)) => {
-                    first_err.get_or_insert(e);
-                }
-                Err(_) => {
-                    first_err.get_or_insert(thread_err("receiver", r, "panicked"));
-                }
-            }
-        }
-        match first_err {
-            Some(e) => Err(e),
-            None => Ok((sent, outs)),
-        }
-    });
-
-    let floors: Vec<(usize, FloorReport)> =
-        probes.into_iter().map(|(c, p)| (c, p.stop())).collect();
-    let mut cross_bps = Vec::new();
-    for t in traffic {
-        cross_bps.push(t.stop().received_rate_bps as u64);
-    }
-    drop(cpu_load);
+    let (floor, _) = floor_probes.stop();
+    let cross_bps = interference.stop();
     let drops = switch_drops(&tb).saturating_sub(drops_before);
     if let Some(t) = tuning {
         let rep = t.restore();
-        let failed: Vec<String> = rep
-            .entries
-            .iter()
-            .filter(|e| matches!(e.outcome, xlane_host::tuning::RestoreOutcome::Failed(_)))
-            .map(|e| format!("{} ({})", e.name, e.target))
-            .collect();
-        if failed.is_empty() {
+        if rep.is_clean() {
             progress(&format!(
                 "host measures restored ({} settings)",
                 rep.entries.len()
             ));
         } else {
-            progress(&format!("could not restore: {}", failed.join(", ")));
+            progress(&format!("could not restore every host measure: {rep:?}"));
         }
     }
     progress(&format!("tearing down testbed {}", tb.prefix()));
     drop(tb);
 
-    let (sent, outs) = result?;
-    let receivers = (cfg.hosts - 1) as u64;
+    let flows = result?;
     let mut configs = Vec::new();
     let mut kernel_configs = Vec::new();
     let mut counters = Vec::new();
-    for (fi, flow) in flows.iter().enumerate() {
-        let all: Vec<&Sample> = outs[fi].iter().flat_map(|o| o.samples.iter()).collect();
-        let expected = sent[fi].frames * receivers;
-        let lost = expected.saturating_sub(all.len() as u64);
-        let mut to_thread: Vec<u64> = all.iter().map(|x| x.latency_ns()).collect();
-        let mut to_kernel: Vec<u64> = all
-            .iter()
-            .map(|x| x.kernel_rx_ns.saturating_sub(x.send_ns))
-            .collect();
-        configs.push(LatencySummary::from_samples(
-            flow.name,
-            &mut to_thread,
-            lost,
-        ));
-        kernel_configs.push(LatencySummary::from_samples(
-            flow.name,
-            &mut to_kernel,
-            lost,
-        ));
+    for f in &flows {
+        configs.push(summary(f, |s| s.latency_ns()));
+        kernel_configs.push(summary(f, |s| s.network_ns()));
         counters.push(FlowCounters {
-            frames_sent: sent[fi].frames,
-            slots: cfg.duration_ns / cfg.period_ns,
-            send_errors: sent[fi].send_errors,
-            sender_late_max_ns: sent[fi].late_max_ns,
-            refused: outs[fi].iter().map(|o| o.report.refused).sum(),
+            frames_sent: f.sent.frames,
+            slots: f.slots,
+            send_errors: f.sent.send_errors,
+            sender_late_max_ns: f.sent.late_max_ns,
+            refused: f.refused,
         });
-        let _ = outs[fi].iter().map(|o| o.lost).sum::<u64>();
     }
-    let cores: Vec<CoreFloor> = floors
-        .iter()
-        .map(|(c, f)| CoreFloor {
-            core: *c,
-            role: if *c == cfg.lane_core {
-                "lane".into()
-            } else {
-                "regular".into()
-            },
-            stolen_fraction: f.stolen_fraction,
-            max_gap_ns: f.max_gap_ns,
-            gaps: f.gaps.len() + f.gaps_dropped as usize,
-            steal_ticks: f.steal_ticks_delta,
-        })
-        .collect();
-    let lane_floor = cores.iter().find(|c| c.core == cfg.lane_core);
-    let floor = FloorJson {
-        stolen_fraction: lane_floor.map(|c| c.stolen_fraction).unwrap_or(0.0),
-        max_gap_ns: lane_floor.map(|c| c.max_gap_ns).unwrap_or(0),
-        cores,
-    };
     Ok(LaneBenchReport {
         configs,
         kernel_configs,
@@ -638,20 +305,9 @@ pub fn run(
     })
 }
 
-fn tunnel_params(tunnel: u32, period_ns: u64) -> TunnelParams {
-    TunnelParams {
-        tunnel,
-        period_ns,
-        max_packet: Schema::Chunk26.frame_len(4),
-        schema: Schema::Chunk26,
-    }
-}
-
-fn switch_drops(tb: &Testbed) -> u64 {
-    (0..tb.hosts().len())
-        .filter_map(|i| tb.qdisc_stats(i).ok())
-        .map(|q| q.best_effort.dropped)
-        .sum()
+fn summary(f: &FlowResult, measure: impl Fn(&crate::flows::FlowSample) -> u64) -> LatencySummary {
+    let mut v: Vec<u64> = f.samples.iter().map(measure).collect();
+    LatencySummary::from_samples(&f.name, &mut v, f.lost())
 }
 
 impl LaneBenchReport {
@@ -704,23 +360,7 @@ impl LaneBenchReport {
                 k.refused
             ));
         }
-        out.push_str(&format!(
-            "time the machine took away from a real-time thread on the lane core {}: {:.3}% of the run, longest gap {}\n",
-            self.params.lane_core,
-            100.0 * self.floor.stolen_fraction,
-            fmt_ns(self.floor.max_gap_ns)
-        ));
-        for c in &self.floor.cores {
-            out.push_str(&format!(
-                "  core {} ({}): {:.3}% in {} wake-ups over 20µs late, longest {}; hypervisor steal {} ticks\n",
-                c.core,
-                c.role,
-                100.0 * c.stolen_fraction,
-                c.gaps,
-                fmt_ns(c.max_gap_ns),
-                c.steal_ticks
-            ));
-        }
+        out.push_str(&self.floor.render(self.params.lane_core));
         let gbps: Vec<String> = self
             .cross_traffic_bps
             .iter()

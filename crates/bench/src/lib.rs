@@ -8,6 +8,12 @@
 
 #![warn(missing_docs)]
 
+pub mod attribution;
+pub mod flows;
+pub mod interference;
+pub mod jitter;
 pub mod lane_bench;
+pub mod plot;
+pub mod qjump;
 pub mod stats;
 pub mod table;

@@ -2,16 +2,7 @@
 
 use serde::Serialize;
 
-/// The nearest-rank percentile of sorted samples: the value at rank
-/// ⌈q·n⌉ (1-based), for q in (0, 1]. `None` for no samples.
-pub fn percentile(sorted: &[u64], q: f64) -> Option<u64> {
-    if sorted.is_empty() || !(q > 0.0 && q <= 1.0) {
-        return None;
-    }
-    let n = sorted.len();
-    let rank = ((q * n as f64).ceil() as usize).clamp(1, n);
-    Some(sorted[rank - 1])
-}
+pub use xlane_stats::percentile;
 
 /// The summary of one configuration's latency samples (all in ns).
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
@@ -68,26 +59,6 @@ impl LatencySummary {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn nearest_rank_table() {
-        let v: Vec<u64> = (1..=100).collect();
-        let cases = [
-            (0.01, 1),
-            (0.5, 50),
-            (0.99, 99),
-            (0.999, 100),
-            (1.0, 100),
-            (0.505, 51),
-        ];
-        for (q, want) in cases {
-            assert_eq!(percentile(&v, q), Some(want), "q={q}");
-        }
-        assert_eq!(percentile(&[], 0.5), None);
-        assert_eq!(percentile(&v, 0.0), None);
-        assert_eq!(percentile(&v, 1.5), None);
-        assert_eq!(percentile(&[7], 0.9999), Some(7));
-    }
 
     #[test]
     fn summary_of_known_samples() {

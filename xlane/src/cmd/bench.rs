@@ -17,6 +17,58 @@ enum What {
     /// multicast, under saturating cross traffic and CPU load, in one run.
     /// Needs root (it builds the emulated datacenter in network namespaces).
     Lane(LaneArgs),
+    /// The comparison of X-Lane §6.2: xlane, xlane0, qjump, busypoll and
+    /// plain, interleaved in short rounds, under idle, cross-traffic, CPU
+    /// and combined interference; tables, plots, outlier attribution and
+    /// the machine's floor. Needs root.
+    Jitter(JitterArgs),
+}
+
+#[derive(clap::Args)]
+struct JitterArgs {
+    /// Print one JSON object per scenario (JSON Lines) instead of tables.
+    #[arg(long)]
+    json: bool,
+    /// Scenarios, comma-separated: idle, cross, cpu, both.
+    #[arg(long, default_value = "idle,cross,cpu,both", value_delimiter = ',')]
+    scenario: Vec<String>,
+    /// Configurations, comma-separated: xlane, xlane0, qjump, busypoll, plain.
+    #[arg(
+        long,
+        default_value = "xlane,xlane0,qjump,busypoll,plain",
+        value_delimiter = ','
+    )]
+    configs: Vec<String>,
+    /// Seconds each configuration runs per scenario (split into rounds).
+    #[arg(long, default_value_t = 10.0)]
+    seconds: f64,
+    /// Seconds per round; configurations take turns round by round.
+    #[arg(long, default_value_t = 2.0)]
+    round: f64,
+    /// Period π in microseconds.
+    #[arg(long, default_value_t = 200)]
+    period_us: u64,
+    /// Link rate of every emulated port (e.g. 100mbit, 1gbit).
+    #[arg(long, default_value = "100mbit")]
+    rate: String,
+    /// Emulated hosts: host 0 sends, all others receive.
+    #[arg(long, default_value_t = 4)]
+    hosts: usize,
+    /// Write PNG and SVG plots into this directory.
+    #[arg(long, default_value = "out/jitter")]
+    plots: std::path::PathBuf,
+    /// Write no plots.
+    #[arg(long)]
+    no_plots: bool,
+    /// Confidence of the percentile intervals.
+    #[arg(long, default_value_t = 0.95)]
+    confidence: f64,
+    /// The lane core (default: the last CPU).
+    #[arg(long)]
+    lane_core: Option<usize>,
+    /// How the xlane configuration's threads wait: interrupt or busy-poll.
+    #[arg(long, default_value = "interrupt")]
+    mode: WaitMode,
 }
 
 #[derive(clap::Args)]
@@ -66,7 +118,72 @@ struct LaneArgs {
 pub fn run(args: Args) -> super::CmdResult {
     match args.what {
         What::Lane(a) => lane(a),
+        What::Jitter(a) => jitter(a),
     }
+}
+
+fn jitter(a: JitterArgs) -> super::CmdResult {
+    use xlane_bench::flows::Variant;
+    use xlane_bench::jitter::{self, JitterConfig, Scenario};
+    let secs = |x: f64, what: &str| -> Result<u64, String> {
+        if x > 0.0 && x <= 3600.0 {
+            Ok((x * 1e9) as u64)
+        } else {
+            Err(format!("{what} must be in (0, 3600] seconds"))
+        }
+    };
+    let scenarios = a
+        .scenario
+        .iter()
+        .map(|s| {
+            Scenario::from_name(s)
+                .ok_or_else(|| format!("unknown scenario {s:?} (idle, cross, cpu, both)"))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let variants = a
+        .configs
+        .iter()
+        .map(|s| {
+            Variant::from_name(s).ok_or_else(|| {
+                format!("unknown configuration {s:?} (xlane, xlane0, qjump, busypoll, plain)")
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    if !(a.confidence > 0.5 && a.confidence < 1.0) {
+        return Err("--confidence must be in (0.5, 1)".into());
+    }
+    let mut cfg = JitterConfig {
+        hosts: a.hosts,
+        link_rate_bps: xlane_testbed::parse_rate(&a.rate)?,
+        period_ns: a.period_us.saturating_mul(1000),
+        per_config_ns: secs(a.seconds, "--seconds")?,
+        round_ns: secs(a.round, "--round")?,
+        scenarios,
+        variants,
+        mode: a.mode,
+        confidence: a.confidence,
+        plot_dir: (!a.no_plots).then_some(a.plots),
+        ..JitterConfig::default()
+    };
+    if let Some(c) = a.lane_core {
+        cfg.lane_core = c;
+    }
+    let json = a.json;
+    jitter::run(
+        &cfg,
+        &mut |line| eprintln!("[xlane] {line}"),
+        &mut |report| {
+            if json {
+                match serde_json::to_string(report) {
+                    Ok(s) => println!("{s}"),
+                    Err(e) => eprintln!("xlane: cannot encode the report: {e}"),
+                }
+            } else {
+                println!("{}", report.render());
+            }
+        },
+    )?;
+    Ok(())
 }
 
 fn lane(a: LaneArgs) -> super::CmdResult {

@@ -1,0 +1,238 @@
+//! What the benchmarks run beside the flows they measure: saturating
+//! best-effort cross traffic, CPU load, and the floor probes that measure
+//! the time the machine takes away from each core.
+
+use serde::Serialize;
+use xlane_host::floor::{FloorConfig, FloorError, FloorProbe, FloorReport};
+use xlane_testbed::{CpuLoadHandle, CrossTraffic, Testbed, TestbedError, TrafficHandle};
+
+/// The cores of this machine split into the lane core and the rest.
+#[derive(Clone, Debug)]
+pub struct Cores {
+    /// Online CPUs.
+    pub ncpu: usize,
+    /// The lane core.
+    pub lane: usize,
+    /// Every other core.
+    pub regular: Vec<usize>,
+}
+
+impl Cores {
+    /// Split `ncpu` CPUs around `lane` (which must exist).
+    pub fn new(ncpu: usize, lane: usize) -> Result<Self, String> {
+        if lane >= ncpu {
+            return Err(format!(
+                "lane core {lane} does not exist (this machine has {ncpu} CPUs)"
+            ));
+        }
+        Ok(Cores {
+            ncpu,
+            lane,
+            regular: (0..ncpu).filter(|&c| c != lane).collect(),
+        })
+    }
+
+    /// The CPUs of this machine.
+    pub fn online() -> usize {
+        std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1)
+    }
+
+    /// Where ordinary threads go: the regular cores, or every core on a
+    /// one-CPU machine.
+    pub fn regular_or_all(&self) -> Vec<usize> {
+        if self.regular.is_empty() {
+            vec![self.lane]
+        } else {
+            self.regular.clone()
+        }
+    }
+}
+
+/// Running cross traffic and CPU load; stopped by [`Interference::stop`]
+/// (or on drop).
+pub struct Interference {
+    traffic: Vec<TrafficHandle>,
+    cpu_load: Option<CpuLoadHandle>,
+}
+
+impl Interference {
+    /// Start what is asked. Cross traffic: every receiver's switch port
+    /// (hosts 1..n) gets two unpaced best-effort flows, one from another
+    /// receiver and one from host 0 (whose uplink the measured flows
+    /// share), the one into host 1 from host 0 over TCP; all on the regular
+    /// cores. CPU load: one spinning thread on every regular core.
+    pub fn start(
+        tb: &Testbed,
+        cores: &Cores,
+        cross: bool,
+        cpu: bool,
+    ) -> Result<Self, TestbedError> {
+        let mut traffic = Vec::new();
+        if cross {
+            let n = tb.hosts().len();
+            for r in 1..n {
+                let other = if n > 2 { (r % (n - 1)) + 1 } else { 0 };
+                let mut specs = vec![CrossTraffic::udp(other, r)];
+                if other != 0 {
+                    specs.push(if r == 1 {
+                        CrossTraffic::tcp(0, r)
+                    } else {
+                        CrossTraffic::udp(0, r)
+                    });
+                }
+                for spec in specs {
+                    traffic.push(tb.start_cross_traffic(spec.cpus(cores.regular_or_all()))?);
+                }
+            }
+        }
+        let cpu_load = if cpu && !cores.regular.is_empty() {
+            Some(xlane_testbed::start_cpu_load(&cores.regular, 1)?)
+        } else {
+            None
+        };
+        Ok(Interference { traffic, cpu_load })
+    }
+
+    /// Cross-traffic flows running.
+    pub fn flows(&self) -> usize {
+        self.traffic.len()
+    }
+
+    /// Stop everything; the received rate of every cross-traffic flow, bits/s.
+    pub fn stop(self) -> Vec<u64> {
+        let rates = self
+            .traffic
+            .into_iter()
+            .map(|t| t.stop().received_rate_bps as u64)
+            .collect();
+        if let Some(l) = self.cpu_load {
+            l.stop();
+        }
+        rates
+    }
+}
+
+/// The floor of one core during a run.
+#[derive(Clone, Debug, Serialize)]
+pub struct CoreFloor {
+    /// CPU number.
+    pub core: usize,
+    /// "lane" or "regular".
+    pub role: String,
+    /// Fraction of the run the probe was held back (sum of its lateness).
+    pub stolen_fraction: f64,
+    /// Longest gap, ns.
+    pub max_gap_ns: u64,
+    /// Wake-ups more than the threshold late.
+    pub gaps: usize,
+    /// Hypervisor steal ticks (`/proc/stat`, 1/100 s each) during the run.
+    pub steal_ticks: u64,
+}
+
+/// The floor of a run: headline numbers of the lane core, every core.
+#[derive(Clone, Debug, Serialize)]
+pub struct Floor {
+    /// Fraction of the run the lane core's probe was held back.
+    pub stolen_fraction: f64,
+    /// Longest gap on the lane core, ns.
+    pub max_gap_ns: u64,
+    /// Per core.
+    pub cores: Vec<CoreFloor>,
+}
+
+/// The floor probes of every core: a `cyclictest`-style thread per core,
+/// waking on a 100 µs timer at a `SCHED_FIFO` priority above the lane
+/// threads; every wake-up more than 20 µs late is a gap. So it measures
+/// what the machine (hypervisor, interrupts, softirqs, kernel threads)
+/// takes from the highest real-time thread, at a cost of a few µs per
+/// wake-up.
+pub struct FloorSet {
+    lane: usize,
+    probes: Vec<FloorProbe>,
+}
+
+/// Wake-ups later than this are gaps.
+pub const FLOOR_THRESHOLD_NS: u64 = 20_000;
+
+impl FloorSet {
+    /// Start one probe per core.
+    pub fn start(cores: &Cores) -> Result<Self, FloorError> {
+        let cfg = FloorConfig {
+            threshold_ns: FLOOR_THRESHOLD_NS,
+            fifo_priority: Some(crate::flows::FLOOR_PRIORITY),
+            timer_interval_ns: Some(100_000),
+            ..FloorConfig::default()
+        };
+        let probes = (0..cores.ncpu)
+            .map(|c| FloorProbe::start(c, cfg))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(FloorSet {
+            lane: cores.lane,
+            probes,
+        })
+    }
+
+    /// Stop the probes: the summary and the raw reports (for attribution).
+    pub fn stop(self) -> (Floor, Vec<FloorReport>) {
+        let reports: Vec<FloorReport> = self.probes.into_iter().map(|p| p.stop()).collect();
+        let cores: Vec<CoreFloor> = reports
+            .iter()
+            .map(|f| CoreFloor {
+                core: f.core,
+                role: if f.core == self.lane {
+                    "lane"
+                } else {
+                    "regular"
+                }
+                .into(),
+                stolen_fraction: f.stolen_fraction,
+                max_gap_ns: f.max_gap_ns,
+                gaps: f.gaps.len() + f.gaps_dropped as usize,
+                steal_ticks: f.steal_ticks_delta,
+            })
+            .collect();
+        let lane = cores.iter().find(|c| c.core == self.lane);
+        let floor = Floor {
+            stolen_fraction: lane.map(|c| c.stolen_fraction).unwrap_or(0.0),
+            max_gap_ns: lane.map(|c| c.max_gap_ns).unwrap_or(0),
+            cores,
+        };
+        (floor, reports)
+    }
+}
+
+impl Floor {
+    /// The floor lines of a report.
+    pub fn render(&self, lane_core: usize) -> String {
+        use crate::table::fmt_ns;
+        let mut out = format!(
+            "time the machine took away from a real-time thread on the lane core {}: {:.3}% of the run, longest gap {}\n",
+            lane_core,
+            100.0 * self.stolen_fraction,
+            fmt_ns(self.max_gap_ns)
+        );
+        for c in &self.cores {
+            out.push_str(&format!(
+                "  core {} ({}): {:.3}% in {} wake-ups over {} late, longest {}; hypervisor steal {} ticks\n",
+                c.core,
+                c.role,
+                100.0 * c.stolen_fraction,
+                c.gaps,
+                fmt_ns(FLOOR_THRESHOLD_NS),
+                fmt_ns(c.max_gap_ns),
+                c.steal_ticks
+            ));
+        }
+        out
+    }
+}
+
+/// Best-effort drops at every switch port so far.
+pub fn switch_drops(tb: &Testbed) -> u64 {
+    (0..tb.hosts().len())
+        .filter_map(|i| tb.qdisc_stats(i).ok())
+        .map(|q| q.best_effort.dropped)
+        .sum()
+}

@@ -1,0 +1,631 @@
+//! `xlane bench jitter`: the comparison of X-Lane §6.2–§6.3 in the
+//! testbed — five configurations ([`Variant`]), four scenarios
+//! ([`Scenario`]), interleaved in short rounds so that every configuration
+//! meets the same interference, with the machine's floor measured in the
+//! same run and every outlier attributed to a cause.
+//!
+//! Per scenario: the testbed's interference is set (cross traffic, CPU
+//! load, both or neither), the floor probes start, and then round after
+//! round each configuration runs its periodic multicast flow from host 0 to
+//! all other hosts for `round` seconds, in an order that rotates every
+//! round. Samples of all rounds and receivers are merged per configuration
+//! (percentiles of the merged samples, never averages of percentiles).
+
+use crate::attribution::{attribute, Cause, GapIndex};
+use crate::flows::{run_flows, FlowError, FlowPlan, FlowResult, FlowSample, Variant};
+use crate::interference::{switch_drops, Cores, Floor, FloorSet, Interference};
+use crate::qjump::QjumpLimiter;
+use crate::table::{fmt_ns, Table};
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::net::{Ipv4Addr, SocketAddrV4};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+use xlane_host::runtime::{lock_memory, WaitMode};
+use xlane_host::socket::realtime_ns;
+use xlane_host::tuning::{HostTuning, TuningPlan};
+use xlane_stats::{mean_variance, percentile, percentile_ci, violation_bound};
+use xlane_testbed::{Testbed, TestbedConfig};
+
+/// The interference a scenario runs under.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scenario {
+    /// Nothing else runs.
+    Idle,
+    /// Best-effort cross traffic saturates the switch egress ports.
+    Cross,
+    /// CPU load on every core but the lane core.
+    Cpu,
+    /// Both.
+    Both,
+}
+
+impl Scenario {
+    /// All four, in report order.
+    pub const ALL: [Scenario; 4] = [
+        Scenario::Idle,
+        Scenario::Cross,
+        Scenario::Cpu,
+        Scenario::Both,
+    ];
+
+    /// Name in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Scenario::Idle => "idle",
+            Scenario::Cross => "cross",
+            Scenario::Cpu => "cpu",
+            Scenario::Both => "both",
+        }
+    }
+
+    /// Parse a name.
+    pub fn from_name(s: &str) -> Option<Scenario> {
+        Scenario::ALL.into_iter().find(|x| x.name() == s)
+    }
+
+    fn cross(self) -> bool {
+        matches!(self, Scenario::Cross | Scenario::Both)
+    }
+
+    fn cpu(self) -> bool {
+        matches!(self, Scenario::Cpu | Scenario::Both)
+    }
+}
+
+/// What to run.
+#[derive(Clone, Debug)]
+pub struct JitterConfig {
+    /// Emulated hosts (host 0 sends, the others receive).
+    pub hosts: usize,
+    /// Link rate of every port, bits/s.
+    pub link_rate_bps: u64,
+    /// Best-effort queue length per port, packets.
+    pub best_effort_queue_pkts: u32,
+    /// Period π of every flow, ns.
+    pub period_ns: u64,
+    /// Payload bytes per message (8..=20).
+    pub message_len: usize,
+    /// Time each configuration runs per scenario, ns (split into rounds).
+    pub per_config_ns: u64,
+    /// Length of one round, ns.
+    pub round_ns: u64,
+    /// Scenarios to run.
+    pub scenarios: Vec<Scenario>,
+    /// Configurations to compare.
+    pub variants: Vec<Variant>,
+    /// The lane core.
+    pub lane_core: usize,
+    /// How the lane's threads wait.
+    pub mode: WaitMode,
+    /// Confidence of the percentile intervals.
+    pub confidence: f64,
+    /// Where plots go (none: no plots).
+    pub plot_dir: Option<PathBuf>,
+}
+
+impl Default for JitterConfig {
+    fn default() -> Self {
+        JitterConfig {
+            hosts: 4,
+            link_rate_bps: 100_000_000,
+            best_effort_queue_pkts: 1000,
+            period_ns: 200_000,
+            message_len: 16,
+            per_config_ns: 10_000_000_000,
+            round_ns: 2_000_000_000,
+            scenarios: Scenario::ALL.to_vec(),
+            variants: Variant::ALL.to_vec(),
+            lane_core: Cores::online() - 1,
+            mode: WaitMode::Interrupt,
+            confidence: 0.95,
+            plot_dir: None,
+        }
+    }
+}
+
+/// Why the benchmark could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum JitterError {
+    /// Bad configuration.
+    #[error("invalid configuration: {0}")]
+    Config(String),
+    /// The testbed failed.
+    #[error("testbed: {0}")]
+    Testbed(#[from] xlane_testbed::TestbedError),
+    /// Host tuning failed.
+    #[error("host tuning: {0}")]
+    Tuning(#[from] xlane_host::tuning::TuningError),
+    /// The floor probe failed.
+    #[error("floor probe: {0}")]
+    Floor(#[from] xlane_host::floor::FloorError),
+    /// A flow failed.
+    #[error("{0}")]
+    Flow(#[from] FlowError),
+    /// A plot could not be written.
+    #[error("plot: {0}")]
+    Plot(#[from] crate::plot::PlotError),
+    /// The output directory could not be made.
+    #[error("cannot create {path}: {source}")]
+    Output {
+        /// The directory.
+        path: String,
+        /// Cause.
+        source: std::io::Error,
+    },
+}
+
+/// A percentile's confidence interval, `[lower, upper]` ns, or `None` when
+/// there are too few samples for it.
+pub type Ci = Option<[u64; 2]>;
+
+/// One configuration's results in one scenario.
+#[derive(Clone, Debug, Serialize)]
+pub struct ConfigReport {
+    /// Configuration name.
+    pub name: String,
+    /// Samples (frames × receivers received).
+    pub samples: u64,
+    /// Frames sent × receivers, not received.
+    pub lost: u64,
+    /// λmin.
+    pub min_ns: u64,
+    /// λ50.
+    pub p50_ns: u64,
+    /// λ99.
+    pub p99_ns: u64,
+    /// λ99.9.
+    pub p999_ns: u64,
+    /// λ99.99.
+    pub p9999_ns: u64,
+    /// λmax.
+    pub max_ns: u64,
+    /// Mean latency.
+    pub avg_ns: u64,
+    /// δmax = λmax − λmin.
+    pub delta_max_ns: u64,
+    /// δmax without the packets explained by host gaps.
+    pub delta_max_excl_gaps_ns: u64,
+    /// (λmax − λmin) / λavg.
+    pub relative_jitter: f64,
+    /// X-Lane §6.3: P that one of the next 100 000 packets exceeds 10 × λ99
+    /// (Chebyshev, i.i.d. assumption).
+    pub p_bound: f64,
+    /// Confidence interval per percentile ("p50", "p99", "p99.9", "p99.99").
+    pub ci: BTreeMap<String, Ci>,
+    /// Outliers (above λ99) per cause.
+    pub outliers: BTreeMap<String, u64>,
+    /// Frames the sender emitted.
+    pub frames_sent: u64,
+    /// Periods in the measured rounds.
+    pub slots: u64,
+    /// Slots the QJump limiter held back.
+    pub rate_limited: u64,
+}
+
+/// One scenario's report: the object `--json` prints per scenario.
+#[derive(Clone, Debug, Serialize)]
+pub struct ScenarioReport {
+    /// Scenario name.
+    pub scenario: String,
+    /// One entry per configuration.
+    pub configs: Vec<ConfigReport>,
+    /// The machine's floor during the scenario.
+    pub floor: Floor,
+    /// Cross traffic achieved, bits/s per flow.
+    pub cross_traffic_bps: Vec<u64>,
+    /// Best-effort drops at the switch during the scenario.
+    pub switch_best_effort_drops: u64,
+    /// Confidence of the intervals.
+    pub confidence: f64,
+    /// Plot files written.
+    pub plots: Vec<String>,
+}
+
+const GROUP: Ipv4Addr = Ipv4Addr::new(239, 77, 1, 1);
+
+/// The percentiles reported, with their names.
+pub const PERCENTILES: [(f64, &str); 4] = [
+    (0.5, "p50"),
+    (0.99, "p99"),
+    (0.999, "p99.9"),
+    (0.9999, "p99.99"),
+];
+
+/// Run the benchmark; `progress` gets a line per step, `on_report` each
+/// scenario's report as soon as it is done.
+pub fn run(
+    cfg: &JitterConfig,
+    progress: &mut dyn FnMut(&str),
+    on_report: &mut dyn FnMut(&ScenarioReport),
+) -> Result<Vec<ScenarioReport>, JitterError> {
+    if cfg.hosts < 2 {
+        return Err(JitterError::Config("need at least 2 hosts".into()));
+    }
+    if cfg.period_ns < 10_000 || cfg.round_ns < 10 * cfg.period_ns {
+        return Err(JitterError::Config(
+            "period below 10 µs, or a round shorter than 10 periods".into(),
+        ));
+    }
+    if cfg.variants.is_empty() || cfg.scenarios.is_empty() {
+        return Err(JitterError::Config("nothing to run".into()));
+    }
+    let cores = Cores::new(Cores::online(), cfg.lane_core).map_err(JitterError::Config)?;
+    progress(&format!(
+        "bringing up the testbed: {} hosts, one switch",
+        cfg.hosts
+    ));
+    let tb = Testbed::up(TestbedConfig {
+        hosts: cfg.hosts,
+        link_rate_bps: cfg.link_rate_bps,
+        best_effort_queue_pkts: cfg.best_effort_queue_pkts,
+        ..TestbedConfig::default()
+    })?;
+    progress(&format!("testbed {} is up", tb.prefix()));
+    let _ = lock_memory();
+    let rounds = cfg.per_config_ns.div_ceil(cfg.round_ns).max(1);
+    let epoch = QjumpLimiter::epoch_ns(cfg.hosts as u32, 1500, cfg.link_rate_bps);
+    let qjump = QjumpLimiter::new(epoch, QjumpLimiter::factor_for_period(epoch, cfg.period_ns));
+    let mut reports = Vec::new();
+    for &scenario in &cfg.scenarios {
+        progress(&format!(
+            "scenario {}: {} configurations × {rounds} rounds of {}",
+            scenario.name(),
+            cfg.variants.len(),
+            fmt_ns(cfg.round_ns)
+        ));
+        let drops_before = switch_drops(&tb);
+        let interference = Interference::start(&tb, &cores, scenario.cross(), scenario.cpu())?;
+        let floor_probes = FloorSet::start(&cores)?;
+        let t0 = realtime_ns();
+        let mut results: Vec<FlowResult> = cfg
+            .variants
+            .iter()
+            .map(|v| FlowResult {
+                name: v.name().to_string(),
+                receivers: (cfg.hosts - 1) as u64,
+                ..FlowResult::default()
+            })
+            .collect();
+        let mut outcome = Ok(());
+        'rounds: for round in 0..rounds {
+            for k in 0..cfg.variants.len() {
+                let vi = (k + round as usize) % cfg.variants.len();
+                let v = cfg.variants[vi];
+                let first = realtime_ns() + 50_000_000;
+                let plan = FlowPlan {
+                    variant: v,
+                    name: v.name().to_string(),
+                    tunnel: 10 + vi as u32,
+                    group: SocketAddrV4::new(GROUP, 7200 + vi as u16),
+                    period_ns: cfg.period_ns,
+                    message_len: cfg.message_len,
+                    lane_core: cfg.lane_core,
+                    regular_core: cores.regular.first().copied(),
+                    lane_mode: cfg.mode,
+                    sender: tb.hosts()[0].clone(),
+                    receivers: tb.hosts()[1..].to_vec(),
+                    first_slot_ns: first,
+                    until_ns: first + cfg.round_ns,
+                    // Long enough for a full best-effort queue to drain.
+                    grace_ns: queue_drain_ns(cfg) + 50_000_000,
+                    qjump: (v == Variant::Qjump).then_some(qjump),
+                };
+                let tuning = if v.host_measures() {
+                    match HostTuning::apply(&TuningPlan::all(cfg.lane_core)) {
+                        Ok(t) => Some(t),
+                        Err(e) => {
+                            outcome = Err(JitterError::from(e));
+                            break 'rounds;
+                        }
+                    }
+                } else {
+                    None
+                };
+                let stop = AtomicBool::new(false);
+                let r = run_flows(std::slice::from_ref(&plan), &stop);
+                if let Some(t) = tuning {
+                    t.restore();
+                }
+                match r {
+                    Ok(mut rs) => merge(&mut results[vi], rs.remove(0)),
+                    Err(e) => {
+                        outcome = Err(e.into());
+                        break 'rounds;
+                    }
+                }
+            }
+            progress(&format!("  round {}/{rounds} done", round + 1));
+        }
+        let (floor, floor_reports) = floor_probes.stop();
+        let cross_bps = interference.stop();
+        let drops = switch_drops(&tb).saturating_sub(drops_before);
+        outcome?;
+        let mut configs = Vec::new();
+        let mut series: Vec<(String, Vec<u64>)> = Vec::new();
+        let mut outlier_points = Vec::new();
+        for (res, v) in results.iter().zip(&cfg.variants) {
+            // A packet is explained by host gaps only on the cores its
+            // configuration's threads run on.
+            let on_lane = v.on_lane_core();
+            let gaps = GapIndex::new(
+                floor_reports
+                    .iter()
+                    .filter(|r| (r.core == cores.lane) == on_lane)
+                    .flat_map(|r| r.gaps.iter()),
+            );
+            let (report, sorted, points) = summarize(res, &gaps, cfg.confidence, t0);
+            configs.push(report);
+            series.push((res.name.clone(), sorted));
+            outlier_points.extend(points);
+        }
+        let plots = match &cfg.plot_dir {
+            Some(dir) => write_plots(dir, scenario, &series, &outlier_points)?,
+            None => Vec::new(),
+        };
+        let report = ScenarioReport {
+            scenario: scenario.name().to_string(),
+            configs,
+            floor,
+            cross_traffic_bps: cross_bps,
+            switch_best_effort_drops: drops,
+            confidence: cfg.confidence,
+            plots,
+        };
+        on_report(&report);
+        reports.push(report);
+    }
+    progress(&format!("tearing down testbed {}", tb.prefix()));
+    Ok(reports)
+}
+
+/// How long a full best-effort queue takes to drain at the link rate.
+fn queue_drain_ns(cfg: &JitterConfig) -> u64 {
+    (cfg.best_effort_queue_pkts as u128 * 1500 * 8 * 1_000_000_000
+        / cfg.link_rate_bps.max(1) as u128) as u64
+}
+
+fn merge(into: &mut FlowResult, r: FlowResult) {
+    into.samples.extend(r.samples);
+    into.sent.frames += r.sent.frames;
+    into.sent.send_errors += r.sent.send_errors;
+    into.sent.late_max_ns = into.sent.late_max_ns.max(r.sent.late_max_ns);
+    into.slots += r.slots;
+    into.rate_limited += r.rate_limited;
+    into.refused += r.refused;
+}
+
+/// The report of one configuration, its sorted latencies, and its
+/// outliers as plot points (the 2000 worst).
+fn summarize(
+    res: &FlowResult,
+    gaps: &GapIndex,
+    confidence: f64,
+    t0: u64,
+) -> (ConfigReport, Vec<u64>, Vec<crate::plot::OutlierPoint>) {
+    let mut sorted: Vec<u64> = res.samples.iter().map(FlowSample::latency_ns).collect();
+    sorted.sort_unstable();
+    let p = |q| percentile(&sorted, q).unwrap_or(0);
+    let (mean, var) = mean_variance(&sorted);
+    let (min, max) = (
+        sorted.first().copied().unwrap_or(0),
+        sorted.last().copied().unwrap_or(0),
+    );
+    let p99 = p(0.99);
+    let bound = violation_bound(mean, var, 10.0 * p99 as f64, 100_000);
+    let att = attribute(&res.samples, gaps);
+    let mut outliers: BTreeMap<String, u64> = Cause::ALL
+        .iter()
+        .map(|c| (c.name().to_string(), att.count(*c)))
+        .collect();
+    outliers.insert("lost".into(), res.lost());
+    let ci = PERCENTILES
+        .iter()
+        .map(|&(q, name)| {
+            let c = percentile_ci(&sorted, q, confidence).map(|c| [c.lower, c.upper]);
+            (name.to_string(), c)
+        })
+        .collect();
+    let mut worst = att.outliers.clone();
+    worst.sort_unstable_by_key(|(i, _)| std::cmp::Reverse(res.samples[*i].latency_ns()));
+    worst.truncate(2000);
+    let points = worst
+        .into_iter()
+        .map(|(i, cause)| {
+            let s = &res.samples[i];
+            crate::plot::OutlierPoint {
+                config: res.name.clone(),
+                t_ns: s.sample.send_ns.saturating_sub(t0),
+                latency_ns: s.latency_ns(),
+                cause: cause.name().to_string(),
+            }
+        })
+        .collect();
+    let report = ConfigReport {
+        name: res.name.clone(),
+        samples: sorted.len() as u64,
+        lost: res.lost(),
+        min_ns: min,
+        p50_ns: p(0.5),
+        p99_ns: p99,
+        p999_ns: p(0.999),
+        p9999_ns: p(0.9999),
+        max_ns: max,
+        avg_ns: mean as u64,
+        delta_max_ns: max - min,
+        delta_max_excl_gaps_ns: att.delta_max_excl_gaps_ns,
+        relative_jitter: if mean > 0.0 {
+            (max - min) as f64 / mean
+        } else {
+            0.0
+        },
+        p_bound: bound.pn,
+        ci,
+        outliers,
+        frames_sent: res.sent.frames,
+        slots: res.slots,
+        rate_limited: res.rate_limited,
+    };
+    (report, sorted, points)
+}
+
+fn write_plots(
+    dir: &Path,
+    scenario: Scenario,
+    series: &[(String, Vec<u64>)],
+    outliers: &[crate::plot::OutlierPoint],
+) -> Result<Vec<String>, JitterError> {
+    std::fs::create_dir_all(dir).map_err(|source| JitterError::Output {
+        path: dir.display().to_string(),
+        source,
+    })?;
+    let s: Vec<crate::plot::Series> = series
+        .iter()
+        .map(|(name, v)| crate::plot::Series { name, sorted_ns: v })
+        .collect();
+    let name = scenario.name();
+    let mut files = Vec::new();
+    for paths in [
+        crate::plot::latency_cdf(
+            &s,
+            &format!("Latency CDF, scenario {name}"),
+            &dir.join(format!("jitter-{name}-cdf")),
+        )?,
+        crate::plot::percentile_ladder(
+            &s,
+            &format!("Tail latency by percentile, scenario {name}"),
+            &dir.join(format!("jitter-{name}-ladder")),
+        )?,
+        crate::plot::outlier_timeseries(
+            outliers,
+            &format!("Outliers above λ99 over time, scenario {name}"),
+            &dir.join(format!("jitter-{name}-outliers")),
+        )?,
+    ] {
+        files.extend(paths.iter().map(|p| p.display().to_string()));
+    }
+    Ok(files)
+}
+
+impl ScenarioReport {
+    /// The tables a person reads.
+    pub fn render(&self) -> String {
+        let mut out = format!("== scenario {} ==\n", self.scenario);
+        let mut t = Table::new(&[
+            "config",
+            "sent",
+            "samples",
+            "loss",
+            "λmin",
+            "λ50",
+            "λ99",
+            "λ99.9",
+            "λ99.99",
+            "λmax",
+            "δmax",
+            "δmax¬gap",
+            "rel.jit",
+            "P",
+        ]);
+        for c in &self.configs {
+            let expected = c.samples + c.lost;
+            t.row(vec![
+                c.name.clone(),
+                format!(
+                    "{:.0}%",
+                    100.0 * c.frames_sent as f64 / c.slots.max(1) as f64
+                ),
+                c.samples.to_string(),
+                if expected == 0 {
+                    "-".into()
+                } else {
+                    format!("{:.2}%", 100.0 * c.lost as f64 / expected as f64)
+                },
+                fmt_ns(c.min_ns),
+                fmt_ns(c.p50_ns),
+                fmt_ns(c.p99_ns),
+                fmt_ns(c.p999_ns),
+                fmt_ns(c.p9999_ns),
+                fmt_ns(c.max_ns),
+                fmt_ns(c.delta_max_ns),
+                fmt_ns(c.delta_max_excl_gaps_ns),
+                format!("{:.3}", c.relative_jitter),
+                format!("{:.3}", c.p_bound),
+            ]);
+        }
+        out.push_str(&t.render());
+        out.push_str(
+            "sent: frames sent per period (an ordinary sender misses periods); loss: of frames sent; \
+             δmax¬gap: δmax without packets explained by host gaps; P: §6.3 bound for 10×λ99 over 100 000 packets\n",
+        );
+        out.push_str(&format!(
+            "\n{:.0}% confidence intervals (order statistics):\n",
+            100.0 * self.confidence
+        ));
+        let mut t = Table::new(&["config", "λ50", "λ99", "λ99.9", "λ99.99"]);
+        for c in &self.configs {
+            let mut row = vec![c.name.clone()];
+            for (_, name) in PERCENTILES {
+                row.push(match c.ci.get(name).copied().flatten() {
+                    Some([lo, hi]) => format!("[{}, {}]", fmt_ns(lo), fmt_ns(hi)),
+                    None => "too few samples".into(),
+                });
+            }
+            t.row(row);
+        }
+        out.push_str(&t.render());
+        out.push_str("\noutliers above λ99 by cause:\n");
+        let mut header = vec!["config".to_string()];
+        header.extend(Cause::ALL.iter().map(|c| c.name().to_string()));
+        header.push("lost".into());
+        let mut t = Table::new(&header);
+        for c in &self.configs {
+            let mut row = vec![c.name.clone()];
+            for h in &header[1..] {
+                row.push(c.outliers.get(h).copied().unwrap_or(0).to_string());
+            }
+            t.row(row);
+        }
+        out.push_str(&t.render());
+        out.push('\n');
+        let lane_core = self
+            .floor
+            .cores
+            .iter()
+            .find(|c| c.role == "lane")
+            .map(|c| c.core)
+            .unwrap_or(0);
+        out.push_str(&self.floor.render(lane_core));
+        if !self.cross_traffic_bps.is_empty() {
+            let mbps: Vec<String> = self
+                .cross_traffic_bps
+                .iter()
+                .map(|b| format!("{:.0}", *b as f64 / 1e6))
+                .collect();
+            out.push_str(&format!(
+                "cross traffic: {} flows at [{}] Mbit/s, {} best-effort drops at the switch\n",
+                mbps.len(),
+                mbps.join(", "),
+                self.switch_best_effort_drops
+            ));
+        }
+        if let (Some(x), Some(pl)) = (
+            self.configs.iter().find(|c| c.name == "xlane"),
+            self.configs.iter().find(|c| c.name == "plain"),
+        ) {
+            let r = |a: u64, b: u64| a as f64 / b.max(1) as f64;
+            out.push_str(&format!(
+                "plain / xlane: λ99.99 {:.1}×, δmax without host gaps {:.1}×, λ50 {:.1}×\n",
+                r(pl.p9999_ns, x.p9999_ns),
+                r(pl.delta_max_excl_gaps_ns, x.delta_max_excl_gaps_ns),
+                r(pl.p50_ns, x.p50_ns)
+            ));
+        }
+        for p in &self.plots {
+            if p.ends_with(".png") {
+                out.push_str(&format!("plot: {p}\n"));
+            }
+        }
+        out
+    }
+}
