@@ -11,6 +11,12 @@
 //!   (used when the NIC offers them) and software receive stamps (always);
 //!   [`LaneSocket::recv`] returns the stamp with its source. Stamps are
 //!   `CLOCK_REALTIME` nanoseconds, the clock the kernel uses for them.
+//!   [`LaneSocket::enable_tx_timestamps`] adds transmit stamps (software, and
+//!   hardware when the NIC is set up for them), read back from the error
+//!   queue with [`LaneSocket::recv_tx_stamp`]; [`LaneSocket::recv_stamps`]
+//!   returns the software and hardware receive stamps apart, because the
+//!   hardware one is on the NIC's clock and only comparable with another
+//!   hardware stamp.
 //! - **Multicast.** Joining a group on an interface, choosing the outgoing
 //!   multicast interface, and turning loopback of own packets off.
 //! - **Receive mode.** Blocking (interrupt-driven: the thread sleeps until
@@ -138,7 +144,53 @@ const CMSG_SPACE: usize = 256;
 pub struct LaneSocket {
     fd: OwnedFd,
     cmsg: [u64; CMSG_SPACE / 8],
+    rx_timestamps: bool,
 }
+
+/// The receive stamps of one datagram, software and hardware kept apart.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RxStamps {
+    /// The datagram as [`LaneSocket::recv`] reports it (best stamp in `rx_ns`).
+    pub received: Received,
+    /// The kernel's software receive stamp (`CLOCK_REALTIME` ns), if any.
+    pub software_ns: Option<u64>,
+    /// The NIC's raw hardware receive stamp (the NIC's clock), if any.
+    pub hardware_ns: Option<u64>,
+}
+
+/// One transmit timestamp read from the socket's error queue.
+///
+/// With `SOF_TIMESTAMPING_OPT_ID` the kernel numbers the datagrams sent on a
+/// socket from 0 (counted from [`LaneSocket::enable_tx_timestamps`]); `id`
+/// is that number. A datagram can produce one software and one hardware
+/// stamp, each in its own error-queue message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TxStamp {
+    /// The kernel's per-socket datagram number (`ee_data`).
+    pub id: u32,
+    /// Software transmit stamp (`CLOCK_REALTIME` ns), if this message has one.
+    pub software_ns: Option<u64>,
+    /// Raw hardware transmit stamp (the NIC's clock), if this message has one.
+    pub hardware_ns: Option<u64>,
+}
+
+const RX_STAMP_FLAGS: libc::c_uint = libc::SOF_TIMESTAMPING_RX_SOFTWARE
+    | libc::SOF_TIMESTAMPING_SOFTWARE
+    | libc::SOF_TIMESTAMPING_RX_HARDWARE
+    | libc::SOF_TIMESTAMPING_RAW_HARDWARE;
+
+const TX_STAMP_FLAGS: libc::c_uint = libc::SOF_TIMESTAMPING_TX_SOFTWARE
+    | libc::SOF_TIMESTAMPING_TX_HARDWARE
+    | libc::SOF_TIMESTAMPING_SOFTWARE
+    | libc::SOF_TIMESTAMPING_RAW_HARDWARE
+    | libc::SOF_TIMESTAMPING_OPT_ID
+    | libc::SOF_TIMESTAMPING_OPT_TSONLY;
+
+/// `ee_info` of a stamp taken when the packet left through the device.
+const SCM_TSTAMP_SND: u32 = 0;
+
+/// Error-queue messages looked at per [`LaneSocket::recv_tx_stamp`] call.
+const ERRQUEUE_BUDGET: usize = 8;
 
 fn sys<T: PartialOrd + Default>(what: &'static str, r: T) -> Result<T, SocketError> {
     if r < T::default() {
@@ -273,11 +325,7 @@ impl LaneSocket {
             });
         }
         if cfg.rx_timestamps {
-            let flags: libc::c_int = (libc::SOF_TIMESTAMPING_RX_SOFTWARE
-                | libc::SOF_TIMESTAMPING_SOFTWARE
-                | libc::SOF_TIMESTAMPING_RX_HARDWARE
-                | libc::SOF_TIMESTAMPING_RAW_HARDWARE)
-                as libc::c_int;
+            let flags = RX_STAMP_FLAGS as libc::c_int;
             setopt(
                 raw,
                 libc::SOL_SOCKET,
@@ -349,7 +397,100 @@ impl LaneSocket {
         Ok(LaneSocket {
             fd,
             cmsg: [0; CMSG_SPACE / 8],
+            rx_timestamps: cfg.rx_timestamps,
         })
+    }
+
+    /// Ask for transmit stamps as well: `SO_TIMESTAMPING` with
+    /// `TX_SOFTWARE | TX_HARDWARE | OPT_ID | OPT_TSONLY` (plus the receive
+    /// flags if the socket was opened with `rx_timestamps`). The kernel then
+    /// numbers the datagrams sent from here on from 0 and queues one stamp
+    /// per datagram (two with a stamping NIC) on the error queue; read them
+    /// with [`LaneSocket::recv_tx_stamp`]. Unread stamps count against the
+    /// receive buffer, so a caller that enables them must drain them.
+    pub fn enable_tx_timestamps(&self) -> Result<(), SocketError> {
+        let mut flags = TX_STAMP_FLAGS;
+        if self.rx_timestamps {
+            flags |= RX_STAMP_FLAGS;
+        }
+        setopt(
+            self.fd.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_TIMESTAMPING,
+            &(flags as libc::c_int),
+            "SO_TIMESTAMPING (tx)",
+        )
+    }
+
+    /// Read one transmit stamp from the error queue (`MSG_ERRQUEUE`, never
+    /// blocks). `Ok(None)` when no stamp is queued. Error-queue messages that
+    /// are not transmit stamps are consumed and skipped (at most a few per
+    /// call: bounded work). No allocation.
+    pub fn recv_tx_stamp(&mut self) -> io::Result<Option<TxStamp>> {
+        for _ in 0..ERRQUEUE_BUDGET {
+            // SAFETY: an all-zero msghdr is valid; no payload is asked for
+            // (OPT_TSONLY), only the control buffer owned by `self`.
+            let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+            msg.msg_control = self.cmsg.as_mut_ptr() as *mut libc::c_void;
+            msg.msg_controllen = CMSG_SPACE as _;
+            // SAFETY: msg points to valid buffers that outlive the call.
+            let r = unsafe {
+                libc::recvmsg(
+                    self.fd.as_raw_fd(),
+                    &mut msg,
+                    libc::MSG_ERRQUEUE | libc::MSG_DONTWAIT,
+                )
+            };
+            if r < 0 {
+                let e = io::Error::last_os_error();
+                return match e.kind() {
+                    io::ErrorKind::WouldBlock => Ok(None),
+                    _ => Err(e),
+                };
+            }
+            let (mut sw, mut hw, mut id) = (None, None, None);
+            // SAFETY: the CMSG_* macros walk the control buffer the kernel filled.
+            unsafe {
+                let mut c = libc::CMSG_FIRSTHDR(&msg);
+                while !c.is_null() {
+                    let (level, ty) = ((*c).cmsg_level, (*c).cmsg_type);
+                    if level == libc::SOL_SOCKET && ty == libc::SCM_TIMESTAMPING {
+                        let data = libc::CMSG_DATA(c) as *const libc::timespec;
+                        let s = std::ptr::read_unaligned(data);
+                        let h = std::ptr::read_unaligned(data.add(2));
+                        if s.tv_sec != 0 || s.tv_nsec != 0 {
+                            sw = Some(ts_ns(&s));
+                        }
+                        if h.tv_sec != 0 || h.tv_nsec != 0 {
+                            hw = Some(ts_ns(&h));
+                        }
+                    } else if (level == libc::SOL_IP && ty == libc::IP_RECVERR)
+                        || (level == libc::SOL_IPV6 && ty == libc::IPV6_RECVERR)
+                    {
+                        let e = std::ptr::read_unaligned(
+                            libc::CMSG_DATA(c) as *const libc::sock_extended_err
+                        );
+                        if e.ee_errno == libc::ENOMSG as u32
+                            && e.ee_origin == libc::SO_EE_ORIGIN_TIMESTAMPING
+                            && e.ee_info == SCM_TSTAMP_SND
+                        {
+                            id = Some(e.ee_data);
+                        }
+                    }
+                    c = libc::CMSG_NXTHDR(&msg, c);
+                }
+            }
+            if let Some(id) = id {
+                if sw.is_some() || hw.is_some() {
+                    return Ok(Some(TxStamp {
+                        id,
+                        software_ns: sw,
+                        hardware_ns: hw,
+                    }));
+                }
+            }
+        }
+        Ok(None)
     }
 
     /// The bound local address.
@@ -395,6 +536,12 @@ impl LaneSocket {
     /// non-blocking socket has nothing (or a blocking one timed out).
     /// No allocation; bounded work (one `recvmsg`, one pass over its cmsgs).
     pub fn recv(&mut self, buf: &mut [u8]) -> io::Result<Option<Received>> {
+        Ok(self.recv_stamps(buf)?.map(|r| r.received))
+    }
+
+    /// Like [`LaneSocket::recv`], and also returns the software and hardware
+    /// receive stamps apart (`received.rx_ns` holds the best of the two).
+    pub fn recv_stamps(&mut self, buf: &mut [u8]) -> io::Result<Option<RxStamps>> {
         let mut src = MaybeUninit::<libc::sockaddr_in>::zeroed();
         let mut iov = libc::iovec {
             iov_base: buf.as_mut_ptr() as *mut libc::c_void,
@@ -419,7 +566,7 @@ impl LaneSocket {
             };
         }
         let full = r as usize;
-        let (mut rx_ns, mut source) = (user_ns, StampSource::User);
+        let (mut software_ns, mut hardware_ns) = (None, None);
         // SAFETY: the CMSG_* macros walk the control buffer the kernel filled.
         unsafe {
             let mut c = libc::CMSG_FIRSTHDR(&msg);
@@ -429,25 +576,33 @@ impl LaneSocket {
                     let sw = std::ptr::read_unaligned(data);
                     let hw = std::ptr::read_unaligned(data.add(2));
                     if hw.tv_sec != 0 || hw.tv_nsec != 0 {
-                        rx_ns = ts_ns(&hw);
-                        source = StampSource::Hardware;
-                    } else if sw.tv_sec != 0 || sw.tv_nsec != 0 {
-                        rx_ns = ts_ns(&sw);
-                        source = StampSource::Kernel;
+                        hardware_ns = Some(ts_ns(&hw));
+                    }
+                    if sw.tv_sec != 0 || sw.tv_nsec != 0 {
+                        software_ns = Some(ts_ns(&sw));
                     }
                 }
                 c = libc::CMSG_NXTHDR(&msg, c);
             }
         }
+        let (rx_ns, source) = match (hardware_ns, software_ns) {
+            (Some(h), _) => (h, StampSource::Hardware),
+            (None, Some(s)) => (s, StampSource::Kernel),
+            (None, None) => (user_ns, StampSource::User),
+        };
         // SAFETY: recvmsg wrote the source address.
         let src = from_sockaddr(unsafe { &src.assume_init() });
-        Ok(Some(Received {
-            len: full.min(buf.len()),
-            truncated: full > buf.len(),
-            src,
-            rx_ns,
-            source,
-            user_ns,
+        Ok(Some(RxStamps {
+            received: Received {
+                len: full.min(buf.len()),
+                truncated: full > buf.len(),
+                src,
+                rx_ns,
+                source,
+                user_ns,
+            },
+            software_ns,
+            hardware_ns,
         }))
     }
 
@@ -546,5 +701,56 @@ mod tests {
             LaneSocket::open(&cfg),
             Err(SocketError::BadDscp(64))
         ));
+    }
+
+    #[test]
+    fn tx_stamps_come_back_numbered() {
+        let mut rx = LaneSocket::open(&SocketConfig::plain(SocketAddrV4::new(
+            Ipv4Addr::LOCALHOST,
+            0,
+        )))
+        .unwrap();
+        let mut tx = LaneSocket::open(&SocketConfig::plain(SocketAddrV4::new(
+            Ipv4Addr::LOCALHOST,
+            0,
+        )))
+        .unwrap();
+        tx.enable_tx_timestamps().unwrap();
+        let dst = rx.local_addr().unwrap();
+        let mut bounds = Vec::new();
+        for i in 0..5u8 {
+            let before = realtime_ns();
+            tx.send_to(&[i; 32], dst).unwrap();
+            bounds.push((before, realtime_ns()));
+        }
+        let mut buf = [0u8; 64];
+        for _ in 0..5 {
+            let got = rx.recv_stamps(&mut buf).unwrap().expect("a datagram");
+            assert_eq!(got.received.len, 32);
+        }
+        let mut seen = Vec::new();
+        for _ in 0..200 {
+            match tx.recv_tx_stamp().unwrap() {
+                Some(s) => seen.push(s),
+                None if seen.len() >= 5 => break,
+                None => std::thread::sleep(std::time::Duration::from_millis(1)),
+            }
+        }
+        let sw: Vec<_> = seen.iter().filter(|s| s.software_ns.is_some()).collect();
+        assert_eq!(
+            sw.len(),
+            5,
+            "loopback gives one software stamp per datagram: {seen:?}"
+        );
+        for (k, s) in sw.iter().enumerate() {
+            assert_eq!(s.id as usize, k);
+            let ns = s.software_ns.unwrap();
+            let (lo, hi) = bounds[k];
+            assert!(
+                ns >= lo && ns <= hi,
+                "stamp {ns} outside its send call [{lo}, {hi}]"
+            );
+        }
+        assert!(tx.recv_tx_stamp().unwrap().is_none());
     }
 }

@@ -1,1 +1,74 @@
-//! xlane-lancet (being written)
+//! `xlane-lancet`: an open-loop latency measuring tool in the spirit of
+//! Lancet (Kogias et al., USENIX ATC 2019, and its UDP/R2P2 agents), usable
+//! against any UDP or TCP request/response server.
+//!
+//! - [`client`]: agents (throughput, latency, symmetric) that send requests
+//!   at scheduled times (Poisson or fixed spacing), count each latency from
+//!   the *scheduled* send time, and stamp requests with kernel (or NIC)
+//!   transmit and receive timestamps where the socket offers them.
+//! - [`analysis`]: the self-checks that decide whether the numbers can be
+//!   trusted: achieved rate, Poisson send times (Anderson–Darling),
+//!   independence of consecutive samples (Spearman, with thinning),
+//!   stationarity (KPSS), and confidence intervals of every percentile
+//!   narrower than asked (the run is lengthened until they are, up to a limit).
+//! - [`server`]: the synthetic server (fixed, exponential or bimodal service
+//!   times, `c` workers behind one FIFO queue) that gives M/M/c ground truth,
+//!   and an echo server.
+//! - [`mmc`]: the agreement check of measured sojourn percentiles with M/M/c
+//!   theory.
+//! - [`sockperf`]: reading `sockperf ping-pong` output, for cross-checks.
+//! - [`proto`]: the wire formats (echo, sockperf, synthetic).
+//!
+//! The statistics themselves come from `xlane-stats`.
+#![warn(missing_docs)]
+
+pub mod analysis;
+pub mod client;
+pub mod dist;
+pub mod mmc;
+pub mod proto;
+pub mod report;
+pub mod rng;
+pub mod sched;
+pub mod server;
+pub mod sockperf;
+
+pub use analysis::{Check, CheckStatus};
+pub use client::{run, run_with_samples, AgentKind, ClientConfig, ConfigError, RunError, Sample};
+pub use dist::{parse_duration_ns, Arrival, ServiceDist};
+pub use proto::App;
+pub use report::Report;
+pub use server::{ServeConfig, ServeMode, Server, ServerStats};
+
+use serde::Serialize;
+use std::fmt;
+
+/// The transport requests travel over.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Transport {
+    /// One datagram per request and per response.
+    Udp,
+    /// A byte stream per connection.
+    Tcp,
+}
+
+impl std::str::FromStr for Transport {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "udp" => Ok(Transport::Udp),
+            "tcp" => Ok(Transport::Tcp),
+            _ => Err(format!("unknown transport {s:?}: expected udp or tcp")),
+        }
+    }
+}
+
+impl fmt::Display for Transport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Transport::Udp => "udp",
+            Transport::Tcp => "tcp",
+        })
+    }
+}
