@@ -6,6 +6,26 @@ use serde::Serialize;
 use xlane_host::floor::{FloorConfig, FloorError, FloorProbe, FloorReport};
 use xlane_testbed::{CpuLoadHandle, CrossTraffic, Testbed, TestbedError, TrafficHandle};
 
+/// Bring up the emulated datacenter the benchmarks run in, saying so.
+pub fn bring_up(
+    hosts: usize,
+    link_rate_bps: u64,
+    best_effort_queue_pkts: u32,
+    progress: &mut dyn FnMut(&str),
+) -> Result<Testbed, TestbedError> {
+    progress(&format!(
+        "bringing up the testbed: {hosts} hosts, one switch"
+    ));
+    let tb = Testbed::up(xlane_testbed::TestbedConfig {
+        hosts,
+        link_rate_bps,
+        best_effort_queue_pkts,
+        ..xlane_testbed::TestbedConfig::default()
+    })?;
+    progress(&format!("testbed {} is up", tb.prefix()));
+    Ok(tb)
+}
+
 /// The cores of this machine split into the lane core and the rest.
 #[derive(Clone, Debug)]
 pub struct Cores {

@@ -13,8 +13,9 @@
 
 use crate::attribution::{attribute, Cause, GapIndex};
 use crate::flows::{run_flows, FlowError, FlowPlan, FlowResult, FlowSample, Variant};
-use crate::interference::{switch_drops, Cores, Floor, FloorSet, Interference};
+use crate::interference::{bring_up, switch_drops, Cores, Floor, FloorSet, Interference};
 use crate::qjump::QjumpLimiter;
+use crate::stats::LatencySummary;
 use crate::table::{fmt_ns, Table};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -24,8 +25,7 @@ use std::sync::atomic::AtomicBool;
 use xlane_host::runtime::{lock_memory, WaitMode};
 use xlane_host::socket::realtime_ns;
 use xlane_host::tuning::{HostTuning, TuningPlan};
-use xlane_stats::{mean_variance, percentile, percentile_ci, violation_bound};
-use xlane_testbed::{Testbed, TestbedConfig};
+use xlane_stats::{mean_variance, percentile_ci, violation_bound};
 
 /// The interference a scenario runs under.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -162,28 +162,10 @@ pub type Ci = Option<[u64; 2]>;
 /// One configuration's results in one scenario.
 #[derive(Clone, Debug, Serialize)]
 pub struct ConfigReport {
-    /// Configuration name.
-    pub name: String,
-    /// Samples (frames × receivers received).
-    pub samples: u64,
-    /// Frames sent × receivers, not received.
-    pub lost: u64,
-    /// λmin.
-    pub min_ns: u64,
-    /// λ50.
-    pub p50_ns: u64,
-    /// λ99.
-    pub p99_ns: u64,
-    /// λ99.9.
-    pub p999_ns: u64,
-    /// λ99.99.
-    pub p9999_ns: u64,
-    /// λmax.
-    pub max_ns: u64,
-    /// Mean latency.
-    pub avg_ns: u64,
-    /// δmax = λmax − λmin.
-    pub delta_max_ns: u64,
+    /// Name, samples, lost, λmin, λ50, λ99, λ99.9, λ99.99, λmax, mean and
+    /// δmax (flattened into this object in JSON).
+    #[serde(flatten)]
+    pub latency: LatencySummary,
     /// δmax without the packets explained by host gaps.
     pub delta_max_excl_gaps_ns: u64,
     /// (λmax − λmin) / λavg.
@@ -251,17 +233,12 @@ pub fn run(
         return Err(JitterError::Config("nothing to run".into()));
     }
     let cores = Cores::new(Cores::online(), cfg.lane_core).map_err(JitterError::Config)?;
-    progress(&format!(
-        "bringing up the testbed: {} hosts, one switch",
-        cfg.hosts
-    ));
-    let tb = Testbed::up(TestbedConfig {
-        hosts: cfg.hosts,
-        link_rate_bps: cfg.link_rate_bps,
-        best_effort_queue_pkts: cfg.best_effort_queue_pkts,
-        ..TestbedConfig::default()
-    })?;
-    progress(&format!("testbed {} is up", tb.prefix()));
+    let tb = bring_up(
+        cfg.hosts,
+        cfg.link_rate_bps,
+        cfg.best_effort_queue_pkts,
+        progress,
+    )?;
     let _ = lock_memory();
     let rounds = cfg.per_config_ns.div_ceil(cfg.round_ns).max(1);
     let epoch = QjumpLimiter::epoch_ns(cfg.hosts as u32, 1500, cfg.link_rate_bps);
@@ -404,14 +381,9 @@ fn summarize(
     t0: u64,
 ) -> (ConfigReport, Vec<u64>, Vec<crate::plot::OutlierPoint>) {
     let mut sorted: Vec<u64> = res.samples.iter().map(FlowSample::latency_ns).collect();
-    sorted.sort_unstable();
-    let p = |q| percentile(&sorted, q).unwrap_or(0);
+    let latency = LatencySummary::from_samples(&res.name, &mut sorted, res.lost());
     let (mean, var) = mean_variance(&sorted);
-    let (min, max) = (
-        sorted.first().copied().unwrap_or(0),
-        sorted.last().copied().unwrap_or(0),
-    );
-    let p99 = p(0.99);
+    let p99 = latency.p99_ns;
     let bound = violation_bound(mean, var, 10.0 * p99 as f64, 100_000);
     let att = attribute(&res.samples, gaps);
     let mut outliers: BTreeMap<String, u64> = Cause::ALL
@@ -442,23 +414,13 @@ fn summarize(
         })
         .collect();
     let report = ConfigReport {
-        name: res.name.clone(),
-        samples: sorted.len() as u64,
-        lost: res.lost(),
-        min_ns: min,
-        p50_ns: p(0.5),
-        p99_ns: p99,
-        p999_ns: p(0.999),
-        p9999_ns: p(0.9999),
-        max_ns: max,
-        avg_ns: mean as u64,
-        delta_max_ns: max - min,
-        delta_max_excl_gaps_ns: att.delta_max_excl_gaps_ns,
         relative_jitter: if mean > 0.0 {
-            (max - min) as f64 / mean
+            latency.delta_max_ns as f64 / mean
         } else {
             0.0
         },
+        latency,
+        delta_max_excl_gaps_ns: att.delta_max_excl_gaps_ns,
         p_bound: bound.pn,
         ci,
         outliers,
@@ -528,26 +490,27 @@ impl ScenarioReport {
             "P",
         ]);
         for c in &self.configs {
-            let expected = c.samples + c.lost;
+            let l = &c.latency;
+            let expected = l.samples + l.lost;
             t.row(vec![
-                c.name.clone(),
+                l.name.clone(),
                 format!(
                     "{:.0}%",
                     100.0 * c.frames_sent as f64 / c.slots.max(1) as f64
                 ),
-                c.samples.to_string(),
+                l.samples.to_string(),
                 if expected == 0 {
                     "-".into()
                 } else {
-                    format!("{:.2}%", 100.0 * c.lost as f64 / expected as f64)
+                    format!("{:.2}%", 100.0 * l.lost as f64 / expected as f64)
                 },
-                fmt_ns(c.min_ns),
-                fmt_ns(c.p50_ns),
-                fmt_ns(c.p99_ns),
-                fmt_ns(c.p999_ns),
-                fmt_ns(c.p9999_ns),
-                fmt_ns(c.max_ns),
-                fmt_ns(c.delta_max_ns),
+                fmt_ns(l.min_ns),
+                fmt_ns(l.p50_ns),
+                fmt_ns(l.p99_ns),
+                fmt_ns(l.p999_ns),
+                fmt_ns(l.p9999_ns),
+                fmt_ns(l.max_ns),
+                fmt_ns(l.delta_max_ns),
                 fmt_ns(c.delta_max_excl_gaps_ns),
                 format!("{:.3}", c.relative_jitter),
                 format!("{:.3}", c.p_bound),
@@ -564,7 +527,7 @@ impl ScenarioReport {
         ));
         let mut t = Table::new(&["config", "λ50", "λ99", "λ99.9", "λ99.99"]);
         for c in &self.configs {
-            let mut row = vec![c.name.clone()];
+            let mut row = vec![c.latency.name.clone()];
             for (_, name) in PERCENTILES {
                 row.push(match c.ci.get(name).copied().flatten() {
                     Some([lo, hi]) => format!("[{}, {}]", fmt_ns(lo), fmt_ns(hi)),
@@ -580,7 +543,7 @@ impl ScenarioReport {
         header.push("lost".into());
         let mut t = Table::new(&header);
         for c in &self.configs {
-            let mut row = vec![c.name.clone()];
+            let mut row = vec![c.latency.name.clone()];
             for h in &header[1..] {
                 row.push(c.outliers.get(h).copied().unwrap_or(0).to_string());
             }
@@ -610,15 +573,15 @@ impl ScenarioReport {
             ));
         }
         if let (Some(x), Some(pl)) = (
-            self.configs.iter().find(|c| c.name == "xlane"),
-            self.configs.iter().find(|c| c.name == "plain"),
+            self.configs.iter().find(|c| c.latency.name == "xlane"),
+            self.configs.iter().find(|c| c.latency.name == "plain"),
         ) {
             let r = |a: u64, b: u64| a as f64 / b.max(1) as f64;
             out.push_str(&format!(
                 "plain / xlane: λ99.99 {:.1}×, δmax without host gaps {:.1}×, λ50 {:.1}×\n",
-                r(pl.p9999_ns, x.p9999_ns),
+                r(pl.latency.p9999_ns, x.latency.p9999_ns),
                 r(pl.delta_max_excl_gaps_ns, x.delta_max_excl_gaps_ns),
-                r(pl.p50_ns, x.p50_ns)
+                r(pl.latency.p50_ns, x.latency.p50_ns)
             ));
         }
         for p in &self.plots {

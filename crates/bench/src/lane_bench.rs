@@ -18,7 +18,7 @@
 //! Everything is torn down at the end, also on error.
 
 use crate::flows::{run_flows, FlowPlan, FlowResult, Variant};
-use crate::interference::{switch_drops, Cores, Floor, FloorSet, Interference};
+use crate::interference::{bring_up, switch_drops, Cores, Floor, FloorSet, Interference};
 use crate::stats::LatencySummary;
 use crate::table::{fmt_ns, Table};
 use serde::Serialize;
@@ -27,7 +27,6 @@ use std::sync::atomic::AtomicBool;
 use xlane_host::runtime::{lock_memory, WaitMode};
 use xlane_host::socket::realtime_ns;
 use xlane_host::tuning::{AppliedTuning, HostTuning, TuningPlan};
-use xlane_testbed::{Testbed, TestbedConfig};
 
 /// Multicast group and port of the lane flow.
 const LANE_GROUP: SocketAddrV4 = SocketAddrV4::new(Ipv4Addr::new(239, 77, 0, 1), 7100);
@@ -174,17 +173,12 @@ pub fn run(
     }
     let cores = Cores::new(Cores::online(), cfg.lane_core).map_err(LaneBenchError::Config)?;
 
-    progress(&format!(
-        "bringing up the testbed: {} hosts, one switch",
-        cfg.hosts
-    ));
-    let tb = Testbed::up(TestbedConfig {
-        hosts: cfg.hosts,
-        link_rate_bps: cfg.link_rate_bps,
-        best_effort_queue_pkts: cfg.best_effort_queue_pkts,
-        ..TestbedConfig::default()
-    })?;
-    progress(&format!("testbed {} is up", tb.prefix()));
+    let tb = bring_up(
+        cfg.hosts,
+        cfg.link_rate_bps,
+        cfg.best_effort_queue_pkts,
+        progress,
+    )?;
 
     let tuning: Option<AppliedTuning> = if cfg.tuning {
         Some(HostTuning::apply(&TuningPlan::all(cfg.lane_core))?)
