@@ -6,6 +6,37 @@ use serde::Serialize;
 use xlane_host::floor::{FloorConfig, FloorError, FloorProbe, FloorReport};
 use xlane_testbed::{CpuLoadHandle, CrossTraffic, Testbed, TestbedError, TrafficHandle};
 
+/// Why a benchmark could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum BenchError {
+    /// Bad configuration.
+    #[error("invalid configuration: {0}")]
+    Config(String),
+    /// The testbed failed.
+    #[error("testbed: {0}")]
+    Testbed(#[from] xlane_testbed::TestbedError),
+    /// Host tuning failed.
+    #[error("host tuning: {0}")]
+    Tuning(#[from] xlane_host::tuning::TuningError),
+    /// The floor probe failed.
+    #[error("floor probe: {0}")]
+    Floor(#[from] xlane_host::floor::FloorError),
+    /// A flow failed.
+    #[error("{0}")]
+    Flow(#[from] crate::flows::FlowError),
+    /// A plot could not be written.
+    #[error("plot: {0}")]
+    Plot(#[from] crate::plot::PlotError),
+    /// The output directory could not be made.
+    #[error("cannot create {path}: {source}")]
+    Output {
+        /// The directory.
+        path: String,
+        /// Cause.
+        source: std::io::Error,
+    },
+}
+
 /// Bring up the emulated datacenter the benchmarks run in, saying so.
 pub fn bring_up(
     hosts: usize,

@@ -12,8 +12,10 @@
 //! (percentiles of the merged samples, never averages of percentiles).
 
 use crate::attribution::{attribute, Cause, GapIndex};
-use crate::flows::{run_flows, FlowError, FlowPlan, FlowResult, FlowSample, Variant};
-use crate::interference::{bring_up, switch_drops, Cores, Floor, FloorSet, Interference};
+use crate::flows::{run_flows, FlowPlan, FlowResult, FlowSample, Variant};
+use crate::interference::{
+    bring_up, switch_drops, BenchError, Cores, Floor, FloorSet, Interference,
+};
 use crate::qjump::QjumpLimiter;
 use crate::stats::LatencySummary;
 use crate::table::{fmt_ns, Table};
@@ -124,37 +126,6 @@ impl Default for JitterConfig {
     }
 }
 
-/// Why the benchmark could not run.
-#[derive(Debug, thiserror::Error)]
-pub enum JitterError {
-    /// Bad configuration.
-    #[error("invalid configuration: {0}")]
-    Config(String),
-    /// The testbed failed.
-    #[error("testbed: {0}")]
-    Testbed(#[from] xlane_testbed::TestbedError),
-    /// Host tuning failed.
-    #[error("host tuning: {0}")]
-    Tuning(#[from] xlane_host::tuning::TuningError),
-    /// The floor probe failed.
-    #[error("floor probe: {0}")]
-    Floor(#[from] xlane_host::floor::FloorError),
-    /// A flow failed.
-    #[error("{0}")]
-    Flow(#[from] FlowError),
-    /// A plot could not be written.
-    #[error("plot: {0}")]
-    Plot(#[from] crate::plot::PlotError),
-    /// The output directory could not be made.
-    #[error("cannot create {path}: {source}")]
-    Output {
-        /// The directory.
-        path: String,
-        /// Cause.
-        source: std::io::Error,
-    },
-}
-
 /// A percentile's confidence interval, `[lower, upper]` ns, or `None` when
 /// there are too few samples for it.
 pub type Ci = Option<[u64; 2]>;
@@ -220,19 +191,19 @@ pub fn run(
     cfg: &JitterConfig,
     progress: &mut dyn FnMut(&str),
     on_report: &mut dyn FnMut(&ScenarioReport),
-) -> Result<Vec<ScenarioReport>, JitterError> {
+) -> Result<Vec<ScenarioReport>, BenchError> {
     if cfg.hosts < 2 {
-        return Err(JitterError::Config("need at least 2 hosts".into()));
+        return Err(BenchError::Config("need at least 2 hosts".into()));
     }
     if cfg.period_ns < 10_000 || cfg.round_ns < 10 * cfg.period_ns {
-        return Err(JitterError::Config(
+        return Err(BenchError::Config(
             "period below 10 µs, or a round shorter than 10 periods".into(),
         ));
     }
     if cfg.variants.is_empty() || cfg.scenarios.is_empty() {
-        return Err(JitterError::Config("nothing to run".into()));
+        return Err(BenchError::Config("nothing to run".into()));
     }
-    let cores = Cores::new(Cores::online(), cfg.lane_core).map_err(JitterError::Config)?;
+    let cores = Cores::new(Cores::online(), cfg.lane_core).map_err(BenchError::Config)?;
     let tb = bring_up(
         cfg.hosts,
         cfg.link_rate_bps,
@@ -292,7 +263,7 @@ pub fn run(
                     match HostTuning::apply(&TuningPlan::all(cfg.lane_core)) {
                         Ok(t) => Some(t),
                         Err(e) => {
-                            outcome = Err(JitterError::from(e));
+                            outcome = Err(BenchError::from(e));
                             break 'rounds;
                         }
                     }
@@ -436,8 +407,8 @@ fn write_plots(
     scenario: Scenario,
     series: &[(String, Vec<u64>)],
     outliers: &[crate::plot::OutlierPoint],
-) -> Result<Vec<String>, JitterError> {
-    std::fs::create_dir_all(dir).map_err(|source| JitterError::Output {
+) -> Result<Vec<String>, BenchError> {
+    std::fs::create_dir_all(dir).map_err(|source| BenchError::Output {
         path: dir.display().to_string(),
         source,
     })?;

@@ -18,7 +18,9 @@
 //! Everything is torn down at the end, also on error.
 
 use crate::flows::{run_flows, FlowPlan, FlowResult, Variant};
-use crate::interference::{bring_up, switch_drops, Cores, Floor, FloorSet, Interference};
+use crate::interference::{
+    bring_up, switch_drops, BenchError, Cores, Floor, FloorSet, Interference,
+};
 use crate::stats::LatencySummary;
 use crate::table::{fmt_ns, Table};
 use serde::Serialize;
@@ -79,26 +81,6 @@ impl Default for LaneBenchConfig {
             tuning: true,
         }
     }
-}
-
-/// Why the benchmark could not run.
-#[derive(Debug, thiserror::Error)]
-pub enum LaneBenchError {
-    /// Bad configuration.
-    #[error("invalid configuration: {0}")]
-    Config(String),
-    /// The testbed failed.
-    #[error("testbed: {0}")]
-    Testbed(#[from] xlane_testbed::TestbedError),
-    /// Host tuning failed.
-    #[error("host tuning: {0}")]
-    Tuning(#[from] xlane_host::tuning::TuningError),
-    /// The floor probe failed.
-    #[error("floor probe: {0}")]
-    Floor(#[from] xlane_host::floor::FloorError),
-    /// A flow failed.
-    #[error("{0}")]
-    Flow(#[from] crate::flows::FlowError),
 }
 
 /// Counters of one flow beyond its latency summary.
@@ -164,14 +146,14 @@ pub struct RunParams {
 pub fn run(
     cfg: &LaneBenchConfig,
     progress: &mut dyn FnMut(&str),
-) -> Result<LaneBenchReport, LaneBenchError> {
+) -> Result<LaneBenchReport, BenchError> {
     if cfg.hosts < 2 {
-        return Err(LaneBenchError::Config("need at least 2 hosts".into()));
+        return Err(BenchError::Config("need at least 2 hosts".into()));
     }
     if cfg.period_ns < 10_000 {
-        return Err(LaneBenchError::Config("period below 10 µs".into()));
+        return Err(BenchError::Config("period below 10 µs".into()));
     }
-    let cores = Cores::new(Cores::online(), cfg.lane_core).map_err(LaneBenchError::Config)?;
+    let cores = Cores::new(Cores::online(), cfg.lane_core).map_err(BenchError::Config)?;
 
     let tb = bring_up(
         cfg.hosts,
