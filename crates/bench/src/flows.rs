@@ -15,7 +15,7 @@ use xlane_host::runtime::{
     place_current_thread, Placement, ReceiverLane, RecvReport, RuntimeError, Sample, SampleLog,
     SendReport, SenderLane, WaitMode,
 };
-use xlane_host::socket::{LaneSocket, SocketConfig, DSCP_EXPRESS, EXPRESS_PRIORITY};
+use xlane_host::socket::{LaneSocket, SocketConfig};
 use xlane_lane::{PeriodicReceiver, PeriodicSender, TunnelParams};
 use xlane_testbed::HostInfo;
 use xlane_wire::Schema;
@@ -231,14 +231,11 @@ impl FlowPlan {
     }
 
     fn socket(&self, bind: SocketAddrV4) -> SocketConfig {
-        let mut c = SocketConfig::express(bind);
-        if !self.variant.express_class() {
-            c.dscp = 0;
-            c.priority = 0;
+        let mut c = if self.variant.express_class() {
+            SocketConfig::express(bind)
         } else {
-            c.dscp = DSCP_EXPRESS;
-            c.priority = EXPRESS_PRIORITY;
-        }
+            SocketConfig::plain(bind)
+        };
         c.nonblocking = self.mode() == WaitMode::BusyPoll;
         c
     }
