@@ -23,6 +23,10 @@ enum Command {
     Bench(cmd::bench::Args),
     /// Open-loop latency measurement against any UDP or TCP server.
     Lancet(cmd::lancet::Args),
+    /// X-FD: the failure detector on the express lane.
+    Fd(cmd::fd::Args),
+    /// The X-Lane controller: tunnel allocation daemon, keys, and client.
+    Ctl(cmd::ctl::Args),
 }
 
 fn main() -> ExitCode {
@@ -32,6 +36,8 @@ fn main() -> ExitCode {
         Command::Doctor(a) => cmd::doctor::run(a),
         Command::Bench(a) => cmd::bench::run(a),
         Command::Lancet(a) => cmd::lancet::run(a),
+        Command::Fd(a) => cmd::fd::run(a),
+        Command::Ctl(a) => cmd::ctl::run(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

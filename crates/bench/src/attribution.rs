@@ -72,11 +72,20 @@ pub struct GapIndex {
 impl GapIndex {
     /// Build from the gaps of any number of cores.
     pub fn new<'a>(gaps: impl IntoIterator<Item = &'a Gap>) -> Self {
+        Self::with_lead(gaps, 0)
+    }
+
+    /// Build with every gap extended back by `lead_ns`: a probe that wakes
+    /// every `lead_ns` sees a stall only once its next wake-up is late, so
+    /// the stall may have begun up to one interval before the gap it
+    /// reports.
+    pub fn with_lead<'a>(gaps: impl IntoIterator<Item = &'a Gap>, lead_ns: u64) -> Self {
         let mut v: Vec<(u64, u64)> = gaps
             .into_iter()
+            .filter(|g| g.len_ns > 0)
             .map(|g| {
                 (
-                    g.start_realtime_ns,
+                    g.start_realtime_ns.saturating_sub(lead_ns),
                     g.start_realtime_ns.saturating_add(g.len_ns),
                 )
             })
@@ -238,6 +247,21 @@ mod tests {
             assert_eq!(idx.overlap(a, b), want, "[{a},{b})");
         }
         assert_eq!(GapIndex::new([].iter()).overlap(0, 100), 0);
+    }
+
+    #[test]
+    fn lead_extends_gaps_back() {
+        let g = [gap(100, 50), gap(300, 10)];
+        let idx = GapIndex::with_lead(g.iter(), 40);
+        // [60,150) and [260,310); a zero-length gap is no gap.
+        let cases = [(0, 60, 0), (0, 100, 40), (0, 1000, 140), (250, 270, 10)];
+        for (a, b, want) in cases {
+            assert_eq!(idx.overlap(a, b), want, "[{a},{b})");
+        }
+        assert_eq!(
+            GapIndex::with_lead([gap(500, 0)].iter(), 40).overlap(0, 1000),
+            0
+        );
     }
 
     /// One sample: sent at `send` (slot `slot`), kernel stamp after `net`,

@@ -102,8 +102,14 @@ pub struct FlowPlan {
     pub name: String,
     /// Tunnel id.
     pub tunnel: u32,
-    /// Multicast group and port.
+    /// Destination: a multicast group every receiver joins, or (with one
+    /// receiver) that receiver's unicast address; and the port.
     pub group: SocketAddrV4,
+    /// DSCP to mark packets with instead of the configuration's (46 for
+    /// express configurations, 0 otherwise); e.g. 40 for the second express
+    /// sub-lane, or 46 on a plain configuration for express-marked traffic
+    /// from an ordinary thread.
+    pub dscp: Option<u8>,
     /// Period π, ns.
     pub period_ns: u64,
     /// Payload bytes per message (8..=20).
@@ -236,6 +242,9 @@ impl FlowPlan {
         } else {
             SocketConfig::plain(bind)
         };
+        if let Some(d) = self.dscp {
+            c.dscp = d;
+        }
         c.nonblocking = self.mode() == WaitMode::BusyPoll;
         c
     }
@@ -361,8 +370,16 @@ fn receive(
     stop: &AtomicBool,
 ) -> Result<RecvOut, FlowError> {
     let _ns = xlane_testbed::enter_netns(&host.netns)?;
-    let mut sc = plan.socket(SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, plan.group.port()));
-    sc.join = Some((*plan.group.ip(), host.addr));
+    let multicast = plan.group.ip().is_multicast();
+    let bind_ip = if multicast {
+        Ipv4Addr::UNSPECIFIED
+    } else {
+        host.addr
+    };
+    let mut sc = plan.socket(SocketAddrV4::new(bind_ip, plan.group.port()));
+    if multicast {
+        sc.join = Some((*plan.group.ip(), host.addr));
+    }
     sc.recv_timeout_us = 20_000;
     sc.rcvbuf = 1 << 20;
     let mut sock = LaneSocket::open(&sc).map_err(|e| FlowError::Socket {

@@ -207,13 +207,16 @@ pub struct FloorSet {
 /// Wake-ups later than this are gaps.
 pub const FLOOR_THRESHOLD_NS: u64 = 20_000;
 
+/// How often the floor probes wake.
+pub const FLOOR_INTERVAL_NS: u64 = 100_000;
+
 impl FloorSet {
     /// Start one probe per core.
     pub fn start(cores: &Cores) -> Result<Self, FloorError> {
         let cfg = FloorConfig {
             threshold_ns: FLOOR_THRESHOLD_NS,
             fifo_priority: Some(crate::flows::FLOOR_PRIORITY),
-            timer_interval_ns: Some(100_000),
+            timer_interval_ns: Some(FLOOR_INTERVAL_NS),
             ..FloorConfig::default()
         };
         let probes = (0..cores.ncpu)

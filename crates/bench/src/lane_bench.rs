@@ -213,6 +213,7 @@ pub fn run(
             until_ns,
             grace_ns: 300_000_000,
             qjump: None,
+            dscp: None,
         };
     // The plain flow sends half a period after the lane flow.
     let plans = [

@@ -9,6 +9,9 @@
 #![warn(missing_docs)]
 
 pub mod attribution;
+pub mod bounds;
+pub mod bounds_check;
+pub mod fabric;
 pub mod flows;
 pub mod interference;
 pub mod jitter;

@@ -11,13 +11,17 @@
 //!
 //! where `t_send` is the monotonic clock right before the send call (so a
 //! client that falls behind its schedule pays its lag in the latency: no
-//! coordinated omission), `t_tx` the kernel's transmit stamp of the datagram
+//! coordinated omission), `t_tx` the kernel's transmit stamp of the request
 //! (`MSG_ERRQUEUE`; the user-space time before the send call when there is
 //! none), and `t_rx` the kernel's receive stamp of the response
 //! (`SO_TIMESTAMPING`; the user-space time after `recvmsg` when there is
 //! none). When the NIC stamps both directions in hardware, `t_rx − t_tx`
-//! uses the two hardware stamps (same clock). TCP uses user-space stamps.
-//! Every sample records which stamps it used; the report counts them.
+//! uses the two hardware stamps (same clock). On TCP a message can span
+//! several segments and reads: `t_tx` is the stamp of the request's first
+//! segment (the client ends a send call after it, see [`crate::tstamp`])
+//! and `t_rx` the stamp of the read that completes the response (each read
+//! stops at the end of the response being assembled). Every sample records
+//! which stamps it used; the report counts them.
 //!
 //! The agent kinds follow Lancet: *throughput* agents load and count
 //! completions without stamping; a *latency* agent stamps every request of
@@ -34,6 +38,7 @@ use crate::dist::{Arrival, Schedule};
 use crate::proto::{App, ProtoError, MAX_MESSAGE_LEN};
 use crate::report::{Counts, Report};
 use crate::rng::Rng;
+use crate::tstamp::{self, CmsgBuf, Numbering, StampedRead, TxMatch, CMSG_WORDS};
 use crate::Transport;
 use serde::Serialize;
 use std::io::{self, Read, Write};
@@ -53,7 +58,10 @@ pub const RECV_BUDGET: usize = 64;
 /// Requests in flight per agent (a power of two); older ones are dropped
 /// from the table and counted lost.
 pub const INFLIGHT: usize = 1 << 16;
+/// Requests remembered per socket for matching transmit stamps.
 const TX_RING: usize = 4096;
+/// Largest [`ClientConfig::stamp_trace`].
+pub const MAX_STAMP_TRACE: usize = 1_000_000;
 /// Generator stream of agent i's schedule: `CLIENT_STREAM + i` (the server
 /// uses other streams, see [`crate::server`]).
 pub const CLIENT_STREAM: u64 = 1000;
@@ -107,6 +115,29 @@ pub struct Sample {
     pub server_ns: u32,
     /// Which stamps were used ([`stamp`] bits).
     pub stamps: u8,
+}
+
+/// The raw stamps of one answered request (see [`ClientConfig::stamp_trace`]).
+/// Stamps are `CLOCK_REALTIME` ns, hardware ones on the NIC's clock.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct StampTrace {
+    /// The request id.
+    pub id: u64,
+    /// Scheduled send time, ns after the start of the run.
+    pub sched_ns: u64,
+    /// User-space time before the send call.
+    pub tx_user_ns: u64,
+    /// The kernel's software transmit stamp (TCP: of the first segment).
+    pub tx_kernel_ns: Option<u64>,
+    /// The NIC's hardware transmit stamp.
+    pub tx_hardware_ns: Option<u64>,
+    /// The kernel's software receive stamp (TCP: of the read completing the
+    /// response).
+    pub rx_kernel_ns: Option<u64>,
+    /// The NIC's hardware receive stamp.
+    pub rx_hardware_ns: Option<u64>,
+    /// User-space time after the receive call.
+    pub rx_user_ns: u64,
 }
 
 /// What the agents of a run do.
@@ -198,6 +229,9 @@ pub struct ClientConfig {
     /// Run the agent threads under `SCHED_FIFO` at this priority (needs
     /// root), so that other load on the machine does not delay them.
     pub rt_priority: Option<i32>,
+    /// Keep the raw stamps of the first this many answered requests of each
+    /// measuring agent ([`run_traced`]), to check the stamping; 0: none.
+    pub stamp_trace: usize,
 }
 
 impl ClientConfig {
@@ -226,6 +260,7 @@ impl ClientConfig {
             spin_ns: 50_000,
             max_samples: 20_000_000,
             rt_priority: None,
+            stamp_trace: 0,
         }
     }
 
@@ -297,6 +332,9 @@ impl ClientConfig {
         if self.max_samples == 0 {
             return Err(ConfigError::MaxSamples);
         }
+        if self.stamp_trace > MAX_STAMP_TRACE {
+            return Err(ConfigError::StampTrace(self.stamp_trace));
+        }
         self.app.check_size(self.size).map_err(ConfigError::Size)?;
         Ok(())
     }
@@ -365,6 +403,9 @@ pub enum ConfigError {
     /// No room for samples.
     #[error("--max-samples must be at least 1")]
     MaxSamples,
+    /// Too many traced requests.
+    #[error("stamp_trace must be at most {MAX_STAMP_TRACE}, got {0}")]
+    StampTrace(usize),
     /// Request size does not fit the protocol.
     #[error("--size: {0}")]
     Size(ProtoError),
@@ -470,13 +511,8 @@ impl Default for Slot {
 
 struct UdpConn {
     sock: LaneSocket,
-    /// The kernel's `OPT_ID` of the next datagram sent.
-    next_key: u32,
-    /// `(key, request id)` of recent sends, indexed by key.
-    ring: Vec<(u32, u64)>,
-    /// Cleared when a stamp contradicts its request (numbering lost): the
-    /// socket's later requests use user-space transmit times.
-    stamps_trusted: bool,
+    /// Transmit stamps to requests (datagram numbering).
+    tx: TxMatch,
 }
 
 struct TcpConn {
@@ -486,6 +522,18 @@ struct TcpConn {
     inb: Vec<u8>,
     have: usize,
     broken: bool,
+    /// Kernel stamps, on the connections of measuring agents.
+    stamps: Option<Box<TcpStamps>>,
+}
+
+/// The stamping state of a measured TCP connection.
+struct TcpStamps {
+    /// Transmit stamps to requests (stream numbering).
+    tx: TxMatch,
+    /// Control messages of `recvmsg`.
+    cmsg: CmsgBuf,
+    /// The length of a response ([`App::response_len`]): reads stop there.
+    response_len: usize,
 }
 
 enum Conn {
@@ -516,6 +564,9 @@ struct Tracker {
     batch: Vec<Sample>,
     shared: Arc<Mutex<Vec<Sample>>>,
     shared_cap: usize,
+    /// Raw stamps of the first `trace_cap` answered requests.
+    trace: Vec<StampTrace>,
+    trace_cap: usize,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -527,14 +578,13 @@ impl Tracker {
         (id as usize) & (INFLIGHT - 1)
     }
 
-    fn apply_tx_stamp(&mut self, conn: &mut UdpConn, ts: TxStamp) {
-        if !conn.stamps_trusted {
-            return;
-        }
-        let (key, id) = conn.ring[ts.id as usize % TX_RING];
-        if key != ts.id {
-            return; // too old: the ring has moved on
-        }
+    /// Give a transmit stamp to its request. The first stamp of each kind a
+    /// request gets is kept (a TCP request can get more: the rest of a send
+    /// call cut short, a retransmission).
+    fn apply_tx_stamp(&mut self, tx: &mut TxMatch, ts: TxStamp) {
+        let Some(id) = tx.request_of(ts.id) else {
+            return; // too old (forgotten), not a first segment, or distrusted
+        };
         let slot = &mut self.inflight[Self::slot_of(id)];
         if slot.id != id {
             return; // already answered (stamp read late) or dropped
@@ -542,21 +592,30 @@ impl Tracker {
         if let Some(sw) = ts.software_ns {
             if sw < slot.tx_user_rt {
                 // A stamp earlier than its own send call: the numbering is off.
-                conn.stamps_trusted = false;
+                tx.distrust();
                 self.counts.tx_stamp_mismatch += 1;
                 return;
             }
-            slot.tx_sw = sw;
+            if slot.tx_sw == 0 {
+                slot.tx_sw = sw;
+            }
         }
         if let Some(hw) = ts.hardware_ns {
-            slot.tx_hw = hw;
+            if slot.tx_hw == 0 {
+                slot.tx_hw = hw;
+            }
         }
     }
 
-    fn drain_tx_stamps(&mut self, conn: &mut UdpConn) {
+    /// Read the queued transmit stamps of a socket (`read` fetches one).
+    fn drain_tx_stamps(
+        &mut self,
+        tx: &mut TxMatch,
+        mut read: impl FnMut() -> io::Result<Option<TxStamp>>,
+    ) {
         for _ in 0..4 * RECV_BUDGET {
-            match conn.sock.recv_tx_stamp() {
-                Ok(Some(ts)) => self.apply_tx_stamp(conn, ts),
+            match read() {
+                Ok(Some(ts)) => self.apply_tx_stamp(tx, ts),
                 Ok(None) => return,
                 Err(_) => {
                     self.counts.recv_errors += 1;
@@ -566,7 +625,14 @@ impl Tracker {
         }
     }
 
-    /// A response to `id` arrived; returns false if it matched nothing.
+    /// A response to `id` is in but its request has no transmit stamp yet:
+    /// the stamp may still sit in the error queue, to be read first.
+    fn needs_tx_stamp(&self, id: u64) -> bool {
+        let slot = &self.inflight[Self::slot_of(id)];
+        self.measure && slot.id == id && slot.tx_sw == 0 && slot.tx_hw == 0
+    }
+
+    /// A response to `id` arrived (counted unmatched if it matches nothing).
     fn complete(
         &mut self,
         id: u64,
@@ -612,6 +678,9 @@ impl Tracker {
             }
         };
         let c = &mut self.counts;
+        if s.tx_sw != 0 {
+            c.tx_delay_max_ns = c.tx_delay_max_ns.max(s.tx_sw.saturating_sub(s.tx_user_rt));
+        }
         if stamps & stamp::TX_HARDWARE != 0 {
             c.tx_hardware += 1;
         } else if stamps & stamp::TX_KERNEL != 0 {
@@ -639,6 +708,19 @@ impl Tracker {
             self.flush();
         }
         self.batch.push(sample);
+        if self.trace.len() < self.trace_cap {
+            let nz = |v: u64| (v != 0).then_some(v);
+            self.trace.push(StampTrace {
+                id,
+                sched_ns: s.sched_ns,
+                tx_user_ns: s.tx_user_rt,
+                tx_kernel_ns: nz(s.tx_sw),
+                tx_hardware_ns: nz(s.tx_hw),
+                rx_kernel_ns: rx_sw,
+                rx_hardware_ns: rx_hw,
+                rx_user_ns: user_rx_rt,
+            });
+        }
     }
 
     fn flush(&mut self) {
@@ -680,6 +762,7 @@ struct AgentResult {
     counts: Counts,
     gaps: Vec<f64>,
     stopped_at: u64,
+    trace: Vec<StampTrace>,
 }
 
 impl Agent {
@@ -749,6 +832,7 @@ impl Agent {
             counts: self.tracker.counts.clone(),
             gaps: self.gaps,
             stopped_at,
+            trace: std::mem::take(&mut self.tracker.trace),
         }
     }
 
@@ -794,13 +878,12 @@ impl Agent {
             Conn::Udp(u) => match u.sock.send_to(&self.req, self.target) {
                 Ok(_) => {
                     if self.tracker.measure {
-                        u.ring[u.next_key as usize % TX_RING] = (u.next_key, id);
-                        u.next_key = u.next_key.wrapping_add(1);
+                        u.tx.push(id);
                         // A software stamp is usually queued by now (the
                         // device took the packet inside the call): take it
                         // before sleeping, or the pending stamp would wake
                         // the agent's next poll at once.
-                        self.tracker.drain_tx_stamps(u);
+                        udp_drain_tx(u, &mut self.tracker);
                     }
                     true
                 }
@@ -808,12 +891,12 @@ impl Agent {
                     // Past the socket buffer the kernel has numbered the
                     // datagram even though it failed; before it, not.
                     if self.tracker.measure && e.kind() != io::ErrorKind::WouldBlock {
-                        u.next_key = u.next_key.wrapping_add(1);
+                        u.tx.skip();
                     }
                     false
                 }
             },
-            Conn::Tcp(t) => tcp_queue(t, &self.req),
+            Conn::Tcp(t) => tcp_queue(t, &mut self.tracker, &self.req, id),
         };
         if !ok {
             self.tracker.inflight[si].id = EMPTY;
@@ -837,7 +920,7 @@ impl Agent {
                     Conn::Udp(u) => udp_receive(u, &mut self.tracker, &mut self.rbuf),
                     Conn::Tcp(t) => {
                         if t.out_at < t.out.len() {
-                            tcp_flush(t);
+                            tcp_flush(t, &mut self.tracker);
                         }
                         tcp_receive(t, &mut self.tracker);
                     }
@@ -881,7 +964,7 @@ impl Agent {
             match &mut self.conns[ci] {
                 Conn::Udp(u) => {
                     if self.tracker.measure && rev & libc::POLLERR != 0 {
-                        self.tracker.drain_tx_stamps(u);
+                        udp_drain_tx(u, &mut self.tracker);
                     }
                     if rev & libc::POLLIN != 0 {
                         udp_receive(u, &mut self.tracker, &mut self.rbuf);
@@ -889,7 +972,10 @@ impl Agent {
                 }
                 Conn::Tcp(t) => {
                     if rev & libc::POLLOUT != 0 {
-                        tcp_flush(t);
+                        tcp_flush(t, &mut self.tracker);
+                    }
+                    if rev & libc::POLLERR != 0 {
+                        tcp_drain_tx(t, &mut self.tracker);
                     }
                     if rev & (libc::POLLIN | libc::POLLHUP | libc::POLLERR) != 0 {
                         tcp_receive(t, &mut self.tracker);
@@ -898,6 +984,10 @@ impl Agent {
             }
         }
     }
+}
+
+fn udp_drain_tx(u: &mut UdpConn, tr: &mut Tracker) {
+    tr.drain_tx_stamps(&mut u.tx, || u.sock.recv_tx_stamp());
 }
 
 fn udp_receive(u: &mut UdpConn, tr: &mut Tracker, rbuf: &mut [u8]) {
@@ -924,12 +1014,8 @@ fn udp_receive(u: &mut UdpConn, tr: &mut Tracker, rbuf: &mut [u8]) {
                 continue;
             }
         };
-        if tr.measure {
-            let slot = tr.inflight[Tracker::slot_of(resp.id)];
-            if slot.id == resp.id && slot.tx_sw == 0 && slot.tx_hw == 0 {
-                // The stamp may still sit in the error queue: fetch it first.
-                tr.drain_tx_stamps(u);
-            }
+        if tr.needs_tx_stamp(resp.id) {
+            udp_drain_tx(u, tr);
         }
         tr.complete(
             resp.id,
@@ -941,8 +1027,8 @@ fn udp_receive(u: &mut UdpConn, tr: &mut Tracker, rbuf: &mut [u8]) {
     }
 }
 
-/// Queue a request on a TCP connection and push what the socket takes.
-fn tcp_queue(t: &mut TcpConn, req: &[u8]) -> bool {
+/// Queue request `id` on a TCP connection and push what the socket takes.
+fn tcp_queue(t: &mut TcpConn, tr: &mut Tracker, req: &[u8], id: u64) -> bool {
     if t.out.len() + req.len() > t.out.capacity() {
         t.out.drain(..t.out_at);
         t.out_at = 0;
@@ -951,31 +1037,88 @@ fn tcp_queue(t: &mut TcpConn, req: &[u8]) -> bool {
         }
     }
     t.out.extend_from_slice(req);
-    tcp_flush(t);
+    if let Some(s) = &mut t.stamps {
+        s.tx.push(id);
+    }
+    tcp_flush(t, tr);
     true
 }
 
-fn tcp_flush(t: &mut TcpConn) {
+/// Write what is queued. On a stamped connection every send call ends at a
+/// request boundary or after a request's first segment
+/// ([`TxMatch::write_limit`]), and the stamps of what was sent are read.
+fn tcp_flush(t: &mut TcpConn, tr: &mut Tracker) {
     if t.broken {
         return;
     }
+    let mut wrote = false;
     while t.out_at < t.out.len() {
-        match t.stream.write(&t.out[t.out_at..]) {
+        let pending = t.out.len() - t.out_at;
+        let n = t
+            .stamps
+            .as_ref()
+            .map_or(pending, |s| s.tx.write_limit(pending));
+        match t.stream.write(&t.out[t.out_at..t.out_at + n]) {
             Ok(0) => {
                 t.broken = true;
-                return;
+                break;
             }
-            Ok(n) => t.out_at += n,
+            Ok(n) => {
+                t.out_at += n;
+                wrote = true;
+                if let Some(s) = &mut t.stamps {
+                    s.tx.wrote(n as u64);
+                }
+            }
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
             Err(_) => {
                 t.broken = true;
-                return;
+                break;
             }
         }
     }
-    t.out.clear();
-    t.out_at = 0;
+    if t.out_at == t.out.len() {
+        t.out.clear();
+        t.out_at = 0;
+    }
+    if wrote {
+        // As on UDP: the software stamps are usually queued by now.
+        tcp_drain_tx(t, tr);
+    }
+}
+
+fn tcp_drain_tx(t: &mut TcpConn, tr: &mut Tracker) {
+    let stream = &t.stream;
+    if let Some(TcpStamps { tx, cmsg, .. }) = t.stamps.as_deref_mut() {
+        tr.drain_tx_stamps(tx, || tstamp::recv_tx_stamp(stream, cmsg));
+    }
+}
+
+/// One read: on a stamped connection with the stamps of the last segment
+/// read, and never past the end of the response being assembled (so that
+/// the read completing a response carries that response's stamp).
+fn tcp_read(t: &mut TcpConn) -> io::Result<Option<StampedRead>> {
+    let room = t.inb.len() - t.have;
+    match t.stamps.as_deref_mut() {
+        Some(s) => {
+            let want = match s.response_len.saturating_sub(t.have) {
+                0 => room,
+                w => w.min(room),
+            };
+            let buf = &mut t.inb[t.have..t.have + want];
+            tstamp::recv_stamped(&t.stream, buf, &mut s.cmsg)
+        }
+        None => match t.stream.read(&mut t.inb[t.have..]) {
+            Ok(len) => Ok(Some(StampedRead {
+                len,
+                software_ns: None,
+                hardware_ns: None,
+            })),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(None),
+            Err(e) => Err(e),
+        },
+    }
 }
 
 fn tcp_receive(t: &mut TcpConn, tr: &mut Tracker) {
@@ -990,14 +1133,14 @@ fn tcp_receive(t: &mut TcpConn, tr: &mut Tracker) {
             tr.counts.malformed += 1;
             return;
         }
-        let n = match t.stream.read(&mut t.inb[t.have..]) {
-            Ok(0) => {
+        let r = match tcp_read(t) {
+            Ok(Some(r)) if r.len == 0 => {
                 t.broken = true;
                 return;
             }
-            Ok(n) => n,
+            Ok(Some(r)) => r,
+            Ok(None) => return,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
             Err(_) => {
                 t.broken = true;
                 tr.counts.recv_errors += 1;
@@ -1005,13 +1148,24 @@ fn tcp_receive(t: &mut TcpConn, tr: &mut Tracker) {
             }
         };
         let user_rx = realtime_ns();
-        t.have += n;
+        t.have += r.len;
         let mut at = 0;
         loop {
             match tr.app.frame_len(&t.inb[at..t.have], tr.size) {
                 Ok(Some(len)) => {
                     match tr.app.parse_response(&t.inb[at..at + len], tr.size) {
-                        Ok(resp) => tr.complete(resp.id, None, None, user_rx, resp.server_ns),
+                        Ok(resp) => {
+                            if tr.needs_tx_stamp(resp.id) {
+                                tcp_drain_tx(t, tr);
+                            }
+                            tr.complete(
+                                resp.id,
+                                r.software_ns,
+                                r.hardware_ns,
+                                user_rx,
+                                resp.server_ns,
+                            )
+                        }
                         Err(_) => tr.counts.malformed += 1,
                     }
                     at += len;
@@ -1030,6 +1184,25 @@ fn tcp_receive(t: &mut TcpConn, tr: &mut Tracker) {
     }
 }
 
+/// Kernel stamps on a new connection of a measuring agent, before anything
+/// is written: transmit keys count from its first byte.
+fn tcp_stamps(stream: &TcpStream, cfg: &ClientConfig) -> Result<TcpStamps, RunError> {
+    let io = |what| move |source| RunError::Io { what, source };
+    tstamp::enable_stream_stamps(stream).map_err(io("SO_TIMESTAMPING (tcp)"))?;
+    let mss = tstamp::segment_size(stream).map_err(io("TCP_MAXSEG"))?;
+    Ok(TcpStamps {
+        tx: TxMatch::new(
+            Numbering::Stream {
+                request_len: cfg.size as u64,
+                first_chunk: u64::from(mss),
+            },
+            TX_RING,
+        ),
+        cmsg: [0; CMSG_WORDS],
+        response_len: cfg.app.response_len(cfg.size),
+    })
+}
+
 fn open_conns(cfg: &ClientConfig, plan: &AgentPlan) -> Result<Vec<Conn>, RunError> {
     let mut out = Vec::with_capacity(plan.conns);
     for _ in 0..plan.conns {
@@ -1045,9 +1218,7 @@ fn open_conns(cfg: &ClientConfig, plan: &AgentPlan) -> Result<Vec<Conn>, RunErro
                 }
                 out.push(Conn::Udp(Box::new(UdpConn {
                     sock,
-                    next_key: 0,
-                    ring: vec![(u32::MAX, 0); TX_RING],
-                    stamps_trusted: true,
+                    tx: TxMatch::new(Numbering::Datagram, TX_RING),
                 })));
             }
             Transport::Tcp => {
@@ -1062,6 +1233,11 @@ fn open_conns(cfg: &ClientConfig, plan: &AgentPlan) -> Result<Vec<Conn>, RunErro
                 stream
                     .set_nonblocking(true)
                     .map_err(io("set_nonblocking"))?;
+                let stamps = if plan.measure {
+                    Some(Box::new(tcp_stamps(&stream, cfg)?))
+                } else {
+                    None
+                };
                 out.push(Conn::Tcp(TcpConn {
                     stream,
                     out: Vec::with_capacity(TCP_BUF),
@@ -1069,6 +1245,7 @@ fn open_conns(cfg: &ClientConfig, plan: &AgentPlan) -> Result<Vec<Conn>, RunErro
                     inb: vec![0u8; TCP_BUF],
                     have: 0,
                     broken: false,
+                    stamps,
                 }));
             }
         }
@@ -1087,6 +1264,24 @@ pub fn run(cfg: &ClientConfig) -> Result<Report, RunError> {
 /// [`run`], also returning the latency samples used by the analysis (after
 /// the warm-up, before thinning, in scheduled-time order).
 pub fn run_with_samples(cfg: &ClientConfig) -> Result<(Report, Vec<Sample>), RunError> {
+    run_traced(cfg).map(|o| (o.report, o.samples))
+}
+
+/// Everything [`run_traced`] returns.
+#[derive(Clone, Debug)]
+pub struct RunOutput {
+    /// The report.
+    pub report: Report,
+    /// The samples of [`run_with_samples`].
+    pub samples: Vec<Sample>,
+    /// The raw stamps of the first [`ClientConfig::stamp_trace`] answered
+    /// requests of each measuring agent (all of the run, warm-up included).
+    pub trace: Vec<StampTrace>,
+}
+
+/// [`run_with_samples`], also returning the raw stamps of
+/// [`ClientConfig::stamp_trace`] requests per measuring agent.
+pub fn run_traced(cfg: &ClientConfig) -> Result<RunOutput, RunError> {
     cfg.validate()?;
     let plans = plan_agents(cfg);
     let measuring: Vec<bool> = plans.iter().map(|p| p.measure).collect();
@@ -1134,6 +1329,8 @@ pub fn run_with_samples(cfg: &ClientConfig) -> Result<(Report, Vec<Sample>), Run
                 batch: Vec::with_capacity(1024),
                 shared: store,
                 shared_cap,
+                trace: Vec::with_capacity(if plan.measure { cfg.stamp_trace } else { 0 }),
+                trace_cap: if plan.measure { cfg.stamp_trace } else { 0 },
             },
             req,
             rbuf: vec![0u8; MAX_MESSAGE_LEN + 1],
@@ -1198,6 +1395,7 @@ pub fn run_with_samples(cfg: &ClientConfig) -> Result<(Report, Vec<Sample>), Run
     let mut gaps = Vec::new();
     let mut gap_floor = 0.0f64;
     let mut stopped = t0;
+    let mut trace = Vec::new();
     for h in handles {
         let r = h
             .join()
@@ -1215,6 +1413,7 @@ pub fn run_with_samples(cfg: &ClientConfig) -> Result<(Report, Vec<Sample>), Run
                 .map(|g| (g - floor) / mean),
         );
         stopped = stopped.max(r.stopped_at);
+        trace.extend_from_slice(&r.trace);
     }
     let samples = collect(&stores, warmup);
     let collected: usize = stores.iter().map(|(_, s)| lock(s).len()).sum();
@@ -1228,7 +1427,11 @@ pub fn run_with_samples(cfg: &ClientConfig) -> Result<(Report, Vec<Sample>), Run
     };
     let a = analysis::analyze(&samples, &facts, &params);
     let report = Report::build(cfg, counts, collected, samples.len(), &facts, a);
-    Ok((report, samples))
+    Ok(RunOutput {
+        report,
+        samples,
+        trace,
+    })
 }
 
 /// All samples of the measuring agents scheduled after the warm-up, in

@@ -18,6 +18,8 @@
 //!   theory.
 //! - [`sockperf`]: reading `sockperf ping-pong` output, for cross-checks.
 //! - [`proto`]: the wire formats (echo, sockperf, synthetic).
+//! - [`tstamp`]: matching kernel transmit stamps to requests (datagram and
+//!   stream numbering), and the stamping calls of a TCP connection.
 //!
 //! The statistics themselves come from `xlane-stats`.
 #![warn(missing_docs)]
@@ -32,9 +34,13 @@ pub mod rng;
 pub mod sched;
 pub mod server;
 pub mod sockperf;
+pub mod tstamp;
 
 pub use analysis::{Check, CheckStatus};
-pub use client::{run, run_with_samples, AgentKind, ClientConfig, ConfigError, RunError, Sample};
+pub use client::{
+    run, run_traced, run_with_samples, AgentKind, ClientConfig, ConfigError, RunError, RunOutput,
+    Sample, StampTrace,
+};
 pub use dist::{parse_duration_ns, Arrival, ServiceDist};
 pub use proto::App;
 pub use report::Report;

@@ -277,6 +277,16 @@ impl App {
         }
     }
 
+    /// The length a well-behaved server's response to a request of
+    /// `request_len` bytes has: the request's own length (echo, sockperf) or
+    /// the bare synthetic header.
+    pub fn response_len(self, request_len: usize) -> usize {
+        match self {
+            App::Echo | App::Sockperf => request_len,
+            App::Synthetic => SYN_HEADER_LEN,
+        }
+    }
+
     /// For a byte stream (TCP): the length of the response at the start of
     /// `stream`, `Ok(None)` if more bytes are needed to know or to have it
     /// whole. Never more than [`MAX_MESSAGE_LEN`].
@@ -535,6 +545,13 @@ mod tests {
             at += n;
         }
         assert_eq!(ids, vec![1, 2]);
+        for (app, want) in [
+            (App::Echo, 100),
+            (App::Sockperf, 100),
+            (App::Synthetic, SYN_HEADER_LEN),
+        ] {
+            assert_eq!(app.response_len(100), want, "{app}");
+        }
         assert_eq!(App::Synthetic.frame_len(&stream[..31], 64), Ok(None));
         assert_eq!(App::Echo.frame_len(&stream[..63], 64), Ok(None));
         assert_eq!(App::Echo.frame_len(&stream, 64), Ok(Some(64)));

@@ -40,6 +40,12 @@ pub struct Counts {
     pub rx_hardware: u64,
     /// ... the user-space time after the receive call.
     pub rx_user: u64,
+    /// Largest time from a send call to its request's kernel software
+    /// transmit stamp, ns: the client's own send path, and on TCP also the
+    /// wait in the client's buffers for the congestion or receive window.
+    /// The latency counts from the stamp and leaves this out; `user rtt`
+    /// includes it.
+    pub tx_delay_max_ns: u64,
     /// Largest send lag behind the schedule, ns.
     pub max_lag_ns: u64,
     /// Agent threads that asked for `SCHED_FIFO` and were refused.
@@ -64,6 +70,7 @@ impl Counts {
         self.rx_kernel += o.rx_kernel;
         self.rx_hardware += o.rx_hardware;
         self.rx_user += o.rx_user;
+        self.tx_delay_max_ns = self.tx_delay_max_ns.max(o.tx_delay_max_ns);
         self.max_lag_ns = self.max_lag_ns.max(o.max_lag_ns);
         self.rt_denied += o.rt_denied;
     }
@@ -261,6 +268,13 @@ impl Report {
                     String::new()
                 }
             );
+            if k.tx_kernel + k.tx_hardware > 0 {
+                let _ = writeln!(
+                    s,
+                    "send call to kernel tx stamp: at most {} (left out of the latency)",
+                    fmt_ns(k.tx_delay_max_ns)
+                );
+            }
             let sm = &self.samples;
             let _ = writeln!(
                 s,

@@ -31,7 +31,8 @@
 //! lower sub-lane never changes a higher one's range, while a higher one
 //! raises the lower ones' (X-Lane §3.3 "sub-lanes").
 //!
-//! Per hop, a packet takes between `tx_T(e) + λmin(e)` and
+//! Per hop, a packet takes between `tx_T(e) + λmin(e)` (`λmin(e)` alone on a
+//! token-bucket–emulated link, see [`crate::topology`]) and
 //! `tx_T(e) + λmin(e) + δmax(e) + Q_T(e)`. For a receiver `r` the path
 //! sender → `r` in the tree (found by a depth-first walk) gives
 //! `[Σ min, Σ max]`. **One range per tunnel** (as in the paper's
@@ -502,9 +503,10 @@ impl Model<'_> {
                 let tx = tx_ns(s.load, link.bandwidth_bps);
                 let q = self.queueing(&loads[l.0], l, s.lane as usize, tx);
                 need_period = need_period.max(jup.saturating_add(drains[l.0]));
+                let tx_min = if link.min_includes_tx { tx } else { 0 };
                 stack.push((
                     link.to,
-                    mn + tx + link.min_latency_ns,
+                    mn + tx_min + link.min_latency_ns,
                     mx + tx + link.min_latency_ns + link.max_jitter_ns + q,
                     jup + link.max_jitter_ns + q,
                 ));

@@ -19,7 +19,13 @@
 //! best_effort_queue_pkts = 1000 # optional, kept for information
 //! min_latency_ns = 2339         # λmin of the hop (optional, default 0)
 //! max_jitter_ns = 8581          # δmax of the hop (optional, default 0)
+//! min_includes_tx = true        # optional, default true; see below
 //! ```
+//!
+//! `min_includes_tx = false` marks a link emulated by a token-bucket shaper
+//! (the testbed's HTB ports): a packet that finds tokens leaves at once, so
+//! its transmission time is not part of the hop's minimum latency. It still
+//! counts in the maximum (a packet behind others waits for their tokens).
 //!
 //! Other keys (`prefix`, `express_dscp`, `netns`, `addr`, `device`,
 //! `measured`, …) are accepted and ignored.
@@ -89,6 +95,9 @@ pub struct Link {
     pub min_latency_ns: u64,
     /// `δmax(u, v)`: maximum jitter on top of `λmin`, ns.
     pub max_jitter_ns: u64,
+    /// Whether a packet's transmission time adds to the hop's minimum
+    /// (false for token-bucket–emulated links, see the module docs).
+    pub min_includes_tx: bool,
 }
 
 /// A link given by node names, the input of [`Topology::new`].
@@ -108,6 +117,8 @@ pub struct LinkSpec {
     pub min_latency_ns: u64,
     /// δmax, ns.
     pub max_jitter_ns: u64,
+    /// Whether transmission time adds to the minimum (see [`Link`]).
+    pub min_includes_tx: bool,
 }
 
 /// Why a topology was refused.
@@ -233,6 +244,7 @@ struct RawLink {
     best_effort_queue_pkts: Option<i64>,
     min_latency_ns: Option<i64>,
     max_jitter_ns: Option<i64>,
+    min_includes_tx: Option<bool>,
 }
 
 fn link_entry(i: usize, from: &str, to: &str) -> String {
@@ -323,6 +335,7 @@ impl Topology {
                     l.min_latency_ns.unwrap_or(0),
                 )?,
                 max_jitter_ns: non_negative(&entry, "max_jitter_ns", l.max_jitter_ns.unwrap_or(0))?,
+                min_includes_tx: l.min_includes_tx.unwrap_or(true),
                 from,
                 to,
             });
@@ -386,6 +399,7 @@ impl Topology {
                 best_effort_queue_pkts: l.best_effort_queue_pkts,
                 min_latency_ns: l.min_latency_ns,
                 max_jitter_ns: l.max_jitter_ns,
+                min_includes_tx: l.min_includes_tx,
             });
         }
         let t = Topology {

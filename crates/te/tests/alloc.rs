@@ -9,7 +9,7 @@ mod common;
 
 use common::{star, two_switch};
 use xlane_te::alloc::{Allocator, ChangeError, Refusal, Request, TeConfig, TunnelId};
-use xlane_te::topology::Topology;
+use xlane_te::topology::{LinkSpec, NodeKind, Topology};
 
 fn req(from: &str, to: &[&str], load: u32, period: u64, lane: u8) -> Request {
     Request {
@@ -417,4 +417,34 @@ fn works_on_real_testbed_fixture() {
     let g = a.request(&req("h0", &["h1"], 1000, MS, 0)).expect("grant");
     assert_eq!(g.resources.min_latency_ns, 20678);
     assert_eq!(g.resources.max_jitter_ns, 41162);
+}
+
+/// On token-bucket–emulated links (`min_includes_tx = false`) the minimum
+/// drops the transmission times while the maximum keeps them.
+#[test]
+fn token_bucket_links_leave_tx_out_of_the_minimum() {
+    let star2 = |min_includes_tx: bool| {
+        let mut nodes = vec![common::node("sw", NodeKind::Switch)];
+        let mut links = Vec::new();
+        for h in ["h0", "h1"] {
+            nodes.push(common::node(h, NodeKind::Host));
+            for (a, b) in [(h, "sw"), ("sw", h)] {
+                links.push(LinkSpec {
+                    min_includes_tx,
+                    ..common::spec(a, b, 8)
+                });
+            }
+        }
+        Topology::new(nodes, links).expect("star")
+    };
+    // 1000 B at 1 Gbit/s: 8 µs per hop, 2 hops; λmin 1 µs per hop.
+    let (mut w, mut e) = (alloc(star2(true)), alloc(star2(false)));
+    let r = req("h0", &["h1"], 1000, 10 * MS, 0);
+    let (gw, ge) = (w.request(&r).unwrap(), e.request(&r).unwrap());
+    assert_eq!(gw.resources.min_latency_ns, 2 * (8_000 + 1_000));
+    assert_eq!(ge.resources.min_latency_ns, 2 * 1_000);
+    assert_eq!(
+        gw.resources.min_latency_ns + gw.resources.max_jitter_ns,
+        ge.resources.min_latency_ns + ge.resources.max_jitter_ns
+    );
 }

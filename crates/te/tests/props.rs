@@ -58,6 +58,7 @@ fn topo() -> impl Strategy<Value = (Vec<Node>, Vec<LinkSpec>)> {
                     best_effort_queue_pkts: 100,
                     min_latency_ns: lat,
                     max_jitter_ns: jit,
+                    min_includes_tx: true,
                 }
             };
             for s in 0..switches {
@@ -160,6 +161,7 @@ proptest! {
                 best_effort_queue_pkts: 4,
                 min_latency_ns: 10,
                 max_jitter_ns: 10,
+                min_includes_tx: true,
             })
             .collect();
         if let Ok(topo) = Topology::new(nodes, links) {

@@ -14,6 +14,8 @@
 //! shaped by HTB to a link rate with strict-priority express classes above
 //! best effort, classified by DSCP (see [`shaping`]). So an express packet
 //! overtakes bulk traffic the way it does in a datacenter switch.
+//! Individual tunnels can be policed to their allocation, metered and
+//! demoted to best effort (see [`policing`]).
 //!
 //! ```no_run
 //! use xlane_testbed::{Testbed, TestbedConfig, CrossTraffic, enter_netns};
@@ -39,6 +41,7 @@ pub mod config;
 pub mod error;
 pub mod exec;
 pub mod netns;
+pub mod policing;
 pub mod probe;
 pub mod shaping;
 pub mod state;
@@ -53,6 +56,9 @@ pub use config::{
 pub use error::TestbedError;
 pub use exec::CommandError;
 pub use netns::{enter_netns, in_netns, NetnsGuard};
+pub use policing::{
+    Counts, InstalledTunnel, Place, PolicyError, TunnelMeter, TunnelPolicy, TunnelSlot,
+};
 pub use probe::{ClassSamples, PathMeasurement, ProbeResult, ProbeSpec};
 pub use shaping::{ClassStats, QdiscStats};
 pub use state::{GeneratorRecord, HostInfo, StateFile};

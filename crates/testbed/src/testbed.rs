@@ -59,6 +59,8 @@ pub struct Testbed {
     measurement: Mutex<Option<LinkMeasurement>>,
     registry: GenRegistry,
     standalone_generators: bool,
+    /// Per-tunnel policies installed by this value (see [`crate::policing`]).
+    pub(crate) tunnels: Mutex<crate::policing::TunnelRegistry>,
 }
 
 impl std::fmt::Debug for Testbed {
@@ -173,6 +175,7 @@ impl Testbed {
             measurement: Mutex::new(None),
             registry: GenRegistry::default(),
             standalone_generators: false,
+            tunnels: Mutex::default(),
         };
         let st = tb.state_file(Some(pid), start_ticks);
         state::write_state_locked(&st)?;
@@ -344,6 +347,7 @@ impl Testbed {
             measurement: Mutex::new(st.measurement),
             registry: GenRegistry::default(),
             standalone_generators: false,
+            tunnels: Mutex::default(),
         })
     }
 
@@ -497,6 +501,7 @@ impl Testbed {
                 min_latency_ns: meas.map(|x| x.0).unwrap_or(0),
                 max_jitter_ns: meas.map(|x| x.1).unwrap_or(0),
                 measured: meas.is_some(),
+                min_includes_tx: false,
             };
             link.push(mk(
                 &name,

@@ -24,6 +24,7 @@
 //! min_latency_ns = 9000        # measured, see below; 0 if not measured
 //! max_jitter_ns = 4000
 //! measured = true
+//! min_includes_tx = false      # token-bucket ports: no serialization delay when tokens are left
 //! ```
 //!
 //! # How latencies are measured
@@ -91,6 +92,16 @@ pub struct Link {
     pub max_jitter_ns: u64,
     /// Whether the two numbers above were measured.
     pub measured: bool,
+    /// Whether a packet's transmission time adds to the hop's minimum
+    /// latency: false here, since the ports are HTB token buckets that
+    /// release a packet at once when tokens are left (the controller keeps
+    /// the transmission time in the maximum).
+    #[serde(default = "yes")]
+    pub min_includes_tx: bool,
+}
+
+fn yes() -> bool {
+    true
 }
 
 /// The whole topology.
@@ -233,6 +244,7 @@ mod tests {
                 min_latency_ns: 9000,
                 max_jitter_ns: 4000,
                 measured: true,
+                min_includes_tx: false,
             }],
         }
     }

@@ -22,6 +22,51 @@ enum What {
     /// and combined interference; tables, plots, outlier attribution and
     /// the machine's floor. Needs root.
     Jitter(JitterArgs),
+    /// The controller's promise checked end to end: the controller daemon
+    /// allocates unicast and multicast tunnels on both express sub-lanes
+    /// and programs the emulated switch; the tunnels run under saturating
+    /// cross traffic and CPU load, beside a rogue sender that ignores its
+    /// period; every packet is checked against the range its tunnel was
+    /// announced, and packets outside are attributed to host gaps or not.
+    /// Needs root.
+    Bounds(BoundsArgs),
+}
+
+#[derive(clap::Args)]
+struct BoundsArgs {
+    /// Print the report as JSON instead of a table.
+    #[arg(long)]
+    json: bool,
+    /// Run at least this long, in seconds (lengthened to reach --packets).
+    #[arg(long, default_value_t = 30.0)]
+    seconds: f64,
+    /// Received packets to reach at least, all tunnels together.
+    #[arg(long, default_value_t = 1_000_000)]
+    packets: u64,
+    /// Period every tunnel requests, in microseconds.
+    #[arg(long, default_value_t = 500)]
+    period_us: u64,
+    /// Link rate of every emulated port.
+    #[arg(long, default_value = "100mbit")]
+    rate: String,
+    /// The rogue sends this many packets per granted period.
+    #[arg(long, default_value_t = 10)]
+    rogue_factor: u32,
+    /// Leave the rogue tunnel out.
+    #[arg(long)]
+    no_rogue: bool,
+    /// Run without cross traffic.
+    #[arg(long)]
+    no_cross_traffic: bool,
+    /// Run without CPU load on the regular cores.
+    #[arg(long)]
+    no_cpu_load: bool,
+    /// Idle probes per path when measuring the links for the topology.
+    #[arg(long, default_value_t = 2000)]
+    probes: usize,
+    /// The lane core (default: the last CPU).
+    #[arg(long)]
+    lane_core: Option<usize>,
 }
 
 #[derive(clap::Args)]
@@ -119,7 +164,40 @@ pub fn run(args: Args) -> super::CmdResult {
     match args.what {
         What::Lane(a) => lane(a),
         What::Jitter(a) => jitter(a),
+        What::Bounds(a) => bounds(a),
     }
+}
+
+fn bounds(a: BoundsArgs) -> super::CmdResult {
+    use xlane_bench::bounds::{self, BoundsConfig};
+    if !(a.seconds > 0.0 && a.seconds <= 3600.0) {
+        return Err("--seconds must be in (0, 3600]".into());
+    }
+    if a.period_us < 50 {
+        return Err("--period-us must be at least 50".into());
+    }
+    let mut cfg = BoundsConfig {
+        link_rate_bps: xlane_testbed::parse_rate(&a.rate)?,
+        period_ns: a.period_us.saturating_mul(1000),
+        duration_ns: (a.seconds * 1e9) as u64,
+        min_packets: a.packets,
+        rogue: !a.no_rogue,
+        rogue_factor: a.rogue_factor,
+        cross_traffic: !a.no_cross_traffic,
+        cpu_load: !a.no_cpu_load,
+        probes: a.probes.max(1),
+        ..BoundsConfig::default()
+    };
+    if let Some(c) = a.lane_core {
+        cfg.lane_core = c;
+    }
+    let report = bounds::run(&cfg, &mut |line| eprintln!("[xlane] {line}"))?;
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print!("{}", report.render());
+    }
+    Ok(())
 }
 
 fn jitter(a: JitterArgs) -> super::CmdResult {

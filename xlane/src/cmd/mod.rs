@@ -1,7 +1,9 @@
 //! One module per subcommand; each has an `Args` (clap) and a `run`.
 
 pub mod bench;
+pub mod ctl;
 pub mod doctor;
+pub mod fd;
 pub mod lancet;
 pub mod testbed;
 

@@ -13,6 +13,7 @@ pub fn spec(from: &str, to: &str, q: u32) -> LinkSpec {
         best_effort_queue_pkts: 1000,
         min_latency_ns: 1000,
         max_jitter_ns: 500,
+        min_includes_tx: true,
     }
 }
 

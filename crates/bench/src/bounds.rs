@@ -1,0 +1,731 @@
+//! `xlane bench bounds`: the controller's promise checked end to end.
+//!
+//! The run brings up the emulated datacenter, measures its links, exports
+//! the topology and starts the controller daemon on loopback with a key
+//! per host; the switch and the host NICs are programmed by the controller
+//! through [`crate::fabric::TestbedFabric`]. Every host then asks the
+//! controller for its tunnels over the daemon's authenticated protocol
+//! (unicast and multicast, on both express sub-lanes, plus one tunnel whose
+//! sender will ignore its period), and the tunnels run at their granted
+//! periods under saturating cross traffic and CPU load while the floor
+//! probes record every host gap.
+//!
+//! The rogue sender sends `rogue_factor` times per granted period. The
+//! per-tunnel classes hold its excess in its own queue; the controller
+//! reads the meters, finds the tunnel over its allocation, demotes it to
+//! best effort (`bandwidthChanged(BW_EXCEEDED)`, UNBOUNDED) and tells the
+//! tunnels that shared its queues that their jitter shrank (`TE`).
+//!
+//! Latency is one-way, from the sender's stamp right before `sendto` to the
+//! receiving host's kernel stamp — the same two points the testbed's link
+//! measurement uses, so the announced ranges and the observations speak of
+//! the same path. Each packet is checked against the range that held when
+//! it was sent ([`crate::bounds_check`]); a packet outside is explained by
+//! host gaps when the machine took at least its excess during its flight,
+//! counting every gap the floor probes saw from up to one probe interval
+//! (100 µs) before it was seen: a stall shows only at the probe's next
+//! wake-up.
+
+use crate::attribution::GapIndex;
+use crate::bounds_check::{check, Arrival, RangeCheck, RangeTimeline};
+use crate::fabric::{group_of, TestbedFabric};
+use crate::flows::{run_flows, FlowPlan, FlowResult, Variant};
+use crate::interference::{
+    bring_up, switch_drops, BenchError, Cores, Floor, FloorSet, Interference, FLOOR_INTERVAL_NS,
+};
+use crate::table::{fmt_ns, Table};
+use serde::Serialize;
+use std::net::SocketAddrV4;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use xlane_ctl::auth::Keys;
+use xlane_ctl::client::Client;
+use xlane_ctl::core::Policy;
+use xlane_ctl::proto::{Reason, Upcall};
+use xlane_ctl::server::{Server, ServerConfig};
+use xlane_host::runtime::{lock_memory, WaitMode};
+use xlane_host::socket::realtime_ns;
+use xlane_host::tuning::{HostTuning, TuningPlan};
+
+/// Bytes an HTB queue counts for one lane packet: the 32-byte header, one
+/// 26-byte chunk, UDP, IPv4 and Ethernet headers.
+pub const LANE_PACKET_BYTES: u32 = 32 + 26 + 8 + 20 + 14;
+
+/// One tunnel of the run.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct TunnelSpec {
+    /// Name in reports.
+    pub name: String,
+    /// Sending host index.
+    pub sender: usize,
+    /// Receiving host indices.
+    pub receivers: Vec<usize>,
+    /// Express sub-lane (0 = highest priority).
+    pub sublane: u8,
+    /// Requested period, ns.
+    pub period_ns: u64,
+    /// Whether its sender ignores the period.
+    pub rogue: bool,
+}
+
+/// The default tunnel set for `hosts` (≥ 4) hosts with requested period
+/// `period_ns`: four unicast tunnels around a ring and a multicast tree on
+/// sub-lane 0, a unicast and two multicast trees on sub-lane 1, and one
+/// rogue unicast tunnel on sub-lane 0 if `rogue`.
+pub fn default_tunnels(hosts: usize, period_ns: u64, rogue: bool) -> Vec<TunnelSpec> {
+    let t = |name: &str, sender: usize, receivers: &[usize], sublane: u8, rogue: bool| TunnelSpec {
+        name: name.into(),
+        sender,
+        receivers: receivers.to_vec(),
+        sublane,
+        period_ns,
+        rogue,
+    };
+    let n = hosts;
+    let mut v = Vec::new();
+    for i in 0..4.min(n) {
+        v.push(t(&format!("u{i}"), i, &[(i + 1) % n], 0, false));
+    }
+    v.push(t("m0", 0, &[1, 2, 3], 0, false));
+    v.push(t("u4", 2 % n, &[0], 1, false));
+    v.push(t("m1", 1 % n, &[0, 2 % n], 1, false));
+    v.push(t("m2", 3 % n, &[1 % n, 2 % n], 1, false));
+    if rogue {
+        v.push(t("rogue", 2 % n, &[1 % n], 0, true));
+    }
+    v
+}
+
+/// What to run.
+#[derive(Clone, Debug)]
+pub struct BoundsConfig {
+    /// Emulated hosts (at least 4).
+    pub hosts: usize,
+    /// Link rate of every port, bits/s.
+    pub link_rate_bps: u64,
+    /// Best-effort queue length per port, packets.
+    pub best_effort_queue_pkts: u32,
+    /// Requested period of every tunnel, ns.
+    pub period_ns: u64,
+    /// How long the tunnels run, ns (raised to reach `min_packets`).
+    pub duration_ns: u64,
+    /// Received packets the run must reach at least (the duration is
+    /// lengthened to expect that many).
+    pub min_packets: u64,
+    /// Include the rogue tunnel.
+    pub rogue: bool,
+    /// The rogue sends this many packets per granted period.
+    pub rogue_factor: u32,
+    /// Saturating best-effort cross traffic.
+    pub cross_traffic: bool,
+    /// CPU load on every core but the lane core.
+    pub cpu_load: bool,
+    /// Idle probes per measured path for the topology.
+    pub probes: usize,
+    /// The lane core.
+    pub lane_core: usize,
+    /// How lane threads wait.
+    pub mode: WaitMode,
+}
+
+impl Default for BoundsConfig {
+    fn default() -> Self {
+        BoundsConfig {
+            hosts: 4,
+            link_rate_bps: 100_000_000,
+            best_effort_queue_pkts: 1000,
+            period_ns: 500_000,
+            duration_ns: 30_000_000_000,
+            min_packets: 1_000_000,
+            rogue: true,
+            rogue_factor: 10,
+            cross_traffic: true,
+            cpu_load: true,
+            probes: 2000,
+            lane_core: Cores::online() - 1,
+            mode: WaitMode::Interrupt,
+        }
+    }
+}
+
+/// One tunnel's result.
+#[derive(Clone, Debug, Serialize)]
+pub struct TunnelReport {
+    /// Controller's tunnel id (also the wire tunnel id).
+    pub id: u64,
+    /// Name in reports.
+    pub name: String,
+    /// `unicast` or `multicast`.
+    pub kind: &'static str,
+    /// Sending host.
+    pub sender: String,
+    /// Receiving hosts.
+    pub receivers: Vec<String>,
+    /// Express sub-lane.
+    pub sublane: u8,
+    /// Granted period, ns.
+    pub period_ns: u64,
+    /// Whether the period was raised over the request.
+    pub period_raised: bool,
+    /// Smallest minimum latency announced during the run, ns.
+    pub announced_min_ns: u64,
+    /// Largest maximum latency announced during the run, ns (each packet
+    /// is checked against the range that held when it was sent: see
+    /// `ranges`).
+    pub announced_max_ns: u64,
+    /// Every range announced during the run.
+    pub ranges: RangeTimeline,
+    /// Smallest latency among promised packets, ns.
+    pub observed_min_ns: u64,
+    /// Largest latency among promised packets, ns.
+    pub observed_max_ns: u64,
+    /// Packets received (all receivers).
+    pub packets: u64,
+    /// Packets sent while a promise held.
+    pub promised: u64,
+    /// Frames the sender emitted.
+    pub sent: u64,
+    /// Copies expected but not received.
+    pub lost: u64,
+    /// Promised packets outside their range.
+    pub outside: u64,
+    /// Of those, explained by host gaps during their flight.
+    pub outside_explained_by_host_gaps: u64,
+    /// Of `outside`, below the minimum.
+    pub below_min: u64,
+    /// The unexplained packets furthest outside their range.
+    pub worst_unexplained: Vec<crate::bounds_check::Unexplained>,
+    /// The sender ignored its period.
+    pub rogue: bool,
+    /// The tunnel kept to its allocation (never demoted): only such tunnels
+    /// carry the promise, and only they count in the report's totals.
+    pub kept_allocation: bool,
+    /// When the controller demoted it (ns after the first slot), if it did.
+    pub demoted_after_ns: Option<u64>,
+    /// When the controller terminated it (ns after the first slot), if it did.
+    pub terminated_after_ns: Option<u64>,
+    /// Upcalls its owner received, in order (`reason` names).
+    pub upcalls: Vec<String>,
+}
+
+/// The whole run.
+#[derive(Clone, Debug, Serialize)]
+pub struct BoundsReport {
+    /// Every tunnel.
+    pub tunnels: Vec<TunnelReport>,
+    /// Packets received, all tunnels that kept to their allocation.
+    pub packets: u64,
+    /// Promised packets outside their range, same tunnels.
+    pub outside: u64,
+    /// Of those, explained by host gaps.
+    pub outside_explained_by_host_gaps: u64,
+    /// Of those, not explained: the promise broken.
+    pub outside_unexplained: u64,
+    /// `outside_explained_by_host_gaps / packets`.
+    pub host_gap_fraction: f64,
+    /// The machine's floor during the run.
+    pub floor: Floor,
+    /// Cross-traffic rates, bits/s.
+    pub cross_traffic_bps: Vec<u64>,
+    /// Best-effort drops at the switch.
+    pub switch_best_effort_drops: u64,
+    /// Run parameters.
+    pub link_rate_bps: u64,
+    /// How long the tunnels ran, ns.
+    pub duration_ns: u64,
+}
+
+struct Granted {
+    spec: TunnelSpec,
+    id: u64,
+    period_ns: u64,
+    period_raised: bool,
+    ranges: RangeTimeline,
+    demoted_at: Option<u64>,
+    terminated_at: Option<u64>,
+    upcalls: Vec<String>,
+}
+
+fn host_name(i: usize) -> String {
+    format!("h{i}")
+}
+
+/// Run the check. `progress` gets one line per step.
+pub fn run(cfg: &BoundsConfig, progress: &mut dyn FnMut(&str)) -> Result<BoundsReport, BenchError> {
+    if cfg.hosts < 4 {
+        return Err(BenchError::Config("need at least 4 hosts".into()));
+    }
+    if cfg.period_ns < 50_000 || cfg.rogue_factor < 2 {
+        return Err(BenchError::Config(
+            "period below 50 µs, or a rogue factor below 2".into(),
+        ));
+    }
+    let specs = default_tunnels(cfg.hosts, cfg.period_ns, cfg.rogue);
+    let cores = Cores::new(Cores::online(), cfg.lane_core).map_err(BenchError::Config)?;
+    let tb = bring_up(
+        cfg.hosts,
+        cfg.link_rate_bps,
+        cfg.best_effort_queue_pkts,
+        progress,
+    )?;
+    progress(&format!(
+        "measuring the links ({} idle probes per path)",
+        cfg.probes
+    ));
+    tb.measure(cfg.probes)?;
+    let topo_text = tb
+        .export_topology()
+        .to_toml()
+        .map_err(|e| BenchError::Config(format!("topology export: {e}")))?;
+    let topo = xlane_te::Topology::from_toml(&topo_text)
+        .map_err(|e| BenchError::Config(format!("exported topology refused: {e}")))?;
+
+    // The controller daemon, on loopback, programming this testbed.
+    let state_dir = std::env::temp_dir().join(format!("xlane-bounds-{}", tb.prefix()));
+    let _ = std::fs::remove_dir_all(&state_dir);
+    let names: Vec<String> = (0..cfg.hosts).map(host_name).collect();
+    let keys = Keys::generate(&names).map_err(|e| BenchError::Config(format!("keys: {e}")))?;
+    let fabric = TestbedFabric::attach(tb.prefix(), cfg.hosts)?;
+    let mut sc = ServerConfig::new(
+        std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
+        state_dir.clone(),
+    );
+    // Meters are read with `tc` on a loaded two-CPU machine, so an
+    // interval's edges move by tens of ms: long intervals and a 30 %
+    // tolerance keep a punctual tunnel from looking over its rate (any drop
+    // at its rate limiter still counts as exceeding at once). A tunnel
+    // counts as unused only after 2 s, so the few hundred ms between its
+    // grant and its first slot do not count.
+    sc.tick_interval = Duration::from_millis(250);
+    sc.policy = Policy {
+        exceed_tolerance_permille: 300,
+        unused_intervals: (2_000_000_000 / sc.tick_interval.as_nanos().max(1)).max(1) as u32,
+        ..Policy::default()
+    };
+    let server = Server::start(sc, topo, keys.clone(), Box::new(fabric))
+        .map_err(|e| BenchError::Config(format!("controller: {e}")))?;
+    let addr = server.local_addr();
+    progress(&format!("controller listening on {addr}"));
+
+    // Interference first: a tunnel is asked for right before it runs (an
+    // idle tunnel is one the controller takes bandwidth back from).
+    let tuning = HostTuning::apply(&TuningPlan::all(cfg.lane_core))?;
+    let _ = lock_memory();
+    let drops_before = switch_drops(&tb);
+    let interference = Interference::start(&tb, &cores, cfg.cross_traffic, cfg.cpu_load)?;
+    let floor_probes = FloorSet::start(&cores)?;
+
+    // Every sender asks for its tunnels.
+    let mut clients: Vec<Client> = Vec::new();
+    for name in &names {
+        let key = keys.get(name).expect("generated");
+        let mut c = Client::connect(addr, name, key)
+            .map_err(|e| BenchError::Config(format!("{name} cannot reach the controller: {e}")))?;
+        c.subscribe()
+            .map_err(|e| BenchError::Config(format!("{name}: subscribe: {e}")))?;
+        clients.push(c);
+    }
+    let mut granted = Vec::new();
+    for s in &specs {
+        let t = realtime_ns();
+        let receivers: Vec<String> = s.receivers.iter().map(|&r| host_name(r)).collect();
+        let g = clients[s.sender]
+            .request(&receivers, LANE_PACKET_BYTES, s.period_ns, s.sublane)
+            .map_err(|e| BenchError::Config(format!("tunnel {} refused: {e}", s.name)))?;
+        let r = g.resources;
+        progress(&format!(
+            "{}: {} granted, period {}, range [{}, {}]",
+            s.name,
+            g.tunnel,
+            fmt_ns(r.period_ns),
+            fmt_ns(r.min_latency_ns),
+            fmt_ns(r.min_latency_ns + r.max_jitter_ns)
+        ));
+        granted.push(Granted {
+            spec: s.clone(),
+            id: g.tunnel.0,
+            period_ns: r.period_ns,
+            period_raised: g.period_raised,
+            ranges: RangeTimeline::granted(t, r.min_latency_ns, r.min_latency_ns + r.max_jitter_ns),
+            demoted_at: None,
+            terminated_at: None,
+            upcalls: Vec::new(),
+        });
+    }
+    // Range changes from the TE upcalls of later requests.
+    let upcalls: Arc<Mutex<Vec<(u64, usize, Upcall)>>> = Arc::default();
+    drain_upcalls(&mut clients, &upcalls);
+    apply_upcalls(
+        &mut granted,
+        &upcalls
+            .lock()
+            .expect("upcalls")
+            .drain(..)
+            .collect::<Vec<_>>(),
+    );
+
+    // Duration: long enough for min_packets copies.
+    let copies_per_s: f64 = granted
+        .iter()
+        .filter(|g| !g.spec.rogue)
+        .map(|g| g.spec.receivers.len() as f64 * 1e9 / g.period_ns as f64)
+        .sum();
+    let needed_ns = (cfg.min_packets as f64 / copies_per_s.max(1.0) * 1e9 * 1.02) as u64;
+    let duration_ns = cfg.duration_ns.max(needed_ns);
+    let start_ns = realtime_ns() + 300_000_000;
+    let until_ns = start_ns + duration_ns;
+    progress(&format!(
+        "running {} tunnels for {:.1} s (≥ {} packets) under {}{}",
+        granted.len(),
+        duration_ns as f64 / 1e9,
+        cfg.min_packets,
+        if cfg.cross_traffic {
+            "cross traffic"
+        } else {
+            "no cross traffic"
+        },
+        if cfg.cpu_load { " and CPU load" } else { "" }
+    ));
+    let plans: Vec<FlowPlan> = granted
+        .iter()
+        .enumerate()
+        .map(|(i, g)| {
+            let s = &g.spec;
+            let group = if s.receivers.len() == 1 {
+                SocketAddrV4::new(tb.hosts()[s.receivers[0]].addr, 7400 + i as u16)
+            } else {
+                SocketAddrV4::new(group_of(g.id), 7400 + i as u16)
+            };
+            let period = if s.rogue {
+                g.period_ns / cfg.rogue_factor as u64
+            } else {
+                g.period_ns
+            };
+            FlowPlan {
+                // The rogue is an ordinary thread on a regular core that
+                // marks its packets express: as a real-time thread on the
+                // lane core it would starve the other emulated hosts' lane
+                // threads there, which is not what a rogue host does to
+                // other hosts.
+                variant: if s.rogue {
+                    Variant::Plain
+                } else {
+                    Variant::Xlane
+                },
+                name: s.name.clone(),
+                tunnel: g.id as u32,
+                group,
+                dscp: Some(sublane_dscp(&tb, s.sublane)),
+                period_ns: period,
+                message_len: 16,
+                lane_core: cfg.lane_core,
+                regular_core: cores.regular.first().copied(),
+                lane_mode: cfg.mode,
+                sender: tb.hosts()[s.sender].clone(),
+                receivers: s.receivers.iter().map(|&r| tb.hosts()[r].clone()).collect(),
+                // Spread the tunnels' slots over the period.
+                first_slot_ns: start_ns + (i as u64 * g.period_ns) / granted.len() as u64,
+                until_ns,
+                grace_ns: 300_000_000,
+                qjump: None,
+            }
+        })
+        .collect();
+
+    // Upcalls while the tunnels run.
+    let stop_watch = AtomicBool::new(false);
+    let stop = AtomicBool::new(false);
+    let result = std::thread::scope(|s| {
+        let watcher = s.spawn(|| {
+            while !stop_watch.load(Ordering::Relaxed) {
+                drain_upcalls(&mut clients, &upcalls);
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            drain_upcalls(&mut clients, &upcalls);
+        });
+        let r = run_flows(&plans, &stop);
+        stop_watch.store(true, Ordering::Relaxed);
+        let _ = watcher.join();
+        r
+    });
+
+    let (floor, floor_reports) = floor_probes.stop();
+    let cross_bps = interference.stop();
+    let drops = switch_drops(&tb).saturating_sub(drops_before);
+    tuning.restore();
+    server.stop();
+    let _ = std::fs::remove_dir_all(&state_dir);
+    progress(&format!("tearing down testbed {}", tb.prefix()));
+    drop(tb);
+    let flows = result?;
+    apply_upcalls(
+        &mut granted,
+        &upcalls
+            .lock()
+            .expect("upcalls")
+            .drain(..)
+            .collect::<Vec<_>>(),
+    );
+
+    let gaps = GapIndex::with_lead(
+        floor_reports.iter().flat_map(|r| r.gaps.iter()),
+        FLOOR_INTERVAL_NS,
+    );
+    let tunnels: Vec<TunnelReport> = granted
+        .iter()
+        .zip(&flows)
+        .map(|(g, f)| tunnel_report(g, f, &gaps, start_ns))
+        .collect();
+    let kept = || tunnels.iter().filter(|t| t.kept_allocation);
+    let packets = kept().map(|t| t.packets).sum::<u64>();
+    let outside = kept().map(|t| t.outside).sum::<u64>();
+    let explained = kept()
+        .map(|t| t.outside_explained_by_host_gaps)
+        .sum::<u64>();
+    Ok(BoundsReport {
+        tunnels,
+        packets,
+        outside,
+        outside_explained_by_host_gaps: explained,
+        outside_unexplained: outside - explained,
+        host_gap_fraction: explained as f64 / packets.max(1) as f64,
+        floor,
+        cross_traffic_bps: cross_bps,
+        switch_best_effort_drops: drops,
+        link_rate_bps: cfg.link_rate_bps,
+        duration_ns,
+    })
+}
+
+fn sublane_dscp(tb: &xlane_testbed::Testbed, sublane: u8) -> u8 {
+    let c = tb.config();
+    match sublane {
+        0 => c.express_dscp,
+        _ => c.express2_dscp.unwrap_or(c.express_dscp),
+    }
+}
+
+fn drain_upcalls(clients: &mut [Client], out: &Mutex<Vec<(u64, usize, Upcall)>>) {
+    for (i, c) in clients.iter_mut().enumerate() {
+        while let Ok(Some(u)) = c.next_upcall(Duration::from_millis(1)) {
+            if let Ok(mut v) = out.lock() {
+                v.push((realtime_ns(), i, u));
+            }
+        }
+    }
+}
+
+fn apply_upcalls(granted: &mut [Granted], ups: &[(u64, usize, Upcall)]) {
+    for (t, _, u) in ups {
+        match u {
+            Upcall::BandwidthChanged {
+                tunnel,
+                new,
+                reason,
+                grace_ns,
+                ..
+            } => {
+                let Some(g) = granted.iter_mut().find(|g| g.id == tunnel.0) else {
+                    continue;
+                };
+                g.upcalls.push(reason_name(*reason).to_string());
+                match reason {
+                    Reason::BwExceeded => {
+                        g.demoted_at.get_or_insert(*t);
+                        g.ranges.end(*t);
+                    }
+                    _ => g.ranges.change(
+                        *t,
+                        *grace_ns,
+                        new.min_latency_ns,
+                        new.min_latency_ns + new.max_jitter_ns,
+                    ),
+                }
+            }
+            Upcall::BandwidthTerminated { tunnel, .. } => {
+                if let Some(g) = granted.iter_mut().find(|g| g.id == tunnel.0) {
+                    g.upcalls.push("terminated".into());
+                    g.terminated_at.get_or_insert(*t);
+                    g.ranges.end(*t);
+                }
+            }
+        }
+    }
+}
+
+fn reason_name(r: Reason) -> &'static str {
+    match r {
+        Reason::Te => "TE",
+        Reason::BwExceeded => "BW_EXCEEDED",
+        Reason::BwUnused => "BW_UNUSED",
+    }
+}
+
+fn tunnel_report(g: &Granted, f: &FlowResult, gaps: &GapIndex, start_ns: u64) -> TunnelReport {
+    let arrivals: Vec<Arrival> = f
+        .samples
+        .iter()
+        .map(|s| Arrival {
+            send_ns: s.sample.send_ns,
+            rx_ns: s.sample.kernel_rx_ns,
+        })
+        .collect();
+    let c: RangeCheck = check(&arrivals, &g.ranges, gaps);
+    TunnelReport {
+        id: g.id,
+        name: g.spec.name.clone(),
+        kind: if g.spec.receivers.len() == 1 {
+            "unicast"
+        } else {
+            "multicast"
+        },
+        sender: host_name(g.spec.sender),
+        receivers: g.spec.receivers.iter().map(|&r| host_name(r)).collect(),
+        sublane: g.spec.sublane,
+        period_ns: g.period_ns,
+        period_raised: g.period_raised,
+        announced_min_ns: g
+            .ranges
+            .epochs()
+            .iter()
+            .map(|e| e.min_ns)
+            .min()
+            .unwrap_or(0),
+        announced_max_ns: g
+            .ranges
+            .epochs()
+            .iter()
+            .map(|e| e.max_ns)
+            .max()
+            .unwrap_or(0),
+        ranges: g.ranges.clone(),
+        observed_min_ns: c.observed_min_ns,
+        observed_max_ns: c.observed_max_ns,
+        packets: c.packets,
+        promised: c.promised,
+        sent: f.sent.frames,
+        lost: f.lost(),
+        outside: c.outside,
+        outside_explained_by_host_gaps: c.outside_explained_by_host_gaps,
+        below_min: c.below_min,
+        worst_unexplained: c.worst_unexplained.clone(),
+        rogue: g.spec.rogue,
+        kept_allocation: g.demoted_at.is_none(),
+        demoted_after_ns: g.demoted_at.map(|t| t.saturating_sub(start_ns)),
+        terminated_after_ns: g.terminated_at.map(|t| t.saturating_sub(start_ns)),
+        upcalls: g.upcalls.clone(),
+    }
+}
+
+impl BoundsReport {
+    /// The table a person reads.
+    pub fn render(&self) -> String {
+        let mut t = Table::new(&[
+            "tunnel",
+            "kind",
+            "lane",
+            "π",
+            "announced",
+            "observed",
+            "packets",
+            "lost",
+            "outside",
+            "by gaps",
+            "notes",
+        ]);
+        for x in &self.tunnels {
+            let mut notes = Vec::new();
+            if x.rogue {
+                notes.push("rogue".to_string());
+            }
+            if let Some(d) = x.demoted_after_ns {
+                notes.push(format!("demoted after {}", fmt_ns(d)));
+            }
+            if let Some(d) = x.terminated_after_ns {
+                notes.push(format!("terminated after {}", fmt_ns(d)));
+            }
+            if !x.upcalls.is_empty() {
+                notes.push(format!("upcalls {}", x.upcalls.join(",")));
+            }
+            if x.ranges.epochs().len() > 1 && !x.rogue {
+                let last = x.ranges.epochs()[x.ranges.epochs().len() - 1];
+                notes.push(format!(
+                    "range now [{}, {}]",
+                    fmt_ns(last.min_ns),
+                    fmt_ns(last.max_ns)
+                ));
+            }
+            t.row(vec![
+                format!(
+                    "{} #{} {}→{}",
+                    x.name,
+                    x.id,
+                    x.sender,
+                    x.receivers.join(",")
+                ),
+                x.kind.into(),
+                x.sublane.to_string(),
+                fmt_ns(x.period_ns),
+                format!(
+                    "[{}, {}]",
+                    fmt_ns(x.announced_min_ns),
+                    fmt_ns(x.announced_max_ns)
+                ),
+                format!(
+                    "[{}, {}]",
+                    fmt_ns(x.observed_min_ns),
+                    fmt_ns(x.observed_max_ns)
+                ),
+                x.packets.to_string(),
+                x.lost.to_string(),
+                x.outside.to_string(),
+                x.outside_explained_by_host_gaps.to_string(),
+                notes.join("; "),
+            ]);
+        }
+        let mut out = t.render();
+        out.push_str(&format!(
+            "\nTunnels that kept to their allocation: {} packets in {:.1} s; {} outside their range: {} explained by host gaps ({:.5}% of all packets), {} unexplained\n",
+            self.packets,
+            self.duration_ns as f64 / 1e9,
+            self.outside,
+            self.outside_explained_by_host_gaps,
+            100.0 * self.host_gap_fraction,
+            self.outside_unexplained
+        ));
+        out.push_str(&self.floor.render(0));
+        let mbps: Vec<String> = self
+            .cross_traffic_bps
+            .iter()
+            .map(|b| format!("{:.0}", *b as f64 / 1e6))
+            .collect();
+        out.push_str(&format!(
+            "cross traffic: {} flows at [{}] Mbit/s, {} best-effort drops at the switch; link rate {} Mbit/s\n",
+            self.cross_traffic_bps.len(),
+            mbps.join(", "),
+            self.switch_best_effort_drops,
+            self.link_rate_bps / 1_000_000
+        ));
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_set_has_what_the_check_needs() {
+        let v = default_tunnels(4, 500_000, true);
+        let legit: Vec<_> = v.iter().filter(|t| !t.rogue).collect();
+        assert!(legit.len() >= 8, "at least 8 tunnels besides the rogue");
+        assert!(legit.iter().any(|t| t.receivers.len() == 1));
+        assert!(legit.iter().any(|t| t.receivers.len() > 1));
+        assert!(legit.iter().any(|t| t.sublane == 0) && legit.iter().any(|t| t.sublane == 1));
+        assert_eq!(v.iter().filter(|t| t.rogue).count(), 1);
+        for t in &v {
+            assert!(t.sender < 4 && t.receivers.iter().all(|&r| r < 4 && r != t.sender));
+        }
+    }
+}

@@ -1,0 +1,481 @@
+//! `xlane ctl`: the X-Lane controller (tunnel allocation, X-Lane §2.2/§3).
+//!
+//! * `xlane ctl serve` — the daemon: topology, host keys, a state directory
+//!   (journal + snapshot, recovered at start), listening on TCP until
+//!   SIGINT/SIGTERM.
+//! * `xlane ctl keygen` — a keys file with a fresh random key per host.
+//! * `xlane ctl request | change | release | list | watch` — a host's
+//!   client: authenticate as `--host` with its key from `--keys`, then ask.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+use xlane_ctl::auth::Keys;
+use xlane_ctl::client::{Client, Granted};
+use xlane_ctl::fabric::{Fabric, FabricError, FabricOp, NoFabric, SwitchMeter};
+use xlane_ctl::proto::{TunnelId, TunnelInfo, TunnelState, Upcall, UNBOUNDED_NS};
+use xlane_ctl::server::{Server, ServerConfig};
+use xlane_ctl::store::FsyncPolicy;
+use xlane_ctl::te::Topology;
+use xlane_host::tuning::install_termination_flag;
+
+/// Arguments of `xlane ctl`.
+#[derive(clap::Args)]
+pub struct Args {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(clap::Subcommand)]
+enum Cmd {
+    /// Run the controller daemon until SIGINT/SIGTERM.
+    Serve(ServeArgs),
+    /// Print a keys file (TOML) with a fresh random key for each host.
+    Keygen(KeygenArgs),
+    /// requestBandwidth: a tunnel from --host to --to.
+    Request(RequestArgs),
+    /// changeBandwidth: new load/period for a tunnel of --host (also
+    /// re-admits a demoted one).
+    Change(ChangeArgs),
+    /// releaseBandwidth: free a tunnel of --host.
+    Release(ReleaseArgs),
+    /// List all tunnels.
+    List(ListArgs),
+    /// Print the upcalls (bandwidthChanged, bandwidthTerminated) for --host's
+    /// tunnels as they come.
+    Watch(WatchArgs),
+}
+
+#[derive(clap::Args)]
+struct ServeArgs {
+    /// Topology TOML (the testbed's export; see xlane_te::topology).
+    #[arg(long)]
+    topology: PathBuf,
+    /// Host keys file (from `xlane ctl keygen`).
+    #[arg(long)]
+    keys: PathBuf,
+    /// State directory (journal, snapshot); created if missing.
+    #[arg(long)]
+    state: PathBuf,
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1:7070")]
+    listen: SocketAddr,
+    /// Sync the journal after every change (always) or leave it to the
+    /// kernel (never: a machine crash may lose the last changes).
+    #[arg(long, default_value = "always", value_parser = parse_fsync)]
+    fsync: FsyncPolicy,
+    /// Program this testbed (its prefix, from `xlane testbed up` or
+    /// `status`): per-tunnel rate limiters on the sending hosts' NICs and
+    /// the switch ports of each tree, multicast trees in the switch,
+    /// demotion to best effort, meters read back for the monitoring.
+    #[arg(long, conflicts_with = "log_fabric")]
+    testbed: Option<String>,
+    /// Program nothing, print every fabric operation to stderr instead.
+    #[arg(long)]
+    log_fabric: bool,
+}
+
+#[derive(clap::Args)]
+struct KeygenArgs {
+    /// Host names, comma-separated.
+    #[arg(long, value_delimiter = ',', required = true)]
+    hosts: Vec<String>,
+    /// Write to this new file (mode 0600) instead of stdout.
+    #[arg(long)]
+    out: Option<PathBuf>,
+}
+
+#[derive(clap::Args)]
+struct Conn {
+    /// The host to speak for (the tunnel's sender).
+    #[arg(long)]
+    host: String,
+    /// Keys file holding --host's key.
+    #[arg(long)]
+    keys: PathBuf,
+    /// The controller.
+    #[arg(long, default_value = "127.0.0.1:7070")]
+    controller: SocketAddr,
+}
+
+#[derive(clap::Args)]
+struct RequestArgs {
+    #[command(flatten)]
+    conn: Conn,
+    /// Receiving hosts, comma-separated (several: multicast).
+    #[arg(long, value_delimiter = ',', required = true)]
+    to: Vec<String>,
+    /// Largest packet, bytes (σ).
+    #[arg(long)]
+    load: u32,
+    /// Period: a number with ns, us, ms or s (e.g. 200us); the granted one
+    /// may be larger.
+    #[arg(long, value_parser = parse_duration_ns)]
+    period: u64,
+    /// Express sub-lane (0 = highest priority).
+    #[arg(long, default_value_t = 0)]
+    sublane: u8,
+    /// Print JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(clap::Args)]
+struct ChangeArgs {
+    #[command(flatten)]
+    conn: Conn,
+    /// The tunnel id.
+    #[arg(long)]
+    tunnel: u64,
+    /// New largest packet, bytes.
+    #[arg(long)]
+    load: u32,
+    /// New period (e.g. 200us).
+    #[arg(long, value_parser = parse_duration_ns)]
+    period: u64,
+    /// Print JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(clap::Args)]
+struct ReleaseArgs {
+    #[command(flatten)]
+    conn: Conn,
+    /// The tunnel id.
+    #[arg(long)]
+    tunnel: u64,
+}
+
+#[derive(clap::Args)]
+struct ListArgs {
+    #[command(flatten)]
+    conn: Conn,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(clap::Args)]
+struct WatchArgs {
+    #[command(flatten)]
+    conn: Conn,
+    /// Stop after this many seconds (default: until SIGINT/SIGTERM).
+    #[arg(long)]
+    seconds: Option<f64>,
+}
+
+fn parse_fsync(s: &str) -> Result<FsyncPolicy, String> {
+    s.parse()
+}
+
+/// `200us`, `1.5ms`, `2s`, `500ns` (a bare number is ns) → ns.
+fn parse_duration_ns(s: &str) -> Result<u64, String> {
+    let s = s.trim();
+    let split = s
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(s.len());
+    let (num, unit) = s.split_at(split);
+    let scale = match unit.trim() {
+        "" | "ns" => 1.0,
+        "us" | "µs" => 1e3,
+        "ms" => 1e6,
+        "s" => 1e9,
+        u => return Err(format!("unknown unit `{u}` (use ns, us, ms or s)")),
+    };
+    let v: f64 = num
+        .parse()
+        .map_err(|_| format!("`{s}` is not a duration like 200us"))?;
+    let ns = (v * scale).round();
+    if !(1.0..=u64::MAX as f64).contains(&ns) {
+        return Err(format!("`{s}` is not a positive duration"));
+    }
+    Ok(ns as u64)
+}
+
+/// Runs `xlane ctl`.
+pub fn run(args: Args) -> super::CmdResult {
+    match args.cmd {
+        Cmd::Serve(a) => serve(a),
+        Cmd::Keygen(a) => keygen(a),
+        Cmd::Request(a) => request(a),
+        Cmd::Change(a) => change(a),
+        Cmd::Release(a) => release(a),
+        Cmd::List(a) => list(a),
+        Cmd::Watch(a) => watch(a),
+    }
+}
+
+/// Prints fabric operations instead of programming anything.
+struct LogFabric;
+
+impl Fabric for LogFabric {
+    fn apply(&mut self, op: &FabricOp) -> Result<(), FabricError> {
+        eprintln!("xlane ctl: fabric: {op:?}");
+        Ok(())
+    }
+    fn meters(&mut self) -> Result<Vec<SwitchMeter>, FabricError> {
+        Ok(Vec::new())
+    }
+}
+
+fn serve(a: ServeArgs) -> super::CmdResult {
+    let topo = Topology::from_file(&a.topology)?;
+    let keys = Keys::from_file(&a.keys)?;
+    for h in keys.hosts() {
+        if topo.node_id(h).is_none() {
+            eprintln!("xlane ctl: warning: key for `{h}`, which is not in the topology");
+        }
+    }
+    let mut cfg = ServerConfig::new(a.listen, a.state.clone());
+    cfg.fsync = a.fsync;
+    let fabric: Box<dyn Fabric> = if let Some(prefix) = &a.testbed {
+        let hosts = topo
+            .nodes()
+            .iter()
+            .filter(|n| n.kind == xlane_ctl::te::topology::NodeKind::Host)
+            .count();
+        Box::new(xlane_bench::fabric::TestbedFabric::attach(prefix, hosts)?)
+    } else if a.log_fabric {
+        Box::new(LogFabric)
+    } else {
+        Box::new(NoFabric)
+    };
+    let stop = install_termination_flag();
+    let server = Server::start(cfg, topo, keys, fabric)?;
+    eprintln!(
+        "xlane ctl: listening on {}; state {}: {}; {} tunnel(s)",
+        server.local_addr(),
+        a.state.display(),
+        server.recovery(),
+        server.tunnels().len()
+    );
+    let handle = server.stop_flag();
+    std::thread::spawn(move || {
+        while !stop.load(Ordering::Relaxed) {
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        handle.stop();
+    });
+    server.wait();
+    eprintln!("xlane ctl: stopped");
+    Ok(())
+}
+
+fn keygen(a: KeygenArgs) -> super::CmdResult {
+    let keys = Keys::generate(&a.hosts)?;
+    let text = keys.to_toml();
+    match a.out {
+        None => print!("{text}"),
+        Some(p) => write_private(&p, &text)?,
+    }
+    Ok(())
+}
+
+fn write_private(p: &Path, text: &str) -> super::CmdResult {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(p)
+        .map_err(|e| format!("{}: {e}", p.display()))?;
+    f.write_all(text.as_bytes())
+        .map_err(|e| format!("{}: {e}", p.display()))?;
+    Ok(())
+}
+
+fn connect(c: &Conn) -> Result<Client, Box<dyn std::error::Error>> {
+    let keys = Keys::from_file(&c.keys)?;
+    let key = keys
+        .get(&c.host)
+        .ok_or_else(|| format!("no key for host `{}` in {}", c.host, c.keys.display()))?;
+    Client::connect(c.controller, &c.host, key)
+        .map_err(|e| format!("controller {}: {e}", c.controller).into())
+}
+
+fn fmt_ns(ns: u64) -> String {
+    if ns == UNBOUNDED_NS {
+        "unbounded".into()
+    } else if ns >= 10_000_000 {
+        format!("{:.1}ms", ns as f64 / 1e6)
+    } else if ns >= 10_000 {
+        format!("{:.1}us", ns as f64 / 1e3)
+    } else {
+        format!("{ns}ns")
+    }
+}
+
+fn granted_json(g: &Granted) -> serde_json::Value {
+    serde_json::json!({
+        "tunnel": g.tunnel.0,
+        "load_bytes": g.resources.load_bytes,
+        "period_ns": g.resources.period_ns,
+        "min_latency_ns": g.resources.min_latency_ns,
+        "max_jitter_ns": g.resources.max_jitter_ns,
+        "period_raised": g.period_raised,
+    })
+}
+
+fn print_granted(what: &str, g: &Granted, json: bool) {
+    if json {
+        println!("{}", granted_json(g));
+    } else {
+        let r = &g.resources;
+        println!(
+            "{what} {}: {} B every {}{}, latency {} .. {}",
+            g.tunnel,
+            r.load_bytes,
+            fmt_ns(r.period_ns),
+            if g.period_raised {
+                " (period raised)"
+            } else {
+                ""
+            },
+            fmt_ns(r.min_latency_ns),
+            fmt_ns(r.min_latency_ns.saturating_add(r.max_jitter_ns)),
+        );
+    }
+}
+
+fn request(a: RequestArgs) -> super::CmdResult {
+    let mut c = connect(&a.conn)?;
+    let g = c.request(&a.to, a.load, a.period, a.sublane)?;
+    print_granted("granted", &g, a.json);
+    Ok(())
+}
+
+fn change(a: ChangeArgs) -> super::CmdResult {
+    let mut c = connect(&a.conn)?;
+    let g = c.change(TunnelId(a.tunnel), a.load, a.period)?;
+    print_granted("changed", &g, a.json);
+    Ok(())
+}
+
+fn release(a: ReleaseArgs) -> super::CmdResult {
+    let mut c = connect(&a.conn)?;
+    c.release(TunnelId(a.tunnel))?;
+    println!("released tunnel {}", a.tunnel);
+    Ok(())
+}
+
+fn info_json(t: &TunnelInfo) -> serde_json::Value {
+    serde_json::json!({
+        "tunnel": t.tunnel.0,
+        "sender": t.sender,
+        "receivers": t.receivers,
+        "sublane": t.sublane,
+        "state": match t.state { TunnelState::Active => "active", TunnelState::Unbounded => "unbounded" },
+        "requested_period_ns": t.requested_period_ns,
+        "load_bytes": t.resources.load_bytes,
+        "period_ns": t.resources.period_ns,
+        "min_latency_ns": t.resources.min_latency_ns,
+        "max_jitter_ns": if t.resources.max_jitter_ns == UNBOUNDED_NS {
+            serde_json::Value::Null
+        } else {
+            t.resources.max_jitter_ns.into()
+        },
+    })
+}
+
+fn list(a: ListArgs) -> super::CmdResult {
+    let mut c = connect(&a.conn)?;
+    let (tunnels, truncated) = c.list()?;
+    if a.json {
+        let v = serde_json::json!({
+            "tunnels": tunnels.iter().map(info_json).collect::<Vec<_>>(),
+            "truncated": truncated,
+        });
+        println!("{}", serde_json::to_string_pretty(&v)?);
+        return Ok(());
+    }
+    println!(
+        "{:>6}  {:<8} {:<20} {:>3}  {:<9} {:>6}  {:>10}  {:>10}  {:>10}",
+        "tunnel", "sender", "receivers", "sub", "state", "load", "period", "λmin", "δmax"
+    );
+    for t in &tunnels {
+        println!(
+            "{:>6}  {:<8} {:<20} {:>3}  {:<9} {:>5}B  {:>10}  {:>10}  {:>10}",
+            t.tunnel.0,
+            t.sender,
+            t.receivers.join(","),
+            t.sublane,
+            match t.state {
+                TunnelState::Active => "active",
+                TunnelState::Unbounded => "unbounded",
+            },
+            t.resources.load_bytes,
+            fmt_ns(t.resources.period_ns),
+            fmt_ns(t.resources.min_latency_ns),
+            fmt_ns(t.resources.max_jitter_ns),
+        );
+    }
+    if truncated {
+        println!("(more tunnels than fit in one reply)");
+    }
+    Ok(())
+}
+
+fn watch(a: WatchArgs) -> super::CmdResult {
+    let stop = install_termination_flag();
+    let mut c = connect(&a.conn)?;
+    c.subscribe()?;
+    let until = a
+        .seconds
+        .map(|s| Instant::now() + Duration::from_secs_f64(s.max(0.0)));
+    while !stop.load(Ordering::Relaxed) && until.map_or(true, |u| Instant::now() < u) {
+        let Some(up) = c.next_upcall(Duration::from_millis(200))? else {
+            continue;
+        };
+        let v = match up {
+            Upcall::BandwidthChanged {
+                tunnel,
+                old,
+                new,
+                reason,
+                grace_ns,
+            } => serde_json::json!({
+                "upcall": "bandwidth_changed",
+                "tunnel": tunnel.0,
+                "reason": format!("{reason:?}"),
+                "grace_ns": grace_ns,
+                "old": {"load_bytes": old.load_bytes, "period_ns": old.period_ns,
+                        "min_latency_ns": old.min_latency_ns, "max_jitter_ns": old.max_jitter_ns},
+                "new": {"load_bytes": new.load_bytes, "period_ns": new.period_ns,
+                        "min_latency_ns": new.min_latency_ns,
+                        "max_jitter_ns": if new.max_jitter_ns == UNBOUNDED_NS { serde_json::Value::Null } else { new.max_jitter_ns.into() }},
+            }),
+            Upcall::BandwidthTerminated { tunnel, reason } => serde_json::json!({
+                "upcall": "bandwidth_terminated",
+                "tunnel": tunnel.0,
+                "reason": format!("{reason:?}"),
+            }),
+        };
+        println!("{v}");
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_duration_ns;
+
+    #[test]
+    fn durations() {
+        let table = [
+            ("200us", Ok(200_000)),
+            ("1.5ms", Ok(1_500_000)),
+            ("2s", Ok(2_000_000_000)),
+            ("500ns", Ok(500)),
+            ("700", Ok(700)),
+            ("0us", Err(())),
+            ("3 parsecs", Err(())),
+            ("ms", Err(())),
+        ];
+        for (s, want) in table {
+            assert_eq!(parse_duration_ns(s).map_err(|_| ()), want, "{s}");
+        }
+    }
+}
