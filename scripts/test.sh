@@ -45,7 +45,10 @@ if [ "$fuzz_secs" -gt 0 ]; then
     step "fuzz (${fuzz_secs}s per target)"
     command -v cargo-fuzz >/dev/null || cargo install -q cargo-fuzz --locked
     for t in $(cd fuzz && RUSTC_BOOTSTRAP=1 cargo fuzz list); do
-        (cd fuzz && RUSTC_BOOTSTRAP=1 cargo fuzz run "$t" -- -max_total_time="$fuzz_secs" -rss_limit_mb=2048 2>&1 | tail -3)
+        # Seeds (committed, e.g. a valid topology) join the working corpus.
+        corpora=()
+        if [ -d "fuzz/seeds/$t" ]; then mkdir -p "fuzz/corpus/$t"; corpora=("corpus/$t" "seeds/$t"); fi
+        (cd fuzz && RUSTC_BOOTSTRAP=1 cargo fuzz run "$t" "${corpora[@]}" -- -max_total_time="$fuzz_secs" -rss_limit_mb=2048 2>&1 | tail -3)
     done
 fi
 

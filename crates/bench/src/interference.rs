@@ -290,3 +290,18 @@ pub fn switch_drops(tb: &Testbed) -> u64 {
         .map(|q| q.best_effort.dropped)
         .sum()
 }
+
+/// The report line on cross traffic: each flow's received rate, the
+/// best-effort drops at the switch, the link rate.
+pub fn render_cross_traffic(rates_bps: &[u64], drops: u64, link_rate_bps: u64) -> String {
+    let mbps: Vec<String> = rates_bps
+        .iter()
+        .map(|b| format!("{:.0}", *b as f64 / 1e6))
+        .collect();
+    format!(
+        "cross traffic: {} flows at [{}] Mbit/s, {drops} best-effort drops at the switch; link rate {} Mbit/s\n",
+        rates_bps.len(),
+        mbps.join(", "),
+        link_rate_bps / 1_000_000
+    )
+}

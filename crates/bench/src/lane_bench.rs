@@ -19,7 +19,7 @@
 
 use crate::flows::{run_flows, FlowPlan, FlowResult, Variant};
 use crate::interference::{
-    bring_up, switch_drops, BenchError, Cores, Floor, FloorSet, Interference,
+    bring_up, render_cross_traffic, switch_drops, BenchError, Cores, Floor, FloorSet, Interference,
 };
 use crate::stats::LatencySummary;
 use crate::table::{fmt_ns, Table};
@@ -338,17 +338,10 @@ impl LaneBenchReport {
             ));
         }
         out.push_str(&self.floor.render(self.params.lane_core));
-        let gbps: Vec<String> = self
-            .cross_traffic_bps
-            .iter()
-            .map(|b| format!("{:.0}", *b as f64 / 1e6))
-            .collect();
-        out.push_str(&format!(
-            "cross traffic: {} flows at [{}] Mbit/s, {} best-effort drops at the switch; link rate {} Mbit/s\n",
-            self.cross_traffic_bps.len(),
-            gbps.join(", "),
+        out.push_str(&render_cross_traffic(
+            &self.cross_traffic_bps,
             self.switch_best_effort_drops,
-            self.params.link_rate_bps / 1_000_000
+            self.params.link_rate_bps,
         ));
         out
     }

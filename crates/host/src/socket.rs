@@ -754,3 +754,83 @@ mod tests {
         assert!(tx.recv_tx_stamp().unwrap().is_none());
     }
 }
+
+/// Why a NIC could not be set to stamp in hardware.
+#[derive(Debug, thiserror::Error)]
+pub enum HwStampError {
+    /// The interface name is empty or longer than `IFNAMSIZ - 1`.
+    #[error("bad interface name {0:?}")]
+    BadName(String),
+    /// The driver refused (`EOPNOTSUPP`/`EINVAL`: it cannot stamp; `ENODEV`:
+    /// no such interface; `EPERM`: needs `CAP_NET_ADMIN`).
+    #[error("{iface} cannot stamp every packet in hardware")]
+    Refused {
+        /// The interface.
+        iface: String,
+        /// The driver's answer.
+        source: io::Error,
+    },
+}
+
+/// Ask the NIC `iface` (in the current network namespace) to stamp every
+/// transmitted and every received packet in hardware (`SIOCSHWTSTAMP` with
+/// `HWTSTAMP_TX_ON` and `HWTSTAMP_FILTER_ALL`). Sockets then get raw
+/// hardware stamps with `SOF_TIMESTAMPING_RAW_HARDWARE`. The setting is the
+/// NIC's, not the socket's: it stays until changed (other programs on the
+/// machine see it too). Virtual devices (veth, virtio, loopback) refuse.
+pub fn enable_hw_timestamping(iface: &str) -> Result<(), HwStampError> {
+    if iface.is_empty() || iface.len() >= libc::IFNAMSIZ || iface.contains('\0') {
+        return Err(HwStampError::BadName(iface.to_string()));
+    }
+    let refused = |source| HwStampError::Refused {
+        iface: iface.to_string(),
+        source,
+    };
+    // SAFETY: a plain socket(2) call; the result is checked.
+    let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
+    if fd < 0 {
+        return Err(refused(io::Error::last_os_error()));
+    }
+    // SAFETY: fd is a fresh descriptor we own.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    let mut cfg = libc::hwtstamp_config {
+        flags: 0,
+        tx_type: libc::HWTSTAMP_TX_ON as libc::c_int,
+        rx_filter: libc::HWTSTAMP_FILTER_ALL as libc::c_int,
+    };
+    // SAFETY: ifreq is plain old data; all-zero is a valid value.
+    let mut req: libc::ifreq = unsafe { std::mem::zeroed() };
+    for (d, s) in req.ifr_name.iter_mut().zip(iface.bytes()) {
+        *d = s as libc::c_char;
+    }
+    req.ifr_ifru.ifru_data = (&mut cfg as *mut libc::hwtstamp_config).cast();
+    // SAFETY: SIOCSHWTSTAMP reads and writes `cfg` through the pointer in
+    // `req`, both alive for the call.
+    let r = unsafe { libc::ioctl(fd.as_raw_fd(), libc::SIOCSHWTSTAMP as _, &mut req) };
+    if r < 0 {
+        return Err(refused(io::Error::last_os_error()));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod hw_stamp_tests {
+    use super::*;
+
+    #[test]
+    fn bad_names_and_refusals_are_typed() {
+        for name in ["", "a-name-far-too-long-for-ifnamsiz", "a\0b"] {
+            assert!(
+                matches!(enable_hw_timestamping(name), Err(HwStampError::BadName(_))),
+                "{name:?}"
+            );
+        }
+        // Loopback cannot stamp in hardware; a missing device does not exist.
+        for name in ["lo", "xlnosuchdev0"] {
+            match enable_hw_timestamping(name) {
+                Err(HwStampError::Refused { iface, .. }) => assert_eq!(iface, name),
+                other => panic!("{name}: {other:?}"),
+            }
+        }
+    }
+}

@@ -62,6 +62,13 @@ struct ClientArgs {
     /// Inter-arrival distribution: poisson or fixed.
     #[arg(long, default_value = "poisson")]
     dist: Arrival,
+    /// Before measuring, set this NIC to stamp every packet in hardware
+    /// (SIOCSHWTSTAMP, needs CAP_NET_ADMIN; the setting stays after the
+    /// run). Refused by NICs that cannot (veth, virtio, loopback): then
+    /// nothing is measured. Without it, hardware stamps are used only if
+    /// the NIC was already set up.
+    #[arg(long, value_name = "IFACE")]
+    hw_stamps: Option<String>,
     /// UDP sockets or TCP connections of the loading agents (at least --threads).
     #[arg(long, default_value_t = 1)]
     conns: usize,
@@ -217,6 +224,10 @@ pub fn run(args: Args) -> super::CmdResult {
 
 fn measure(a: ClientArgs) -> super::CmdResult {
     let target = a.target.ok_or("--target is required")?;
+    if let Some(iface) = &a.hw_stamps {
+        xlane_host::socket::enable_hw_timestamping(iface)?;
+        eprintln!("xlane lancet: {iface} stamps every packet in hardware");
+    }
     let warmup_ns = match a.warmup {
         Some(0.0) => Some(0),
         Some(w) => Some(secs("warmup", w)?),
