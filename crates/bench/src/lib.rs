@@ -12,6 +12,7 @@ pub mod attribution;
 pub mod bounds;
 pub mod bounds_check;
 pub mod fabric;
+pub mod fd_bench;
 pub mod flows;
 pub mod interference;
 pub mod jitter;

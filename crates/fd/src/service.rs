@@ -320,10 +320,13 @@ impl Service {
         stop: &AtomicBool,
         on_event: &mut dyn FnMut(&Event),
     ) -> Result<RunReport, RunError> {
-        place_current_thread(self.cfg.placement)?;
+        // Lock memory before turning real-time: faulting in every page at
+        // SCHED_FIFO on a shared lane core would starve the other lane
+        // threads there for as long as it takes.
         if self.cfg.lock_memory && lock_memory().is_err() {
             self.report.memory_unlocked = true;
         }
+        place_current_thread(self.cfg.placement)?;
         let mut buf = Box::new([0u8; MAX_FRAME_LEN + 1]);
         let fd = self.sock.as_raw_fd();
         loop {

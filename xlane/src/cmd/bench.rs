@@ -30,6 +30,13 @@ enum What {
     /// announced, and packets outside are attributed to host gaps or not.
     /// Needs root.
     Bounds(BoundsArgs),
+    /// The failure detector of X-Lane §6.4 (Fig. 7): X-FD on the lane beside
+    /// a fixed timeout and phi-accrual on plain UDP, every host heartbeating
+    /// to all others every T under cross traffic and CPU load; the smallest
+    /// Λ with 100 % accuracy per detector and accuracy against Λ; then real
+    /// failures (kill -9 of a runner, a cut link, SIGSTOP of the
+    /// application) with their detection times. Needs root.
+    Fd(FdArgs),
 }
 
 #[derive(clap::Args)]
@@ -165,6 +172,7 @@ pub fn run(args: Args) -> super::CmdResult {
         What::Lane(a) => lane(a),
         What::Jitter(a) => jitter(a),
         What::Bounds(a) => bounds(a),
+        What::Fd(a) => fd(a),
     }
 }
 
@@ -290,6 +298,121 @@ fn lane(a: LaneArgs) -> super::CmdResult {
     let json = a.json;
     let report = lane_bench::run(&cfg, &mut |line| eprintln!("[xlane] {line}"))?;
     if json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print!("{}", report.render());
+    }
+    Ok(())
+}
+
+#[derive(clap::Args)]
+struct FdArgs {
+    /// Print the report as JSON instead of tables.
+    #[arg(long)]
+    json: bool,
+    /// Write the accuracy plot (PNG and SVG) into this directory.
+    #[arg(long)]
+    plots: Option<std::path::PathBuf>,
+    /// Heartbeat receptions each detector needs at least (the run is as
+    /// long as that takes).
+    #[arg(long, default_value_t = 1_000_000)]
+    heartbeats: u64,
+    /// Heartbeat period T.
+    #[arg(long, default_value = "1ms", value_parser = fd_duration)]
+    period: u64,
+    /// Emulated hosts; each heartbeats to all others.
+    #[arg(long, default_value_t = 4)]
+    hosts: usize,
+    /// Link rate of every emulated port.
+    #[arg(long, default_value = "100mbit")]
+    rate: String,
+    /// Run without cross traffic.
+    #[arg(long)]
+    no_cross_traffic: bool,
+    /// Run without CPU load on the regular cores.
+    #[arg(long)]
+    no_cpu_load: bool,
+    /// Inject real failures after the accuracy run (the default).
+    #[arg(long, overrides_with = "no_failures")]
+    failures: bool,
+    /// Skip the real failures.
+    #[arg(long, overrides_with = "failures")]
+    no_failures: bool,
+    /// Only the real failures (no accuracy run).
+    #[arg(long, conflicts_with = "no_failures")]
+    failures_only: bool,
+    /// Injections per failure kind.
+    #[arg(long, default_value_t = 5)]
+    repetitions: usize,
+    /// Λ of the X-FD runners in the failure part (default: twice the larger
+    /// of X-FD's smallest perfect Λ and the longest host gap of the accuracy
+    /// run, at least 1 ms; 10 ms with --failures-only).
+    #[arg(long, value_parser = fd_duration)]
+    lambda: Option<u64>,
+    /// Stall threshold of the runners in periods (default: max(10, Λ/T + 2)).
+    #[arg(long)]
+    stall: Option<u32>,
+    /// Let the X-FD runners lock their memory (they do so after switching
+    /// to SCHED_FIFO on the lane core, which stalls the other runners there).
+    #[arg(long)]
+    runner_mlock: bool,
+    /// The xlane binary the runners are started from (default: this one).
+    #[arg(long)]
+    xlane: Option<std::path::PathBuf>,
+    /// The lane core (default: the last CPU).
+    #[arg(long)]
+    lane_core: Option<usize>,
+    /// Do not apply the host measures.
+    #[arg(long)]
+    no_tuning: bool,
+}
+
+fn fd_duration(s: &str) -> Result<u64, String> {
+    xlane_lancet::dist::parse_duration_ns(s).map_err(|e| e.to_string())
+}
+
+fn fd(a: FdArgs) -> super::CmdResult {
+    use xlane_bench::fd_bench::{self, FailureKind, FailurePlan, FdBenchConfig};
+    if a.heartbeats == 0 || a.heartbeats > 100_000_000 {
+        return Err("--heartbeats must be 1..=100000000".into());
+    }
+    if a.repetitions == 0 || a.repetitions > 1000 {
+        return Err("--repetitions must be 1..=1000".into());
+    }
+    let failures = if a.no_failures {
+        None
+    } else {
+        let bin = match a.xlane {
+            Some(p) => p,
+            None => std::env::current_exe()?,
+        };
+        Some(FailurePlan {
+            xlane_bin: bin,
+            repetitions: a.repetitions,
+            lambda_ns: a.lambda,
+            stall_periods: a.stall,
+            kinds: FailureKind::ALL.to_vec(),
+            lock_runner_memory: a.runner_mlock,
+        })
+    };
+    let mut cfg = FdBenchConfig {
+        hosts: a.hosts,
+        link_rate_bps: xlane_testbed::parse_rate(&a.rate)?,
+        period_ns: a.period,
+        heartbeats: a.heartbeats,
+        cross_traffic: !a.no_cross_traffic,
+        cpu_load: !a.no_cpu_load,
+        tuning: !a.no_tuning,
+        accuracy: !a.failures_only,
+        failures,
+        plot_dir: a.plots,
+        ..FdBenchConfig::default()
+    };
+    if let Some(c) = a.lane_core {
+        cfg.lane_core = c;
+    }
+    let report = fd_bench::run(&cfg, &mut |line| eprintln!("[xlane] {line}"))?;
+    if a.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
         print!("{}", report.render());
