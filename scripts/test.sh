@@ -13,6 +13,7 @@ command -v ip >/dev/null || need+=(iproute2)
 command -v tc >/dev/null || need+=(iproute2)
 command -v cc >/dev/null || need+=(build-essential)
 command -v sockperf >/dev/null || need+=(sockperf)   # the cross-check of xlane lancet
+{ command -v redis-cli && command -v redis-server; } >/dev/null || need+=(redis-tools redis-server)   # xlane kv against the real Redis tools
 if [ "${#need[@]}" -gt 0 ]; then
     if [ "$(id -u)" -ne 0 ]; then echo "missing ${need[*]} and not root: install them first" >&2; exit 1; fi
     apt-get update -qq

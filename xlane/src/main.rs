@@ -27,6 +27,8 @@ enum Command {
     Fd(cmd::fd::Args),
     /// The X-Lane controller: tunnel allocation daemon, keys, and client.
     Ctl(cmd::ctl::Args),
+    /// A Redis-compatible (RESP2) key-value server.
+    Kv(cmd::kv::Args),
 }
 
 fn main() -> ExitCode {
@@ -38,6 +40,7 @@ fn main() -> ExitCode {
         Command::Lancet(a) => cmd::lancet::run(a),
         Command::Fd(a) => cmd::fd::run(a),
         Command::Ctl(a) => cmd::ctl::run(a),
+        Command::Kv(a) => cmd::kv::run(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

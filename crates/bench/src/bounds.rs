@@ -235,6 +235,10 @@ pub struct BoundsReport {
     pub link_rate_bps: u64,
     /// How long the tunnels ran, ns.
     pub duration_ns: u64,
+    /// The lane core.
+    pub lane_core: usize,
+    /// Fabric operations of the controller that failed.
+    pub fabric_errors: u64,
 }
 
 struct Granted {
@@ -304,6 +308,7 @@ pub fn run(cfg: &BoundsConfig, progress: &mut dyn FnMut(&str)) -> Result<BoundsR
         unused_intervals: (2_000_000_000 / sc.tick_interval.as_nanos().max(1)).max(1) as u32,
         ..Policy::default()
     };
+    let installed = fabric.installed_counter();
     let server = Server::start(sc, topo, keys.clone(), Box::new(fabric))
         .map_err(|e| BenchError::Config(format!("controller: {e}")))?;
     let addr = server.local_addr();
@@ -358,6 +363,25 @@ pub fn run(cfg: &BoundsConfig, progress: &mut dyn FnMut(&str)) -> Result<BoundsR
     let upcalls: Arc<Mutex<Vec<(u64, usize, Upcall)>>> = Arc::default();
     drain_upcalls(&mut clients, &upcalls);
     apply_upcalls(&mut granted, &upcalls);
+
+    // The first packet only once every tunnel is enforced (the daemon
+    // installs in its tick; `tc` is slow on a loaded machine).
+    let t_install = realtime_ns();
+    let deadline = t_install + 60_000_000_000;
+    while installed.load(Ordering::Relaxed) < granted.len() && realtime_ns() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let n_installed = installed.load(Ordering::Relaxed);
+    if n_installed < granted.len() {
+        return Err(BenchError::Config(format!(
+            "the controller installed {n_installed} of {} tunnels in 60 s (see its messages above)",
+            granted.len()
+        )));
+    }
+    progress(&format!(
+        "switch and NICs programmed for {n_installed} tunnels in {}",
+        fmt_ns(realtime_ns() - t_install)
+    ));
 
     // Duration: long enough for min_packets copies.
     let copies_per_s: f64 = granted
@@ -449,6 +473,7 @@ pub fn run(cfg: &BoundsConfig, progress: &mut dyn FnMut(&str)) -> Result<BoundsR
     let cross_bps = interference.stop();
     let drops = switch_drops(&tb).saturating_sub(drops_before);
     tuning.restore();
+    let fabric_errors = server.stats().fabric_errors;
     server.stop();
     let _ = std::fs::remove_dir_all(&state_dir);
     progress(&format!("tearing down testbed {}", tb.prefix()));
@@ -483,6 +508,8 @@ pub fn run(cfg: &BoundsConfig, progress: &mut dyn FnMut(&str)) -> Result<BoundsR
         switch_best_effort_drops: drops,
         link_rate_bps: cfg.link_rate_bps,
         duration_ns,
+        lane_core: cfg.lane_core,
+        fabric_errors,
     })
 }
 
@@ -686,7 +713,7 @@ impl BoundsReport {
             100.0 * self.host_gap_fraction,
             self.outside_unexplained
         ));
-        out.push_str(&self.floor.render(0));
+        out.push_str(&self.floor.render(self.lane_core));
         out.push_str(&render_cross_traffic(
             &self.cross_traffic_bps,
             self.switch_best_effort_drops,

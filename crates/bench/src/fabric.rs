@@ -23,6 +23,8 @@
 use std::collections::HashMap;
 use std::net::Ipv4Addr;
 use std::process::Command;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use xlane_ctl::fabric::{Fabric, FabricError, FabricOp, SwitchMeter};
 use xlane_ctl::proto::TunnelId;
 use xlane_host::socket::realtime_ns;
@@ -53,6 +55,8 @@ pub struct TestbedFabric {
     /// Tunnels demoted (their packets stay in best effort even after
     /// removal: a demoted sender is not trusted to stop).
     demoted: std::collections::HashSet<u64>,
+    /// Tunnels installed now, shared with whoever waits for them.
+    installed_count: Arc<AtomicUsize>,
 }
 
 fn failed(e: impl std::fmt::Display) -> FabricError {
@@ -78,6 +82,7 @@ impl TestbedFabric {
             last: HashMap::new(),
             installed: HashMap::new(),
             demoted: Default::default(),
+            installed_count: Arc::default(),
         };
         f.bridge(&[
             "link",
@@ -93,6 +98,12 @@ impl TestbedFabric {
         ])
         .map_err(|e| TestbedError::Invalid(e.to_string()))?;
         Ok(f)
+    }
+
+    /// How many tunnels are installed (live), readable after the fabric
+    /// has been handed to the daemon.
+    pub fn installed_counter(&self) -> Arc<AtomicUsize> {
+        Arc::clone(&self.installed_count)
     }
 
     fn bridge(&self, args: &[&str]) -> Result<(), FabricError> {
@@ -147,6 +158,8 @@ impl TestbedFabric {
 
     fn remove(&mut self, tunnel: u64) -> Result<(), FabricError> {
         self.installed.remove(&tunnel);
+        self.installed_count
+            .store(self.installed.len(), Ordering::Relaxed);
         if self
             .tb
             .tunnel_policies()
@@ -207,6 +220,8 @@ impl Fabric for TestbedFabric {
                 self.remove(id)?;
                 self.tb.install_tunnel_policy(&policy).map_err(failed)?;
                 self.installed.insert(id, policy);
+                self.installed_count
+                    .store(self.installed.len(), Ordering::Relaxed);
                 if ports.len() > 1 {
                     for &p in &ports {
                         self.mdb("add", id, p)?;

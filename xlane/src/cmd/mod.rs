@@ -4,6 +4,7 @@ pub mod bench;
 pub mod ctl;
 pub mod doctor;
 pub mod fd;
+pub mod kv;
 pub mod lancet;
 pub mod testbed;
 

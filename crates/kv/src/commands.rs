@@ -1,0 +1,576 @@
+//! From a request to an [`Action`]: a write ([`WriteOp`], to replicate), a
+//! read ([`ReadCmd`], answered from the store after a read barrier), or a
+//! reply that needs no store (PING, COMMAND, errors, ...).
+//!
+//! Argument checking happens here, at the node the client talks to, so
+//! only well-formed ops are replicated. Error texts are Redis 7's.
+
+use crate::op::{SetCond, SetTtl, WriteCmd, WriteOp};
+use crate::resp::{parse_i64_strict, Command, Reply};
+use crate::store::{Store, ERR_NOT_INTEGER};
+
+/// `ERR syntax error`.
+pub const ERR_SYNTAX: &str = "ERR syntax error";
+
+/// What to do with a request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    /// Answer at once; the store is not involved.
+    Reply(Reply),
+    /// Replicate and apply; the reply comes from [`Store::apply`].
+    Write(WriteOp),
+    /// Answer from the store (after a read barrier when
+    /// [`ReadCmd::needs_barrier`]).
+    Read(ReadCmd),
+    /// `QUIT`: reply `+OK` and close the connection.
+    Quit,
+}
+
+/// A read-only command.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReadCmd {
+    /// `GET key`.
+    Get(Vec<u8>),
+    /// `MGET key [key ...]`.
+    MGet(Vec<Vec<u8>>),
+    /// `EXISTS key [key ...]` (a key named twice counts twice).
+    Exists(Vec<Vec<u8>>),
+    /// `STRLEN key`.
+    StrLen(Vec<u8>),
+    /// `TTL key` (seconds) or `PTTL key` (`millis`).
+    Ttl {
+        /// The key.
+        key: Vec<u8>,
+        /// PTTL.
+        millis: bool,
+    },
+    /// `DBSIZE`.
+    DbSize,
+    /// `INFO [section ...]` (the sections are ignored).
+    Info,
+}
+
+/// Static description of a command, as `COMMAND INFO` reports it.
+#[derive(Debug, Clone, Copy)]
+pub struct CommandSpec {
+    /// Lower-case name.
+    pub name: &'static str,
+    /// Redis arity: `n` exactly n words (name included), `-n` at least n.
+    pub arity: i64,
+    /// Flags (`write`, `readonly`, `fast`, ...).
+    pub flags: &'static [&'static str],
+    /// First key position (0: none).
+    pub first_key: i64,
+    /// Last key position (-1: the last argument).
+    pub last_key: i64,
+    /// Step between keys.
+    pub step: i64,
+}
+
+const W: &[&str] = &["write", "denyoom"];
+const WF: &[&str] = &["write", "denyoom", "fast"];
+const R: &[&str] = &["readonly", "fast"];
+const A: &[&str] = &["fast"];
+
+const fn spec(
+    name: &'static str,
+    arity: i64,
+    flags: &'static [&'static str],
+    first_key: i64,
+    last_key: i64,
+    step: i64,
+) -> CommandSpec {
+    CommandSpec {
+        name,
+        arity,
+        flags,
+        first_key,
+        last_key,
+        step,
+    }
+}
+
+/// Every command this server knows.
+pub const COMMANDS: &[CommandSpec] = &[
+    spec("get", 2, R, 1, 1, 1),
+    spec("set", -3, W, 1, 1, 1),
+    spec("del", -2, &["write"], 1, -1, 1),
+    spec("exists", -2, R, 1, -1, 1),
+    spec("incr", 2, WF, 1, 1, 1),
+    spec("decr", 2, WF, 1, 1, 1),
+    spec("incrby", 3, WF, 1, 1, 1),
+    spec("decrby", 3, WF, 1, 1, 1),
+    spec("mget", -2, R, 1, -1, 1),
+    spec("mset", -3, W, 1, -1, 2),
+    spec("append", 3, WF, 1, 1, 1),
+    spec("strlen", 2, R, 1, 1, 1),
+    spec("expire", -3, &["write", "fast"], 1, 1, 1),
+    spec("pexpire", -3, &["write", "fast"], 1, 1, 1),
+    spec("expireat", -3, &["write", "fast"], 1, 1, 1),
+    spec("pexpireat", -3, &["write", "fast"], 1, 1, 1),
+    spec("persist", 2, &["write", "fast"], 1, 1, 1),
+    spec("ttl", 2, R, 1, 1, 1),
+    spec("pttl", 2, R, 1, 1, 1),
+    spec("ping", -1, A, 0, 0, 0),
+    spec("echo", 2, A, 0, 0, 0),
+    spec("info", -1, &["loading", "stale"], 0, 0, 0),
+    spec("dbsize", 1, R, 0, 0, 0),
+    spec("flushdb", -1, &["write"], 0, 0, 0),
+    spec("flushall", -1, &["write"], 0, 0, 0),
+    spec("command", -1, &["loading", "stale"], 0, 0, 0),
+    spec(
+        "config",
+        -2,
+        &["admin", "noscript", "loading", "stale"],
+        0,
+        0,
+        0,
+    ),
+    spec("select", 2, &["loading", "stale", "fast"], 0, 0, 0),
+    spec(
+        "hello",
+        -1,
+        &["noscript", "loading", "stale", "fast"],
+        0,
+        0,
+        0,
+    ),
+    spec("client", -2, &["noscript", "loading", "stale"], 0, 0, 0),
+    spec(
+        "quit",
+        -1,
+        &["noscript", "loading", "stale", "fast"],
+        0,
+        0,
+        0,
+    ),
+];
+
+/// `ERR wrong number of arguments for '<name>' command`.
+pub fn arity_error(name: &str) -> Reply {
+    Reply::err(format!(
+        "ERR wrong number of arguments for '{name}' command"
+    ))
+}
+
+/// Redis' unknown-command error: the name and the first arguments, each
+/// quoted and followed by a space, up to 128 bytes of arguments.
+pub fn unknown_command(args: &Command) -> Reply {
+    let name = String::from_utf8_lossy(&args[0][..args[0].len().min(128)]).into_owned();
+    let mut rest = Vec::<u8>::new();
+    for a in &args[1..] {
+        if rest.len() >= 128 {
+            break;
+        }
+        let room = 128 - rest.len();
+        rest.push(b'\'');
+        rest.extend_from_slice(&a[..a.len().min(room)]);
+        rest.extend_from_slice(b"' ");
+    }
+    Reply::err(format!(
+        "ERR unknown command '{name}', with args beginning with: {}",
+        String::from_utf8_lossy(&rest)
+    ))
+}
+
+fn unknown_subcommand(args: &Command) -> Reply {
+    let sub = String::from_utf8_lossy(&args[1][..args[1].len().min(128)]).into_owned();
+    let cmd = String::from_utf8_lossy(&args[0]).to_uppercase();
+    Reply::err(format!("ERR unknown subcommand '{sub}'. Try {cmd} HELP."))
+}
+
+fn int(b: &[u8]) -> Result<i64, Reply> {
+    parse_i64_strict(b).ok_or_else(|| Reply::err(ERR_NOT_INTEGER))
+}
+
+fn eq(a: &[u8], b: &str) -> bool {
+    a.eq_ignore_ascii_case(b.as_bytes())
+}
+
+fn invalid_expire(cmd: &str) -> Reply {
+    Reply::err(format!("ERR invalid expire time in '{cmd}' command"))
+}
+
+/// Turns a request into an [`Action`]. `now_ms` is this node's clock (ms
+/// since the epoch); it stamps writes and makes relative expiries absolute.
+pub fn classify(args: &Command, now_ms: u64) -> Action {
+    match classify_inner(args, now_ms) {
+        Ok(a) => a,
+        Err(r) => Action::Reply(r),
+    }
+}
+
+fn classify_inner(args: &Command, now: u64) -> Result<Action, Reply> {
+    let Some(first) = args.first() else {
+        return Err(Reply::err("ERR empty command"));
+    };
+    let lower = first.to_ascii_lowercase();
+    let Some(spec) = COMMANDS
+        .iter()
+        .find(|c| c.name.as_bytes() == lower.as_slice())
+    else {
+        return Err(unknown_command(args));
+    };
+    let n = args.len() as i64;
+    if (spec.arity > 0 && n != spec.arity) || (spec.arity < 0 && n < -spec.arity) {
+        return Err(arity_error(spec.name));
+    }
+    let write = |cmd| Ok(Action::Write(WriteOp::new(now, cmd)));
+    let read = |cmd| Ok(Action::Read(cmd));
+    let key = || args[1].clone();
+    match spec.name {
+        "get" => read(ReadCmd::Get(key())),
+        "mget" => read(ReadCmd::MGet(args[1..].to_vec())),
+        "exists" => read(ReadCmd::Exists(args[1..].to_vec())),
+        "strlen" => read(ReadCmd::StrLen(key())),
+        "ttl" | "pttl" => read(ReadCmd::Ttl {
+            key: key(),
+            millis: spec.name == "pttl",
+        }),
+        "dbsize" => read(ReadCmd::DbSize),
+        "info" => read(ReadCmd::Info),
+        "set" => write(parse_set(args, now)?),
+        "mset" => {
+            if n % 2 == 0 {
+                return Err(arity_error("mset"));
+            }
+            let pairs = args[1..]
+                .chunks_exact(2)
+                .map(|p| (p[0].clone(), p[1].clone()))
+                .collect();
+            write(WriteCmd::MSet { pairs })
+        }
+        "del" => write(WriteCmd::Del {
+            keys: args[1..].to_vec(),
+        }),
+        "incr" | "decr" => write(WriteCmd::IncrBy {
+            key: key(),
+            delta: if spec.name == "incr" { 1 } else { -1 },
+        }),
+        "incrby" => write(WriteCmd::IncrBy {
+            key: key(),
+            delta: int(&args[2])?,
+        }),
+        "decrby" => {
+            let d = int(&args[2])?;
+            let delta = d
+                .checked_neg()
+                .ok_or_else(|| Reply::err("ERR decrement would overflow"))?;
+            write(WriteCmd::IncrBy { key: key(), delta })
+        }
+        "append" => write(WriteCmd::Append {
+            key: key(),
+            value: args[2].clone(),
+        }),
+        "expire" | "pexpire" | "expireat" | "pexpireat" => {
+            if let Some(opt) = args.get(3) {
+                return Err(Reply::err(format!(
+                    "ERR Unsupported option {}",
+                    String::from_utf8_lossy(opt)
+                )));
+            }
+            let v = int(&args[2])?;
+            let unit: i64 = if spec.name.starts_with('p') { 1 } else { 1000 };
+            let base = if spec.name.ends_with("at") {
+                0
+            } else {
+                now as i64
+            };
+            let at = v
+                .checked_mul(unit)
+                .and_then(|ms| ms.checked_add(base))
+                .ok_or_else(|| invalid_expire(spec.name))?;
+            write(WriteCmd::ExpireAt {
+                key: key(),
+                at_ms: at.max(0) as u64,
+            })
+        }
+        "persist" => write(WriteCmd::Persist { key: key() }),
+        "flushdb" | "flushall" => {
+            if let Some(m) = args.get(1) {
+                if args.len() > 2 || !(eq(m, "async") || eq(m, "sync")) {
+                    return Err(Reply::err(ERR_SYNTAX));
+                }
+            }
+            write(WriteCmd::FlushDb)
+        }
+        "ping" => match args.len() {
+            1 => Err(Reply::Simple("PONG".into())),
+            2 => Err(Reply::bulk(args[1].clone())),
+            _ => Err(arity_error("ping")),
+        },
+        "echo" => Err(Reply::bulk(args[1].clone())),
+        "select" => match int(&args[1])? {
+            0 => Err(Reply::ok()),
+            _ => Err(Reply::err("ERR DB index is out of range")),
+        },
+        "quit" => Ok(Action::Quit),
+        "command" => Err(command_cmd(args)),
+        "config" => Err(config_cmd(args)),
+        "hello" => Err(hello_cmd(args)),
+        "client" => Err(client_cmd(args)),
+        _ => Err(unknown_command(args)),
+    }
+}
+
+fn parse_set(args: &Command, now: u64) -> Result<WriteCmd, Reply> {
+    let mut cond = SetCond::Always;
+    let mut ttl = SetTtl::Persist;
+    let mut ttl_given = false;
+    let mut get = false;
+    let mut i = 3;
+    while i < args.len() {
+        let a = &args[i];
+        let next = args.get(i + 1);
+        if eq(a, "nx") && cond == SetCond::Always {
+            cond = SetCond::IfAbsent;
+        } else if eq(a, "xx") && cond == SetCond::Always {
+            cond = SetCond::IfPresent;
+        } else if eq(a, "get") {
+            get = true;
+        } else if eq(a, "keepttl") && !ttl_given {
+            ttl = SetTtl::Keep;
+            ttl_given = true;
+        } else if (eq(a, "ex") || eq(a, "px") || eq(a, "exat") || eq(a, "pxat"))
+            && !ttl_given
+            && next.is_some()
+        {
+            let v = int(next.map_or(&[][..], |v| v.as_slice()))?;
+            if v <= 0 {
+                return Err(invalid_expire("set"));
+            }
+            let unit: i64 = if eq(a, "ex") || eq(a, "exat") {
+                1000
+            } else {
+                1
+            };
+            let base = if eq(a, "ex") || eq(a, "px") {
+                now as i64
+            } else {
+                0
+            };
+            let at = v
+                .checked_mul(unit)
+                .and_then(|ms| ms.checked_add(base))
+                .ok_or_else(|| invalid_expire("set"))?;
+            ttl = SetTtl::At(at as u64);
+            ttl_given = true;
+            i += 1;
+        } else {
+            return Err(Reply::err(ERR_SYNTAX));
+        }
+        i += 1;
+    }
+    Ok(WriteCmd::Set {
+        key: args[1].clone(),
+        value: args[2].clone(),
+        cond,
+        ttl,
+        get,
+    })
+}
+
+fn command_info(c: &CommandSpec) -> Reply {
+    Reply::Array(Some(vec![
+        Reply::bulk(c.name),
+        Reply::Integer(c.arity),
+        Reply::Array(Some(
+            c.flags.iter().map(|f| Reply::Simple((*f).into())).collect(),
+        )),
+        Reply::Integer(c.first_key),
+        Reply::Integer(c.last_key),
+        Reply::Integer(c.step),
+    ]))
+}
+
+fn command_cmd(args: &Command) -> Reply {
+    let Some(sub) = args.get(1) else {
+        return Reply::Array(Some(COMMANDS.iter().map(command_info).collect()));
+    };
+    if eq(sub, "count") && args.len() == 2 {
+        Reply::Integer(COMMANDS.len() as i64)
+    } else if eq(sub, "info") {
+        Reply::Array(Some(
+            args[2..]
+                .iter()
+                .map(|n| {
+                    let n = n.to_ascii_lowercase();
+                    COMMANDS
+                        .iter()
+                        .find(|c| c.name.as_bytes() == n.as_slice())
+                        .map_or(Reply::Array(None), command_info)
+                })
+                .collect(),
+        ))
+    } else if eq(sub, "docs") {
+        // No documentation: an empty map (RESP2: an empty flat array).
+        Reply::Array(Some(Vec::new()))
+    } else if eq(sub, "count") {
+        arity_error("command|count")
+    } else {
+        unknown_subcommand(args)
+    }
+}
+
+/// The answers of `CONFIG GET` (what redis-benchmark asks at start).
+const CONFIG: &[(&str, &str)] = &[
+    ("save", ""),
+    ("appendonly", "no"),
+    ("databases", "1"),
+    ("maxmemory", "0"),
+];
+
+fn config_cmd(args: &Command) -> Reply {
+    let sub = &args[1];
+    if eq(sub, "get") {
+        if args.len() < 3 {
+            return arity_error("config|get");
+        }
+        let mut out = Vec::new();
+        for (k, v) in CONFIG {
+            if args[2..].iter().any(|p| eq(p, k) || p.as_slice() == b"*") {
+                out.push(Reply::bulk(*k));
+                out.push(Reply::bulk(*v));
+            }
+        }
+        Reply::Array(Some(out))
+    } else if eq(sub, "resetstat") {
+        Reply::ok()
+    } else if eq(sub, "set") {
+        Reply::err("ERR CONFIG SET is not supported by xlane kv")
+    } else {
+        unknown_subcommand(args)
+    }
+}
+
+fn hello_cmd(args: &Command) -> Reply {
+    if let Some(v) = args.get(1) {
+        match parse_i64_strict(v) {
+            Some(2) => {}
+            Some(_) => return Reply::err("NOPROTO unsupported protocol version"),
+            None => return Reply::err("ERR Protocol version is not an integer or out of range"),
+        }
+    }
+    let kv = |k: &str, v: Reply| [Reply::bulk(k), v];
+    Reply::Array(Some(
+        [
+            kv("server", Reply::bulk("redis")),
+            kv("version", Reply::bulk("7.0.0")),
+            kv("proto", Reply::Integer(2)),
+            kv("id", Reply::Integer(1)),
+            kv("mode", Reply::bulk("standalone")),
+            kv("role", Reply::bulk("master")),
+            kv("modules", Reply::Array(Some(Vec::new()))),
+        ]
+        .into_iter()
+        .flatten()
+        .collect(),
+    ))
+}
+
+fn client_cmd(args: &Command) -> Reply {
+    let sub = &args[1];
+    if eq(sub, "setname") || eq(sub, "setinfo") {
+        Reply::ok()
+    } else if eq(sub, "getname") {
+        Reply::nil()
+    } else if eq(sub, "id") {
+        Reply::Integer(1)
+    } else {
+        unknown_subcommand(args)
+    }
+}
+
+impl ReadCmd {
+    /// False for commands that need no linearizable view (INFO).
+    pub fn needs_barrier(&self) -> bool {
+        !matches!(self, ReadCmd::Info)
+    }
+
+    /// The first key named, if any (for redirects).
+    pub fn first_key(&self) -> Option<&[u8]> {
+        match self {
+            ReadCmd::Get(k) | ReadCmd::StrLen(k) | ReadCmd::Ttl { key: k, .. } => Some(k),
+            ReadCmd::MGet(ks) | ReadCmd::Exists(ks) => ks.first().map(|k| k.as_slice()),
+            ReadCmd::DbSize | ReadCmd::Info => None,
+        }
+    }
+
+    /// Answers from `store` at `now_ms`.
+    pub fn execute(&self, store: &Store, now_ms: u64) -> Reply {
+        match self {
+            ReadCmd::Get(k) => Reply::Bulk(store.get(k, now_ms).map(<[u8]>::to_vec)),
+            ReadCmd::MGet(ks) => Reply::Array(Some(
+                ks.iter()
+                    .map(|k| Reply::Bulk(store.get(k, now_ms).map(<[u8]>::to_vec)))
+                    .collect(),
+            )),
+            ReadCmd::Exists(ks) => {
+                Reply::Integer(ks.iter().filter(|k| store.get(k, now_ms).is_some()).count() as i64)
+            }
+            ReadCmd::StrLen(k) => {
+                Reply::Integer(store.get(k, now_ms).map_or(0, |v| v.len()) as i64)
+            }
+            ReadCmd::Ttl { key, millis } => match store.expiry(key, now_ms) {
+                None => Reply::Integer(-2),
+                Some(None) => Reply::Integer(-1),
+                Some(Some(at)) => {
+                    let left = at.saturating_sub(now_ms.max(store.clock_ms()));
+                    let v = if *millis { left } else { (left + 500) / 1000 };
+                    Reply::Integer(v as i64)
+                }
+            },
+            ReadCmd::DbSize => Reply::Integer(store.len(now_ms) as i64),
+            ReadCmd::Info => {
+                let keys = store.len(now_ms);
+                let expires = store.expiring(now_ms);
+                let text = format!(
+                    "# Server\r\nredis_version:7.0.0\r\nredis_mode:standalone\r\nxlane_kv:{}\r\n\r\n\
+                     # Replication\r\nrole:master\r\n\r\n\
+                     # Stats\r\nxlane_applied_ops:{}\r\n\r\n\
+                     # Keyspace\r\n{}",
+                    env!("CARGO_PKG_VERSION"),
+                    store.applied(),
+                    if keys > 0 {
+                        format!("db0:keys={keys},expires={expires},avg_ttl=0\r\n")
+                    } else {
+                        String::new()
+                    }
+                );
+                Reply::bulk(text)
+            }
+        }
+    }
+}
+
+impl WriteCmd {
+    /// The first key named, if any (for redirects).
+    pub fn first_key(&self) -> Option<&[u8]> {
+        match self {
+            WriteCmd::Set { key, .. }
+            | WriteCmd::IncrBy { key, .. }
+            | WriteCmd::Append { key, .. }
+            | WriteCmd::ExpireAt { key, .. }
+            | WriteCmd::Persist { key } => Some(key),
+            WriteCmd::MSet { pairs } => pairs.first().map(|p| p.0.as_slice()),
+            WriteCmd::Del { keys } => keys.first().map(|k| k.as_slice()),
+            WriteCmd::FlushDb => None,
+        }
+    }
+}
+
+/// Runs a request against a local store directly (no replication): reads
+/// at `now_ms`, writes applied with `ts_ms = now_ms`. For tests and
+/// single-threaded tools; `QUIT` gives `+OK`.
+pub fn execute_local(store: &mut Store, args: &Command, now_ms: u64) -> Reply {
+    match classify(args, now_ms) {
+        Action::Reply(r) => r,
+        Action::Write(op) => store.apply(&op),
+        Action::Read(r) => r.execute(store, now_ms),
+        Action::Quit => Reply::ok(),
+    }
+}
+
+#[cfg(test)]
+#[path = "commands_tests.rs"]
+mod tests;

@@ -1,0 +1,404 @@
+//! Table-driven tests of every command against the store, with Redis 7's
+//! replies. Each table is one session: (clock ms, inline request, reply).
+
+use super::*;
+use crate::op::tests::arb_op;
+use crate::resp::split_inline;
+use proptest::prelude::*;
+
+fn ok() -> Reply {
+    Reply::ok()
+}
+fn nil() -> Reply {
+    Reply::nil()
+}
+fn i(v: i64) -> Reply {
+    Reply::Integer(v)
+}
+fn b(s: &str) -> Reply {
+    Reply::bulk(s)
+}
+fn e(s: &str) -> Reply {
+    Reply::err(s)
+}
+fn arr(v: Vec<Reply>) -> Reply {
+    Reply::Array(Some(v))
+}
+
+const T0: u64 = 1_700_000_000_000;
+
+fn run(name: &str, table: &[(u64, &str, Reply)]) {
+    let mut s = Store::new();
+    for (n, (dt, line, want)) in table.iter().enumerate() {
+        let args = split_inline(line.as_bytes()).expect("test line parses");
+        let got = execute_local(&mut s, &args, T0 + dt);
+        assert_eq!(&got, want, "{name}: step {n}: {line}");
+    }
+}
+
+#[test]
+fn strings() {
+    run(
+        "strings",
+        &[
+            (0, "GET a", nil()),
+            (0, "SET a 1", ok()),
+            (0, "get a", b("1")),
+            (0, "SET a 2 NX", nil()),
+            (0, "SET b 2 XX", nil()),
+            (0, "SET b 2 NX", ok()),
+            (0, "SET b 3 XX", ok()),
+            (0, "SET b 4 XX GET", b("3")),
+            (0, "SET c 4 GET", nil()),
+            (0, "SET a 1 NX XX", e(ERR_SYNTAX)),
+            (0, "SET a 1 FOO", e(ERR_SYNTAX)),
+            (0, "SET a 1 EX", e(ERR_SYNTAX)),
+            (0, "SET a 1 EX 10 PX 100", e(ERR_SYNTAX)),
+            (
+                0,
+                "SET a 1 EX x",
+                e("ERR value is not an integer or out of range"),
+            ),
+            (
+                0,
+                "SET a 1 EX 0",
+                e("ERR invalid expire time in 'set' command"),
+            ),
+            (
+                0,
+                "SET a 1 PX -5",
+                e("ERR invalid expire time in 'set' command"),
+            ),
+            (
+                0,
+                "SET a 1 EX 9223372036854775807",
+                e("ERR invalid expire time in 'set' command"),
+            ),
+            (
+                0,
+                "SET a",
+                e("ERR wrong number of arguments for 'set' command"),
+            ),
+            (
+                0,
+                "GET",
+                e("ERR wrong number of arguments for 'get' command"),
+            ),
+            (
+                0,
+                "GET a b",
+                e("ERR wrong number of arguments for 'get' command"),
+            ),
+            (
+                0,
+                "MSET x 1 y",
+                e("ERR wrong number of arguments for 'mset' command"),
+            ),
+            (0, "MSET x 1 y 2", ok()),
+            (0, "MGET x nope y", arr(vec![b("1"), nil(), b("2")])),
+            (0, "EXISTS x x nope y", i(3)),
+            (0, "DEL x nope x", i(1)),
+            (0, "APPEND x abc", i(3)),
+            (0, "APPEND x de", i(5)),
+            (0, "GET x", b("abcde")),
+            (0, "STRLEN x", i(5)),
+            (0, "STRLEN nope", i(0)),
+            (0, "DBSIZE", i(5)),
+            (0, "FLUSHDB", ok()),
+            (0, "DBSIZE", i(0)),
+            (0, "FLUSHDB bogus", e(ERR_SYNTAX)),
+            (0, "SET \"\" empty", ok()),
+            (0, "GET \"\"", b("empty")),
+        ],
+    );
+}
+
+#[test]
+fn counters() {
+    let max = i64::MAX.to_string();
+    let set_max = format!("SET m {max}");
+    run(
+        "counters",
+        &[
+            (0, "INCR n", i(1)),
+            (0, "INCR n", i(2)),
+            (0, "DECR n", i(1)),
+            (0, "INCRBY n 10", i(11)),
+            (0, "INCRBY n -20", i(-9)),
+            (0, "DECRBY n 1", i(-10)),
+            (0, "DECR fresh", i(-1)),
+            (
+                0,
+                "INCRBY n x",
+                e("ERR value is not an integer or out of range"),
+            ),
+            (
+                0,
+                "INCRBY n 1.5",
+                e("ERR value is not an integer or out of range"),
+            ),
+            (
+                0,
+                "DECRBY n -9223372036854775808",
+                e("ERR decrement would overflow"),
+            ),
+            (0, "SET s abc", ok()),
+            (
+                0,
+                "INCR s",
+                e("ERR value is not an integer or out of range"),
+            ),
+            (0, "SET s \" 1\"", ok()),
+            (
+                0,
+                "INCR s",
+                e("ERR value is not an integer or out of range"),
+            ),
+            (0, "SET s 007", ok()),
+            (
+                0,
+                "INCR s",
+                e("ERR value is not an integer or out of range"),
+            ),
+            (0, &set_max, ok()),
+            (0, "INCR m", e("ERR increment or decrement would overflow")),
+            (0, "DECR m", i(i64::MAX - 1)),
+            (0, "SET m -9223372036854775808", ok()),
+            (0, "DECR m", e("ERR increment or decrement would overflow")),
+            (
+                0,
+                "INCR a b",
+                e("ERR wrong number of arguments for 'incr' command"),
+            ),
+        ],
+    );
+}
+
+#[test]
+fn expiry() {
+    run(
+        "expiry",
+        &[
+            (0, "TTL nope", i(-2)),
+            (0, "SET k v", ok()),
+            (0, "TTL k", i(-1)),
+            (0, "SET k v EX 10", ok()),
+            (0, "TTL k", i(10)),
+            (0, "PTTL k", i(10_000)),
+            (4_400, "TTL k", i(6)),
+            (4_600, "TTL k", i(5)),
+            (9_999, "GET k", b("v")),
+            (10_000, "GET k", nil()),
+            (10_000, "TTL k", i(-2)),
+            (10_000, "EXISTS k", i(0)),
+            (10_000, "DBSIZE", i(0)),
+            // A relative expiry is absolute from the command's arrival.
+            (20_000, "SET k v PX 1500", ok()),
+            (21_000, "PTTL k", i(500)),
+            (21_500, "GET k", nil()),
+            // SET without KEEPTTL clears the TTL; INCR and APPEND keep it.
+            (30_000, "SET k 1 EX 100", ok()),
+            (30_000, "INCR k", i(2)),
+            (30_000, "APPEND k 0", i(2)),
+            (30_000, "TTL k", i(100)),
+            (30_000, "SET k 5 KEEPTTL", ok()),
+            (30_000, "TTL k", i(100)),
+            (30_000, "SET k 5", ok()),
+            (30_000, "TTL k", i(-1)),
+            // EXPIRE.
+            (30_000, "EXPIRE nope 10", i(0)),
+            (30_000, "EXPIRE k 10", i(1)),
+            (30_000, "TTL k", i(10)),
+            (30_000, "PERSIST k", i(1)),
+            (30_000, "PERSIST k", i(0)),
+            (30_000, "TTL k", i(-1)),
+            (30_000, "EXPIRE k 0", i(1)),
+            (30_000, "EXISTS k", i(0)),
+            (30_000, "SET k v", ok()),
+            (30_000, "EXPIRE k -5", i(1)),
+            (30_000, "GET k", nil()),
+            (30_000, "SET k v", ok()),
+            (30_000, "PEXPIRE k 250", i(1)),
+            (30_000, "PTTL k", i(250)),
+            (
+                30_000,
+                "EXPIRE k x",
+                e("ERR value is not an integer or out of range"),
+            ),
+            (30_000, "EXPIRE k 10 NX", e("ERR Unsupported option NX")),
+            (
+                30_000,
+                "EXPIRE k 9223372036854775807",
+                e("ERR invalid expire time in 'expire' command"),
+            ),
+            (30_000, "EXPIREAT k 1", i(1)),
+            (30_000, "EXISTS k", i(0)),
+            // SET NX on an expired key succeeds.
+            (40_000, "SET j v PX 10", ok()),
+            (40_010, "SET j w NX", ok()),
+            (40_010, "TTL j", i(-1)),
+            // EXAT / PXAT are absolute.
+            (50_000, "SET a v PXAT 1700000051000", ok()),
+            (50_000, "PTTL a", i(1000)),
+            (50_000, "SET a v EXAT 1", ok()),
+            (50_000, "EXISTS a", i(0)),
+            // INCR on an expired key starts from 0.
+            (60_000, "SET c 41 PX 5", ok()),
+            (60_005, "INCR c", i(1)),
+        ],
+    );
+}
+
+#[test]
+fn connection_and_meta() {
+    let many: String = (0..60).map(|n| format!("arg{n} ")).collect();
+    let unknown = format!("FOO {many}");
+    let mut want = String::from("ERR unknown command 'FOO', with args beginning with: ");
+    let mut args = String::new();
+    for n in 0..60 {
+        if args.len() >= 128 {
+            break;
+        }
+        let a = format!("arg{n}");
+        let room = 128 - args.len();
+        args.push_str(&format!("'{}' ", &a[..a.len().min(room)]));
+    }
+    want.push_str(&args);
+    run(
+        "meta",
+        &[
+            (0, "PING", Reply::Simple("PONG".into())),
+            (0, "ping hi", b("hi")),
+            (
+                0,
+                "PING a b",
+                e("ERR wrong number of arguments for 'ping' command"),
+            ),
+            (0, "ECHO x", b("x")),
+            (
+                0,
+                "ECHO",
+                e("ERR wrong number of arguments for 'echo' command"),
+            ),
+            (
+                0,
+                "foo",
+                e("ERR unknown command 'foo', with args beginning with: "),
+            ),
+            (
+                0,
+                "foo a b",
+                e("ERR unknown command 'foo', with args beginning with: 'a' 'b' "),
+            ),
+            (0, &unknown, e(&want)),
+            (0, "SELECT 0", ok()),
+            (0, "SELECT 1", e("ERR DB index is out of range")),
+            (0, "CONFIG GET save", arr(vec![b("save"), b("")])),
+            (
+                0,
+                "CONFIG GET appendonly",
+                arr(vec![b("appendonly"), b("no")]),
+            ),
+            (0, "CONFIG GET nothing", arr(vec![])),
+            (
+                0,
+                "CONFIG GET",
+                e("ERR wrong number of arguments for 'config|get' command"),
+            ),
+            (
+                0,
+                "CONFIG",
+                e("ERR wrong number of arguments for 'config' command"),
+            ),
+            (
+                0,
+                "CONFIG bad",
+                e("ERR unknown subcommand 'bad'. Try CONFIG HELP."),
+            ),
+            (0, "COMMAND COUNT", i(COMMANDS.len() as i64)),
+            (0, "COMMAND DOCS", arr(vec![])),
+            (
+                0,
+                "COMMAND INFO get nope",
+                arr(vec![
+                    arr(vec![
+                        b("get"),
+                        i(2),
+                        arr(vec![
+                            Reply::Simple("readonly".into()),
+                            Reply::Simple("fast".into()),
+                        ]),
+                        i(1),
+                        i(1),
+                        i(1),
+                    ]),
+                    Reply::Array(None),
+                ]),
+            ),
+            (0, "HELLO 3", e("NOPROTO unsupported protocol version")),
+            (0, "QUIT", ok()),
+        ],
+    );
+    let mut s = Store::new();
+    let full = execute_local(&mut s, &vec![b"COMMAND".to_vec()], T0);
+    assert!(matches!(full, Reply::Array(Some(ref v)) if v.len() == COMMANDS.len()));
+    let info = execute_local(&mut s, &vec![b"INFO".to_vec()], T0);
+    assert!(
+        matches!(info, Reply::Bulk(Some(ref v)) if v.starts_with(b"# Server\r\nredis_version:"))
+    );
+}
+
+#[test]
+fn writes_are_absolute() {
+    let args = split_inline(b"SET k v EX 10").unwrap();
+    match classify(&args, 1000) {
+        Action::Write(op) => {
+            assert_eq!(op.ts_ms, 1000);
+            assert!(matches!(
+                op.cmd,
+                WriteCmd::Set {
+                    ttl: SetTtl::At(11_000),
+                    ..
+                }
+            ));
+        }
+        other => panic!("{other:?}"),
+    }
+    let args = split_inline(b"EXPIRE k 5").unwrap();
+    assert_eq!(
+        classify(&args, 1000),
+        Action::Write(WriteOp::new(
+            1000,
+            WriteCmd::ExpireAt {
+                key: b"k".to_vec(),
+                at_ms: 6000
+            }
+        ))
+    );
+    assert!(matches!(
+        classify(&split_inline(b"GET k").unwrap(), 0),
+        Action::Read(ReadCmd::Get(_))
+    ));
+}
+
+proptest! {
+    /// Replicas applying the same ops agree (state and replies), even when
+    /// their own clocks disagree for reads in between; the op log survives
+    /// encoding; snapshots restore the same state.
+    #[test]
+    fn replicas_agree(ops in proptest::collection::vec(arb_op(), 0..40)) {
+        let mut a = Store::new();
+        let mut b = Store::new();
+        for op in &ops {
+            let ra = a.apply(op);
+            let _ = ReadCmd::DbSize.execute(&a, op.ts_ms.wrapping_add(12345));
+            let decoded = WriteOp::decode(&op.encode()).unwrap();
+            let rb = b.apply(&decoded);
+            prop_assert_eq!(ra, rb);
+        }
+        prop_assert_eq!(a.snapshot(), b.snapshot());
+        let c = Store::restore(&a.snapshot()).unwrap();
+        prop_assert_eq!(c.snapshot(), a.snapshot());
+        prop_assert_eq!(c.len(0), a.len(0));
+    }
+}

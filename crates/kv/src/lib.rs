@@ -1,0 +1,28 @@
+//! `xlane-kv`: a Redis-compatible (RESP2) key-value front end whose writes
+//! go through a replication seam.
+//!
+//! * [`resp`]: the incremental sans-IO RESP2 parser and the reply encoder.
+//! * [`op`]: [`op::WriteOp`], the versioned binary form of a write, with
+//!   absolute times: what is logged and replicated.
+//! * [`store`]: [`store::Store`], the deterministic state machine.
+//! * [`commands`]: request → write op / read / immediate reply, with Redis'
+//!   error texts.
+//! * [`replicator`]: the [`replicator::Replicator`] trait (propose, read
+//!   barrier) and [`replicator::LocalReplicator`] (single node, optional
+//!   append-only file).
+//! * [`server`]: the TCP server (`xlane kv serve`).
+#![warn(missing_docs)]
+
+pub mod commands;
+pub mod op;
+pub mod replicator;
+pub mod resp;
+pub mod server;
+pub mod store;
+
+pub use commands::{classify, Action, ReadCmd};
+pub use op::{OpDecodeError, SetCond, SetTtl, WriteCmd, WriteOp};
+pub use replicator::{FsyncPolicy, LocalReplicator, ReplicaError, Replicator, SharedStore};
+pub use resp::{Limits, Parser, Reply, RespError};
+pub use server::{Server, ServerHandle};
+pub use store::Store;

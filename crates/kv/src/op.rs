@@ -1,0 +1,456 @@
+//! [`WriteOp`]: one state change, as it is logged and replicated.
+//!
+//! A write command is turned into a `WriteOp` once, where it arrives (the
+//! leader), with every time-dependent value made absolute: the op carries
+//! the leader's clock reading `ts_ms` and absolute expiry times. Applying
+//! the same sequence of ops to an empty [`crate::store::Store`] gives the
+//! same state and the same replies on every replica, whatever its clock.
+//!
+//! Encoding (version 1), all integers little-endian:
+//! `version:u8 = 1 | tag:u8 | ts_ms:u64 | body`, where byte strings are
+//! `len:u32 | bytes`, lists are `count:u32 | items`, options are
+//! `0 | 1 value`. The encoding is canonical: decoding then encoding gives
+//! the same bytes.
+
+/// Version byte of the encoding written by [`WriteOp::encode`].
+pub const OP_VERSION: u8 = 1;
+
+/// Largest key or value an op may carry (matches the default RESP bulk
+/// limit).
+pub const MAX_OP_BYTES: usize = 512 << 20;
+
+/// The condition of a `SET`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SetCond {
+    /// Always set.
+    Always,
+    /// `NX`: only if the key does not exist.
+    IfAbsent,
+    /// `XX`: only if the key exists.
+    IfPresent,
+}
+
+/// What happens to the key's time to live on `SET`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SetTtl {
+    /// No expiry (an existing one is cleared).
+    Persist,
+    /// `KEEPTTL`: keep the existing expiry.
+    Keep,
+    /// Expire at this absolute time (ms since the Unix epoch).
+    At(u64),
+}
+
+/// A write command, with absolute times.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WriteCmd {
+    /// `SET key value [NX|XX] [EX|PX|EXAT|PXAT|KEEPTTL] [GET]`.
+    Set {
+        /// The key.
+        key: Vec<u8>,
+        /// The new value.
+        value: Vec<u8>,
+        /// NX / XX.
+        cond: SetCond,
+        /// Expiry.
+        ttl: SetTtl,
+        /// `GET`: reply with the old value instead of OK.
+        get: bool,
+    },
+    /// `MSET k v [k v ...]`.
+    MSet {
+        /// The pairs, in command order.
+        pairs: Vec<(Vec<u8>, Vec<u8>)>,
+    },
+    /// `DEL key [key ...]`.
+    Del {
+        /// The keys.
+        keys: Vec<Vec<u8>>,
+    },
+    /// `INCR`, `DECR`, `INCRBY`, `DECRBY`.
+    IncrBy {
+        /// The key.
+        key: Vec<u8>,
+        /// The signed increment.
+        delta: i64,
+    },
+    /// `APPEND key value`.
+    Append {
+        /// The key.
+        key: Vec<u8>,
+        /// The bytes to append.
+        value: Vec<u8>,
+    },
+    /// `EXPIRE`/`PEXPIRE`/`EXPIREAT`/`PEXPIREAT`, made absolute. A time not
+    /// after `ts_ms` deletes the key.
+    ExpireAt {
+        /// The key.
+        key: Vec<u8>,
+        /// Absolute expiry time, ms since the epoch.
+        at_ms: u64,
+    },
+    /// `PERSIST key`.
+    Persist {
+        /// The key.
+        key: Vec<u8>,
+    },
+    /// `FLUSHDB` / `FLUSHALL`.
+    FlushDb,
+}
+
+/// A write as replicated: the command and the leader's clock when it
+/// arrived.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WriteOp {
+    /// Leader's wall clock, ms since the Unix epoch, when the command
+    /// arrived. The store's logical clock is the maximum of these.
+    pub ts_ms: u64,
+    /// The command.
+    pub cmd: WriteCmd,
+}
+
+/// Why bytes are not a valid [`WriteOp`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum OpDecodeError {
+    /// No bytes at all.
+    #[error("empty op")]
+    Empty,
+    /// A version this build does not know.
+    #[error("unknown op version {0}")]
+    UnknownVersion(u8),
+    /// An unknown command tag.
+    #[error("unknown op tag {0}")]
+    UnknownTag(u8),
+    /// The bytes end inside a field.
+    #[error("op truncated")]
+    Truncated,
+    /// Bytes left after a complete op.
+    #[error("{0} trailing bytes after op")]
+    Trailing(usize),
+    /// A field value outside its domain (flag byte, length above
+    /// [`MAX_OP_BYTES`], empty list).
+    #[error("invalid op field: {0}")]
+    Invalid(&'static str),
+}
+
+const T_SET: u8 = 1;
+const T_MSET: u8 = 2;
+const T_DEL: u8 = 3;
+const T_INCRBY: u8 = 4;
+const T_APPEND: u8 = 5;
+const T_EXPIREAT: u8 = 6;
+const T_PERSIST: u8 = 7;
+const T_FLUSHDB: u8 = 8;
+
+fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
+    // Keys and values are bounded by the RESP limits (< 4 GiB).
+    out.extend_from_slice(&(b.len() as u32).to_le_bytes());
+    out.extend_from_slice(b);
+}
+
+struct Reader<'a> {
+    b: &'a [u8],
+}
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize) -> Result<&'a [u8], OpDecodeError> {
+        if self.b.len() < n {
+            return Err(OpDecodeError::Truncated);
+        }
+        let (h, t) = self.b.split_at(n);
+        self.b = t;
+        Ok(h)
+    }
+    fn u8(&mut self) -> Result<u8, OpDecodeError> {
+        Ok(self.take(1)?[0])
+    }
+    fn u32(&mut self) -> Result<u32, OpDecodeError> {
+        let mut a = [0u8; 4];
+        a.copy_from_slice(self.take(4)?);
+        Ok(u32::from_le_bytes(a))
+    }
+    fn u64(&mut self) -> Result<u64, OpDecodeError> {
+        let mut a = [0u8; 8];
+        a.copy_from_slice(self.take(8)?);
+        Ok(u64::from_le_bytes(a))
+    }
+    fn bytes(&mut self) -> Result<Vec<u8>, OpDecodeError> {
+        let n = self.u32()? as usize;
+        if n > MAX_OP_BYTES {
+            return Err(OpDecodeError::Invalid("byte string too long"));
+        }
+        Ok(self.take(n)?.to_vec())
+    }
+    /// A list count: each item takes at least `min_item` bytes, so a count
+    /// the remaining input cannot hold is rejected before allocating.
+    fn count(&mut self, min_item: usize) -> Result<usize, OpDecodeError> {
+        let n = self.u32()? as usize;
+        if n == 0 {
+            return Err(OpDecodeError::Invalid("empty list"));
+        }
+        if n.saturating_mul(min_item) > self.b.len() {
+            return Err(OpDecodeError::Truncated);
+        }
+        Ok(n)
+    }
+    fn flag(&mut self) -> Result<bool, OpDecodeError> {
+        match self.u8()? {
+            0 => Ok(false),
+            1 => Ok(true),
+            _ => Err(OpDecodeError::Invalid("flag byte")),
+        }
+    }
+}
+
+impl WriteOp {
+    /// A new op.
+    pub fn new(ts_ms: u64, cmd: WriteCmd) -> Self {
+        WriteOp { ts_ms, cmd }
+    }
+
+    /// Appends the binary encoding.
+    pub fn encode_into(&self, out: &mut Vec<u8>) {
+        out.push(OP_VERSION);
+        let tag = match &self.cmd {
+            WriteCmd::Set { .. } => T_SET,
+            WriteCmd::MSet { .. } => T_MSET,
+            WriteCmd::Del { .. } => T_DEL,
+            WriteCmd::IncrBy { .. } => T_INCRBY,
+            WriteCmd::Append { .. } => T_APPEND,
+            WriteCmd::ExpireAt { .. } => T_EXPIREAT,
+            WriteCmd::Persist { .. } => T_PERSIST,
+            WriteCmd::FlushDb => T_FLUSHDB,
+        };
+        out.push(tag);
+        out.extend_from_slice(&self.ts_ms.to_le_bytes());
+        match &self.cmd {
+            WriteCmd::Set {
+                key,
+                value,
+                cond,
+                ttl,
+                get,
+            } => {
+                put_bytes(out, key);
+                put_bytes(out, value);
+                out.push(match cond {
+                    SetCond::Always => 0,
+                    SetCond::IfAbsent => 1,
+                    SetCond::IfPresent => 2,
+                });
+                match ttl {
+                    SetTtl::Persist => out.push(0),
+                    SetTtl::Keep => out.push(1),
+                    SetTtl::At(t) => {
+                        out.push(2);
+                        out.extend_from_slice(&t.to_le_bytes());
+                    }
+                }
+                out.push(u8::from(*get));
+            }
+            WriteCmd::MSet { pairs } => {
+                out.extend_from_slice(&(pairs.len() as u32).to_le_bytes());
+                for (k, v) in pairs {
+                    put_bytes(out, k);
+                    put_bytes(out, v);
+                }
+            }
+            WriteCmd::Del { keys } => {
+                out.extend_from_slice(&(keys.len() as u32).to_le_bytes());
+                for k in keys {
+                    put_bytes(out, k);
+                }
+            }
+            WriteCmd::IncrBy { key, delta } => {
+                put_bytes(out, key);
+                out.extend_from_slice(&delta.to_le_bytes());
+            }
+            WriteCmd::Append { key, value } => {
+                put_bytes(out, key);
+                put_bytes(out, value);
+            }
+            WriteCmd::ExpireAt { key, at_ms } => {
+                put_bytes(out, key);
+                out.extend_from_slice(&at_ms.to_le_bytes());
+            }
+            WriteCmd::Persist { key } => put_bytes(out, key),
+            WriteCmd::FlushDb => {}
+        }
+    }
+
+    /// The binary encoding.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut v = Vec::new();
+        self.encode_into(&mut v);
+        v
+    }
+
+    /// Decodes exactly one op (no trailing bytes).
+    pub fn decode(b: &[u8]) -> Result<WriteOp, OpDecodeError> {
+        if b.is_empty() {
+            return Err(OpDecodeError::Empty);
+        }
+        let mut r = Reader { b };
+        let v = r.u8()?;
+        if v != OP_VERSION {
+            return Err(OpDecodeError::UnknownVersion(v));
+        }
+        let tag = r.u8()?;
+        let ts_ms = r.u64()?;
+        let cmd = match tag {
+            T_SET => {
+                let key = r.bytes()?;
+                let value = r.bytes()?;
+                let cond = match r.u8()? {
+                    0 => SetCond::Always,
+                    1 => SetCond::IfAbsent,
+                    2 => SetCond::IfPresent,
+                    _ => return Err(OpDecodeError::Invalid("set condition")),
+                };
+                let ttl = match r.u8()? {
+                    0 => SetTtl::Persist,
+                    1 => SetTtl::Keep,
+                    2 => SetTtl::At(r.u64()?),
+                    _ => return Err(OpDecodeError::Invalid("set ttl kind")),
+                };
+                let get = r.flag()?;
+                WriteCmd::Set {
+                    key,
+                    value,
+                    cond,
+                    ttl,
+                    get,
+                }
+            }
+            T_MSET => {
+                let n = r.count(8)?;
+                let mut pairs = Vec::with_capacity(n);
+                for _ in 0..n {
+                    pairs.push((r.bytes()?, r.bytes()?));
+                }
+                WriteCmd::MSet { pairs }
+            }
+            T_DEL => {
+                let n = r.count(4)?;
+                let mut keys = Vec::with_capacity(n);
+                for _ in 0..n {
+                    keys.push(r.bytes()?);
+                }
+                WriteCmd::Del { keys }
+            }
+            T_INCRBY => {
+                let key = r.bytes()?;
+                let delta = r.u64()? as i64;
+                WriteCmd::IncrBy { key, delta }
+            }
+            T_APPEND => WriteCmd::Append {
+                key: r.bytes()?,
+                value: r.bytes()?,
+            },
+            T_EXPIREAT => WriteCmd::ExpireAt {
+                key: r.bytes()?,
+                at_ms: r.u64()?,
+            },
+            T_PERSIST => WriteCmd::Persist { key: r.bytes()? },
+            T_FLUSHDB => WriteCmd::FlushDb,
+            t => return Err(OpDecodeError::UnknownTag(t)),
+        };
+        if !r.b.is_empty() {
+            return Err(OpDecodeError::Trailing(r.b.len()));
+        }
+        Ok(WriteOp { ts_ms, cmd })
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn bytes() -> impl Strategy<Value = Vec<u8>> {
+        proptest::collection::vec(any::<u8>(), 0..12)
+    }
+
+    pub(crate) fn arb_op() -> impl Strategy<Value = WriteOp> {
+        let cmd = prop_oneof![
+            (
+                bytes(),
+                bytes(),
+                0u8..3,
+                prop_oneof![
+                    Just(SetTtl::Persist),
+                    Just(SetTtl::Keep),
+                    any::<u64>().prop_map(SetTtl::At)
+                ],
+                any::<bool>()
+            )
+                .prop_map(|(key, value, c, ttl, get)| WriteCmd::Set {
+                    key,
+                    value,
+                    cond: [SetCond::Always, SetCond::IfAbsent, SetCond::IfPresent][c as usize],
+                    ttl,
+                    get
+                }),
+            proptest::collection::vec((bytes(), bytes()), 1..4)
+                .prop_map(|pairs| WriteCmd::MSet { pairs }),
+            proptest::collection::vec(bytes(), 1..4).prop_map(|keys| WriteCmd::Del { keys }),
+            (bytes(), any::<i64>()).prop_map(|(key, delta)| WriteCmd::IncrBy { key, delta }),
+            (bytes(), bytes()).prop_map(|(key, value)| WriteCmd::Append { key, value }),
+            (bytes(), any::<u64>()).prop_map(|(key, at_ms)| WriteCmd::ExpireAt { key, at_ms }),
+            bytes().prop_map(|key| WriteCmd::Persist { key }),
+            Just(WriteCmd::FlushDb),
+        ];
+        (any::<u64>(), cmd).prop_map(|(ts_ms, cmd)| WriteOp { ts_ms, cmd })
+    }
+
+    #[test]
+    fn decode_errors() {
+        let good = WriteOp::new(
+            5,
+            WriteCmd::Del {
+                keys: vec![b"a".to_vec()],
+            },
+        )
+        .encode();
+        let mut bad_version = good.clone();
+        bad_version[0] = 9;
+        let mut bad_tag = good.clone();
+        bad_tag[1] = 99;
+        let mut trailing = good.clone();
+        trailing.push(0);
+        let mut empty_list = good[..10].to_vec();
+        empty_list.extend_from_slice(&0u32.to_le_bytes());
+        let mut huge_list = good[..10].to_vec();
+        huge_list.extend_from_slice(&u32::MAX.to_le_bytes());
+        let table: Vec<(Vec<u8>, OpDecodeError)> = vec![
+            (vec![], OpDecodeError::Empty),
+            (bad_version, OpDecodeError::UnknownVersion(9)),
+            (bad_tag, OpDecodeError::UnknownTag(99)),
+            (good[..good.len() - 1].to_vec(), OpDecodeError::Truncated),
+            (trailing, OpDecodeError::Trailing(1)),
+            (empty_list, OpDecodeError::Invalid("empty list")),
+            (huge_list, OpDecodeError::Truncated),
+        ];
+        for (b, want) in table {
+            assert_eq!(WriteOp::decode(&b), Err(want));
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn round_trip(op in arb_op()) {
+            let b = op.encode();
+            prop_assert_eq!(WriteOp::decode(&b), Ok(op));
+            for cut in 0..b.len() {
+                prop_assert!(WriteOp::decode(&b[..cut]).is_err());
+            }
+        }
+
+        #[test]
+        fn arbitrary_bytes(b in proptest::collection::vec(any::<u8>(), 0..64)) {
+            if let Ok(op) = WriteOp::decode(&b) {
+                prop_assert_eq!(op.encode(), b);
+            }
+        }
+    }
+}

@@ -1,0 +1,315 @@
+//! [`Store`]: the deterministic state machine (strings with expiry).
+//!
+//! Writes go only through [`Store::apply`], which takes its time from the
+//! op ([`WriteOp::ts_ms`]) and keeps a logical clock, the maximum `ts_ms`
+//! applied so far; keys whose expiry is not after that clock are removed
+//! (in a deterministic order) before each op runs. Reads take the reader's
+//! clock, but never look earlier than the logical clock, so a key a write
+//! has seen expire is never read back.
+
+use crate::op::{SetCond, SetTtl, WriteCmd, WriteOp, MAX_OP_BYTES};
+use crate::resp::{parse_i64_strict, Reply};
+use std::collections::{BTreeSet, HashMap};
+
+/// `ERR value is not an integer or out of range`.
+pub const ERR_NOT_INTEGER: &str = "ERR value is not an integer or out of range";
+/// `ERR increment or decrement would overflow`.
+pub const ERR_OVERFLOW: &str = "ERR increment or decrement would overflow";
+/// The reply to an `APPEND` that would exceed [`MAX_OP_BYTES`].
+pub const ERR_TOO_BIG: &str = "ERR string exceeds maximum allowed size (proto-max-bulk-len)";
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Entry {
+    value: Vec<u8>,
+    expire_at: Option<u64>,
+}
+
+/// The key space. See the module docs.
+#[derive(Debug, Default, Clone)]
+pub struct Store {
+    map: HashMap<Vec<u8>, Entry>,
+    /// (expire_at, key) for every key with an expiry.
+    expiries: BTreeSet<(u64, Vec<u8>)>,
+    clock_ms: u64,
+    applied: u64,
+}
+
+/// Why a snapshot could not be restored.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SnapshotError {
+    /// Not a snapshot of this version.
+    #[error("bad snapshot header")]
+    BadHeader,
+    /// The bytes end inside an entry, or have bytes left over.
+    #[error("snapshot truncated or with trailing bytes")]
+    Truncated,
+}
+
+const SNAP_MAGIC: &[u8; 8] = b"XLKVSNP1";
+
+impl Store {
+    /// An empty store with its clock at 0.
+    pub fn new() -> Self {
+        Store::default()
+    }
+
+    /// The logical clock: the largest `ts_ms` applied.
+    pub fn clock_ms(&self) -> u64 {
+        self.clock_ms
+    }
+
+    /// How many ops were applied since creation (or the snapshot).
+    pub fn applied(&self) -> u64 {
+        self.applied
+    }
+
+    fn now(&self, now_ms: u64) -> u64 {
+        now_ms.max(self.clock_ms)
+    }
+
+    fn live(&self, key: &[u8], now: u64) -> Option<&Entry> {
+        self.map
+            .get(key)
+            .filter(|e| e.expire_at.map_or(true, |t| t > now))
+    }
+
+    /// The value of `key` at `now_ms`.
+    pub fn get(&self, key: &[u8], now_ms: u64) -> Option<&[u8]> {
+        self.live(key, self.now(now_ms)).map(|e| e.value.as_slice())
+    }
+
+    /// `None` when `key` does not exist at `now_ms`, else its absolute
+    /// expiry time if it has one.
+    pub fn expiry(&self, key: &[u8], now_ms: u64) -> Option<Option<u64>> {
+        self.live(key, self.now(now_ms)).map(|e| e.expire_at)
+    }
+
+    /// Keys alive at `now_ms`.
+    pub fn len(&self, now_ms: u64) -> usize {
+        let now = self.now(now_ms);
+        let dead = self.expiries.range(..(now + 1, Vec::new())).count();
+        self.map.len() - dead.min(self.map.len())
+    }
+
+    /// True when no key is alive at `now_ms`.
+    pub fn is_empty(&self, now_ms: u64) -> bool {
+        self.len(now_ms) == 0
+    }
+
+    /// Keys alive at `now_ms` with an expiry.
+    pub fn expiring(&self, now_ms: u64) -> usize {
+        let now = self.now(now_ms);
+        self.expiries.range((now + 1, Vec::new())..).count()
+    }
+
+    fn remove(&mut self, key: &[u8]) -> Option<Entry> {
+        let e = self.map.remove(key)?;
+        if let Some(t) = e.expire_at {
+            self.expiries.remove(&(t, key.to_vec()));
+        }
+        Some(e)
+    }
+
+    fn set_expiry(&mut self, key: &[u8], at: Option<u64>) {
+        if let Some(e) = self.map.get_mut(key) {
+            if let Some(old) = e.expire_at {
+                self.expiries.remove(&(old, key.to_vec()));
+            }
+            e.expire_at = at;
+            if let Some(t) = at {
+                self.expiries.insert((t, key.to_vec()));
+            }
+        }
+    }
+
+    fn put(&mut self, key: &[u8], value: Vec<u8>, expire_at: Option<u64>) {
+        self.remove(key);
+        self.map.insert(key.to_vec(), Entry { value, expire_at });
+        if let Some(t) = expire_at {
+            self.expiries.insert((t, key.to_vec()));
+        }
+    }
+
+    /// Removes every key whose expiry is not after `now`.
+    fn purge(&mut self, now: u64) {
+        while let Some((t, _)) = self.expiries.first() {
+            if *t > now {
+                break;
+            }
+            if let Some((_, k)) = self.expiries.pop_first() {
+                self.map.remove(&k);
+            }
+        }
+    }
+
+    /// Applies one write and returns its reply. Deterministic: depends only
+    /// on the store and the op.
+    pub fn apply(&mut self, op: &WriteOp) -> Reply {
+        self.applied += 1;
+        self.clock_ms = self.clock_ms.max(op.ts_ms);
+        let now = self.clock_ms;
+        self.purge(now);
+        match &op.cmd {
+            WriteCmd::Set {
+                key,
+                value,
+                cond,
+                ttl,
+                get,
+            } => {
+                let old = self.map.get(key.as_slice()).cloned();
+                let proceed = match cond {
+                    SetCond::Always => true,
+                    SetCond::IfAbsent => old.is_none(),
+                    SetCond::IfPresent => old.is_some(),
+                };
+                let reply = if *get {
+                    Reply::Bulk(old.as_ref().map(|e| e.value.clone()))
+                } else if proceed {
+                    Reply::ok()
+                } else {
+                    Reply::nil()
+                };
+                if proceed {
+                    let expire_at = match ttl {
+                        SetTtl::Persist => None,
+                        SetTtl::Keep => old.and_then(|e| e.expire_at),
+                        SetTtl::At(t) => Some(*t),
+                    };
+                    if expire_at.is_some_and(|t| t <= now) {
+                        self.remove(key);
+                    } else {
+                        self.put(key, value.clone(), expire_at);
+                    }
+                }
+                reply
+            }
+            WriteCmd::MSet { pairs } => {
+                for (k, v) in pairs {
+                    self.put(k, v.clone(), None);
+                }
+                Reply::ok()
+            }
+            WriteCmd::Del { keys } => {
+                let n = keys.iter().filter(|k| self.remove(k).is_some()).count();
+                Reply::Integer(n as i64)
+            }
+            WriteCmd::IncrBy { key, delta } => {
+                let (cur, exp) = match self.map.get(key.as_slice()) {
+                    None => (0, None),
+                    Some(e) => match parse_i64_strict(&e.value) {
+                        Some(v) => (v, e.expire_at),
+                        None => return Reply::err(ERR_NOT_INTEGER),
+                    },
+                };
+                let Some(new) = cur.checked_add(*delta) else {
+                    return Reply::err(ERR_OVERFLOW);
+                };
+                self.put(key, new.to_string().into_bytes(), exp);
+                Reply::Integer(new)
+            }
+            WriteCmd::Append { key, value } => {
+                let len = match self.map.get_mut(key.as_slice()) {
+                    Some(e) => {
+                        if e.value.len() + value.len() > MAX_OP_BYTES {
+                            return Reply::err(ERR_TOO_BIG);
+                        }
+                        e.value.extend_from_slice(value);
+                        e.value.len()
+                    }
+                    None => {
+                        self.put(key, value.clone(), None);
+                        value.len()
+                    }
+                };
+                Reply::Integer(len as i64)
+            }
+            WriteCmd::ExpireAt { key, at_ms } => {
+                if !self.map.contains_key(key.as_slice()) {
+                    return Reply::Integer(0);
+                }
+                if *at_ms <= now {
+                    self.remove(key);
+                } else {
+                    self.set_expiry(key, Some(*at_ms));
+                }
+                Reply::Integer(1)
+            }
+            WriteCmd::Persist { key } => match self.map.get(key.as_slice()) {
+                Some(e) if e.expire_at.is_some() => {
+                    self.set_expiry(key, None);
+                    Reply::Integer(1)
+                }
+                _ => Reply::Integer(0),
+            },
+            WriteCmd::FlushDb => {
+                self.map.clear();
+                self.expiries.clear();
+                Reply::ok()
+            }
+        }
+    }
+
+    /// A canonical serialization of the whole state (entries sorted by
+    /// key): equal stores give equal bytes, so it doubles as a replica
+    /// comparison. For Raft snapshots.
+    pub fn snapshot(&self) -> Vec<u8> {
+        let mut keys: Vec<&Vec<u8>> = self.map.keys().collect();
+        keys.sort_unstable();
+        let mut out = Vec::new();
+        out.extend_from_slice(SNAP_MAGIC);
+        out.extend_from_slice(&self.clock_ms.to_le_bytes());
+        out.extend_from_slice(&self.applied.to_le_bytes());
+        out.extend_from_slice(&(keys.len() as u64).to_le_bytes());
+        for k in keys {
+            let e = &self.map[k];
+            for b in [k.as_slice(), e.value.as_slice()] {
+                out.extend_from_slice(&(b.len() as u64).to_le_bytes());
+                out.extend_from_slice(b);
+            }
+            out.extend_from_slice(&e.expire_at.map_or(u64::MAX, |t| t).to_le_bytes());
+        }
+        out
+    }
+
+    /// Rebuilds a store from [`Store::snapshot`] bytes.
+    pub fn restore(b: &[u8]) -> Result<Store, SnapshotError> {
+        let rest = b.strip_prefix(SNAP_MAGIC).ok_or(SnapshotError::BadHeader)?;
+        let mut r = rest;
+        let u64_ = |r: &mut &[u8]| -> Result<u64, SnapshotError> {
+            if r.len() < 8 {
+                return Err(SnapshotError::Truncated);
+            }
+            let mut a = [0u8; 8];
+            a.copy_from_slice(&r[..8]);
+            *r = &r[8..];
+            Ok(u64::from_le_bytes(a))
+        };
+        let clock_ms = u64_(&mut r)?;
+        let applied = u64_(&mut r)?;
+        let n = u64_(&mut r)?;
+        let mut s = Store {
+            clock_ms,
+            applied,
+            ..Store::default()
+        };
+        for _ in 0..n {
+            let mut two = [Vec::new(), Vec::new()];
+            for slot in &mut two {
+                let len = u64_(&mut r)?;
+                if (r.len() as u64) < len {
+                    return Err(SnapshotError::Truncated);
+                }
+                *slot = r[..len as usize].to_vec();
+                r = &r[len as usize..];
+            }
+            let t = u64_(&mut r)?;
+            let [k, v] = two;
+            s.put(&k, v, (t != u64::MAX).then_some(t));
+        }
+        if !r.is_empty() {
+            return Err(SnapshotError::Truncated);
+        }
+        Ok(s)
+    }
+}

@@ -1,0 +1,197 @@
+//! A threaded driver around [`RaftNode`] with blocking `propose` / `read_barrier` calls, the
+//! shape a front end (e.g. a key-value store's `Replicator`) needs. The driver thread owns
+//! the node, ticks it from a monotonic clock, feeds inbound datagrams, and sends outbound
+//! messages through a [`MessageEndpoint`] onto a [`Transport`].
+//!
+//! The state machine lives inside the node (on the driver thread); applications that read
+//! it from other threads share it themselves (e.g. `Arc<Mutex<_>>` inside their
+//! [`StateMachine`] impl) and read after [`DriverHandle::read_barrier`] returns.
+
+use std::collections::HashMap;
+use std::sync::mpsc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use crate::batch::{MessageEndpoint, ProposalId, Transport};
+use crate::node::{Event, RaftNode, ReadId, StateMachine};
+
+/// Errors of blocking driver calls.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ReplicateError {
+    /// This node is not the leader; `leader` is the known leader (0 = unknown).
+    #[error("not leader (leader hint {0})")]
+    NotLeader(u64),
+    /// The proposal was dropped; it may or may not have been applied if `indeterminate`.
+    #[error("proposal dropped (indeterminate: {indeterminate})")]
+    Dropped {
+        /// Outcome unknown (covered by a snapshot) rather than definitely not applied.
+        indeterminate: bool,
+    },
+    /// The read barrier could not be confirmed in time; retry.
+    #[error("read barrier failed")]
+    ReadFailed,
+    /// The driver stopped (storage error or shutdown).
+    #[error("driver stopped")]
+    Stopped,
+}
+
+enum Cmd {
+    Propose(Vec<u8>, mpsc::Sender<Result<Vec<u8>, ReplicateError>>),
+    Read(mpsc::Sender<Result<(), ReplicateError>>),
+    Inbound(u64, Vec<u8>),
+    Stop,
+}
+
+/// Cloneable handle to a running driver.
+#[derive(Clone)]
+pub struct DriverHandle {
+    tx: mpsc::Sender<Cmd>,
+}
+
+impl DriverHandle {
+    /// Replicates `op`; returns the state machine's result once committed and applied
+    /// locally.
+    pub fn propose(&self, op: Vec<u8>) -> Result<Vec<u8>, ReplicateError> {
+        let (tx, rx) = mpsc::channel();
+        self.tx
+            .send(Cmd::Propose(op, tx))
+            .map_err(|_| ReplicateError::Stopped)?;
+        rx.recv().map_err(|_| ReplicateError::Stopped)?
+    }
+
+    /// Linearizable read barrier (ReadIndex): returns once the local state machine has
+    /// applied everything committed before the call; reading it then is linearizable.
+    pub fn read_barrier(&self) -> Result<(), ReplicateError> {
+        let (tx, rx) = mpsc::channel();
+        self.tx
+            .send(Cmd::Read(tx))
+            .map_err(|_| ReplicateError::Stopped)?;
+        rx.recv().map_err(|_| ReplicateError::Stopped)?
+    }
+
+    /// Hands a datagram received from peer `from` to the node.
+    pub fn deliver(&self, from: u64, datagram: Vec<u8>) {
+        let _ = self.tx.send(Cmd::Inbound(from, datagram));
+    }
+}
+
+/// A running driver thread.
+pub struct Driver {
+    handle: DriverHandle,
+    join: Option<JoinHandle<()>>,
+}
+
+impl Driver {
+    /// Starts the driver thread for `node`, sending through `endpoint` onto `transport`.
+    pub fn spawn<S, T>(
+        mut node: RaftNode<S>,
+        mut endpoint: MessageEndpoint,
+        mut transport: T,
+    ) -> Self
+    where
+        S: StateMachine + Send + 'static,
+        T: Transport + Send + 'static,
+    {
+        let (tx, rx) = mpsc::channel::<Cmd>();
+        let join = std::thread::spawn(move || {
+            let start = Instant::now();
+            let tick = Duration::from_nanos(node.config().tick_ns.max(1));
+            let mut proposals: HashMap<ProposalId, mpsc::Sender<Result<Vec<u8>, ReplicateError>>> =
+                HashMap::new();
+            let mut reads: HashMap<ReadId, mpsc::Sender<Result<(), ReplicateError>>> =
+                HashMap::new();
+            loop {
+                let cmd = rx.recv_timeout(tick);
+                let now = start.elapsed().as_nanos() as u64;
+                match cmd {
+                    Ok(Cmd::Propose(op, reply)) => match node.propose(op) {
+                        Ok(id) => {
+                            proposals.insert(id, reply);
+                        }
+                        Err(crate::node::ProposeError::NotLeader { leader }) => {
+                            let _ = reply.send(Err(ReplicateError::NotLeader(leader)));
+                        }
+                        Err(_) => {
+                            let _ = reply.send(Err(ReplicateError::Dropped {
+                                indeterminate: false,
+                            }));
+                        }
+                    },
+                    Ok(Cmd::Read(reply)) => {
+                        let id = node.read_index();
+                        reads.insert(id, reply);
+                    }
+                    Ok(Cmd::Inbound(from, d)) => {
+                        if let Ok(Some(m)) = endpoint.receive(from, now, &d) {
+                            let _ = node.step(m);
+                        }
+                    }
+                    Ok(Cmd::Stop) | Err(mpsc::RecvTimeoutError::Disconnected) => break,
+                    Err(mpsc::RecvTimeoutError::Timeout) => {}
+                }
+                node.tick_to(now);
+                endpoint.expire(now);
+                let out = match node.handle_ready() {
+                    Ok(o) => o,
+                    Err(_) => break, // storage failure: stop; waiters see Stopped
+                };
+                for m in &out.messages {
+                    let _ = endpoint.send(m, &mut transport);
+                }
+                for ev in out.events {
+                    match ev {
+                        Event::Applied { id, result, .. } => {
+                            if let Some(r) = proposals.remove(&id) {
+                                let _ = r.send(Ok(result));
+                            }
+                        }
+                        Event::Dropped { id, reason } => {
+                            if let Some(r) = proposals.remove(&id) {
+                                let _ = r.send(Err(ReplicateError::Dropped {
+                                    indeterminate: reason == crate::node::DropReason::Indeterminate,
+                                }));
+                            }
+                        }
+                        Event::ReadReady { id, .. } => {
+                            if let Some(r) = reads.remove(&id) {
+                                let _ = r.send(Ok(()));
+                            }
+                        }
+                        Event::ReadFailed { id } => {
+                            if let Some(r) = reads.remove(&id) {
+                                let _ = r.send(Err(ReplicateError::ReadFailed));
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+            }
+        });
+        Self {
+            handle: DriverHandle { tx },
+            join: Some(join),
+        }
+    }
+
+    /// A handle for proposing, reading and delivering datagrams.
+    pub fn handle(&self) -> DriverHandle {
+        self.handle.clone()
+    }
+
+    /// Stops the thread and waits for it.
+    pub fn stop(mut self) {
+        let _ = self.handle.tx.send(Cmd::Stop);
+        if let Some(j) = self.join.take() {
+            let _ = j.join();
+        }
+    }
+}
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        let _ = self.handle.tx.send(Cmd::Stop);
+        if let Some(j) = self.join.take() {
+            let _ = j.join();
+        }
+    }
+}

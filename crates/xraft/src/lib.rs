@@ -1,0 +1,27 @@
+//! X-Raft: state machine replication for X-Lane (paper §5.2).
+//!
+//! Raft itself is the `raft` crate (the Rust port of etcd raft), used unmodified and
+//! driven through its Ready loop by [`node::RaftNode`]. This crate adds what X-Raft needs
+//! around it:
+//! * [`node`] — the sans-IO replication engine: time passed in, batched proposals,
+//!   ReadIndex reads, membership changes, snapshots/compaction, timeouts derived from a
+//!   tunnel's bounds, and a failure-detector hook that starts elections early;
+//! * [`batch`] — proposal batch codec, raft message codec, fragmentation/reassembly for a
+//!   small-MTU express lane, and the two-class [`batch::Transport`] trait;
+//! * [`storage`] — a durable, CRC-protected segment log implementing `raft::Storage`;
+//! * [`driver`] — a thread owning a node, with blocking `propose` / `read_barrier`.
+#![warn(missing_docs)]
+
+pub mod batch;
+pub mod driver;
+pub mod node;
+pub mod storage;
+
+pub use batch::{MessageEndpoint, ProposalId, TrafficClass, Transport};
+pub use node::{
+    timeouts_from_bounds, DropReason, Event, NodeConfig, RaftNode, ReadId, ReadyOutput,
+    StateMachine,
+};
+pub use raft;
+pub use raft::eraftpb::{ConfChangeType, Message};
+pub use storage::{DiskStorage, FsyncPolicy, OpenReport, StorageConfig};
