@@ -521,6 +521,29 @@ impl Controller {
     }
 
     #[allow(clippy::too_many_arguments)]
+    /// [`Controller::op_grant`] during replay: a refusal is a replay error
+    /// at record `index`.
+    #[allow(clippy::too_many_arguments)]
+    fn replay_grant(
+        &mut self,
+        index: usize,
+        tunnel: TunnelId,
+        sender: &str,
+        receivers: &[String],
+        load_bytes: u32,
+        period_ns: u64,
+        sublane: u8,
+    ) -> Result<Resources, ReplayError> {
+        match self.op_grant(tunnel, sender, receivers, load_bytes, period_ns, sublane) {
+            Ok((got, _, _)) => Ok(got),
+            Err(refusal) => Err(ReplayError::Refused {
+                index,
+                tunnel,
+                refusal: self.public(refusal),
+            }),
+        }
+    }
+
     fn op_grant(
         &mut self,
         id: TunnelId,
@@ -680,20 +703,15 @@ impl Controller {
                         tunnel: *tunnel,
                     });
                 }
-                let (got, _, _) = self
-                    .op_grant(
-                        *tunnel,
-                        sender,
-                        receivers,
-                        *load_bytes,
-                        *period_ns,
-                        *sublane,
-                    )
-                    .map_err(|refusal| ReplayError::Refused {
-                        index,
-                        tunnel: *tunnel,
-                        refusal: self.public(refusal),
-                    })?;
+                let got = self.replay_grant(
+                    index,
+                    *tunnel,
+                    sender,
+                    receivers,
+                    *load_bytes,
+                    *period_ns,
+                    *sublane,
+                )?;
                 check(*tunnel, *resources, got)
             }
             Record::Tunnel {
@@ -733,20 +751,15 @@ impl Controller {
                     self.next_id = self.next_id.max(tunnel.0.saturating_add(1));
                     return Ok(());
                 }
-                let (got, _, _) = self
-                    .op_grant(
-                        *tunnel,
-                        sender,
-                        receivers,
-                        *load_bytes,
-                        *period_ns,
-                        *sublane,
-                    )
-                    .map_err(|refusal| ReplayError::Refused {
-                        index,
-                        tunnel: *tunnel,
-                        refusal: self.public(refusal),
-                    })?;
+                let got = self.replay_grant(
+                    index,
+                    *tunnel,
+                    sender,
+                    receivers,
+                    *load_bytes,
+                    *period_ns,
+                    *sublane,
+                )?;
                 if got.period_ns != *period_ns {
                     return Err(ReplayError::Diverged {
                         index,
