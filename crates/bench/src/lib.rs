@@ -16,6 +16,7 @@ pub mod fd_bench;
 pub mod flows;
 pub mod interference;
 pub mod jitter;
+pub mod kv_bench;
 pub mod lane_bench;
 pub mod plot;
 pub mod qjump;

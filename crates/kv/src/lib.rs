@@ -10,11 +10,14 @@
 //! * [`replicator`]: the [`replicator::Replicator`] trait (propose, read
 //!   barrier) and [`replicator::LocalReplicator`] (single node, optional
 //!   append-only file).
+//! * [`raft`]: [`raft::RaftReplicator`], replication over X-Raft with a
+//!   UDP/TCP transport between nodes.
 //! * [`server`]: the TCP server (`xlane kv serve`).
 #![warn(missing_docs)]
 
 pub mod commands;
 pub mod op;
+pub mod raft;
 pub mod replicator;
 pub mod resp;
 pub mod server;
@@ -22,6 +25,7 @@ pub mod store;
 
 pub use commands::{classify, Action, ReadCmd};
 pub use op::{OpDecodeError, SetCond, SetTtl, WriteCmd, WriteOp};
+pub use raft::{Peer, RaftConfig, RaftReplicator, RaftStartError};
 pub use replicator::{FsyncPolicy, LocalReplicator, ReplicaError, Replicator, SharedStore};
 pub use resp::{Limits, Parser, Reply, RespError};
 pub use server::{Server, ServerHandle};

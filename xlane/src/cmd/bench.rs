@@ -37,6 +37,13 @@ enum What {
     /// failures (kill -9 of a runner, a cut link, SIGSTOP of the
     /// application) with their detection times. Needs root.
     Fd(FdArgs),
+    /// Replicated key-value writes of X-Lane §6.5 (Fig. 8): xlane kv (Raft)
+    /// beside real etcd and real Redis (one primary, `WAIT` for all
+    /// replicas after every write), each with the same number of members,
+    /// started on 127.0.0.1 with their data on a RAM disk. Reports mean,
+    /// p50 and p99 of the time until a write is visible on every replica
+    /// and writes per second. Needs `etcd` and `redis-server` installed.
+    Kv(KvArgs),
 }
 
 #[derive(clap::Args)]
@@ -173,6 +180,7 @@ pub fn run(args: Args) -> super::CmdResult {
         What::Jitter(a) => jitter(a),
         What::Bounds(a) => bounds(a),
         What::Fd(a) => fd(a),
+        What::Kv(a) => kv(a),
     }
 }
 
@@ -412,6 +420,94 @@ fn fd(a: FdArgs) -> super::CmdResult {
         cfg.lane_core = c;
     }
     let report = fd_bench::run(&cfg, &mut |line| eprintln!("[xlane] {line}"))?;
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print!("{}", report.render());
+    }
+    Ok(())
+}
+
+#[derive(clap::Args)]
+struct KvArgs {
+    /// Print the report as JSON instead of tables.
+    #[arg(long)]
+    json: bool,
+    /// Replica counts, comma-separated (e.g. 3,5,7,9).
+    #[arg(long, default_value = "3,5", value_delimiter = ',')]
+    replicas: Vec<usize>,
+    /// Systems, comma-separated: xlane, etcd, redis.
+    #[arg(long, default_value = "xlane,etcd,redis", value_delimiter = ',')]
+    systems: Vec<String>,
+    /// Sequential writes of the latency phase (per system and replica count).
+    #[arg(long, default_value_t = 2000)]
+    writes: usize,
+    /// Seconds of the throughput phase (per system and replica count).
+    #[arg(long, default_value_t = 5.0)]
+    seconds: f64,
+    /// Concurrent clients of the throughput phase.
+    #[arg(long, default_value_t = 8)]
+    clients: usize,
+    /// Seed of value sizes and contents.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Mean value size in bytes (normal, truncated to [1 B, 10 MB]).
+    #[arg(long, default_value_t = 25.6)]
+    mean_size: f64,
+    /// Standard deviation of the value size in bytes.
+    #[arg(long, default_value_t = 10.0)]
+    sd_size: f64,
+    /// Write the Fig. 8 plot (PNG and SVG) into this directory.
+    #[arg(long, default_value = "out/kv")]
+    plots: std::path::PathBuf,
+    /// Write no plots.
+    #[arg(long)]
+    no_plots: bool,
+    /// Directory for the clusters' data (a RAM disk keeps fsync cheap).
+    #[arg(long, default_value = "/dev/shm")]
+    work_dir: std::path::PathBuf,
+    /// The xlane binary whose `kv serve` is measured (default: this one).
+    #[arg(long)]
+    xlane: Option<std::path::PathBuf>,
+}
+
+fn kv(a: KvArgs) -> super::CmdResult {
+    use xlane_bench::kv_bench::{self, KvBenchConfig, System};
+    if !(a.seconds > 0.0 && a.seconds <= 3600.0) {
+        return Err("--seconds must be in (0, 3600]".into());
+    }
+    if a.writes == 0 || a.writes > 10_000_000 {
+        return Err("--writes must be 1..=10000000".into());
+    }
+    if a.clients == 0 || a.clients > 1024 {
+        return Err("--clients must be 1..=1024".into());
+    }
+    let systems = a
+        .systems
+        .iter()
+        .map(|s| {
+            System::from_name(s).ok_or_else(|| format!("unknown system {s:?} (xlane, etcd, redis)"))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let xlane_bin = match a.xlane {
+        Some(p) => Some(p),
+        None => std::env::current_exe().ok(),
+    };
+    let cfg = KvBenchConfig {
+        systems,
+        replicas: a.replicas,
+        writes: a.writes,
+        throughput_duration: std::time::Duration::from_secs_f64(a.seconds),
+        clients: a.clients,
+        seed: a.seed,
+        mean_size: a.mean_size,
+        sd_size: a.sd_size,
+        xlane_bin,
+        work_dir: a.work_dir,
+        plot_dir: (!a.no_plots).then_some(a.plots),
+        ..KvBenchConfig::default()
+    };
+    let report = kv_bench::run(&cfg, &mut |line| eprintln!("[xlane] {line}"))?;
     if a.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {

@@ -1,12 +1,16 @@
 //! `xlane kv`: a Redis-compatible (RESP2) key-value server.
 //!
 //! * `xlane kv serve` — serves GET/SET/INCR/EXPIRE/... to any Redis client
-//!   (redis-cli, redis-benchmark, client libraries) on one node, optionally
-//!   with an append-only file. Prints one JSON line
+//!   (redis-cli, redis-benchmark, client libraries), either on one node
+//!   (optionally with an append-only file) or, with `--peer`, as a member of
+//!   a Raft-replicated cluster (X-Raft over UDP/TCP). Prints one JSON line
 //!   `{"event":"ready",...}` once listening; runs until killed.
 
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
+use xlane_kv::raft::{parse_peer, LogFsync, Peer, RaftConfig, RaftReplicator, StorageConfig};
 use xlane_kv::replicator::{FsyncPolicy, LocalReplicator, Replicator};
 use xlane_kv::resp::Limits;
 use xlane_kv::server::Server;
@@ -20,7 +24,18 @@ pub struct Args {
 
 #[derive(clap::Subcommand)]
 enum Cmd {
-    /// Serve the Redis protocol (RESP2) on TCP, single node.
+    /// Serve the Redis protocol (RESP2) on TCP: single node, or replicated.
+    ///
+    /// Without --peer: one node, data in memory or in --aof. With --peer
+    /// (one per member, this node included) and --id: a Raft cluster
+    /// member. The cluster bootstraps itself the first time the members
+    /// start with empty --data directories; a restarted member recovers
+    /// from its directory and catches up from the leader. Writes on a
+    /// follower get `-MOVED <slot> <leader RESP address>` (`redis-cli -c`
+    /// follows it); reads on any member are linearizable (Raft ReadIndex,
+    /// confirmed by the leader). Raft messages go over UDP on the raft
+    /// address (datagrams of at most 1400 bytes) and, for snapshots and
+    /// messages over 16 KiB, over TCP to the same port.
     ///
     /// Commands: GET SET(NX XX EX PX EXAT PXAT KEEPTTL GET) DEL EXISTS INCR
     /// DECR INCRBY DECRBY MGET MSET APPEND STRLEN EXPIRE PEXPIRE EXPIREAT
@@ -33,9 +48,49 @@ enum Cmd {
 
 #[derive(clap::Args)]
 struct ServeArgs {
-    /// Address to listen on.
-    #[arg(long, default_value = "127.0.0.1:6380")]
-    bind: String,
+    /// Address to serve RESP on. Default: this node's client address from
+    /// its --peer entry, else 127.0.0.1:6380.
+    #[arg(long)]
+    bind: Option<String>,
+    /// Raft id of this node (cluster mode; must appear in a --peer).
+    #[arg(long)]
+    id: Option<u64>,
+    /// Address the raft UDP socket and TCP listener bind (cluster mode).
+    /// Default: this node's raft address from its --peer entry.
+    #[arg(long)]
+    raft: Option<SocketAddr>,
+    /// A cluster member, `ID=RAFT_IP:PORT/RESP_IP:PORT`, e.g.
+    /// `1=127.0.0.1:7001/127.0.0.1:6381`. Repeat for every member,
+    /// this node included. Raft packets from other addresses are ignored.
+    #[arg(long = "peer", value_name = "ID=RAFT/RESP")]
+    peers: Vec<String>,
+    /// Directory of the raft log and snapshots (cluster mode; created if
+    /// missing). Not needed with --ram-disk.
+    #[arg(long)]
+    data: Option<PathBuf>,
+    /// When the raft log is fsynced: after every write (always), once per
+    /// Raft ready cycle, before the messages and replies that depend on it
+    /// (batch), or never.
+    #[arg(long, default_value = "batch", value_parser = ["always", "batch", "never"])]
+    fsync: String,
+    /// Keep the raft log in /dev/shm/xlane-kv-<id> without fsync (as the
+    /// X-Lane paper's evaluation does) instead of --data; --fsync is then
+    /// ignored.
+    #[arg(long, conflicts_with = "data")]
+    ram_disk: bool,
+    /// Raft tick (heartbeat) period in milliseconds (cluster mode).
+    #[arg(long, default_value_t = 10)]
+    tick_ms: u64,
+    /// Worst-case one-way latency between members in milliseconds; with
+    /// the tick it sets the election timeout (3 ticks + 2x this + 1 tick,
+    /// randomized up to twice that).
+    #[arg(long, default_value_t = 50)]
+    max_latency_ms: u64,
+    /// Snapshot the store and compact the raft log every this many applied
+    /// log entries (0: never). A member too far behind gets the snapshot
+    /// (over TCP).
+    #[arg(long, default_value_t = 10_000)]
+    snapshot_interval: u64,
     /// Append-only file: every write is appended before it is acknowledged
     /// and the file is replayed at start (a torn tail is cut and reported).
     /// Without it the data lives in memory only.
@@ -59,6 +114,9 @@ pub fn run(args: Args) -> super::CmdResult {
 }
 
 fn serve(a: ServeArgs) -> super::CmdResult {
+    if !a.peers.is_empty() || a.id.is_some() || a.raft.is_some() || a.data.is_some() || a.ram_disk {
+        return serve_raft(a);
+    }
     let policy: FsyncPolicy = a.appendfsync.parse()?;
     let (repl, replayed): (Arc<dyn Replicator>, Option<xlane_kv::replicator::Replay>) = match &a.aof
     {
@@ -80,17 +138,106 @@ fn serve(a: ServeArgs) -> super::CmdResult {
         max_bulk: a.max_bulk,
         ..Limits::default()
     };
-    let server = Server::bind(&a.bind, repl, limits)?;
+    let bind = a.bind.as_deref().unwrap_or("127.0.0.1:6380");
+    let server = Server::bind(bind, repl, limits)?;
     let addr = server.local_addr()?;
     println!(
         "{}",
         serde_json::json!({
             "event": "ready",
+            "mode": "single",
             "bind": addr.to_string(),
             "aof": a.aof.as_ref().map(|p| p.display().to_string()),
             "appendfsync": a.appendfsync,
             "replayed_ops": replayed.as_ref().map(|r| r.ops),
             "truncated_bytes": replayed.as_ref().map(|r| r.truncated_bytes),
+        })
+    );
+    server.serve()?;
+    Ok(())
+}
+
+fn serve_raft(a: ServeArgs) -> super::CmdResult {
+    let id =
+        a.id.ok_or("cluster mode needs --id (this node's raft id) and a --peer per member")?;
+    if a.aof.is_some() {
+        return Err("--aof is for single-node mode; a cluster keeps its raft log in --data".into());
+    }
+    let mut peers: BTreeMap<u64, Peer> = BTreeMap::new();
+    for p in &a.peers {
+        let (pid, peer) = parse_peer(p).map_err(|e| format!("--peer {p:?}: {e}"))?;
+        if peers.insert(pid, peer).is_some() {
+            return Err(format!("--peer: id {pid} given twice").into());
+        }
+    }
+    let me = peers
+        .get(&id)
+        .ok_or_else(|| format!("--id {id} has no --peer entry"))?
+        .clone();
+    let storage = if a.ram_disk {
+        StorageConfig::ram_disk(&format!("xlane-kv-{id}"))
+    } else {
+        let dir = a
+            .data
+            .clone()
+            .ok_or("cluster mode needs --data DIR (or --ram-disk)")?;
+        let mut s = StorageConfig::new(dir);
+        s.fsync = match a.fsync.as_str() {
+            "always" => LogFsync::Always,
+            "never" => LogFsync::Never,
+            _ => LogFsync::Batch,
+        };
+        s
+    };
+    std::fs::create_dir_all(&storage.dir).map_err(|e| format!("{}: {e}", storage.dir.display()))?;
+    let storage_dir = storage.dir.display().to_string();
+    let mut cfg = RaftConfig::new(
+        id,
+        peers.clone(),
+        storage,
+        a.tick_ms.max(1) * 1_000_000,
+        a.max_latency_ms * 1_000_000,
+    )?;
+    if let Some(r) = a.raft {
+        cfg.bind = r;
+    }
+    cfg.node.snapshot_interval = a.snapshot_interval;
+    let bind = a.bind.clone().unwrap_or_else(|| me.client.clone());
+    // Bind the client port first so a taken port fails before raft starts.
+    let listener_check = std::net::TcpListener::bind(&bind)?;
+    drop(listener_check);
+    let (repl, report) = RaftReplicator::start(cfg)?;
+    if let Some(t) = &report.torn_tail {
+        eprintln!(
+            "xlane kv: warning: raft log {}: cut {} bytes of torn tail at offset {}",
+            t.segment.display(),
+            t.dropped_bytes,
+            t.offset
+        );
+    }
+    let raft_addr = repl.raft_addr();
+    let repl = Arc::new(repl);
+    let limits = Limits {
+        max_bulk: a.max_bulk,
+        ..Limits::default()
+    };
+    let server = Server::bind(&bind, repl.clone() as Arc<dyn Replicator>, limits)?;
+    let addr = server.local_addr()?;
+    println!(
+        "{}",
+        serde_json::json!({
+            "event": "ready",
+            "mode": "raft",
+            "id": id,
+            "bind": addr.to_string(),
+            "raft": raft_addr.to_string(),
+            "peers": peers.iter().map(|(i, p)| serde_json::json!({
+                "id": i, "raft": p.raft.to_string(), "client": p.client,
+            })).collect::<Vec<_>>(),
+            "data": storage_dir,
+            "fsync": if a.ram_disk { "never" } else { a.fsync.as_str() },
+            "log_records_replayed": report.records,
+            "snapshot_loaded": report.snapshot_loaded,
         })
     );
     server.serve()?;

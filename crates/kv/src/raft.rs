@@ -1,0 +1,819 @@
+//! [`RaftReplicator`]: the [`Replicator`] seam backed by X-Raft
+//! (`xlane-xraft`), with a real network transport between the nodes.
+//!
+//! * Every write is encoded ([`WriteOp::encode`]) and proposed to the Raft
+//!   log; [`KvStateMachine`] decodes each committed entry, applies it to the
+//!   [`SharedStore`] and returns the reply's RESP bytes, which `propose`
+//!   decodes back into a [`Reply`].
+//! * Reads call [`Replicator::read_barrier`] (Raft ReadIndex), which also works
+//!   on followers (the read index is confirmed by the leader), so a follower
+//!   serves linearizable reads from its own store once it has caught up.
+//! * Writes on a follower fail with [`ReplicaError::NotLeader`] holding the
+//!   leader's client (RESP) address from the peer table: `-MOVED`.
+//!
+//! Transport ([`NetTransport`]): Raft traffic of the *express* class (every
+//! message up to `bulk_threshold` bytes, fragmented by the
+//! [`MessageEndpoint`] into datagrams of at most `express_mtu` bytes) goes
+//! over one UDP socket bound to the node's raft address; the sender is
+//! identified by the datagram's source address, which must be a peer's raft
+//! address. *Regular* traffic (snapshots and larger messages) goes over one
+//! TCP connection per peer (to the same address/port), as length-prefixed
+//! frames `len:u32 LE | from:u64 LE | datagram`; a frame is accepted only if
+//! `from` is a peer and the connection comes from that peer's IP. Both are
+//! fire-and-forget: a message that cannot be sent is dropped and Raft
+//! retransmits. Packets and connections from unknown senders are ignored and
+//! counted in [`TransportStats`].
+
+use crate::op::WriteOp;
+use crate::replicator::{ReplicaError, Replicator, SharedStore};
+use crate::resp::{decode_reply, Reply};
+use crate::store::Store;
+use std::collections::{BTreeMap, HashMap};
+use std::io::{Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream, UdpSocket};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::{self, SyncSender, TrySendError};
+use std::sync::{Arc, Mutex, RwLock};
+use std::thread::JoinHandle;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use xlane_xraft::batch::ReassemblyLimits;
+use xlane_xraft::driver::{Driver, DriverHandle, ReplicateError};
+use xlane_xraft::node::NewNodeError;
+use xlane_xraft::storage::OpenError;
+use xlane_xraft::{
+    DiskStorage, MessageEndpoint, NodeConfig, OpenReport, RaftNode, StateMachine, TrafficClass,
+    Transport,
+};
+/// The raft log's storage settings and fsync policy, re-exported for
+/// callers that do not depend on `xlane-xraft` themselves.
+pub use xlane_xraft::{FsyncPolicy as LogFsync, StorageConfig};
+
+/// Default express MTU: the largest UDP payload sent.
+pub const EXPRESS_MTU: usize = 1400;
+/// Default size above which a raft message goes over TCP instead of being
+/// fragmented onto UDP.
+pub const BULK_THRESHOLD: usize = 16 << 10;
+/// Largest TCP frame accepted (bounds memory per connection).
+pub const MAX_FRAME: usize = 256 << 20;
+/// How many times a failed read barrier is retried before giving up.
+pub const READ_RETRIES: usize = 3;
+/// Regular-class messages queued per peer before new ones are dropped.
+const TCP_QUEUE: usize = 256;
+/// How often blocked receive loops check for shutdown.
+const POLL: Duration = Duration::from_millis(200);
+
+/// One member of the cluster.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Peer {
+    /// Raft address (UDP and TCP, same port).
+    pub raft: SocketAddr,
+    /// Client (RESP) address, `host:port`, sent in `MOVED` redirects.
+    pub client: String,
+}
+
+/// How to start a [`RaftReplicator`].
+#[derive(Debug, Clone)]
+pub struct RaftConfig {
+    /// This node's raft id (non-zero, a key of `peers`).
+    pub id: u64,
+    /// Every voter, this node included: id → addresses.
+    pub peers: BTreeMap<u64, Peer>,
+    /// Address the raft UDP socket and TCP listener bind (normally
+    /// `peers[id].raft`; may be a wildcard address with the same port).
+    pub bind: SocketAddr,
+    /// Raft log storage.
+    pub storage: StorageConfig,
+    /// Raft timing and batching ([`NodeConfig::from_bounds`]).
+    pub node: NodeConfig,
+    /// Largest UDP datagram sent.
+    pub express_mtu: usize,
+    /// Messages larger than this go over TCP.
+    pub bulk_threshold: usize,
+}
+
+impl RaftConfig {
+    /// A configuration with the default MTU and threshold, binding
+    /// `peers[id].raft`, with `NodeConfig::from_bounds(id, period, latency)`.
+    pub fn new(
+        id: u64,
+        peers: BTreeMap<u64, Peer>,
+        storage: StorageConfig,
+        period_ns: u64,
+        max_latency_ns: u64,
+    ) -> Result<Self, RaftStartError> {
+        let me = peers
+            .get(&id)
+            .ok_or_else(|| RaftStartError::Config(format!("id {id} is not in the peer list")))?;
+        Ok(RaftConfig {
+            id,
+            bind: me.raft,
+            storage,
+            node: NodeConfig::from_bounds(id, period_ns, max_latency_ns),
+            express_mtu: EXPRESS_MTU,
+            bulk_threshold: BULK_THRESHOLD,
+            peers,
+        })
+    }
+}
+
+/// Why [`RaftReplicator::start`] failed.
+#[derive(Debug, thiserror::Error)]
+pub enum RaftStartError {
+    /// Inconsistent configuration.
+    #[error("bad raft configuration: {0}")]
+    Config(String),
+    /// The raft log could not be opened.
+    #[error("raft log: {0}")]
+    Open(#[from] OpenError),
+    /// The raft node could not be created.
+    #[error("raft node: {0}")]
+    Node(#[from] NewNodeError),
+    /// A socket could not be bound or set up.
+    #[error("raft transport on {addr}: {source}")]
+    Bind {
+        /// The address.
+        addr: SocketAddr,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// A thread could not be started.
+    #[error("spawning a thread: {0}")]
+    Thread(std::io::Error),
+}
+
+/// Transport counters (shared between the threads).
+#[derive(Debug, Default)]
+pub struct TransportStats {
+    /// UDP datagrams sent.
+    pub udp_sent: AtomicU64,
+    /// UDP datagrams received from peers and delivered.
+    pub udp_received: AtomicU64,
+    /// UDP datagrams from unknown source addresses, ignored.
+    pub udp_unknown: AtomicU64,
+    /// UDP send errors and oversize datagrams (dropped).
+    pub udp_send_errors: AtomicU64,
+    /// TCP frames sent.
+    pub tcp_sent: AtomicU64,
+    /// TCP frames received from peers and delivered.
+    pub tcp_received: AtomicU64,
+    /// TCP connections or frames refused (unknown sender, bad frame).
+    pub tcp_unknown: AtomicU64,
+    /// Regular-class messages dropped (queue full, connect or write failed).
+    pub tcp_dropped: AtomicU64,
+    /// Snapshots that could not be decoded (the store was reset to empty).
+    pub restore_errors: AtomicU64,
+}
+
+/// The Raft state machine: the key-value [`Store`] behind a lock.
+pub struct KvStateMachine {
+    store: SharedStore,
+    applied_index: Arc<AtomicU64>,
+    stats: Arc<TransportStats>,
+}
+
+impl KvStateMachine {
+    /// A state machine over `store`; `applied_index` is updated on every
+    /// applied entry.
+    pub fn new(
+        store: SharedStore,
+        applied_index: Arc<AtomicU64>,
+        stats: Arc<TransportStats>,
+    ) -> Self {
+        KvStateMachine {
+            store,
+            applied_index,
+            stats,
+        }
+    }
+}
+
+impl StateMachine for KvStateMachine {
+    fn apply(&mut self, index: u64, op: &[u8]) -> Vec<u8> {
+        self.applied_index.store(index, Ordering::Release);
+        let reply = match WriteOp::decode(op) {
+            // Deterministic on every replica: the same bytes give the same error.
+            Err(e) => Reply::err(format!("ERR undecodable replicated op: {e}")),
+            Ok(op) => match self.store.write() {
+                Ok(mut s) => s.apply(&op),
+                Err(_) => Reply::err("ERR store lock poisoned"),
+            },
+        };
+        reply.to_bytes()
+    }
+
+    fn snapshot(&self) -> Vec<u8> {
+        match self.store.read() {
+            Ok(s) => s.snapshot(),
+            // A poisoned lock still holds a consistent store (apply does not
+            // panic midway in practice); take it anyway.
+            Err(p) => p.into_inner().snapshot(),
+        }
+    }
+
+    fn restore(&mut self, data: &[u8]) {
+        let new = Store::restore(data).unwrap_or_else(|_| {
+            self.stats.restore_errors.fetch_add(1, Ordering::Relaxed);
+            Store::new()
+        });
+        match self.store.write() {
+            Ok(mut s) => *s = new,
+            Err(p) => *p.into_inner() = new,
+        }
+    }
+}
+
+/// The [`Transport`] onto UDP (express) and TCP (regular).
+pub struct NetTransport {
+    udp: UdpSocket,
+    udp_peers: HashMap<u64, SocketAddr>,
+    tcp: HashMap<u64, SyncSender<Vec<u8>>>,
+    mtu: usize,
+    stats: Arc<TransportStats>,
+}
+
+impl Transport for NetTransport {
+    fn send(&mut self, to: u64, class: TrafficClass, bytes: Vec<u8>) {
+        match class {
+            TrafficClass::Express => {
+                let Some(addr) = self.udp_peers.get(&to) else {
+                    self.stats.udp_send_errors.fetch_add(1, Ordering::Relaxed);
+                    return;
+                };
+                if bytes.len() > self.mtu || self.udp.send_to(&bytes, addr).is_err() {
+                    self.stats.udp_send_errors.fetch_add(1, Ordering::Relaxed);
+                } else {
+                    self.stats.udp_sent.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+            TrafficClass::Regular => match self.tcp.get(&to).map(|q| q.try_send(bytes)) {
+                Some(Ok(())) => {}
+                Some(Err(TrySendError::Full(_) | TrySendError::Disconnected(_))) | None => {
+                    self.stats.tcp_dropped.fetch_add(1, Ordering::Relaxed);
+                }
+            },
+        }
+    }
+}
+
+/// A replicated key-value store node: a Raft driver thread, the transport
+/// threads, and the store they apply to.
+pub struct RaftReplicator {
+    id: u64,
+    handle: DriverHandle,
+    store: SharedStore,
+    peers: Arc<BTreeMap<u64, Peer>>,
+    stats: Arc<TransportStats>,
+    applied_index: Arc<AtomicU64>,
+    raft_addr: SocketAddr,
+    stop: Arc<AtomicBool>,
+    driver: Mutex<Option<Driver>>,
+    threads: Mutex<Vec<JoinHandle<()>>>,
+}
+
+fn spawn(name: &str, f: impl FnOnce() + Send + 'static) -> Result<JoinHandle<()>, RaftStartError> {
+    std::thread::Builder::new()
+        .name(name.into())
+        .spawn(f)
+        .map_err(RaftStartError::Thread)
+}
+
+impl RaftReplicator {
+    /// Opens the raft log, binds the transport and starts the node. A fresh
+    /// log bootstraps the cluster with every id in `cfg.peers` as a voter;
+    /// an existing one restarts (the store is rebuilt from the log's
+    /// snapshot and committed entries). Returns what opening the log found.
+    pub fn start(cfg: RaftConfig) -> Result<(Self, OpenReport), RaftStartError> {
+        if cfg.id == 0 || !cfg.peers.contains_key(&cfg.id) {
+            return Err(RaftStartError::Config(format!(
+                "id {} must be non-zero and in the peer list",
+                cfg.id
+            )));
+        }
+        let bind_err = |source| RaftStartError::Bind {
+            addr: cfg.bind,
+            source,
+        };
+        let udp = UdpSocket::bind(cfg.bind).map_err(bind_err)?;
+        let raft_addr = udp.local_addr().map_err(bind_err)?;
+        let listener = TcpListener::bind(raft_addr).map_err(bind_err)?;
+        udp.set_read_timeout(Some(POLL)).map_err(bind_err)?;
+        let udp_send = udp.try_clone().map_err(bind_err)?;
+
+        let (storage, report) = DiskStorage::open(cfg.storage.clone())?;
+        let store: SharedStore = Arc::new(RwLock::new(Store::new()));
+        let stats = Arc::new(TransportStats::default());
+        let applied_index = Arc::new(AtomicU64::new(0));
+        let sm = KvStateMachine::new(store.clone(), applied_index.clone(), stats.clone());
+        let voters: Vec<u64> = cfg.peers.keys().copied().collect();
+        let mut node_cfg = cfg.node.clone();
+        node_cfg.id = cfg.id;
+        let node = RaftNode::new(node_cfg, storage, sm, &voters)?;
+        // Fragment ids must not repeat across restarts (peers remember
+        // recently completed ids): start from the wall clock.
+        let first_msg_id = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(1, |d| d.as_nanos() as u64);
+        let limits = ReassemblyLimits {
+            max_message_bytes: MAX_FRAME,
+            ..ReassemblyLimits::default()
+        };
+        let endpoint =
+            MessageEndpoint::new(cfg.express_mtu, first_msg_id, cfg.bulk_threshold, limits)
+                .map_err(|e| RaftStartError::Config(e.to_string()))?;
+
+        let stop = Arc::new(AtomicBool::new(false));
+        let mut threads = Vec::new();
+        let mut tcp = HashMap::new();
+        for (&pid, p) in cfg.peers.iter().filter(|(&pid, _)| pid != cfg.id) {
+            let (tx, rx) = mpsc::sync_channel::<Vec<u8>>(TCP_QUEUE);
+            tcp.insert(pid, tx);
+            let (addr, me, st) = (p.raft, cfg.id, stats.clone());
+            threads.push(spawn("kv-raft-tcp-out", move || {
+                tcp_sender(me, addr, &rx, &st)
+            })?);
+        }
+        let transport = NetTransport {
+            udp: udp_send,
+            udp_peers: cfg
+                .peers
+                .iter()
+                .filter(|(&pid, _)| pid != cfg.id)
+                .map(|(&pid, p)| (pid, p.raft))
+                .collect(),
+            tcp,
+            mtu: cfg.express_mtu,
+            stats: stats.clone(),
+        };
+        let driver = Driver::spawn(node, endpoint, transport);
+        let handle = driver.handle();
+
+        let by_addr: HashMap<SocketAddr, u64> = cfg
+            .peers
+            .iter()
+            .filter(|(&pid, _)| pid != cfg.id)
+            .map(|(&pid, p)| (p.raft, pid))
+            .collect();
+        {
+            let (h, st, s) = (handle.clone(), stats.clone(), stop.clone());
+            threads.push(spawn("kv-raft-udp-in", move || {
+                udp_receiver(&udp, &by_addr, &h, &st, &s)
+            })?);
+        }
+        {
+            let peers = Arc::new(cfg.peers.clone());
+            let (h, st, s, me) = (handle.clone(), stats.clone(), stop.clone(), cfg.id);
+            threads.push(spawn("kv-raft-tcp-in", move || {
+                tcp_acceptor(listener, me, &peers, &h, &st, &s)
+            })?);
+        }
+        Ok((
+            RaftReplicator {
+                id: cfg.id,
+                handle,
+                store,
+                peers: Arc::new(cfg.peers),
+                stats,
+                applied_index,
+                raft_addr,
+                stop,
+                driver: Mutex::new(Some(driver)),
+                threads: Mutex::new(threads),
+            },
+            report,
+        ))
+    }
+
+    /// This node's raft id.
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// The bound raft address (UDP and TCP).
+    pub fn raft_addr(&self) -> SocketAddr {
+        self.raft_addr
+    }
+
+    /// The transport's counters.
+    pub fn stats(&self) -> &TransportStats {
+        &self.stats
+    }
+
+    /// The raft log index of the last entry applied to the store (0 until
+    /// the first entry after start or the last snapshot).
+    pub fn applied_index(&self) -> u64 {
+        self.applied_index.load(Ordering::Acquire)
+    }
+
+    /// The driver handle (for tools and tests).
+    pub fn driver(&self) -> &DriverHandle {
+        &self.handle
+    }
+
+    /// Stops the driver and the transport threads and waits for them.
+    pub fn shutdown(&self) {
+        self.stop.store(true, Ordering::Release);
+        if let Some(d) = self.driver.lock().ok().and_then(|mut d| d.take()) {
+            d.stop();
+        }
+        // Wake the TCP acceptor.
+        let _ = TcpStream::connect_timeout(&self.raft_addr, Duration::from_millis(200));
+        let threads = self
+            .threads
+            .lock()
+            .map(|mut t| std::mem::take(&mut *t))
+            .unwrap_or_default();
+        for t in threads {
+            let _ = t.join();
+        }
+    }
+
+    fn leader_client(&self, hint: u64) -> Option<String> {
+        if hint == 0 || hint == self.id {
+            return None;
+        }
+        self.peers.get(&hint).map(|p| p.client.clone())
+    }
+}
+
+impl Drop for RaftReplicator {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+impl Replicator for RaftReplicator {
+    fn propose(&self, op: WriteOp) -> Result<Reply, ReplicaError> {
+        match self.handle.propose(op.encode()) {
+            Ok(bytes) => match decode_reply(&bytes) {
+                Ok(Some((r, n))) if n == bytes.len() => Ok(r),
+                _ => Err(ReplicaError::Unavailable(
+                    "undecodable reply from the state machine".into(),
+                )),
+            },
+            Err(ReplicateError::NotLeader(hint)) => Err(ReplicaError::NotLeader {
+                leader: self.leader_client(hint),
+            }),
+            Err(ReplicateError::Dropped { indeterminate }) => {
+                Err(ReplicaError::Unavailable(if indeterminate {
+                    "leadership changed; the write may or may not have been applied".into()
+                } else {
+                    "leadership changed; the write was not applied".into()
+                }))
+            }
+            Err(e @ (ReplicateError::ReadFailed | ReplicateError::Stopped)) => {
+                Err(ReplicaError::Unavailable(e.to_string()))
+            }
+        }
+    }
+
+    fn read_barrier(&self) -> Result<(), ReplicaError> {
+        for _ in 0..READ_RETRIES {
+            match self.handle.read_barrier() {
+                Ok(()) => return Ok(()),
+                Err(ReplicateError::ReadFailed) => continue,
+                Err(ReplicateError::NotLeader(hint)) => {
+                    return Err(ReplicaError::NotLeader {
+                        leader: self.leader_client(hint),
+                    })
+                }
+                Err(e) => return Err(ReplicaError::Unavailable(e.to_string())),
+            }
+        }
+        Err(ReplicaError::Unavailable(
+            "read barrier not confirmed (no leader reachable?)".into(),
+        ))
+    }
+
+    fn store(&self) -> &SharedStore {
+        &self.store
+    }
+}
+
+fn udp_receiver(
+    udp: &UdpSocket,
+    by_addr: &HashMap<SocketAddr, u64>,
+    handle: &DriverHandle,
+    stats: &TransportStats,
+    stop: &AtomicBool,
+) {
+    let mut buf = vec![0u8; 64 << 10];
+    while !stop.load(Ordering::Acquire) {
+        let (n, from) = match udp.recv_from(&mut buf) {
+            Ok(x) => x,
+            // Timeouts (to poll `stop`) and ICMP errors from dead peers.
+            Err(_) => continue,
+        };
+        match by_addr.get(&from) {
+            Some(&id) => {
+                stats.udp_received.fetch_add(1, Ordering::Relaxed);
+                handle.deliver(id, buf[..n].to_vec());
+            }
+            None => {
+                stats.udp_unknown.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+}
+
+fn tcp_sender(me: u64, addr: SocketAddr, rx: &mpsc::Receiver<Vec<u8>>, stats: &TransportStats) {
+    let mut conn: Option<TcpStream> = None;
+    let mut frame = Vec::new();
+    while let Ok(msg) = rx.recv() {
+        if conn.is_none() {
+            conn = TcpStream::connect_timeout(&addr, Duration::from_secs(1))
+                .ok()
+                .inspect(|s| {
+                    let _ = s.set_nodelay(true);
+                    let _ = s.set_write_timeout(Some(Duration::from_secs(5)));
+                });
+        }
+        let Some(s) = conn.as_mut() else {
+            stats.tcp_dropped.fetch_add(1, Ordering::Relaxed);
+            continue;
+        };
+        let Ok(len) = u32::try_from(msg.len()) else {
+            stats.tcp_dropped.fetch_add(1, Ordering::Relaxed);
+            continue;
+        };
+        frame.clear();
+        frame.extend_from_slice(&len.to_le_bytes());
+        frame.extend_from_slice(&me.to_le_bytes());
+        frame.extend_from_slice(&msg);
+        if s.write_all(&frame).is_ok() {
+            stats.tcp_sent.fetch_add(1, Ordering::Relaxed);
+        } else {
+            stats.tcp_dropped.fetch_add(1, Ordering::Relaxed);
+            conn = None;
+        }
+    }
+}
+
+fn tcp_acceptor(
+    listener: TcpListener,
+    me: u64,
+    peers: &Arc<BTreeMap<u64, Peer>>,
+    handle: &DriverHandle,
+    stats: &Arc<TransportStats>,
+    stop: &Arc<AtomicBool>,
+) {
+    for conn in listener.incoming() {
+        if stop.load(Ordering::Acquire) {
+            break;
+        }
+        let Ok(s) = conn else { continue };
+        let (peers, h, st, sp) = (peers.clone(), handle.clone(), stats.clone(), stop.clone());
+        let spawned = std::thread::Builder::new()
+            .name("kv-raft-tcp-conn".into())
+            .spawn(move || tcp_connection(s, me, &peers, &h, &st, &sp));
+        if spawned.is_err() {
+            stats.tcp_dropped.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
+/// Reads exactly `buf.len()` bytes, polling `stop` on timeouts. False on
+/// EOF, error or stop.
+fn read_full(s: &mut TcpStream, buf: &mut [u8], stop: &AtomicBool) -> bool {
+    let mut got = 0;
+    while got < buf.len() {
+        if stop.load(Ordering::Acquire) {
+            return false;
+        }
+        match s.read(&mut buf[got..]) {
+            Ok(0) => return false,
+            Ok(n) => got += n,
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock
+                        | std::io::ErrorKind::TimedOut
+                        | std::io::ErrorKind::Interrupted
+                ) => {}
+            Err(_) => return false,
+        }
+    }
+    true
+}
+
+fn tcp_connection(
+    mut s: TcpStream,
+    me: u64,
+    peers: &BTreeMap<u64, Peer>,
+    handle: &DriverHandle,
+    stats: &TransportStats,
+    stop: &AtomicBool,
+) {
+    let Ok(remote) = s.peer_addr() else { return };
+    let _ = s.set_read_timeout(Some(POLL));
+    let mut hdr = [0u8; 12];
+    while read_full(&mut s, &mut hdr, stop) {
+        let mut l = [0u8; 4];
+        l.copy_from_slice(&hdr[..4]);
+        let len = u32::from_le_bytes(l) as usize;
+        let mut f = [0u8; 8];
+        f.copy_from_slice(&hdr[4..]);
+        let from = u64::from_le_bytes(f);
+        let known = from != me && peers.get(&from).is_some_and(|p| p.raft.ip() == remote.ip());
+        if !known || len > MAX_FRAME {
+            stats.tcp_unknown.fetch_add(1, Ordering::Relaxed);
+            break;
+        }
+        let mut body = vec![0u8; len];
+        if !read_full(&mut s, &mut body, stop) {
+            break;
+        }
+        stats.tcp_received.fetch_add(1, Ordering::Relaxed);
+        handle.deliver(from, body);
+    }
+    let _ = s.shutdown(Shutdown::Both);
+}
+
+/// Parses a peer specification `ID=RAFT_ADDR/CLIENT_ADDR`, e.g.
+/// `1=127.0.0.1:7001/127.0.0.1:6381`.
+pub fn parse_peer(s: &str) -> Result<(u64, Peer), PeerParseError> {
+    let (id, rest) = s.split_once('=').ok_or(PeerParseError::Shape)?;
+    let (raft, client) = rest.split_once('/').ok_or(PeerParseError::Shape)?;
+    let id: u64 = id
+        .trim()
+        .parse()
+        .map_err(|_| PeerParseError::Id(id.into()))?;
+    if id == 0 {
+        return Err(PeerParseError::Id("0".into()));
+    }
+    let raft: SocketAddr = raft
+        .trim()
+        .parse()
+        .map_err(|_| PeerParseError::Addr(raft.into()))?;
+    let client = client.trim();
+    if client.is_empty() || client.parse::<SocketAddr>().is_err() {
+        return Err(PeerParseError::Addr(client.into()));
+    }
+    Ok((
+        id,
+        Peer {
+            raft,
+            client: client.into(),
+        },
+    ))
+}
+
+/// Why a peer specification did not parse.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PeerParseError {
+    /// Not `ID=RAFT/CLIENT`.
+    #[error("expected ID=RAFT_HOST:PORT/CLIENT_HOST:PORT")]
+    Shape,
+    /// The id is not a positive integer.
+    #[error("bad peer id {0:?} (a positive integer)")]
+    Id(String),
+    /// An address is not `ip:port`.
+    #[error("bad address {0:?} (ip:port)")]
+    Addr(String),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::op::{SetCond, SetTtl, WriteCmd};
+
+    #[test]
+    fn peer_specs() {
+        let ok = parse_peer("2=127.0.0.1:7002/127.0.0.1:6382").expect("parse");
+        assert_eq!(ok.0, 2);
+        assert_eq!(ok.1.raft, "127.0.0.1:7002".parse().expect("addr"));
+        assert_eq!(ok.1.client, "127.0.0.1:6382");
+        let table: &[(&str, PeerParseError)] = &[
+            ("2=127.0.0.1:7002", PeerParseError::Shape),
+            ("127.0.0.1:7002/127.0.0.1:1", PeerParseError::Shape),
+            ("0=127.0.0.1:1/127.0.0.1:2", PeerParseError::Id("0".into())),
+            ("x=127.0.0.1:1/127.0.0.1:2", PeerParseError::Id("x".into())),
+            (
+                "1=host:1/127.0.0.1:2",
+                PeerParseError::Addr("host:1".into()),
+            ),
+            ("1=127.0.0.1:1/", PeerParseError::Addr("".into())),
+        ];
+        for (s, want) in table {
+            assert_eq!(parse_peer(s).as_ref().err(), Some(want), "{s}");
+        }
+    }
+
+    fn set(k: &str, v: &str) -> WriteOp {
+        WriteOp::new(
+            1,
+            WriteCmd::Set {
+                key: k.into(),
+                value: v.into(),
+                cond: SetCond::Always,
+                ttl: SetTtl::Persist,
+                get: false,
+            },
+        )
+    }
+
+    #[test]
+    fn state_machine_roundtrip() {
+        let store: SharedStore = Arc::new(RwLock::new(Store::new()));
+        let stats = Arc::new(TransportStats::default());
+        let mut sm = KvStateMachine::new(store.clone(), Arc::new(AtomicU64::new(0)), stats.clone());
+        let r = sm.apply(5, &set("a", "1").encode());
+        assert_eq!(
+            decode_reply(&r).ok().flatten().map(|x| x.0),
+            Some(Reply::ok())
+        );
+        let bad = sm.apply(6, &[0xff, 0, 1]);
+        assert!(matches!(decode_reply(&bad), Ok(Some((Reply::Error(_), _)))));
+        let snap = sm.snapshot();
+        let store2: SharedStore = Arc::new(RwLock::new(Store::new()));
+        let mut sm2 =
+            KvStateMachine::new(store2.clone(), Arc::new(AtomicU64::new(0)), stats.clone());
+        sm2.restore(&snap);
+        assert_eq!(
+            store2
+                .read()
+                .expect("lock")
+                .get(b"a", 0)
+                .map(<[u8]>::to_vec),
+            Some(b"1".to_vec())
+        );
+        sm2.restore(b"garbage");
+        assert_eq!(stats.restore_errors.load(Ordering::Relaxed), 1);
+        assert!(store2.read().expect("lock").is_empty(0));
+    }
+
+    fn free_udp_port() -> SocketAddr {
+        // Bind port 0 for UDP and TCP at once so both are free.
+        loop {
+            let u = UdpSocket::bind("127.0.0.1:0").expect("bind udp");
+            let a = u.local_addr().expect("addr");
+            if TcpListener::bind(a).is_ok() {
+                return a;
+            }
+        }
+    }
+
+    /// Three in-process nodes over loopback: a write through the leader is
+    /// readable on every node after a read barrier; followers redirect.
+    #[test]
+    fn three_nodes_in_process() {
+        let dirs: Vec<_> = (0..3)
+            .map(|_| tempfile::tempdir().expect("tempdir"))
+            .collect();
+        let mut peers = BTreeMap::new();
+        for id in 1..=3u64 {
+            peers.insert(
+                id,
+                Peer {
+                    raft: free_udp_port(),
+                    client: format!("127.0.0.1:{}", 6000 + id),
+                },
+            );
+        }
+        let nodes: Vec<RaftReplicator> = (1..=3u64)
+            .map(|id| {
+                let mut st = StorageConfig::new(dirs[id as usize - 1].path());
+                st.fsync = LogFsync::Never;
+                let cfg =
+                    RaftConfig::new(id, peers.clone(), st, 10_000_000, 20_000_000).expect("cfg");
+                RaftReplicator::start(cfg).expect("start").0
+            })
+            .collect();
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        let leader = loop {
+            assert!(std::time::Instant::now() < deadline, "no leader elected");
+            let mut found = None;
+            for n in &nodes {
+                if n.propose(set("probe", "x")).is_ok() {
+                    found = Some(n.id());
+                    break;
+                }
+            }
+            if let Some(l) = found {
+                break l;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        let lead = &nodes[leader as usize - 1];
+        for i in 0..20 {
+            let r = lead.propose(set(&format!("k{i}"), "v")).expect("propose");
+            assert_eq!(r, Reply::ok());
+        }
+        for n in &nodes {
+            if n.id() != leader {
+                match n.propose(set("z", "z")) {
+                    Err(ReplicaError::NotLeader { leader: Some(c) }) => {
+                        assert_eq!(c, peers[&leader].client)
+                    }
+                    other => panic!("follower {}: {other:?}", n.id()),
+                }
+            }
+            n.read_barrier().expect("barrier");
+            let s = n.store().read().expect("lock");
+            assert_eq!(s.get(b"k19", 0), Some(&b"v"[..]), "node {}", n.id());
+        }
+        for n in &nodes {
+            assert_eq!(n.stats().udp_unknown.load(Ordering::Relaxed), 0);
+            n.shutdown();
+        }
+    }
+}
