@@ -19,9 +19,10 @@
 //! * Redis: `SET` + `WAIT <N−1> 0` on the primary (acknowledged once all
 //!   replicas confirmed the offset), then `GET` on each replica;
 //! * xlane kv: `SET` on the leader (quorum commit), then `GET` on each
-//!   member until it returns the value (xlane's reads on a follower are
-//!   linearizable — ReadIndex confirmed by the leader — and answer from the
-//!   follower's applied state, so they are a stricter read than etcd's).
+//!   member until it returns the value, on connections that said
+//!   `READONLY` (as Redis Cluster clients do for replica reads): each
+//!   member answers from its own applied state, like etcd's serializable
+//!   read, without the ReadIndex round trip xlane's reads make by default.
 //!
 //! The reads go to all members at once, each on its own connection, and
 //! are repeated for the members that did not return the value yet.
@@ -756,7 +757,19 @@ impl Endpoints {
             .map(|&a| {
                 Ok(match self.system {
                     System::Etcd => Reader::Etcd(Http::connect(a, self.timeout)?),
-                    _ => Reader::Resp(Resp::connect(a, self.timeout)?),
+                    System::Redis => Reader::Resp(Resp::connect(a, self.timeout)?),
+                    // READONLY: reads from each member's own state, like
+                    // etcd's serializable range and a Redis replica's GET.
+                    System::Xlane => {
+                        let mut c = Resp::connect(a, self.timeout)?;
+                        c.push(&[b"READONLY"]);
+                        c.flush()?;
+                        match c.reply()? {
+                            Reply::Simple(s) if s == "OK" => {}
+                            r => return Err(format!("READONLY: {r:?}")),
+                        }
+                        Reader::Resp(c)
+                    }
                 })
             })
             .collect()
@@ -1256,7 +1269,7 @@ pub fn run(cfg: &KvBenchConfig, log: &mut dyn FnMut(&str)) -> Result<KvBenchRepo
             seconds: cfg.throughput_duration.as_secs_f64(),
             visibility: "acknowledged by the system and read back from every member \
                          (etcd: serializable range; redis: GET after SET+WAIT N-1; \
-                         xlane: GET, linearizable)"
+                         xlane: GET after READONLY, local)"
                 .to_string(),
         },
         plots: Vec::new(),

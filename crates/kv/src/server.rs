@@ -58,9 +58,30 @@ pub fn replica_error_reply(e: &ReplicaError, key: Option<&[u8]>) -> Reply {
     }
 }
 
+/// What a connection has asked for about itself.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Session {
+    /// After `READONLY` (as in Redis Cluster, for reads from replicas):
+    /// reads are served from this member's state as it is, without the
+    /// read-index round trip — possibly stale on a follower, never torn.
+    /// `READWRITE` turns it off again (the default: linearizable reads).
+    pub readonly: bool,
+}
+
 /// Runs one request through the replicator. The second value is true for
 /// `QUIT` (close after replying).
-pub fn handle(repl: &dyn Replicator, args: &crate::resp::Command, now: u64) -> (Reply, bool) {
+pub fn handle(
+    repl: &dyn Replicator,
+    session: &mut Session,
+    args: &crate::resp::Command,
+    now: u64,
+) -> (Reply, bool) {
+    if let [name] = &args[..] {
+        if name.eq_ignore_ascii_case(b"readonly") || name.eq_ignore_ascii_case(b"readwrite") {
+            session.readonly = name.eq_ignore_ascii_case(b"readonly");
+            return (Reply::ok(), false);
+        }
+    }
     match classify(args, now) {
         Action::Reply(r) => (r, false),
         Action::Quit => (Reply::ok(), true),
@@ -72,7 +93,7 @@ pub fn handle(repl: &dyn Replicator, args: &crate::resp::Command, now: u64) -> (
             }
         }
         Action::Read(cmd) => {
-            if cmd.needs_barrier() {
+            if cmd.needs_barrier() && !session.readonly {
                 if let Err(e) = repl.read_barrier() {
                     return (replica_error_reply(&e, cmd.first_key()), false);
                 }
@@ -248,6 +269,7 @@ fn connection(
 ) -> std::io::Result<()> {
     let _ = stream.set_nodelay(true);
     let mut parser = Parser::new(limits);
+    let mut session = Session::default();
     let mut chunk = vec![0u8; 64 << 10];
     let mut out = Vec::with_capacity(16 << 10);
     loop {
@@ -259,7 +281,7 @@ fn connection(
         loop {
             match parser.next_command() {
                 Ok(Some(args)) => {
-                    let (reply, quit) = handle(repl, &args, now_ms());
+                    let (reply, quit) = handle(repl, &mut session, &args, now_ms());
                     stats.commands.fetch_add(1, Ordering::Relaxed);
                     reply.encode(&mut out);
                     if quit {
@@ -291,6 +313,58 @@ fn connection(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::op::WriteOp;
+    use crate::replicator::{LocalReplicator, SharedStore};
+
+    /// A member whose read index never comes back (a follower cut off from
+    /// its leader), over a local store for the writes.
+    struct CutOff(LocalReplicator);
+
+    impl Replicator for CutOff {
+        fn propose(&self, op: WriteOp) -> Result<Reply, ReplicaError> {
+            self.0.propose(op)
+        }
+        fn read_barrier(&self) -> Result<(), ReplicaError> {
+            Err(ReplicaError::NotLeader { leader: None })
+        }
+        fn store(&self) -> &SharedStore {
+            self.0.store()
+        }
+    }
+
+    fn cmd(words: &[&str]) -> crate::resp::Command {
+        words.iter().map(|w| w.as_bytes().to_vec()).collect()
+    }
+
+    #[test]
+    fn readonly_reads_skip_the_read_index_and_readwrite_restores_it() {
+        let r = CutOff(LocalReplicator::in_memory());
+        let mut s = Session::default();
+        assert_eq!(
+            handle(&r, &mut s, &cmd(&["SET", "k", "v"]), 1).0,
+            Reply::ok()
+        );
+        // Linearizable by default: the read index fails, so the read does.
+        assert!(matches!(
+            handle(&r, &mut s, &cmd(&["GET", "k"]), 1).0,
+            Reply::Error(_)
+        ));
+        assert_eq!(handle(&r, &mut s, &cmd(&["readonly"]), 1).0, Reply::ok());
+        assert_eq!(
+            handle(&r, &mut s, &cmd(&["GET", "k"]), 1).0,
+            Reply::Bulk(Some(b"v".to_vec()))
+        );
+        assert_eq!(handle(&r, &mut s, &cmd(&["READWRITE"]), 1).0, Reply::ok());
+        assert!(matches!(
+            handle(&r, &mut s, &cmd(&["GET", "k"]), 1).0,
+            Reply::Error(_)
+        ));
+        // With arguments it is not the session command.
+        assert!(matches!(
+            handle(&r, &mut s, &cmd(&["READONLY", "x"]), 1).0,
+            Reply::Error(_)
+        ));
+    }
 
     #[test]
     fn slots() {

@@ -40,7 +40,7 @@ enum Cmd {
     /// Commands: GET SET(NX XX EX PX EXAT PXAT KEEPTTL GET) DEL EXISTS INCR
     /// DECR INCRBY DECRBY MGET MSET APPEND STRLEN EXPIRE PEXPIRE EXPIREAT
     /// PEXPIREAT PERSIST TTL PTTL PING ECHO INFO DBSIZE FLUSHDB FLUSHALL
-    /// COMMAND CONFIG(GET) SELECT(0) HELLO(2) CLIENT QUIT. One database,
+    /// COMMAND CONFIG(GET) SELECT(0) HELLO(2) CLIENT READONLY READWRITE QUIT. One database,
     /// strings only. Runs until killed; with --aof the data survives a
     /// restart.
     Serve(ServeArgs),
