@@ -1,9 +1,12 @@
 //! Threaded driver over an in-process transport: blocking propose / read_barrier.
 
+mod common;
+
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use common::{decode_frames, encode_frames};
 use xlane_xraft::batch::{ReassemblyLimits, TrafficClass};
 use xlane_xraft::driver::{Driver, DriverHandle, ReplicateError};
 use xlane_xraft::{
@@ -21,28 +24,10 @@ impl StateMachine for Shared {
         (v.len() as u64).to_le_bytes().to_vec()
     }
     fn snapshot(&self) -> Vec<u8> {
-        let v = self.0.lock().expect("lock");
-        let mut out = Vec::new();
-        for op in v.iter() {
-            out.extend_from_slice(&(op.len() as u32).to_le_bytes());
-            out.extend_from_slice(op);
-        }
-        out
+        encode_frames(self.0.lock().expect("lock").iter())
     }
     fn restore(&mut self, data: &[u8]) {
-        let mut v = self.0.lock().expect("lock");
-        v.clear();
-        let mut at = 0;
-        while at + 4 <= data.len() {
-            let n =
-                u32::from_le_bytes([data[at], data[at + 1], data[at + 2], data[at + 3]]) as usize;
-            at += 4;
-            if at + n > data.len() {
-                break;
-            }
-            v.push(data[at..at + n].to_vec());
-            at += n;
-        }
+        *self.0.lock().expect("lock") = decode_frames(data);
     }
 }
 

@@ -8,24 +8,19 @@
 //! `LIN_SEED=<n>` runs one seed only (both tests). A negative control serves reads from a
 //! random replica's local state without ReadIndex and must be caught.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
-use std::path::{Path, PathBuf};
+mod common;
+
+use std::collections::{HashMap, HashSet};
 use std::time::Instant;
 
-use rand::rngs::StdRng;
-use rand::{Rng, SeedableRng};
+use common::{Faults, Scenario};
+use rand::Rng;
 use xlane_kv::{Reply, SetCond, SetTtl, Store, WriteCmd, WriteOp};
 use xlane_lincheck::{
     check, CheckOptions, HistoryRecorder, KvCall, KvInput, KvModel, KvOutput, OpHandle, Verdict,
 };
-use xlane_xraft::batch::{ReassemblyLimits, TrafficClass};
-use xlane_xraft::{
-    DiskStorage, DropReason, Event, FsyncPolicy, MessageEndpoint, NodeConfig, ProposalId, RaftNode,
-    ReadId, StateMachine, StorageConfig, Transport,
-};
+use xlane_xraft::{DropReason, Event, ProposalId, RaftNode, ReadId, StateMachine};
 
-const TICK_NS: u64 = 1_000_000;
-const MTU: usize = 200;
 const KEYS: usize = 3;
 const CLIENTS: u64 = 8;
 const CLIENT_TIMEOUT: u64 = 80;
@@ -75,34 +70,6 @@ impl StateMachine for KvSm {
     }
 }
 
-struct Outbox(Vec<(u64, Vec<u8>)>);
-impl Transport for Outbox {
-    fn send(&mut self, to: u64, _class: TrafficClass, bytes: Vec<u8>) {
-        self.0.push((to, bytes));
-    }
-}
-
-struct Packet {
-    at: u64,
-    from: u64,
-    to: u64,
-    bytes: Vec<u8>,
-}
-
-struct SimNode {
-    node: Option<RaftNode<KvSm>>,
-    ep: MessageEndpoint,
-    dir: PathBuf,
-    incarnation: u64,
-}
-
-#[derive(Clone, Copy)]
-struct Faults {
-    drop: f64,
-    dup: f64,
-    max_delay: u64,
-}
-
 struct PendingWrite {
     client: u64,
     handle: OpHandle,
@@ -123,17 +90,10 @@ struct Stats {
     restarts: u64,
 }
 
-struct Sim {
-    seed: u64,
-    rng: StdRng,
-    step: u64,
+/// The clients' side: calls in flight, the recorded history, acknowledged writes.
+#[derive(Default)]
+struct Clients {
     clock: u64,
-    nodes: BTreeMap<u64, SimNode>,
-    voters: Vec<u64>,
-    net: Vec<Packet>,
-    isolated: HashSet<u64>,
-    faults: Faults,
-    leaders: HashMap<u64, u64>,
     writes: HashMap<(u64, ProposalId), PendingWrite>,
     reads: HashMap<(u64, ReadId), PendingRead>,
     /// client -> (op, step invoked)
@@ -142,127 +102,24 @@ struct Sim {
     acked: Vec<u64>,
     next_op: u64,
     stats: Stats,
-    _tmp: tempfile::TempDir,
 }
 
-fn node_cfg(id: u64, seed: u64) -> NodeConfig {
-    NodeConfig {
-        election_seed: Some(seed),
-        tick_ns: TICK_NS,
-        election_ticks: 10,
-        heartbeat_ticks: 1,
-        snapshot_interval: 25,
-        max_size_per_msg: 1024,
-        max_batch_ops: 8,
-        read_timeout_ticks: 60,
-        ..NodeConfig::new(id)
-    }
-}
-
-fn endpoint(first_id: u64) -> MessageEndpoint {
-    MessageEndpoint::new(
-        MTU,
-        first_id,
-        4096,
-        ReassemblyLimits {
-            timeout_ns: 50 * TICK_NS,
-            ..Default::default()
-        },
-    )
-    .expect("endpoint")
-}
-
-fn open_node(id: u64, dir: &Path, voters: &[u64], seed: u64) -> RaftNode<KvSm> {
-    let (st, _report) = DiskStorage::open(StorageConfig {
-        dir: dir.to_path_buf(),
-        fsync: FsyncPolicy::Batch,
-        segment_bytes: 16 << 10,
-    })
-    .expect("open storage");
-    RaftNode::new(node_cfg(id, seed), st, KvSm::default(), voters).expect("node")
-}
-
-fn tmp_root() -> tempfile::TempDir {
-    let shm = Path::new("/dev/shm");
-    if shm.is_dir() {
-        if let Ok(t) = tempfile::tempdir_in(shm) {
-            return t;
-        }
-    }
-    tempfile::tempdir().expect("tempdir")
-}
+type Sim = common::Sim<KvSm, Clients>;
 
 fn key_name(i: usize) -> Vec<u8> {
     format!("key{i}").into_bytes()
 }
 
-impl Sim {
-    fn new(seed: u64, n: u64, faults: Faults) -> Self {
-        let tmp = tmp_root();
-        let voters: Vec<u64> = (1..=n).collect();
-        let mut nodes = BTreeMap::new();
-        for &id in &voters {
-            let dir = tmp.path().join(format!("n{id}"));
-            let node = open_node(id, &dir, &voters, seed);
-            nodes.insert(
-                id,
-                SimNode {
-                    node: Some(node),
-                    ep: endpoint(0),
-                    dir,
-                    incarnation: 0,
-                },
-            );
-        }
-        Sim {
-            seed,
-            rng: StdRng::seed_from_u64(seed),
-            step: 0,
-            clock: 0,
-            nodes,
-            voters,
-            net: Vec::new(),
-            isolated: HashSet::new(),
-            faults,
-            leaders: HashMap::new(),
-            writes: HashMap::new(),
-            reads: HashMap::new(),
-            busy: HashMap::new(),
-            rec: HistoryRecorder::new(),
-            acked: Vec::new(),
-            next_op: 0,
-            stats: Stats::default(),
-            _tmp: tmp,
-        }
-    }
-
+impl Clients {
     /// Logical history time: strictly increasing in simulation order.
     fn now(&mut self) -> u64 {
         self.clock += 1;
         self.clock
     }
+}
 
-    fn live(&self) -> Vec<u64> {
-        self.nodes
-            .iter()
-            .filter(|(_, s)| s.node.is_some())
-            .map(|(id, _)| *id)
-            .collect()
-    }
-
-    fn leader(&self) -> Option<u64> {
-        self.nodes
-            .iter()
-            .filter_map(|(id, s)| s.node.as_ref().map(|n| (id, n)))
-            .filter(|(id, n)| n.is_leader() && !self.isolated.contains(id))
-            .max_by_key(|(_, n)| n.term())
-            .map(|(id, _)| *id)
-    }
-
-    fn crash(&mut self, id: u64) {
-        if let Some(sn) = self.nodes.get_mut(&id) {
-            sn.node = None;
-        }
+impl Scenario<KvSm> for Clients {
+    fn on_crash(&mut self, id: u64) {
         // The client loses the connection: writes in flight have unknown outcome, reads
         // simply failed.
         let lost: Vec<(u64, ProposalId)> = self
@@ -291,18 +148,73 @@ impl Sim {
         }
     }
 
-    fn restart(&mut self, id: u64) {
-        let voters = self.voters.clone();
-        let seed = self.seed;
-        if let Some(sn) = self.nodes.get_mut(&id) {
-            if sn.node.is_none() {
-                sn.incarnation += 1;
-                sn.ep = endpoint(sn.incarnation << 40);
-                sn.node = Some(open_node(id, &sn.dir, &voters, seed + sn.incarnation));
+    fn on_events(
+        &mut self,
+        seed: u64,
+        step: u64,
+        id: u64,
+        node: &RaftNode<KvSm>,
+        events: Vec<Event>,
+    ) {
+        for ev in events {
+            self.clock += 1;
+            let at = self.clock;
+            match ev {
+                Event::Applied {
+                    id: pid, result, ..
+                } => {
+                    let Some(w) = self.writes.remove(&(id, pid)) else {
+                        continue;
+                    };
+                    let output = match (&w.call, result.first()) {
+                        (KvCall::Put(_), Some(0)) => KvOutput::Ok,
+                        (_, Some(2)) => KvOutput::Error,
+                        (KvCall::Incr(_), Some(1)) => KvOutput::Int(int(&result)),
+                        (KvCall::Delete, Some(1)) => KvOutput::Count(int(&result) as u64),
+                        other => panic!("seed {seed}: unexpected result {other:?}"),
+                    };
+                    self.rec.complete(w.handle, output, at).expect("open");
+                    self.busy.remove(&w.client);
+                    self.acked.push(w.op_id);
+                }
+                Event::Dropped { id: pid, reason } => {
+                    let Some(w) = self.writes.remove(&(id, pid)) else {
+                        continue;
+                    };
+                    if reason == DropReason::Indeterminate {
+                        self.rec.abandon(w.handle).expect("open");
+                    } else {
+                        self.rec.fail(w.handle).expect("open");
+                    }
+                    self.busy.remove(&w.client);
+                }
+                Event::ReadReady { id: rid, .. } => {
+                    let Some(r) = self.reads.remove(&(id, rid)) else {
+                        continue;
+                    };
+                    let v = node
+                        .state_machine()
+                        .store
+                        .get(&r.key, step)
+                        .map(<[u8]>::to_vec);
+                    self.rec
+                        .complete(r.handle, KvOutput::Value(v), at)
+                        .expect("open");
+                    self.busy.remove(&r.client);
+                }
+                Event::ReadFailed { id: rid } => {
+                    if let Some(r) = self.reads.remove(&(id, rid)) {
+                        self.rec.fail(r.handle).expect("open");
+                        self.busy.remove(&r.client);
+                    }
+                }
+                _ => {}
             }
         }
     }
+}
 
+impl Sim {
     /// Client `c` issues one random operation.
     fn client_op(&mut self, c: u64, broken_reads: bool) {
         let key = key_name(self.rng.gen_range(0..KEYS));
@@ -310,8 +222,8 @@ impl Sim {
         let live = self.live();
         if r < 40 {
             let on = live[self.rng.gen_range(0..live.len())];
-            let at = self.now();
-            let h = self.rec.invoke(c, KvInput::get(key.clone()), at);
+            let at = self.app.now();
+            let h = self.app.rec.invoke(c, KvInput::get(key.clone()), at);
             let node = self.nodes[&on].node.as_ref().expect("live");
             if broken_reads {
                 // Negative control: local read, no ReadIndex.
@@ -320,13 +232,15 @@ impl Sim {
                     .store
                     .get(&key, self.step)
                     .map(<[u8]>::to_vec);
-                let at = self.now();
-                self.rec.complete(h, KvOutput::Value(v), at).expect("open");
+                let at = self.app.now();
+                self.app
+                    .rec
+                    .complete(h, KvOutput::Value(v), at)
+                    .expect("open");
                 return;
             }
-            let node = self.nodes.get_mut(&on).and_then(|s| s.node.as_mut());
-            let rid = node.expect("live").read_index();
-            self.reads.insert(
+            let rid = self.node_mut(on).expect("live").read_index();
+            self.app.reads.insert(
                 (on, rid),
                 PendingRead {
                     client: c,
@@ -334,11 +248,11 @@ impl Sim {
                     key,
                 },
             );
-            self.busy.insert(c, (h, self.step));
+            self.app.busy.insert(c, (h, self.step));
             return;
         }
-        self.next_op += 1;
-        let op_id = self.next_op;
+        self.app.next_op += 1;
+        let op_id = self.app.next_op;
         let (call, cmd) = if r < 65 {
             // Unique values (integers, so INCR applies to them too).
             let v = (op_id * 1000).to_string().into_bytes();
@@ -376,11 +290,11 @@ impl Sim {
         } else {
             let v = live[self.rng.gen_range(0..live.len())];
             let l = self.nodes[&v].node.as_ref().expect("live").leader_id();
-            self.nodes.get(&l).and_then(|s| s.node.as_ref()).map(|_| l)
+            self.node(l).map(|_| l)
         };
         let Some(target) = target else { return };
-        let at = self.now();
-        let h = self.rec.invoke(
+        let at = self.app.now();
+        let h = self.app.rec.invoke(
             c,
             KvInput {
                 key,
@@ -390,10 +304,9 @@ impl Sim {
         );
         let mut payload = op_id.to_le_bytes().to_vec();
         payload.extend_from_slice(&WriteOp::new(self.step, cmd).encode());
-        let node = self.nodes.get_mut(&target).and_then(|s| s.node.as_mut());
-        match node.expect("live").propose(payload) {
+        match self.node_mut(target).expect("live").propose(payload) {
             Ok(pid) => {
-                self.writes.insert(
+                self.app.writes.insert(
                     (target, pid),
                     PendingWrite {
                         client: c,
@@ -402,9 +315,9 @@ impl Sim {
                         call,
                     },
                 );
-                self.busy.insert(c, (h, self.step));
+                self.app.busy.insert(c, (h, self.step));
             }
-            Err(_) => self.rec.fail(h).expect("open"),
+            Err(_) => self.app.rec.fail(h).expect("open"),
         }
     }
 
@@ -412,6 +325,7 @@ impl Sim {
     fn expire_clients(&mut self) {
         let step = self.step;
         let late: HashSet<OpHandle> = self
+            .app
             .busy
             .values()
             .filter(|(_, s)| step - s > CLIENT_TIMEOUT)
@@ -420,16 +334,16 @@ impl Sim {
         if late.is_empty() {
             return;
         }
-        self.busy.retain(|_, (h, _)| !late.contains(h));
-        let rec = &mut self.rec;
-        self.writes.retain(|_, w| {
+        self.app.busy.retain(|_, (h, _)| !late.contains(h));
+        let rec = &mut self.app.rec;
+        self.app.writes.retain(|_, w| {
             let keep = !late.contains(&w.handle);
             if !keep {
                 rec.abandon(w.handle).expect("open");
             }
             keep
         });
-        self.reads.retain(|_, r| {
+        self.app.reads.retain(|_, r| {
             let keep = !late.contains(&r.handle);
             if !keep {
                 rec.fail(r.handle).expect("open");
@@ -438,147 +352,9 @@ impl Sim {
         });
     }
 
-    fn run_step(&mut self) {
-        self.step += 1;
-        let now_ns = self.step * TICK_NS;
-        let mut due = Vec::new();
-        let mut i = 0;
-        while i < self.net.len() {
-            if self.net[i].at <= self.step {
-                due.push(self.net.swap_remove(i));
-            } else {
-                i += 1;
-            }
-        }
-        due.sort_by_key(|p| (p.at, p.from, p.to));
-        for p in due {
-            if self.isolated.contains(&p.from) || self.isolated.contains(&p.to) {
-                continue;
-            }
-            let Some(sn) = self.nodes.get_mut(&p.to) else {
-                continue;
-            };
-            let Some(node) = sn.node.as_mut() else {
-                continue;
-            };
-            if let Ok(Some(msg)) = sn.ep.receive(p.from, now_ns, &p.bytes) {
-                let _ = node.step(msg);
-            }
-        }
-        let ids: Vec<u64> = self.nodes.keys().copied().collect();
-        for id in ids {
-            let seed = self.seed;
-            let sn = self.nodes.get_mut(&id).expect("node");
-            let Some(node) = sn.node.as_mut() else {
-                continue;
-            };
-            node.tick_to(now_ns);
-            sn.ep.expire(now_ns);
-            let out = node
-                .handle_ready()
-                .unwrap_or_else(|e| panic!("seed {seed}: node {id} ready: {e}"));
-            let mut ob = Outbox(Vec::new());
-            for m in &out.messages {
-                sn.ep.send(m, &mut ob).expect("send");
-            }
-            if node.is_leader() {
-                let prev = *self.leaders.entry(node.term()).or_insert(id);
-                assert_eq!(prev, id, "seed {seed}: two leaders in term {}", node.term());
-            }
-            for ev in out.events {
-                self.clock += 1;
-                let at = self.clock;
-                match ev {
-                    Event::Applied {
-                        id: pid, result, ..
-                    } => {
-                        let Some(w) = self.writes.remove(&(id, pid)) else {
-                            continue;
-                        };
-                        let output = match (&w.call, result.first()) {
-                            (KvCall::Put(_), Some(0)) => KvOutput::Ok,
-                            (_, Some(2)) => KvOutput::Error,
-                            (KvCall::Incr(_), Some(1)) => KvOutput::Int(int(&result)),
-                            (KvCall::Delete, Some(1)) => KvOutput::Count(int(&result) as u64),
-                            other => panic!("seed {seed}: unexpected result {other:?}"),
-                        };
-                        self.rec.complete(w.handle, output, at).expect("open");
-                        self.busy.remove(&w.client);
-                        self.acked.push(w.op_id);
-                    }
-                    Event::Dropped { id: pid, reason } => {
-                        let Some(w) = self.writes.remove(&(id, pid)) else {
-                            continue;
-                        };
-                        if reason == DropReason::Indeterminate {
-                            self.rec.abandon(w.handle).expect("open");
-                        } else {
-                            self.rec.fail(w.handle).expect("open");
-                        }
-                        self.busy.remove(&w.client);
-                    }
-                    Event::ReadReady { id: rid, .. } => {
-                        let Some(r) = self.reads.remove(&(id, rid)) else {
-                            continue;
-                        };
-                        let v = node
-                            .state_machine()
-                            .store
-                            .get(&r.key, self.step)
-                            .map(<[u8]>::to_vec);
-                        self.rec
-                            .complete(r.handle, KvOutput::Value(v), at)
-                            .expect("open");
-                        self.busy.remove(&r.client);
-                    }
-                    Event::ReadFailed { id: rid } => {
-                        if let Some(r) = self.reads.remove(&(id, rid)) {
-                            self.rec.fail(r.handle).expect("open");
-                            self.busy.remove(&r.client);
-                        }
-                    }
-                    _ => {}
-                }
-            }
-            for (to, bytes) in ob.0 {
-                self.enqueue(id, to, bytes);
-            }
-        }
-    }
-
-    fn enqueue(&mut self, from: u64, to: u64, bytes: Vec<u8>) {
-        if self.rng.gen_bool(self.faults.drop) {
-            return;
-        }
-        let copies = if self.rng.gen_bool(self.faults.dup) {
-            2
-        } else {
-            1
-        };
-        for _ in 0..copies {
-            let delay = 1 + self.rng.gen_range(0..=self.faults.max_delay);
-            self.net.push(Packet {
-                at: self.step + delay,
-                from,
-                to,
-                bytes: bytes.clone(),
-            });
-        }
-    }
-
     fn converged(&self) -> bool {
-        let nodes: Vec<&RaftNode<KvSm>> = self
-            .nodes
-            .values()
-            .filter_map(|s| s.node.as_ref())
-            .collect();
-        if nodes.len() != self.nodes.len() || self.leader().is_none() {
-            return false;
-        }
-        let c = nodes[0].commit_index();
-        nodes
-            .iter()
-            .all(|n| n.commit_index() == c && n.applied_index() == c)
+        let all: Vec<u64> = self.nodes.keys().copied().collect();
+        self.committed_alike(&all)
     }
 
     /// All replicas identical; every acknowledged write applied exactly once everywhere.
@@ -605,7 +381,7 @@ impl Sim {
         for op in &sm0.applied_ids {
             assert!(seen.insert(*op), "seed {seed}: op {op} applied twice");
         }
-        for op in &self.acked {
+        for op in &self.app.acked {
             assert!(
                 seen.contains(op),
                 "seed {seed}: acknowledged write {op} lost"
@@ -662,22 +438,14 @@ fn run(seed: u64, broken_reads: bool, chaos_steps: u64) -> RunResult {
             dup: 0.05,
             max_delay: 4,
         },
+        Clients::default(),
     );
     let n = sim.voters.len() as u64;
     let max_faulty = ((n - 1) / 2) as usize;
     let mut down: HashMap<u64, u64> = HashMap::new();
     for _ in 0..chaos_steps {
         let step = sim.step;
-        let back: Vec<u64> = down
-            .iter()
-            .filter(|(_, t)| **t <= step)
-            .map(|(id, _)| *id)
-            .collect();
-        for id in back {
-            down.remove(&id);
-            sim.isolated.remove(&id);
-            sim.restart(id);
-        }
+        sim.recover_due(&mut down);
         if down.len() < max_faulty {
             let r: f64 = sim.rng.gen();
             if r < 0.006 {
@@ -685,40 +453,32 @@ fn run(seed: u64, broken_reads: bool, chaos_steps: u64) -> RunResult {
                 if let Some(l) = sim.leader() {
                     down.insert(l, step + sim.rng.gen_range(30..150));
                     sim.crash(l);
-                    sim.stats.leader_kills += 1;
+                    sim.app.stats.leader_kills += 1;
                 }
             } else if r < 0.012 {
                 // Partition one node (possibly the leader) away from everyone.
                 let v = sim.rng.gen_range(1..=n);
                 down.insert(v, step + sim.rng.gen_range(30..150));
                 sim.isolated.insert(v);
-                sim.stats.partitions += 1;
+                sim.app.stats.partitions += 1;
             } else if r < 0.016 {
                 // Quick crash-restart of any node.
                 let v = sim.rng.gen_range(1..=n);
                 down.insert(v, step + sim.rng.gen_range(3..30));
                 sim.crash(v);
-                sim.stats.restarts += 1;
+                sim.app.stats.restarts += 1;
             }
         }
         sim.expire_clients();
         for c in 0..CLIENTS {
-            if !sim.busy.contains_key(&c) && sim.rng.gen_bool(0.3) {
+            if !sim.app.busy.contains_key(&c) && sim.rng.gen_bool(0.3) {
                 sim.client_op(c, broken_reads);
             }
         }
         sim.run_step();
     }
     // Heal: everything back, clean network; outstanding calls may still finish.
-    for id in down.keys().copied().collect::<Vec<_>>() {
-        sim.isolated.remove(&id);
-        sim.restart(id);
-    }
-    sim.faults = Faults {
-        drop: 0.0,
-        dup: 0.0,
-        max_delay: 1,
-    };
+    sim.heal(&down);
     let mut extra = 0;
     while !sim.converged() || extra < 30 {
         sim.expire_clients();
@@ -731,11 +491,10 @@ fn run(seed: u64, broken_reads: bool, chaos_steps: u64) -> RunResult {
     for k in 0..KEYS {
         let c = 100 + k as u64;
         let key = key_name(k);
-        let at = sim.now();
-        let h = sim.rec.invoke(c, KvInput::get(key.clone()), at);
-        let node = sim.nodes.get_mut(&leader).and_then(|s| s.node.as_mut());
-        let rid = node.expect("live").read_index();
-        sim.reads.insert(
+        let at = sim.app.now();
+        let h = sim.app.rec.invoke(c, KvInput::get(key.clone()), at);
+        let rid = sim.node_mut(leader).expect("live").read_index();
+        sim.app.reads.insert(
             (leader, rid),
             PendingRead {
                 client: c,
@@ -745,7 +504,7 @@ fn run(seed: u64, broken_reads: bool, chaos_steps: u64) -> RunResult {
         );
     }
     let mut extra = 0;
-    while !sim.reads.is_empty() {
+    while !sim.app.reads.is_empty() {
         sim.run_step();
         extra += 1;
         assert!(extra < 500, "seed {seed}: final reads did not complete");
@@ -753,14 +512,14 @@ fn run(seed: u64, broken_reads: bool, chaos_steps: u64) -> RunResult {
     sim.check_replicas();
     eprintln!(
         "seed {seed}: {} leader kills, {} partitions, {} crash-restarts, {} terms, {} acked writes",
-        sim.stats.leader_kills,
-        sim.stats.partitions,
-        sim.stats.restarts,
+        sim.app.stats.leader_kills,
+        sim.app.stats.partitions,
+        sim.app.stats.restarts,
         sim.leaders.len(),
-        sim.acked.len()
+        sim.app.acked.len()
     );
-    let acked = sim.acked.len();
-    let history = std::mem::take(&mut sim.rec).finish();
+    let acked = sim.app.acked.len();
+    let history = std::mem::take(&mut sim.app.rec).finish();
     let overlap = max_overlap(&history);
     let t0 = Instant::now();
     let report = check(&KvModel, &history, &CheckOptions::default()).expect("well-formed");
