@@ -1,5 +1,5 @@
 //! `xlane bench kv --json` end to end: real etcd, real Redis and xlane kv
-//! clusters of 3 on loopback, a short latency and throughput phase, the
+//! clusters of 3 on loopback (raft over UDP and X-Raft over the lane), a short latency and throughput phase, the
 //! documented JSON on stdout.
 
 use std::process::Command;
@@ -53,7 +53,7 @@ fn bench_kv_json_reports_every_system() {
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
     let systems = v["systems"].as_array().expect("systems array");
     let names: Vec<&str> = systems.iter().filter_map(|s| s["name"].as_str()).collect();
-    assert_eq!(names, ["xlane", "etcd", "redis"], "{stderr}");
+    assert_eq!(names, ["xlane", "xlane-lane", "etcd", "redis"], "{stderr}");
     for s in systems {
         let name = s["name"].as_str().unwrap_or("?");
         assert_eq!(s["replicas"].as_u64(), Some(3), "{name}");
@@ -61,13 +61,7 @@ fn bench_kv_json_reports_every_system() {
             assert!(s.get(key).is_some_and(|x| x.is_number()), "{name}: {key}");
         }
         let available = s["available"].as_bool().unwrap_or(false);
-        if name != "xlane" {
-            assert!(available, "{name} did not run: {s} {stderr}");
-        }
-        if !available {
-            eprintln!("xlane kv not available: {}", s["reason"]);
-            continue;
-        }
+        assert!(available, "{name} did not run: {s} {stderr}");
         let (p50, p99) = (s["p50_ns"].as_u64(), s["p99_ns"].as_u64());
         assert!(p50.is_some_and(|x| x > 0), "{name}: p50 {p50:?}");
         assert!(p50 <= p99, "{name}: p50 {p50:?} > p99 {p99:?}");
@@ -77,4 +71,13 @@ fn bench_kv_json_reports_every_system() {
         );
     }
     assert_eq!(v["workload"]["seed"].as_u64(), Some(42));
+    let ratios = v["ratios"].as_array().expect("ratios");
+    for x in ["xlane", "xlane-lane"] {
+        for o in ["etcd", "redis"] {
+            assert!(
+                ratios.iter().any(|r| r["system"] == x && r["versus"] == o),
+                "no ratio {x} vs {o}"
+            );
+        }
+    }
 }

@@ -2,7 +2,9 @@
 //! loopback: leader discovery through `MOVED`, 200 pipelined writes,
 //! linearizable reads on the leader and a follower, `kill -9` of the leader,
 //! failover with every acknowledged write present, and catch-up of the
-//! restarted node from its data directory.
+//! restarted node from its data directory. Run twice: raft over plain UDP,
+//! and X-Raft over the lane (`--transport lane`: replication sub-lane,
+//! commit notices on X-FD heartbeats, elections started by X-FD).
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
@@ -29,7 +31,22 @@ fn free_tcp_addr() -> SocketAddr {
     l.local_addr().expect("addr")
 }
 
+/// A raft port whose next port is free for UDP too (the X-FD port in lane
+/// mode), not next to any port in `taken`.
+fn free_lane_addr(taken: &[SocketAddr]) -> SocketAddr {
+    loop {
+        let a = free_raft_addr();
+        let mut b = a;
+        b.set_port(a.port().wrapping_add(1));
+        let near = taken.iter().any(|t| t.port().abs_diff(a.port()) <= 1);
+        if a.port() < u16::MAX && !near && UdpSocket::bind(b).is_ok() {
+            return a;
+        }
+    }
+}
+
 struct Cluster {
+    lane: bool,
     dir: PathBuf,
     peers: Vec<String>,
     clients: Vec<SocketAddr>,
@@ -37,7 +54,7 @@ struct Cluster {
 }
 
 impl Cluster {
-    fn new() -> Cluster {
+    fn new(lane: bool) -> Cluster {
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos());
@@ -46,13 +63,20 @@ impl Cluster {
         std::fs::create_dir_all(&dir).expect("temp dir");
         let mut peers = Vec::new();
         let mut clients = Vec::new();
+        let mut rafts = Vec::new();
         for id in 1..=3 {
-            let raft = free_raft_addr();
+            let raft = if lane {
+                free_lane_addr(&rafts)
+            } else {
+                free_raft_addr()
+            };
+            rafts.push(raft);
             let client = free_tcp_addr();
             peers.push(format!("{id}={raft}/{client}"));
             clients.push(client);
         }
         Cluster {
+            lane,
             dir,
             peers,
             clients,
@@ -73,6 +97,9 @@ impl Cluster {
         cmd.arg("--data")
             .arg(&data)
             .args(["--fsync", "never", "--snapshot-interval", "20"]);
+        if self.lane {
+            cmd.args(["--transport", "lane"]);
+        }
         let mut child = cmd
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
@@ -224,7 +251,16 @@ fn assert_all_keys(cl: &Cluster, id: usize, n: usize) {
 
 #[test]
 fn three_node_failover_and_catch_up() {
-    let mut cl = Cluster::new();
+    failover_and_catch_up(false);
+}
+
+#[test]
+fn three_node_failover_and_catch_up_over_the_lane() {
+    failover_and_catch_up(true);
+}
+
+fn failover_and_catch_up(lane: bool) {
+    let mut cl = Cluster::new(lane);
     for id in 1..=3 {
         cl.start(id);
     }

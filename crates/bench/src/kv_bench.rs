@@ -61,8 +61,12 @@ use crate::table::{fmt_ns, Table};
 /// One of the systems compared.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub enum System {
-    /// `xlane kv serve` in its replicated (Raft) mode.
+    /// `xlane kv serve` in its replicated (Raft) mode, express traffic on
+    /// plain UDP.
     Xlane,
+    /// The same with `--transport lane`: X-Raft over the lane (replication
+    /// sub-lane, commit notices on X-FD heartbeats).
+    XlaneLane,
     /// Real etcd (Debian `etcd-server`).
     Etcd,
     /// Real Redis (Debian `redis-server`), one primary, `WAIT` for all
@@ -72,25 +76,32 @@ pub enum System {
 
 impl System {
     /// All systems, in report order.
-    pub const ALL: [System; 3] = [System::Xlane, System::Etcd, System::Redis];
+    pub const ALL: [System; 4] = [
+        System::Xlane,
+        System::XlaneLane,
+        System::Etcd,
+        System::Redis,
+    ];
 
     /// The name used in reports and on the command line.
     pub fn name(self) -> &'static str {
         match self {
             System::Xlane => "xlane",
+            System::XlaneLane => "xlane-lane",
             System::Etcd => "etcd",
             System::Redis => "redis",
         }
     }
 
-    /// Parse a command-line name (`xlane`, `etcd`, `redis`).
+    /// Parse a command-line name (`xlane`, `xlane-lane`, `etcd`, `redis`).
     pub fn from_name(s: &str) -> Option<System> {
         System::ALL.into_iter().find(|x| x.name() == s)
     }
 
     fn label(self) -> &'static str {
         match self {
-            System::Xlane => "xlane kv (Raft)",
+            System::Xlane => "xlane kv (Raft, UDP)",
+            System::XlaneLane => "xlane kv (X-Raft, lane)",
             System::Etcd => "etcd",
             System::Redis => "redis+WAIT",
         }
@@ -98,7 +109,7 @@ impl System {
 
     fn durability(self) -> &'static str {
         match self {
-            System::Xlane => "raft log on /dev/shm, --fsync never",
+            System::Xlane | System::XlaneLane => "raft log on /dev/shm, --fsync never",
             System::Etcd => "data dir on /dev/shm (WAL fsync is a no-op there)",
             System::Redis => "appendonly no, save \"\" (memory only)",
         }
@@ -229,6 +240,8 @@ pub struct Workload {
 /// replica count.
 #[derive(Clone, Debug, Serialize)]
 pub struct Ratio {
+    /// The xlane variant (`xlane` or `xlane-lane`).
+    pub system: String,
     /// The other system.
     pub versus: String,
     /// Replica count.
@@ -433,6 +446,32 @@ fn free_ports(n: usize) -> Result<Vec<u16>, String> {
         }
         if held.len() > 10 * n + 100 {
             return Err("no free ports".into());
+        }
+    }
+    Ok(ports)
+}
+
+/// `n` ports `p` with `p` free for TCP and UDP and `p + 1` free for UDP.
+fn free_port_pairs(n: usize) -> Result<Vec<u16>, String> {
+    let mut held = Vec::new();
+    let mut ports = Vec::new();
+    let mut tries = 0;
+    while ports.len() < n {
+        tries += 1;
+        if tries > 100 * n + 100 {
+            return Err("no free port pairs".into());
+        }
+        let l = TcpListener::bind("127.0.0.1:0").map_err(|e| format!("bind: {e}"))?;
+        let port = l.local_addr().map_err(|e| e.to_string())?.port();
+        if port == u16::MAX || ports.contains(&(port + 1)) || ports.contains(&(port - 1)) {
+            continue;
+        }
+        if let (Ok(u), Ok(v)) = (
+            UdpSocket::bind(("127.0.0.1", port)),
+            UdpSocket::bind(("127.0.0.1", port + 1)),
+        ) {
+            held.push((l, u, v));
+            ports.push(port);
         }
     }
     Ok(ports)
@@ -744,7 +783,7 @@ impl Endpoints {
                 c: Resp::connect(a, self.timeout)?,
                 wait: (self.members.len() > 1).then(|| (self.members.len() - 1).to_string()),
             },
-            System::Xlane => Writer::Resp {
+            System::Xlane | System::XlaneLane => Writer::Resp {
                 c: Resp::connect(a, self.timeout)?,
                 wait: None,
             },
@@ -760,7 +799,7 @@ impl Endpoints {
                     System::Redis => Reader::Resp(Resp::connect(a, self.timeout)?),
                     // READONLY: reads from each member's own state, like
                     // etcd's serializable range and a Redis replica's GET.
-                    System::Xlane => {
+                    System::Xlane | System::XlaneLane => {
                         let mut c = Resp::connect(a, self.timeout)?;
                         c.push(&[b"READONLY"]);
                         c.flush()?;
@@ -950,8 +989,18 @@ fn start_xlane(
     bin: &Path,
     n: usize,
     timeout: Duration,
+    system: System,
 ) -> Result<Endpoints, String> {
-    let ports = free_ports(2 * n)?;
+    let lane = system == System::XlaneLane;
+    // Lane mode also uses each raft port + 1 (X-FD): take pairs.
+    let ports = if lane {
+        free_port_pairs(n)?
+            .into_iter()
+            .chain(free_ports(n)?)
+            .collect()
+    } else {
+        free_ports(2 * n)?
+    };
     let (raft, resp) = ports.split_at(n);
     let peers: Vec<String> = (0..n)
         .map(|i| format!("{}=127.0.0.1:{}/127.0.0.1:{}", i + 1, raft[i], resp[i]))
@@ -965,6 +1014,9 @@ fn start_xlane(
         cmd.arg("--data")
             .arg(cl.dir.join(format!("x{}", i + 1)))
             .args(["--fsync", "never"]);
+        if lane {
+            cmd.args(["--transport", "lane"]);
+        }
         cl.spawn(&format!("xlane{}", i + 1), &mut cmd)?;
     }
     let members: Vec<SocketAddr> = resp.iter().map(|&p| addr(p)).collect();
@@ -990,7 +1042,7 @@ fn start_xlane(
         if let Some(leader) = leader {
             // Every member answers reads.
             let ep = Endpoints {
-                system: System::Xlane,
+                system,
                 members: members.clone(),
                 leader,
                 timeout,
@@ -1130,10 +1182,10 @@ fn run_one(
                 .unwrap_or_default();
             (start_etcd(&mut cl, n, cfg.timeout), v)
         }
-        System::Xlane => {
+        System::Xlane | System::XlaneLane => {
             let bin = cfg.xlane_bin.as_deref().ok_or("no xlane binary given")?;
             (
-                start_xlane(&mut cl, bin, n, cfg.timeout),
+                start_xlane(&mut cl, bin, n, cfg.timeout, system),
                 format!("xlane {}", env!("CARGO_PKG_VERSION")),
             )
         }
@@ -1238,7 +1290,7 @@ pub fn run(cfg: &KvBenchConfig, log: &mut dyn FnMut(&str)) -> Result<KvBenchRepo
                 }
                 Err(e) => {
                     log(&format!("  not available: {e}"));
-                    if s != System::Xlane {
+                    if !matches!(s, System::Xlane | System::XlaneLane) {
                         return Err(KvBenchError::Run {
                             system: s.name(),
                             replicas: n,
@@ -1296,12 +1348,14 @@ fn mean_sd(v: &[usize]) -> (f64, f64) {
 
 fn ratios(systems: &[SystemReport]) -> Vec<Ratio> {
     let mut out = Vec::new();
-    for x in systems.iter().filter(|s| s.name == "xlane" && s.available) {
+    let is_xlane = |s: &SystemReport| s.name.starts_with("xlane");
+    for x in systems.iter().filter(|s| is_xlane(s) && s.available) {
         for o in systems
             .iter()
-            .filter(|s| s.name != "xlane" && s.available && s.replicas == x.replicas)
+            .filter(|s| !is_xlane(s) && s.available && s.replicas == x.replicas)
         {
             out.push(Ratio {
+                system: x.name.clone(),
                 versus: o.name.clone(),
                 replicas: x.replicas,
                 latency_speedup: if x.mean_ns == 0 {
@@ -1375,9 +1429,10 @@ impl KvBenchReport {
             let _ = writeln!(out, "{n}");
         }
         if !self.ratios.is_empty() {
-            let mut r = Table::new(&["xlane vs", "replicas", "latency ×", "throughput ×"]);
+            let mut r = Table::new(&["xlane", "vs", "replicas", "latency ×", "throughput ×"]);
             for x in &self.ratios {
                 r.row(vec![
+                    x.system.clone(),
                     label_of(&x.versus).to_string(),
                     x.replicas.to_string(),
                     format!("{:.2}", x.latency_speedup),
@@ -1482,7 +1537,13 @@ fn draw<DB: plotters::prelude::DrawingBackend>(
     let lo = ok.iter().map(|s| s.min_ns.max(1)).min().unwrap_or(1) as f64 / 2.0;
     let hi = ok.iter().map(|s| s.max_ns.max(1)).max().unwrap_or(10) as f64 * 40.0;
     let names: Vec<&str> = System::ALL.iter().map(|s| s.name()).collect();
-    let colors = [RED, BLUE, RGBColor(0, 140, 0)];
+    let colors = [
+        RED,
+        BLUE,
+        RGBColor(0, 140, 0),
+        RGBColor(230, 140, 0),
+        RGBColor(120, 0, 160),
+    ];
     let mut lat = ChartBuilder::on(&left)
         .caption("mean write latency (bars: min–max)", ("sans-serif", 18))
         .margin(15)
@@ -1628,8 +1689,14 @@ mod tests {
             mk("xlane", 3, 100, 1000.0),
             mk("etcd", 3, 1000, 500.0),
             mk("etcd", 5, 1000, 500.0),
+            mk("xlane-lane", 5, 50, 100.0),
         ]);
-        assert_eq!(r.len(), 1);
+        assert_eq!(r.len(), 2);
+        assert_eq!(
+            (r[1].system.as_str(), r[1].versus.as_str()),
+            ("xlane-lane", "etcd")
+        );
+        assert!((r[1].latency_speedup - 20.0).abs() < 1e-9);
         assert_eq!(r[0].replicas, 3);
         assert!((r[0].latency_speedup - 10.0).abs() < 1e-9);
         assert!((r[0].throughput_ratio - 2.0).abs() < 1e-9);

@@ -33,11 +33,10 @@ use crate::shm::{LivenessCounter, ShmError, TableConfig, TableStats, TableWriter
 use crate::{Detector, DetectorConfig, DetectorStats};
 use std::io;
 use std::net::{Ipv4Addr, SocketAddrV4};
-use std::os::fd::RawFd;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use xlane_host::runtime::{
-    lock_memory, place_current_thread, wait_until, Placement, RuntimeError, WaitMode,
+    lock_memory, place_current_thread, wait_readable, wait_until, Placement, RuntimeError, WaitMode,
 };
 use xlane_host::socket::{realtime_ns, LaneSocket, SocketConfig, SocketError};
 use xlane_lane::{ParamsError, PeriodicMulticastSender, Replication, TunnelParams, MAX_RECEIVERS};
@@ -368,7 +367,9 @@ impl Service {
                 .min(self.cfg.until_ns);
             match self.cfg.mode {
                 WaitMode::BusyPoll => {}
-                WaitMode::Interrupt => wait_readable(fd, wake)?,
+                WaitMode::Interrupt => {
+                    wait_readable(&[fd], wake).map_err(RunError::Poll)?;
+                }
             }
         }
         self.report.detector = self.detector.stats();
@@ -483,33 +484,6 @@ impl Service {
             }
         }
     }
-}
-
-/// Sleeps until `fd` is readable or `CLOCK_REALTIME` reaches `wake_ns`.
-fn wait_readable(fd: RawFd, wake_ns: u64) -> Result<(), RunError> {
-    let now = realtime_ns();
-    if now >= wake_ns {
-        return Ok(());
-    }
-    let d = wake_ns - now;
-    let ts = libc::timespec {
-        tv_sec: (d / 1_000_000_000) as libc::time_t,
-        tv_nsec: (d % 1_000_000_000) as libc::c_long,
-    };
-    let mut pfd = libc::pollfd {
-        fd,
-        events: libc::POLLIN,
-        revents: 0,
-    };
-    // SAFETY: one valid pollfd, a valid timespec, no signal mask change.
-    let r = unsafe { libc::ppoll(&mut pfd, 1, &ts, std::ptr::null()) };
-    if r < 0 {
-        let e = io::Error::last_os_error();
-        if e.kind() != io::ErrorKind::Interrupted {
-            return Err(RunError::Poll(e));
-        }
-    }
-    Ok(())
 }
 
 /// The application side for demos and tests: bumps the counter every

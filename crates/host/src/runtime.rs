@@ -22,6 +22,7 @@
 
 use crate::socket::{realtime_ns, LaneSocket, StampSource};
 use std::net::SocketAddrV4;
+use std::os::fd::{AsRawFd, FromRawFd, RawFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use xlane_lane::{PeriodicReceiver, PeriodicSender};
 use xlane_wire::MAX_FRAME_LEN;
@@ -159,6 +160,108 @@ pub fn sleep_until(clock: libc::clockid_t, t_ns: u64) {
     };
     // SAFETY: valid timespec; EINTR just returns early.
     unsafe { libc::clock_nanosleep(clock, libc::TIMER_ABSTIME, &ts, std::ptr::null_mut()) };
+}
+
+/// Sets this thread's timer slack to 1 ns, so timed sleeps (`ppoll`,
+/// `clock_nanosleep`) of a non-real-time thread end on time instead of up
+/// to the default 50 µs late.
+pub fn tighten_timer_slack() {
+    // SAFETY: plain prctl on the calling thread.
+    unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0) };
+}
+
+/// Sleeps until one of `fds` is readable or `CLOCK_REALTIME` reaches
+/// `wake_ns` (at most 8 descriptors). Returns a bit mask of the readable
+/// ones (bit `i` for `fds[i]`; 0 on timeout or a signal).
+pub fn wait_readable(fds: &[RawFd], wake_ns: u64) -> std::io::Result<u32> {
+    const MAX: usize = 8;
+    if fds.len() > MAX {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("wait_readable: {} descriptors, at most {MAX}", fds.len()),
+        ));
+    }
+    let now = realtime_ns();
+    let d = wake_ns.saturating_sub(now);
+    let ts = libc::timespec {
+        tv_sec: (d / 1_000_000_000) as libc::time_t,
+        tv_nsec: (d % 1_000_000_000) as libc::c_long,
+    };
+    let mut pfds = [libc::pollfd {
+        fd: -1,
+        events: 0,
+        revents: 0,
+    }; MAX];
+    for (p, &fd) in pfds.iter_mut().zip(fds) {
+        p.fd = fd;
+        p.events = libc::POLLIN;
+    }
+    // SAFETY: `fds.len()` valid pollfds, a valid timespec, no signal mask change.
+    let r = unsafe {
+        libc::ppoll(
+            pfds.as_mut_ptr(),
+            fds.len() as libc::nfds_t,
+            &ts,
+            std::ptr::null(),
+        )
+    };
+    if r < 0 {
+        let e = std::io::Error::last_os_error();
+        if e.kind() == std::io::ErrorKind::Interrupted {
+            return Ok(0);
+        }
+        return Err(e);
+    }
+    let mut mask = 0u32;
+    for (i, p) in pfds.iter().take(fds.len()).enumerate() {
+        if p.revents != 0 {
+            mask |= 1 << i;
+        }
+    }
+    Ok(mask)
+}
+
+/// Wakes a thread sleeping in [`wait_readable`] from another thread (an
+/// `eventfd`): the sleeper includes [`Waker::fd`] in its set and calls
+/// [`Waker::clear`] when woken.
+#[derive(Debug)]
+pub struct Waker {
+    fd: std::os::fd::OwnedFd,
+}
+
+impl Waker {
+    /// A non-blocking eventfd.
+    pub fn new() -> std::io::Result<Self> {
+        // SAFETY: plain syscall; the result is checked before use.
+        let fd = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
+        if fd < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        // SAFETY: `fd` is a fresh descriptor that nothing else owns.
+        Ok(Waker {
+            fd: unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) },
+        })
+    }
+
+    /// Makes the descriptor readable (never blocks).
+    pub fn wake(&self) {
+        let one: u64 = 1;
+        // SAFETY: writes 8 bytes from a valid u64; a full counter (EAGAIN) is
+        // already readable, which is all a wake needs.
+        unsafe { libc::write(self.fd.as_raw_fd(), (&one as *const u64).cast(), 8) };
+    }
+
+    /// Makes it unreadable again.
+    pub fn clear(&self) {
+        let mut v: u64 = 0;
+        // SAFETY: reads at most 8 bytes into a valid u64; EAGAIN when not set.
+        unsafe { libc::read(self.fd.as_raw_fd(), (&mut v as *mut u64).cast(), 8) };
+    }
+
+    /// The descriptor to poll.
+    pub fn fd(&self) -> RawFd {
+        self.fd.as_raw_fd()
+    }
 }
 
 /// One latency sample as the receiver saw it.

@@ -606,6 +606,16 @@ impl LaneSocket {
         }))
     }
 
+    /// A second handle on the same socket (`dup`): one thread can send on
+    /// it while another receives on the original. Settings are shared.
+    pub fn try_clone(&self) -> io::Result<LaneSocket> {
+        Ok(LaneSocket {
+            fd: self.fd.try_clone()?,
+            cmsg: [0; CMSG_SPACE / 8],
+            rx_timestamps: self.rx_timestamps,
+        })
+    }
+
     /// The raw descriptor (for polling).
     pub fn as_raw_fd(&self) -> RawFd {
         self.fd.as_raw_fd()

@@ -11,11 +11,16 @@
 //!   barrier) and [`replicator::LocalReplicator`] (single node, optional
 //!   append-only file).
 //! * [`raft`]: [`raft::RaftReplicator`], replication over X-Raft with a
-//!   UDP/TCP transport between nodes.
+//!   UDP/TCP transport between nodes, or over the lane.
+//! * [`lane_link`]: X-Raft over the lane (replication sub-lane, commit
+//!   notices on X-FD heartbeats, elections started by X-FD suspicion).
+//! * [`chunk_stream`]: raft datagrams as a stream of lane chunks.
 //! * [`server`]: the TCP server (`xlane kv serve`).
 #![warn(missing_docs)]
 
+pub mod chunk_stream;
 pub mod commands;
+pub mod lane_link;
 pub mod op;
 pub mod raft;
 pub mod replicator;

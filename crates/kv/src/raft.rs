@@ -24,6 +24,7 @@
 //! retransmits. Packets and connections from unknown senders are ignored and
 //! counted in [`TransportStats`].
 
+use crate::lane_link::{LaneError, LaneLink, LaneStats, LaneTiming, Outbox};
 use crate::op::WriteOp;
 use crate::replicator::{ReplicaError, Replicator, SharedStore};
 use crate::resp::{decode_reply, Reply};
@@ -89,6 +90,9 @@ pub struct RaftConfig {
     pub express_mtu: usize,
     /// Messages larger than this go over TCP.
     pub bulk_threshold: usize,
+    /// Express traffic over the lane ([`crate::lane_link`]) with this
+    /// timing instead of plain UDP.
+    pub lane: Option<LaneTiming>,
 }
 
 impl RaftConfig {
@@ -111,6 +115,7 @@ impl RaftConfig {
             node: NodeConfig::from_bounds(id, period_ns, max_latency_ns),
             express_mtu: EXPRESS_MTU,
             bulk_threshold: BULK_THRESHOLD,
+            lane: None,
             peers,
         })
     }
@@ -139,6 +144,9 @@ pub enum RaftStartError {
     /// A thread could not be started.
     #[error("spawning a thread: {0}")]
     Thread(std::io::Error),
+    /// The lane link could not start.
+    #[error("lane: {0}")]
+    Lane(#[from] LaneError),
 }
 
 /// Transport counters (shared between the threads).
@@ -222,10 +230,20 @@ impl StateMachine for KvStateMachine {
     }
 }
 
-/// The [`Transport`] onto UDP (express) and TCP (regular).
+/// Where express datagrams go.
+enum Express {
+    /// One plain UDP socket.
+    Udp {
+        sock: UdpSocket,
+        peers: HashMap<u64, SocketAddr>,
+    },
+    /// The lane link's queue.
+    Lane(Arc<Outbox>),
+}
+
+/// The [`Transport`] onto UDP or the lane (express) and TCP (regular).
 pub struct NetTransport {
-    udp: UdpSocket,
-    udp_peers: HashMap<u64, SocketAddr>,
+    express: Express,
     tcp: HashMap<u64, SyncSender<Vec<u8>>>,
     mtu: usize,
     stats: Arc<TransportStats>,
@@ -234,12 +252,16 @@ pub struct NetTransport {
 impl Transport for NetTransport {
     fn send(&mut self, to: u64, class: TrafficClass, bytes: Vec<u8>) {
         match class {
-            TrafficClass::Express => {
-                let Some(addr) = self.udp_peers.get(&to) else {
+            TrafficClass::Express | TrafficClass::Notice => {
+                let (sock, peers) = match &self.express {
+                    Express::Udp { sock, peers } => (sock, peers),
+                    Express::Lane(outbox) => return outbox.send(to, class, bytes),
+                };
+                let Some(addr) = peers.get(&to) else {
                     self.stats.udp_send_errors.fetch_add(1, Ordering::Relaxed);
                     return;
                 };
-                if bytes.len() > self.mtu || self.udp.send_to(&bytes, addr).is_err() {
+                if bytes.len() > self.mtu || sock.send_to(&bytes, addr).is_err() {
                     self.stats.udp_send_errors.fetch_add(1, Ordering::Relaxed);
                 } else {
                     self.stats.udp_sent.fetch_add(1, Ordering::Relaxed);
@@ -265,6 +287,7 @@ pub struct RaftReplicator {
     stats: Arc<TransportStats>,
     applied_index: Arc<AtomicU64>,
     raft_addr: SocketAddr,
+    lane: Option<Arc<LaneStats>>,
     stop: Arc<AtomicBool>,
     driver: Mutex<Option<Driver>>,
     threads: Mutex<Vec<JoinHandle<()>>>,
@@ -293,11 +316,27 @@ impl RaftReplicator {
             addr: cfg.bind,
             source,
         };
-        let udp = UdpSocket::bind(cfg.bind).map_err(bind_err)?;
-        let raft_addr = udp.local_addr().map_err(bind_err)?;
+        // Lane mode: the lane link owns the raft UDP port (and port + 1).
+        let (udp, lane, raft_addr) = match cfg.lane {
+            None => {
+                let udp = UdpSocket::bind(cfg.bind).map_err(bind_err)?;
+                let addr = udp.local_addr().map_err(bind_err)?;
+                udp.set_read_timeout(Some(POLL)).map_err(bind_err)?;
+                (Some(udp), None, addr)
+            }
+            Some(timing) => {
+                if cfg.bind.port() == 0 {
+                    return Err(RaftStartError::Config(
+                        "lane mode needs a fixed raft port (peers address it)".into(),
+                    ));
+                }
+                let members: Vec<(u64, SocketAddr)> =
+                    cfg.peers.iter().map(|(&i, p)| (i, p.raft)).collect();
+                let (link, outbox) = LaneLink::new(cfg.id, cfg.bind, &members, timing)?;
+                (None, Some((link, outbox)), cfg.bind)
+            }
+        };
         let listener = TcpListener::bind(raft_addr).map_err(bind_err)?;
-        udp.set_read_timeout(Some(POLL)).map_err(bind_err)?;
-        let udp_send = udp.try_clone().map_err(bind_err)?;
 
         let (storage, report) = DiskStorage::open(cfg.storage.clone())?;
         let store: SharedStore = Arc::new(RwLock::new(Store::new()));
@@ -332,14 +371,23 @@ impl RaftReplicator {
                 tcp_sender(me, addr, &rx, &st)
             })?);
         }
+        let express = match (&udp, &lane) {
+            (Some(u), _) => Express::Udp {
+                sock: u.try_clone().map_err(bind_err)?,
+                peers: cfg
+                    .peers
+                    .iter()
+                    .filter(|(&pid, _)| pid != cfg.id)
+                    .map(|(&pid, p)| (pid, p.raft))
+                    .collect(),
+            },
+            (None, Some((_, outbox))) => Express::Lane(outbox.clone()),
+            (None, None) => {
+                return Err(RaftStartError::Config("no express transport".into()));
+            }
+        };
         let transport = NetTransport {
-            udp: udp_send,
-            udp_peers: cfg
-                .peers
-                .iter()
-                .filter(|(&pid, _)| pid != cfg.id)
-                .map(|(&pid, p)| (pid, p.raft))
-                .collect(),
+            express,
             tcp,
             mtu: cfg.express_mtu,
             stats: stats.clone(),
@@ -353,10 +401,20 @@ impl RaftReplicator {
             .filter(|(&pid, _)| pid != cfg.id)
             .map(|(&pid, p)| (p.raft, pid))
             .collect();
-        {
+        let mut lane_stats = None;
+        if let Some(udp) = udp {
             let (h, st, s) = (handle.clone(), stats.clone(), stop.clone());
             threads.push(spawn("kv-raft-udp-in", move || {
                 udp_receiver(&udp, &by_addr, &h, &st, &s)
+            })?);
+        }
+        if let Some((link, _)) = lane {
+            lane_stats = Some(link.stats());
+            let (h, s) = (handle.clone(), stop.clone());
+            threads.push(spawn("kv-lane-link", move || {
+                if let Err(e) = link.run(&h, &s) {
+                    eprintln!("xlane kv: lane link stopped: {e}");
+                }
             })?);
         }
         {
@@ -375,6 +433,7 @@ impl RaftReplicator {
                 stats,
                 applied_index,
                 raft_addr,
+                lane: lane_stats,
                 stop,
                 driver: Mutex::new(Some(driver)),
                 threads: Mutex::new(threads),
@@ -396,6 +455,11 @@ impl RaftReplicator {
     /// The transport's counters.
     pub fn stats(&self) -> &TransportStats {
         &self.stats
+    }
+
+    /// The lane link's counters (lane mode only).
+    pub fn lane_stats(&self) -> Option<&LaneStats> {
+        self.lane.as_deref()
     }
 
     /// The raft log index of the last entry applied to the store (0 until
@@ -813,6 +877,133 @@ mod tests {
         }
         for n in &nodes {
             assert_eq!(n.stats().udp_unknown.load(Ordering::Relaxed), 0);
+            n.shutdown();
+        }
+    }
+
+    /// A port free for UDP and TCP whose next port is free for UDP (lane mode).
+    fn free_lane_port() -> SocketAddr {
+        loop {
+            let a = free_udp_port();
+            let mut b = a;
+            b.set_port(a.port().wrapping_add(1));
+            if a.port() < u16::MAX && UdpSocket::bind(b).is_ok() {
+                return a;
+            }
+        }
+    }
+
+    fn wait_leader(nodes: &[&RaftReplicator], what: &str) -> u64 {
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        loop {
+            assert!(std::time::Instant::now() < deadline, "{what}: no leader");
+            for n in nodes {
+                if n.propose(set("probe", "x")).is_ok() {
+                    return n.id();
+                }
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Three in-process nodes over the lane: writes replicate on the
+    /// replication sub-lane, commit notices ride the X-FD heartbeats, and
+    /// when the leader stops, X-FD's suspicion starts the election. Raft's
+    /// own election timeout is set to minutes, so a new leader within the
+    /// test's wait can only come from the detector.
+    #[test]
+    fn three_nodes_over_the_lane_and_xfd_election() {
+        let dirs: Vec<_> = (0..3)
+            .map(|_| tempfile::tempdir().expect("tempdir"))
+            .collect();
+        let mut peers = BTreeMap::new();
+        for id in 1..=3u64 {
+            peers.insert(
+                id,
+                Peer {
+                    raft: free_lane_port(),
+                    client: format!("127.0.0.1:{}", 6100 + id),
+                },
+            );
+        }
+        let timing = LaneTiming {
+            repl_period_ns: 50_000,
+            fd_period_ns: 1_000_000,
+            fd_lambda_ns: 50_000_000,
+        };
+        let start = |id: u64, election_ticks: usize| {
+            let mut st = StorageConfig::new(dirs[id as usize - 1].path());
+            st.fsync = LogFsync::Never;
+            let mut cfg =
+                RaftConfig::new(id, peers.clone(), st, 1_000_000, 1_000_000).expect("cfg");
+            cfg.lane = Some(timing);
+            cfg.node.election_ticks = election_ticks;
+            cfg.node.read_timeout_ticks = 2_000;
+            RaftReplicator::start(cfg).expect("start").0
+        };
+        // Node 1 may time out normally (to elect the first leader); 2 and 3
+        // only through X-FD.
+        let mut nodes: Vec<Option<RaftReplicator>> = vec![
+            Some(start(1, 200)),
+            Some(start(2, 600_000)),
+            Some(start(3, 600_000)),
+        ];
+        let all: Vec<&RaftReplicator> = nodes.iter().flatten().collect();
+        let leader = wait_leader(&all, "first election");
+        let lead = all[leader as usize - 1];
+        for i in 0..50 {
+            let r = lead.propose(set(&format!("k{i}"), "v")).expect("propose");
+            assert_eq!(r, Reply::ok());
+        }
+        for n in &all {
+            n.read_barrier().expect("barrier");
+            let s = n.store().read().expect("lock");
+            assert_eq!(s.get(b"k49", 0), Some(&b"v"[..]), "node {}", n.id());
+            let ls = n.lane_stats().expect("lane mode");
+            assert!(ls.repl_frames_received.load(Ordering::Relaxed) > 0);
+            assert!(ls.fd_frames_sent.load(Ordering::Relaxed) > 0);
+            if n.id() != leader {
+                // Raft heartbeats (commit notices) arrived on the X-FD lane.
+                assert!(
+                    ls.notices_received.load(Ordering::Relaxed) > 0,
+                    "node {}",
+                    n.id()
+                );
+            }
+            assert_eq!(n.stats().udp_received.load(Ordering::Relaxed), 0);
+        }
+        drop(all);
+        // Stop the leader: its heartbeats stop, the others suspect it.
+        let old = nodes[leader as usize - 1].take().expect("leader");
+        old.shutdown();
+        drop(old);
+        let rest: Vec<&RaftReplicator> = nodes.iter().flatten().collect();
+        let new_leader = wait_leader(&rest, "after the leader stopped");
+        assert_ne!(new_leader, leader);
+        let campaigns: u64 = rest
+            .iter()
+            .map(|n| {
+                n.lane_stats()
+                    .expect("lane")
+                    .campaigns
+                    .load(Ordering::Relaxed)
+            })
+            .sum();
+        assert!(campaigns >= 1, "no X-FD-started election");
+        for n in &rest {
+            let ls = n.lane_stats().expect("lane");
+            assert!(
+                ls.suspicions.load(Ordering::Relaxed) >= 1,
+                "node {}",
+                n.id()
+            );
+            n.read_barrier().expect("barrier after failover");
+            assert_eq!(
+                n.store().read().expect("lock").get(b"k49", 0),
+                Some(&b"v"[..])
+            );
+        }
+        for n in rest {
             n.shutdown();
         }
     }

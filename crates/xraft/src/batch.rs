@@ -195,6 +195,10 @@ pub enum TrafficClass {
     Express,
     /// Bulk traffic (snapshots, big appends): a regular, best-effort channel.
     Regular,
+    /// Commit notices: Raft heartbeats (which carry the leader's commit index) and their
+    /// responses, small and periodic. A lane transport piggybacks them on the failure
+    /// detector's heartbeats; other transports treat them as [`TrafficClass::Express`].
+    Notice,
 }
 
 /// A datagram transport between raft nodes. Delivery may drop, duplicate or reorder;
@@ -541,7 +545,8 @@ pub enum RecvError {
 /// Encodes raft messages onto a [`Transport`] and decodes datagrams back into messages.
 ///
 /// Snapshots (and any message whose encoding exceeds `bulk_threshold`) go whole over the
-/// [`TrafficClass::Regular`] class; everything else goes over [`TrafficClass::Express`],
+/// [`TrafficClass::Regular`] class; heartbeats and their responses over
+/// [`TrafficClass::Notice`]; everything else over [`TrafficClass::Express`], both
 /// fragmented to the express MTU when needed.
 #[derive(Debug)]
 pub struct MessageEndpoint {
@@ -580,8 +585,14 @@ impl MessageEndpoint {
             d.extend_from_slice(&bytes);
             t.send(msg.to, TrafficClass::Regular, d);
         } else {
+            let class = match msg.get_msg_type() {
+                MessageType::MsgHeartbeat | MessageType::MsgHeartbeatResponse => {
+                    TrafficClass::Notice
+                }
+                _ => TrafficClass::Express,
+            };
             for f in self.fragmenter.fragment(&bytes)? {
-                t.send(msg.to, TrafficClass::Express, f);
+                t.send(msg.to, class, f);
             }
         }
         Ok(())
@@ -796,5 +807,16 @@ mod tests {
         assert_eq!(t.0.len(), 1);
         assert_eq!(t.0[0].1, TrafficClass::Regular);
         assert_eq!(rx.receive(1, 0, &t.0[0].2).unwrap(), Some(s));
+        for ty in [MessageType::MsgHeartbeat, MessageType::MsgHeartbeatResponse] {
+            let mut h = Message::default();
+            h.set_msg_type(ty);
+            h.to = 2;
+            h.commit = 7;
+            let mut t = Rec(Vec::new());
+            ep.send(&h, &mut t).unwrap();
+            assert_eq!(t.0.len(), 1);
+            assert_eq!(t.0[0].1, TrafficClass::Notice, "{ty:?}");
+            assert_eq!(rx.receive(1, 0, &t.0[0].2).unwrap(), Some(h));
+        }
     }
 }

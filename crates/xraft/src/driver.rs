@@ -39,6 +39,7 @@ enum Cmd {
     Propose(Vec<u8>, mpsc::Sender<Result<Vec<u8>, ReplicateError>>),
     Read(mpsc::Sender<Result<(), ReplicateError>>),
     Inbound(u64, Vec<u8>),
+    Suspect(u64, bool),
     Stop,
 }
 
@@ -72,6 +73,13 @@ impl DriverHandle {
     /// Hands a datagram received from peer `from` to the node.
     pub fn deliver(&self, from: u64, datagram: Vec<u8>) {
         let _ = self.tx.send(Cmd::Inbound(from, datagram));
+    }
+
+    /// Tells the node that its failure detector suspects peer `suspect`:
+    /// if that is the leader, an election starts now (`campaign`) or this
+    /// node stands back for the campaigner ([`RaftNode::on_leader_suspected`]).
+    pub fn leader_suspected(&self, suspect: u64, campaign: bool) {
+        let _ = self.tx.send(Cmd::Suspect(suspect, campaign));
     }
 }
 
@@ -136,6 +144,9 @@ impl Driver {
                             if let Ok(Some(m)) = endpoint.receive(from, now, &d) {
                                 let _ = node.step(m);
                             }
+                        }
+                        Cmd::Suspect(peer, campaign) => {
+                            node.on_leader_suspected(peer, campaign);
                         }
                         Cmd::Stop => break 'run,
                     }

@@ -436,8 +436,13 @@ struct KvArgs {
     /// Replica counts, comma-separated (e.g. 3,5,7,9).
     #[arg(long, default_value = "3,5", value_delimiter = ',')]
     replicas: Vec<usize>,
-    /// Systems, comma-separated: xlane, etcd, redis.
-    #[arg(long, default_value = "xlane,etcd,redis", value_delimiter = ',')]
+    /// Systems, comma-separated: xlane (Raft over UDP), xlane-lane (X-Raft
+    /// over the lane), etcd, redis.
+    #[arg(
+        long,
+        default_value = "xlane,xlane-lane,etcd,redis",
+        value_delimiter = ','
+    )]
     systems: Vec<String>,
     /// Sequential writes of the latency phase (per system and replica count).
     #[arg(long, default_value_t = 2000)]
@@ -486,7 +491,8 @@ fn kv(a: KvArgs) -> super::CmdResult {
         .systems
         .iter()
         .map(|s| {
-            System::from_name(s).ok_or_else(|| format!("unknown system {s:?} (xlane, etcd, redis)"))
+            System::from_name(s)
+                .ok_or_else(|| format!("unknown system {s:?} (xlane, xlane-lane, etcd, redis)"))
         })
         .collect::<Result<Vec<_>, _>>()?;
     let xlane_bin = match a.xlane {

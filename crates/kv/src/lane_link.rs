@@ -1,0 +1,768 @@
+//! X-Raft over the lane: the express transport of [`crate::raft`] when a
+//! cluster runs with `--transport lane`.
+//!
+//! One thread per node (the *lane link*) owns two express sockets and does,
+//! per loop turn, bounded work:
+//!
+//! * **Replication sub-lane** (DSCP [`REPL_DSCP`], express sub-lane 2, the
+//!   raft address's UDP port): one periodic lane tunnel per peer with a short
+//!   period π_r. Raft's express datagrams (appends, votes, read-index
+//!   heartbeats and their answers) are cut into 30-byte chunks
+//!   ([`crate::chunk_stream`]) and packed into at most one frame per period
+//!   per peer; a datagram that arrives while the current window is free
+//!   goes out at once. Frames are validated by a [`PeriodicReceiver`] per
+//!   peer (tunnel, sequence, duplicates); a lost frame resets that peer's
+//!   stream, and Raft retransmits what it cost.
+//! * **X-FD sub-lane** (DSCP [`FD_DSCP`], express sub-lane 1, raft port + 1):
+//!   a heartbeat frame to every peer each period T carrying the X-FD chunk
+//!   and this node's **commit notices** — Raft's heartbeats, which hold the
+//!   leader's commit index, and their responses (class
+//!   [`TrafficClass::Notice`]). A node learns of commits at the latest one T
+//!   after the leader's heartbeat tick, on the low-jitter lane.
+//! * **Elections from suspicion**: the X-FD detector watches every peer with
+//!   threshold Λ; when it suspects one, the driver is told
+//!   ([`DriverHandle::leader_suspected`]). If the suspect is the leader, the
+//!   live node with the lowest id campaigns at once and the others stand
+//!   back for it, instead of all waiting for Raft's election timeout.
+//!
+//! Raft's regular traffic (snapshots, messages over the bulk threshold)
+//! stays on TCP ([`crate::raft`]). Tunnel ids: X-FD of node `i` is
+//! `FD_TUNNEL_BASE + i`, replication from `i` to `j` is
+//! `REPL_TUNNEL_BASE + i·4096 + j`, so node ids must be below 4096.
+
+use crate::chunk_stream::{chunks_needed, split, StreamReassembler, StreamStats};
+use std::collections::VecDeque;
+use std::io;
+use std::net::{SocketAddr, SocketAddrV4};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use xlane_fd::{
+    Anchor, Detector, DetectorConfig, EventKind, FixedTimeout, HeartbeatPayload, PeerSpec, Status,
+    XFd, FD_PRODUCER,
+};
+use xlane_host::runtime::{tighten_timer_slack, wait_readable, Waker};
+use xlane_host::socket::{realtime_ns, LaneSocket, SocketConfig, SocketError, EXPRESS_PRIORITY};
+use xlane_lane::{PeriodicMulticastSender, PeriodicReceiver, PeriodicSender, Replication};
+use xlane_lane::{TunnelParams, MAX_RECEIVERS};
+use xlane_wire::{Frame, Schema, MAX_FRAME_LEN};
+use xlane_xraft::driver::DriverHandle;
+use xlane_xraft::TrafficClass;
+
+/// DSCP of the X-FD sub-lane (express sub-lane 1, highest priority).
+pub const FD_DSCP: u8 = 46;
+/// DSCP of the replication sub-lane (express sub-lane 2).
+pub const REPL_DSCP: u8 = 40;
+/// First X-FD tunnel id (plus the node id).
+pub const FD_TUNNEL_BASE: u32 = 0x6B00_0000;
+/// First replication tunnel id (plus `from·4096 + to`).
+pub const REPL_TUNNEL_BASE: u32 = 0x6C00_0000;
+/// Node ids must be below this in lane mode.
+pub const MAX_NODE_ID: u64 = 4096;
+/// Producer id of raft chunks on the replication sub-lane.
+pub const RAFT_PRODUCER: u8 = 0x52;
+/// Producer id of commit-notice chunks on the X-FD sub-lane.
+pub const NOTICE_PRODUCER: u8 = 0x4E;
+/// Chunks queued per replication tunnel (≈ 116 KiB of raft datagrams).
+pub const REPL_QUEUE_CHUNKS: usize = 4096;
+/// Datagrams waiting between the driver and the lane thread.
+pub const OUTBOX_CAPACITY: usize = 16_384;
+/// Longest datagram accepted from a stream (the raft express MTU is lower).
+pub const MAX_DATAGRAM: usize = 64 << 10;
+/// Datagrams read per socket per loop turn.
+const RX_BURST: usize = 128;
+/// Longest sleep of the loop.
+const MAX_SLEEP_NS: u64 = 20_000_000;
+
+/// Lane timing of a node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LaneTiming {
+    /// Period π_r of the replication tunnels, ns.
+    pub repl_period_ns: u64,
+    /// X-FD heartbeat period T, ns (also the Raft tick).
+    pub fd_period_ns: u64,
+    /// X-FD threshold Λ: a peer is suspected after T + Λ of silence, ns.
+    pub fd_lambda_ns: u64,
+}
+
+impl Default for LaneTiming {
+    fn default() -> Self {
+        LaneTiming {
+            repl_period_ns: 50_000,
+            fd_period_ns: 1_000_000,
+            fd_lambda_ns: 20_000_000,
+        }
+    }
+}
+
+/// Why the lane link could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum LaneError {
+    /// A setting or peer address is unusable for the lane.
+    #[error("{0}")]
+    Config(String),
+    /// An express socket could not be opened.
+    #[error("lane socket {addr}: {source}")]
+    Socket {
+        /// The address.
+        addr: SocketAddrV4,
+        /// Why.
+        source: SocketError,
+    },
+    /// A descriptor could not be made (`what`: eventfd, dup).
+    #[error("{what}: {source}")]
+    Io {
+        /// Which step.
+        what: &'static str,
+        /// Why.
+        source: io::Error,
+    },
+}
+
+/// Counters of the lane link (shared with the server for `INFO`).
+#[derive(Debug, Default)]
+pub struct LaneStats {
+    /// Replication frames sent.
+    pub repl_frames_sent: AtomicU64,
+    /// Replication frames accepted.
+    pub repl_frames_received: AtomicU64,
+    /// X-FD heartbeat frames sent (each to every peer).
+    pub fd_frames_sent: AtomicU64,
+    /// Raft datagrams handed to the driver.
+    pub delivered: AtomicU64,
+    /// Commit notices sent.
+    pub notices_sent: AtomicU64,
+    /// Commit notices received for this node.
+    pub notices_received: AtomicU64,
+    /// Datagrams dropped: outbox or tunnel queue full, unknown peer (Raft retransmits).
+    pub dropped: AtomicU64,
+    /// Datagrams that waited for their tunnel's next window (the current
+    /// one had carried a frame).
+    pub deferred: AtomicU64,
+    /// `sendto` failures.
+    pub send_errors: AtomicU64,
+    /// Frames refused: unknown sender, bad frame, duplicate, stale.
+    pub refused_frames: AtomicU64,
+    /// Partial datagrams abandoned after a lost frame.
+    pub abandoned: AtomicU64,
+    /// X-FD suspicions of a peer.
+    pub suspicions: AtomicU64,
+    /// Elections this node started because X-FD suspected the leader.
+    pub campaigns: AtomicU64,
+}
+
+impl LaneStats {
+    fn add(c: &AtomicU64, n: u64) {
+        c.fetch_add(n, Ordering::Relaxed);
+    }
+}
+
+struct Notice {
+    to: u64,
+    bytes: Vec<u8>,
+}
+
+/// The replication tunnels' send side, shared by the driver thread (which
+/// sends at once when the current window is free) and the lane thread
+/// (which sends the backlog at the next free window).
+struct ReplTx {
+    sock: LaneSocket,
+    tunnels: Vec<(u64, SocketAddrV4, PeriodicSender)>,
+    buf: Vec<u8>,
+    scratch: Vec<u8>,
+}
+
+impl ReplTx {
+    /// Chunks one datagram into its tunnel's queue, all or nothing.
+    fn enqueue(&mut self, to: u64, bytes: &[u8]) -> bool {
+        if bytes.is_empty() || bytes.len() > MAX_DATAGRAM {
+            return false;
+        }
+        let Some((_, _, tx)) = self.tunnels.iter_mut().find(|t| t.0 == to) else {
+            return false;
+        };
+        let cap = Schema::Chunk36.data_capacity();
+        if chunks_needed(bytes.len(), cap) > REPL_QUEUE_CHUNKS - tx.pending() {
+            return false;
+        }
+        let mut ok = true;
+        let r = split(bytes, cap, &mut self.scratch, &mut |c| {
+            ok &= tx.enqueue(RAFT_PRODUCER, c).is_ok();
+        });
+        ok && r.is_ok()
+    }
+
+    /// Sends a frame on every tunnel with chunks pending whose current
+    /// window is free. Returns the earliest time a tunnel with a backlog
+    /// may send again (`u64::MAX`: no backlog).
+    fn flush(&mut self, now: u64, stats: &LaneStats) -> u64 {
+        let mut next = u64::MAX;
+        for (_, addr, tx) in &mut self.tunnels {
+            if tx.pending() == 0 {
+                continue;
+            }
+            if now >= tx.clock().next_free() {
+                if let Ok(t) = tx.transmit_now(now, &mut self.buf) {
+                    let frame = &mut self.buf[..t.len];
+                    let _ = xlane_wire::stamp_send_time(frame, realtime_ns());
+                    match self.sock.send_to(frame, *addr) {
+                        Ok(_) => LaneStats::add(&stats.repl_frames_sent, 1),
+                        Err(_) => LaneStats::add(&stats.send_errors, 1),
+                    }
+                }
+            }
+            if tx.pending() > 0 {
+                next = next.min(tx.clock().next_free());
+            }
+        }
+        next
+    }
+}
+
+/// The driver side of the lane link ([`crate::raft::NetTransport`] sends here).
+pub struct Outbox {
+    notices: Mutex<VecDeque<Notice>>,
+    repl: Mutex<ReplTx>,
+    waker: Waker,
+    stats: Arc<LaneStats>,
+}
+
+impl Outbox {
+    /// Sends one raft datagram to `to`: a commit notice waits for the next
+    /// X-FD heartbeat; anything else goes on the replication tunnel, now if
+    /// its window is free, else at the next one (the lane thread is woken
+    /// for it). A full queue drops the datagram (Raft retransmits).
+    pub fn send(&self, to: u64, class: TrafficClass, bytes: Vec<u8>) {
+        if class == TrafficClass::Notice {
+            let Ok(mut q) = self.notices.lock() else {
+                LaneStats::add(&self.stats.dropped, 1);
+                return;
+            };
+            if q.len() >= OUTBOX_CAPACITY {
+                LaneStats::add(&self.stats.dropped, 1);
+                return;
+            }
+            q.push_back(Notice { to, bytes });
+            return;
+        }
+        let Ok(mut r) = self.repl.lock() else {
+            LaneStats::add(&self.stats.dropped, 1);
+            return;
+        };
+        if !r.enqueue(to, &bytes) {
+            LaneStats::add(&self.stats.dropped, 1);
+            return;
+        }
+        if r.flush(realtime_ns(), &self.stats) != u64::MAX {
+            drop(r);
+            LaneStats::add(&self.stats.deferred, 1);
+            self.waker.wake();
+        }
+    }
+}
+
+struct PeerLink {
+    id: u64,
+    repl_addr: SocketAddrV4,
+    fd_addr: SocketAddrV4,
+    repl_rx: PeriodicReceiver,
+    repl_stream: StreamReassembler,
+    repl_seq: Option<u64>,
+    notice_stream: StreamReassembler,
+    notice_seq: Option<u64>,
+}
+
+/// The lane link of one node, set up and ready to [`LaneLink::run`].
+pub struct LaneLink {
+    me: u64,
+    timing: LaneTiming,
+    peers: Vec<PeerLink>,
+    repl_sock: LaneSocket,
+    fd_sock: LaneSocket,
+    fd_tx: PeriodicMulticastSender,
+    detector: XFd,
+    incarnation: u64,
+    outbox: Arc<Outbox>,
+    stats: Arc<LaneStats>,
+    drained: VecDeque<Notice>,
+    abandoned_seen: u64,
+}
+
+fn v4(a: SocketAddr, what: &str) -> Result<SocketAddrV4, LaneError> {
+    match a {
+        SocketAddr::V4(v) => Ok(v),
+        SocketAddr::V6(_) => Err(LaneError::Config(format!(
+            "{what} {a}: the lane is IPv4 only"
+        ))),
+    }
+}
+
+/// The X-FD address of a node whose raft address is `raft`: port + 1.
+pub fn fd_addr(raft: SocketAddrV4) -> Result<SocketAddrV4, LaneError> {
+    let port = raft.port().checked_add(1).ok_or_else(|| {
+        LaneError::Config(format!(
+            "raft port {} leaves no room for the X-FD port (raft port + 1)",
+            raft.port()
+        ))
+    })?;
+    Ok(SocketAddrV4::new(*raft.ip(), port))
+}
+
+fn repl_params(from: u64, to: u64, period_ns: u64) -> TunnelParams {
+    TunnelParams {
+        tunnel: REPL_TUNNEL_BASE + (from as u32) * MAX_NODE_ID as u32 + to as u32,
+        period_ns,
+        max_packet: MAX_FRAME_LEN,
+        schema: Schema::Chunk36,
+    }
+}
+
+fn open(addr: SocketAddrV4, dscp: u8, priority: u32) -> Result<LaneSocket, LaneError> {
+    let mut sc = SocketConfig::express(addr);
+    sc.dscp = dscp;
+    sc.priority = priority;
+    sc.nonblocking = true;
+    sc.rx_timestamps = true;
+    sc.rcvbuf = 4 << 20;
+    LaneSocket::open(&sc).map_err(|source| LaneError::Socket { addr, source })
+}
+
+impl LaneLink {
+    /// Opens the two sockets of node `me` (binding `bind`, its raft address,
+    /// and `bind` port + 1) and sets up a tunnel pair per peer. `peers`: every
+    /// member's raft address, this node included.
+    pub fn new(
+        me: u64,
+        bind: SocketAddr,
+        peers: &[(u64, SocketAddr)],
+        timing: LaneTiming,
+    ) -> Result<(Self, Arc<Outbox>), LaneError> {
+        if timing.repl_period_ns == 0 || timing.fd_period_ns == 0 {
+            return Err(LaneError::Config("lane periods must be > 0".into()));
+        }
+        if let Some((id, _)) = peers.iter().find(|(id, _)| *id == 0 || *id >= MAX_NODE_ID) {
+            return Err(LaneError::Config(format!(
+                "node id {id}: lane mode needs ids in 1..{MAX_NODE_ID}"
+            )));
+        }
+        if peers.len() > MAX_RECEIVERS + 1 {
+            return Err(LaneError::Config(format!(
+                "{} members; the lane link serves at most {}",
+                peers.len(),
+                MAX_RECEIVERS + 1
+            )));
+        }
+        let bind = v4(bind, "raft bind address")?;
+        let now = realtime_ns();
+        let mut links = Vec::new();
+        let mut tunnels = Vec::new();
+        let mut specs = Vec::new();
+        for &(id, addr) in peers.iter().filter(|(id, _)| *id != me) {
+            let repl_addr = v4(addr, "raft address")?;
+            let fd = fd_addr(repl_addr)?;
+            let first = (now / timing.repl_period_ns + 1) * timing.repl_period_ns;
+            let tx = PeriodicSender::with_capacity(
+                repl_params(me, id, timing.repl_period_ns),
+                first,
+                REPL_QUEUE_CHUNKS,
+            )
+            .map_err(|e| LaneError::Config(format!("replication tunnel to {id}: {e}")))?;
+            let rx = PeriodicReceiver::new(repl_params(id, me, timing.repl_period_ns));
+            tunnels.push((id, repl_addr, tx));
+            links.push(PeerLink {
+                id,
+                repl_addr,
+                fd_addr: fd,
+                repl_rx: rx,
+                repl_stream: StreamReassembler::new(MAX_DATAGRAM),
+                repl_seq: None,
+                notice_stream: StreamReassembler::new(MAX_DATAGRAM),
+                notice_seq: None,
+            });
+            specs.push(PeerSpec {
+                addr: fd,
+                tunnel: FD_TUNNEL_BASE + id as u32,
+            });
+        }
+        if links.is_empty() {
+            return Err(LaneError::Config(
+                "lane mode needs at least one other member".into(),
+            ));
+        }
+        let detector = Detector::new(
+            DetectorConfig {
+                period_ns: timing.fd_period_ns,
+                threshold: timing.fd_lambda_ns as f64,
+                stall_periods: None,
+                join_deadline: None,
+            },
+            FixedTimeout::new(timing.fd_period_ns, Anchor::Arrival),
+            &specs,
+        )
+        .map_err(|e| LaneError::Config(format!("X-FD: {e}")))?;
+        let first = (now / timing.fd_period_ns + 1) * timing.fd_period_ns;
+        let fd_tx = PeriodicMulticastSender::new(
+            TunnelParams {
+                tunnel: FD_TUNNEL_BASE + me as u32,
+                period_ns: timing.fd_period_ns,
+                max_packet: MAX_FRAME_LEN,
+                schema: Schema::Chunk26,
+            },
+            first,
+            Replication::Sender {
+                receivers: links.len(),
+            },
+        )
+        .map_err(|e| LaneError::Config(format!("X-FD tunnel: {e}")))?;
+        let repl_sock = open(bind, REPL_DSCP, EXPRESS_PRIORITY - 1)?;
+        let fd_sock = open(fd_addr(bind)?, FD_DSCP, EXPRESS_PRIORITY)?;
+        let stats = Arc::new(LaneStats::default());
+        let repl = ReplTx {
+            sock: repl_sock.try_clone().map_err(|source| LaneError::Io {
+                what: "dup of the replication socket",
+                source,
+            })?,
+            tunnels,
+            buf: vec![0u8; MAX_FRAME_LEN],
+            scratch: vec![0u8; Schema::Chunk36.data_capacity()],
+        };
+        let outbox = Arc::new(Outbox {
+            notices: Mutex::new(VecDeque::with_capacity(1024)),
+            repl: Mutex::new(repl),
+            waker: Waker::new().map_err(|source| LaneError::Io {
+                what: "eventfd",
+                source,
+            })?,
+            stats: stats.clone(),
+        });
+        Ok((
+            LaneLink {
+                me,
+                timing,
+                peers: links,
+                repl_sock,
+                fd_sock,
+                fd_tx,
+                detector,
+                incarnation: now,
+                outbox: outbox.clone(),
+                stats,
+                drained: VecDeque::with_capacity(1024),
+                abandoned_seen: 0,
+            },
+            outbox,
+        ))
+    }
+
+    /// The counters (shared).
+    pub fn stats(&self) -> Arc<LaneStats> {
+        self.stats.clone()
+    }
+
+    /// Runs until `stop` is set, handing complete raft datagrams to `driver`.
+    pub fn run(mut self, driver: &DriverHandle, stop: &AtomicBool) -> io::Result<()> {
+        tighten_timer_slack();
+        let mut buf = vec![0u8; MAX_FRAME_LEN + 1];
+        let mut scratch = vec![0u8; MAX_DATAGRAM + 64];
+        let fds = [
+            self.repl_sock.as_raw_fd(),
+            self.fd_sock.as_raw_fd(),
+            self.outbox.waker.fd(),
+        ];
+        const REPL: u32 = 1;
+        const FD: u32 = 2;
+        const WAKE: u32 = 4;
+        // What woke the loop (0: a timeout); the first turn does everything.
+        let mut mask = REPL | FD | WAKE;
+        while !stop.load(Ordering::Acquire) {
+            // Raft datagrams first: they are what a write waits for.
+            if mask & REPL != 0 {
+                self.receive_repl(&mut buf, driver)?;
+            }
+            let checked = realtime_ns();
+            let deadline = self.detector.next_deadline().unwrap_or(u64::MAX);
+            let mut fd_empty = false;
+            if mask & FD != 0 || mask == 0 || checked >= deadline {
+                fd_empty = self.receive_fd(&mut buf, driver)?;
+            }
+            if mask & WAKE != 0 {
+                self.outbox.waker.clear();
+            }
+            let now = realtime_ns();
+            let repl_next = match self.outbox.repl.lock() {
+                Ok(mut r) => r.flush(now, &self.stats),
+                Err(_) => u64::MAX,
+            };
+            if now >= self.fd_tx.poll_timeout() {
+                self.take_notices(&mut scratch);
+                self.send_fd(now, &mut buf);
+            }
+            if fd_empty {
+                self.detector.check_deadlines(checked);
+            }
+            self.handle_events(driver);
+            self.sync_abandoned();
+            let wake = self
+                .fd_tx
+                .poll_timeout()
+                .min(self.detector.next_deadline().unwrap_or(u64::MAX))
+                .min(now.saturating_add(MAX_SLEEP_NS))
+                .min(repl_next);
+            mask = wait_readable(&fds, wake)?;
+        }
+        Ok(())
+    }
+
+    /// Drains the X-FD socket; `true` if it is empty.
+    fn receive_fd(&mut self, buf: &mut [u8], driver: &DriverHandle) -> io::Result<bool> {
+        for _ in 0..RX_BURST {
+            let got = match self.fd_sock.recv_stamps(buf) {
+                Ok(Some(g)) => g,
+                Ok(None) => return Ok(true),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => return Ok(false),
+                Err(e) => return Err(e),
+            };
+            let r = got.received;
+            let rx_ns = got.software_ns.unwrap_or(r.user_ns);
+            if r.truncated {
+                self.detector.note_malformed();
+                LaneStats::add(&self.stats.refused_frames, 1);
+                continue;
+            }
+            let bytes = &buf[..r.len];
+            // The heartbeat first (arrival stamped before anything else is
+            // done), then the notices of an accepted frame only: replays and
+            // strangers are refused by the detector.
+            let Ok(i) = self.detector.on_lane_datagram(rx_ns, r.src, bytes) else {
+                LaneStats::add(&self.stats.refused_frames, 1);
+                continue;
+            };
+            let Some(p) = self.peers.get_mut(i) else {
+                continue;
+            };
+            let Ok(frame) = Frame::new_checked(bytes) else {
+                continue;
+            };
+            let seq = frame.header().seq;
+            if p.notice_seq.is_some_and(|s| seq != s.wrapping_add(1)) {
+                p.notice_stream.reset();
+            }
+            p.notice_seq = Some(seq);
+            for c in frame.chunks().flatten() {
+                if c.producer != NOTICE_PRODUCER {
+                    continue;
+                }
+                let Ok(Some(d)) = p.notice_stream.push(c.data) else {
+                    continue;
+                };
+                // Notice = to:u16 LE | raft datagram; the frame goes to every
+                // peer, each keeps its own.
+                if d.len() > 2 && u16::from_le_bytes([d[0], d[1]]) as u64 == self.me {
+                    LaneStats::add(&self.stats.notices_received, 1);
+                    LaneStats::add(&self.stats.delivered, 1);
+                    driver.deliver(p.id, d[2..].to_vec());
+                }
+            }
+        }
+        Ok(false)
+    }
+
+    fn receive_repl(&mut self, buf: &mut [u8], driver: &DriverHandle) -> io::Result<()> {
+        for _ in 0..RX_BURST {
+            let got = match self.repl_sock.recv_stamps(buf) {
+                Ok(Some(g)) => g,
+                Ok(None) => return Ok(()),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => return Ok(()),
+                Err(e) => return Err(e),
+            };
+            let r = got.received;
+            let rx_ns = got.software_ns.unwrap_or(r.user_ns);
+            let Some(p) = self.peers.iter_mut().find(|p| p.repl_addr == r.src) else {
+                LaneStats::add(&self.stats.refused_frames, 1);
+                continue;
+            };
+            if r.truncated {
+                LaneStats::add(&self.stats.refused_frames, 1);
+                continue;
+            }
+            let PeerLink {
+                id,
+                repl_rx,
+                repl_stream,
+                repl_seq,
+                ..
+            } = p;
+            let stats = &self.stats;
+            let mut first = true;
+            let res = repl_rx.handle_datagram(rx_ns, &buf[..r.len], &mut |d| {
+                if first {
+                    first = false;
+                    if repl_seq.is_some_and(|s| d.seq != s.wrapping_add(1)) {
+                        repl_stream.reset();
+                    }
+                    *repl_seq = Some(d.seq);
+                }
+                if d.producer != RAFT_PRODUCER {
+                    return;
+                }
+                if let Ok(Some(dg)) = repl_stream.push(d.data) {
+                    LaneStats::add(&stats.delivered, 1);
+                    driver.deliver(*id, dg.to_vec());
+                }
+            });
+            match res {
+                Ok(_) => LaneStats::add(&self.stats.repl_frames_received, 1),
+                Err(_) => LaneStats::add(&self.stats.refused_frames, 1),
+            }
+        }
+        Ok(())
+    }
+
+    fn take_notices(&mut self, scratch: &mut [u8]) {
+        if let Ok(mut q) = self.outbox.notices.lock() {
+            std::mem::swap(&mut *q, &mut self.drained);
+        }
+        while let Some(n) = self.drained.pop_front() {
+            if self.enqueue_notice(&n, scratch) {
+                LaneStats::add(&self.stats.notices_sent, 1);
+            } else {
+                LaneStats::add(&self.stats.dropped, 1);
+            }
+        }
+    }
+
+    /// Chunks one notice (`to:u16 LE | datagram`) into the X-FD queue, all or
+    /// nothing, keeping room for the heartbeat chunk.
+    fn enqueue_notice(&mut self, n: &Notice, scratch: &mut [u8]) -> bool {
+        let len = n.bytes.len() + 2;
+        if n.bytes.is_empty() || len > MAX_DATAGRAM {
+            return false;
+        }
+        let cap = Schema::Chunk26.data_capacity();
+        let free = PeriodicSender::DEFAULT_QUEUE_CAPACITY - 1 - self.fd_tx.sender().pending();
+        if chunks_needed(len, cap) > free {
+            return false;
+        }
+        let (head, rest) = scratch.split_at_mut(len);
+        head[..2].copy_from_slice(&(n.to as u16).to_le_bytes());
+        head[2..].copy_from_slice(&n.bytes);
+        let fd_tx = &mut self.fd_tx;
+        let mut ok = true;
+        let r = split(head, cap, rest, &mut |c| {
+            ok &= fd_tx.enqueue(NOTICE_PRODUCER, c).is_ok();
+        });
+        ok && r.is_ok()
+    }
+
+    fn send_fd(&mut self, now: u64, buf: &mut [u8]) {
+        if now < self.fd_tx.poll_timeout() {
+            return;
+        }
+        if self.fd_tx.sender().pending_for(FD_PRODUCER) == 0 {
+            let p = HeartbeatPayload {
+                incarnation: self.incarnation,
+                counter: None,
+            };
+            // One 20-byte chunk; the queue keeps room for it (notices are
+            // refused before the last slots).
+            let _ = self.fd_tx.enqueue(FD_PRODUCER, &p.encode());
+        }
+        let Ok(Some(tx)) = self.fd_tx.poll_transmit(now, buf) else {
+            return;
+        };
+        let frame = &mut buf[..tx.transmit.len];
+        for d in tx.destinations.iter() {
+            let Some(p) = self.peers.get(d) else { continue };
+            let _ = xlane_wire::stamp_send_time(frame, realtime_ns());
+            if self.fd_sock.send_to(frame, p.fd_addr).is_err() {
+                LaneStats::add(&self.stats.send_errors, 1);
+            }
+        }
+        LaneStats::add(&self.stats.fd_frames_sent, 1);
+    }
+
+    fn handle_events(&mut self, driver: &DriverHandle) {
+        while let Some(ev) = self.detector.next_event() {
+            let EventKind::Suspected(_) = ev.kind else {
+                continue;
+            };
+            let Some(suspect) = self.peers.get(ev.peer).map(|p| p.id) else {
+                continue;
+            };
+            LaneStats::add(&self.stats.suspicions, 1);
+            // The lowest live id campaigns; a peer counts as live unless
+            // suspected. Nodes that do not suspect the leader keep refusing
+            // votes until their own timeout (Raft's guard against a single
+            // wrong detector).
+            let live_lower = self.peers.iter().enumerate().any(|(i, p)| {
+                p.id < self.me
+                    && p.id != suspect
+                    && self
+                        .detector
+                        .peer(i)
+                        .is_some_and(|v| v.status == Status::Alive)
+            });
+            let campaign = !live_lower;
+            if campaign {
+                LaneStats::add(&self.stats.campaigns, 1);
+            }
+            driver.leader_suspected(suspect, campaign);
+        }
+    }
+
+    fn sync_abandoned(&mut self) {
+        let total: u64 = self
+            .peers
+            .iter()
+            .map(|p| {
+                let (a, b): (StreamStats, StreamStats) =
+                    (p.repl_stream.stats(), p.notice_stream.stats());
+                a.abandoned + b.abandoned
+            })
+            .sum();
+        if total > self.abandoned_seen {
+            LaneStats::add(&self.stats.abandoned, total - self.abandoned_seen);
+            self.abandoned_seen = total;
+        }
+    }
+
+    /// The X-FD threshold and timing in use.
+    pub fn timing(&self) -> LaneTiming {
+        self.timing
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tunnel_ids_are_distinct_per_direction() {
+        let a = repl_params(1, 2, 1000).tunnel;
+        let b = repl_params(2, 1, 1000).tunnel;
+        assert_ne!(a, b);
+        assert_eq!(
+            repl_params(4095, 4095, 1).tunnel,
+            REPL_TUNNEL_BASE + 4095 * 4096 + 4095
+        );
+        const { assert!(FD_TUNNEL_BASE + 4095 < REPL_TUNNEL_BASE) };
+    }
+
+    #[test]
+    fn bad_configurations_are_refused() {
+        let a: SocketAddr = "127.0.0.1:7001".parse().unwrap();
+        let b: SocketAddr = "127.0.0.1:7003".parse().unwrap();
+        let t = LaneTiming::default();
+        let err = |r: Result<(LaneLink, Arc<Outbox>), LaneError>| r.err().unwrap().to_string();
+        assert!(err(LaneLink::new(1, a, &[(1, a)], t)).contains("at least one other"));
+        assert!(err(LaneLink::new(1, a, &[(1, a), (5000, b)], t)).contains("1..4096"));
+        let v6: SocketAddr = "[::1]:7005".parse().unwrap();
+        assert!(err(LaneLink::new(1, a, &[(1, a), (2, v6)], t)).contains("IPv4"));
+        let top: SocketAddr = "127.0.0.1:65535".parse().unwrap();
+        assert!(err(LaneLink::new(1, a, &[(1, a), (2, top)], t)).contains("port"));
+        let zero = LaneTiming {
+            repl_period_ns: 0,
+            ..t
+        };
+        assert!(err(LaneLink::new(1, a, &[(1, a), (2, b)], zero)).contains("> 0"));
+    }
+}
