@@ -148,6 +148,9 @@ pub struct LaneStats {
     pub suspicions: AtomicU64,
     /// Elections this node started because X-FD suspected the leader.
     pub campaigns: AtomicU64,
+    /// Members seen restarting (new X-FD incarnation); their tunnels'
+    /// sequence history was reset.
+    pub restarts: AtomicU64,
 }
 
 impl LaneStats {
@@ -682,6 +685,20 @@ impl LaneLink {
 
     fn handle_events(&mut self, driver: &DriverHandle) {
         while let Some(ev) = self.detector.next_event() {
+            if ev.kind == EventKind::Restarted {
+                // A new incarnation numbers its frames from 0 again: forget
+                // the old sequence history, or every frame of the restarted
+                // member would be refused as stale.
+                if let Some(p) = self.peers.get_mut(ev.peer) {
+                    p.repl_rx.reset_sequence();
+                    p.repl_stream.reset();
+                    p.repl_seq = None;
+                    p.notice_stream.reset();
+                    p.notice_seq = None;
+                    LaneStats::add(&self.stats.restarts, 1);
+                }
+                continue;
+            }
             let EventKind::Suspected(_) = ev.kind else {
                 continue;
             };

@@ -951,7 +951,9 @@ mod tests {
         let all: Vec<&RaftReplicator> = nodes.iter().flatten().collect();
         let leader = wait_leader(&all, "first election");
         let lead = all[leader as usize - 1];
-        for i in 0..50 {
+        // Enough writes that each tunnel's sequence runs far past the
+        // receivers' reorder window (checked at the restart below).
+        for i in 0..600 {
             let r = lead.propose(set(&format!("k{i}"), "v")).expect("propose");
             assert_eq!(r, Reply::ok());
         }
@@ -1003,7 +1005,64 @@ mod tests {
                 Some(&b"v"[..])
             );
         }
-        for n in rest {
+        let newl = rest[rest.iter().position(|n| n.id() == new_leader).expect("new")];
+        assert_eq!(
+            newl.propose(set("after", "failover")).expect("write"),
+            Reply::ok()
+        );
+        let refused = |nodes: &[Option<RaftReplicator>]| -> u64 {
+            nodes
+                .iter()
+                .flatten()
+                .filter(|n| n.id() != leader)
+                .map(|n| {
+                    n.lane_stats()
+                        .expect("lane")
+                        .refused_frames
+                        .load(Ordering::Relaxed)
+                })
+                .sum()
+        };
+        drop(rest);
+        let refused_before = refused(&nodes);
+        // The old leader restarts from its log: its tunnels number frames
+        // from 0 again, which the others must accept (X-FD sees the new
+        // incarnation), so it catches up and confirms reads.
+        nodes[leader as usize - 1] = Some(start(leader, 600_000));
+        let back = nodes[leader as usize - 1].as_ref().expect("restarted");
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        loop {
+            let caught_up = back.read_barrier().is_ok()
+                && back.store().read().expect("lock").get(b"after", 0) == Some(&b"failover"[..]);
+            if caught_up {
+                break;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "restarted node did not catch up"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let restarts: u64 = nodes
+            .iter()
+            .flatten()
+            .filter(|n| n.id() != leader)
+            .map(|n| {
+                n.lane_stats()
+                    .expect("lane")
+                    .restarts
+                    .load(Ordering::Relaxed)
+            })
+            .sum();
+        assert!(restarts >= 1, "no restart seen by X-FD");
+        // Only frames sent before its first heartbeat arrived may be refused,
+        // not the hundreds an old sequence history would reject.
+        let refused_after = refused(&nodes) - refused_before;
+        assert!(
+            refused_after < 64,
+            "{refused_after} frames of the restarted node refused"
+        );
+        for n in nodes.into_iter().flatten() {
             n.shutdown();
         }
     }

@@ -545,8 +545,8 @@ pub enum RecvError {
 /// Encodes raft messages onto a [`Transport`] and decodes datagrams back into messages.
 ///
 /// Snapshots (and any message whose encoding exceeds `bulk_threshold`) go whole over the
-/// [`TrafficClass::Regular`] class; heartbeats and their responses over
-/// [`TrafficClass::Notice`]; everything else over [`TrafficClass::Express`], both
+/// [`TrafficClass::Regular`] class; heartbeats and their responses without a read-index
+/// context over [`TrafficClass::Notice`]; everything else over [`TrafficClass::Express`], both
 /// fragmented to the express MTU when needed.
 #[derive(Debug)]
 pub struct MessageEndpoint {
@@ -585,8 +585,12 @@ impl MessageEndpoint {
             d.extend_from_slice(&bytes);
             t.send(msg.to, TrafficClass::Regular, d);
         } else {
+            // Plain heartbeats are commit notices; those of a read-index
+            // round (with a context) are waited for, so they go express.
             let class = match msg.get_msg_type() {
-                MessageType::MsgHeartbeat | MessageType::MsgHeartbeatResponse => {
+                MessageType::MsgHeartbeat | MessageType::MsgHeartbeatResponse
+                    if msg.context.is_empty() =>
+                {
                     TrafficClass::Notice
                 }
                 _ => TrafficClass::Express,
@@ -816,7 +820,12 @@ mod tests {
             ep.send(&h, &mut t).unwrap();
             assert_eq!(t.0.len(), 1);
             assert_eq!(t.0[0].1, TrafficClass::Notice, "{ty:?}");
-            assert_eq!(rx.receive(1, 0, &t.0[0].2).unwrap(), Some(h));
+            assert_eq!(rx.receive(1, 0, &t.0[0].2).unwrap(), Some(h.clone()));
+            // A read-index round's heartbeat carries a context: express.
+            h.context = vec![1, 2, 3].into();
+            let mut t = Rec(Vec::new());
+            ep.send(&h, &mut t).unwrap();
+            assert_eq!(t.0[0].1, TrafficClass::Express, "{ty:?} with context");
         }
     }
 }
