@@ -217,6 +217,8 @@ pub struct BoundsReport {
     pub tunnels: Vec<TunnelReport>,
     /// Packets received, all tunnels that kept to their allocation.
     pub packets: u64,
+    /// Packets the run was asked to reach (`min_packets`).
+    pub requested_packets: u64,
     /// Promised packets outside their range, same tunnels.
     pub outside: u64,
     /// Of those, explained by host gaps.
@@ -389,8 +391,9 @@ pub fn run(cfg: &BoundsConfig, progress: &mut dyn FnMut(&str)) -> Result<BoundsR
         .filter(|g| !g.spec.rogue)
         .map(|g| g.spec.receivers.len() as f64 * 1e9 / g.period_ns as f64)
         .sum();
-    // 15 % over: a loaded machine misses some slots.
-    let needed_ns = (cfg.min_packets as f64 / copies_per_s.max(1.0) * 1e9 * 1.15) as u64;
+    // 50 % over: a loaded machine misses slots (on a slow day a quarter of
+    // them on this 2-vCPU VM); the report says when the run fell short.
+    let needed_ns = (cfg.min_packets as f64 / copies_per_s.max(1.0) * 1e9 * 1.5) as u64;
     let duration_ns = cfg.duration_ns.max(needed_ns);
     let start_ns = realtime_ns() + 300_000_000;
     let until_ns = start_ns + duration_ns;
@@ -499,6 +502,7 @@ pub fn run(cfg: &BoundsConfig, progress: &mut dyn FnMut(&str)) -> Result<BoundsR
     Ok(BoundsReport {
         tunnels,
         packets,
+        requested_packets: cfg.min_packets,
         outside,
         outside_explained_by_host_gaps: explained,
         outside_unexplained: outside - explained,
@@ -713,6 +717,12 @@ impl BoundsReport {
             100.0 * self.host_gap_fraction,
             self.outside_unexplained
         ));
+        if self.packets < self.requested_packets {
+            out.push_str(&format!(
+                "short of the {} packets asked for: the senders missed more periods than the run's margin allows (a loaded machine); use a larger --packets\n",
+                self.requested_packets
+            ));
+        }
         out.push_str(&self.floor.render(self.lane_core));
         out.push_str(&render_cross_traffic(
             &self.cross_traffic_bps,
