@@ -816,23 +816,35 @@ mod tests {
         }
     }
 
+    /// Three members on loopback: a data directory each and the peer table
+    /// (raft ports from `port`, client addresses from `client_base + id`).
+    fn three_members(
+        port: fn() -> SocketAddr,
+        client_base: u16,
+    ) -> (Vec<tempfile::TempDir>, BTreeMap<u64, Peer>) {
+        let dirs = (0..3)
+            .map(|_| tempfile::tempdir().expect("tempdir"))
+            .collect();
+        let peers = (1..=3u64)
+            .map(|id| {
+                let client = format!("127.0.0.1:{}", client_base + id as u16);
+                (
+                    id,
+                    Peer {
+                        raft: port(),
+                        client,
+                    },
+                )
+            })
+            .collect();
+        (dirs, peers)
+    }
+
     /// Three in-process nodes over loopback: a write through the leader is
     /// readable on every node after a read barrier; followers redirect.
     #[test]
     fn three_nodes_in_process() {
-        let dirs: Vec<_> = (0..3)
-            .map(|_| tempfile::tempdir().expect("tempdir"))
-            .collect();
-        let mut peers = BTreeMap::new();
-        for id in 1..=3u64 {
-            peers.insert(
-                id,
-                Peer {
-                    raft: free_udp_port(),
-                    client: format!("127.0.0.1:{}", 6000 + id),
-                },
-            );
-        }
+        let (dirs, peers) = three_members(free_udp_port, 6000);
         let nodes: Vec<RaftReplicator> = (1..=3u64)
             .map(|id| {
                 let mut st = StorageConfig::new(dirs[id as usize - 1].path());
@@ -842,21 +854,7 @@ mod tests {
                 RaftReplicator::start(cfg).expect("start").0
             })
             .collect();
-        let deadline = std::time::Instant::now() + Duration::from_secs(20);
-        let leader = loop {
-            assert!(std::time::Instant::now() < deadline, "no leader elected");
-            let mut found = None;
-            for n in &nodes {
-                if n.propose(set("probe", "x")).is_ok() {
-                    found = Some(n.id());
-                    break;
-                }
-            }
-            if let Some(l) = found {
-                break l;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        };
+        let leader = wait_leader(&nodes.iter().collect::<Vec<_>>(), "first election");
         let lead = &nodes[leader as usize - 1];
         for i in 0..20 {
             let r = lead.propose(set(&format!("k{i}"), "v")).expect("propose");
@@ -913,19 +911,7 @@ mod tests {
     /// test's wait can only come from the detector.
     #[test]
     fn three_nodes_over_the_lane_and_xfd_election() {
-        let dirs: Vec<_> = (0..3)
-            .map(|_| tempfile::tempdir().expect("tempdir"))
-            .collect();
-        let mut peers = BTreeMap::new();
-        for id in 1..=3u64 {
-            peers.insert(
-                id,
-                Peer {
-                    raft: free_lane_port(),
-                    client: format!("127.0.0.1:{}", 6100 + id),
-                },
-            );
-        }
+        let (dirs, peers) = three_members(free_lane_port, 6100);
         let timing = LaneTiming {
             repl_period_ns: 50_000,
             fd_period_ns: 1_000_000,
@@ -1010,19 +996,16 @@ mod tests {
             newl.propose(set("after", "failover")).expect("write"),
             Reply::ok()
         );
-        let refused = |nodes: &[Option<RaftReplicator>]| -> u64 {
+        // A lane counter summed over the members other than the old leader.
+        let others = |nodes: &[Option<RaftReplicator>], f: fn(&LaneStats) -> &AtomicU64| -> u64 {
             nodes
                 .iter()
                 .flatten()
                 .filter(|n| n.id() != leader)
-                .map(|n| {
-                    n.lane_stats()
-                        .expect("lane")
-                        .refused_frames
-                        .load(Ordering::Relaxed)
-                })
+                .map(|n| f(n.lane_stats().expect("lane")).load(Ordering::Relaxed))
                 .sum()
         };
+        let refused = |nodes: &[Option<RaftReplicator>]| others(nodes, |s| &s.refused_frames);
         drop(rest);
         let refused_before = refused(&nodes);
         // The old leader restarts from its log: its tunnels number frames
@@ -1043,17 +1026,7 @@ mod tests {
             );
             std::thread::sleep(Duration::from_millis(20));
         }
-        let restarts: u64 = nodes
-            .iter()
-            .flatten()
-            .filter(|n| n.id() != leader)
-            .map(|n| {
-                n.lane_stats()
-                    .expect("lane")
-                    .restarts
-                    .load(Ordering::Relaxed)
-            })
-            .sum();
+        let restarts = others(&nodes, |s| &s.restarts);
         assert!(restarts >= 1, "no restart seen by X-FD");
         // Only frames sent before its first heartbeat arrived may be refused,
         // not the hundreds an old sequence history would reject.
