@@ -99,7 +99,10 @@ struct ServeArgs {
     #[arg(long, default_value_t = 10_000)]
     fd_period_us: u64,
     /// X-FD threshold Λ in microseconds (--transport lane): a member
-    /// silent for T + Λ is suspected.
+    /// silent for T + Λ is suspected, and a suspected leader is replaced
+    /// at once. Keep Λ above the longest stall the machine imposes (`xlane
+    /// doctor`, or the floor line of any `xlane bench`): on a VM a longer
+    /// hypervisor stall of the leader makes it lose leadership.
     #[arg(long, default_value_t = 20_000)]
     fd_lambda_us: u64,
     /// Raft tick (heartbeat) period in milliseconds (cluster mode, UDP).
