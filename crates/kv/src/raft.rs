@@ -241,6 +241,12 @@ enum Express {
     Lane(Arc<Outbox>),
 }
 
+/// What receives express traffic: a UDP receive thread or the lane link.
+enum Inbound {
+    Udp(UdpSocket),
+    Lane(Box<LaneLink>),
+}
+
 /// The [`Transport`] onto UDP or the lane (express) and TCP (regular).
 pub struct NetTransport {
     express: Express,
@@ -316,13 +322,19 @@ impl RaftReplicator {
             addr: cfg.bind,
             source,
         };
-        // Lane mode: the lane link owns the raft UDP port (and port + 1).
-        let (udp, lane, raft_addr) = match cfg.lane {
+        let others = || cfg.peers.iter().filter(|(&pid, _)| pid != cfg.id);
+        // The express side: what the transport sends on, and the thread that
+        // receives. Lane mode: the lane link owns the raft UDP port (and port + 1).
+        let (express, inbound, raft_addr) = match cfg.lane {
             None => {
                 let udp = UdpSocket::bind(cfg.bind).map_err(bind_err)?;
                 let addr = udp.local_addr().map_err(bind_err)?;
                 udp.set_read_timeout(Some(POLL)).map_err(bind_err)?;
-                (Some(udp), None, addr)
+                let express = Express::Udp {
+                    sock: udp.try_clone().map_err(bind_err)?,
+                    peers: others().map(|(&pid, p)| (pid, p.raft)).collect(),
+                };
+                (express, Inbound::Udp(udp), addr)
             }
             Some(timing) => {
                 if cfg.bind.port() == 0 {
@@ -333,7 +345,11 @@ impl RaftReplicator {
                 let members: Vec<(u64, SocketAddr)> =
                     cfg.peers.iter().map(|(&i, p)| (i, p.raft)).collect();
                 let (link, outbox) = LaneLink::new(cfg.id, cfg.bind, &members, timing)?;
-                (None, Some((link, outbox)), cfg.bind)
+                (
+                    Express::Lane(outbox),
+                    Inbound::Lane(Box::new(link)),
+                    cfg.bind,
+                )
             }
         };
         let listener = TcpListener::bind(raft_addr).map_err(bind_err)?;
@@ -363,7 +379,7 @@ impl RaftReplicator {
         let stop = Arc::new(AtomicBool::new(false));
         let mut threads = Vec::new();
         let mut tcp = HashMap::new();
-        for (&pid, p) in cfg.peers.iter().filter(|(&pid, _)| pid != cfg.id) {
+        for (&pid, p) in others() {
             let (tx, rx) = mpsc::sync_channel::<Vec<u8>>(TCP_QUEUE);
             tcp.insert(pid, tx);
             let (addr, me, st) = (p.raft, cfg.id, stats.clone());
@@ -371,21 +387,6 @@ impl RaftReplicator {
                 tcp_sender(me, addr, &rx, &st)
             })?);
         }
-        let express = match (&udp, &lane) {
-            (Some(u), _) => Express::Udp {
-                sock: u.try_clone().map_err(bind_err)?,
-                peers: cfg
-                    .peers
-                    .iter()
-                    .filter(|(&pid, _)| pid != cfg.id)
-                    .map(|(&pid, p)| (pid, p.raft))
-                    .collect(),
-            },
-            (None, Some((_, outbox))) => Express::Lane(outbox.clone()),
-            (None, None) => {
-                return Err(RaftStartError::Config("no express transport".into()));
-            }
-        };
         let transport = NetTransport {
             express,
             tcp,
@@ -395,28 +396,27 @@ impl RaftReplicator {
         let driver = Driver::spawn(node, endpoint, transport);
         let handle = driver.handle();
 
-        let by_addr: HashMap<SocketAddr, u64> = cfg
-            .peers
-            .iter()
-            .filter(|(&pid, _)| pid != cfg.id)
-            .map(|(&pid, p)| (p.raft, pid))
-            .collect();
-        let mut lane_stats = None;
-        if let Some(udp) = udp {
-            let (h, st, s) = (handle.clone(), stats.clone(), stop.clone());
-            threads.push(spawn("kv-raft-udp-in", move || {
-                udp_receiver(&udp, &by_addr, &h, &st, &s)
-            })?);
-        }
-        if let Some((link, _)) = lane {
-            lane_stats = Some(link.stats());
-            let (h, s) = (handle.clone(), stop.clone());
-            threads.push(spawn("kv-lane-link", move || {
-                if let Err(e) = link.run(&h, &s) {
-                    eprintln!("xlane kv: lane link stopped: {e}");
-                }
-            })?);
-        }
+        let lane_stats = match inbound {
+            Inbound::Udp(udp) => {
+                let by_addr: HashMap<SocketAddr, u64> =
+                    others().map(|(&pid, p)| (p.raft, pid)).collect();
+                let (h, st, s) = (handle.clone(), stats.clone(), stop.clone());
+                threads.push(spawn("kv-raft-udp-in", move || {
+                    udp_receiver(&udp, &by_addr, &h, &st, &s)
+                })?);
+                None
+            }
+            Inbound::Lane(link) => {
+                let lane_stats = link.stats();
+                let (h, s) = (handle.clone(), stop.clone());
+                threads.push(spawn("kv-lane-link", move || {
+                    if let Err(e) = link.run(&h, &s) {
+                        eprintln!("xlane kv: lane link stopped: {e}");
+                    }
+                })?);
+                Some(lane_stats)
+            }
+        };
         {
             let peers = Arc::new(cfg.peers.clone());
             let (h, st, s, me) = (handle.clone(), stats.clone(), stop.clone(), cfg.id);
