@@ -767,7 +767,7 @@ struct AgentResult {
 
 impl Agent {
     fn run(mut self) -> AgentResult {
-        crate::sched::set_timer_slack_1ns();
+        xlane_host::runtime::tighten_timer_slack();
         if let Some(p) = self.rt_priority {
             if crate::sched::set_realtime(p).is_err() {
                 self.tracker.counts.rt_denied += 1;

@@ -26,12 +26,3 @@ pub fn set_realtime(priority: i32) -> io::Result<()> {
         Ok(())
     }
 }
-
-/// Ask for 1 ns timer slack on the calling thread (sleeps end on time
-/// instead of up to 50 µs late). Failure only means coarser sleeps.
-pub fn set_timer_slack_1ns() {
-    // SAFETY: prctl with integer arguments.
-    unsafe {
-        libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0);
-    }
-}

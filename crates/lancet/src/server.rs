@@ -173,7 +173,7 @@ fn bump(a: &AtomicU64) {
 
 /// Apply the configured priority (plus `above`) to the calling thread.
 fn apply_rt(prio: Option<i32>, above: i32, counters: &Counters) {
-    crate::sched::set_timer_slack_1ns();
+    xlane_host::runtime::tighten_timer_slack();
     if let Some(p) = prio {
         if crate::sched::set_realtime(p + above).is_err() {
             bump(&counters.rt_denied);
