@@ -70,6 +70,24 @@ pub fn split(
     Ok(n)
 }
 
+/// Hands the chunks of `datagram` to `enqueue`, all or nothing as far as
+/// room goes: `false` without enqueuing anything when it needs more than
+/// `free` chunks (or cannot be split); `false` too if `enqueue` refused one.
+pub fn enqueue_all(
+    datagram: &[u8],
+    capacity: usize,
+    free: usize,
+    scratch: &mut [u8],
+    enqueue: &mut dyn FnMut(&[u8]) -> bool,
+) -> bool {
+    if chunks_needed(datagram.len(), capacity) > free {
+        return false;
+    }
+    let mut ok = true;
+    let r = split(datagram, capacity, scratch, &mut |c| ok &= enqueue(c));
+    ok && r.is_ok()
+}
+
 /// Why a chunk was not (or not fully) accepted. The reassembler stays usable.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum StreamError {
@@ -103,6 +121,7 @@ pub struct StreamStats {
 pub struct StreamReassembler {
     buf: Vec<u8>,
     active: bool,
+    last_frame: Option<u64>,
     max_len: usize,
     stats: StreamStats,
 }
@@ -113,6 +132,7 @@ impl StreamReassembler {
         StreamReassembler {
             buf: Vec::with_capacity(max_len),
             active: false,
+            last_frame: None,
             max_len,
             stats: StreamStats::default(),
         }
@@ -125,6 +145,26 @@ impl StreamReassembler {
         }
         self.active = false;
         self.buf.clear();
+    }
+
+    /// Notes the sequence number of the frame the next chunks come from. A
+    /// gap (a lost frame) drops the datagram in progress; the same number
+    /// again (the next chunk of the same frame) changes nothing.
+    pub fn frame(&mut self, seq: u64) {
+        if self.last_frame == Some(seq) {
+            return;
+        }
+        if self.last_frame.is_some_and(|s| seq != s.wrapping_add(1)) {
+            self.reset();
+        }
+        self.last_frame = Some(seq);
+    }
+
+    /// Forgets the datagram in progress and the frame sequence (the sender
+    /// restarted and numbers its frames from 0 again).
+    pub fn restart(&mut self) {
+        self.reset();
+        self.last_frame = None;
     }
 
     /// Feeds one chunk's data; `Ok(Some(datagram))` when it completes one.
@@ -251,5 +291,54 @@ mod tests {
         assert_eq!(r.push(&ca[0]).unwrap(), None);
         assert_eq!(r.push(&cb[0]).unwrap(), None);
         assert_eq!(r.stats().abandoned, 2);
+    }
+
+    #[test]
+    fn frame_gaps_reset_and_restart_forgets() {
+        let a: Vec<u8> = (0..70).collect();
+        let c = chunks_of(&a, 30);
+        // (frame of each chunk, datagram completed, abandoned after)
+        let cases: [([u64; 3], bool, u64); 4] = [
+            ([7, 7, 8], true, 0),  // same frame twice, then the next: fine
+            ([7, 8, 9], true, 0),  // one chunk per frame
+            ([7, 9, 9], false, 1), // frame 8 lost: the start is dropped
+            ([7, 7, 7], true, 0),  // all in one frame
+        ];
+        for (frames, done, abandoned) in cases {
+            let mut r = StreamReassembler::new(4096);
+            let mut got = false;
+            for (f, x) in frames.iter().zip(&c) {
+                r.frame(*f);
+                got |= matches!(r.push(x), Ok(Some(_)));
+            }
+            assert_eq!((got, r.stats().abandoned), (done, abandoned), "{frames:?}");
+        }
+        // After a restart the sequence begins again without a reset.
+        let mut r = StreamReassembler::new(4096);
+        r.frame(1000);
+        r.push(&c[0]).unwrap();
+        r.restart();
+        r.frame(0);
+        assert_eq!(r.stats().abandoned, 1);
+        r.push(&c[0]).unwrap();
+        r.frame(1);
+        r.push(&c[1]).unwrap();
+        r.frame(1);
+        assert_eq!(r.push(&c[2]).unwrap(), Some(&a[..]));
+        assert_eq!(r.stats().abandoned, 1);
+        // All or nothing: too little room enqueues nothing.
+        let mut scratch = [0u8; 30];
+        let mut n = 0;
+        assert!(!enqueue_all(&a, 30, 2, &mut scratch, &mut |_| {
+            n += 1;
+            true
+        }));
+        assert_eq!(n, 0);
+        assert!(enqueue_all(&a, 30, 3, &mut scratch, &mut |_| {
+            n += 1;
+            true
+        }));
+        assert_eq!(n, 3);
+        assert!(!enqueue_all(&a, 30, 3, &mut scratch, &mut |_| false));
     }
 }

@@ -30,7 +30,7 @@
 //! `FD_TUNNEL_BASE + i`, replication from `i` to `j` is
 //! `REPL_TUNNEL_BASE + i·4096 + j`, so node ids must be below 4096.
 
-use crate::chunk_stream::{chunks_needed, split, StreamReassembler, StreamStats};
+use crate::chunk_stream::{enqueue_all, StreamReassembler, StreamStats};
 use std::collections::VecDeque;
 use std::io;
 use std::net::{SocketAddr, SocketAddrV4};
@@ -183,15 +183,14 @@ impl ReplTx {
         let Some((_, _, tx)) = self.tunnels.iter_mut().find(|t| t.0 == to) else {
             return false;
         };
-        let cap = Schema::Chunk36.data_capacity();
-        if chunks_needed(bytes.len(), cap) > REPL_QUEUE_CHUNKS - tx.pending() {
-            return false;
-        }
-        let mut ok = true;
-        let r = split(bytes, cap, &mut self.scratch, &mut |c| {
-            ok &= tx.enqueue(RAFT_PRODUCER, c).is_ok();
-        });
-        ok && r.is_ok()
+        let free = REPL_QUEUE_CHUNKS - tx.pending();
+        enqueue_all(
+            bytes,
+            Schema::Chunk36.data_capacity(),
+            free,
+            &mut self.scratch,
+            &mut |c| tx.enqueue(RAFT_PRODUCER, c).is_ok(),
+        )
     }
 
     /// Sends a frame on every tunnel with chunks pending whose current
@@ -269,15 +268,12 @@ struct PeerLink {
     fd_addr: SocketAddrV4,
     repl_rx: PeriodicReceiver,
     repl_stream: StreamReassembler,
-    repl_seq: Option<u64>,
     notice_stream: StreamReassembler,
-    notice_seq: Option<u64>,
 }
 
 /// The lane link of one node, set up and ready to [`LaneLink::run`].
 pub struct LaneLink {
     me: u64,
-    timing: LaneTiming,
     peers: Vec<PeerLink>,
     repl_sock: LaneSocket,
     fd_sock: LaneSocket,
@@ -377,9 +373,7 @@ impl LaneLink {
                 fd_addr: fd,
                 repl_rx: rx,
                 repl_stream: StreamReassembler::new(MAX_DATAGRAM),
-                repl_seq: None,
                 notice_stream: StreamReassembler::new(MAX_DATAGRAM),
-                notice_seq: None,
             });
             specs.push(PeerSpec {
                 addr: fd,
@@ -440,7 +434,6 @@ impl LaneLink {
         Ok((
             LaneLink {
                 me,
-                timing,
                 peers: links,
                 repl_sock,
                 fd_sock,
@@ -545,11 +538,7 @@ impl LaneLink {
             let Ok(frame) = Frame::new_checked(bytes) else {
                 continue;
             };
-            let seq = frame.header().seq;
-            if p.notice_seq.is_some_and(|s| seq != s.wrapping_add(1)) {
-                p.notice_stream.reset();
-            }
-            p.notice_seq = Some(seq);
+            p.notice_stream.frame(frame.header().seq);
             for c in frame.chunks().flatten() {
                 if c.producer != NOTICE_PRODUCER {
                     continue;
@@ -591,19 +580,11 @@ impl LaneLink {
                 id,
                 repl_rx,
                 repl_stream,
-                repl_seq,
                 ..
             } = p;
             let stats = &self.stats;
-            let mut first = true;
             let res = repl_rx.handle_datagram(rx_ns, &buf[..r.len], &mut |d| {
-                if first {
-                    first = false;
-                    if repl_seq.is_some_and(|s| d.seq != s.wrapping_add(1)) {
-                        repl_stream.reset();
-                    }
-                    *repl_seq = Some(d.seq);
-                }
+                repl_stream.frame(d.seq);
                 if d.producer != RAFT_PRODUCER {
                     return;
                 }
@@ -640,20 +621,18 @@ impl LaneLink {
         if n.bytes.is_empty() || len > MAX_DATAGRAM {
             return false;
         }
-        let cap = Schema::Chunk26.data_capacity();
         let free = PeriodicSender::DEFAULT_QUEUE_CAPACITY - 1 - self.fd_tx.sender().pending();
-        if chunks_needed(len, cap) > free {
-            return false;
-        }
         let (head, rest) = scratch.split_at_mut(len);
         head[..2].copy_from_slice(&(n.to as u16).to_le_bytes());
         head[2..].copy_from_slice(&n.bytes);
         let fd_tx = &mut self.fd_tx;
-        let mut ok = true;
-        let r = split(head, cap, rest, &mut |c| {
-            ok &= fd_tx.enqueue(NOTICE_PRODUCER, c).is_ok();
-        });
-        ok && r.is_ok()
+        enqueue_all(
+            head,
+            Schema::Chunk26.data_capacity(),
+            free,
+            rest,
+            &mut |c| fd_tx.enqueue(NOTICE_PRODUCER, c).is_ok(),
+        )
     }
 
     fn send_fd(&mut self, now: u64, buf: &mut [u8]) {
@@ -691,10 +670,8 @@ impl LaneLink {
                 // member would be refused as stale.
                 if let Some(p) = self.peers.get_mut(ev.peer) {
                     p.repl_rx.reset_sequence();
-                    p.repl_stream.reset();
-                    p.repl_seq = None;
-                    p.notice_stream.reset();
-                    p.notice_seq = None;
+                    p.repl_stream.restart();
+                    p.notice_stream.restart();
                     LaneStats::add(&self.stats.restarts, 1);
                 }
                 continue;
@@ -740,11 +717,6 @@ impl LaneLink {
             LaneStats::add(&self.stats.abandoned, total - self.abandoned_seen);
             self.abandoned_seen = total;
         }
-    }
-
-    /// The X-FD threshold and timing in use.
-    pub fn timing(&self) -> LaneTiming {
-        self.timing
     }
 }
 
