@@ -743,6 +743,33 @@ impl<M: SuspicionModel + Clone> Detector<M> {
             Ok(f) => f,
             Err(e) => return Err(self.malformed(e.into())),
         };
+        self.accept_frame(i, rx_ns, src, &frame)
+    }
+
+    /// As [`Self::on_lane_datagram`] for a frame the caller has already
+    /// validated (a caller that reads other chunks of the same frame
+    /// validates it once). Checks, in order: sender, tunnel, chunk, payload,
+    /// replay.
+    pub fn on_lane_frame(
+        &mut self,
+        rx_ns: Nanos,
+        src: SocketAddrV4,
+        frame: &Frame<'_>,
+    ) -> Result<usize, HeartbeatError> {
+        let Some(i) = self.find(src) else {
+            self.stats.unknown_sender += 1;
+            return Err(HeartbeatError::UnknownSender(src));
+        };
+        self.accept_frame(i, rx_ns, src, frame)
+    }
+
+    fn accept_frame(
+        &mut self,
+        i: usize,
+        rx_ns: Nanos,
+        src: SocketAddrV4,
+        frame: &Frame<'_>,
+    ) -> Result<usize, HeartbeatError> {
         let h = frame.header();
         let want = self.peers[i].spec.tunnel;
         if h.tunnel != want {

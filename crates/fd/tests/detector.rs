@@ -471,10 +471,19 @@ fn lane_datagrams_table() {
         ),
     ];
     let mut d = XFd::x_fd(T, LAMBDA, Some(K), &peers(2)).expect("detector");
+    // The same cases through on_lane_frame for frames that parse (the
+    // caller validated them): same answers, same counters.
+    let mut f = XFd::x_fd(T, LAMBDA, Some(K), &peers(2)).expect("detector");
     for (i, (name, src, bytes, want)) in cases.into_iter().enumerate() {
         let got = d.on_lane_datagram(100 * i as u64, src, &bytes);
         assert_eq!(got, want, "{name}");
+        let via_frame = match xlane_wire::Frame::new_checked(&bytes) {
+            Ok(frame) => f.on_lane_frame(100 * i as u64, src, &frame),
+            Err(_) => f.on_lane_datagram(100 * i as u64, src, &bytes),
+        };
+        assert_eq!(via_frame, want, "{name} (frame)");
     }
+    assert_eq!(f.stats(), d.stats());
     let s = d.stats();
     assert_eq!(
         (

@@ -525,17 +525,20 @@ impl LaneLink {
                 continue;
             }
             let bytes = &buf[..r.len];
-            // The heartbeat first (arrival stamped before anything else is
-            // done), then the notices of an accepted frame only: replays and
-            // strangers are refused by the detector.
-            let Ok(i) = self.detector.on_lane_datagram(rx_ns, r.src, bytes) else {
+            // Validated once. The heartbeat first (arrival stamped before
+            // anything else is done), then the notices of an accepted frame
+            // only: replays and strangers are refused by the detector.
+            let Ok(frame) = Frame::new_checked(bytes) else {
+                // The detector counts it as it counts any bad heartbeat.
+                let _ = self.detector.on_lane_datagram(rx_ns, r.src, bytes);
+                LaneStats::add(&self.stats.refused_frames, 1);
+                continue;
+            };
+            let Ok(i) = self.detector.on_lane_frame(rx_ns, r.src, &frame) else {
                 LaneStats::add(&self.stats.refused_frames, 1);
                 continue;
             };
             let Some(p) = self.peers.get_mut(i) else {
-                continue;
-            };
-            let Ok(frame) = Frame::new_checked(bytes) else {
                 continue;
             };
             p.notice_stream.frame(frame.header().seq);
