@@ -37,7 +37,7 @@ step "clippy"
 cargo clippy -q --workspace --all-targets -- -D warnings
 
 step "tests"
-cargo test --workspace 2>&1 | tee target/test.log
+cargo test --workspace --no-fail-fast 2>&1 | tee target/test.log
 # cargo test exits non-zero on failure (pipefail); summarise the counts.
 counts=$(awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($i ~ /^passed;?$/) p += $(i-1); if ($i ~ /^failed;?$/) f += $(i-1) } } END { printf "%d %d", p, f }' target/test.log)
 passed=${counts% *}; failed=${counts#* }

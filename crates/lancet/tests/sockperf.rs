@@ -26,7 +26,7 @@
 //!   stall), lancet open-loop (every request scheduled during the stall) —
 //!   and would compare their scheduling models rather than their clocks.
 //! - **Turns, not together.** Run at once, the clients compete for CPU 0.
-//!   They take turns in short rounds (4 × 2 s each), which also cancels slow
+//!   They take turns in short rounds (16 × 1 s each), which also cancels slow
 //!   drift of the machine; each tool's observations are pooled over its
 //!   rounds (sockperf's from its `--full-log`) and one percentile is taken
 //!   over the pool (never an average of percentiles). sockperf's own
@@ -45,10 +45,10 @@
 //!
 //! ```text
 //! taskset -c LAST chrt -f 10 sockperf server -i 127.0.0.1 -p PORT
-//! taskset -c 0 sockperf ping-pong -i 127.0.0.1 -p PORT -m 64 --mps 1000 -t 2 \
+//! taskset -c 0 sockperf ping-pong -i 127.0.0.1 -p PORT -m 64 --mps 1000 -t 1 \
 //!     --nonblocked --full-rtt --full-log FILE
 //! taskset -c 0 xlane lancet --target 127.0.0.1:PORT --app sockperf --size 64 \
-//!     --rate 1000 --dist fixed --spin-us 1000 --duration 2 --max-duration 2 \
+//!     --rate 1000 --dist fixed --spin-us 1000 --duration 1 --max-duration 1 \
 //!     --percentiles 50,99
 //! ```
 
@@ -62,7 +62,9 @@ use xlane_stats::percentile;
 const SIZE: usize = 64;
 const RATE: u32 = 1000;
 const SECONDS: u64 = 1;
-const ROUNDS: usize = 8;
+const ROUNDS: usize = 16;
+/// Comparisons made before the test gives up (it passes on the first that agrees).
+const ATTEMPTS: usize = 3;
 /// The clients' CPU.
 const CLIENT_CPU: usize = 0;
 const TOLERANCE: f64 = 0.20;
@@ -222,27 +224,33 @@ fn sockperf_round(port: u16, round: usize) -> (sockperf::SockperfResult, Vec<f64
     (summary, rtts)
 }
 
-/// On this shared VM one comparison in about a dozen is thrown off by a
-/// busy moment of the machine; a disagreement is printed and the whole
-/// comparison run once more. Both attempts are printed; the test fails if
-/// the second disagrees too.
+/// On this shared VM a busy moment of the machine (the hypervisor taking
+/// the server's vCPU for tens of µs, another process waking) lands in one
+/// tool's rounds and not the other's, and the p99 of a pool of a few
+/// thousand round trips follows such moments: per-round p99s of either tool
+/// range from 20 µs to 150 µs within one run. Sixteen alternating rounds
+/// spread those moments over both tools; a comparison that still disagrees
+/// is printed and made again, up to three times. A real disagreement —
+/// lancet timing other points than sockperf, counting think time, or
+/// dropping slow replies — shows in every attempt and fails the test.
 #[test]
 fn lancet_agrees_with_sockperf_ping_pong() {
-    let first = compare_once();
-    if first.is_empty() {
-        return;
+    let mut failures = Vec::new();
+    for attempt in 1..=ATTEMPTS {
+        let bad = compare_once();
+        if bad.is_empty() {
+            return;
+        }
+        println!(
+            "attempt {attempt} disagreed ({}); measuring again",
+            bad.join("; ")
+        );
+        failures.push(bad.join("; "));
     }
-    println!(
-        "attempt 1 disagreed ({}); measuring again",
-        first.join("; ")
-    );
-    let bad = compare_once();
-    assert!(
-        bad.is_empty(),
-        "lancet and sockperf disagree by more than {:.0} % twice: {} / {}",
+    panic!(
+        "lancet and sockperf disagree by more than {:.0} % in all {ATTEMPTS} attempts: {}",
         TOLERANCE * 100.0,
-        first.join("; "),
-        bad.join("; ")
+        failures.join(" / ")
     );
 }
 
