@@ -13,11 +13,15 @@ fn bench_bounds_demotes_the_rogue_and_keeps_the_others_in_range() {
         eprintln!("skipped: needs root");
         return;
     }
+    let raw = std::env::temp_dir().join(format!("xlane-bounds-csv-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&raw);
     let out = Command::new(env!("CARGO_BIN_EXE_xlane"))
         .args([
             "bench",
             "bounds",
             "--json",
+            "--csv",
+            raw.to_str().expect("utf-8 temp dir"),
             "--seconds",
             "6",
             "--packets",
@@ -80,6 +84,30 @@ fn bench_bounds_demotes_the_rogue_and_keeps_the_others_in_range() {
         n("outside"),
         n("outside_explained_by_host_gaps") + n("outside_unexplained")
     );
+    assert!(n("outside_explained_with_probe_uncertainty") >= n("outside_explained_by_host_gaps"));
+    // The probes kept every gap (their storage is sized for the run).
+    for c in v["floor"]["cores"].as_array().expect("floor cores") {
+        assert_eq!(c["gaps_dropped"].as_u64(), Some(0), "{c}");
+    }
+    // The raw data: one row per received copy of every tunnel, rogue
+    // included, and one per recorded gap.
+    let packets = std::fs::read_to_string(raw.join("packets.csv")).expect("packets.csv");
+    let mut lines = packets.lines();
+    assert!(lines
+        .next()
+        .expect("header")
+        .starts_with("tunnel,receiver,seq,"));
+    let all: u64 = tunnels.iter().map(|t| t["packets"].as_u64().unwrap()).sum();
+    assert_eq!(lines.count() as u64, all);
+    let gaps = std::fs::read_to_string(raw.join("gaps.csv")).expect("gaps.csv");
+    let recorded: u64 = v["floor"]["cores"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["gaps"].as_u64().unwrap())
+        .sum();
+    assert_eq!(gaps.lines().count() as u64 - 1, recorded);
+    let _ = std::fs::remove_dir_all(&raw);
     // A functional check, not a timing one: with the express classes and
     // policing working, packets outside their range that host gaps do not
     // explain are rare (a broken lane puts nearly all of them there).

@@ -683,7 +683,7 @@ fn run_parts(
     let mut acc = None;
     let mut result: Result<(), FdBenchError> = Ok(());
     if cfg.accuracy {
-        match FloorSet::start(cores) {
+        match FloorSet::start(cores, accuracy_run_bound_ns(cfg)) {
             Ok(probes) => match accuracy_part(cfg, tb, cores, probes, progress) {
                 Ok(a) => {
                     floor = Some(a.floor.clone());
@@ -703,7 +703,9 @@ fn run_parts(
                 });
                 a.xfd_kernel_lambda.map(|l| (l, gap))
             });
-            match FloorSet::start(cores) {
+            let (lambda_ns, _) = failure_lambda(plan, measured);
+            let run_ns = failure_seconds_bound(plan, lambda_ns, cfg.period_ns) * 1_000_000_000;
+            match FloorSet::start(cores, run_ns) {
                 Ok(probes) => {
                     match failure_part(cfg, plan, tb, cores, probes, measured, progress) {
                         Ok(f) => failures = Some(f),
@@ -1005,6 +1007,16 @@ struct AccuracyOutcome {
     rounds: Vec<RoundReport>,
     /// X-FD's smallest perfect Λ on kernel stamps (what the runner sees).
     xfd_kernel_lambda: Option<i64>,
+}
+
+/// Part 1's expected length, ns: each of its rounds as long as the first
+/// (every heartbeat needed at the nominal rate), plus leads. Rounds that
+/// run longer (a path that lost many) report gaps they could not keep.
+fn accuracy_run_bound_ns(cfg: &FdBenchConfig) -> u64 {
+    let n = cfg.hosts.max(2) as f64;
+    let nominal_rate = n * (n - 1.0) * 1e9 / cfg.period_ns.max(1) as f64;
+    let first = cfg.heartbeats.max(1) as f64 / nominal_rate * 1.03 + 0.5;
+    ((first.clamp(1.0, 3600.0) + 5.0) * cfg.max_rounds.max(1) as f64 * 1e9) as u64
 }
 
 fn accuracy_part(
@@ -1884,6 +1896,44 @@ fn host_of(hosts: &[HostInfo], a: SocketAddrV4) -> Option<usize> {
     hosts.iter().position(|h| h.addr == *a.ip())
 }
 
+/// Part 2's Λ and where it came from: given, from part 1's measurement
+/// (`(smallest perfect Λ, longest host gap)`), or the default.
+fn failure_lambda(plan: &FailurePlan, measured: Option<(i64, u64)>) -> (u64, String) {
+    match (plan.lambda_ns, measured) {
+        (Some(l), _) => (l, "given".to_string()),
+        (None, Some((m, gap))) => {
+            let m = m.max(0) as u64;
+            let l = (2 * m).max(2 * gap).max(1_000_000).div_ceil(100_000) * 100_000;
+            (
+            l,
+            format!(
+                "max(2 × X-FD's smallest perfect Λ of part 1 = 2 × {} (kernel stamps), 2 × the longest host gap of part 1 = 2 × {}, 1 ms)",
+                fmt_ns(m),
+                fmt_ns(gap)
+            ),
+        )
+        }
+        (None, None) => (
+            DEFAULT_FAILURE_LAMBDA_NS,
+            "default without part 1".to_string(),
+        ),
+    }
+}
+
+/// Part 2's stall length in periods.
+fn failure_stall_periods(plan: &FailurePlan, lambda_ns: u64, period_ns: u64) -> u32 {
+    plan.stall_periods
+        .unwrap_or_else(|| (lambda_ns.div_ceil(period_ns) as u32 + 2).max(10))
+}
+
+/// An upper bound on part 2's length, seconds: the processes end by
+/// themselves after it even if this one is killed.
+fn failure_seconds_bound(plan: &FailurePlan, lambda_ns: u64, period_ns: u64) -> u64 {
+    let stall = failure_stall_periods(plan, lambda_ns, period_ns) as u64;
+    let injections = (plan.kinds.len() * plan.repetitions) as u64;
+    120 + injections * (30 + 2 * (lambda_ns + stall * period_ns) / 1_000_000_000)
+}
+
 fn failure_part(
     cfg: &FdBenchConfig,
     plan: &FailurePlan,
@@ -1894,36 +1944,12 @@ fn failure_part(
     progress: &mut dyn FnMut(&str),
 ) -> Result<(Vec<FailureReport>, FailureRun), FdBenchError> {
     let t = cfg.period_ns;
-    let (lambda_ns, lambda_source) = match (plan.lambda_ns, measured) {
-        (Some(l), _) => (l, "given".to_string()),
-        (None, Some((m, gap))) => {
-            let m = m.max(0) as u64;
-            let l = (2 * m).max(2 * gap).max(1_000_000).div_ceil(100_000) * 100_000;
-            (
-                l,
-                format!(
-                    "max(2 × X-FD's smallest perfect Λ of part 1 = 2 × {} (kernel stamps), 2 × the longest host gap of part 1 = 2 × {}, 1 ms)",
-                    fmt_ns(m),
-                    fmt_ns(gap)
-                ),
-            )
-        }
-        (None, None) => (
-            DEFAULT_FAILURE_LAMBDA_NS,
-            "default without part 1".to_string(),
-        ),
-    };
-    let stall = plan
-        .stall_periods
-        .unwrap_or_else(|| (lambda_ns.div_ceil(t) as u32 + 2).max(10));
+    let (lambda_ns, lambda_source) = failure_lambda(plan, measured);
+    let stall = failure_stall_periods(plan, lambda_ns, t);
     let hosts = tb.hosts().to_vec();
     let n = hosts.len();
     let kinds = &plan.kinds;
-    let injections = kinds.len() * plan.repetitions;
-    // An upper bound on part 2's length: the processes end by themselves
-    // even if this one is killed.
-    let seconds =
-        120 + injections as u64 * (30 + 2 * (lambda_ns + stall as u64 * t) / 1_000_000_000);
+    let seconds = failure_seconds_bound(plan, lambda_ns, t);
     let dir = PathBuf::from(xlane_fd::shm::RUN_DIR).join(format!(
         "fdbench-{}-{}",
         std::process::id(),

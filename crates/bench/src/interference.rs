@@ -178,6 +178,9 @@ pub struct CoreFloor {
     pub max_gap_ns: u64,
     /// Wake-ups more than the threshold late.
     pub gaps: usize,
+    /// Of those, not kept (the probe's storage was full): time they took
+    /// cannot explain any packet, so a report with some is incomplete.
+    pub gaps_dropped: u64,
     /// Hypervisor steal ticks (`/proc/stat`, 1/100 s each) during the run.
     pub steal_ticks: u64,
 }
@@ -210,14 +213,31 @@ pub const FLOOR_THRESHOLD_NS: u64 = 20_000;
 /// How often the floor probes wake.
 pub const FLOOR_INTERVAL_NS: u64 = 100_000;
 
+/// The most gaps a probe keeps, whatever the run's length (16 B each).
+const FLOOR_MAX_GAPS: usize = 1 << 23;
+
+/// Gaps a probe keeps for a run of `run_ns`: one per wake-up, and some
+/// over for the wake-ups before and after the run.
+fn floor_capacity(run_ns: u64) -> usize {
+    usize::try_from(run_ns / FLOOR_INTERVAL_NS)
+        .unwrap_or(usize::MAX)
+        .saturating_add(4096)
+        .min(FLOOR_MAX_GAPS)
+}
+
 impl FloorSet {
-    /// Start one probe per core.
-    pub fn start(cores: &Cores) -> Result<Self, FloorError> {
+    /// Start one probe per core, with room for every gap of a run of up to
+    /// `run_ns`: a probe wakes every [`FLOOR_INTERVAL_NS`] and records at
+    /// most one gap per wake-up, so the storage never fills in such a run
+    /// (gaps beyond it would go unrecorded, and the packets they delayed
+    /// unexplained). Longer runs than [`FLOOR_MAX_GAPS`] wake-ups report
+    /// the gaps they could not keep in [`CoreFloor::gaps_dropped`].
+    pub fn start(cores: &Cores, run_ns: u64) -> Result<Self, FloorError> {
         let cfg = FloorConfig {
             threshold_ns: FLOOR_THRESHOLD_NS,
             fifo_priority: Some(crate::flows::FLOOR_PRIORITY),
             timer_interval_ns: Some(FLOOR_INTERVAL_NS),
-            ..FloorConfig::default()
+            max_gaps: floor_capacity(run_ns),
         };
         let probes = (0..cores.ncpu)
             .map(|c| FloorProbe::start(c, cfg))
@@ -244,6 +264,7 @@ impl FloorSet {
                 stolen_fraction: f.stolen_fraction,
                 max_gap_ns: f.max_gap_ns,
                 gaps: f.gaps.len() + f.gaps_dropped as usize,
+                gaps_dropped: f.gaps_dropped,
                 steal_ticks: f.steal_ticks_delta,
             })
             .collect();
@@ -278,6 +299,12 @@ impl Floor {
                 fmt_ns(c.max_gap_ns),
                 c.steal_ticks
             ));
+            if c.gaps_dropped > 0 {
+                out.push_str(&format!(
+                    "  core {}: {} gaps NOT KEPT (storage full): packets they delayed count as unexplained\n",
+                    c.core, c.gaps_dropped
+                ));
+            }
         }
         out
     }
@@ -304,4 +331,24 @@ pub fn render_cross_traffic(rates_bps: &[u64], drops: u64, link_rate_bps: u64) -
         mbps.join(", "),
         link_rate_bps / 1_000_000
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn floor_storage_holds_one_gap_per_wake_up() {
+        // (run, gaps kept): a 62.5 s bounds run needs 625 000, far over
+        // the 65 536 a fixed size used to keep.
+        let table: [(u64, usize); 4] = [
+            (0, 4096),
+            (1_000_000_000, 10_000 + 4096),
+            (62_500_000_000, 625_000 + 4096),
+            (u64::MAX, FLOOR_MAX_GAPS),
+        ];
+        for (run_ns, want) in table {
+            assert_eq!(floor_capacity(run_ns), want, "run of {run_ns} ns");
+        }
+    }
 }

@@ -224,7 +224,11 @@ pub fn run(
         ));
         let drops_before = switch_drops(&tb);
         let interference = Interference::start(&tb, &cores, scenario.cross(), scenario.cpu())?;
-        let floor_probes = FloorSet::start(&cores)?;
+        // Every configuration's rounds, plus their leads and graces.
+        let floor_probes = FloorSet::start(
+            &cores,
+            (rounds * cfg.variants.len() as u64 + 2).saturating_mul(cfg.round_ns + 1_000_000_000),
+        )?;
         let t0 = realtime_ns();
         let mut results: Vec<FlowResult> = cfg
             .variants

@@ -185,7 +185,8 @@ pub fn run(
     if cfg.cpu_load {
         progress(&format!("CPU load on cores {:?}", cores.regular));
     }
-    let floor_probes = FloorSet::start(&cores)?;
+    // The run, its 300 ms lead and the receivers' grace.
+    let floor_probes = FloorSet::start(&cores, cfg.duration_ns + 5_000_000_000)?;
 
     let start_ns = realtime_ns() + 300_000_000;
     let until_ns = start_ns + cfg.duration_ns;

@@ -81,6 +81,11 @@ struct BoundsArgs {
     /// The lane core (default: the last CPU).
     #[arg(long)]
     lane_core: Option<usize>,
+    /// Also write every packet (packets.csv: tunnel, receiver, stamps,
+    /// latency, the range that held, host-gap time in flight) and every
+    /// host gap (gaps.csv) into this directory.
+    #[arg(long, value_name = "DIR")]
+    csv: Option<std::path::PathBuf>,
 }
 
 #[derive(clap::Args)]
@@ -202,6 +207,7 @@ fn bounds(a: BoundsArgs) -> super::CmdResult {
         cross_traffic: !a.no_cross_traffic,
         cpu_load: !a.no_cpu_load,
         probes: a.probes.max(1),
+        raw_dir: a.csv,
         ..BoundsConfig::default()
     };
     if let Some(c) = a.lane_core {
