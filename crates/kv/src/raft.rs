@@ -32,13 +32,14 @@ use crate::store::Store;
 use std::collections::{BTreeMap, HashMap};
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream, UdpSocket};
+use std::os::fd::{AsRawFd, RawFd};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{self, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex, RwLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use xlane_xraft::batch::ReassemblyLimits;
-use xlane_xraft::driver::{Driver, DriverHandle, ReplicateError};
+use xlane_xraft::driver::{Driver, DriverHandle, InboundSource, ReplicateError};
 use xlane_xraft::node::NewNodeError;
 use xlane_xraft::storage::OpenError;
 use xlane_xraft::{
@@ -329,7 +330,10 @@ impl RaftReplicator {
             None => {
                 let udp = UdpSocket::bind(cfg.bind).map_err(bind_err)?;
                 let addr = udp.local_addr().map_err(bind_err)?;
-                udp.set_read_timeout(Some(POLL)).map_err(bind_err)?;
+                // The driver thread reads it between turns (UdpSource); the
+                // sending clone shares the flag, and a send that finds the
+                // buffer full is dropped like a lost datagram (raft resends).
+                udp.set_nonblocking(true).map_err(bind_err)?;
                 let express = Express::Udp {
                     sock: udp.try_clone().map_err(bind_err)?,
                     peers: others().map(|(&pid, p)| (pid, p.raft)).collect(),
@@ -393,20 +397,25 @@ impl RaftReplicator {
             mtu: cfg.express_mtu,
             stats: stats.clone(),
         };
-        let driver = Driver::spawn(node, endpoint, transport);
+        let (driver, link) = match inbound {
+            Inbound::Udp(udp) => {
+                let source = UdpSource {
+                    udp,
+                    by_addr: others().map(|(&pid, p)| (p.raft, pid)).collect(),
+                    stats: stats.clone(),
+                    buf: vec![0u8; 64 << 10],
+                };
+                let d =
+                    Driver::spawn_with_inbound(node, endpoint, transport, Some(Box::new(source)));
+                (d, None)
+            }
+            Inbound::Lane(link) => (Driver::spawn(node, endpoint, transport), Some(link)),
+        };
         let handle = driver.handle();
 
-        let lane_stats = match inbound {
-            Inbound::Udp(udp) => {
-                let by_addr: HashMap<SocketAddr, u64> =
-                    others().map(|(&pid, p)| (p.raft, pid)).collect();
-                let (h, st, s) = (handle.clone(), stats.clone(), stop.clone());
-                threads.push(spawn("kv-raft-udp-in", move || {
-                    udp_receiver(&udp, &by_addr, &h, &st, &s)
-                })?);
-                None
-            }
-            Inbound::Lane(link) => {
+        let lane_stats = match link {
+            None => None,
+            Some(link) => {
                 let lane_stats = link.stats();
                 let (h, s) = (handle.clone(), stop.clone());
                 threads.push(spawn("kv-lane-link", move || {
@@ -553,29 +562,41 @@ impl Replicator for RaftReplicator {
     }
 }
 
-fn udp_receiver(
-    udp: &UdpSocket,
-    by_addr: &HashMap<SocketAddr, u64>,
-    handle: &DriverHandle,
-    stats: &TransportStats,
-    stop: &AtomicBool,
-) {
-    let mut buf = vec![0u8; 64 << 10];
-    while !stop.load(Ordering::Acquire) {
-        let (n, from) = match udp.recv_from(&mut buf) {
-            Ok(x) => x,
-            // Timeouts (to poll `stop`) and ICMP errors from dead peers.
-            Err(_) => continue,
-        };
-        match by_addr.get(&from) {
-            Some(&id) => {
-                stats.udp_received.fetch_add(1, Ordering::Relaxed);
-                handle.deliver(id, buf[..n].to_vec());
-            }
-            None => {
-                stats.udp_unknown.fetch_add(1, Ordering::Relaxed);
+/// The UDP transport's receiving side, read by the raft driver thread
+/// itself between turns (no receive thread, no hand-over).
+struct UdpSource {
+    udp: UdpSocket,
+    by_addr: HashMap<SocketAddr, u64>,
+    stats: Arc<TransportStats>,
+    buf: Vec<u8>,
+}
+
+impl InboundSource for UdpSource {
+    fn fd(&self) -> RawFd {
+        self.udp.as_raw_fd()
+    }
+
+    fn drain(&mut self, max: usize, deliver: &mut dyn FnMut(u64, &[u8])) -> usize {
+        let mut handed = 0;
+        for _ in 0..max {
+            let (n, from) = match self.udp.recv_from(&mut self.buf) {
+                Ok(x) => x,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                // ICMP errors from dead peers, EINTR: try the next one.
+                Err(_) => continue,
+            };
+            match self.by_addr.get(&from) {
+                Some(&id) => {
+                    self.stats.udp_received.fetch_add(1, Ordering::Relaxed);
+                    deliver(id, &self.buf[..n]);
+                    handed += 1;
+                }
+                None => {
+                    self.stats.udp_unknown.fetch_add(1, Ordering::Relaxed);
+                }
             }
         }
+        handed
     }
 }
 
