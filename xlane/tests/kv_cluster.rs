@@ -51,6 +51,10 @@ struct Cluster {
     peers: Vec<String>,
     clients: Vec<SocketAddr>,
     children: Vec<Option<Child>>,
+    /// More arguments for every `xlane kv serve`.
+    extra: Vec<String>,
+    /// Each node's last ready line.
+    ready: Vec<String>,
 }
 
 impl Cluster {
@@ -81,6 +85,8 @@ impl Cluster {
             peers,
             clients,
             children: vec![None, None, None],
+            extra: Vec::new(),
+            ready: vec![String::new(); 3],
         }
     }
 
@@ -100,6 +106,7 @@ impl Cluster {
         if self.lane {
             cmd.args(["--transport", "lane"]);
         }
+        cmd.args(&self.extra);
         let mut child = cmd
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
@@ -111,6 +118,7 @@ impl Cluster {
             .read_line(&mut line)
             .expect("ready line");
         assert!(line.contains("\"event\":\"ready\""), "node {id}: {line}");
+        self.ready[id - 1] = line;
         self.children[id - 1] = Some(child);
     }
 
@@ -335,4 +343,166 @@ fn failover_and_catch_up(lane: bool) {
         nc.cmd(&["DBSIZE"]),
         Conn::open(cl.clients[leader - 1]).cmd(&["DBSIZE"])
     );
+}
+
+/// `xlane ctl serve` on a free port of 127.0.0.1 with a star topology of
+/// the three members (`kv1`..`kv3`, 10 Gbit/s links) and a key per member.
+struct ControllerProc {
+    addr: SocketAddr,
+    keys: PathBuf,
+    child: Child,
+}
+
+impl ControllerProc {
+    fn start(dir: &std::path::Path) -> ControllerProc {
+        let hosts = ["kv1", "kv2", "kv3"];
+        let mut topo = String::from("schema = 1\n");
+        for h in hosts {
+            topo += &format!("[[node]]\nname = \"{h}\"\nkind = \"host\"\n");
+        }
+        topo += "[[node]]\nname = \"sw\"\nkind = \"switch\"\n";
+        for h in hosts {
+            for (a, b) in [(h, "sw"), ("sw", h)] {
+                topo += &format!(
+                    "[[link]]\nfrom = \"{a}\"\nto = \"{b}\"\nbandwidth_bps = 10000000000\n\
+                     express_queue_pkts = 64\nbest_effort_queue_pkts = 1000\n\
+                     min_latency_ns = 5000\nmax_jitter_ns = 50000\n"
+                );
+            }
+        }
+        let topo_path = dir.join("topo.toml");
+        std::fs::write(&topo_path, topo).expect("write topology");
+        let keys = dir.join("keys.toml");
+        let st = Command::new(env!("CARGO_BIN_EXE_xlane"))
+            .args(["ctl", "keygen", "--hosts", "kv1,kv2,kv3", "--out"])
+            .arg(&keys)
+            .status()
+            .expect("xlane ctl keygen");
+        assert!(st.success());
+        let addr = free_tcp_addr();
+        let mut child = Command::new(env!("CARGO_BIN_EXE_xlane"))
+            .args(["ctl", "serve", "--topology"])
+            .arg(&topo_path)
+            .arg("--keys")
+            .arg(&keys)
+            .arg("--state")
+            .arg(dir.join("ctl-state"))
+            .args(["--listen", &addr.to_string()])
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn xlane ctl serve");
+        let err = child.stderr.take().expect("stderr");
+        let mut line = String::new();
+        BufReader::new(err).read_line(&mut line).expect("ctl line");
+        assert!(line.contains("listening on"), "controller: {line}");
+        ControllerProc { addr, keys, child }
+    }
+
+    /// Every tunnel the controller holds: (id, sender, receivers, period).
+    fn tunnels(&self) -> Vec<(u64, String, Vec<String>, u64)> {
+        let keys = xlane_ctl::auth::Keys::from_file(&self.keys).expect("keys");
+        let mut c = xlane_ctl::client::Client::connect(self.addr, "kv1", keys.get("kv1").unwrap())
+            .expect("connect to the controller");
+        let (list, _) = c.list().expect("list");
+        list.into_iter()
+            .map(|t| (t.tunnel.0, t.sender, t.receivers, t.resources.period_ns))
+            .collect()
+    }
+}
+
+impl Drop for ControllerProc {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// With `--controller`, every member asks the controller for its lane
+/// tunnels before its first packet, runs the lane at the granted periods
+/// and takes its timeouts from the announced ranges; a restarted member
+/// gives back the tunnels of its earlier run.
+#[test]
+fn lane_tunnels_and_timeouts_come_from_the_controller() {
+    let mut cl = Cluster::new(true);
+    let ctl = ControllerProc::start(&cl.dir);
+    cl.extra = vec![
+        "--controller".into(),
+        ctl.addr.to_string(),
+        "--ctl-keys".into(),
+        ctl.keys.display().to_string(),
+        "--lane-period-us".into(),
+        "200".into(),
+    ];
+    for id in 1..=3 {
+        cl.start(id);
+    }
+    for (i, line) in cl.ready.iter().enumerate() {
+        let v: serde_json::Value = serde_json::from_str(line).expect("ready JSON");
+        let tunnels = v["tunnels"].as_array().expect("tunnels");
+        let of = |what: &str| -> Vec<&serde_json::Value> {
+            tunnels.iter().filter(|t| t["what"] == what).collect()
+        };
+        let (repl, fd) = (of("replication"), of("x-fd"));
+        assert_eq!((repl.len(), fd.len()), (2, 1), "node {}: {line}", i + 1);
+        let n = |t: &serde_json::Value, k: &str| t[k].as_u64().expect(k);
+        for t in &repl {
+            assert!(n(t, "period_ns") >= 200_000, "{t}");
+            assert!(n(t, "min_latency_ns") > 0 && n(t, "min_latency_ns") < n(t, "max_latency_ns"));
+        }
+        assert_eq!(
+            fd[0]["to"].as_array().map(Vec::len),
+            Some(2),
+            "a tree to both others"
+        );
+        let lane = &v["lane"];
+        let max_repl = repl.iter().map(|t| n(t, "period_ns")).max().unwrap();
+        assert_eq!(n(lane, "repl_period_ns"), max_repl, "{line}");
+        assert_eq!(n(lane, "fd_period_ns"), n(fd[0], "period_ns"), "{line}");
+        assert!(
+            n(lane, "fd_lambda_ns") >= n(fd[0], "max_latency_ns"),
+            "{line}"
+        );
+        let announced = tunnels
+            .iter()
+            .map(|t| n(t, "max_latency_ns"))
+            .max()
+            .unwrap();
+        assert_eq!(
+            n(&v, "max_latency_ns"),
+            announced,
+            "raft's bound is the announced one"
+        );
+    }
+    let before = ctl.tunnels();
+    assert_eq!(before.len(), 9, "three tunnels per member: {before:?}");
+
+    // The cluster works over the granted lane.
+    let leader = find_leader(&cl, &[1, 2, 3]);
+    let mut c = Conn::open(cl.clients[leader - 1]);
+    let n = 50;
+    let cmds: Vec<Vec<String>> = (0..n).map(|i| vec!["SET".into(), key(i), val(i)]).collect();
+    let cmds: Vec<Vec<&str>> = cmds
+        .iter()
+        .map(|c| c.iter().map(String::as_str).collect())
+        .collect();
+    assert!(c.pipeline(&cmds).iter().all(|r| *r == Reply::ok()));
+    for id in 1..=3 {
+        assert_all_keys(&cl, id, n);
+    }
+
+    // A restarted member releases its old tunnels and gets new ones.
+    let follower = (1..=3).find(|&i| i != leader).unwrap();
+    let name = format!("kv{follower}");
+    let old: Vec<u64> = before.iter().filter(|t| t.1 == name).map(|t| t.0).collect();
+    cl.kill(follower);
+    cl.start(follower);
+    let after = ctl.tunnels();
+    assert_eq!(after.len(), 9, "{after:?}");
+    let new: Vec<u64> = after.iter().filter(|t| t.1 == name).map(|t| t.0).collect();
+    assert_eq!(new.len(), 3);
+    assert!(
+        new.iter().all(|t| !old.contains(t)),
+        "old {old:?} new {new:?}"
+    );
+    assert_all_keys(&cl, follower, n);
 }

@@ -105,6 +105,23 @@ struct ServeArgs {
     /// hypervisor stall of the leader makes it lose leadership.
     #[arg(long, default_value_t = 20_000)]
     fd_lambda_us: u64,
+    /// Ask this `xlane ctl serve` controller for the member's tunnels
+    /// before the first packet (--transport lane): a replication tunnel to
+    /// every other member on the lower sub-lane and the X-FD multicast tree
+    /// on the higher one. The lane then runs at the granted periods, and
+    /// the announced ranges set the timeouts: Λ is raised to at least the
+    /// X-FD tree's announced maximum latency, and --max-latency-ms is
+    /// replaced by the largest announced maximum. Tunnels this host held
+    /// from an earlier run are released first.
+    #[arg(long, requires = "ctl_keys", value_name = "ADDR")]
+    controller: Option<SocketAddr>,
+    /// Keys file (`xlane ctl keygen`) holding this member's controller key.
+    #[arg(long, value_name = "FILE")]
+    ctl_keys: Option<PathBuf>,
+    /// The controller's host name of a member, `ID=NAME`; repeat for every
+    /// member (default: `kvID`).
+    #[arg(long = "ctl-host", value_name = "ID=NAME")]
+    ctl_hosts: Vec<String>,
     /// Raft tick (heartbeat) period in milliseconds (cluster mode, UDP).
     #[arg(long, default_value_t = 10)]
     tick_ms: u64,
@@ -218,22 +235,28 @@ fn serve_raft(a: ServeArgs) -> super::CmdResult {
     };
     std::fs::create_dir_all(&storage.dir).map_err(|e| format!("{}: {e}", storage.dir.display()))?;
     let storage_dir = storage.dir.display().to_string();
-    let lane = (a.transport == "lane").then(|| LaneTiming {
+    let mut lane = (a.transport == "lane").then(|| LaneTiming {
         repl_period_ns: a.lane_period_us.max(1) * 1_000,
         fd_period_ns: a.fd_period_us.max(1) * 1_000,
         fd_lambda_ns: a.fd_lambda_us * 1_000,
     });
+    let mut max_latency_ns = a.max_latency_ms * 1_000_000;
+    let mut grants = Vec::new();
+    if let Some(ctl) = a.controller {
+        let timing = lane
+            .as_mut()
+            .ok_or("--controller allocates lane tunnels: it needs --transport lane")?;
+        let keys = a.ctl_keys.as_ref().ok_or("--controller needs --ctl-keys")?;
+        let names = controller_names(&a.ctl_hosts, &peers)?;
+        let got = request_tunnels(ctl, keys, id, &names, timing)?;
+        max_latency_ns = got.max_latency_ns;
+        grants = got.grants;
+    }
     let tick_ns = match &lane {
         Some(t) => t.fd_period_ns,
         None => a.tick_ms.max(1) * 1_000_000,
     };
-    let mut cfg = RaftConfig::new(
-        id,
-        peers.clone(),
-        storage,
-        tick_ns,
-        a.max_latency_ms * 1_000_000,
-    )?;
+    let mut cfg = RaftConfig::new(id, peers.clone(), storage, tick_ns, max_latency_ns)?;
     cfg.lane = lane;
     if let Some(r) = a.raft {
         cfg.bind = r;
@@ -276,8 +299,121 @@ fn serve_raft(a: ServeArgs) -> super::CmdResult {
             "fsync": if a.ram_disk { "never" } else { a.fsync.as_str() },
             "log_records_replayed": report.records,
             "snapshot_loaded": report.snapshot_loaded,
+            "max_latency_ns": max_latency_ns,
+            "lane": lane.as_ref().map(|t| serde_json::json!({
+                "repl_period_ns": t.repl_period_ns,
+                "fd_period_ns": t.fd_period_ns,
+                "fd_lambda_ns": t.fd_lambda_ns,
+            })),
+            "tunnels": grants,
         })
     );
     server.serve()?;
     Ok(())
+}
+
+/// Every member's controller host name, by raft id.
+fn controller_names(
+    given: &[String],
+    peers: &BTreeMap<u64, Peer>,
+) -> Result<BTreeMap<u64, String>, String> {
+    let mut names: BTreeMap<u64, String> = peers.keys().map(|&i| (i, format!("kv{i}"))).collect();
+    for g in given {
+        let (i, name) = g
+            .split_once('=')
+            .ok_or_else(|| format!("--ctl-host {g:?}: expected ID=NAME"))?;
+        let i: u64 = i
+            .trim()
+            .parse()
+            .map_err(|_| format!("--ctl-host {g:?}: {i:?} is not a raft id"))?;
+        let name = name.trim();
+        if name.is_empty() {
+            return Err(format!("--ctl-host {g:?}: empty name"));
+        }
+        match names.get_mut(&i) {
+            Some(n) => *n = name.to_string(),
+            None => return Err(format!("--ctl-host {g:?}: no member has id {i}")),
+        }
+    }
+    Ok(names)
+}
+
+/// What the controller granted a member.
+struct ControllerTiming {
+    /// The largest announced maximum latency (λmin + δmax), ns.
+    max_latency_ns: u64,
+    /// One JSON object per tunnel, for the ready line.
+    grants: Vec<serde_json::Value>,
+}
+
+/// Requests the member's tunnels and adjusts `timing` to the grants: the
+/// replication period to the largest granted one, T to the X-FD tree's,
+/// and Λ to at least the X-FD tree's announced maximum latency.
+fn request_tunnels(
+    ctl: SocketAddr,
+    keys: &std::path::Path,
+    me: u64,
+    names: &BTreeMap<u64, String>,
+    timing: &mut LaneTiming,
+) -> Result<ControllerTiming, String> {
+    use xlane_ctl::auth::Keys;
+    use xlane_ctl::client::Client;
+    // σ: the largest lane frame as an IP packet (datagram, UDP and IPv4
+    // headers; at most the MTU, as the controller checks).
+    const FRAME_BYTES: u32 = xlane_wire::MAX_FRAME_LEN as u32 + 8 + 20;
+    let host = &names[&me];
+    let keys = Keys::from_file(keys).map_err(|e| format!("--ctl-keys {}: {e}", keys.display()))?;
+    let key = keys
+        .get(host)
+        .ok_or_else(|| format!("--ctl-keys has no key for host `{host}`"))?;
+    let mut c = Client::connect(ctl, host, key).map_err(|e| format!("controller {ctl}: {e}"))?;
+    // Tunnels of an earlier run of this member end here.
+    let (held, _) = c
+        .list()
+        .map_err(|e| format!("controller {ctl}: list: {e}"))?;
+    for t in held.iter().filter(|t| &t.sender == host) {
+        c.release(t.tunnel)
+            .map_err(|e| format!("controller {ctl}: release tunnel {}: {e}", t.tunnel.0))?;
+    }
+    let others: Vec<(u64, String)> = names
+        .iter()
+        .filter(|(&i, _)| i != me)
+        .map(|(&i, n)| (i, n.clone()))
+        .collect();
+    let mut grants = Vec::new();
+    let mut max_latency_ns = 0u64;
+    let mut repl_period = timing.repl_period_ns;
+    let mut record = |what: &str, to: &[String], g: &xlane_ctl::client::Granted| {
+        let r = g.resources;
+        let max = r.min_latency_ns.saturating_add(r.max_jitter_ns);
+        max_latency_ns = max_latency_ns.max(max);
+        grants.push(serde_json::json!({
+            "what": what, "tunnel": g.tunnel.0, "to": to, "period_ns": r.period_ns,
+            "period_raised": g.period_raised, "min_latency_ns": r.min_latency_ns,
+            "max_latency_ns": max,
+        }));
+        max
+    };
+    for (_, name) in &others {
+        let to = vec![name.clone()];
+        let g = c
+            .request(&to, FRAME_BYTES, timing.repl_period_ns, 1)
+            .map_err(|e| format!("controller refused the replication tunnel to {name}: {e}"))?;
+        repl_period = repl_period.max(g.resources.period_ns);
+        record("replication", &to, &g);
+    }
+    let to: Vec<String> = others.iter().map(|(_, n)| n.clone()).collect();
+    if !to.is_empty() {
+        let g = c
+            .request(&to, FRAME_BYTES, timing.fd_period_ns, 0)
+            .map_err(|e| format!("controller refused the X-FD tree: {e}"))?;
+        let fd_max = record("x-fd", &to, &g);
+        timing.fd_period_ns = g.resources.period_ns;
+        timing.fd_lambda_ns = timing.fd_lambda_ns.max(fd_max);
+    }
+    timing.repl_period_ns = repl_period;
+    Ok(ControllerTiming {
+        max_latency_ns: max_latency_ns.max(1),
+        grants,
+    })
 }
