@@ -390,41 +390,30 @@ impl Service {
 
     /// Reads up to [`RX_BURST`] datagrams; `true` if the socket is empty.
     fn receive(&mut self, buf: &mut [u8]) -> Result<bool, RunError> {
-        for _ in 0..RX_BURST {
-            let got = match self.sock.recv_stamps(buf) {
-                Ok(Some(g)) => g,
-                Ok(None) => return Ok(true),
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => return Ok(false),
-                Err(e) => return Err(RunError::Recv(e)),
-            };
-            let r = got.received;
-            self.report.datagrams += 1;
-            // The kernel's software stamp is CLOCK_REALTIME; a NIC stamp is on
-            // the NIC's clock, so it is not used here.
-            let rx_ns = match got.software_ns {
-                Some(t) => t,
-                None => {
-                    self.report.user_stamps += 1;
-                    r.user_ns
+        let transport = self.cfg.transport;
+        let (report, detector, table) = (&mut self.report, &mut self.detector, &mut self.table);
+        self.sock
+            .drain(buf, RX_BURST, &mut |d| {
+                report.datagrams += 1;
+                if !d.kernel_stamped {
+                    report.user_stamps += 1;
                 }
-            };
-            if r.truncated {
-                self.report.truncated += 1;
-                self.detector.note_malformed();
-                continue;
-            }
-            let bytes = &buf[..r.len];
-            let res = match self.cfg.transport {
-                Transport::Lane => self.detector.on_lane_datagram(rx_ns, r.src, bytes),
-                Transport::Plain => self.detector.on_plain_datagram(rx_ns, r.src, bytes),
-            };
-            if let Ok(i) = res {
-                if let Some(v) = self.detector.peer(i) {
-                    self.table.set_peer(&v);
+                let Some(bytes) = d.bytes else {
+                    report.truncated += 1;
+                    detector.note_malformed();
+                    return;
+                };
+                let res = match transport {
+                    Transport::Lane => detector.on_lane_datagram(d.rx_ns, d.src, bytes),
+                    Transport::Plain => detector.on_plain_datagram(d.rx_ns, d.src, bytes),
+                };
+                if let Ok(i) = res {
+                    if let Some(v) = detector.peer(i) {
+                        table.set_peer(&v);
+                    }
                 }
-            }
-        }
-        Ok(false)
+            })
+            .map_err(RunError::Recv)
     }
 
     fn send_if_due(&mut self, now: u64, buf: &mut [u8]) {

@@ -158,6 +158,21 @@ pub struct RxStamps {
     pub hardware_ns: Option<u64>,
 }
 
+/// One datagram of [`LaneSocket::drain`].
+#[derive(Debug, Clone, Copy)]
+pub struct Datagram<'a> {
+    /// Sender address.
+    pub src: SocketAddrV4,
+    /// Arrival, `CLOCK_REALTIME` ns: the kernel's software stamp, else the
+    /// time `recvmsg` returned (a NIC stamp is on the NIC's clock, so it is
+    /// not used here).
+    pub rx_ns: u64,
+    /// Whether `rx_ns` is the kernel's stamp.
+    pub kernel_stamped: bool,
+    /// Its bytes; `None` if it was longer than the buffer (cut).
+    pub bytes: Option<&'a [u8]>,
+}
+
 /// One transmit timestamp read from the socket's error queue.
 ///
 /// With `SOF_TIMESTAMPING_OPT_ID` the kernel numbers the datagrams sent on a
@@ -539,6 +554,39 @@ impl LaneSocket {
         Ok(self.recv_stamps(buf)?.map(|r| r.received))
     }
 
+    /// Reads up to `max` waiting datagrams (a non-blocking socket) and hands
+    /// each to `f` as a [`Datagram`]; `Ok(true)` once the socket is empty,
+    /// `Ok(false)` after `max` datagrams or an interrupted call (more may
+    /// wait). The one receive loop of the lane's event loops: bounded work,
+    /// no allocation.
+    pub fn drain(
+        &mut self,
+        buf: &mut [u8],
+        max: usize,
+        f: &mut dyn FnMut(Datagram<'_>),
+    ) -> io::Result<bool> {
+        for _ in 0..max {
+            let got = match self.recv_stamps(buf) {
+                Ok(Some(g)) => g,
+                Ok(None) => return Ok(true),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => return Ok(false),
+                Err(e) => return Err(e),
+            };
+            let r = got.received;
+            f(Datagram {
+                src: r.src,
+                rx_ns: got.software_ns.unwrap_or(r.user_ns),
+                kernel_stamped: got.software_ns.is_some(),
+                bytes: if r.truncated {
+                    None
+                } else {
+                    Some(&buf[..r.len])
+                },
+            });
+        }
+        Ok(false)
+    }
+
     /// Like [`LaneSocket::recv`], and also returns the software and hardware
     /// receive stamps apart (`received.rx_ns` holds the best of the two).
     pub fn recv_stamps(&mut self, buf: &mut [u8]) -> io::Result<Option<RxStamps>> {
@@ -692,6 +740,40 @@ mod tests {
         let got = rx.recv(&mut buf).unwrap().unwrap();
         assert!(got.truncated);
         assert_eq!(got.len, 10);
+    }
+
+    #[test]
+    fn drain_is_bounded_and_reports_cut_datagrams() {
+        let mut cfg = SocketConfig::plain(SocketAddrV4::new(Ipv4Addr::LOCALHOST, 0));
+        cfg.nonblocking = true;
+        let mut rx = LaneSocket::open(&cfg).unwrap();
+        let tx = LaneSocket::open(&SocketConfig::plain(SocketAddrV4::new(
+            Ipv4Addr::LOCALHOST,
+            0,
+        )))
+        .unwrap();
+        let dst = rx.local_addr().unwrap();
+        for d in [&b"one"[..], &b"two"[..], &[9u8; 40][..]] {
+            tx.send_to(d, dst).unwrap();
+        }
+        let mut buf = [0u8; 16];
+        let mut seen: Vec<Option<Vec<u8>>> = Vec::new();
+        // At most two per call: not empty yet.
+        let empty = rx
+            .drain(&mut buf, 2, &mut |d| {
+                assert_eq!(d.src, tx.local_addr().unwrap());
+                seen.push(d.bytes.map(<[u8]>::to_vec));
+            })
+            .unwrap();
+        assert!(!empty);
+        assert_eq!(seen, [Some(b"one".to_vec()), Some(b"two".to_vec())]);
+        // The third was longer than the buffer: handed over without bytes.
+        let empty = rx
+            .drain(&mut buf, 2, &mut |d| seen.push(d.bytes.map(<[u8]>::to_vec)))
+            .unwrap();
+        assert!(empty);
+        assert_eq!(seen.len(), 3);
+        assert_eq!(seen[2], None);
     }
 
     #[test]

@@ -510,97 +510,81 @@ impl LaneLink {
 
     /// Drains the X-FD socket; `true` if it is empty.
     fn receive_fd(&mut self, buf: &mut [u8], driver: &DriverHandle) -> io::Result<bool> {
-        for _ in 0..RX_BURST {
-            let got = match self.fd_sock.recv_stamps(buf) {
-                Ok(Some(g)) => g,
-                Ok(None) => return Ok(true),
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => return Ok(false),
-                Err(e) => return Err(e),
+        let (me, stats, detector, peers) =
+            (self.me, &self.stats, &mut self.detector, &mut self.peers);
+        self.fd_sock.drain(buf, RX_BURST, &mut |d| {
+            let Some(bytes) = d.bytes else {
+                detector.note_malformed();
+                LaneStats::add(&stats.refused_frames, 1);
+                return;
             };
-            let r = got.received;
-            let rx_ns = got.software_ns.unwrap_or(r.user_ns);
-            if r.truncated {
-                self.detector.note_malformed();
-                LaneStats::add(&self.stats.refused_frames, 1);
-                continue;
-            }
-            let bytes = &buf[..r.len];
             // Validated once. The heartbeat first (arrival stamped before
             // anything else is done), then the notices of an accepted frame
             // only: replays and strangers are refused by the detector.
             let Ok(frame) = Frame::new_checked(bytes) else {
                 // The detector counts it as it counts any bad heartbeat.
-                let _ = self.detector.on_lane_datagram(rx_ns, r.src, bytes);
-                LaneStats::add(&self.stats.refused_frames, 1);
-                continue;
+                let _ = detector.on_lane_datagram(d.rx_ns, d.src, bytes);
+                LaneStats::add(&stats.refused_frames, 1);
+                return;
             };
-            let Ok(i) = self.detector.on_lane_frame(rx_ns, r.src, &frame) else {
-                LaneStats::add(&self.stats.refused_frames, 1);
-                continue;
+            let Ok(i) = detector.on_lane_frame(d.rx_ns, d.src, &frame) else {
+                LaneStats::add(&stats.refused_frames, 1);
+                return;
             };
-            let Some(p) = self.peers.get_mut(i) else {
-                continue;
+            let Some(p) = peers.get_mut(i) else {
+                return;
             };
             p.notice_stream.frame(frame.header().seq);
             for c in frame.chunks().flatten() {
                 if c.producer != NOTICE_PRODUCER {
                     continue;
                 }
-                let Ok(Some(d)) = p.notice_stream.push(c.data) else {
+                let Ok(Some(n)) = p.notice_stream.push(c.data) else {
                     continue;
                 };
                 // Notice = to:u16 LE | raft datagram; the frame goes to every
                 // peer, each keeps its own.
-                if d.len() > 2 && u16::from_le_bytes([d[0], d[1]]) as u64 == self.me {
-                    LaneStats::add(&self.stats.notices_received, 1);
-                    LaneStats::add(&self.stats.delivered, 1);
-                    driver.deliver(p.id, d[2..].to_vec());
+                if n.len() > 2 && u16::from_le_bytes([n[0], n[1]]) as u64 == me {
+                    LaneStats::add(&stats.notices_received, 1);
+                    LaneStats::add(&stats.delivered, 1);
+                    driver.deliver(p.id, n[2..].to_vec());
                 }
             }
-        }
-        Ok(false)
+        })
     }
 
     fn receive_repl(&mut self, buf: &mut [u8], driver: &DriverHandle) -> io::Result<()> {
-        for _ in 0..RX_BURST {
-            let got = match self.repl_sock.recv_stamps(buf) {
-                Ok(Some(g)) => g,
-                Ok(None) => return Ok(()),
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => return Ok(()),
-                Err(e) => return Err(e),
+        let (stats, peers) = (&self.stats, &mut self.peers);
+        self.repl_sock.drain(buf, RX_BURST, &mut |d| {
+            let Some(p) = peers.iter_mut().find(|p| p.repl_addr == d.src) else {
+                LaneStats::add(&stats.refused_frames, 1);
+                return;
             };
-            let r = got.received;
-            let rx_ns = got.software_ns.unwrap_or(r.user_ns);
-            let Some(p) = self.peers.iter_mut().find(|p| p.repl_addr == r.src) else {
-                LaneStats::add(&self.stats.refused_frames, 1);
-                continue;
+            let Some(bytes) = d.bytes else {
+                LaneStats::add(&stats.refused_frames, 1);
+                return;
             };
-            if r.truncated {
-                LaneStats::add(&self.stats.refused_frames, 1);
-                continue;
-            }
             let PeerLink {
                 id,
                 repl_rx,
                 repl_stream,
                 ..
             } = p;
-            let stats = &self.stats;
-            let res = repl_rx.handle_datagram(rx_ns, &buf[..r.len], &mut |d| {
-                repl_stream.frame(d.seq);
-                if d.producer != RAFT_PRODUCER {
+            let res = repl_rx.handle_datagram(d.rx_ns, bytes, &mut |c| {
+                repl_stream.frame(c.seq);
+                if c.producer != RAFT_PRODUCER {
                     return;
                 }
-                if let Ok(Some(dg)) = repl_stream.push(d.data) {
+                if let Ok(Some(dg)) = repl_stream.push(c.data) {
                     LaneStats::add(&stats.delivered, 1);
                     driver.deliver(*id, dg.to_vec());
                 }
             });
             match res {
-                Ok(_) => LaneStats::add(&self.stats.repl_frames_received, 1),
-                Err(_) => LaneStats::add(&self.stats.refused_frames, 1),
+                Ok(_) => LaneStats::add(&stats.repl_frames_received, 1),
+                Err(_) => LaneStats::add(&stats.refused_frames, 1),
             }
-        }
+        })?;
         Ok(())
     }
 
