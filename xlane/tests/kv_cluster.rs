@@ -130,6 +130,15 @@ impl Cluster {
         }
     }
 
+    /// SIGTERM by PID, then wait: the exit status.
+    fn terminate(&mut self, id: usize) -> std::process::ExitStatus {
+        let mut c = self.children[id - 1].take().expect("running");
+        // SAFETY: plain syscall on the PID of a child we started.
+        let r = unsafe { libc::kill(c.id() as libc::pid_t, libc::SIGTERM) };
+        assert_eq!(r, 0, "kill: {}", std::io::Error::last_os_error());
+        c.wait().expect("wait")
+    }
+
     /// Node (1-based) whose client address is `addr`.
     fn node_of(&self, addr: &str) -> usize {
         self.clients
@@ -505,4 +514,11 @@ fn lane_tunnels_and_timeouts_come_from_the_controller() {
         "old {old:?} new {new:?}"
     );
     assert_all_keys(&cl, follower, n);
+
+    // A member stopped with SIGTERM gives its tunnels back and exits 0.
+    let status = cl.terminate(follower);
+    assert!(status.success(), "{status}");
+    let left = ctl.tunnels();
+    assert_eq!(left.len(), 6, "{left:?}");
+    assert!(left.iter().all(|t| t.1 != name), "{left:?}");
 }

@@ -237,6 +237,20 @@ impl LocalReplicator {
     }
 }
 
+impl LocalReplicator {
+    /// Flushes the append-only file to disk (no-op without one): what a
+    /// graceful shutdown does whatever `appendfsync` says.
+    pub fn sync(&self) -> std::io::Result<()> {
+        match &self.aof {
+            Some(aof) => match aof.lock() {
+                Ok(a) => a.file.sync_data(),
+                Err(_) => Err(std::io::Error::other("append-only file lock poisoned")),
+            },
+            None => Ok(()),
+        }
+    }
+}
+
 impl Drop for LocalReplicator {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Relaxed);

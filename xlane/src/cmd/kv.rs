@@ -4,7 +4,8 @@
 //!   (redis-cli, redis-benchmark, client libraries), either on one node
 //!   (optionally with an append-only file) or, with `--peer`, as a member of
 //!   a Raft-replicated cluster (X-Raft over UDP/TCP). Prints one JSON line
-//!   `{"event":"ready",...}` once listening; runs until killed.
+//!   `{"event":"ready",...}` once listening; runs until SIGTERM/SIGINT
+//!   (then a clean stop and `{"event":"stopped",...}`) or until killed.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -43,7 +44,9 @@ enum Cmd {
     /// DECR INCRBY DECRBY MGET MSET APPEND STRLEN EXPIRE PEXPIRE EXPIREAT
     /// PEXPIREAT PERSIST TTL PTTL PING ECHO INFO DBSIZE FLUSHDB FLUSHALL
     /// COMMAND CONFIG(GET) SELECT(0) HELLO(2) CLIENT READONLY READWRITE QUIT. One database,
-    /// strings only. Runs until killed; with --aof the data survives a
+    /// strings only. Runs until SIGTERM or SIGINT, which stop it cleanly
+    /// (the append-only file synced, controller tunnels given back, exit
+    /// status 0), or until killed; with --aof the data survives a
     /// restart.
     Serve(ServeArgs),
 }
@@ -162,8 +165,7 @@ fn serve(a: ServeArgs) -> super::CmdResult {
         return serve_raft(a);
     }
     let policy: FsyncPolicy = a.appendfsync.parse()?;
-    let (repl, replayed): (Arc<dyn Replicator>, Option<xlane_kv::replicator::Replay>) = match &a.aof
-    {
+    let (local, replayed) = match &a.aof {
         Some(path) => {
             let (r, replay) = LocalReplicator::with_aof(path, policy)?;
             if replay.truncated_bytes > 0 {
@@ -178,6 +180,7 @@ fn serve(a: ServeArgs) -> super::CmdResult {
         }
         None => (Arc::new(LocalReplicator::in_memory()), None),
     };
+    let repl: Arc<dyn Replicator> = local.clone();
     let limits = Limits {
         max_bulk: a.max_bulk,
         ..Limits::default()
@@ -197,8 +200,32 @@ fn serve(a: ServeArgs) -> super::CmdResult {
             "truncated_bytes": replayed.as_ref().map(|r| r.truncated_bytes),
         })
     );
+    exit_on_termination(
+        move || serde_json::json!({ "aof_synced": local.sync().map_err(|e| e.to_string()).err().is_none() }),
+    );
     server.serve()?;
     Ok(())
+}
+
+/// On SIGTERM or SIGINT: runs `finish` (what a clean stop owes: the
+/// append-only file synced, controller tunnels given back), prints a JSON
+/// `stopped` line with what it returned, and exits with status 0.
+fn exit_on_termination(finish: impl FnOnce() -> serde_json::Value + Send + 'static) {
+    let stop = xlane_host::tuning::install_termination_flag();
+    std::thread::spawn(move || {
+        while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        let detail = finish();
+        // Whoever read the ready line may have closed stdout since.
+        use std::io::Write;
+        let _ = writeln!(
+            std::io::stdout(),
+            "{}",
+            serde_json::json!({ "event": "stopped", "detail": detail })
+        );
+        std::process::exit(0);
+    });
 }
 
 fn serve_raft(a: ServeArgs) -> super::CmdResult {
@@ -242,6 +269,7 @@ fn serve_raft(a: ServeArgs) -> super::CmdResult {
     });
     let mut max_latency_ns = a.max_latency_ms * 1_000_000;
     let mut grants = Vec::new();
+    let mut release = None;
     if let Some(ctl) = a.controller {
         let timing = lane
             .as_mut()
@@ -251,6 +279,7 @@ fn serve_raft(a: ServeArgs) -> super::CmdResult {
         let got = request_tunnels(ctl, keys, id, &names, timing)?;
         max_latency_ns = got.max_latency_ns;
         grants = got.grants;
+        release = Some(got.release);
     }
     let tick_ns = match &lane {
         Some(t) => t.fd_period_ns,
@@ -308,6 +337,10 @@ fn serve_raft(a: ServeArgs) -> super::CmdResult {
             "tunnels": grants,
         })
     );
+    exit_on_termination(move || match release {
+        Some(r) => serde_json::json!({ "tunnels_released": r.run() }),
+        None => serde_json::json!({}),
+    });
     server.serve()?;
     Ok(())
 }
@@ -344,6 +377,30 @@ struct ControllerTiming {
     max_latency_ns: u64,
     /// One JSON object per tunnel, for the ready line.
     grants: Vec<serde_json::Value>,
+    /// How to give them back.
+    release: Release,
+}
+
+/// The tunnels a member holds, to give back when it stops.
+struct Release {
+    ctl: SocketAddr,
+    host: String,
+    key: xlane_ctl::auth::Key,
+    tunnels: Vec<xlane_ctl::proto::TunnelId>,
+}
+
+impl Release {
+    /// Releases every tunnel (a fresh connection: the one that asked may be
+    /// gone); returns how many the controller confirmed.
+    fn run(self) -> usize {
+        let Ok(mut c) = xlane_ctl::client::Client::connect(self.ctl, &self.host, &self.key) else {
+            return 0;
+        };
+        self.tunnels
+            .into_iter()
+            .filter(|&t| c.release(t).is_ok())
+            .count()
+    }
 }
 
 /// Requests the member's tunnels and adjusts `timing` to the grants: the
@@ -412,8 +469,19 @@ fn request_tunnels(
         timing.fd_lambda_ns = timing.fd_lambda_ns.max(fd_max);
     }
     timing.repl_period_ns = repl_period;
+    let tunnels = grants
+        .iter()
+        .filter_map(|g| g["tunnel"].as_u64())
+        .map(xlane_ctl::proto::TunnelId)
+        .collect();
     Ok(ControllerTiming {
         max_latency_ns: max_latency_ns.max(1),
         grants,
+        release: Release {
+            ctl,
+            host: host.clone(),
+            key: key.clone(),
+            tunnels,
+        },
     })
 }
