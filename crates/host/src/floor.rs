@@ -281,6 +281,28 @@ pub fn measure_blocking_with(
     Ok(probe.stop())
 }
 
+/// A `CLOCK_MONOTONIC` instant and the `CLOCK_REALTIME` reading taken at it:
+/// the realtime clock read between two monotonic readings, the tightest of
+/// up to four tries (a thread held up between the reads would otherwise
+/// shift the mapping by as long). Bounded work.
+fn paired_clocks() -> (u64, u64) {
+    let mut best: Option<(u64, u64, u64)> = None;
+    for _ in 0..4 {
+        let m1 = clock_ns(libc::CLOCK_MONOTONIC);
+        let rt = clock_ns(libc::CLOCK_REALTIME);
+        let m2 = clock_ns(libc::CLOCK_MONOTONIC);
+        let width = m2.saturating_sub(m1);
+        if best.map_or(true, |(w, _, _)| width < w) {
+            best = Some((width, m1 + width / 2, rt));
+        }
+        if width < 1_000 {
+            break;
+        }
+    }
+    let (_, mono, rt) = best.expect("at least one try");
+    (mono, rt)
+}
+
 fn clock_ns(clock: libc::clockid_t) -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
@@ -369,8 +391,12 @@ fn spin(
             if late > threshold {
                 stolen += late;
                 max_gap = max_gap.max(late);
-                let rt = clock_ns(libc::CLOCK_REALTIME);
-                let start_rt = rt.saturating_sub(now.saturating_sub(deadline));
+                // The deadline on CLOCK_REALTIME, from a realtime reading
+                // taken between two monotonic ones (not from `now`: this
+                // thread may have been held up since `now` was read, which
+                // would move the gap later by as much).
+                let (mono_at_rt, rt) = paired_clocks();
+                let start_rt = rt.saturating_sub(mono_at_rt.saturating_sub(deadline));
                 if gaps.len() < gaps.capacity() {
                     gaps.push(Gap {
                         start_realtime_ns: start_rt,
@@ -394,8 +420,7 @@ fn spin(
             max_gap = max_gap.max(d);
             // Map the gap's start onto CLOCK_REALTIME with a fresh pair of
             // readings (follows any adjustment of the realtime clock).
-            let rt = clock_ns(libc::CLOCK_REALTIME);
-            let mono = clock_ns(libc::CLOCK_MONOTONIC);
+            let (mono, rt) = paired_clocks();
             let start_rt = rt.saturating_sub(mono.saturating_sub(prev));
             if gaps.len() < gaps.capacity() {
                 gaps.push(Gap {
