@@ -536,6 +536,15 @@ impl<M: SuspicionModel + Clone> Detector<M> {
             .map(|i| self.index[i].1)
     }
 
+    /// The index of peer `addr`, or [`HeartbeatError::UnknownSender`]
+    /// (counted): the first check of every received heartbeat.
+    fn known_sender(&mut self, addr: SocketAddrV4) -> Result<usize, HeartbeatError> {
+        self.find(addr).ok_or_else(|| {
+            self.stats.unknown_sender += 1;
+            HeartbeatError::UnknownSender(addr)
+        })
+    }
+
     /// Counters.
     pub fn stats(&self) -> DetectorStats {
         self.stats
@@ -638,10 +647,7 @@ impl<M: SuspicionModel + Clone> Detector<M> {
     ///
     /// No allocation; O(log n) plus O(1) model work.
     pub fn on_heartbeat(&mut self, rx_ns: Nanos, hb: &Heartbeat) -> Result<usize, HeartbeatError> {
-        let Some(i) = self.find(hb.peer) else {
-            self.stats.unknown_sender += 1;
-            return Err(HeartbeatError::UnknownSender(hb.peer));
-        };
+        let i = self.known_sender(hb.peer)?;
         self.accept(i, rx_ns, hb)
     }
 
@@ -735,10 +741,7 @@ impl<M: SuspicionModel + Clone> Detector<M> {
         src: SocketAddrV4,
         bytes: &[u8],
     ) -> Result<usize, HeartbeatError> {
-        let Some(i) = self.find(src) else {
-            self.stats.unknown_sender += 1;
-            return Err(HeartbeatError::UnknownSender(src));
-        };
+        let i = self.known_sender(src)?;
         let frame = match Frame::new_checked(bytes) {
             Ok(f) => f,
             Err(e) => return Err(self.malformed(e.into())),
@@ -756,10 +759,7 @@ impl<M: SuspicionModel + Clone> Detector<M> {
         src: SocketAddrV4,
         frame: &Frame<'_>,
     ) -> Result<usize, HeartbeatError> {
-        let Some(i) = self.find(src) else {
-            self.stats.unknown_sender += 1;
-            return Err(HeartbeatError::UnknownSender(src));
-        };
+        let i = self.known_sender(src)?;
         self.accept_frame(i, rx_ns, src, frame)
     }
 
@@ -819,10 +819,7 @@ impl<M: SuspicionModel + Clone> Detector<M> {
         src: SocketAddrV4,
         bytes: &[u8],
     ) -> Result<usize, HeartbeatError> {
-        let Some(i) = self.find(src) else {
-            self.stats.unknown_sender += 1;
-            return Err(HeartbeatError::UnknownSender(src));
-        };
+        let i = self.known_sender(src)?;
         let p = match PlainHeartbeat::decode(bytes) {
             Ok(p) => p,
             Err(e) => return Err(self.malformed(e.into())),
