@@ -150,6 +150,18 @@ impl LocalReplicator {
         }
     }
 
+    /// Flushes the append-only file to disk (no-op without one): what a
+    /// graceful shutdown does whatever `appendfsync` says.
+    pub fn sync(&self) -> std::io::Result<()> {
+        match &self.aof {
+            Some(aof) => match aof.lock() {
+                Ok(a) => a.file.sync_data(),
+                Err(_) => Err(std::io::Error::other("append-only file lock poisoned")),
+            },
+            None => Ok(()),
+        }
+    }
+
     /// Opens (or creates) the append-only file at `path`, replays it into a
     /// new store, truncating a torn tail, and appends from then on.
     pub fn with_aof(path: &Path, policy: FsyncPolicy) -> Result<(Self, Replay), AofError> {
@@ -237,28 +249,10 @@ impl LocalReplicator {
     }
 }
 
-impl LocalReplicator {
-    /// Flushes the append-only file to disk (no-op without one): what a
-    /// graceful shutdown does whatever `appendfsync` says.
-    pub fn sync(&self) -> std::io::Result<()> {
-        match &self.aof {
-            Some(aof) => match aof.lock() {
-                Ok(a) => a.file.sync_data(),
-                Err(_) => Err(std::io::Error::other("append-only file lock poisoned")),
-            },
-            None => Ok(()),
-        }
-    }
-}
-
 impl Drop for LocalReplicator {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
-        if let Some(aof) = &self.aof {
-            if let Ok(a) = aof.lock() {
-                let _ = a.file.sync_data();
-            }
-        }
+        let _ = self.sync();
     }
 }
 
