@@ -186,8 +186,8 @@ impl StreamReassembler {
             return Err(StreamError::Orphan);
         }
         if self.buf.len() + part.len() > self.max_len {
+            // The datagram is active here, so reset() counts it abandoned.
             self.reset();
-            self.stats.abandoned += 1;
             return Err(StreamError::TooLong(self.max_len));
         }
         self.buf.extend_from_slice(part);
@@ -263,6 +263,8 @@ mod tests {
         assert_eq!(r.push(&[0, 1]), Err(StreamError::Orphan));
         assert_eq!(r.push(&[FIRST, 1, 2, 3, 4, 5, 6]), Ok(None));
         assert_eq!(r.push(&[0, 7, 8, 9, 10, 11]), Err(StreamError::TooLong(10)));
+        // One datagram dropped, counted once.
+        assert_eq!(r.stats().abandoned, 1);
         // Still usable.
         assert_eq!(r.push(&[FIRST | LAST, 42]).unwrap(), Some(&[42u8][..]));
         assert_eq!(r.stats().datagrams, 1);
