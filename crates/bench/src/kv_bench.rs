@@ -433,48 +433,34 @@ impl Drop for Cluster {
     }
 }
 
-/// `n` distinct free loopback ports (free for TCP and UDP when checked).
-fn free_ports(n: usize) -> Result<Vec<u16>, String> {
+/// `n` free loopback ports `p`, each free for TCP and UDP when checked and
+/// with the `extra` ports above it free for UDP too (a lane-mode member
+/// also binds its raft port + 1), no two such ranges touching.
+fn free_ports(n: usize, extra: u16) -> Result<Vec<u16>, String> {
     let mut held = Vec::new();
-    let mut ports = Vec::new();
-    while ports.len() < n {
+    let mut ports: Vec<u16> = Vec::new();
+    for _ in 0..100 * n + 100 {
+        if ports.len() == n {
+            return Ok(ports);
+        }
         let l = TcpListener::bind("127.0.0.1:0").map_err(|e| format!("bind: {e}"))?;
         let port = l.local_addr().map_err(|e| e.to_string())?.port();
-        if let Ok(u) = UdpSocket::bind(("127.0.0.1", port)) {
+        if port.checked_add(extra).is_none() || ports.iter().any(|&q| port.abs_diff(q) <= extra) {
+            continue;
+        }
+        let udp: Result<Vec<UdpSocket>, _> = (port..=port + extra)
+            .map(|p| UdpSocket::bind(("127.0.0.1", p)))
+            .collect();
+        if let Ok(u) = udp {
             held.push((l, u));
             ports.push(port);
         }
-        if held.len() > 10 * n + 100 {
-            return Err("no free ports".into());
-        }
     }
-    Ok(ports)
-}
-
-/// `n` ports `p` with `p` free for TCP and UDP and `p + 1` free for UDP.
-fn free_port_pairs(n: usize) -> Result<Vec<u16>, String> {
-    let mut held = Vec::new();
-    let mut ports = Vec::new();
-    let mut tries = 0;
-    while ports.len() < n {
-        tries += 1;
-        if tries > 100 * n + 100 {
-            return Err("no free port pairs".into());
-        }
-        let l = TcpListener::bind("127.0.0.1:0").map_err(|e| format!("bind: {e}"))?;
-        let port = l.local_addr().map_err(|e| e.to_string())?.port();
-        if port == u16::MAX || ports.contains(&(port + 1)) || ports.contains(&(port - 1)) {
-            continue;
-        }
-        if let (Ok(u), Ok(v)) = (
-            UdpSocket::bind(("127.0.0.1", port)),
-            UdpSocket::bind(("127.0.0.1", port + 1)),
-        ) {
-            held.push((l, u, v));
-            ports.push(port);
-        }
+    if ports.len() == n {
+        Ok(ports)
+    } else {
+        Err("no free ports".into())
     }
-    Ok(ports)
 }
 
 fn which(bin: &str) -> Option<PathBuf> {
@@ -857,7 +843,7 @@ fn addr(port: u16) -> SocketAddr {
 
 fn start_redis(cl: &mut Cluster, n: usize, timeout: Duration) -> Result<Endpoints, String> {
     let bin = which("redis-server").ok_or("redis-server not found")?;
-    let ports = free_ports(n)?;
+    let ports = free_ports(n, 0)?;
     for (i, &p) in ports.iter().enumerate() {
         let dir = cl.dir.join(format!("r{i}"));
         std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
@@ -912,7 +898,7 @@ fn start_redis(cl: &mut Cluster, n: usize, timeout: Duration) -> Result<Endpoint
 
 fn start_etcd(cl: &mut Cluster, n: usize, timeout: Duration) -> Result<Endpoints, String> {
     let bin = which("etcd").ok_or("etcd not found")?;
-    let ports = free_ports(2 * n)?;
+    let ports = free_ports(2 * n, 0)?;
     let (client, peer) = ports.split_at(n);
     let initial: Vec<String> = peer
         .iter()
@@ -994,12 +980,12 @@ fn start_xlane(
     let lane = system == System::XlaneLane;
     // Lane mode also uses each raft port + 1 (X-FD): take pairs.
     let ports = if lane {
-        free_port_pairs(n)?
+        free_ports(n, 1)?
             .into_iter()
-            .chain(free_ports(n)?)
+            .chain(free_ports(n, 0)?)
             .collect()
     } else {
-        free_ports(2 * n)?
+        free_ports(2 * n, 0)?
     };
     let (raft, resp) = ports.split_at(n);
     let peers: Vec<String> = (0..n)
