@@ -628,14 +628,24 @@ fn write_raw(
     gaps: &GapIndex,
 ) -> Result<(), BenchError> {
     use std::io::Write;
-    let io = |path: &std::path::Path, source: std::io::Error| BenchError::Output {
-        path: path.display().to_string(),
+    type Csv = std::io::BufWriter<std::fs::File>;
+    /// Creates `path` and fills it with `rows`, a write error naming the file.
+    fn write_file(
+        path: &std::path::Path,
+        rows: impl FnOnce(&mut Csv) -> std::io::Result<()>,
+    ) -> Result<(), BenchError> {
+        let io = |source| BenchError::Output {
+            path: path.display().to_string(),
+            source,
+        };
+        let mut w = std::io::BufWriter::new(std::fs::File::create(path).map_err(io)?);
+        rows(&mut w).and_then(|()| w.flush()).map_err(io)
+    }
+    std::fs::create_dir_all(dir).map_err(|source| BenchError::Output {
+        path: dir.display().to_string(),
         source,
-    };
-    std::fs::create_dir_all(dir).map_err(|e| io(dir, e))?;
-    let path = dir.join("packets.csv");
-    let mut w = std::io::BufWriter::new(std::fs::File::create(&path).map_err(|e| io(&path, e))?);
-    let rows = |w: &mut std::io::BufWriter<std::fs::File>| -> std::io::Result<()> {
+    })?;
+    write_file(&dir.join("packets.csv"), |w| {
         writeln!(
             w,
             "tunnel,receiver,seq,slot_ns,send_ns,kernel_rx_ns,user_rx_ns,latency_ns,range_min_ns,range_max_ns,gap_ns"
@@ -662,21 +672,17 @@ fn write_raw(
                 )?;
             }
         }
-        w.flush()
-    };
-    rows(&mut w).map_err(|e| io(&path, e))?;
-    let path = dir.join("gaps.csv");
-    let mut w = std::io::BufWriter::new(std::fs::File::create(&path).map_err(|e| io(&path, e))?);
-    let rows = |w: &mut std::io::BufWriter<std::fs::File>| -> std::io::Result<()> {
+        Ok(())
+    })?;
+    write_file(&dir.join("gaps.csv"), |w| {
         writeln!(w, "core,start_ns,len_ns")?;
         for f in floors {
             for g in &f.gaps {
                 writeln!(w, "{},{},{}", f.core, g.start_realtime_ns, g.len_ns)?;
             }
         }
-        w.flush()
-    };
-    rows(&mut w).map_err(|e| io(&path, e))
+        Ok(())
+    })
 }
 
 fn tunnel_report(
