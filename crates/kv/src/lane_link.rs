@@ -622,10 +622,8 @@ impl LaneLink {
         )
     }
 
+    /// Sends this period's X-FD frame (the caller checked it is due).
     fn send_fd(&mut self, now: u64, buf: &mut [u8]) {
-        if now < self.fd_tx.poll_timeout() {
-            return;
-        }
         if self.fd_tx.sender().pending_for(FD_PRODUCER) == 0 {
             let p = HeartbeatPayload {
                 incarnation: self.incarnation,
