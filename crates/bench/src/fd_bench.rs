@@ -703,15 +703,13 @@ fn run_parts(
                 });
                 a.xfd_kernel_lambda.map(|l| (l, gap))
             });
-            let (lambda_ns, _) = failure_lambda(plan, measured);
-            let run_ns = failure_seconds_bound(plan, lambda_ns, cfg.period_ns) * 1_000_000_000;
+            let lambda = failure_lambda(plan, measured);
+            let run_ns = failure_seconds_bound(plan, lambda.0, cfg.period_ns) * 1_000_000_000;
             match FloorSet::start(cores, run_ns) {
-                Ok(probes) => {
-                    match failure_part(cfg, plan, tb, cores, probes, measured, progress) {
-                        Ok(f) => failures = Some(f),
-                        Err(e) => result = Err(e),
-                    }
-                }
+                Ok(probes) => match failure_part(cfg, plan, tb, cores, probes, lambda, progress) {
+                    Ok(f) => failures = Some(f),
+                    Err(e) => result = Err(e),
+                },
                 Err(e) => result = Err(BenchError::from(e).into()),
             }
         }
@@ -1013,10 +1011,21 @@ struct AccuracyOutcome {
 /// (every heartbeat needed at the nominal rate), plus leads. Rounds that
 /// run longer (a path that lost many) report gaps they could not keep.
 fn accuracy_run_bound_ns(cfg: &FdBenchConfig) -> u64 {
-    let n = cfg.hosts.max(2) as f64;
-    let nominal_rate = n * (n - 1.0) * 1e9 / cfg.period_ns.max(1) as f64;
-    let first = cfg.heartbeats.max(1) as f64 / nominal_rate * 1.03 + 0.5;
-    ((first.clamp(1.0, 3600.0) + 5.0) * cfg.max_rounds.max(1) as f64 * 1e9) as u64
+    let first =
+        round_seconds(cfg.heartbeats.max(1) as f64 / heartbeat_rate(cfg.hosts, cfg.period_ns));
+    ((first + 5.0) * cfg.max_rounds.max(1) as f64 * 1e9) as u64
+}
+
+/// Heartbeats per second each detector receives when every one of `hosts`
+/// hosts heartbeats to all the others every `period_ns`.
+fn heartbeat_rate(hosts: usize, period_ns: u64) -> f64 {
+    (hosts * hosts.saturating_sub(1)) as f64 * 1e9 / period_ns.max(1) as f64
+}
+
+/// A part-1 round's length for `seconds` of heartbeats at the expected
+/// rate: 3 % over, half a second of lead, between 1 s and an hour.
+fn round_seconds(seconds: f64) -> f64 {
+    (seconds * 1.03 + 0.5).clamp(1.0, 3600.0)
 }
 
 fn accuracy_part(
@@ -1028,8 +1037,7 @@ fn accuracy_part(
 ) -> Result<AccuracyOutcome, FdBenchError> {
     let hosts = tb.hosts();
     let n = hosts.len();
-    let per_period = (n * (n - 1)) as f64;
-    let nominal_rate = per_period * 1e9 / cfg.period_ns as f64;
+    let nominal_rate = heartbeat_rate(n, cfg.period_ns);
     let need = cfg.heartbeats.max(1);
     progress(&format!(
         "part 1: every host heartbeats to the {} others every {} on the lane and on plain UDP: {} receptions per detector per period, {:.0}/s; {} heartbeats per detector take {:.0} s without loss (the plain path loses some at the saturated ports: further rounds make up for them)",
@@ -1051,11 +1059,10 @@ fn accuracy_part(
             break;
         }
         let floor_rate = nominal_rate * 0.02;
-        let secs = (lane_need as f64 / lane_rate.max(floor_rate))
-            .max(plain_need as f64 / plain_rate.max(floor_rate))
-            * 1.03
-            + 0.5;
-        let secs = secs.clamp(1.0, 3600.0);
+        let secs = round_seconds(
+            (lane_need as f64 / lane_rate.max(floor_rate))
+                .max(plain_need as f64 / plain_rate.max(floor_rate)),
+        );
         let duration_ns = (secs * 1e9) as u64;
         progress(&format!(
             "round {}: running {:.1} s (lane needs {} more heartbeats, plain {})",
@@ -1940,11 +1947,10 @@ fn failure_part(
     tb: &Testbed,
     cores: &Cores,
     probes: FloorSet,
-    measured: Option<(i64, u64)>,
+    (lambda_ns, lambda_source): (u64, String),
     progress: &mut dyn FnMut(&str),
 ) -> Result<(Vec<FailureReport>, FailureRun), FdBenchError> {
     let t = cfg.period_ns;
-    let (lambda_ns, lambda_source) = failure_lambda(plan, measured);
     let stall = failure_stall_periods(plan, lambda_ns, t);
     let hosts = tb.hosts().to_vec();
     let n = hosts.len();
