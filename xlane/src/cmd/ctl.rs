@@ -11,7 +11,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
-use xlane_ctl::auth::Keys;
+use xlane_ctl::auth::{Key, Keys};
 use xlane_ctl::client::{Client, Granted};
 use xlane_ctl::fabric::{Fabric, FabricError, FabricOp, NoFabric, SwitchMeter};
 use xlane_ctl::proto::{TunnelId, TunnelInfo, TunnelState, Upcall, UNBOUNDED_NS};
@@ -288,12 +288,21 @@ fn write_private(p: &Path, text: &str) -> super::CmdResult {
 }
 
 fn connect(c: &Conn) -> Result<Client, Box<dyn std::error::Error>> {
-    let keys = Keys::from_file(&c.keys)?;
-    let key = keys
-        .get(&c.host)
-        .ok_or_else(|| format!("no key for host `{}` in {}", c.host, c.keys.display()))?;
-    Client::connect(c.controller, &c.host, key)
-        .map_err(|e| format!("controller {}: {e}", c.controller).into())
+    let key = host_key(&c.keys, &c.host)?;
+    Ok(connect_as(c.controller, &c.host, &key)?)
+}
+
+/// `host`'s key from the keys file at `path` (`xlane ctl keygen`).
+pub(super) fn host_key(path: &std::path::Path, host: &str) -> Result<Key, String> {
+    let keys = Keys::from_file(path).map_err(|e| e.to_string())?;
+    keys.get(host)
+        .cloned()
+        .ok_or_else(|| format!("no key for host `{host}` in {}", path.display()))
+}
+
+/// A connection to the controller at `addr`, authenticated as `host`.
+pub(super) fn connect_as(addr: SocketAddr, host: &str, key: &Key) -> Result<Client, String> {
+    Client::connect(addr, host, key).map_err(|e| format!("controller {addr}: {e}"))
 }
 
 fn fmt_ns(ns: u64) -> String {

@@ -393,7 +393,7 @@ impl Release {
     /// Releases every tunnel (a fresh connection: the one that asked may be
     /// gone); returns how many the controller confirmed.
     fn run(self) -> usize {
-        let Ok(mut c) = xlane_ctl::client::Client::connect(self.ctl, &self.host, &self.key) else {
+        let Ok(mut c) = super::ctl::connect_as(self.ctl, &self.host, &self.key) else {
             return 0;
         };
         self.tunnels
@@ -413,17 +413,12 @@ fn request_tunnels(
     names: &BTreeMap<u64, String>,
     timing: &mut LaneTiming,
 ) -> Result<ControllerTiming, String> {
-    use xlane_ctl::auth::Keys;
-    use xlane_ctl::client::Client;
     // σ: the largest lane frame as an IP packet (datagram, UDP and IPv4
     // headers; at most the MTU, as the controller checks).
     const FRAME_BYTES: u32 = xlane_wire::MAX_FRAME_LEN as u32 + 8 + 20;
     let host = &names[&me];
-    let keys = Keys::from_file(keys).map_err(|e| format!("--ctl-keys {}: {e}", keys.display()))?;
-    let key = keys
-        .get(host)
-        .ok_or_else(|| format!("--ctl-keys has no key for host `{host}`"))?;
-    let mut c = Client::connect(ctl, host, key).map_err(|e| format!("controller {ctl}: {e}"))?;
+    let key = super::ctl::host_key(keys, host).map_err(|e| format!("--ctl-keys: {e}"))?;
+    let mut c = super::ctl::connect_as(ctl, host, &key)?;
     // Tunnels of an earlier run of this member end here.
     let (held, _) = c
         .list()
@@ -432,10 +427,10 @@ fn request_tunnels(
         c.release(t.tunnel)
             .map_err(|e| format!("controller {ctl}: release tunnel {}: {e}", t.tunnel.0))?;
     }
-    let others: Vec<(u64, String)> = names
+    let others: Vec<String> = names
         .iter()
         .filter(|(&i, _)| i != me)
-        .map(|(&i, n)| (i, n.clone()))
+        .map(|(_, n)| n.clone())
         .collect();
     let mut grants = Vec::new();
     let mut max_latency_ns = 0u64;
@@ -451,7 +446,7 @@ fn request_tunnels(
         }));
         max
     };
-    for (_, name) in &others {
+    for name in &others {
         let to = vec![name.clone()];
         let g = c
             .request(&to, FRAME_BYTES, timing.repl_period_ns, 1)
@@ -459,7 +454,7 @@ fn request_tunnels(
         repl_period = repl_period.max(g.resources.period_ns);
         record("replication", &to, &g);
     }
-    let to: Vec<String> = others.iter().map(|(_, n)| n.clone()).collect();
+    let to = others;
     if !to.is_empty() {
         let g = c
             .request(&to, FRAME_BYTES, timing.fd_period_ns, 0)
@@ -480,7 +475,7 @@ fn request_tunnels(
         release: Release {
             ctl,
             host: host.clone(),
-            key: key.clone(),
+            key,
             tunnels,
         },
     })
