@@ -1,6 +1,6 @@
 //! `xlane bench kv --json` end to end: real etcd, real Redis and xlane kv
-//! clusters of 3 on loopback (raft over UDP and X-Raft over the lane), a short latency and throughput phase, the
-//! documented JSON on stdout.
+//! clusters of 3 on loopback (raft over UDP and X-Raft over the lane), a
+//! short latency and throughput phase, the documented JSON on stdout.
 
 use std::process::Command;
 

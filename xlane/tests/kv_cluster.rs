@@ -6,12 +6,15 @@
 //! and X-Raft over the lane (`--transport lane`: replication sub-lane,
 //! commit notices on X-FD heartbeats, elections started by X-FD).
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
+mod common;
+
+use common::Conn;
+use std::io::{BufRead, BufReader};
+use std::net::{SocketAddr, TcpListener, UdpSocket};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
-use xlane_kv::resp::{decode_reply, encode_command, Reply};
+use xlane_kv::resp::Reply;
 
 const DEADLINE: Duration = Duration::from_secs(20);
 
@@ -155,50 +158,6 @@ impl Drop for Cluster {
             self.kill(id);
         }
         let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
-/// A minimal pipelining RESP client.
-struct Conn {
-    s: TcpStream,
-    buf: Vec<u8>,
-}
-
-impl Conn {
-    fn open(addr: SocketAddr) -> Conn {
-        let s = TcpStream::connect(addr).expect("connect");
-        s.set_read_timeout(Some(Duration::from_secs(10)))
-            .expect("timeout");
-        Conn { s, buf: Vec::new() }
-    }
-
-    fn pipeline(&mut self, cmds: &[Vec<&str>]) -> Vec<Reply> {
-        let mut out = Vec::new();
-        for c in cmds {
-            let args: Vec<Vec<u8>> = c.iter().map(|a| a.as_bytes().to_vec()).collect();
-            encode_command(&args, &mut out);
-        }
-        self.s.write_all(&out).expect("write");
-        let mut replies = Vec::new();
-        let mut chunk = [0u8; 16 << 10];
-        while replies.len() < cmds.len() {
-            match decode_reply(&self.buf).expect("bad reply") {
-                Some((r, n)) => {
-                    self.buf.drain(..n);
-                    replies.push(r);
-                }
-                None => {
-                    let n = self.s.read(&mut chunk).expect("read");
-                    assert!(n > 0, "connection closed");
-                    self.buf.extend_from_slice(&chunk[..n]);
-                }
-            }
-        }
-        replies
-    }
-
-    fn cmd(&mut self, c: &[&str]) -> Reply {
-        self.pipeline(&[c.to_vec()]).remove(0)
     }
 }
 

@@ -17,14 +17,17 @@
 //! Needs root (network namespaces); without it the test says so and passes
 //! nothing else.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpStream};
+mod common;
+
+use common::Conn;
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use xlane_kv::resp::{decode_reply, encode_command, Reply};
+use xlane_kv::resp::Reply;
 use xlane_lincheck::{check, CheckOptions, HistoryRecorder, KvInput, KvModel, KvOutput};
 use xlane_testbed::{enter_netns, HostInfo, Testbed, TestbedConfig};
 
@@ -137,42 +140,6 @@ impl Drop for Members {
     }
 }
 
-/// One RESP connection with a deadline per reply.
-struct Conn {
-    s: TcpStream,
-    buf: Vec<u8>,
-}
-
-impl Conn {
-    fn open(addr: SocketAddr) -> Option<Conn> {
-        let s = TcpStream::connect_timeout(&addr, OP_TIMEOUT).ok()?;
-        s.set_read_timeout(Some(OP_TIMEOUT)).ok()?;
-        s.set_write_timeout(Some(OP_TIMEOUT)).ok()?;
-        let _ = s.set_nodelay(true);
-        Some(Conn { s, buf: Vec::new() })
-    }
-
-    /// The reply, or `None` on a timeout or a broken connection.
-    fn cmd(&mut self, args: &[&[u8]]) -> Option<Reply> {
-        let mut out = Vec::new();
-        let args: Vec<Vec<u8>> = args.iter().map(|a| a.to_vec()).collect();
-        encode_command(&args, &mut out);
-        self.s.write_all(&out).ok()?;
-        let mut chunk = [0u8; 4096];
-        loop {
-            if let Ok(Some((r, n))) = decode_reply(&self.buf) {
-                self.buf.drain(..n);
-                return Some(r);
-            }
-            let n = self.s.read(&mut chunk).ok()?;
-            if n == 0 {
-                return None;
-            }
-            self.buf.extend_from_slice(&chunk[..n]);
-        }
-    }
-}
-
 /// The member a `MOVED` error points to.
 fn moved_to(members: &[SocketAddr], e: &str) -> Option<usize> {
     let to = e.strip_prefix("MOVED ")?.rsplit(' ').next()?;
@@ -198,7 +165,7 @@ fn client(
     let mut n = 0u64;
     while !stop.load(Ordering::Relaxed) {
         if conn.is_none() {
-            conn = Conn::open(members[target]);
+            conn = Conn::try_open(members[target], OP_TIMEOUT);
             if conn.is_none() {
                 target = (target + 1) % MEMBERS;
                 std::thread::sleep(Duration::from_millis(20));
@@ -217,9 +184,9 @@ fn client(
         };
         let h = rec.lock().unwrap().invoke(id, input, now_ns(t0));
         let reply = if write {
-            c.cmd(&[b"SET", key.as_bytes(), value.as_bytes()])
+            c.try_cmd(&["SET".as_bytes(), key.as_bytes(), value.as_bytes()])
         } else {
-            c.cmd(&[b"GET", key.as_bytes()])
+            c.try_cmd(&["GET".as_bytes(), key.as_bytes()])
         };
         let at = now_ns(t0);
         let mut r = rec.lock().unwrap();
@@ -363,14 +330,15 @@ fn run(seed: u64) {
     loop {
         let mut views = Vec::new();
         for a in &addrs {
-            let view: Option<Vec<Option<Reply>>> = Conn::open(*a).and_then(|mut c| {
-                c.cmd(&[b"READONLY"])?;
-                Some(
-                    (0..KEYS)
-                        .map(|k| c.cmd(&[b"GET", format!("k{k}").as_bytes()]))
-                        .collect(),
-                )
-            });
+            let view: Option<Vec<Option<Reply>>> =
+                Conn::try_open(*a, OP_TIMEOUT).and_then(|mut c| {
+                    c.try_cmd(&["READONLY"])?;
+                    Some(
+                        (0..KEYS)
+                            .map(|k| c.try_cmd(&["GET".to_string(), format!("k{k}")]))
+                            .collect(),
+                    )
+                });
             views.push(view);
         }
         let agree = views.iter().all(|v| v.is_some() && *v == views[0]);

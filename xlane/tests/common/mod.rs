@@ -1,0 +1,78 @@
+//! What the kv integration tests share: a minimal pipelining RESP client.
+// Each test file compiles this module on its own and uses part of it.
+#![allow(dead_code)]
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::time::Duration;
+use xlane_kv::resp::{decode_reply, encode_command, Reply};
+
+/// One RESP connection; every read and write waits at most its timeout.
+pub struct Conn {
+    s: TcpStream,
+    buf: Vec<u8>,
+}
+
+impl Conn {
+    /// Connects within `timeout`; `None` if the member cannot be reached.
+    pub fn try_open(addr: SocketAddr, timeout: Duration) -> Option<Conn> {
+        let s = TcpStream::connect_timeout(&addr, timeout).ok()?;
+        s.set_read_timeout(Some(timeout)).ok()?;
+        s.set_write_timeout(Some(timeout)).ok()?;
+        let _ = s.set_nodelay(true);
+        Some(Conn { s, buf: Vec::new() })
+    }
+
+    /// Connects (10 s per step), or panics.
+    pub fn open(addr: SocketAddr) -> Conn {
+        Conn::try_open(addr, Duration::from_secs(10))
+            .unwrap_or_else(|| panic!("cannot connect to {addr}"))
+    }
+
+    /// Sends every command at once and reads one reply each; `None` on a
+    /// timeout, a closed connection or a malformed reply.
+    pub fn try_pipeline<A: AsRef<[u8]>>(&mut self, cmds: &[Vec<A>]) -> Option<Vec<Reply>> {
+        let mut out = Vec::new();
+        for c in cmds {
+            let args: Vec<Vec<u8>> = c.iter().map(|a| a.as_ref().to_vec()).collect();
+            encode_command(&args, &mut out);
+        }
+        self.s.write_all(&out).ok()?;
+        let mut replies = Vec::new();
+        let mut chunk = [0u8; 16 << 10];
+        while replies.len() < cmds.len() {
+            match decode_reply(&self.buf).ok()? {
+                Some((r, n)) => {
+                    self.buf.drain(..n);
+                    replies.push(r);
+                }
+                None => {
+                    let n = self.s.read(&mut chunk).ok()?;
+                    if n == 0 {
+                        return None;
+                    }
+                    self.buf.extend_from_slice(&chunk[..n]);
+                }
+            }
+        }
+        Some(replies)
+    }
+
+    /// One command's reply, `None` as for [`Conn::try_pipeline`].
+    pub fn try_cmd<A: AsRef<[u8]>>(&mut self, c: &[A]) -> Option<Reply> {
+        let args: Vec<&[u8]> = c.iter().map(AsRef::as_ref).collect();
+        self.try_pipeline(&[args]).map(|mut r| r.remove(0))
+    }
+
+    /// [`Conn::try_pipeline`] that panics instead of `None`.
+    pub fn pipeline<A: AsRef<[u8]>>(&mut self, cmds: &[Vec<A>]) -> Vec<Reply> {
+        self.try_pipeline(cmds)
+            .expect("replies (timeout, closed connection or a malformed reply)")
+    }
+
+    /// [`Conn::try_cmd`] that panics instead of `None`.
+    pub fn cmd<A: AsRef<[u8]>>(&mut self, c: &[A]) -> Reply {
+        self.try_cmd(c)
+            .expect("a reply (timeout, closed connection or a malformed reply)")
+    }
+}
