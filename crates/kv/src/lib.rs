@@ -15,10 +15,13 @@
 //! * [`lane_link`]: X-Raft over the lane (replication sub-lane, commit
 //!   notices on X-FD heartbeats, elections started by X-FD suspicion).
 //! * [`chunk_stream`]: raft datagrams as a stream of lane chunks.
-//! * [`server`]: the TCP server (`xlane kv serve`).
+//! * [`server`]: the TCP server of a single node, thread per connection.
+//! * [`client_loop`]: a cluster member's RESP clients, served on its raft
+//!   driver's thread (one event loop per member).
 #![warn(missing_docs)]
 
 pub mod chunk_stream;
+pub mod client_loop;
 pub mod commands;
 pub mod lane_link;
 pub mod op;

@@ -24,10 +24,12 @@
 //! retransmits. Packets and connections from unknown senders are ignored and
 //! counted in [`TransportStats`].
 
+use crate::client_loop::ClientLoop;
 use crate::lane_link::{LaneError, LaneLink, LaneStats, LaneTiming, Outbox};
 use crate::op::WriteOp;
 use crate::replicator::{ReplicaError, Replicator, SharedStore};
-use crate::resp::{decode_reply, Reply};
+use crate::resp::{decode_reply, Limits, Reply};
+use crate::server::Stats;
 use crate::store::Store;
 use std::collections::{BTreeMap, HashMap};
 use std::io::{Read, Write};
@@ -39,7 +41,7 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use xlane_xraft::batch::ReassemblyLimits;
-use xlane_xraft::driver::{Driver, DriverHandle, InboundSource, ReplicateError};
+use xlane_xraft::driver::{Driver, DriverHandle, Frontend, InboundSource, ReplicateError};
 use xlane_xraft::node::NewNodeError;
 use xlane_xraft::storage::OpenError;
 use xlane_xraft::{
@@ -148,6 +150,9 @@ pub enum RaftStartError {
     /// The lane link could not start.
     #[error("lane: {0}")]
     Lane(#[from] LaneError),
+    /// The client listener could not be set up for the event loop.
+    #[error("client listener: {0}")]
+    Clients(std::io::Error),
 }
 
 /// Transport counters (shared between the threads).
@@ -292,6 +297,7 @@ pub struct RaftReplicator {
     store: SharedStore,
     peers: Arc<BTreeMap<u64, Peer>>,
     stats: Arc<TransportStats>,
+    client_addr: Option<SocketAddr>,
     applied_index: Arc<AtomicU64>,
     raft_addr: SocketAddr,
     lane: Option<Arc<LaneStats>>,
@@ -313,6 +319,25 @@ impl RaftReplicator {
     /// an existing one restarts (the store is rebuilt from the log's
     /// snapshot and committed entries). Returns what opening the log found.
     pub fn start(cfg: RaftConfig) -> Result<(Self, OpenReport), RaftStartError> {
+        Self::start_inner(cfg, None)
+    }
+
+    /// Like [`RaftReplicator::start`], and serves RESP clients on
+    /// `listener` from the raft driver's own thread
+    /// ([`crate::client_loop`]), counting them in `stats`.
+    pub fn start_serving(
+        cfg: RaftConfig,
+        listener: TcpListener,
+        limits: Limits,
+        stats: Arc<Stats>,
+    ) -> Result<(Self, OpenReport), RaftStartError> {
+        Self::start_inner(cfg, Some((listener, limits, stats)))
+    }
+
+    fn start_inner(
+        cfg: RaftConfig,
+        clients: Option<(TcpListener, Limits, Arc<Stats>)>,
+    ) -> Result<(Self, OpenReport), RaftStartError> {
         if cfg.id == 0 || !cfg.peers.contains_key(&cfg.id) {
             return Err(RaftStartError::Config(format!(
                 "id {} must be non-zero and in the peer list",
@@ -380,6 +405,26 @@ impl RaftReplicator {
             MessageEndpoint::new(cfg.express_mtu, first_msg_id, cfg.bulk_threshold, limits)
                 .map_err(|e| RaftStartError::Config(e.to_string()))?;
 
+        let peers = Arc::new(cfg.peers.clone());
+        let client_addr = match &clients {
+            Some((l, ..)) => Some(l.local_addr().map_err(RaftStartError::Clients)?),
+            None => None,
+        };
+        let frontend = match clients {
+            None => None,
+            Some((listener, limits, stats)) => {
+                let l = ClientLoop::new(
+                    listener,
+                    limits,
+                    store.clone(),
+                    peers.clone(),
+                    cfg.id,
+                    stats,
+                )
+                .map_err(RaftStartError::Clients)?;
+                Some(Box::new(l) as Box<dyn Frontend>)
+            }
+        };
         let stop = Arc::new(AtomicBool::new(false));
         let mut threads = Vec::new();
         let mut tcp = HashMap::new();
@@ -405,11 +450,14 @@ impl RaftReplicator {
                     stats: stats.clone(),
                     buf: vec![0u8; 64 << 10],
                 };
-                let d =
-                    Driver::spawn_with_inbound(node, endpoint, transport, Some(Box::new(source)));
+                let source: Box<dyn InboundSource> = Box::new(source);
+                let d = Driver::spawn_with(node, endpoint, transport, Some(source), frontend);
                 (d, None)
             }
-            Inbound::Lane(link) => (Driver::spawn(node, endpoint, transport), Some(link)),
+            Inbound::Lane(link) => (
+                Driver::spawn_with(node, endpoint, transport, None, frontend),
+                Some(link),
+            ),
         };
         let handle = driver.handle();
 
@@ -427,7 +475,7 @@ impl RaftReplicator {
             }
         };
         {
-            let peers = Arc::new(cfg.peers.clone());
+            let peers = peers.clone();
             let (h, st, s, me) = (handle.clone(), stats.clone(), stop.clone(), cfg.id);
             threads.push(spawn("kv-raft-tcp-in", move || {
                 tcp_acceptor(listener, me, &peers, &h, &st, &s)
@@ -438,8 +486,9 @@ impl RaftReplicator {
                 id: cfg.id,
                 handle,
                 store,
-                peers: Arc::new(cfg.peers),
+                peers,
                 stats,
+                client_addr,
                 applied_index,
                 raft_addr,
                 lane: lane_stats,
@@ -461,6 +510,11 @@ impl RaftReplicator {
         self.raft_addr
     }
 
+    /// The address RESP clients connect to ([`Self::start_serving`] only).
+    pub fn client_addr(&self) -> Option<SocketAddr> {
+        self.client_addr
+    }
+
     /// The transport's counters.
     pub fn stats(&self) -> &TransportStats {
         &self.stats
@@ -475,6 +529,14 @@ impl RaftReplicator {
     /// the first entry after start or the last snapshot).
     pub fn applied_index(&self) -> u64 {
         self.applied_index.load(Ordering::Acquire)
+    }
+
+    /// Whether the raft driver still runs (false after [`Self::shutdown`] or
+    /// a raft log write failure).
+    pub fn running(&self) -> bool {
+        self.driver
+            .lock()
+            .is_ok_and(|d| d.as_ref().is_some_and(Driver::is_running))
     }
 
     /// The driver handle (for tools and tests).
@@ -501,10 +563,40 @@ impl RaftReplicator {
     }
 
     fn leader_client(&self, hint: u64) -> Option<String> {
-        if hint == 0 || hint == self.id {
-            return None;
+        leader_client(&self.peers, self.id, hint)
+    }
+}
+
+/// The client address of raft member `hint` as seen from member `me`
+/// (`None` for unknown, 0, or `me` itself).
+pub(crate) fn leader_client(peers: &BTreeMap<u64, Peer>, me: u64, hint: u64) -> Option<String> {
+    if hint == 0 || hint == me {
+        return None;
+    }
+    peers.get(&hint).map(|p| p.client.clone())
+}
+
+/// What a read barrier that failed every retry tells the client.
+pub(crate) const READ_UNCONFIRMED: &str = "read barrier not confirmed (no leader reachable?)";
+
+/// The store's view of a driver error; `leader` maps a leader hint to its
+/// client address.
+pub(crate) fn replica_error(
+    e: ReplicateError,
+    leader: impl FnOnce(u64) -> Option<String>,
+) -> ReplicaError {
+    match e {
+        ReplicateError::NotLeader(hint) => ReplicaError::NotLeader {
+            leader: leader(hint),
+        },
+        ReplicateError::Dropped { indeterminate } => ReplicaError::Unavailable(if indeterminate {
+            "leadership changed; the write may or may not have been applied".into()
+        } else {
+            "leadership changed; the write was not applied".into()
+        }),
+        e @ (ReplicateError::ReadFailed | ReplicateError::Stopped) => {
+            ReplicaError::Unavailable(e.to_string())
         }
-        self.peers.get(&hint).map(|p| p.client.clone())
     }
 }
 
@@ -523,19 +615,7 @@ impl Replicator for RaftReplicator {
                     "undecodable reply from the state machine".into(),
                 )),
             },
-            Err(ReplicateError::NotLeader(hint)) => Err(ReplicaError::NotLeader {
-                leader: self.leader_client(hint),
-            }),
-            Err(ReplicateError::Dropped { indeterminate }) => {
-                Err(ReplicaError::Unavailable(if indeterminate {
-                    "leadership changed; the write may or may not have been applied".into()
-                } else {
-                    "leadership changed; the write was not applied".into()
-                }))
-            }
-            Err(e @ (ReplicateError::ReadFailed | ReplicateError::Stopped)) => {
-                Err(ReplicaError::Unavailable(e.to_string()))
-            }
+            Err(e) => Err(replica_error(e, |h| self.leader_client(h))),
         }
     }
 
@@ -544,17 +624,10 @@ impl Replicator for RaftReplicator {
             match self.handle.read_barrier() {
                 Ok(()) => return Ok(()),
                 Err(ReplicateError::ReadFailed) => continue,
-                Err(ReplicateError::NotLeader(hint)) => {
-                    return Err(ReplicaError::NotLeader {
-                        leader: self.leader_client(hint),
-                    })
-                }
-                Err(e) => return Err(ReplicaError::Unavailable(e.to_string())),
+                Err(e) => return Err(replica_error(e, |h| self.leader_client(h))),
             }
         }
-        Err(ReplicaError::Unavailable(
-            "read barrier not confirmed (no leader reachable?)".into(),
-        ))
+        Err(ReplicaError::Unavailable(READ_UNCONFIRMED.into()))
     }
 
     fn store(&self) -> &SharedStore {

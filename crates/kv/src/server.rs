@@ -68,6 +68,18 @@ pub struct Session {
     pub readonly: bool,
 }
 
+/// Answers the commands about the connection itself (`READONLY`,
+/// `READWRITE`); `None` for every other command.
+pub fn session_command(session: &mut Session, args: &crate::resp::Command) -> Option<Reply> {
+    if let [name] = &args[..] {
+        if name.eq_ignore_ascii_case(b"readonly") || name.eq_ignore_ascii_case(b"readwrite") {
+            session.readonly = name.eq_ignore_ascii_case(b"readonly");
+            return Some(Reply::ok());
+        }
+    }
+    None
+}
+
 /// Runs one request through the replicator. The second value is true for
 /// `QUIT` (close after replying).
 pub fn handle(
@@ -76,11 +88,8 @@ pub fn handle(
     args: &crate::resp::Command,
     now: u64,
 ) -> (Reply, bool) {
-    if let [name] = &args[..] {
-        if name.eq_ignore_ascii_case(b"readonly") || name.eq_ignore_ascii_case(b"readwrite") {
-            session.readonly = name.eq_ignore_ascii_case(b"readonly");
-            return (Reply::ok(), false);
-        }
+    if let Some(r) = session_command(session, args) {
+        return (r, false);
     }
     match classify(args, now) {
         Action::Reply(r) => (r, false),

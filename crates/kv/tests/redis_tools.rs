@@ -9,10 +9,11 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use xlane_kv::raft::{LogFsync, StorageConfig};
 use xlane_kv::replicator::{FsyncPolicy, LocalReplicator, ReplicaError, Replicator, SharedStore};
 use xlane_kv::resp::{decode_reply, encode_command, split_inline, Limits, Reply};
 use xlane_kv::server::{Server, ServerHandle};
-use xlane_kv::WriteOp;
+use xlane_kv::{Peer, RaftConfig, RaftReplicator, WriteOp};
 
 fn tool(name: &str, package: &str) -> PathBuf {
     let path = std::env::var_os("PATH").unwrap_or_default();
@@ -33,6 +34,66 @@ fn start(repl: Arc<dyn Replicator>, limits: Limits) -> ServerHandle {
         .expect("bind loopback")
         .spawn()
         .expect("spawn server")
+}
+
+/// What a test talks to: the single-node server, or a one-member raft
+/// group serving its clients on the raft driver's thread.
+enum Target {
+    Single(ServerHandle),
+    /// The member and its log directory (removed when the target is).
+    Raft(RaftReplicator, #[allow(dead_code)] tempfile::TempDir),
+}
+
+impl Target {
+    fn single() -> Target {
+        Target::Single(start(
+            Arc::new(LocalReplicator::in_memory()),
+            Limits::default(),
+        ))
+    }
+
+    fn raft() -> Target {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("listen");
+        let client = listener.local_addr().expect("addr").to_string();
+        let raft = loop {
+            let u = std::net::UdpSocket::bind("127.0.0.1:0").expect("udp");
+            let a = u.local_addr().expect("addr");
+            if TcpListener::bind(a).is_ok() {
+                break a;
+            }
+        };
+        let dir = tempfile::tempdir().expect("dir");
+        let mut st = StorageConfig::new(dir.path());
+        st.fsync = LogFsync::Never;
+        let peers = [(1, Peer { raft, client })].into_iter().collect();
+        let cfg = RaftConfig::new(1, peers, st, 10_000_000, 20_000_000).expect("cfg");
+        let stats = Arc::new(xlane_kv::server::Stats::default());
+        let (node, _) =
+            RaftReplicator::start_serving(cfg, listener, Limits::default(), stats).expect("start");
+        let t = Target::Raft(node, dir);
+        // A lone member elects itself after its election timeout (the
+        // probe, a write, leaves no key behind).
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while cli(t.port(), &["del", "up"]) != "0\n" {
+            assert!(Instant::now() < deadline, "the raft member never led");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        t
+    }
+
+    fn port(&self) -> u16 {
+        match self {
+            Target::Single(s) => s.addr().port(),
+            Target::Raft(n, _) => n.client_addr().expect("serving").port(),
+        }
+    }
+
+    fn stop(self) {
+        match self {
+            Target::Single(s) => s.shutdown(),
+            Target::Raft(n, _) => n.shutdown(),
+        }
+    }
 }
 
 /// Runs a redis-cli script (one command per line on stdin) and returns its
@@ -71,8 +132,13 @@ fn cli(port: u16, args: &[&str]) -> String {
 
 #[test]
 fn redis_cli_sequences() {
-    let srv = start(Arc::new(LocalReplicator::in_memory()), Limits::default());
-    let port = srv.addr().port();
+    for t in [Target::single(), Target::raft()] {
+        redis_cli_sequence(t);
+    }
+}
+
+fn redis_cli_sequence(srv: Target) {
+    let port = srv.port();
     let script = "\
 SET a 1
 GET a
@@ -115,7 +181,7 @@ ERR syntax error\n\nPONG\nhi\n";
     assert_eq!(got, want, "redis-cli output:\n{got}");
     // One command per invocation too (the usual way).
     assert_eq!(cli(port, &["get", "a"]), "11\n");
-    srv.shutdown();
+    srv.stop();
 }
 
 fn bench(port: u16, extra: &[&str]) -> String {
@@ -164,18 +230,26 @@ fn bench(port: u16, extra: &[&str]) -> String {
 
 #[test]
 fn redis_benchmark_runs_clean() {
-    let srv = start(Arc::new(LocalReplicator::in_memory()), Limits::default());
-    let port = srv.addr().port();
+    for (srv, what) in [
+        (Target::single(), "single node"),
+        (Target::raft(), "raft member"),
+    ] {
+        redis_benchmark_run(srv, what);
+    }
+}
+
+fn redis_benchmark_run(srv: Target, what: &str) {
+    let port = srv.port();
     let plain = bench(port, &[]);
-    let piped = bench(port, &["-P", "16"]);
-    println!("redis-benchmark (debug/test build, single node):\n{plain}\nwith -P 16:\n{piped}");
+    let piped = bench(port, &["-P", "16", "-c", "60"]);
+    println!("redis-benchmark (debug/test build, {what}):\n{plain}\nwith -P 16 -c 60:\n{piped}");
     // INCR ran 20000 times on counter:__rand_int__ keys, twice.
     let dbsize = cli(port, &["dbsize"]);
     assert!(
         dbsize.trim().parse::<u64>().is_ok_and(|n| n > 0),
         "dbsize {dbsize}"
     );
-    srv.shutdown();
+    srv.stop();
 }
 
 #[test]

@@ -9,6 +9,11 @@
 //! between a receiving thread and the driver (on a virtual machine each hand-over is a
 //! cross-vCPU wake-up of tens of µs).
 //!
+//! A [`Frontend`] (e.g. a key-value store's client connections) can run on the driver
+//! thread too: its descriptor joins the same `ppoll`, its requests join the same Ready, and
+//! their outcomes come back to it on the same thread, so a client request crosses no thread
+//! at all on its way through the node.
+//!
 //! The state machine lives inside the node (on the driver thread); applications that read
 //! it from other threads share it themselves (e.g. `Arc<Mutex<_>>` inside their
 //! [`StateMachine`] impl) and read after [`DriverHandle::read_barrier`] returns.
@@ -61,6 +66,100 @@ pub trait InboundSource: Send + 'static {
     /// with the peer it came from; returns how many it handed over. Datagrams from
     /// unknown senders are dropped (and counted) by the source.
     fn drain(&mut self, max: usize, deliver: &mut dyn FnMut(u64, &[u8])) -> usize;
+}
+
+/// The outcome of a [`Frontend`]'s proposal or read barrier.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// The proposal was committed and applied; the state machine's result.
+    Applied(Vec<u8>),
+    /// The read barrier holds: the local state machine is at or past the read index.
+    ReadReady,
+    /// It failed (the proposal was dropped, the read barrier timed out, ...).
+    Failed(ReplicateError),
+}
+
+/// What a [`Frontend`] may ask of the node; each call's [`Outcome`] comes back later
+/// through [`Frontend::complete`] with the same `token`.
+pub trait Submit {
+    /// Proposes `op`. Fails at once with [`ReplicateError::NotLeader`] on a follower.
+    fn propose(&mut self, op: Vec<u8>, token: u64) -> Result<(), ReplicateError>;
+    /// Starts a linearizable read barrier (ReadIndex).
+    fn read_barrier(&mut self, token: u64);
+}
+
+/// Requests served on the driver thread itself (see the module docs). All calls are made
+/// by the driver thread and must not block.
+pub trait Frontend: Send + 'static {
+    /// A descriptor that is readable while the frontend has I/O to do (e.g. an epoll set).
+    fn fd(&self) -> RawFd;
+    /// Does the frontend's waiting input without blocking and submits what it asks for.
+    /// Called every turn before the node's Ready is handled, so what is submitted joins
+    /// that Ready. Returns true if work is left for another turn right away.
+    fn turn(&mut self, submit: &mut dyn Submit) -> bool;
+    /// The outcome of an earlier submission.
+    fn complete(&mut self, token: u64, outcome: Outcome, submit: &mut dyn Submit);
+    /// End of the turn: sends what is ready to go. Returns true if work is left for
+    /// another turn right away.
+    fn flush(&mut self) -> bool;
+}
+
+/// Who waits for a proposal or a read: a blocking caller or a frontend's token.
+enum Waiter<T> {
+    Caller(mpsc::Sender<Result<T, ReplicateError>>),
+    Token(u64),
+}
+
+/// Outcomes held back during the events pass, for the frontend after it.
+type Completions = Vec<(u64, Outcome)>;
+
+impl<T> Waiter<T> {
+    /// Answers a blocking caller at once; a frontend's outcome is queued in `done`.
+    fn finish(self, r: Result<T, ReplicateError>, done: &mut Completions, ok: fn(T) -> Outcome) {
+        match self {
+            Waiter::Caller(tx) => {
+                let _ = tx.send(r);
+            }
+            Waiter::Token(t) => done.push((t, r.map_or_else(Outcome::Failed, ok))),
+        }
+    }
+}
+
+/// The node as a frontend sees it during one call.
+struct NodeSubmit<'a, S: StateMachine> {
+    node: &'a mut RaftNode<S>,
+    proposals: &'a mut HashMap<ProposalId, Waiter<Vec<u8>>>,
+    reads: &'a mut HashMap<ReadId, Waiter<()>>,
+    /// Submissions made (the driver must not sleep before the next Ready).
+    count: usize,
+}
+
+impl<S: StateMachine> Submit for NodeSubmit<'_, S> {
+    fn propose(&mut self, op: Vec<u8>, token: u64) -> Result<(), ReplicateError> {
+        let id = propose(self.node, op)?;
+        self.proposals.insert(id, Waiter::Token(token));
+        self.count += 1;
+        Ok(())
+    }
+
+    fn read_barrier(&mut self, token: u64) {
+        let id = self.node.read_index();
+        self.reads.insert(id, Waiter::Token(token));
+        self.count += 1;
+    }
+}
+
+/// [`RaftNode::propose`] with the driver's errors.
+fn propose<S: StateMachine>(
+    node: &mut RaftNode<S>,
+    op: Vec<u8>,
+) -> Result<ProposalId, ReplicateError> {
+    node.propose(op).map_err(|e| match e {
+        crate::node::ProposeError::NotLeader { leader } => ReplicateError::NotLeader(leader),
+        _ => ReplicateError::Dropped {
+            indeterminate: false,
+        },
+    })
 }
 
 /// Cloneable handle to a running driver.
@@ -124,14 +223,29 @@ impl Driver {
     }
 
     /// Like [`Driver::spawn`], and the driver thread also reads `inbound` itself.
+    pub fn spawn_with_inbound<S, T>(
+        node: RaftNode<S>,
+        endpoint: MessageEndpoint,
+        transport: T,
+        inbound: Option<Box<dyn InboundSource>>,
+    ) -> Self
+    where
+        S: StateMachine + Send + 'static,
+        T: Transport + Send + 'static,
+    {
+        Self::spawn_with(node, endpoint, transport, inbound, None)
+    }
+
+    /// Like [`Driver::spawn_with_inbound`], and the driver thread also serves `frontend`.
     ///
     /// # Panics
     /// If no eventfd can be made (the process is out of descriptors).
-    pub fn spawn_with_inbound<S, T>(
+    pub fn spawn_with<S, T>(
         mut node: RaftNode<S>,
         mut endpoint: MessageEndpoint,
         mut transport: T,
         mut inbound: Option<Box<dyn InboundSource>>,
+        mut frontend: Option<Box<dyn Frontend>>,
     ) -> Self
     where
         S: StateMachine + Send + 'static,
@@ -144,10 +258,9 @@ impl Driver {
         let join = std::thread::spawn(move || {
             let start = Instant::now();
             let tick = node.config().tick_ns.max(1);
-            let mut proposals: HashMap<ProposalId, mpsc::Sender<Result<Vec<u8>, ReplicateError>>> =
-                HashMap::new();
-            let mut reads: HashMap<ReadId, mpsc::Sender<Result<(), ReplicateError>>> =
-                HashMap::new();
+            let mut proposals: HashMap<ProposalId, Waiter<Vec<u8>>> = HashMap::new();
+            let mut reads: HashMap<ReadId, Waiter<()>> = HashMap::new();
+            let mut done: Completions = Vec::new();
             // Commands and datagrams that arrive together are handled together: every
             // proposal waiting joins the same Ready (one log entry batch, one fsync)
             // instead of one Ready each. At most DRAIN_MAX of each per turn; with more
@@ -155,10 +268,11 @@ impl Driver {
             const DRAIN_MAX: usize = 256;
             let mut busy = false;
             'run: loop {
-                let fds = match &inbound {
-                    Some(src) => [wake_fd, src.fd()],
-                    None => [wake_fd, wake_fd],
-                };
+                let fds = [
+                    wake_fd,
+                    inbound.as_ref().map_or(wake_fd, |s| s.fd()),
+                    frontend.as_ref().map_or(wake_fd, |f| f.fd()),
+                ];
                 let wake_at = if busy { 0 } else { realtime_ns() + tick };
                 // An error here (EINTR is already 0) leaves the mask empty: the turn
                 // drains anyway.
@@ -173,22 +287,17 @@ impl Driver {
                         Err(mpsc::TryRecvError::Disconnected) => break 'run,
                     };
                     match c {
-                        Cmd::Propose(op, reply) => match node.propose(op) {
+                        Cmd::Propose(op, reply) => match propose(&mut node, op) {
                             Ok(id) => {
-                                proposals.insert(id, reply);
+                                proposals.insert(id, Waiter::Caller(reply));
                             }
-                            Err(crate::node::ProposeError::NotLeader { leader }) => {
-                                let _ = reply.send(Err(ReplicateError::NotLeader(leader)));
-                            }
-                            Err(_) => {
-                                let _ = reply.send(Err(ReplicateError::Dropped {
-                                    indeterminate: false,
-                                }));
+                            Err(e) => {
+                                let _ = reply.send(Err(e));
                             }
                         },
                         Cmd::Read(reply) => {
                             let id = node.read_index();
-                            reads.insert(id, reply);
+                            reads.insert(id, Waiter::Caller(reply));
                         }
                         Cmd::Inbound(from, d) => {
                             if let Ok(Some(m)) = endpoint.receive(from, now, &d) {
@@ -214,6 +323,15 @@ impl Driver {
                     });
                     busy |= n >= DRAIN_MAX;
                 }
+                if let Some(f) = frontend.as_mut() {
+                    let mut sub = NodeSubmit {
+                        node: &mut node,
+                        proposals: &mut proposals,
+                        reads: &mut reads,
+                        count: 0,
+                    };
+                    busy |= f.turn(&mut sub);
+                }
                 node.tick_to(now);
                 endpoint.expire(now);
                 let out = match node.handle_ready() {
@@ -226,29 +344,46 @@ impl Driver {
                 for ev in out.events {
                     match ev {
                         Event::Applied { id, result, .. } => {
-                            if let Some(r) = proposals.remove(&id) {
-                                let _ = r.send(Ok(result));
+                            if let Some(w) = proposals.remove(&id) {
+                                w.finish(Ok(result), &mut done, Outcome::Applied);
                             }
                         }
                         Event::Dropped { id, reason } => {
-                            if let Some(r) = proposals.remove(&id) {
-                                let _ = r.send(Err(ReplicateError::Dropped {
-                                    indeterminate: reason == crate::node::DropReason::Indeterminate,
-                                }));
+                            if let Some(w) = proposals.remove(&id) {
+                                let indeterminate =
+                                    reason == crate::node::DropReason::Indeterminate;
+                                let e = ReplicateError::Dropped { indeterminate };
+                                w.finish(Err(e), &mut done, Outcome::Applied);
                             }
                         }
                         Event::ReadReady { id, .. } => {
-                            if let Some(r) = reads.remove(&id) {
-                                let _ = r.send(Ok(()));
+                            if let Some(w) = reads.remove(&id) {
+                                w.finish(Ok(()), &mut done, |()| Outcome::ReadReady);
                             }
                         }
                         Event::ReadFailed { id } => {
-                            if let Some(r) = reads.remove(&id) {
-                                let _ = r.send(Err(ReplicateError::ReadFailed));
+                            if let Some(w) = reads.remove(&id) {
+                                w.finish(Err(ReplicateError::ReadFailed), &mut done, |()| {
+                                    Outcome::ReadReady
+                                });
                             }
                         }
                         _ => {}
                     }
+                }
+                if let Some(f) = frontend.as_mut() {
+                    let mut sub = NodeSubmit {
+                        node: &mut node,
+                        proposals: &mut proposals,
+                        reads: &mut reads,
+                        count: 0,
+                    };
+                    for (token, outcome) in done.drain(..) {
+                        f.complete(token, outcome, &mut sub);
+                    }
+                    // What the outcomes set off joins the next Ready without a sleep.
+                    busy |= sub.count > 0;
+                    busy |= f.flush();
                 }
             }
         });
@@ -261,6 +396,12 @@ impl Driver {
     /// A handle for proposing, reading and delivering datagrams.
     pub fn handle(&self) -> DriverHandle {
         self.handle.clone()
+    }
+
+    /// Whether the driver thread still runs (it ends on [`Driver::stop`] or when the
+    /// log cannot be written).
+    pub fn is_running(&self) -> bool {
+        self.join.as_ref().is_some_and(|j| !j.is_finished())
     }
 
     /// Stops the thread and waits for it.

@@ -15,7 +15,7 @@ use xlane_kv::lane_link::LaneTiming;
 use xlane_kv::raft::{parse_peer, LogFsync, Peer, RaftConfig, RaftReplicator, StorageConfig};
 use xlane_kv::replicator::{FsyncPolicy, LocalReplicator, Replicator};
 use xlane_kv::resp::Limits;
-use xlane_kv::server::Server;
+use xlane_kv::server::{Server, Stats};
 
 /// Arguments of `xlane kv`.
 #[derive(clap::Args)]
@@ -38,7 +38,8 @@ enum Cmd {
     /// confirmed by the leader). Raft messages go over UDP on the raft
     /// address (datagrams of at most 1400 bytes) or, with --transport lane,
     /// over the lane; snapshots and messages over 16 KiB go over TCP to the
-    /// same port.
+    /// same port. A member serves its clients on its raft thread: one event
+    /// loop per member, as in Redis.
     ///
     /// Commands: GET SET(NX XX EX PX EXAT PXAT KEEPTTL GET) DEL EXISTS INCR
     /// DECR INCRBY DECRBY MGET MSET APPEND STRLEN EXPIRE PEXPIRE EXPIREAT
@@ -292,10 +293,15 @@ fn serve_raft(a: ServeArgs) -> super::CmdResult {
     }
     cfg.node.snapshot_interval = a.snapshot_interval;
     let bind = a.bind.clone().unwrap_or_else(|| me.client.clone());
-    // Bind the client port first so a taken port fails before raft starts.
-    let listener_check = std::net::TcpListener::bind(&bind)?;
-    drop(listener_check);
-    let (repl, report) = RaftReplicator::start(cfg)?;
+    // The client port is bound first so a taken port fails before raft starts.
+    let listener = std::net::TcpListener::bind(&bind)?;
+    let limits = Limits {
+        max_bulk: a.max_bulk,
+        ..Limits::default()
+    };
+    let addr = listener.local_addr()?;
+    let (repl, report) =
+        RaftReplicator::start_serving(cfg, listener, limits, Arc::new(Stats::default()))?;
     if let Some(t) = &report.torn_tail {
         eprintln!(
             "xlane kv: warning: raft log {}: cut {} bytes of torn tail at offset {}",
@@ -305,13 +311,6 @@ fn serve_raft(a: ServeArgs) -> super::CmdResult {
         );
     }
     let raft_addr = repl.raft_addr();
-    let repl = Arc::new(repl);
-    let limits = Limits {
-        max_bulk: a.max_bulk,
-        ..Limits::default()
-    };
-    let server = Server::bind(&bind, repl.clone() as Arc<dyn Replicator>, limits)?;
-    let addr = server.local_addr()?;
     println!(
         "{}",
         serde_json::json!({
@@ -341,8 +340,12 @@ fn serve_raft(a: ServeArgs) -> super::CmdResult {
         Some(r) => serde_json::json!({ "tunnels_released": r.run() }),
         None => serde_json::json!({}),
     });
-    server.serve()?;
-    Ok(())
+    // The clients are served on the raft driver's thread; this one only
+    // watches it.
+    while repl.running() {
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    Err("the raft driver stopped (the raft log could not be written)".into())
 }
 
 /// Every member's controller host name, by raft id.

@@ -1,0 +1,841 @@
+//! RESP clients served on the raft driver's own thread (an X-Raft
+//! [`Frontend`]): one event loop per member, as in Redis.
+//!
+//! The listener and every connection are non-blocking and registered in one
+//! epoll set, whose descriptor the driver waits on beside its own. A request
+//! is parsed, proposed (or its read barrier started) and, once the node
+//! reports the outcome, answered, all on the driver thread: a write crosses
+//! no thread between the client's socket and the raft log. Requests that
+//! arrive together join the same Ready (one log append, one message to each
+//! follower).
+//!
+//! Per connection the replies keep the order of the requests:
+//! * writes are pipelined: each is proposed at once and its reply waits in
+//!   the connection's queue until every earlier reply is ready;
+//! * a read starts only when nothing earlier is pending, and nothing later
+//!   starts while its read barrier waits, so a read sees every earlier write
+//!   of the same connection and none of its later ones.
+//!
+//! Work per turn is bounded: at most [`MAX_EVENTS`] ready descriptors,
+//! [`TURN_COMMANDS`] commands and [`READ_BUDGET`] input bytes per
+//! connection. A connection with [`MAX_QUEUED`] unanswered requests or
+//! [`OUT_HIGH`] unsent reply bytes is not read until it drains.
+
+use crate::commands::{classify, Action, ReadCmd};
+use crate::raft::{leader_client, replica_error, Peer, READ_RETRIES};
+use crate::replicator::{ReplicaError, SharedStore};
+use crate::resp::{Limits, Parser, Reply};
+use crate::server::{now_ms, replica_error_reply, session_command, Session, Stats};
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::io::{ErrorKind, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use xlane_xraft::driver::{Frontend, Outcome, ReplicateError, Submit};
+
+/// Ready descriptors handled per turn.
+pub const MAX_EVENTS: usize = 64;
+/// Commands taken from one connection per turn.
+pub const TURN_COMMANDS: usize = 512;
+/// Input bytes read from one connection per turn.
+pub const READ_BUDGET: usize = 256 << 10;
+/// Unanswered requests per connection before its input is left unread.
+pub const MAX_QUEUED: usize = 4096;
+/// Unsent reply bytes per connection before its input is left unread.
+pub const OUT_HIGH: usize = 1 << 20;
+
+/// The epoll key of the listener (connections count from 1).
+const LISTENER: u64 = 0;
+
+/// An epoll set (level-triggered).
+struct Epoll(OwnedFd);
+
+impl Epoll {
+    fn new() -> std::io::Result<Epoll> {
+        // SAFETY: no pointers; the returned descriptor is checked.
+        let fd = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
+        if fd < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        // SAFETY: `fd` is a fresh descriptor owned by nobody else.
+        Ok(Epoll(unsafe { OwnedFd::from_raw_fd(fd) }))
+    }
+
+    fn ctl(&self, op: libc::c_int, fd: RawFd, events: u32, key: u64) -> std::io::Result<()> {
+        let mut ev = libc::epoll_event { events, u64: key };
+        // SAFETY: a valid epoll descriptor and event struct.
+        if unsafe { libc::epoll_ctl(self.0.as_raw_fd(), op, fd, &mut ev) } < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(())
+    }
+
+    /// The ready descriptors, without waiting.
+    fn poll(&self, out: &mut [libc::epoll_event]) -> usize {
+        // SAFETY: `out` has room for `out.len()` events.
+        let n = unsafe {
+            libc::epoll_wait(
+                self.0.as_raw_fd(),
+                out.as_mut_ptr(),
+                out.len() as libc::c_int,
+                0,
+            )
+        };
+        n.max(0) as usize
+    }
+}
+
+/// What an unanswered request waits for.
+enum Slot {
+    /// Its write to be applied.
+    Write,
+    /// Its read barrier (attempt `tries` of [`READ_RETRIES`]).
+    Read { cmd: ReadCmd, tries: usize },
+    /// Nothing: the reply is ready, behind an earlier one that is not.
+    Done(Vec<u8>),
+}
+
+struct Pending {
+    token: u64,
+    slot: Slot,
+}
+
+struct Conn {
+    stream: TcpStream,
+    parser: Parser,
+    session: Session,
+    /// Reply bytes not yet written.
+    out: Vec<u8>,
+    /// Unanswered requests, oldest first.
+    queue: VecDeque<Pending>,
+    /// A read barrier waits in `queue`: nothing later starts.
+    read_waiting: bool,
+    /// A read that came while earlier replies were pending.
+    deferred: Option<ReadCmd>,
+    /// `QUIT` or a protocol error: close once `out` is written.
+    quit: bool,
+    /// The client closed its side: close once everything is answered.
+    eof: bool,
+    /// The epoll events registered now.
+    interest: u32,
+    /// Listed in `ClientLoop::dirty`.
+    dirty: bool,
+}
+
+impl Conn {
+    fn stalled(&self) -> bool {
+        self.quit
+            || self.read_waiting
+            || self.deferred.is_some()
+            || self.queue.len() >= MAX_QUEUED
+            || self.out.len() >= OUT_HIGH
+    }
+
+    /// Queues a reply behind the pending ones (or straight out).
+    fn emit(&mut self, reply: &Reply) {
+        if self.queue.is_empty() {
+            reply.encode(&mut self.out);
+        } else {
+            self.queue.push_back(Pending {
+                token: 0,
+                slot: Slot::Done(reply.to_bytes()),
+            });
+        }
+    }
+
+    /// Moves the ready replies at the head of the queue out.
+    fn release(&mut self) {
+        while let Some(Pending {
+            slot: Slot::Done(_),
+            ..
+        }) = self.queue.front()
+        {
+            if let Some(Pending {
+                slot: Slot::Done(b),
+                ..
+            }) = self.queue.pop_front()
+            {
+                self.out.extend_from_slice(&b);
+            }
+        }
+    }
+}
+
+/// The member's RESP clients as an X-Raft [`Frontend`].
+pub struct ClientLoop {
+    epoll: Epoll,
+    listener: TcpListener,
+    limits: Limits,
+    store: SharedStore,
+    peers: Arc<BTreeMap<u64, Peer>>,
+    me: u64,
+    stats: Arc<Stats>,
+    conns: HashMap<u64, Conn>,
+    next_conn: u64,
+    /// Submission token → connection.
+    tokens: HashMap<u64, u64>,
+    next_token: u64,
+    /// Connections with bytes to write or a state to settle this turn.
+    dirty: Vec<u64>,
+    /// Connections with commands left over from a turn's budget.
+    again: Vec<u64>,
+    events: Vec<libc::epoll_event>,
+    chunk: Vec<u8>,
+}
+
+impl ClientLoop {
+    /// Serves `listener` for member `me` of `peers`, reading from `store`.
+    pub fn new(
+        listener: TcpListener,
+        limits: Limits,
+        store: SharedStore,
+        peers: Arc<BTreeMap<u64, Peer>>,
+        me: u64,
+        stats: Arc<Stats>,
+    ) -> std::io::Result<ClientLoop> {
+        listener.set_nonblocking(true)?;
+        let epoll = Epoll::new()?;
+        epoll.ctl(
+            libc::EPOLL_CTL_ADD,
+            listener.as_raw_fd(),
+            libc::EPOLLIN as u32,
+            LISTENER,
+        )?;
+        Ok(ClientLoop {
+            epoll,
+            listener,
+            limits,
+            store,
+            peers,
+            me,
+            stats,
+            conns: HashMap::new(),
+            next_conn: LISTENER + 1,
+            tokens: HashMap::new(),
+            next_token: 1,
+            dirty: Vec::new(),
+            again: Vec::new(),
+            events: vec![libc::epoll_event { events: 0, u64: 0 }; MAX_EVENTS],
+            chunk: vec![0; 64 << 10],
+        })
+    }
+
+    fn accept(&mut self) {
+        for _ in 0..MAX_EVENTS {
+            let stream = match self.listener.accept() {
+                Ok((s, _)) => s,
+                Err(_) => return, // WouldBlock, or a connection that died queued
+            };
+            let id = self.next_conn;
+            self.next_conn += 1;
+            let interest = (libc::EPOLLIN | libc::EPOLLRDHUP) as u32;
+            if stream.set_nonblocking(true).is_err()
+                || self
+                    .epoll
+                    .ctl(libc::EPOLL_CTL_ADD, stream.as_raw_fd(), interest, id)
+                    .is_err()
+            {
+                continue; // dropping the stream closes it
+            }
+            let _ = stream.set_nodelay(true);
+            self.stats.connections.fetch_add(1, Ordering::Relaxed);
+            self.conns.insert(
+                id,
+                Conn {
+                    stream,
+                    parser: Parser::new(self.limits),
+                    session: Session::default(),
+                    out: Vec::new(),
+                    queue: VecDeque::new(),
+                    read_waiting: false,
+                    deferred: None,
+                    quit: false,
+                    eof: false,
+                    interest,
+                    dirty: false,
+                },
+            );
+        }
+    }
+
+    fn mark(&mut self, id: u64) {
+        if let Some(c) = self.conns.get_mut(&id) {
+            if !c.dirty {
+                c.dirty = true;
+                self.dirty.push(id);
+            }
+        }
+    }
+
+    /// Reads what the client sent (within the turn's budget).
+    fn read_input(&mut self, id: u64) {
+        let Some(c) = self.conns.get_mut(&id) else {
+            return;
+        };
+        let mut got = 0;
+        while got < READ_BUDGET && !c.eof && !c.stalled() {
+            match c.stream.read(&mut self.chunk) {
+                Ok(0) => c.eof = true,
+                Ok(n) => {
+                    c.parser.feed(&self.chunk[..n]);
+                    got += n;
+                }
+                Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(_) => {
+                    // Reset by the peer: nothing more can be answered.
+                    c.eof = true;
+                    c.quit = true;
+                    c.out.clear();
+                }
+            }
+        }
+    }
+
+    /// Runs the connection's parsed commands until it stalls, runs out of
+    /// input or uses up the turn's budget.
+    fn pump(&mut self, id: u64, sub: &mut dyn Submit) {
+        let Some(c) = self.conns.get_mut(&id) else {
+            return;
+        };
+        let mut budget = TURN_COMMANDS;
+        loop {
+            if c.queue.is_empty() {
+                if let Some(cmd) = c.deferred.take() {
+                    start_read(
+                        c,
+                        cmd,
+                        &self.store,
+                        &mut self.next_token,
+                        &mut self.tokens,
+                        id,
+                        sub,
+                    );
+                    continue;
+                }
+            }
+            if c.stalled() {
+                break;
+            }
+            if budget == 0 {
+                self.again.push(id);
+                break;
+            }
+            budget -= 1;
+            let args = match c.parser.next_command() {
+                Ok(Some(a)) => a,
+                Ok(None) => break,
+                Err(e) => {
+                    self.stats.protocol_errors.fetch_add(1, Ordering::Relaxed);
+                    c.emit(&Reply::err(format!("ERR {e}")));
+                    c.quit = true;
+                    break;
+                }
+            };
+            self.stats.commands.fetch_add(1, Ordering::Relaxed);
+            if let Some(r) = session_command(&mut c.session, &args) {
+                c.emit(&r);
+                continue;
+            }
+            let now = now_ms();
+            match classify(&args, now) {
+                Action::Reply(r) => c.emit(&r),
+                Action::Quit => {
+                    c.emit(&Reply::ok());
+                    c.quit = true;
+                }
+                Action::Write(op) => {
+                    let token = self.next_token;
+                    match sub.propose(op.encode(), token) {
+                        Ok(()) => {
+                            self.next_token += 1;
+                            self.tokens.insert(token, id);
+                            c.queue.push_back(Pending {
+                                token,
+                                slot: Slot::Write,
+                            });
+                        }
+                        Err(e) => {
+                            let e = replica_error(e, |h| leader_client(&self.peers, self.me, h));
+                            c.emit(&replica_error_reply(&e, op.cmd.first_key()));
+                        }
+                    }
+                }
+                Action::Read(cmd) => {
+                    if c.queue.is_empty() {
+                        start_read(
+                            c,
+                            cmd,
+                            &self.store,
+                            &mut self.next_token,
+                            &mut self.tokens,
+                            id,
+                            sub,
+                        );
+                    } else {
+                        c.deferred = Some(cmd);
+                    }
+                }
+            }
+        }
+        self.mark(id);
+    }
+
+    /// Writes the connection's pending bytes; closes it when it is done.
+    fn settle(&mut self, id: u64) {
+        let Some(c) = self.conns.get_mut(&id) else {
+            return;
+        };
+        c.dirty = false;
+        let mut written = 0;
+        let mut broken = false;
+        while written < c.out.len() {
+            match c.stream.write(&c.out[written..]) {
+                Ok(0) => {
+                    broken = true;
+                    break;
+                }
+                Ok(n) => written += n,
+                Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(_) => {
+                    broken = true;
+                    break;
+                }
+            }
+        }
+        c.out.drain(..written);
+        let done = c.out.is_empty() && (c.quit || (c.eof && c.queue.is_empty()));
+        if broken || done {
+            self.close(id);
+            return;
+        }
+        let mut want = libc::EPOLLRDHUP as u32;
+        if !c.eof && !c.stalled() {
+            want |= libc::EPOLLIN as u32;
+        }
+        if !c.out.is_empty() {
+            want |= libc::EPOLLOUT as u32;
+        }
+        if want != c.interest {
+            let fd = c.stream.as_raw_fd();
+            if self.epoll.ctl(libc::EPOLL_CTL_MOD, fd, want, id).is_err() {
+                self.close(id);
+                return;
+            }
+            if let Some(c) = self.conns.get_mut(&id) {
+                c.interest = want;
+            }
+        }
+    }
+
+    fn close(&mut self, id: u64) {
+        if let Some(c) = self.conns.remove(&id) {
+            let _ = self
+                .epoll
+                .ctl(libc::EPOLL_CTL_DEL, c.stream.as_raw_fd(), 0, id);
+            // Outcomes still to come for it find no connection and are dropped.
+        }
+    }
+
+    /// Open connections (for tests and tools).
+    pub fn connections(&self) -> usize {
+        self.conns.len()
+    }
+}
+
+/// Starts `cmd` on connection `c` (nothing earlier is pending): at once
+/// from the store, or after a read barrier.
+fn start_read(
+    c: &mut Conn,
+    cmd: ReadCmd,
+    store: &SharedStore,
+    next_token: &mut u64,
+    tokens: &mut HashMap<u64, u64>,
+    id: u64,
+    sub: &mut dyn Submit,
+) {
+    if cmd.needs_barrier() && !c.session.readonly {
+        let token = *next_token;
+        *next_token += 1;
+        tokens.insert(token, id);
+        sub.read_barrier(token);
+        c.queue.push_back(Pending {
+            token,
+            slot: Slot::Read { cmd, tries: 1 },
+        });
+        c.read_waiting = true;
+    } else {
+        c.emit(&read_now(store, &cmd));
+    }
+}
+
+fn read_now(store: &SharedStore, cmd: &ReadCmd) -> Reply {
+    match store.read() {
+        Ok(s) => cmd.execute(&s, now_ms()),
+        Err(_) => Reply::err("ERR store lock poisoned"),
+    }
+}
+
+impl Frontend for ClientLoop {
+    fn fd(&self) -> RawFd {
+        self.epoll.0.as_raw_fd()
+    }
+
+    fn turn(&mut self, sub: &mut dyn Submit) -> bool {
+        for id in std::mem::take(&mut self.again) {
+            self.pump(id, sub);
+        }
+        let n = self.epoll.poll(&mut self.events);
+        for i in 0..n {
+            let (key, ev) = (self.events[i].u64, self.events[i].events);
+            if key == LISTENER {
+                self.accept();
+                continue;
+            }
+            if ev & (libc::EPOLLIN | libc::EPOLLRDHUP | libc::EPOLLHUP | libc::EPOLLERR) as u32 != 0
+            {
+                self.read_input(key);
+                self.pump(key, sub);
+            }
+            self.mark(key);
+        }
+        !self.again.is_empty() || n == MAX_EVENTS
+    }
+
+    fn complete(&mut self, token: u64, outcome: Outcome, sub: &mut dyn Submit) {
+        let Some(id) = self.tokens.remove(&token) else {
+            return;
+        };
+        let Some(c) = self.conns.get_mut(&id) else {
+            return;
+        };
+        let Some(p) = c.queue.iter_mut().find(|p| p.token == token) else {
+            return;
+        };
+        let failed = |e: ReplicateError| {
+            let e = replica_error(e, |h| leader_client(&self.peers, self.me, h));
+            replica_error_reply(&e, None).to_bytes()
+        };
+        match (&mut p.slot, outcome) {
+            (Slot::Write, Outcome::Applied(bytes)) => p.slot = Slot::Done(bytes),
+            (Slot::Write, Outcome::Failed(e)) => p.slot = Slot::Done(failed(e)),
+            (Slot::Read { cmd, .. }, Outcome::ReadReady) => {
+                p.slot = Slot::Done(read_now(&self.store, cmd).to_bytes());
+                c.read_waiting = false;
+            }
+            (Slot::Read { tries, .. }, Outcome::Failed(ReplicateError::ReadFailed))
+                if *tries < READ_RETRIES =>
+            {
+                *tries += 1;
+                let t = self.next_token;
+                self.next_token += 1;
+                self.tokens.insert(t, id);
+                p.token = t;
+                sub.read_barrier(t);
+                return;
+            }
+            (Slot::Read { .. }, Outcome::Failed(ReplicateError::ReadFailed)) => {
+                let e = ReplicaError::Unavailable(crate::raft::READ_UNCONFIRMED.into());
+                p.slot = Slot::Done(replica_error_reply(&e, None).to_bytes());
+                c.read_waiting = false;
+            }
+            (Slot::Read { .. }, Outcome::Failed(e)) => {
+                p.slot = Slot::Done(failed(e));
+                c.read_waiting = false;
+            }
+            // An outcome of the wrong kind for its request: a driver bug;
+            // answer it as an error rather than hang the connection.
+            (_, _) => {
+                p.slot = Slot::Done(Reply::err("ERR internal: mismatched outcome").to_bytes());
+                c.read_waiting = false;
+            }
+        }
+        c.release();
+        self.pump(id, sub);
+    }
+
+    fn flush(&mut self) -> bool {
+        for id in std::mem::take(&mut self.dirty) {
+            self.settle(id);
+        }
+        !self.again.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::raft::{LogFsync, RaftConfig, RaftReplicator, StorageConfig};
+    use crate::resp::{decode_reply, encode_command};
+    use std::net::{SocketAddr, UdpSocket};
+    use std::time::{Duration, Instant};
+
+    fn free_udp_port() -> SocketAddr {
+        loop {
+            let u = UdpSocket::bind("127.0.0.1:0").expect("bind udp");
+            let a = u.local_addr().expect("addr");
+            if TcpListener::bind(a).is_ok() {
+                return a;
+            }
+        }
+    }
+
+    /// Members `1..=n`, each serving its clients from its driver thread.
+    struct Members {
+        nodes: Vec<RaftReplicator>,
+        clients: Vec<SocketAddr>,
+        stats: Vec<Arc<Stats>>,
+        _dirs: Vec<tempfile::TempDir>,
+    }
+
+    fn start(n: u64) -> Members {
+        let listeners: Vec<TcpListener> = (0..n)
+            .map(|_| TcpListener::bind("127.0.0.1:0").expect("listen"))
+            .collect();
+        let clients: Vec<SocketAddr> = listeners
+            .iter()
+            .map(|l| l.local_addr().expect("addr"))
+            .collect();
+        let peers: BTreeMap<u64, Peer> = (1..=n)
+            .map(|id| {
+                let client = clients[id as usize - 1].to_string();
+                let raft = free_udp_port();
+                (id, Peer { raft, client })
+            })
+            .collect();
+        let dirs: Vec<_> = (0..n).map(|_| tempfile::tempdir().expect("dir")).collect();
+        let mut stats = Vec::new();
+        let nodes = listeners
+            .into_iter()
+            .zip(1..=n)
+            .map(|(l, id)| {
+                let mut st = StorageConfig::new(dirs[id as usize - 1].path());
+                st.fsync = LogFsync::Never;
+                let cfg =
+                    RaftConfig::new(id, peers.clone(), st, 10_000_000, 20_000_000).expect("cfg");
+                let s = Arc::new(Stats::default());
+                stats.push(s.clone());
+                RaftReplicator::start_serving(cfg, l, Limits::default(), s)
+                    .expect("start")
+                    .0
+            })
+            .collect();
+        Members {
+            nodes,
+            clients,
+            stats,
+            _dirs: dirs,
+        }
+    }
+
+    fn connect(a: SocketAddr) -> TcpStream {
+        let s = TcpStream::connect(a).expect("connect");
+        s.set_read_timeout(Some(Duration::from_secs(10)))
+            .expect("timeout");
+        s
+    }
+
+    fn send(s: &mut TcpStream, cmds: &[&[&str]]) {
+        let mut out = Vec::new();
+        for c in cmds {
+            let args: Vec<Vec<u8>> = c.iter().map(|w| w.as_bytes().to_vec()).collect();
+            encode_command(&args, &mut out);
+        }
+        s.write_all(&out).expect("send");
+    }
+
+    /// Reads `n` replies (fewer if the server closes first).
+    fn replies(s: &mut TcpStream, n: usize) -> Vec<Reply> {
+        let mut buf = Vec::new();
+        let mut got = Vec::new();
+        let mut chunk = [0u8; 4096];
+        while got.len() < n {
+            match decode_reply(&buf).expect("well-formed reply") {
+                Some((r, used)) => {
+                    got.push(r);
+                    buf.drain(..used);
+                }
+                None => match s.read(&mut chunk).expect("read") {
+                    0 => break,
+                    k => buf.extend_from_slice(&chunk[..k]),
+                },
+            }
+        }
+        got
+    }
+
+    fn cmd(s: &mut TcpStream, c: &[&str]) -> Reply {
+        send(s, &[c]);
+        replies(s, 1).pop().expect("a reply")
+    }
+
+    /// The member whose client port takes a write (the leader).
+    fn leader(m: &Members) -> usize {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            assert!(Instant::now() < deadline, "no leader");
+            for (i, &a) in m.clients.iter().enumerate() {
+                if cmd(&mut connect(a), &["SET", "probe", "x"]) == Reply::ok() {
+                    return i;
+                }
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn bulk(s: &str) -> Reply {
+        Reply::bulk(s.as_bytes())
+    }
+
+    /// One pipelined write of writes and reads: the replies come in request
+    /// order and each read sees exactly the writes before it.
+    #[test]
+    fn pipelined_requests_are_answered_in_order() {
+        let m = start(3);
+        let l = leader(&m);
+        let mut c = connect(m.clients[l]);
+        send(
+            &mut c,
+            &[
+                &["SET", "a", "1"],
+                &["GET", "a"],
+                &["INCR", "n"],
+                &["INCR", "n"],
+                &["GET", "n"],
+                &["SET", "a", "2"],
+                &["APPEND", "a", "x"],
+                &["PING"],
+                &["GET", "a"],
+                &["NOSUCH"],
+                &["GET", "n"],
+            ],
+        );
+        let r = replies(&mut c, 11);
+        assert_eq!(r.len(), 11, "{r:?}");
+        assert_eq!(r[0], Reply::ok());
+        assert_eq!(r[1], bulk("1"));
+        assert_eq!(r[2], Reply::Integer(1));
+        assert_eq!(r[3], Reply::Integer(2));
+        assert_eq!(r[4], bulk("2"));
+        assert_eq!(r[5], Reply::ok());
+        assert_eq!(r[6], Reply::Integer(2));
+        assert_eq!(r[7], Reply::Simple("PONG".into()));
+        assert_eq!(r[8], bulk("2x"));
+        assert!(matches!(&r[9], Reply::Error(e) if e.starts_with("ERR unknown command")));
+        assert_eq!(r[10], bulk("2"));
+        for n in &m.nodes {
+            n.shutdown();
+        }
+    }
+
+    /// Followers redirect writes to the leader's client address and serve
+    /// linearizable reads (after a read barrier) and `READONLY` reads.
+    #[test]
+    fn followers_redirect_writes_and_serve_reads() {
+        let m = start(3);
+        let l = leader(&m);
+        assert_eq!(
+            cmd(&mut connect(m.clients[l]), &["SET", "k", "v"]),
+            Reply::ok()
+        );
+        for (i, &a) in m.clients.iter().enumerate() {
+            if i == l {
+                continue;
+            }
+            let mut c = connect(a);
+            match cmd(&mut c, &["SET", "k", "w"]) {
+                Reply::Error(e) => {
+                    let want = format!("MOVED {} {}", crate::server::hash_slot(b"k"), m.clients[l]);
+                    assert_eq!(e, want);
+                }
+                r => panic!("follower {i}: {r:?}"),
+            }
+            assert_eq!(cmd(&mut c, &["GET", "k"]), bulk("v"), "follower {i}");
+            assert_eq!(cmd(&mut c, &["READONLY"]), Reply::ok());
+            // This member's own state, which already holds `v`.
+            assert_eq!(cmd(&mut c, &["GET", "k"]), bulk("v"), "follower {i}");
+        }
+        for n in &m.nodes {
+            n.shutdown();
+        }
+    }
+
+    /// Many clients at once: every increment is applied once and answered.
+    #[test]
+    fn concurrent_clients_lose_nothing() {
+        let m = start(3);
+        let l = leader(&m);
+        let addr = m.clients[l];
+        let threads: Vec<_> = (0..8)
+            .map(|_| {
+                std::thread::spawn(move || {
+                    let mut c = connect(addr);
+                    let mut last = 0;
+                    for _ in 0..100 {
+                        // Two per round trip: pipelining and concurrency.
+                        send(&mut c, &[&["INCR", "ctr"], &["INCR", "ctr"]]);
+                        for r in replies(&mut c, 2) {
+                            match r {
+                                Reply::Integer(v) => {
+                                    assert!(v > last, "{v} after {last}");
+                                    last = v;
+                                }
+                                r => panic!("{r:?}"),
+                            }
+                        }
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().expect("client");
+        }
+        assert_eq!(cmd(&mut connect(addr), &["GET", "ctr"]), bulk("1600"));
+        for n in &m.nodes {
+            n.shutdown();
+        }
+    }
+
+    /// A protocol error is answered and closes that connection only; a
+    /// client that leaves with writes in flight harms nobody; `QUIT`
+    /// answers and closes.
+    #[test]
+    fn bad_and_departing_clients_leave_the_loop_serving() {
+        let m = start(1);
+        let a = m.clients[0];
+        let _ = leader(&m);
+        let mut bad = connect(a);
+        bad.write_all(b"*1\r\n$-5\r\n").expect("send");
+        match replies(&mut bad, 2).as_slice() {
+            [Reply::Error(e)] => assert!(e.starts_with("ERR Protocol error"), "{e}"),
+            r => panic!("{r:?}"),
+        }
+        for _ in 0..20 {
+            let mut gone = connect(a);
+            send(&mut gone, &[&["INCR", "g"], &["INCR", "g"], &["INCR", "g"]]);
+            drop(gone);
+        }
+        let mut q = connect(a);
+        send(&mut q, &[&["SET", "q", "1"], &["QUIT"], &["SET", "q", "2"]]);
+        assert_eq!(replies(&mut q, 3), vec![Reply::ok(), Reply::ok()]);
+        let mut c = connect(a);
+        assert_eq!(cmd(&mut c, &["GET", "q"]), bulk("1"));
+        match cmd(&mut c, &["GET", "g"]) {
+            // Writes of departed clients may or may not have been applied.
+            Reply::Bulk(Some(v)) => {
+                let v: u64 = String::from_utf8(v).expect("utf8").parse().expect("int");
+                assert!(v <= 60, "{v}");
+            }
+            r => assert_eq!(r, Reply::nil()),
+        }
+        assert_eq!(m.stats[0].protocol_errors.load(Ordering::Relaxed), 1);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while m.stats[0].connections.load(Ordering::Relaxed) < 24 {
+            assert!(Instant::now() < deadline, "connections not counted");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        m.nodes[0].shutdown();
+    }
+}
