@@ -162,6 +162,88 @@ fn propose<S: StateMachine>(
     })
 }
 
+/// The driver thread's state for one turn's Ready passes.
+struct Pass<'a, S: StateMachine, T: Transport> {
+    node: &'a mut RaftNode<S>,
+    endpoint: &'a mut MessageEndpoint,
+    transport: &'a mut T,
+    proposals: &'a mut HashMap<ProposalId, Waiter<Vec<u8>>>,
+    reads: &'a mut HashMap<ReadId, Waiter<()>>,
+    /// A frontend's outcomes, for it after the pass.
+    done: &'a mut Completions,
+}
+
+impl<S: StateMachine, T: Transport> Pass<'_, S, T> {
+    /// Handles the node's Ready: sends its messages, answers blocking callers and
+    /// queues a frontend's outcomes.
+    fn ready(&mut self) -> Result<(), crate::node::ReadyError> {
+        let out = self.node.handle_ready()?;
+        for m in &out.messages {
+            let _ = self.endpoint.send(m, self.transport);
+        }
+        let (proposals, reads, done) = (&mut *self.proposals, &mut *self.reads, &mut *self.done);
+        for ev in out.events {
+            match ev {
+                Event::Applied { id, result, .. } => {
+                    if let Some(w) = proposals.remove(&id) {
+                        w.finish(Ok(result), done, Outcome::Applied);
+                    }
+                }
+                Event::Dropped { id, reason } => {
+                    if let Some(w) = proposals.remove(&id) {
+                        let indeterminate = reason == crate::node::DropReason::Indeterminate;
+                        let e = ReplicateError::Dropped { indeterminate };
+                        w.finish(Err(e), done, Outcome::Applied);
+                    }
+                }
+                Event::ReadReady { id, .. } => {
+                    if let Some(w) = reads.remove(&id) {
+                        w.finish(Ok(()), done, |()| Outcome::ReadReady);
+                    }
+                }
+                Event::ReadFailed { id } => {
+                    if let Some(w) = reads.remove(&id) {
+                        w.finish(Err(ReplicateError::ReadFailed), done, |()| {
+                            Outcome::ReadReady
+                        });
+                    }
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    fn submit(&mut self) -> NodeSubmit<'_, S> {
+        NodeSubmit {
+            node: self.node,
+            proposals: self.proposals,
+            reads: self.reads,
+            count: 0,
+        }
+    }
+
+    /// Hands the queued outcomes to `f`; true if that submitted new work.
+    fn frontend_outcomes(&mut self, f: &mut dyn Frontend) -> bool {
+        let done = std::mem::take(self.done);
+        let mut sub = self.submit();
+        for (token, outcome) in done {
+            f.complete(token, outcome, &mut sub);
+        }
+        sub.count > 0
+    }
+
+    /// Hands the queued outcomes to `f`, then its turn (`busy` set if it has work
+    /// left); true if either submitted new work.
+    fn frontend_turn(&mut self, f: &mut dyn Frontend, busy: &mut bool) -> bool {
+        let mut submitted = self.frontend_outcomes(f);
+        let mut sub = self.submit();
+        *busy |= f.turn(&mut sub);
+        submitted |= sub.count > 0;
+        submitted
+    }
+}
+
 /// Cloneable handle to a running driver.
 #[derive(Clone)]
 pub struct DriverHandle {
@@ -323,66 +405,28 @@ impl Driver {
                     });
                     busy |= n >= DRAIN_MAX;
                 }
-                if let Some(f) = frontend.as_mut() {
-                    let mut sub = NodeSubmit {
-                        node: &mut node,
-                        proposals: &mut proposals,
-                        reads: &mut reads,
-                        count: 0,
-                    };
-                    busy |= f.turn(&mut sub);
-                }
                 node.tick_to(now);
                 endpoint.expire(now);
-                let out = match node.handle_ready() {
-                    Ok(o) => o,
-                    Err(_) => break, // storage failure: stop; waiters see Stopped
+                let mut pass = Pass {
+                    node: &mut node,
+                    endpoint: &mut endpoint,
+                    transport: &mut transport,
+                    proposals: &mut proposals,
+                    reads: &mut reads,
+                    done: &mut done,
                 };
-                for m in &out.messages {
-                    let _ = endpoint.send(m, &mut transport);
-                }
-                for ev in out.events {
-                    match ev {
-                        Event::Applied { id, result, .. } => {
-                            if let Some(w) = proposals.remove(&id) {
-                                w.finish(Ok(result), &mut done, Outcome::Applied);
-                            }
-                        }
-                        Event::Dropped { id, reason } => {
-                            if let Some(w) = proposals.remove(&id) {
-                                let indeterminate =
-                                    reason == crate::node::DropReason::Indeterminate;
-                                let e = ReplicateError::Dropped { indeterminate };
-                                w.finish(Err(e), &mut done, Outcome::Applied);
-                            }
-                        }
-                        Event::ReadReady { id, .. } => {
-                            if let Some(w) = reads.remove(&id) {
-                                w.finish(Ok(()), &mut done, |()| Outcome::ReadReady);
-                            }
-                        }
-                        Event::ReadFailed { id } => {
-                            if let Some(w) = reads.remove(&id) {
-                                w.finish(Err(ReplicateError::ReadFailed), &mut done, |()| {
-                                    Outcome::ReadReady
-                                });
-                            }
-                        }
-                        _ => {}
-                    }
+                if pass.ready().is_err() {
+                    break; // storage failure: stop; waiters see Stopped
                 }
                 if let Some(f) = frontend.as_mut() {
-                    let mut sub = NodeSubmit {
-                        node: &mut node,
-                        proposals: &mut proposals,
-                        reads: &mut reads,
-                        count: 0,
-                    };
-                    for (token, outcome) in done.drain(..) {
-                        f.complete(token, outcome, &mut sub);
+                    // Outcomes first, then new requests: a read served now sees all
+                    // that this turn applied (e.g. a commit that came with the read).
+                    let submitted = pass.frontend_turn(f.as_mut(), &mut busy);
+                    if submitted && pass.ready().is_err() {
+                        break;
                     }
-                    // What the outcomes set off joins the next Ready without a sleep.
-                    busy |= sub.count > 0;
+                    // What these outcomes set off joins the next turn's Ready.
+                    busy |= pass.frontend_outcomes(f.as_mut());
                     busy |= f.flush();
                 }
             }
