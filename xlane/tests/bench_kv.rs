@@ -71,6 +71,12 @@ fn bench_kv_json_reports_every_system() {
         );
     }
     assert_eq!(v["workload"]["seed"].as_u64(), Some(42));
+    // The machine floor, measured in the same run.
+    let f = &v["floor"];
+    assert_eq!(f["samples"].as_u64(), Some(10_000), "{f}");
+    let rtt = f["rtt_p50_ns"].as_u64().expect("rtt_p50_ns");
+    assert!(rtt > 0, "{f}");
+    assert_eq!(f["visible_floor_ns"].as_u64(), Some(3 * rtt), "{f}");
     let ratios = v["ratios"].as_array().expect("ratios");
     for x in ["xlane", "xlane-lane"] {
         for o in ["etcd", "redis"] {

@@ -252,11 +252,76 @@ pub struct Ratio {
     pub throughput_ratio: f64,
 }
 
+/// What any replicated store needs on this machine, measured in the same
+/// run: the cost of one round trip between two threads over loopback UDP.
+#[derive(Clone, Debug, Serialize)]
+pub struct MachineFloor {
+    /// Round trips timed (half before the systems' runs, half after).
+    pub samples: u64,
+    /// Median round trip.
+    pub rtt_p50_ns: u64,
+    /// Mean round trip.
+    pub rtt_mean_ns: u64,
+    /// [`VISIBLE_ROUND_TRIPS`] × the median: the least time in which a
+    /// write can be acknowledged after reaching the other replicas and then
+    /// be read back from every member, on this machine.
+    pub visible_floor_ns: u64,
+}
+
+/// Round trips a write needs before it is known visible on every replica:
+/// client → leader (or primary) and back, leader → the other replicas and
+/// back (at least one of them for a quorum, all of them for `WAIT`), and
+/// the reads that find it on every member.
+pub const VISIBLE_ROUND_TRIPS: u64 = 3;
+
+/// Round trips timed by each [`machine_round_trips`] call.
+const FLOOR_ROUND_TRIPS: usize = 5000;
+
+/// Times `n` round trips of a 32-byte datagram between this thread and an
+/// echo thread, after an untimed warm-up.
+fn machine_round_trips(n: usize) -> Result<Vec<u64>, String> {
+    let io = |e: std::io::Error| format!("floor probe: {e}");
+    let echo = UdpSocket::bind("127.0.0.1:0").map_err(io)?;
+    let me = UdpSocket::bind("127.0.0.1:0").map_err(io)?;
+    let echo_addr = echo.local_addr().map_err(io)?;
+    echo.set_read_timeout(Some(Duration::from_secs(2)))
+        .map_err(io)?;
+    me.set_read_timeout(Some(Duration::from_secs(2)))
+        .map_err(io)?;
+    let total = n + n / 10;
+    let t = std::thread::spawn(move || {
+        let mut buf = [0u8; 64];
+        for _ in 0..total {
+            match echo.recv_from(&mut buf) {
+                Ok((k, from)) => {
+                    let _ = echo.send_to(&buf[..k], from);
+                }
+                Err(_) => return,
+            }
+        }
+    });
+    let msg = [7u8; 32];
+    let mut buf = [0u8; 64];
+    let mut out = Vec::with_capacity(n);
+    for i in 0..total {
+        let t0 = Instant::now();
+        me.send_to(&msg, echo_addr).map_err(io)?;
+        me.recv(&mut buf).map_err(io)?;
+        if i >= total - n {
+            out.push(t0.elapsed().as_nanos() as u64);
+        }
+    }
+    let _ = t.join();
+    Ok(out)
+}
+
 /// The whole report.
 #[derive(Clone, Debug, Serialize)]
 pub struct KvBenchReport {
     /// One entry per system and replica count.
     pub systems: Vec<SystemReport>,
+    /// The machine's floor from the same run.
+    pub floor: MachineFloor,
     /// xlane against each other system.
     pub ratios: Vec<Ratio>,
     /// The workload.
@@ -1220,6 +1285,8 @@ pub fn run(cfg: &KvBenchConfig, log: &mut dyn FnMut(&str)) -> Result<KvBenchRepo
             .map(|d| d.as_millis())
             .unwrap_or(0)
     );
+    log("machine floor (UDP round trips between two threads) ...");
+    let mut rtts = machine_round_trips(FLOOR_ROUND_TRIPS).map_err(KvBenchError::Config)?;
     let mut systems = Vec::new();
     let mut all_sizes = Vec::new();
     for &n in &cfg.replicas {
@@ -1289,9 +1356,18 @@ pub fn run(cfg: &KvBenchConfig, log: &mut dyn FnMut(&str)) -> Result<KvBenchRepo
             systems.push(rep);
         }
     }
+    rtts.extend(machine_round_trips(FLOOR_ROUND_TRIPS).map_err(KvBenchError::Config)?);
+    let rtt = LatencySummary::from_samples("udp round trip", &mut rtts, 0);
+    let floor = MachineFloor {
+        samples: rtt.samples,
+        rtt_p50_ns: rtt.p50_ns,
+        rtt_mean_ns: rtt.avg_ns,
+        visible_floor_ns: VISIBLE_ROUND_TRIPS * rtt.p50_ns,
+    };
     let ratios = ratios(&systems);
     let (om, osd) = mean_sd(&all_sizes);
     let mut report = KvBenchReport {
+        floor,
         systems,
         ratios,
         workload: Workload {
@@ -1364,8 +1440,17 @@ impl KvBenchReport {
     /// The report as text tables.
     pub fn render(&self) -> String {
         let mut t = Table::new(&[
-            "system", "replicas", "mean", "p50", "p99", "max", "ack p50", "writes/s",
+            "system",
+            "replicas",
+            "mean",
+            "p50",
+            "p99",
+            "max",
+            "ack p50",
+            "writes/s",
+            "mean÷floor",
         ]);
+        let floor = self.floor.visible_floor_ns.max(1) as f64;
         let mut notes = Vec::new();
         for s in &self.systems {
             if s.available {
@@ -1378,6 +1463,7 @@ impl KvBenchReport {
                     fmt_ns(s.max_ns),
                     fmt_ns(s.ack_p50_ns),
                     format!("{:.0}", s.ops_per_s),
+                    format!("{:.1}", s.mean_ns as f64 / floor),
                 ]);
             } else {
                 t.row(vec![
@@ -1414,6 +1500,17 @@ impl KvBenchReport {
         for n in notes {
             let _ = writeln!(out, "{n}");
         }
+        let f = &self.floor;
+        let _ = writeln!(
+            out,
+            "\nfloor: a UDP round trip between two threads takes {} (p50; mean {}, {} samples \
+             before and after the runs); a write known visible on every replica needs at least \
+             {VISIBLE_ROUND_TRIPS} (client-leader, leader-replicas, reads): {}",
+            fmt_ns(f.rtt_p50_ns),
+            fmt_ns(f.rtt_mean_ns),
+            f.samples,
+            fmt_ns(f.visible_floor_ns)
+        );
         if !self.ratios.is_empty() {
             let mut r = Table::new(&["xlane", "vs", "replicas", "latency ×", "throughput ×"]);
             for x in &self.ratios {
@@ -1520,7 +1617,14 @@ fn draw<DB: plotters::prelude::DrawingBackend>(
     let xs: Vec<usize> = ok.iter().map(|s| s.replicas).collect();
     let xmin = xs.iter().copied().min().unwrap_or(3) as f64 - 0.7;
     let xmax = xs.iter().copied().max().unwrap_or(3) as f64 + 0.7;
-    let lo = ok.iter().map(|s| s.min_ns.max(1)).min().unwrap_or(1) as f64 / 2.0;
+    let floor = report.floor.visible_floor_ns.max(1) as f64;
+    let lo = ok
+        .iter()
+        .map(|s| s.min_ns.max(1))
+        .min()
+        .unwrap_or(1)
+        .min(report.floor.visible_floor_ns.max(1)) as f64
+        / 2.0;
     let hi = ok.iter().map(|s| s.max_ns.max(1)).max().unwrap_or(10) as f64 * 40.0;
     let names: Vec<&str> = System::ALL.iter().map(|s| s.name()).collect();
     let colors = [
@@ -1545,6 +1649,15 @@ fn draw<DB: plotters::prelude::DrawingBackend>(
         .y_label_formatter(&|v| fmt_ns(*v as u64))
         .draw()
         .map_err(e)?;
+    // The machine floor: no system can show a write visible sooner here.
+    let gray = RGBColor(110, 110, 110);
+    lat.draw_series(LineSeries::new(
+        vec![(xmin, floor), (xmax, floor)],
+        gray.stroke_width(1),
+    ))
+    .map_err(e)?
+    .label(format!("floor: {VISIBLE_ROUND_TRIPS} UDP round trips"))
+    .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], gray.stroke_width(1)));
     let tmax = ok.iter().map(|s| s.ops_per_s).fold(1.0, f64::max) * 1.6;
     let mut tp = ChartBuilder::on(&right)
         .caption("write throughput", ("sans-serif", 18))

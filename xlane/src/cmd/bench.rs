@@ -42,7 +42,9 @@ enum What {
     /// replicas after every write), each with the same number of members,
     /// started on 127.0.0.1 with their data on a RAM disk. Reports mean,
     /// p50 and p99 of the time until a write is visible on every replica
-    /// and writes per second. Needs `etcd` and `redis-server` installed.
+    /// and writes per second, beside the machine's floor from the same run
+    /// (three UDP round trips between two threads: the least any replicated
+    /// store needs here). Needs `etcd` and `redis-server` installed.
     Kv(KvArgs),
 }
 
