@@ -798,6 +798,70 @@ mod tests {
         }
     }
 
+    /// Linearizable reads on every member while a writer increments: a read
+    /// sent after a write was acknowledged returns that write or a later
+    /// one, however many reads share a read index.
+    #[test]
+    fn reads_see_every_write_acknowledged_before_them() {
+        use std::sync::atomic::{AtomicBool, AtomicI64};
+        let m = start(3);
+        let l = leader(&m);
+        let acked = Arc::new(AtomicI64::new(0));
+        let stop = Arc::new(AtomicBool::new(false));
+        let writer = {
+            let (acked, stop, addr) = (acked.clone(), stop.clone(), m.clients[l]);
+            std::thread::spawn(move || {
+                let mut c = connect(addr);
+                while !stop.load(Ordering::Relaxed) {
+                    match cmd(&mut c, &["INCR", "c"]) {
+                        Reply::Integer(v) => acked.store(v, Ordering::Release),
+                        r => panic!("{r:?}"),
+                    }
+                }
+            })
+        };
+        let readers: Vec<_> = (0..12)
+            .map(|i| {
+                let (acked, addr) = (acked.clone(), m.clients[i % 3]);
+                std::thread::spawn(move || {
+                    let mut c = connect(addr);
+                    let mut reads = 0;
+                    let mut before = 0;
+                    for _ in 0..300 {
+                        // Read right after a new acknowledgement, when a
+                        // member that served reads without a read index
+                        // would most likely not have applied it yet.
+                        let deadline = Instant::now() + Duration::from_secs(10);
+                        while acked.load(Ordering::Acquire) == before {
+                            assert!(Instant::now() < deadline, "writer stalled");
+                            std::hint::spin_loop();
+                        }
+                        before = acked.load(Ordering::Acquire);
+                        let v = match cmd(&mut c, &["GET", "c"]) {
+                            Reply::Bulk(Some(v)) => String::from_utf8(v)
+                                .expect("utf8")
+                                .parse::<i64>()
+                                .expect("int"),
+                            Reply::Bulk(None) => 0,
+                            r => panic!("reader {i}: {r:?}"),
+                        };
+                        assert!(v >= before, "reader {i}: read {v} after {before} was acked");
+                        reads += 1;
+                    }
+                    reads
+                })
+            })
+            .collect();
+        let reads: usize = readers.into_iter().map(|r| r.join().expect("reader")).sum();
+        stop.store(true, Ordering::Relaxed);
+        writer.join().expect("writer");
+        assert_eq!(reads, 12 * 300);
+        assert!(acked.load(Ordering::Relaxed) > 0, "no write went through");
+        for n in &m.nodes {
+            n.shutdown();
+        }
+    }
+
     /// A protocol error is answered and closes that connection only; a
     /// client that leaves with writes in flight harms nobody; `QUIT`
     /// answers and closes.

@@ -104,16 +104,18 @@ pub trait Frontend: Send + 'static {
     fn flush(&mut self) -> bool;
 }
 
-/// Who waits for a proposal or a read: a blocking caller or a frontend's token.
+/// Who waits for a proposal or a read: a blocking caller or a frontend's token(s).
 enum Waiter<T> {
     Caller(mpsc::Sender<Result<T, ReplicateError>>),
     Token(u64),
+    /// Reads of one frontend turn that share one read index.
+    Tokens(Vec<u64>),
 }
 
 /// Outcomes held back during the events pass, for the frontend after it.
 type Completions = Vec<(u64, Outcome)>;
 
-impl<T> Waiter<T> {
+impl<T: Clone> Waiter<T> {
     /// Answers a blocking caller at once; a frontend's outcome is queued in `done`.
     fn finish(self, r: Result<T, ReplicateError>, done: &mut Completions, ok: fn(T) -> Outcome) {
         match self {
@@ -121,6 +123,11 @@ impl<T> Waiter<T> {
                 let _ = tx.send(r);
             }
             Waiter::Token(t) => done.push((t, r.map_or_else(Outcome::Failed, ok))),
+            Waiter::Tokens(ts) => {
+                for t in ts {
+                    done.push((t, r.clone().map_or_else(Outcome::Failed, ok)));
+                }
+            }
         }
     }
 }
@@ -132,6 +139,10 @@ struct NodeSubmit<'a, S: StateMachine> {
     reads: &'a mut HashMap<ReadId, Waiter<()>>,
     /// Submissions made (the driver must not sleep before the next Ready).
     count: usize,
+    /// Read barriers share one read index (see [`Pass::frontend_turn`]).
+    coalesce: bool,
+    /// The read index shared so far.
+    shared_read: Option<ReadId>,
 }
 
 impl<S: StateMachine> Submit for NodeSubmit<'_, S> {
@@ -143,9 +154,19 @@ impl<S: StateMachine> Submit for NodeSubmit<'_, S> {
     }
 
     fn read_barrier(&mut self, token: u64) {
-        let id = self.node.read_index();
-        self.reads.insert(id, Waiter::Token(token));
         self.count += 1;
+        if let Some(Waiter::Tokens(ts)) = self.shared_read.and_then(|id| self.reads.get_mut(&id)) {
+            ts.push(token);
+            return;
+        }
+        let id = self.node.read_index();
+        let w = if self.coalesce {
+            self.shared_read = Some(id);
+            Waiter::Tokens(vec![token])
+        } else {
+            Waiter::Token(token)
+        };
+        self.reads.insert(id, w);
     }
 }
 
@@ -214,19 +235,21 @@ impl<S: StateMachine, T: Transport> Pass<'_, S, T> {
         Ok(())
     }
 
-    fn submit(&mut self) -> NodeSubmit<'_, S> {
+    fn submit(&mut self, coalesce: bool) -> NodeSubmit<'_, S> {
         NodeSubmit {
             node: self.node,
             proposals: self.proposals,
             reads: self.reads,
             count: 0,
+            coalesce,
+            shared_read: None,
         }
     }
 
     /// Hands the queued outcomes to `f`; true if that submitted new work.
     fn frontend_outcomes(&mut self, f: &mut dyn Frontend) -> bool {
         let done = std::mem::take(self.done);
-        let mut sub = self.submit();
+        let mut sub = self.submit(false);
         for (token, outcome) in done {
             f.complete(token, outcome, &mut sub);
         }
@@ -235,9 +258,14 @@ impl<S: StateMachine, T: Transport> Pass<'_, S, T> {
 
     /// Hands the queued outcomes to `f`, then its turn (`busy` set if it has work
     /// left); true if either submitted new work.
+    ///
+    /// The read barriers of one turn share a single read index: every one of them
+    /// arrived before the turn, and the index is taken during it, after this turn's
+    /// first Ready and before any write this turn commits later is acknowledged, so
+    /// it covers every write acknowledged before any of those reads was sent.
     fn frontend_turn(&mut self, f: &mut dyn Frontend, busy: &mut bool) -> bool {
         let mut submitted = self.frontend_outcomes(f);
-        let mut sub = self.submit();
+        let mut sub = self.submit(true);
         *busy |= f.turn(&mut sub);
         submitted |= sub.count > 0;
         submitted
