@@ -58,6 +58,8 @@ struct Cluster {
     extra: Vec<String>,
     /// Each node's last ready line.
     ready: Vec<String>,
+    /// Each node's later stdout lines (JSON events), as they come.
+    events: Vec<Option<std::sync::mpsc::Receiver<String>>>,
 }
 
 impl Cluster {
@@ -90,6 +92,7 @@ impl Cluster {
             children: vec![None, None, None],
             extra: Vec::new(),
             ready: vec![String::new(); 3],
+            events: vec![None, None, None],
         }
     }
 
@@ -116,13 +119,41 @@ impl Cluster {
             .spawn()
             .expect("spawn xlane kv serve");
         let out = child.stdout.take().expect("stdout");
+        let mut out = BufReader::new(out);
         let mut line = String::new();
-        BufReader::new(out)
-            .read_line(&mut line)
-            .expect("ready line");
+        out.read_line(&mut line).expect("ready line");
         assert!(line.contains("\"event\":\"ready\""), "node {id}: {line}");
         self.ready[id - 1] = line;
         self.children[id - 1] = Some(child);
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for l in out.lines().map_while(Result::ok) {
+                if tx.send(l).is_err() {
+                    return;
+                }
+            }
+        });
+        self.events[id - 1] = Some(rx);
+    }
+
+    /// The next event line of node `id` that satisfies `want`, waiting at
+    /// most `timeout` in all.
+    fn event(
+        &self,
+        id: usize,
+        timeout: Duration,
+        want: impl Fn(&serde_json::Value) -> bool,
+    ) -> Option<serde_json::Value> {
+        let rx = self.events[id - 1].as_ref()?;
+        let end = Instant::now() + timeout;
+        loop {
+            let left = end.checked_duration_since(Instant::now())?;
+            let l = rx.recv_timeout(left).ok()?;
+            let v: serde_json::Value = serde_json::from_str(&l).expect("JSON event line");
+            if want(&v) {
+                return Some(v);
+            }
+        }
     }
 
     /// `kill -9` by PID (Child::kill sends SIGKILL) and reap.
@@ -443,6 +474,33 @@ fn lane_tunnels_and_timeouts_come_from_the_controller() {
     }
     let before = ctl.tunnels();
     assert_eq!(before.len(), 9, "three tunnels per member: {before:?}");
+
+    // Member 1 got its grants first; the tunnels of 2 and 3 share its
+    // links, so the controller announced it new ranges (bandwidthChanged),
+    // which it follows: Λ covers its X-FD tree's new bound.
+    let v1: serde_json::Value = serde_json::from_str(&cl.ready[0]).expect("ready JSON");
+    let mine: Vec<u64> = v1["tunnels"]
+        .as_array()
+        .expect("tunnels")
+        .iter()
+        .filter_map(|t| t["tunnel"].as_u64())
+        .collect();
+    let changed = cl
+        .event(1, Duration::from_secs(10), |v| {
+            v["event"] == "bandwidth_changed" && v["what"] == "x-fd"
+        })
+        .expect("member 1 reports its X-FD tree's new range");
+    assert!(
+        mine.contains(&changed["tunnel"].as_u64().expect("tunnel")),
+        "{changed}"
+    );
+    assert_eq!(changed["reason"], "Te", "{changed}");
+    let (max, lambda) = (
+        changed["max_latency_ns"].as_u64().expect("max"),
+        changed["fd_lambda_ns"].as_u64().expect("fd_lambda_ns"),
+    );
+    assert!(lambda >= max, "{changed}");
+    assert!(changed["election_timeout_holds"].is_boolean(), "{changed}");
 
     // The cluster works over the granted lane.
     let leader = find_leader(&cl, &[1, 2, 3]);

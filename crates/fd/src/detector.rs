@@ -545,6 +545,27 @@ impl<M: SuspicionModel + Clone> Detector<M> {
         })
     }
 
+    /// Changes the suspicion threshold (X-FD: Λ, when the tunnel's announced
+    /// bound changes). The deadline of every peer heard so far moves with
+    /// it; statuses stay until the next check or heartbeat.
+    pub fn set_threshold(&mut self, threshold: f64) -> Result<(), ConfigError> {
+        if threshold.is_nan() {
+            return Err(ConfigError::NanThreshold);
+        }
+        self.cfg.threshold = threshold;
+        for p in &mut self.peers {
+            if p.heartbeats > 0 {
+                p.deadline_ns = p.model.suspect_at(threshold);
+            }
+        }
+        Ok(())
+    }
+
+    /// The suspicion threshold in use.
+    pub fn threshold(&self) -> f64 {
+        self.cfg.threshold
+    }
+
     /// Counters.
     pub fn stats(&self) -> DetectorStats {
         self.stats

@@ -322,6 +322,31 @@ fn unknown_sender_and_tunnel_are_counted() {
     assert_eq!(d.peer(1).expect("peer").status, Status::Unknown);
 }
 
+/// A changed Λ moves the deadline of a peer already heard: a silence the
+/// old Λ would suspect is tolerated after a raise, and a cut suspects sooner.
+#[test]
+fn threshold_changes_move_deadlines() {
+    let mut d = XFd::x_fd(T, LAMBDA, None, &peers(1)).expect("detector");
+    d.on_heartbeat(0, &hb(0, 1, 1, None)).expect("heartbeat");
+    let at = d.next_deadline().expect("a deadline");
+    d.set_threshold((LAMBDA + 300) as f64).expect("raise");
+    assert_eq!(d.threshold(), (LAMBDA + 300) as f64);
+    assert_eq!(d.next_deadline(), Some(at + 300));
+    d.check_deadlines(at + 100);
+    assert_eq!(d.peer(0).expect("peer").status, Status::Alive);
+    d.set_threshold((LAMBDA - 400) as f64).expect("cut");
+    assert_eq!(d.next_deadline(), Some(at - 400));
+    d.check_deadlines(at - 300);
+    assert_eq!(
+        d.peer(0).expect("peer").status,
+        Status::Suspected(Reason::Silent)
+    );
+    assert_eq!(
+        d.set_threshold(f64::NAN),
+        Err(xlane_fd::ConfigError::NanThreshold)
+    );
+}
+
 #[test]
 fn config_refusals() {
     let p = peers(2);

@@ -284,6 +284,8 @@ pub struct LaneLink {
     stats: Arc<LaneStats>,
     drained: VecDeque<Notice>,
     abandoned_seen: u64,
+    /// X-FD's Λ in ns as last set through [`LaneLink::fd_lambda`].
+    fd_lambda: Arc<AtomicU64>,
 }
 
 fn v4(a: SocketAddr, what: &str) -> Result<SocketAddrV4, LaneError> {
@@ -444,6 +446,7 @@ impl LaneLink {
                 stats,
                 drained: VecDeque::with_capacity(1024),
                 abandoned_seen: 0,
+                fd_lambda: Arc::new(AtomicU64::new(timing.fd_lambda_ns)),
             },
             outbox,
         ))
@@ -452,6 +455,12 @@ impl LaneLink {
     /// The counters (shared).
     pub fn stats(&self) -> Arc<LaneStats> {
         self.stats.clone()
+    }
+
+    /// X-FD's threshold Λ in ns: storing a new value changes it on the
+    /// link's next turn (e.g. when the controller announces a new bound).
+    pub fn fd_lambda(&self) -> Arc<AtomicU64> {
+        self.fd_lambda.clone()
     }
 
     /// Runs until `stop` is set, handing complete raft datagrams to `driver`.
@@ -469,7 +478,12 @@ impl LaneLink {
         const WAKE: u32 = 4;
         // What woke the loop (0: a timeout); the first turn does everything.
         let mut mask = REPL | FD | WAKE;
+        let mut lambda = self.fd_lambda.load(Ordering::Acquire);
         while !stop.load(Ordering::Acquire) {
+            let l = self.fd_lambda.load(Ordering::Acquire);
+            if l != lambda && self.detector.set_threshold(l as f64).is_ok() {
+                lambda = l;
+            }
             // Raft datagrams first: they are what a write waits for.
             if mask & REPL != 0 {
                 self.receive_repl(&mut buf, driver)?;

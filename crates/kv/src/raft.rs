@@ -301,6 +301,7 @@ pub struct RaftReplicator {
     applied_index: Arc<AtomicU64>,
     raft_addr: SocketAddr,
     lane: Option<Arc<LaneStats>>,
+    fd_lambda: Option<Arc<AtomicU64>>,
     stop: Arc<AtomicBool>,
     driver: Mutex<Option<Driver>>,
     threads: Mutex<Vec<JoinHandle<()>>>,
@@ -461,6 +462,7 @@ impl RaftReplicator {
         };
         let handle = driver.handle();
 
+        let fd_lambda = link.as_ref().map(|l| l.fd_lambda());
         let lane_stats = match link {
             None => None,
             Some(link) => {
@@ -492,6 +494,7 @@ impl RaftReplicator {
                 applied_index,
                 raft_addr,
                 lane: lane_stats,
+                fd_lambda,
                 stop,
                 driver: Mutex::new(Some(driver)),
                 threads: Mutex::new(threads),
@@ -529,6 +532,23 @@ impl RaftReplicator {
     /// the first entry after start or the last snapshot).
     pub fn applied_index(&self) -> u64 {
         self.applied_index.load(Ordering::Acquire)
+    }
+
+    /// X-FD's threshold Λ in ns (lane mode only).
+    pub fn fd_lambda_ns(&self) -> Option<u64> {
+        self.fd_lambda.as_ref().map(|l| l.load(Ordering::Acquire))
+    }
+
+    /// Sets X-FD's threshold Λ (lane mode; false otherwise). The lane link
+    /// uses it from its next turn on.
+    pub fn set_fd_lambda_ns(&self, ns: u64) -> bool {
+        match &self.fd_lambda {
+            Some(l) => {
+                l.store(ns, Ordering::Release);
+                true
+            }
+            None => false,
+        }
     }
 
     /// Whether the raft driver still runs (false after [`Self::shutdown`] or

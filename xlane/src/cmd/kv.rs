@@ -271,16 +271,25 @@ fn serve_raft(a: ServeArgs) -> super::CmdResult {
     let mut max_latency_ns = a.max_latency_ms * 1_000_000;
     let mut grants = Vec::new();
     let mut release = None;
+    let mut follow = None;
     if let Some(ctl) = a.controller {
         let timing = lane
             .as_mut()
             .ok_or("--controller allocates lane tunnels: it needs --transport lane")?;
         let keys = a.ctl_keys.as_ref().ok_or("--controller needs --ctl-keys")?;
         let names = controller_names(&a.ctl_hosts, &peers)?;
+        let fd_floor_ns = timing.fd_lambda_ns;
         let got = request_tunnels(ctl, keys, id, &names, timing)?;
         max_latency_ns = got.max_latency_ns;
         grants = got.grants;
         release = Some(got.release);
+        follow = Some(Follow {
+            conn: got.conn,
+            kinds: got.kinds,
+            max_ns: got.max_ns,
+            fd_floor_ns,
+            election_bound_ns: max_latency_ns,
+        });
     }
     let tick_ns = match &lane {
         Some(t) => t.fd_period_ns,
@@ -311,6 +320,7 @@ fn serve_raft(a: ServeArgs) -> super::CmdResult {
         );
     }
     let raft_addr = repl.raft_addr();
+    let repl = Arc::new(repl);
     println!(
         "{}",
         serde_json::json!({
@@ -340,6 +350,12 @@ fn serve_raft(a: ServeArgs) -> super::CmdResult {
         Some(r) => serde_json::json!({ "tunnels_released": r.run() }),
         None => serde_json::json!({}),
     });
+    if let Some(f) = follow {
+        let repl = repl.clone();
+        std::thread::Builder::new()
+            .name("kv-ctl-upcalls".into())
+            .spawn(move || f.run(&repl))?;
+    }
     // The clients are served on the raft driver's thread; this one only
     // watches it.
     while repl.running() {
@@ -382,6 +398,108 @@ struct ControllerTiming {
     grants: Vec<serde_json::Value>,
     /// How to give them back.
     release: Release,
+    /// The connection that asked, subscribed to upcalls.
+    conn: xlane_ctl::client::Client,
+    /// What each tunnel is for (`replication`, `x-fd`).
+    kinds: BTreeMap<u64, &'static str>,
+    /// Each tunnel's announced maximum latency, ns.
+    max_ns: BTreeMap<u64, u64>,
+}
+
+/// Follows the controller's upcalls about a member's tunnels.
+struct Follow {
+    conn: xlane_ctl::client::Client,
+    kinds: BTreeMap<u64, &'static str>,
+    max_ns: BTreeMap<u64, u64>,
+    /// The Λ asked for on the command line: Λ never goes below it.
+    fd_floor_ns: u64,
+    /// The bound Raft's election timeout was derived from at start.
+    election_bound_ns: u64,
+}
+
+impl Follow {
+    /// Until the controller connection ends: on `bandwidthChanged` of the
+    /// X-FD tree, Λ follows the new announced maximum latency (at once when
+    /// it grows, after the grace period when it shrinks). Every change is
+    /// printed as a JSON line: `bandwidth_changed` (with whether Raft's
+    /// election timeout, fixed at start, still covers every bound, and
+    /// whether a new period is followed: not yet), `bandwidth_terminated`,
+    /// `controller_lost`.
+    fn run(mut self, repl: &RaftReplicator) {
+        use xlane_ctl::proto::Upcall;
+        let mut lower: Option<(std::time::Instant, u64)> = None;
+        loop {
+            if let Some((at, l)) = lower {
+                if std::time::Instant::now() >= at {
+                    repl.set_fd_lambda_ns(l);
+                    lower = None;
+                }
+            }
+            let u = match self.conn.next_upcall(std::time::Duration::from_millis(100)) {
+                Ok(Some(u)) => u,
+                Ok(None) => continue,
+                Err(e) => {
+                    emit(
+                        serde_json::json!({ "event": "controller_lost", "detail": e.to_string() }),
+                    );
+                    return;
+                }
+            };
+            match u {
+                Upcall::BandwidthChanged {
+                    tunnel,
+                    old,
+                    new,
+                    reason,
+                    grace_ns,
+                } => {
+                    let Some(&what) = self.kinds.get(&tunnel.0) else {
+                        continue;
+                    };
+                    let max = new.min_latency_ns.saturating_add(new.max_jitter_ns);
+                    self.max_ns.insert(tunnel.0, max);
+                    let mut line = serde_json::json!({
+                        "event": "bandwidth_changed", "tunnel": tunnel.0, "what": what,
+                        "reason": format!("{reason:?}"), "grace_ns": grace_ns,
+                        "max_latency_ns": max,
+                        "old_max_latency_ns": old.min_latency_ns.saturating_add(old.max_jitter_ns),
+                        "period_ns": new.period_ns, "old_period_ns": old.period_ns,
+                        "period_followed": new.period_ns == old.period_ns,
+                    });
+                    if what == "x-fd" {
+                        let want = max.max(self.fd_floor_ns);
+                        let now = repl.fd_lambda_ns().unwrap_or(want);
+                        if want >= now {
+                            repl.set_fd_lambda_ns(want);
+                            lower = None;
+                        } else {
+                            let at = std::time::Instant::now()
+                                + std::time::Duration::from_nanos(grace_ns);
+                            lower = Some((at, want));
+                        }
+                        line["fd_lambda_ns"] = want.into();
+                    }
+                    let bound = self.max_ns.values().copied().max().unwrap_or(0);
+                    line["election_timeout_holds"] = (bound <= self.election_bound_ns).into();
+                    emit(line);
+                }
+                Upcall::BandwidthTerminated { tunnel, reason } => {
+                    if self.kinds.contains_key(&tunnel.0) {
+                        emit(serde_json::json!({
+                            "event": "bandwidth_terminated", "tunnel": tunnel.0,
+                            "reason": format!("{reason:?}"),
+                        }));
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// One JSON line on stdout; a reader that went away is no error.
+fn emit(v: serde_json::Value) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stdout(), "{v}");
 }
 
 /// The tunnels a member holds, to give back when it stops.
@@ -422,6 +540,10 @@ fn request_tunnels(
     let host = &names[&me];
     let key = super::ctl::host_key(keys, host).map_err(|e| format!("--ctl-keys: {e}"))?;
     let mut c = super::ctl::connect_as(ctl, host, &key)?;
+    // Upcalls from here on are kept for `Follow`, including those that
+    // the requests below set off.
+    c.subscribe()
+        .map_err(|e| format!("controller {ctl}: subscribe: {e}"))?;
     // Tunnels of an earlier run of this member end here.
     let (held, _) = c
         .list()
@@ -467,10 +589,24 @@ fn request_tunnels(
         timing.fd_lambda_ns = timing.fd_lambda_ns.max(fd_max);
     }
     timing.repl_period_ns = repl_period;
-    let tunnels = grants
-        .iter()
-        .filter_map(|g| g["tunnel"].as_u64())
-        .map(xlane_ctl::proto::TunnelId)
+    let mut kinds = BTreeMap::new();
+    let mut max_ns = BTreeMap::new();
+    for g in &grants {
+        if let (Some(t), Some(m)) = (g["tunnel"].as_u64(), g["max_latency_ns"].as_u64()) {
+            kinds.insert(
+                t,
+                if g["what"] == "x-fd" {
+                    "x-fd"
+                } else {
+                    "replication"
+                },
+            );
+            max_ns.insert(t, m);
+        }
+    }
+    let tunnels = kinds
+        .keys()
+        .map(|&t| xlane_ctl::proto::TunnelId(t))
         .collect();
     Ok(ControllerTiming {
         max_latency_ns: max_latency_ns.max(1),
@@ -481,5 +617,8 @@ fn request_tunnels(
             key,
             tunnels,
         },
+        conn: c,
+        kinds,
+        max_ns,
     })
 }
