@@ -44,13 +44,13 @@ use xlane_xraft::batch::ReassemblyLimits;
 use xlane_xraft::driver::{Driver, DriverHandle, Frontend, InboundSource, ReplicateError};
 use xlane_xraft::node::NewNodeError;
 use xlane_xraft::storage::OpenError;
+/// The raft log's storage settings and fsync policy, re-exported for
+/// callers that do not depend on `xlane-xraft` themselves.
+pub use xlane_xraft::{timeouts_from_bounds, FsyncPolicy as LogFsync, StorageConfig};
 use xlane_xraft::{
     DiskStorage, MessageEndpoint, NodeConfig, OpenReport, RaftNode, StateMachine, TrafficClass,
     Transport,
 };
-/// The raft log's storage settings and fsync policy, re-exported for
-/// callers that do not depend on `xlane-xraft` themselves.
-pub use xlane_xraft::{FsyncPolicy as LogFsync, StorageConfig};
 
 /// Default express MTU: the largest UDP payload sent.
 pub const EXPRESS_MTU: usize = 1400;

@@ -12,7 +12,9 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 use xlane_kv::lane_link::LaneTiming;
-use xlane_kv::raft::{parse_peer, LogFsync, Peer, RaftConfig, RaftReplicator, StorageConfig};
+use xlane_kv::raft::{
+    parse_peer, timeouts_from_bounds, LogFsync, Peer, RaftConfig, RaftReplicator, StorageConfig,
+};
 use xlane_kv::replicator::{FsyncPolicy, LocalReplicator, Replicator};
 use xlane_kv::resp::Limits;
 use xlane_kv::server::{Server, Stats};
@@ -288,7 +290,8 @@ fn serve_raft(a: ServeArgs) -> super::CmdResult {
             kinds: got.kinds,
             max_ns: got.max_ns,
             fd_floor_ns,
-            election_bound_ns: max_latency_ns,
+            tick_ns: 0,
+            election_ticks: 0,
         });
     }
     let tick_ns = match &lane {
@@ -296,6 +299,10 @@ fn serve_raft(a: ServeArgs) -> super::CmdResult {
         None => a.tick_ms.max(1) * 1_000_000,
     };
     let mut cfg = RaftConfig::new(id, peers.clone(), storage, tick_ns, max_latency_ns)?;
+    if let Some(f) = follow.as_mut() {
+        f.tick_ns = cfg.node.tick_ns;
+        f.election_ticks = cfg.node.election_ticks;
+    }
     cfg.lane = lane;
     if let Some(r) = a.raft {
         cfg.bind = r;
@@ -413,8 +420,33 @@ struct Follow {
     max_ns: BTreeMap<u64, u64>,
     /// The Λ asked for on the command line: Λ never goes below it.
     fd_floor_ns: u64,
-    /// The bound Raft's election timeout was derived from at start.
-    election_bound_ns: u64,
+    /// Raft's tick and its election timeout in ticks, fixed at start.
+    tick_ns: u64,
+    election_ticks: usize,
+}
+
+/// When Λ moves to a new X-FD bound.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum LambdaStep {
+    /// It grows: at once (a larger Λ is the safe side).
+    Now,
+    /// It shrinks: when the grace period ends, while the old range holds.
+    AfterGrace,
+    /// It stays.
+    Keep,
+}
+
+/// The Λ for an X-FD tree whose announced maximum latency is now
+/// `bound_ns` (never below `floor_ns`, the command line's), and when it
+/// takes over from `lambda_ns`.
+fn lambda_step(bound_ns: u64, floor_ns: u64, lambda_ns: u64) -> (u64, LambdaStep) {
+    let want = bound_ns.max(floor_ns);
+    let step = match want.cmp(&lambda_ns) {
+        std::cmp::Ordering::Greater => LambdaStep::Now,
+        std::cmp::Ordering::Less => LambdaStep::AfterGrace,
+        std::cmp::Ordering::Equal => LambdaStep::Keep,
+    };
+    (want, step)
 }
 
 impl Follow {
@@ -467,20 +499,26 @@ impl Follow {
                         "period_followed": new.period_ns == old.period_ns,
                     });
                     if what == "x-fd" {
-                        let want = max.max(self.fd_floor_ns);
-                        let now = repl.fd_lambda_ns().unwrap_or(want);
-                        if want >= now {
-                            repl.set_fd_lambda_ns(want);
-                            lower = None;
-                        } else {
-                            let at = std::time::Instant::now()
-                                + std::time::Duration::from_nanos(grace_ns);
-                            lower = Some((at, want));
+                        let now = repl.fd_lambda_ns().unwrap_or(self.fd_floor_ns);
+                        let (want, step) = lambda_step(max, self.fd_floor_ns, now);
+                        match step {
+                            LambdaStep::Now => {
+                                repl.set_fd_lambda_ns(want);
+                                lower = None;
+                            }
+                            LambdaStep::AfterGrace => {
+                                let at = std::time::Instant::now()
+                                    + std::time::Duration::from_nanos(grace_ns);
+                                lower = Some((at, want));
+                            }
+                            LambdaStep::Keep => lower = None,
                         }
                         line["fd_lambda_ns"] = want.into();
                     }
                     let bound = self.max_ns.values().copied().max().unwrap_or(0);
-                    line["election_timeout_holds"] = (bound <= self.election_bound_ns).into();
+                    // What Raft would need for the bound now, in ticks.
+                    let (_, needed, _) = timeouts_from_bounds(self.tick_ns, bound);
+                    line["election_timeout_holds"] = (needed <= self.election_ticks).into();
                     emit(line);
                 }
                 Upcall::BandwidthTerminated { tunnel, reason } => {
@@ -621,4 +659,31 @@ fn request_tunnels(
         kinds,
         max_ns,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Λ follows the X-FD tree's bound: up at once, down after the grace
+    /// period, never below the command line's.
+    #[test]
+    fn lambda_steps() {
+        use LambdaStep::*;
+        // (bound, floor, Λ now) -> (Λ, when)
+        let rows = [
+            ("bound grows past Λ", (140, 20, 100), (140, Now)),
+            ("bound shrinks", (100, 20, 140), (100, AfterGrace)),
+            ("bound under the floor", (40, 500, 500), (500, Keep)),
+            (
+                "bound shrinks to the floor",
+                (40, 500, 800),
+                (500, AfterGrace),
+            ),
+            ("bound equal to Λ", (100, 20, 100), (100, Keep)),
+        ];
+        for (name, (bound, floor, now), want) in rows {
+            assert_eq!(lambda_step(bound, floor, now), want, "{name}");
+        }
+    }
 }
