@@ -567,20 +567,11 @@ impl Frontend for ClientLoop {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::raft::tests::free_udp_port;
     use crate::raft::{LogFsync, RaftConfig, RaftReplicator, StorageConfig};
     use crate::resp::{decode_reply, encode_command};
-    use std::net::{SocketAddr, UdpSocket};
+    use std::net::SocketAddr;
     use std::time::{Duration, Instant};
-
-    fn free_udp_port() -> SocketAddr {
-        loop {
-            let u = UdpSocket::bind("127.0.0.1:0").expect("bind udp");
-            let a = u.local_addr().expect("addr");
-            if TcpListener::bind(a).is_ok() {
-                return a;
-            }
-        }
-    }
 
     /// Members `1..=n`, each serving its clients from its driver thread.
     struct Members {
@@ -588,6 +579,14 @@ mod tests {
         clients: Vec<SocketAddr>,
         stats: Vec<Arc<Stats>>,
         _dirs: Vec<tempfile::TempDir>,
+    }
+
+    impl Drop for Members {
+        fn drop(&mut self) {
+            for n in &self.nodes {
+                n.shutdown();
+            }
+        }
     }
 
     fn start(n: u64) -> Members {
@@ -725,9 +724,6 @@ mod tests {
         assert_eq!(r[8], bulk("2x"));
         assert!(matches!(&r[9], Reply::Error(e) if e.starts_with("ERR unknown command")));
         assert_eq!(r[10], bulk("2"));
-        for n in &m.nodes {
-            n.shutdown();
-        }
     }
 
     /// Followers redirect writes to the leader's client address and serve
@@ -756,9 +752,6 @@ mod tests {
             assert_eq!(cmd(&mut c, &["READONLY"]), Reply::ok());
             // This member's own state, which already holds `v`.
             assert_eq!(cmd(&mut c, &["GET", "k"]), bulk("v"), "follower {i}");
-        }
-        for n in &m.nodes {
-            n.shutdown();
         }
     }
 
@@ -793,9 +786,6 @@ mod tests {
             t.join().expect("client");
         }
         assert_eq!(cmd(&mut connect(addr), &["GET", "ctr"]), bulk("1600"));
-        for n in &m.nodes {
-            n.shutdown();
-        }
     }
 
     /// Linearizable reads on every member while a writer increments: a read
@@ -857,9 +847,6 @@ mod tests {
         writer.join().expect("writer");
         assert_eq!(reads, 12 * 300);
         assert!(acked.load(Ordering::Relaxed) > 0, "no write went through");
-        for n in &m.nodes {
-            n.shutdown();
-        }
     }
 
     /// A protocol error is answered and closes that connection only; a
@@ -900,6 +887,5 @@ mod tests {
             assert!(Instant::now() < deadline, "connections not counted");
             std::thread::sleep(Duration::from_millis(10));
         }
-        m.nodes[0].shutdown();
     }
 }

@@ -850,7 +850,7 @@ pub enum PeerParseError {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::op::{SetCond, SetTtl, WriteCmd};
 
@@ -919,7 +919,8 @@ mod tests {
         assert!(store2.read().expect("lock").is_empty(0));
     }
 
-    fn free_udp_port() -> SocketAddr {
+    /// A loopback address whose port is free for UDP and TCP at once.
+    pub(crate) fn free_udp_port() -> SocketAddr {
         // Bind port 0 for UDP and TCP at once so both are free.
         loop {
             let u = UdpSocket::bind("127.0.0.1:0").expect("bind udp");
