@@ -111,7 +111,7 @@ struct Conn {
     queue: VecDeque<Pending>,
     /// A read barrier waits in `queue`: nothing later starts.
     read_waiting: bool,
-    /// A read that came while earlier replies were pending.
+    /// A read not started yet: it waits for the earlier replies.
     deferred: Option<ReadCmd>,
     /// `QUIT` or a protocol error: close once `out` is written.
     quit: bool,
@@ -362,21 +362,9 @@ impl ClientLoop {
                         }
                     }
                 }
-                Action::Read(cmd) => {
-                    if c.queue.is_empty() {
-                        start_read(
-                            c,
-                            cmd,
-                            &self.store,
-                            &mut self.next_token,
-                            &mut self.tokens,
-                            id,
-                            sub,
-                        );
-                    } else {
-                        c.deferred = Some(cmd);
-                    }
-                }
+                // Started at the top of the loop once nothing earlier is
+                // pending (at once if nothing is).
+                Action::Read(cmd) => c.deferred = Some(cmd),
             }
         }
         self.mark(id);
