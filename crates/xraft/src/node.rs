@@ -57,6 +57,11 @@ pub fn timeouts_from_bounds(period_ns: u64, max_latency_ns: u64) -> (usize, usiz
     (heartbeat, election, tick_ns)
 }
 
+/// Ticks between the attempts of a suspicion-started campaign while no
+/// leader is known: the other members' detectors may suspect the old leader
+/// a little later than the campaigner's, and reject its first (pre-)vote.
+pub const CAMPAIGN_RETRY_TICKS: u64 = 10;
+
 /// Configuration of a [`RaftNode`].
 #[derive(Debug, Clone)]
 pub struct NodeConfig {
@@ -275,6 +280,9 @@ pub struct RaftNode<S: StateMachine> {
     reads_confirmed: VecDeque<(ReadId, u64)>,
     ticks: u64,
     last_tick_ns: Option<u64>,
+    /// After a suspicion-started campaign: the tick of the next attempt while
+    /// no leader is known (see [`RaftNode::on_leader_suspected`]).
+    campaign_retry_at: Option<u64>,
     applied: u64,
     events: Vec<Event>,
     role: (u64, StateRole),
@@ -381,6 +389,7 @@ impl<S: StateMachine> RaftNode<S> {
             reads_confirmed: VecDeque::new(),
             ticks: 0,
             last_tick_ns: None,
+            campaign_retry_at: None,
             applied,
             events: Vec::new(),
             role,
@@ -473,6 +482,14 @@ impl<S: StateMachine> RaftNode<S> {
         self.reseed_timeout(false);
         self.ticks += 1;
         let now = self.ticks;
+        if let Some(at) = self.campaign_retry_at {
+            if self.raw.raft.leader_id != 0 || !self.raw.raft.promotable() {
+                self.campaign_retry_at = None;
+            } else if now >= at {
+                let _ = self.campaign();
+                self.campaign_retry_at = Some(now + CAMPAIGN_RETRY_TICKS);
+            }
+        }
         let timeout = self.cfg.read_timeout_ticks;
         let mut failed: Vec<ReadId> = self
             .reads_requested
@@ -518,7 +535,9 @@ impl<S: StateMachine> RaftNode<S> {
     /// compete with the campaigner. Returns whether an election was started. Typically the
     /// detector of exactly one follower (e.g. the lowest live id) passes `campaign = true`. Nodes whose detector does not suspect the
     /// leader keep rejecting votes until their own election timeout, which is Raft's
-    /// protection against a single faulty detector deposing a healthy leader.
+    /// protection against a single faulty detector deposing a healthy leader. The
+    /// campaigner tries again every [`CAMPAIGN_RETRY_TICKS`] while it knows no leader
+    /// (the others' detectors may suspect a little later than its own).
     pub fn on_leader_suspected(&mut self, suspect: u64, campaign: bool) -> bool {
         if suspect == 0 || suspect != self.raw.raft.leader_id || suspect == self.cfg.id {
             return false;
@@ -528,6 +547,9 @@ impl<S: StateMachine> RaftNode<S> {
             self.raw.raft.election_elapsed = timeout;
         }
         if campaign && self.raw.raft.promotable() {
+            // The others may not suspect the leader yet and reject this
+            // (pre-)vote; it is retried while no leader is known.
+            self.campaign_retry_at = Some(self.ticks + CAMPAIGN_RETRY_TICKS);
             return self.campaign().is_ok();
         }
         // Not campaigning: defer our own timeout as far as raft allows so that the
