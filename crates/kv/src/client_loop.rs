@@ -117,6 +117,9 @@ struct Conn {
     quit: bool,
     /// The client closed its side: close once everything is answered.
     eof: bool,
+    /// Commands may wait in the parser: the last pump stopped on a stall or
+    /// the turn's budget, not on an empty parser.
+    more: bool,
     /// The epoll events registered now.
     interest: u32,
     /// Listed in `ClientLoop::dirty`.
@@ -229,7 +232,7 @@ impl ClientLoop {
             };
             let id = self.next_conn;
             self.next_conn += 1;
-            let interest = (libc::EPOLLIN | libc::EPOLLRDHUP) as u32;
+            let interest = libc::EPOLLIN as u32;
             if stream.set_nonblocking(true).is_err()
                 || self
                     .epoll
@@ -252,6 +255,7 @@ impl ClientLoop {
                     deferred: None,
                     quit: false,
                     eof: false,
+                    more: false,
                     interest,
                     dirty: false,
                 },
@@ -316,16 +320,21 @@ impl ClientLoop {
                 }
             }
             if c.stalled() {
+                c.more = true;
                 break;
             }
             if budget == 0 {
+                c.more = true;
                 self.again.push(id);
                 break;
             }
             budget -= 1;
             let args = match c.parser.next_command() {
                 Ok(Some(a)) => a,
-                Ok(None) => break,
+                Ok(None) => {
+                    c.more = false;
+                    break;
+                }
                 Err(e) => {
                     self.stats.protocol_errors.fetch_add(1, Ordering::Relaxed);
                     c.emit(&Reply::err(format!("ERR {e}")));
@@ -394,12 +403,19 @@ impl ClientLoop {
             }
         }
         c.out.drain(..written);
-        let done = c.out.is_empty() && (c.quit || (c.eof && c.queue.is_empty()));
+        let answered = c.queue.is_empty() && c.deferred.is_none() && !c.more;
+        let done = c.out.is_empty() && (c.quit || (c.eof && answered));
         if broken || done {
             self.close(id);
             return;
         }
-        let mut want = libc::EPOLLRDHUP as u32;
+        // Commands left in the parser by a stall that has cleared.
+        if c.more && !c.stalled() && !self.again.contains(&id) {
+            self.again.push(id);
+        }
+        // Level-triggered: no EPOLLIN while the input cannot be taken (it
+        // would wake the loop for nothing); end of input shows as readable.
+        let mut want = 0;
         if !c.eof && !c.stalled() {
             want |= libc::EPOLLIN as u32;
         }
@@ -482,8 +498,13 @@ impl Frontend for ClientLoop {
                 self.accept();
                 continue;
             }
-            if ev & (libc::EPOLLIN | libc::EPOLLRDHUP | libc::EPOLLHUP | libc::EPOLLERR) as u32 != 0
-            {
+            if ev & (libc::EPOLLHUP | libc::EPOLLERR) as u32 != 0 {
+                // Reset or gone both ways: nothing can be answered any more
+                // (reported whatever the interest, so it must not linger).
+                self.close(key);
+                continue;
+            }
+            if ev & libc::EPOLLIN as u32 != 0 {
                 self.read_input(key);
                 self.pump(key, sub);
             }
@@ -835,6 +856,42 @@ mod tests {
         writer.join().expect("writer");
         assert_eq!(reads, 12 * 300);
         assert!(acked.load(Ordering::Relaxed) > 0, "no write went through");
+    }
+
+    /// A client that sends a long pipeline (more than a turn's budget, writes
+    /// among it) and then closes its sending side gets every reply, in
+    /// order, then the end of the stream.
+    #[test]
+    fn a_client_that_half_closes_gets_every_reply() {
+        let m = start(1);
+        let _ = leader(&m);
+        let mut c = connect(m.clients[0]);
+        // Replies only, so turns end on their budget with nothing pending,
+        // and a write last.
+        let n = 4 * TURN_COMMANDS;
+        let is_write = |i: usize| i == n - 1;
+        let cmds: Vec<&[&str]> = (0..n)
+            .map(|i| -> &[&str] {
+                if is_write(i) {
+                    &["INCR", "h"]
+                } else {
+                    &["PING"]
+                }
+            })
+            .collect();
+        send(&mut c, &cmds);
+        c.shutdown(std::net::Shutdown::Write).expect("half-close");
+        let r = replies(&mut c, n + 1);
+        assert_eq!(r.len(), n, "every reply, then the end");
+        let mut incr = 0;
+        for (i, r) in r.iter().enumerate() {
+            if is_write(i) {
+                incr += 1;
+                assert_eq!(*r, Reply::Integer(incr), "reply {i}");
+            } else {
+                assert_eq!(*r, Reply::Simple("PONG".into()), "reply {i}");
+            }
+        }
     }
 
     /// A protocol error is answered and closes that connection only; a
