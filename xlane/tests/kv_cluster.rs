@@ -539,3 +539,58 @@ fn lane_tunnels_and_timeouts_come_from_the_controller() {
     assert_eq!(left.len(), 6, "{left:?}");
     assert!(left.iter().all(|t| t.1 != name), "{left:?}");
 }
+
+/// A one-member cluster on the RAM disk, started in the background; its
+/// ready line.
+fn start_ram_disk_member(raft: SocketAddr, client: SocketAddr) -> (Child, serde_json::Value) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_xlane"))
+        .args(["kv", "serve", "--id", "1", "--ram-disk", "--peer"])
+        .arg(format!("1={raft}/{client}"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("spawn xlane kv serve");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().expect("stdout"))
+        .read_line(&mut line)
+        .expect("ready line");
+    let v = serde_json::from_str(&line).expect("ready JSON");
+    (child, v)
+}
+
+/// `--ram-disk` keeps one log per member id and raft port: a member of
+/// another cluster with the same id does not replay it, the same member
+/// restarted does.
+#[test]
+fn ram_disk_logs_are_per_member_and_raft_port() {
+    let (raft_a, raft_b) = (free_raft_addr(), free_raft_addr());
+    let client = free_tcp_addr();
+    let dir_of = |v: &serde_json::Value| PathBuf::from(v["data"].as_str().expect("data"));
+    let stop = |mut c: Child| {
+        let _ = c.kill();
+        let _ = c.wait();
+    };
+    let (a, v) = start_ram_disk_member(raft_a, client);
+    let dir_a = dir_of(&v);
+    assert!(
+        dir_a.ends_with(format!("xlane-kv-1-{}", raft_a.port())),
+        "{v}"
+    );
+    let deadline = Instant::now() + DEADLINE;
+    while Conn::open(client).cmd(&["SET", "only-in", "a"]) != Reply::ok() {
+        assert!(Instant::now() < deadline, "the member never led");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    stop(a);
+    let (b, v) = start_ram_disk_member(raft_b, client);
+    let dir_b = dir_of(&v);
+    assert_ne!(dir_a, dir_b);
+    assert_eq!(v["log_records_replayed"].as_u64(), Some(0), "{v}");
+    stop(b);
+    let (a, v) = start_ram_disk_member(raft_a, client);
+    assert!(v["log_records_replayed"].as_u64() > Some(0), "{v}");
+    stop(a);
+    for d in [dir_a, dir_b] {
+        let _ = std::fs::remove_dir_all(d);
+    }
+}

@@ -81,9 +81,10 @@ struct ServeArgs {
     /// (batch), or never.
     #[arg(long, default_value = "batch", value_parser = ["always", "batch", "never"])]
     fsync: String,
-    /// Keep the raft log in /dev/shm/xlane-kv-<id> without fsync (as the
-    /// X-Lane paper's evaluation does) instead of --data; --fsync is then
-    /// ignored.
+    /// Keep the raft log in /dev/shm/xlane-kv-<id>-<raft port> without
+    /// fsync (as the X-Lane paper's evaluation does) instead of --data;
+    /// --fsync is then ignored. The raft port in the name keeps two
+    /// clusters on one machine from sharing a log.
     #[arg(long, conflicts_with = "data")]
     ram_disk: bool,
     /// How raft's express traffic travels between members: plain UDP on
@@ -249,7 +250,7 @@ fn serve_raft(a: ServeArgs) -> super::CmdResult {
         .ok_or_else(|| format!("--id {id} has no --peer entry"))?
         .clone();
     let storage = if a.ram_disk {
-        StorageConfig::ram_disk(&format!("xlane-kv-{id}"))
+        StorageConfig::ram_disk(&format!("xlane-kv-{id}-{}", me.raft.port()))
     } else {
         let dir = a
             .data
