@@ -113,16 +113,7 @@ impl Cluster {
             cmd.args(["--transport", "lane"]);
         }
         cmd.args(&self.extra);
-        let mut child = cmd
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("spawn xlane kv serve");
-        let out = child.stdout.take().expect("stdout");
-        let mut out = BufReader::new(out);
-        let mut line = String::new();
-        out.read_line(&mut line).expect("ready line");
-        assert!(line.contains("\"event\":\"ready\""), "node {id}: {line}");
+        let (child, out, line) = common::spawn_until_ready(cmd.stderr(Stdio::inherit()));
         self.ready[id - 1] = line;
         self.children[id - 1] = Some(child);
         let (tx, rx) = std::sync::mpsc::channel();
@@ -543,19 +534,13 @@ fn lane_tunnels_and_timeouts_come_from_the_controller() {
 /// A one-member cluster on the RAM disk, started in the background; its
 /// ready line.
 fn start_ram_disk_member(raft: SocketAddr, client: SocketAddr) -> (Child, serde_json::Value) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_xlane"))
-        .args(["kv", "serve", "--id", "1", "--ram-disk", "--peer"])
-        .arg(format!("1={raft}/{client}"))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("spawn xlane kv serve");
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().expect("stdout"))
-        .read_line(&mut line)
-        .expect("ready line");
-    let v = serde_json::from_str(&line).expect("ready JSON");
-    (child, v)
+    let (child, _, line) = common::spawn_until_ready(
+        Command::new(env!("CARGO_BIN_EXE_xlane"))
+            .args(["kv", "serve", "--id", "1", "--ram-disk", "--peer"])
+            .arg(format!("1={raft}/{client}"))
+            .stderr(Stdio::inherit()),
+    );
+    (child, serde_json::from_str(&line).expect("ready JSON"))
 }
 
 /// `--ram-disk` keeps one log per member id and raft port: a member of

@@ -20,7 +20,6 @@
 mod common;
 
 use common::Conn;
-use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -104,16 +103,7 @@ impl Members {
                 "20",
             ])
             .args(["--snapshot-interval", "200"]);
-        let mut child = cmd
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn xlane kv serve");
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().expect("stdout"))
-            .read_line(&mut line)
-            .expect("ready line");
-        assert!(line.contains("\"event\":\"ready\""), "member {i}: {line}");
+        let (child, _, _) = common::spawn_until_ready(cmd.stderr(Stdio::null()));
         self.children[i] = Some(child);
     }
 

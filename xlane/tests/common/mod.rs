@@ -1,11 +1,28 @@
-//! What the kv integration tests share: a minimal pipelining RESP client.
+//! What the kv integration tests share: starting a member up to its ready
+//! line, and a minimal pipelining RESP client.
 // Each test file compiles this module on its own and uses part of it.
 #![allow(dead_code)]
 
-use std::io::{Read, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
+use std::process::{Child, ChildStdout, Command, Stdio};
 use std::time::Duration;
 use xlane_kv::resp::{decode_reply, encode_command, Reply};
+
+/// Spawns `cmd` (an `xlane kv serve`) with stdout piped and waits for its
+/// first line, the ready line; returns the child, the rest of its stdout and
+/// that line.
+pub fn spawn_until_ready(cmd: &mut Command) -> (Child, BufReader<ChildStdout>, String) {
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("spawn xlane kv serve");
+    let mut out = BufReader::new(child.stdout.take().expect("stdout"));
+    let mut line = String::new();
+    out.read_line(&mut line).expect("ready line");
+    assert!(line.contains("\"event\":\"ready\""), "{line}");
+    (child, out, line)
+}
 
 /// One RESP connection; every read and write waits at most its timeout.
 pub struct Conn {
