@@ -170,6 +170,21 @@ impl<S: StateMachine> Submit for NodeSubmit<'_, S> {
     }
 }
 
+/// Hands a datagram from peer `from` to the endpoint and, once it completes a
+/// message, the message to the node (what does not decode is dropped; raft
+/// retransmits).
+fn step_datagram<S: StateMachine>(
+    endpoint: &mut MessageEndpoint,
+    node: &mut RaftNode<S>,
+    from: u64,
+    now: u64,
+    d: &[u8],
+) {
+    if let Ok(Some(m)) = endpoint.receive(from, now, d) {
+        let _ = node.step(m);
+    }
+}
+
 /// [`RaftNode::propose`] with the driver's errors.
 fn propose<S: StateMachine>(
     node: &mut RaftNode<S>,
@@ -410,9 +425,7 @@ impl Driver {
                             reads.insert(id, Waiter::Caller(reply));
                         }
                         Cmd::Inbound(from, d) => {
-                            if let Ok(Some(m)) = endpoint.receive(from, now, &d) {
-                                let _ = node.step(m);
-                            }
+                            step_datagram(&mut endpoint, &mut node, from, now, &d)
                         }
                         Cmd::Suspect(peer, campaign) => {
                             node.on_leader_suspected(peer, campaign);
@@ -427,9 +440,7 @@ impl Driver {
                 busy = drained >= DRAIN_MAX;
                 if let Some(src) = inbound.as_mut() {
                     let n = src.drain(DRAIN_MAX, &mut |from, d| {
-                        if let Ok(Some(m)) = endpoint.receive(from, now, d) {
-                            let _ = node.step(m);
-                        }
+                        step_datagram(&mut endpoint, &mut node, from, now, d)
                     });
                     busy |= n >= DRAIN_MAX;
                 }
@@ -476,12 +487,9 @@ impl Driver {
         self.join.as_ref().is_some_and(|j| !j.is_finished())
     }
 
-    /// Stops the thread and waits for it.
-    pub fn stop(mut self) {
-        let _ = self.handle.send(Cmd::Stop);
-        if let Some(j) = self.join.take() {
-            let _ = j.join();
-        }
+    /// Stops the thread and waits for it (as dropping the driver does).
+    pub fn stop(self) {
+        drop(self);
     }
 }
 
