@@ -165,6 +165,27 @@ impl Conn {
     }
 }
 
+/// Submission tokens and the connection each belongs to.
+#[derive(Default)]
+struct Tokens {
+    next: u64,
+    owner: HashMap<u64, u64>,
+}
+
+impl Tokens {
+    /// A fresh token for a submission of connection `conn`.
+    fn issue(&mut self, conn: u64) -> u64 {
+        self.next += 1;
+        self.owner.insert(self.next, conn);
+        self.next
+    }
+
+    /// The connection of `token`, which is used up.
+    fn take(&mut self, token: u64) -> Option<u64> {
+        self.owner.remove(&token)
+    }
+}
+
 /// The member's RESP clients as an X-Raft [`Frontend`].
 pub struct ClientLoop {
     epoll: Epoll,
@@ -176,9 +197,7 @@ pub struct ClientLoop {
     stats: Arc<Stats>,
     conns: HashMap<u64, Conn>,
     next_conn: u64,
-    /// Submission token → connection.
-    tokens: HashMap<u64, u64>,
-    next_token: u64,
+    tokens: Tokens,
     /// Connections with bytes to write or a state to settle this turn.
     dirty: Vec<u64>,
     /// Connections with commands left over from a turn's budget.
@@ -215,8 +234,7 @@ impl ClientLoop {
             stats,
             conns: HashMap::new(),
             next_conn: LISTENER + 1,
-            tokens: HashMap::new(),
-            next_token: 1,
+            tokens: Tokens::default(),
             dirty: Vec::new(),
             again: Vec::new(),
             events: vec![libc::epoll_event { events: 0, u64: 0 }; MAX_EVENTS],
@@ -307,15 +325,7 @@ impl ClientLoop {
         loop {
             if c.queue.is_empty() {
                 if let Some(cmd) = c.deferred.take() {
-                    start_read(
-                        c,
-                        cmd,
-                        &self.store,
-                        &mut self.next_token,
-                        &mut self.tokens,
-                        id,
-                        sub,
-                    );
+                    start_read(c, cmd, &self.store, &mut self.tokens, id, sub);
                     continue;
                 }
             }
@@ -355,17 +365,14 @@ impl ClientLoop {
                     c.quit = true;
                 }
                 Action::Write(op) => {
-                    let token = self.next_token;
+                    let token = self.tokens.issue(id);
                     match sub.propose(op.encode(), token) {
-                        Ok(()) => {
-                            self.next_token += 1;
-                            self.tokens.insert(token, id);
-                            c.queue.push_back(Pending {
-                                token,
-                                slot: Slot::Write,
-                            });
-                        }
+                        Ok(()) => c.queue.push_back(Pending {
+                            token,
+                            slot: Slot::Write,
+                        }),
                         Err(e) => {
+                            self.tokens.take(token);
                             let e = replica_error(e, |h| leader_client(&self.peers, self.me, h));
                             c.emit(&replica_error_reply(&e, op.cmd.first_key()));
                         }
@@ -455,15 +462,12 @@ fn start_read(
     c: &mut Conn,
     cmd: ReadCmd,
     store: &SharedStore,
-    next_token: &mut u64,
-    tokens: &mut HashMap<u64, u64>,
+    tokens: &mut Tokens,
     id: u64,
     sub: &mut dyn Submit,
 ) {
     if cmd.needs_barrier() && !c.session.readonly {
-        let token = *next_token;
-        *next_token += 1;
-        tokens.insert(token, id);
+        let token = tokens.issue(id);
         sub.read_barrier(token);
         c.queue.push_back(Pending {
             token,
@@ -514,7 +518,7 @@ impl Frontend for ClientLoop {
     }
 
     fn complete(&mut self, token: u64, outcome: Outcome, sub: &mut dyn Submit) {
-        let Some(id) = self.tokens.remove(&token) else {
+        let Some(id) = self.tokens.take(token) else {
             return;
         };
         let Some(c) = self.conns.get_mut(&id) else {
@@ -538,11 +542,8 @@ impl Frontend for ClientLoop {
                 if *tries < READ_RETRIES =>
             {
                 *tries += 1;
-                let t = self.next_token;
-                self.next_token += 1;
-                self.tokens.insert(t, id);
-                p.token = t;
-                sub.read_barrier(t);
+                p.token = self.tokens.issue(id);
+                sub.read_barrier(p.token);
                 return;
             }
             (Slot::Read { .. }, Outcome::Failed(ReplicateError::ReadFailed)) => {

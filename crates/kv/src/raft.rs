@@ -407,13 +407,10 @@ impl RaftReplicator {
                 .map_err(|e| RaftStartError::Config(e.to_string()))?;
 
         let peers = Arc::new(cfg.peers.clone());
-        let client_addr = match &clients {
-            Some((l, ..)) => Some(l.local_addr().map_err(RaftStartError::Clients)?),
-            None => None,
-        };
-        let frontend = match clients {
-            None => None,
+        let (client_addr, frontend) = match clients {
+            None => (None, None),
             Some((listener, limits, stats)) => {
+                let addr = listener.local_addr().map_err(RaftStartError::Clients)?;
                 let l = ClientLoop::new(
                     listener,
                     limits,
@@ -423,7 +420,7 @@ impl RaftReplicator {
                     stats,
                 )
                 .map_err(RaftStartError::Clients)?;
-                Some(Box::new(l) as Box<dyn Frontend>)
+                (Some(addr), Some(Box::new(l) as Box<dyn Frontend>))
             }
         };
         let stop = Arc::new(AtomicBool::new(false));
