@@ -363,9 +363,7 @@ fn unbounded(r: Resources) -> Resources {
 }
 
 fn widened(old: &Resources, new: &Resources) -> bool {
-    new.min_latency_ns.saturating_add(new.max_jitter_ns)
-        > old.min_latency_ns.saturating_add(old.max_jitter_ns)
-        || new.min_latency_ns < old.min_latency_ns
+    new.max_latency_ns() > old.max_latency_ns() || new.min_latency_ns < old.min_latency_ns
 }
 
 impl Controller {

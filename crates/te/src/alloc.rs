@@ -179,6 +179,13 @@ pub struct Resources {
     pub max_jitter_ns: u64,
 }
 
+impl Resources {
+    /// `λmin + δmax`, ns (saturating: a demoted tunnel's `δmax` is unbounded).
+    pub fn max_latency_ns(&self) -> u64 {
+        self.min_latency_ns.saturating_add(self.max_jitter_ns)
+    }
+}
+
 /// An allocated tunnel.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Tunnel {

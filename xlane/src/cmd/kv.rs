@@ -286,24 +286,21 @@ fn serve_raft(a: ServeArgs) -> super::CmdResult {
         max_latency_ns = got.max_latency_ns;
         grants = got.grants;
         release = Some(got.release);
-        follow = Some(Follow {
-            conn: got.conn,
-            kinds: got.kinds,
-            max_ns: got.max_ns,
-            fd_floor_ns,
-            tick_ns: 0,
-            election_ticks: 0,
-        });
+        follow = Some((got.conn, got.kinds, got.max_ns, fd_floor_ns));
     }
     let tick_ns = match &lane {
         Some(t) => t.fd_period_ns,
         None => a.tick_ms.max(1) * 1_000_000,
     };
     let mut cfg = RaftConfig::new(id, peers.clone(), storage, tick_ns, max_latency_ns)?;
-    if let Some(f) = follow.as_mut() {
-        f.tick_ns = cfg.node.tick_ns;
-        f.election_ticks = cfg.node.election_ticks;
-    }
+    let follow = follow.map(|(conn, kinds, max_ns, fd_floor_ns)| Follow {
+        conn,
+        kinds,
+        max_ns,
+        fd_floor_ns,
+        tick_ns: cfg.node.tick_ns,
+        election_ticks: cfg.node.election_ticks,
+    });
     cfg.lane = lane;
     if let Some(r) = a.raft {
         cfg.bind = r;
@@ -489,13 +486,13 @@ impl Follow {
                     let Some(&what) = self.kinds.get(&tunnel.0) else {
                         continue;
                     };
-                    let max = new.min_latency_ns.saturating_add(new.max_jitter_ns);
+                    let max = new.max_latency_ns();
                     self.max_ns.insert(tunnel.0, max);
                     let mut line = serde_json::json!({
                         "event": "bandwidth_changed", "tunnel": tunnel.0, "what": what,
                         "reason": format!("{reason:?}"), "grace_ns": grace_ns,
                         "max_latency_ns": max,
-                        "old_max_latency_ns": old.min_latency_ns.saturating_add(old.max_jitter_ns),
+                        "old_max_latency_ns": old.max_latency_ns(),
                         "period_ns": new.period_ns, "old_period_ns": old.period_ns,
                         "period_followed": new.period_ns == old.period_ns,
                     });
@@ -597,12 +594,14 @@ fn request_tunnels(
         .map(|(_, n)| n.clone())
         .collect();
     let mut grants = Vec::new();
-    let mut max_latency_ns = 0u64;
+    let mut kinds = BTreeMap::new();
+    let mut max_ns = BTreeMap::new();
     let mut repl_period = timing.repl_period_ns;
-    let mut record = |what: &str, to: &[String], g: &xlane_ctl::client::Granted| {
+    let mut record = |what: &'static str, to: &[String], g: &xlane_ctl::client::Granted| {
         let r = g.resources;
-        let max = r.min_latency_ns.saturating_add(r.max_jitter_ns);
-        max_latency_ns = max_latency_ns.max(max);
+        let max = r.max_latency_ns();
+        kinds.insert(g.tunnel.0, what);
+        max_ns.insert(g.tunnel.0, max);
         grants.push(serde_json::json!({
             "what": what, "tunnel": g.tunnel.0, "to": to, "period_ns": r.period_ns,
             "period_raised": g.period_raised, "min_latency_ns": r.min_latency_ns,
@@ -628,21 +627,7 @@ fn request_tunnels(
         timing.fd_lambda_ns = timing.fd_lambda_ns.max(fd_max);
     }
     timing.repl_period_ns = repl_period;
-    let mut kinds = BTreeMap::new();
-    let mut max_ns = BTreeMap::new();
-    for g in &grants {
-        if let (Some(t), Some(m)) = (g["tunnel"].as_u64(), g["max_latency_ns"].as_u64()) {
-            kinds.insert(
-                t,
-                if g["what"] == "x-fd" {
-                    "x-fd"
-                } else {
-                    "replication"
-                },
-            );
-            max_ns.insert(t, m);
-        }
-    }
+    let max_latency_ns = max_ns.values().copied().max().unwrap_or(0);
     let tunnels = kinds
         .keys()
         .map(|&t| xlane_ctl::proto::TunnelId(t))
