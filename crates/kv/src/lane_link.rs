@@ -478,11 +478,10 @@ impl LaneLink {
         const WAKE: u32 = 4;
         // What woke the loop (0: a timeout); the first turn does everything.
         let mut mask = REPL | FD | WAKE;
-        let mut lambda = self.fd_lambda.load(Ordering::Acquire);
         while !stop.load(Ordering::Acquire) {
-            let l = self.fd_lambda.load(Ordering::Acquire);
-            if l != lambda && self.detector.set_threshold(l as f64).is_ok() {
-                lambda = l;
+            let lambda = self.fd_lambda.load(Ordering::Acquire) as f64;
+            if lambda != self.detector.threshold() {
+                let _ = self.detector.set_threshold(lambda);
             }
             // Raft datagrams first: they are what a write waits for.
             if mask & REPL != 0 {
