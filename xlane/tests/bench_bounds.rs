@@ -85,6 +85,30 @@ fn bench_bounds_demotes_the_rogue_and_keeps_the_others_in_range() {
         n("outside_explained_by_host_gaps") + n("outside_unexplained")
     );
     assert!(n("outside_explained_with_probe_uncertainty") >= n("outside_explained_by_host_gaps"));
+    // The lane core's budget: one lane loop serves every punctual tunnel
+    // end, and every lost copy has a cause or is counted as having none.
+    let lc = &v["lane_core"];
+    assert_eq!(lc["threads"].as_u64(), Some(1), "one lane loop: {lc}");
+    for key in [
+        "busy_fraction",
+        "machine_fraction",
+        "headroom",
+        "wakeups_per_packet",
+    ] {
+        assert!(lc[key].is_f64(), "{key} missing in {lc}");
+    }
+    assert!(lc["socket_drops"].is_u64() && lc["saturated"].is_boolean(), "{lc}");
+    assert!(lc["packets"].as_u64().unwrap() >= n("packets"), "{lc}");
+    assert_eq!(
+        n("lost"),
+        n("lost_at_sockets") + n("lost_while_saturated") + n("lost_unexplained")
+    );
+    let per_tunnel_lost: u64 = tunnels
+        .iter()
+        .filter(|t| t["kept_allocation"].as_bool() == Some(true))
+        .map(|t| t["lost"].as_u64().unwrap())
+        .sum();
+    assert_eq!(n("lost"), per_tunnel_lost);
     // The probes kept every gap (their storage is sized for the run).
     for c in v["floor"]["cores"].as_array().expect("floor cores") {
         assert_eq!(c["gaps_dropped"].as_u64(), Some(0), "{c}");
@@ -108,12 +132,15 @@ fn bench_bounds_demotes_the_rogue_and_keeps_the_others_in_range() {
         .sum();
     assert_eq!(gaps.lines().count() as u64 - 1, recorded);
     let _ = std::fs::remove_dir_all(&raw);
-    // A functional check, not a timing one: with the express classes and
-    // policing working, packets outside their range that host gaps do not
-    // explain are rare (a broken lane puts nearly all of them there).
-    assert!(
-        n("outside_unexplained") * 100 <= n("packets"),
-        "more than 1% of packets outside their range unexplained: {}",
-        serde_json::to_string_pretty(&v).unwrap()
-    );
+    // With the express classes and policing working, packets outside their
+    // range that host gaps do not explain are rare (a broken lane puts
+    // nearly all of them there). A lane core the machine saturated is a
+    // cause the report names, and then this is not checked.
+    if lc["saturated"].as_bool() != Some(true) {
+        assert!(
+            n("outside_unexplained") * 100 <= n("packets"),
+            "more than 1% of packets outside their range unexplained: {}",
+            serde_json::to_string_pretty(&v).unwrap()
+        );
+    }
 }

@@ -30,6 +30,7 @@
 
 use crate::attribution::GapIndex;
 use crate::bounds_check::{check, Arrival, RangeCheck, RangeTimeline};
+use crate::budget::{LaneCoreBudget, LaneCoreUse};
 use crate::fabric::{group_of, TestbedFabric};
 use crate::flows::{run_flows, FlowPlan, FlowResult, Variant};
 use crate::interference::{
@@ -72,30 +73,64 @@ pub struct TunnelSpec {
     pub rogue: bool,
 }
 
-/// The default tunnel set for `hosts` (≥ 4) hosts with requested period
-/// `period_ns`: four unicast tunnels around a ring and a multicast tree on
-/// sub-lane 0, a unicast and two multicast trees on sub-lane 1, and one
-/// rogue unicast tunnel on sub-lane 0 if `rogue`.
-pub fn default_tunnels(hosts: usize, period_ns: u64, rogue: bool) -> Vec<TunnelSpec> {
-    let t = |name: &str, sender: usize, receivers: &[usize], sublane: u8, rogue: bool| TunnelSpec {
-        name: name.into(),
-        sender,
-        receivers: receivers.to_vec(),
-        sublane,
-        period_ns,
-        rogue,
-    };
-    let n = hosts;
+/// The tunnel set for `hosts` (≥ 4) hosts: `n` punctual tunnels with
+/// requested period `period_ns`, and one rogue unicast tunnel on sub-lane 0
+/// if `rogue`. The first eight are four unicast tunnels around a ring and a
+/// multicast tree on sub-lane 0, a unicast and two multicast trees on
+/// sub-lane 1; beyond eight, unicast and multicast tunnels on both
+/// sub-lanes take turns, their senders and receivers moving around the
+/// hosts.
+pub fn default_tunnels(hosts: usize, n: usize, period_ns: u64, rogue: bool) -> Vec<TunnelSpec> {
+    let t =
+        |name: String, sender: usize, receivers: &[usize], sublane: u8, rogue: bool| TunnelSpec {
+            name,
+            sender,
+            receivers: receivers.to_vec(),
+            sublane,
+            period_ns,
+            rogue,
+        };
+    let h = hosts;
+    let base = [
+        (0, vec![1 % h], 0u8),
+        (1, vec![2 % h], 0),
+        (2, vec![3 % h], 0),
+        (3, vec![0], 0),
+        (0, vec![1, 2, 3], 0),
+        (2 % h, vec![0], 1),
+        (1 % h, vec![0, 2 % h], 1),
+        (3 % h, vec![1 % h, 2 % h], 1),
+    ];
     let mut v = Vec::new();
-    for i in 0..4.min(n) {
-        v.push(t(&format!("u{i}"), i, &[(i + 1) % n], 0, false));
+    let (mut uni, mut multi) = (0, 0);
+    let mut name = |receivers: &[usize]| {
+        if receivers.len() == 1 {
+            uni += 1;
+            format!("u{}", uni - 1)
+        } else {
+            multi += 1;
+            format!("m{}", multi - 1)
+        }
+    };
+    let nbase = base.len();
+    for (sender, receivers, sublane) in base.into_iter().take(n) {
+        v.push(t(name(&receivers), sender, &receivers, sublane, false));
     }
-    v.push(t("m0", 0, &[1, 2, 3], 0, false));
-    v.push(t("u4", 2 % n, &[0], 1, false));
-    v.push(t("m1", 1 % n, &[0, 2 % n], 1, false));
-    v.push(t("m2", 3 % n, &[1 % n, 2 % n], 1, false));
+    for k in 0..n.saturating_sub(nbase) {
+        let sender = (k + 1) % h;
+        let step = 1 + (k / h) % (h - 1);
+        let sublane = ((k / 2) % 2) as u8;
+        let receivers: Vec<usize> = if k % 2 == 0 {
+            vec![(sender + step) % h]
+        } else {
+            vec![(sender + step) % h, (sender + step % (h - 1) + 1) % h]
+        };
+        let mut receivers: Vec<usize> = receivers.into_iter().filter(|&r| r != sender).collect();
+        receivers.dedup();
+        v.push(t(name(&receivers), sender, &receivers, sublane, false));
+    }
     if rogue {
-        v.push(t("rogue", 2 % n, &[1 % n], 0, true));
+        v.push(t("rogue".into(), 2 % h, &[1 % h], 0, true));
     }
     v
 }
@@ -116,6 +151,8 @@ pub struct BoundsConfig {
     /// Received packets the run must reach at least (the duration is
     /// lengthened to expect that many).
     pub min_packets: u64,
+    /// Punctual tunnels (besides the rogue).
+    pub tunnels: usize,
     /// Include the rogue tunnel.
     pub rogue: bool,
     /// The rogue sends this many packets per granted period.
@@ -145,6 +182,7 @@ impl Default for BoundsConfig {
             period_ns: 500_000,
             duration_ns: 30_000_000_000,
             min_packets: 1_000_000,
+            tunnels: 8,
             rogue: true,
             rogue_factor: 10,
             cross_traffic: true,
@@ -196,6 +234,8 @@ pub struct TunnelReport {
     pub sent: u64,
     /// Copies expected but not received.
     pub lost: u64,
+    /// Of `lost`, dropped by the kernel at the receivers' sockets (buffer full).
+    pub socket_drops: u64,
     /// Promised packets outside their range.
     pub outside: u64,
     /// Of those, explained by host gaps during their flight (the gap time
@@ -244,6 +284,17 @@ pub struct BoundsReport {
     pub host_gap_fraction: f64,
     /// The machine's floor during the run.
     pub floor: Floor,
+    /// The lane core's budget during the run.
+    pub lane_core: LaneCoreBudget,
+    /// Copies lost on the tunnels that kept to their allocation.
+    pub lost: u64,
+    /// Of `lost`, dropped at the receivers' sockets (buffer full).
+    pub lost_at_sockets: u64,
+    /// Of the rest, lost while the lane core was saturated (headroom under
+    /// 10 %), so attributed to it.
+    pub lost_while_saturated: u64,
+    /// Lost with no cause found.
+    pub lost_unexplained: u64,
     /// Cross-traffic rates, bits/s.
     pub cross_traffic_bps: Vec<u64>,
     /// Best-effort drops at the switch.
@@ -252,8 +303,8 @@ pub struct BoundsReport {
     pub link_rate_bps: u64,
     /// How long the tunnels ran, ns.
     pub duration_ns: u64,
-    /// The lane core.
-    pub lane_core: usize,
+    /// The lane core's number.
+    pub lane_core_id: usize,
     /// Fabric operations of the controller that failed.
     pub fabric_errors: u64,
 }
@@ -283,7 +334,7 @@ pub fn run(cfg: &BoundsConfig, progress: &mut dyn FnMut(&str)) -> Result<BoundsR
             "period below 50 µs, or a rogue factor below 2".into(),
         ));
     }
-    let specs = default_tunnels(cfg.hosts, cfg.period_ns, cfg.rogue);
+    let specs = default_tunnels(cfg.hosts, cfg.tunnels, cfg.period_ns, cfg.rogue);
     let cores = Cores::new(Cores::online(), cfg.lane_core).map_err(BenchError::Config)?;
     let tb = bring_up(
         cfg.hosts,
@@ -498,7 +549,9 @@ pub fn run(cfg: &BoundsConfig, progress: &mut dyn FnMut(&str)) -> Result<BoundsR
     let _ = std::fs::remove_dir_all(&state_dir);
     progress(&format!("tearing down testbed {}", tb.prefix()));
     drop(tb);
-    let flows = result?;
+    let run = result?;
+    let lane_core = LaneCoreUse::of_run(&run, cfg.lane_core).budget(floor.stolen_fraction);
+    let flows = run.flows;
     apply_upcalls(&mut granted, &upcalls);
 
     // The recorded gap time only, and the same gaps each widened by the
@@ -530,6 +583,10 @@ pub fn run(cfg: &BoundsConfig, progress: &mut dyn FnMut(&str)) -> Result<BoundsR
     let widened_explained = kept()
         .map(|t| t.outside_explained_with_probe_uncertainty)
         .sum::<u64>();
+    let lost = kept().map(|t| t.lost).sum::<u64>();
+    let lost_at_sockets = kept().map(|t| t.socket_drops.min(t.lost)).sum::<u64>();
+    let rest = lost - lost_at_sockets;
+    let lost_while_saturated = if lane_core.saturated { rest } else { 0 };
     Ok(BoundsReport {
         tunnels,
         packets,
@@ -540,11 +597,16 @@ pub fn run(cfg: &BoundsConfig, progress: &mut dyn FnMut(&str)) -> Result<BoundsR
         outside_explained_with_probe_uncertainty: widened_explained,
         host_gap_fraction: explained as f64 / packets.max(1) as f64,
         floor,
+        lane_core,
+        lost,
+        lost_at_sockets,
+        lost_while_saturated,
+        lost_unexplained: rest - lost_while_saturated,
         cross_traffic_bps: cross_bps,
         switch_best_effort_drops: drops,
         link_rate_bps: cfg.link_rate_bps,
         duration_ns,
-        lane_core: cfg.lane_core,
+        lane_core_id: cfg.lane_core,
         fabric_errors,
     })
 }
@@ -736,6 +798,7 @@ fn tunnel_report(
         promised: c.promised,
         sent: f.sent.frames,
         lost: f.lost(),
+        socket_drops: f.socket_drops,
         outside: c.outside,
         outside_explained_by_host_gaps: c.outside_explained_by_host_gaps,
         outside_explained_with_probe_uncertainty: w.outside_explained_by_host_gaps,
@@ -842,7 +905,16 @@ impl BoundsReport {
                 self.requested_packets
             ));
         }
-        out.push_str(&self.floor.render(self.lane_core));
+        if self.lost > 0 {
+            out.push_str(&format!(
+                "lost on the punctual tunnels: {} copies: {} dropped at the receivers' sockets (buffer full), {} while the lane core was saturated, {} with no cause found\n",
+                self.lost, self.lost_at_sockets, self.lost_while_saturated, self.lost_unexplained
+            ));
+        } else {
+            out.push_str("lost on the punctual tunnels: 0 copies\n");
+        }
+        out.push_str(&self.floor.render(self.lane_core_id));
+        out.push_str(&self.lane_core.render(self.lane_core_id));
         out.push_str(&render_cross_traffic(
             &self.cross_traffic_bps,
             self.switch_best_effort_drops,
@@ -858,15 +930,47 @@ mod tests {
 
     #[test]
     fn default_set_has_what_the_check_needs() {
-        let v = default_tunnels(4, 500_000, true);
+        let v = default_tunnels(4, 8, 500_000, true);
         let legit: Vec<_> = v.iter().filter(|t| !t.rogue).collect();
-        assert!(legit.len() >= 8, "at least 8 tunnels besides the rogue");
+        assert_eq!(legit.len(), 8, "8 tunnels besides the rogue");
         assert!(legit.iter().any(|t| t.receivers.len() == 1));
         assert!(legit.iter().any(|t| t.receivers.len() > 1));
         assert!(legit.iter().any(|t| t.sublane == 0) && legit.iter().any(|t| t.sublane == 1));
         assert_eq!(v.iter().filter(|t| t.rogue).count(), 1);
         for t in &v {
             assert!(t.sender < 4 && t.receivers.iter().all(|&r| r < 4 && r != t.sender));
+        }
+    }
+
+    #[test]
+    fn larger_sets_keep_every_tunnel_well_formed_and_named_once() {
+        for (hosts, n) in [(4, 1), (4, 8), (4, 16), (5, 16), (4, 40), (8, 24)] {
+            let v = default_tunnels(hosts, n, 500_000, true);
+            let legit: Vec<_> = v.iter().filter(|t| !t.rogue).collect();
+            assert_eq!(legit.len(), n, "{hosts} hosts, {n} tunnels");
+            let mut names: Vec<_> = v.iter().map(|t| t.name.clone()).collect();
+            names.sort();
+            names.dedup();
+            assert_eq!(names.len(), v.len(), "names unique: {names:?}");
+            for t in &v {
+                assert!(!t.receivers.is_empty(), "{t:?}");
+                assert!(
+                    t.sender < hosts && t.receivers.iter().all(|&r| r < hosts && r != t.sender),
+                    "{t:?}"
+                );
+            }
+            if n >= 16 {
+                for (sub, multi) in [(0, false), (0, true), (1, false), (1, true)] {
+                    assert!(
+                        legit
+                            .iter()
+                            .filter(|t| t.sublane == sub && (t.receivers.len() > 1) == multi)
+                            .count()
+                            >= 2,
+                        "{n}: sub-lane {sub}, multicast {multi}"
+                    );
+                }
+            }
         }
     }
 }

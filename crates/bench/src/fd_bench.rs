@@ -124,6 +124,7 @@
 //! restored or removed on every path, also on error.
 
 use crate::attribution::GapIndex;
+use crate::budget::{LaneCoreBudget, LaneCoreUse};
 use crate::flows::{run_flows, FlowPlan, FlowResult, FlowSample, Variant};
 use crate::interference::{
     bring_up, switch_drops, BenchError, Cores, Floor, FloorSet, Interference,
@@ -158,7 +159,7 @@ const RUNNER_PORT: u16 = 7400;
 /// Their multicast group.
 const RUNNER_GROUP: Ipv4Addr = Ipv4Addr::new(239, 77, 3, 1);
 /// `SCHED_FIFO` priority of the runners (the lane receivers' level).
-const RUNNER_FIFO: i32 = crate::flows::RECEIVER_PRIORITY;
+const RUNNER_FIFO: i32 = crate::flows::LANE_PRIORITY - 1;
 /// `SCHED_FIFO` priority of the stand-in applications: above the CPU load
 /// and the cross-traffic generators, below the lane.
 const APP_FIFO: i32 = 50;
@@ -576,6 +577,8 @@ pub struct FdBenchReport {
     pub rounds: Vec<RoundReport>,
     /// The machine's floor during part 1 (during part 2 without part 1).
     pub floor: Floor,
+    /// The lane core's budget during part 1's lane flows (none without part 1).
+    pub lane_core: Option<LaneCoreBudget>,
     /// Part 2, one entry per kind (empty without part 2).
     pub failures: Vec<FailureReport>,
     /// Part 2's settings and totals.
@@ -725,10 +728,11 @@ fn run_parts(
         (None, Some((_, run))) => run.floor.clone(),
         (None, None) => return Err(BenchError::Config("no floor measured".into()).into()),
     };
-    let (detectors, curves, rounds) = match acc {
-        Some(a) => (a.detectors, a.curves, a.rounds),
-        None => (Vec::new(), Vec::new(), Vec::new()),
+    let (detectors, curves, rounds, lane_use) = match acc {
+        Some(a) => (a.detectors, a.curves, a.rounds, Some(a.lane_use)),
+        None => (Vec::new(), Vec::new(), Vec::new(), None),
     };
+    let lane_core = lane_use.map(|u| u.budget(floor.stolen_fraction));
     let min_of = |name: &str| {
         detectors
             .iter()
@@ -760,6 +764,7 @@ fn run_parts(
         detectors,
         rounds,
         floor,
+        lane_core,
         failures,
         failure_run,
         host_measures,
@@ -1003,6 +1008,8 @@ struct AccuracyOutcome {
     /// Exact accuracy staircases for the plot, in `detectors` order.
     curves: Vec<Vec<(f64, f64)>>,
     rounds: Vec<RoundReport>,
+    /// The lane core's use over the rounds.
+    lane_use: LaneCoreUse,
     /// X-FD's smallest perfect Λ on kernel stamps (what the runner sees).
     xfd_kernel_lambda: Option<i64>,
 }
@@ -1049,6 +1056,7 @@ fn accuracy_part(
         need as f64 / nominal_rate
     ));
     let mut acc = Accumulators::new();
+    let mut lane_use = LaneCoreUse::default();
     let mut rounds = Vec::new();
     let mut lane_rate = nominal_rate;
     let mut plain_rate = nominal_rate;
@@ -1113,7 +1121,9 @@ fn accuracy_part(
             .map(|p| p.receivers.iter().map(|r| r.index).collect())
             .collect();
         let stop = AtomicBool::new(false);
-        let flows = run_flows(&plans, &stop).map_err(BenchError::from)?;
+        let run = run_flows(&plans, &stop).map_err(BenchError::from)?;
+        lane_use.add(&LaneCoreUse::of_run(&run, cfg.lane_core));
+        let flows = run.flows;
         let (lane, plain) = flows.split_at(n);
         let count = |f: &[FlowResult]| f.iter().map(|x| x.samples.len() as u64).sum::<u64>();
         let sent = |f: &[FlowResult]| f.iter().map(|x| x.sent.frames * x.receivers).sum::<u64>();
@@ -1178,6 +1188,7 @@ fn accuracy_part(
         floor,
         curves,
         rounds,
+        lane_use,
         xfd_kernel_lambda,
     })
 }
@@ -2375,6 +2386,9 @@ impl FdBenchReport {
             ));
         }
         out.push_str(&self.floor.render(self.params.lane_core));
+        if let Some(b) = &self.lane_core {
+            out.push_str(&b.render(self.params.lane_core));
+        }
         if let Some(x) = self
             .detectors
             .iter()

@@ -6,24 +6,31 @@
 //! chunk whose first 8 bytes are the frame's scheduled slot time, so the
 //! receivers learn how late the sender was. Each accepted frame becomes one
 //! [`FlowSample`].
+//!
+//! The flows of the configurations placed alike share one lane loop
+//! ([`xlane_host::lane_loop::LaneLoop`]): on the lane core one thread at
+//! `SCHED_FIFO` serves every sender and receiver of every emulated host,
+//! as X-Lane's lane core does. The other configurations get one loop each
+//! with their own placement, so each is measured with the same runtime and
+//! differs only in marking, placement, scheduling and waiting.
 
 use crate::qjump::QjumpLimiter;
 use std::net::{Ipv4Addr, SocketAddrV4};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread;
+use xlane_host::budget::CpuTimes;
+use xlane_host::lane_loop::{FrameSink, LaneLoop, LoopStats, ReceiverSpec, SenderSpec, SlotFill};
 use xlane_host::runtime::{
-    place_current_thread, Placement, ReceiverLane, RecvReport, RuntimeError, Sample, SampleLog,
-    SendReport, SenderLane, WaitMode,
+    place_current_thread, Placement, Sample, SampleLog, SendReport, WaitMode,
 };
+use xlane_host::socket::realtime_ns;
 use xlane_host::socket::{LaneSocket, SocketConfig};
 use xlane_lane::{PeriodicReceiver, PeriodicSender, TunnelParams};
 use xlane_testbed::HostInfo;
 use xlane_wire::Schema;
 
-/// `SCHED_FIFO` priority of lane senders.
-pub const SENDER_PRIORITY: i32 = 81;
-/// `SCHED_FIFO` priority of lane receivers.
-pub const RECEIVER_PRIORITY: i32 = 80;
+/// `SCHED_FIFO` priority of the lane loop (every tunnel end of the lane core).
+pub const LANE_PRIORITY: i32 = 81;
 /// `SCHED_FIFO` priority of the floor probe: above the lane threads, so
 /// that its lateness counts only what the machine takes (hypervisor,
 /// interrupts, softirqs, kernel threads above it), never the lane's own
@@ -179,6 +186,8 @@ pub struct FlowResult {
     pub refused: u64,
     /// Receivers in the flow.
     pub receivers: u64,
+    /// Datagrams the kernel dropped at the receivers' sockets (buffer full).
+    pub socket_drops: u64,
 }
 
 impl FlowResult {
@@ -245,15 +254,16 @@ impl FlowPlan {
         if let Some(d) = self.dscp {
             c.dscp = d;
         }
-        c.nonblocking = self.mode() == WaitMode::BusyPoll;
+        c.nonblocking = true;
         c
     }
 
-    fn place(&self, fifo: i32) -> Result<(), RuntimeError> {
-        let p = match self.variant {
+    /// Where this configuration's lane loop runs.
+    fn placement(&self) -> Placement {
+        match self.variant {
             Variant::Xlane => Placement {
                 core: Some(self.lane_core),
-                fifo: Some(fifo),
+                fifo: Some(LANE_PRIORITY),
             },
             Variant::Xlane0 => Placement {
                 core: Some(self.lane_core),
@@ -263,8 +273,43 @@ impl FlowPlan {
                 core: self.regular_core,
                 fifo: None,
             },
+        }
+    }
+
+    fn socket_err(&self, host: &HostInfo, e: xlane_host::socket::SocketError) -> FlowError {
+        FlowError::Socket {
+            flow: self.name.clone(),
+            host: host.netns.clone(),
+            source: e,
+        }
+    }
+
+    /// A receiver's socket, opened in its host's namespace and joined to
+    /// the flow's group.
+    fn receiver_socket(&self, host: &HostInfo) -> Result<LaneSocket, FlowError> {
+        let _ns = xlane_testbed::enter_netns(&host.netns)?;
+        let multicast = self.group.ip().is_multicast();
+        let bind_ip = if multicast {
+            Ipv4Addr::UNSPECIFIED
+        } else {
+            host.addr
         };
-        place_current_thread(p)
+        let mut sc = self.socket(SocketAddrV4::new(bind_ip, self.group.port()));
+        if multicast {
+            sc.join = Some((*self.group.ip(), host.addr));
+        }
+        sc.rcvbuf = 1 << 20;
+        LaneSocket::open(&sc).map_err(|e| self.socket_err(host, e))
+    }
+
+    /// The sender's socket, opened in its host's namespace.
+    fn sender_socket(&self) -> Result<LaneSocket, FlowError> {
+        let host = &self.sender;
+        let _ns = xlane_testbed::enter_netns(&host.netns)?;
+        let mut sc = self.socket(SocketAddrV4::new(host.addr, 0));
+        sc.multicast_if = Some(host.addr);
+        sc.rx_timestamps = false;
+        LaneSocket::open(&sc).map_err(|e| self.socket_err(host, e))
     }
 
     fn expected_frames(&self) -> usize {
@@ -281,32 +326,134 @@ impl FlowPlan {
     }
 }
 
-struct RecvOut {
-    flow: usize,
-    samples: Vec<FlowSample>,
-    report: RecvReport,
+/// One lane loop of a run: the thread that served every tunnel end of the
+/// configurations placed alike (one per placement: the lane core at
+/// `SCHED_FIFO`, the lane core at normal priority, a regular core, a
+/// spinning regular core).
+#[derive(Clone, Debug, Default)]
+pub struct LoopReport {
+    /// The configurations it served.
+    pub variants: Vec<Variant>,
+    /// The flows it served (indices into the plans).
+    pub flows: Vec<usize>,
+    /// Its core (`None`: unpinned).
+    pub core: Option<usize>,
+    /// Tunnel ends it served (senders and receivers).
+    pub ends: usize,
+    /// Its counters, with the thread's CPU time and switches.
+    pub stats: LoopStats,
 }
 
-/// Run several flows at once (each with its own sender and receivers) and
-/// return their results in the order of `plans`. Blocks until every
-/// sender passed its `until_ns` and every receiver its grace time; `stop`
-/// ends everything early.
-pub fn run_flows(plans: &[FlowPlan], stop: &AtomicBool) -> Result<Vec<FlowResult>, FlowError> {
-    thread::scope(|s| {
-        let mut recv_handles = Vec::new();
-        for (fi, plan) in plans.iter().enumerate() {
-            for (ri, host) in plan.receivers.iter().enumerate() {
-                recv_handles.push(s.spawn(move || receive(fi, ri, plan, host, stop)));
+/// What [`run_flows`] produced.
+#[derive(Clone, Debug, Default)]
+pub struct FlowRun {
+    /// One result per plan, in the plans' order.
+    pub flows: Vec<FlowResult>,
+    /// One report per lane loop.
+    pub loops: Vec<LoopReport>,
+    /// Wall time from the first loop's start to the last one's end, ns.
+    pub wall_ns: u64,
+    /// The lane core's `/proc/stat` times over the run (`None` if unreadable).
+    pub lane_cpu: Option<CpuTimes>,
+}
+
+/// What one flow's sender does at its slot: put the slot time in the
+/// frame's one chunk, unless QJump's limiter holds it back.
+struct FlowFill {
+    msg: [u8; 20],
+    len: usize,
+    limiter: Option<QjumpLimiter>,
+    limited: u64,
+}
+
+impl SlotFill for FlowFill {
+    fn fill(&mut self, c: &mut PeriodicSender, slot: u64) {
+        if let Some(l) = self.limiter.as_mut() {
+            if !l.admit(slot) {
+                self.limited += 1;
+                return;
             }
         }
-        // Senders start once the receivers have joined their groups; the
-        // first slot lies far enough ahead for that.
-        thread::sleep(std::time::Duration::from_millis(30));
-        let send_handles: Vec<_> = plans
+        self.msg[..8].copy_from_slice(&slot.to_be_bytes());
+        // A one-chunk frame per period: the queue never fills.
+        let _ = c.enqueue(0, &self.msg[..self.len]);
+    }
+}
+
+/// One receiver of a flow: every accepted frame's stamps, and the slot
+/// its chunk names, by sequence number (preallocated: no allocation in
+/// the loop).
+struct FlowSink {
+    flow: usize,
+    receiver: u16,
+    log: SampleLog,
+    slot_by_seq: Vec<u64>,
+}
+
+impl FrameSink for FlowSink {
+    fn on_chunk(&mut self, d: xlane_lane::Delivery<'_>) {
+        if let (Some(slot), Some(b)) = (self.slot_by_seq.get_mut(d.seq as usize), d.data.get(..8)) {
+            let mut a = [0u8; 8];
+            a.copy_from_slice(b);
+            *slot = u64::from_be_bytes(a);
+        }
+    }
+    fn on_frame(&mut self, s: Sample) {
+        self.log.push(s);
+    }
+}
+
+/// Placement of a configuration's loop: core, `SCHED_FIFO` priority, wait mode.
+type Group = (Option<usize>, Option<i32>, WaitMode);
+
+fn group_of_plan(p: &FlowPlan) -> Group {
+    let place = p.placement();
+    (place.core, place.fifo, p.mode())
+}
+
+/// Run several flows at once and return their results in the order of
+/// `plans`. The flows placed alike share one lane loop (one thread serving
+/// all their senders and receivers, in every emulated host). Blocks until
+/// every sender passed its `until_ns` and every receiver its grace time;
+/// `stop` ends everything early.
+pub fn run_flows(plans: &[FlowPlan], stop: &AtomicBool) -> Result<FlowRun, FlowError> {
+    let mut groups: Vec<(Group, Vec<usize>)> = Vec::new();
+    for (i, p) in plans.iter().enumerate() {
+        let g = group_of_plan(p);
+        match groups.iter_mut().find(|(k, _)| *k == g) {
+            Some((_, v)) => v.push(i),
+            None => groups.push((g, vec![i])),
+        }
+    }
+    let lane_core = plans.first().map(|p| p.lane_core);
+    let cpu0 = lane_core.and_then(CpuTimes::read);
+    let t0 = realtime_ns();
+    let outs = thread::scope(|s| {
+        let handles: Vec<_> = groups
             .iter()
-            .map(|plan| s.spawn(move || send(plan, stop)))
+            .map(|(_, idx)| s.spawn(move || run_group(plans, idx, stop)))
             .collect();
-        let mut results: Vec<FlowResult> = plans
+        let mut outs = Vec::new();
+        for h in handles {
+            match h.join() {
+                Ok(r) => outs.push(r),
+                Err(_) => outs.push(Err(FlowError::Thread {
+                    flow: String::new(),
+                    role: "lane loop",
+                    host: String::new(),
+                    msg: "panicked".into(),
+                })),
+            }
+        }
+        outs
+    });
+    let wall_ns = realtime_ns().saturating_sub(t0);
+    let lane_cpu = match (lane_core.and_then(CpuTimes::read), cpu0) {
+        (Some(b), Some(a)) => Some(b.since(&a)),
+        _ => None,
+    };
+    let mut run = FlowRun {
+        flows: plans
             .iter()
             .map(|p| FlowResult {
                 name: p.name.clone(),
@@ -314,146 +461,140 @@ pub fn run_flows(plans: &[FlowPlan], stop: &AtomicBool) -> Result<Vec<FlowResult
                 receivers: p.receivers.len() as u64,
                 ..FlowResult::default()
             })
-            .collect();
-        let mut first_err = None;
-        for (fi, h) in send_handles.into_iter().enumerate() {
-            match h.join() {
-                Ok(Ok((rep, limited))) => {
-                    results[fi].sent = rep;
-                    results[fi].rate_limited = limited;
+            .collect(),
+        loops: Vec::new(),
+        wall_ns,
+        lane_cpu,
+    };
+    let mut first_err = None;
+    for o in outs {
+        match o {
+            Ok(g) => {
+                for (fi, rep, limited) in g.sent {
+                    run.flows[fi].sent = rep;
+                    run.flows[fi].rate_limited = limited;
                 }
-                Ok(Err(e)) => {
-                    stop.store(true, Ordering::Relaxed);
-                    first_err.get_or_insert(e);
+                for (fi, samples, refused, drops) in g.received {
+                    run.flows[fi].samples.extend(samples);
+                    run.flows[fi].refused += refused;
+                    run.flows[fi].socket_drops += drops;
                 }
-                Err(_) => {
-                    stop.store(true, Ordering::Relaxed);
-                    first_err.get_or_insert(plans[fi].thread_err(
-                        "sender",
-                        &plans[fi].sender,
-                        "panicked",
-                    ));
-                }
+                run.loops.push(g.report);
+            }
+            Err(e) => {
+                stop.store(true, Ordering::Relaxed);
+                first_err.get_or_insert(e);
             }
         }
-        for h in recv_handles {
-            match h.join() {
-                Ok(Ok(o)) => {
-                    results[o.flow].samples.extend(o.samples);
-                    results[o.flow].refused += o.report.refused;
-                }
-                Ok(Err(e)) => {
-                    first_err.get_or_insert(e);
-                }
-                Err(_) => {
-                    first_err.get_or_insert(FlowError::Thread {
-                        flow: String::new(),
-                        role: "receiver",
-                        host: String::new(),
-                        msg: "panicked".into(),
-                    });
-                }
-            }
-        }
-        match first_err {
-            Some(e) => Err(e),
-            None => Ok(results),
-        }
-    })
+    }
+    match first_err {
+        Some(e) => Err(e),
+        None => Ok(run),
+    }
 }
 
-fn receive(
-    fi: usize,
-    ri: usize,
-    plan: &FlowPlan,
-    host: &HostInfo,
-    stop: &AtomicBool,
-) -> Result<RecvOut, FlowError> {
-    let _ns = xlane_testbed::enter_netns(&host.netns)?;
-    let multicast = plan.group.ip().is_multicast();
-    let bind_ip = if multicast {
-        Ipv4Addr::UNSPECIFIED
-    } else {
-        host.addr
-    };
-    let mut sc = plan.socket(SocketAddrV4::new(bind_ip, plan.group.port()));
-    if multicast {
-        sc.join = Some((*plan.group.ip(), host.addr));
+struct GroupOut {
+    sent: Vec<(usize, SendReport, u64)>,
+    received: Vec<(usize, Vec<FlowSample>, u64, u64)>,
+    report: LoopReport,
+}
+
+/// One lane loop: opens every socket of its flows in their hosts'
+/// namespaces, places itself, and runs until the last grace time.
+fn run_group(plans: &[FlowPlan], idx: &[usize], stop: &AtomicBool) -> Result<GroupOut, FlowError> {
+    let mut lane: LaneLoop<FlowFill, FlowSink> = LaneLoop::new()
+        .map_err(|e| plans[idx[0]].thread_err("lane loop", &plans[idx[0]].sender, e))?;
+    let mut ends = 0;
+    for &fi in idx {
+        let plan = &plans[fi];
+        for (ri, host) in plan.receivers.iter().enumerate() {
+            let sock = plan.receiver_socket(host)?;
+            let cap = plan.expected_frames();
+            lane.add_receiver(ReceiverSpec {
+                sock,
+                core: PeriodicReceiver::new(plan.params()),
+                sink: FlowSink {
+                    flow: fi,
+                    receiver: ri as u16,
+                    log: SampleLog::with_capacity(cap),
+                    slot_by_seq: vec![0u64; cap],
+                },
+            })
+            .map_err(|e| plan.thread_err("receiver", host, e))?;
+            ends += 1;
+        }
     }
-    sc.recv_timeout_us = 20_000;
-    sc.rcvbuf = 1 << 20;
-    let mut sock = LaneSocket::open(&sc).map_err(|e| FlowError::Socket {
-        flow: plan.name.clone(),
-        host: host.netns.clone(),
-        source: e,
-    })?;
-    plan.place(RECEIVER_PRIORITY)
-        .map_err(|e| plan.thread_err("receiver", host, e))?;
-    let cap = plan.expected_frames();
-    let mut log = SampleLog::with_capacity(cap);
-    // Slot of every frame, by sequence number: filled by the delivery
-    // callback, preallocated so the loop does not allocate.
-    let mut slot_by_seq = vec![0u64; cap];
-    let mut lane = ReceiverLane::new(&mut sock, PeriodicReceiver::new(plan.params()));
-    let report = lane
-        .run(stop, plan.until_ns + plan.grace_ns, &mut log, &mut |d| {
-            if let (Some(slot), Some(b)) = (slot_by_seq.get_mut(d.seq as usize), d.data.get(..8)) {
-                let mut a = [0u8; 8];
-                a.copy_from_slice(b);
-                *slot = u64::from_be_bytes(a);
-            }
-        })
-        .map_err(|e| plan.thread_err("receiver", host, e))?;
-    let samples = log
-        .samples()
+    for &fi in idx {
+        let plan = &plans[fi];
+        let host = &plan.sender;
+        let sock = plan.sender_socket()?;
+        let core = PeriodicSender::new(plan.params(), plan.first_slot_ns)
+            .map_err(|e| plan.thread_err("sender", host, e))?;
+        lane.add_sender(SenderSpec {
+            sock,
+            core,
+            dsts: vec![plan.group],
+            until_ns: plan.until_ns,
+            fill: FlowFill {
+                msg: [0u8; 20],
+                len: plan.message_len.clamp(8, 20),
+                limiter: plan.qjump,
+                limited: 0,
+            },
+        });
+        ends += 1;
+    }
+    let first = &plans[idx[0]];
+    place_current_thread(first.placement())
+        .map_err(|e| first.thread_err("lane loop", &first.sender, e))?;
+    let end = idx
         .iter()
-        .filter(|x| x.send_ns >= plan.first_slot_ns)
-        .map(|&sample| FlowSample {
-            sample,
-            slot_ns: slot_by_seq.get(sample.seq as usize).copied().unwrap_or(0),
-            receiver: ri as u16,
+        .map(|&i| plans[i].until_ns + plans[i].grace_ns)
+        .max()
+        .unwrap_or(0);
+    lane.run(stop, end, first.mode())
+        .map_err(|e| first.thread_err("lane loop", &first.sender, e))?;
+    let stats = lane.stats();
+    let (senders, receivers) = lane.into_ends();
+    let sent = idx
+        .iter()
+        .zip(senders)
+        .map(|(&fi, s)| (fi, s.report, s.fill.limited))
+        .collect();
+    let received = receivers
+        .into_iter()
+        .map(|r| {
+            let plan = &plans[r.sink.flow];
+            let slots = &r.sink.slot_by_seq;
+            let samples = r
+                .sink
+                .log
+                .samples()
+                .iter()
+                .filter(|x| x.send_ns >= plan.first_slot_ns)
+                .map(|&sample| FlowSample {
+                    sample,
+                    slot_ns: slots.get(sample.seq as usize).copied().unwrap_or(0),
+                    receiver: r.sink.receiver,
+                })
+                .collect();
+            let drops = r.sock.drops().unwrap_or(0);
+            (r.sink.flow, samples, r.report.refused, drops)
         })
         .collect();
-    Ok(RecvOut {
-        flow: fi,
-        samples,
-        report,
+    Ok(GroupOut {
+        sent,
+        received,
+        report: LoopReport {
+            variants: {
+                let mut v: Vec<Variant> = idx.iter().map(|&i| plans[i].variant).collect();
+                v.dedup();
+                v
+            },
+            flows: idx.to_vec(),
+            core: first.placement().core,
+            ends,
+            stats,
+        },
     })
-}
-
-fn send(plan: &FlowPlan, stop: &AtomicBool) -> Result<(SendReport, u64), FlowError> {
-    let host = &plan.sender;
-    let _ns = xlane_testbed::enter_netns(&host.netns)?;
-    let mut sc = plan.socket(SocketAddrV4::new(host.addr, 0));
-    sc.multicast_if = Some(host.addr);
-    sc.rx_timestamps = false;
-    let sock = LaneSocket::open(&sc).map_err(|e| FlowError::Socket {
-        flow: plan.name.clone(),
-        host: host.netns.clone(),
-        source: e,
-    })?;
-    plan.place(SENDER_PRIORITY)
-        .map_err(|e| plan.thread_err("sender", host, e))?;
-    let core = PeriodicSender::new(plan.params(), plan.first_slot_ns)
-        .map_err(|e| plan.thread_err("sender", host, e))?;
-    let dsts = [plan.group];
-    let mut lane = SenderLane::new(&sock, core, &dsts);
-    let mut msg = [0u8; 20];
-    let len = plan.message_len.clamp(8, msg.len());
-    let mut limiter = plan.qjump;
-    let mut limited = 0u64;
-    let rep = lane
-        .run(stop, plan.until_ns, plan.mode(), &mut |c, slot| {
-            if let Some(l) = limiter.as_mut() {
-                if !l.admit(slot) {
-                    limited += 1;
-                    return;
-                }
-            }
-            msg[..8].copy_from_slice(&slot.to_be_bytes());
-            // A one-chunk frame per period: the queue never fills.
-            let _ = c.enqueue(0, &msg[..len]);
-        })
-        .map_err(|e| plan.thread_err("sender", host, e))?;
-    Ok((rep, limited))
 }

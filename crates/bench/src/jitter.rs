@@ -12,6 +12,7 @@
 //! (percentiles of the merged samples, never averages of percentiles).
 
 use crate::attribution::{attribute, Cause, GapIndex};
+use crate::budget::{LaneCoreBudget, LaneCoreUse};
 use crate::flows::{run_flows, FlowPlan, FlowResult, FlowSample, Variant};
 use crate::interference::{
     bring_up, switch_drops, BenchError, Cores, Floor, FloorSet, Interference,
@@ -165,6 +166,8 @@ pub struct ScenarioReport {
     pub configs: Vec<ConfigReport>,
     /// The machine's floor during the scenario.
     pub floor: Floor,
+    /// The lane core's budget over the rounds of the configurations on it.
+    pub lane_core: LaneCoreBudget,
     /// Cross traffic achieved, bits/s per flow.
     pub cross_traffic_bps: Vec<u64>,
     /// Best-effort drops at the switch during the scenario.
@@ -240,6 +243,7 @@ pub fn run(
             })
             .collect();
         let mut outcome = Ok(());
+        let mut lane_use = LaneCoreUse::default();
         'rounds: for round in 0..rounds {
             for k in 0..cfg.variants.len() {
                 let vi = (k + round as usize) % cfg.variants.len();
@@ -281,7 +285,12 @@ pub fn run(
                     t.restore();
                 }
                 match r {
-                    Ok(mut rs) => merge(&mut results[vi], rs.remove(0)),
+                    Ok(mut run) => {
+                        if v.on_lane_core() {
+                            lane_use.add(&LaneCoreUse::of_run(&run, cfg.lane_core));
+                        }
+                        merge(&mut results[vi], run.flows.remove(0))
+                    }
                     Err(e) => {
                         outcome = Err(e.into());
                         break 'rounds;
@@ -319,6 +328,7 @@ pub fn run(
         let report = ScenarioReport {
             scenario: scenario.name().to_string(),
             configs,
+            lane_core: lane_use.budget(floor.stolen_fraction),
             floor,
             cross_traffic_bps: cross_bps,
             switch_best_effort_drops: drops,
@@ -535,6 +545,7 @@ impl ScenarioReport {
             .map(|c| c.core)
             .unwrap_or(0);
         out.push_str(&self.floor.render(lane_core));
+        out.push_str(&self.lane_core.render(lane_core));
         if !self.cross_traffic_bps.is_empty() {
             let mbps: Vec<String> = self
                 .cross_traffic_bps

@@ -17,6 +17,7 @@
 //! a floor probe measures the time the machine takes away from each core.
 //! Everything is torn down at the end, also on error.
 
+use crate::budget::{LaneCoreBudget, LaneCoreUse};
 use crate::flows::{run_flows, FlowPlan, FlowResult, Variant};
 use crate::interference::{
     bring_up, render_cross_traffic, switch_drops, BenchError, Cores, Floor, FloorSet, Interference,
@@ -96,6 +97,8 @@ pub struct FlowCounters {
     pub sender_late_max_ns: u64,
     /// Datagrams the receivers refused.
     pub refused: u64,
+    /// Datagrams dropped at the receivers' sockets (buffer full).
+    pub socket_drops: u64,
 }
 
 /// The report of one run.
@@ -109,6 +112,8 @@ pub struct LaneBenchReport {
     pub kernel_configs: Vec<LatencySummary>,
     /// The machine's floor during the run.
     pub floor: Floor,
+    /// The lane core's budget during the run.
+    pub lane_core: LaneCoreBudget,
     /// Per-configuration counters, same order as `configs`.
     pub counters: Vec<FlowCounters>,
     /// Host measures applied (name: status).
@@ -247,7 +252,9 @@ pub fn run(
     progress(&format!("tearing down testbed {}", tb.prefix()));
     drop(tb);
 
-    let flows = result?;
+    let run = result?;
+    let lane_core = LaneCoreUse::of_run(&run, cfg.lane_core).budget(floor.stolen_fraction);
+    let flows = run.flows;
     let mut configs = Vec::new();
     let mut kernel_configs = Vec::new();
     let mut counters = Vec::new();
@@ -260,12 +267,14 @@ pub fn run(
             send_errors: f.sent.send_errors,
             sender_late_max_ns: f.sent.late_max_ns,
             refused: f.refused,
+            socket_drops: f.socket_drops,
         });
     }
     Ok(LaneBenchReport {
         configs,
         kernel_configs,
         floor,
+        lane_core,
         counters,
         host_measures,
         cross_traffic_bps: cross_bps,
@@ -329,16 +338,18 @@ impl LaneBenchReport {
         }
         for (c, k) in self.configs.iter().zip(&self.counters) {
             out.push_str(&format!(
-                "{}: sender emitted {} frames in {} periods (worst lateness {}), {} send errors, {} datagrams refused\n",
+                "{}: sender emitted {} frames in {} periods (worst lateness {}), {} send errors, {} datagrams refused, {} dropped at the receivers' sockets\n",
                 c.name,
                 k.frames_sent,
                 k.slots,
                 fmt_ns(k.sender_late_max_ns),
                 k.send_errors,
-                k.refused
+                k.refused,
+                k.socket_drops
             ));
         }
         out.push_str(&self.floor.render(self.params.lane_core));
+        out.push_str(&self.lane_core.render(self.params.lane_core));
         out.push_str(&render_cross_traffic(
             &self.cross_traffic_bps,
             self.switch_best_effort_drops,

@@ -11,6 +11,7 @@
 pub mod attribution;
 pub mod bounds;
 pub mod bounds_check;
+pub mod budget;
 pub mod fabric;
 pub mod fd_bench;
 pub mod flows;

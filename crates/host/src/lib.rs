@@ -6,8 +6,10 @@
 #![warn(missing_docs)]
 
 pub mod bridge;
+pub mod budget;
 pub mod doctor;
 pub mod floor;
+pub mod lane_loop;
 pub mod runtime;
 pub mod socket;
 pub mod tuning;

@@ -1,31 +1,20 @@
-//! The lane thread: placement, real-time scheduling, and the send and
-//! receive loops around the sans-IO cores of `xlane-lane`.
+//! The lane thread's surroundings: placement, real-time scheduling,
+//! timed waits, and the records its loop fills.
 //!
 //! A lane thread is placed once ([`place_current_thread`]: pinned to a core,
-//! `SCHED_FIFO`), locks its memory ([`lock_memory`]), and then runs one of
-//! the loops below. Everything a loop touches is allocated before it starts:
-//! the frame buffer, the socket's control buffer, and the [`SampleLog`]. The
-//! loops themselves do not allocate (a counting-allocator test holds them to
-//! that).
-//!
-//! Two ways to wait, selectable per loop ([`WaitMode`]):
-//! - `Interrupt`: the thread sleeps until its next period
-//!   (`clock_nanosleep` on an absolute time) or until a packet's softirq
-//!   wakes it (blocking `recvmsg`). Several emulated hosts' lane threads can
-//!   share one core this way.
-//! - `BusyPoll`: the thread spins on the clock or on a non-blocking socket;
-//!   for a lane thread that owns its core.
+//! `SCHED_FIFO`), locks its memory ([`lock_memory`]), and then runs the lane
+//! core's event loop ([`crate::lane_loop::LaneLoop`]), which serves every
+//! tunnel end on that core. Two ways to wait ([`WaitMode`]):
+//! - `Interrupt`: the thread sleeps until the earliest slot or until a
+//!   packet's softirq makes a socket ready.
+//! - `BusyPoll`: the thread spins; for a lane thread that owns its core.
 //!
 //! All times are `CLOCK_REALTIME` nanoseconds, the clock of the kernel's
 //! packet timestamps, so send stamps, receive stamps and slot times compare
 //! directly on one machine.
 
-use crate::socket::{realtime_ns, LaneSocket, StampSource};
-use std::net::SocketAddrV4;
+use crate::socket::realtime_ns;
 use std::os::fd::{AsRawFd, FromRawFd, RawFd};
-use std::sync::atomic::{AtomicBool, Ordering};
-use xlane_lane::{PeriodicReceiver, PeriodicSender};
-use xlane_wire::MAX_FRAME_LEN;
 
 /// Why placing or running a lane thread failed.
 #[derive(Debug, thiserror::Error)]
@@ -49,15 +38,6 @@ pub enum RuntimeError {
     /// `mlockall` failed.
     #[error("mlockall failed: {0}")]
     Lock(std::io::Error),
-    /// Sending on the socket failed.
-    #[error("send failed: {0}")]
-    Send(std::io::Error),
-    /// Receiving on the socket failed.
-    #[error("receive failed: {0}")]
-    Recv(std::io::Error),
-    /// The protocol core refused to build a frame.
-    #[error("the sender core refused to transmit: {0}")]
-    Transmit(String),
 }
 
 /// How a loop waits for its next event.
@@ -334,81 +314,6 @@ pub struct SendReport {
     pub late_max_ns: u64,
 }
 
-/// A periodic sender bound to a socket and one or more destinations.
-pub struct SenderLane<'a> {
-    sock: &'a LaneSocket,
-    core: PeriodicSender,
-    dsts: &'a [SocketAddrV4],
-    buf: Box<[u8; MAX_FRAME_LEN]>,
-}
-
-impl<'a> SenderLane<'a> {
-    /// Bind a sender core to a socket. `dsts` is usually one address (a
-    /// unicast peer or a multicast group); several addresses replicate each
-    /// frame at the sender.
-    pub fn new(sock: &'a LaneSocket, core: PeriodicSender, dsts: &'a [SocketAddrV4]) -> Self {
-        SenderLane {
-            sock,
-            core,
-            dsts,
-            buf: Box::new([0; MAX_FRAME_LEN]),
-        }
-    }
-
-    /// The protocol core (to enqueue chunks between slots).
-    pub fn core_mut(&mut self) -> &mut PeriodicSender {
-        &mut self.core
-    }
-
-    /// Run until `stop` is set or `until_ns` passes. Before every slot,
-    /// `fill(core, slot_ns)` may enqueue chunks. Bounded work per slot: one
-    /// fill call, one frame built, one `sendto` per destination.
-    pub fn run(
-        &mut self,
-        stop: &AtomicBool,
-        until_ns: u64,
-        mode: WaitMode,
-        fill: &mut dyn FnMut(&mut PeriodicSender, u64),
-    ) -> Result<SendReport, RuntimeError> {
-        let mut rep = SendReport::default();
-        loop {
-            if stop.load(Ordering::Relaxed) {
-                break;
-            }
-            let slot = self.core.poll_timeout();
-            if slot >= until_ns {
-                break;
-            }
-            wait_until(slot, mode);
-            let now = realtime_ns();
-            if now < slot {
-                continue; // woken early (signal): wait again
-            }
-            fill(&mut self.core, slot);
-            let tx = match self.core.poll_transmit(now, &mut self.buf[..]) {
-                Ok(Some(tx)) => tx,
-                Ok(None) => continue,
-                Err(e) => return Err(RuntimeError::Transmit(e.to_string())),
-            };
-            let frame = &mut self.buf[..tx.len];
-            for dst in self.dsts {
-                let t = realtime_ns();
-                // The frame was just built by us, so re-stamping cannot fail.
-                let _ = xlane_wire::stamp_send_time(frame, t);
-                match self.sock.send_to(frame, *dst) {
-                    Ok(_) => {}
-                    Err(_) => rep.send_errors += 1,
-                }
-            }
-            let late = now.saturating_sub(tx.slot);
-            rep.frames += 1;
-            rep.late_total_ns += late;
-            rep.late_max_ns = rep.late_max_ns.max(late);
-        }
-        Ok(rep)
-    }
-}
-
 /// What a receive loop saw, beyond the core's own counters.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct RecvReport {
@@ -422,84 +327,6 @@ pub struct RecvReport {
     pub hw_stamps: u64,
     /// Datagrams that carried a kernel software stamp.
     pub kernel_stamps: u64,
-}
-
-/// A periodic receiver bound to a socket, logging one sample per frame.
-pub struct ReceiverLane<'a> {
-    sock: &'a mut LaneSocket,
-    core: PeriodicReceiver,
-    buf: Box<[u8; MAX_FRAME_LEN + 1]>,
-}
-
-impl<'a> ReceiverLane<'a> {
-    /// Bind a receiver core to a socket.
-    pub fn new(sock: &'a mut LaneSocket, core: PeriodicReceiver) -> Self {
-        ReceiverLane {
-            sock,
-            core,
-            buf: Box::new([0; MAX_FRAME_LEN + 1]),
-        }
-    }
-
-    /// The protocol core (for its counters).
-    pub fn core(&self) -> &PeriodicReceiver {
-        &self.core
-    }
-
-    /// Run until `stop` is set or `until_ns` passes. In `Interrupt` mode the
-    /// socket must be blocking with a receive timeout (so `stop` is seen);
-    /// in `BusyPoll` mode it must be non-blocking. Every delivered chunk is
-    /// passed to `deliver`; every accepted frame adds one [`Sample`] to `log`.
-    /// Bounded work per datagram.
-    pub fn run(
-        &mut self,
-        stop: &AtomicBool,
-        until_ns: u64,
-        log: &mut SampleLog,
-        deliver: &mut dyn FnMut(xlane_lane::Delivery<'_>),
-    ) -> Result<RecvReport, RuntimeError> {
-        let mut rep = RecvReport::default();
-        while !stop.load(Ordering::Relaxed) {
-            let got = match self.sock.recv(&mut self.buf[..]) {
-                Ok(Some(g)) => g,
-                Ok(None) => {
-                    if realtime_ns() >= until_ns {
-                        break;
-                    }
-                    std::hint::spin_loop();
-                    continue;
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(RuntimeError::Recv(e)),
-            };
-            rep.datagrams += 1;
-            match got.source {
-                StampSource::Hardware => rep.hw_stamps += 1,
-                StampSource::Kernel => rep.kernel_stamps += 1,
-                StampSource::User => {}
-            }
-            if got.truncated {
-                rep.truncated += 1;
-            }
-            // Stamp first: the arrival time goes in before the bytes are looked at.
-            match self
-                .core
-                .handle_datagram(got.rx_ns, &self.buf[..got.len], deliver)
-            {
-                Ok(frame) => log.push(Sample {
-                    seq: frame.seq,
-                    send_ns: frame.send_time,
-                    kernel_rx_ns: got.rx_ns,
-                    user_rx_ns: got.user_ns,
-                }),
-                Err(_) => rep.refused += 1,
-            }
-            if got.user_ns >= until_ns {
-                break;
-            }
-        }
-        Ok(rep)
-    }
 }
 
 /// The default lane core: the last CPU of the NUMA node the NIC `iface` is

@@ -173,6 +173,102 @@ pub struct Datagram<'a> {
     pub bytes: Option<&'a [u8]>,
 }
 
+/// Datagrams one [`LaneSocket::recv_batch`] call reads at most.
+pub const RECV_BATCH: usize = 16;
+/// Destinations one `sendmmsg` of [`LaneSocket::send_many`] covers.
+pub const SEND_BATCH: usize = 8;
+/// Bytes per datagram buffer of a [`RecvBatch`]: one more than the largest
+/// lane frame, so a longer datagram shows as cut.
+pub const BATCH_BUF_LEN: usize = xlane_wire::MAX_FRAME_LEN + 1;
+/// `SO_MEMINFO` (not in every libc binding).
+const SO_MEMINFO: libc::c_int = 55;
+
+#[derive(Clone, Copy, Debug)]
+struct BatchMeta {
+    len: usize,
+    truncated: bool,
+    src: SocketAddrV4,
+    software_ns: Option<u64>,
+    hardware_ns: Option<u64>,
+    user_ns: u64,
+}
+
+/// Storage for one `recvmmsg`: [`RECV_BATCH`] datagram buffers with their
+/// control data and addresses, allocated once and reused by every
+/// [`LaneSocket::recv_batch`] call.
+pub struct RecvBatch {
+    bufs: Box<[[u8; BATCH_BUF_LEN]; RECV_BATCH]>,
+    cmsgs: Box<[[u64; CMSG_SPACE / 8]; RECV_BATCH]>,
+    addrs: [MaybeUninit<libc::sockaddr_in>; RECV_BATCH],
+    meta: [BatchMeta; RECV_BATCH],
+    n: usize,
+}
+
+impl Default for RecvBatch {
+    fn default() -> Self {
+        RecvBatch::new()
+    }
+}
+
+impl RecvBatch {
+    /// Empty storage (about 25 KiB).
+    pub fn new() -> Self {
+        RecvBatch {
+            bufs: Box::new([[0; BATCH_BUF_LEN]; RECV_BATCH]),
+            cmsgs: Box::new([[0; CMSG_SPACE / 8]; RECV_BATCH]),
+            addrs: [MaybeUninit::zeroed(); RECV_BATCH],
+            meta: [BatchMeta {
+                len: 0,
+                truncated: false,
+                src: SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 0),
+                software_ns: None,
+                hardware_ns: None,
+                user_ns: 0,
+            }; RECV_BATCH],
+            n: 0,
+        }
+    }
+
+    /// Datagrams the last call read.
+    pub fn len(&self) -> usize {
+        self.n
+    }
+
+    /// Whether the last call read nothing.
+    pub fn is_empty(&self) -> bool {
+        self.n == 0
+    }
+
+    /// Datagram `i` of the last call (`i < len()`), as [`LaneSocket::recv_stamps`]
+    /// would have returned it; its bytes are `&bytes[..received.len]`.
+    pub fn get(&self, i: usize) -> Option<(RxStamps, &[u8])> {
+        if i >= self.n {
+            return None;
+        }
+        let m = &self.meta[i];
+        let (rx_ns, source) = match (m.hardware_ns, m.software_ns) {
+            (Some(h), _) => (h, StampSource::Hardware),
+            (None, Some(s)) => (s, StampSource::Kernel),
+            (None, None) => (m.user_ns, StampSource::User),
+        };
+        Some((
+            RxStamps {
+                received: Received {
+                    len: m.len,
+                    truncated: m.truncated,
+                    src: m.src,
+                    rx_ns,
+                    source,
+                    user_ns: m.user_ns,
+                },
+                software_ns: m.software_ns,
+                hardware_ns: m.hardware_ns,
+            },
+            &self.bufs[i][..m.len],
+        ))
+    }
+}
+
 /// One transmit timestamp read from the socket's error queue.
 ///
 /// With `SOF_TIMESTAMPING_OPT_ID` the kernel numbers the datagrams sent on a
@@ -614,25 +710,7 @@ impl LaneSocket {
             };
         }
         let full = r as usize;
-        let (mut software_ns, mut hardware_ns) = (None, None);
-        // SAFETY: the CMSG_* macros walk the control buffer the kernel filled.
-        unsafe {
-            let mut c = libc::CMSG_FIRSTHDR(&msg);
-            while !c.is_null() {
-                if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_TIMESTAMPING {
-                    let data = libc::CMSG_DATA(c) as *const libc::timespec;
-                    let sw = std::ptr::read_unaligned(data);
-                    let hw = std::ptr::read_unaligned(data.add(2));
-                    if hw.tv_sec != 0 || hw.tv_nsec != 0 {
-                        hardware_ns = Some(ts_ns(&hw));
-                    }
-                    if sw.tv_sec != 0 || sw.tv_nsec != 0 {
-                        software_ns = Some(ts_ns(&sw));
-                    }
-                }
-                c = libc::CMSG_NXTHDR(&msg, c);
-            }
-        }
+        let (software_ns, hardware_ns) = stamps_of(&msg);
         let (rx_ns, source) = match (hardware_ns, software_ns) {
             (Some(h), _) => (h, StampSource::Hardware),
             (None, Some(s)) => (s, StampSource::Kernel),
@@ -654,6 +732,154 @@ impl LaneSocket {
         }))
     }
 
+    /// Reads up to [`RECV_BATCH`] waiting datagrams with one `recvmmsg`
+    /// (never blocks) into `batch`, replacing what it held; returns how many.
+    /// Each keeps its software and hardware receive stamps; the user-space
+    /// time is read once, when the call returned. No allocation; bounded
+    /// work (one system call, one pass over each datagram's control data).
+    pub fn recv_batch(&mut self, batch: &mut RecvBatch) -> io::Result<usize> {
+        batch.n = 0;
+        let mut iov: [libc::iovec; RECV_BATCH] = [libc::iovec {
+            iov_base: std::ptr::null_mut(),
+            iov_len: 0,
+        }; RECV_BATCH];
+        // SAFETY: an all-zero mmsghdr is valid; every pointer is set below
+        // to storage inside `batch`, which outlives the call.
+        let mut hdrs: [libc::mmsghdr; RECV_BATCH] = unsafe { std::mem::zeroed() };
+        for i in 0..RECV_BATCH {
+            iov[i].iov_base = batch.bufs[i].as_mut_ptr() as *mut libc::c_void;
+            iov[i].iov_len = BATCH_BUF_LEN;
+            let h = &mut hdrs[i].msg_hdr;
+            h.msg_name = batch.addrs[i].as_mut_ptr() as *mut libc::c_void;
+            h.msg_namelen = size_of::<libc::sockaddr_in>() as libc::socklen_t;
+            h.msg_iov = &mut iov[i];
+            h.msg_iovlen = 1;
+            h.msg_control = batch.cmsgs[i].as_mut_ptr() as *mut libc::c_void;
+            h.msg_controllen = CMSG_SPACE as _;
+        }
+        // SAFETY: RECV_BATCH valid headers; MSG_DONTWAIT never blocks.
+        let r = unsafe {
+            libc::recvmmsg(
+                self.fd.as_raw_fd(),
+                hdrs.as_mut_ptr(),
+                RECV_BATCH as libc::c_uint,
+                libc::MSG_DONTWAIT | libc::MSG_TRUNC,
+                std::ptr::null_mut(),
+            )
+        };
+        let user_ns = realtime_ns();
+        if r < 0 {
+            let e = io::Error::last_os_error();
+            return match e.kind() {
+                io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted => Ok(0),
+                _ => Err(e),
+            };
+        }
+        let n = r as usize;
+        for (i, h) in hdrs.iter().enumerate().take(n) {
+            let (software_ns, hardware_ns) = stamps_of(&h.msg_hdr);
+            let full = h.msg_len as usize;
+            // SAFETY: recvmmsg wrote the source address of message i.
+            let src = from_sockaddr(unsafe { &batch.addrs[i].assume_init() });
+            batch.meta[i] = BatchMeta {
+                len: full.min(BATCH_BUF_LEN),
+                truncated: full > BATCH_BUF_LEN || h.msg_hdr.msg_flags & libc::MSG_TRUNC != 0,
+                src,
+                software_ns,
+                hardware_ns,
+                user_ns,
+            };
+        }
+        batch.n = n;
+        Ok(n)
+    }
+
+    /// Sends `buf` to every address of `dsts` with one `sendmmsg` per
+    /// [`SEND_BATCH`] addresses. Returns how many copies the kernel took
+    /// (the rest were refused, e.g. `ENOBUFS`). No allocation.
+    pub fn send_many(&self, buf: &[u8], dsts: &[SocketAddrV4]) -> usize {
+        let mut sent = 0;
+        for group in dsts.chunks(SEND_BATCH) {
+            let mut sa = [sockaddr(SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 0)); SEND_BATCH];
+            let mut iov = [libc::iovec {
+                iov_base: buf.as_ptr() as *mut libc::c_void,
+                iov_len: buf.len(),
+            }; SEND_BATCH];
+            // SAFETY: an all-zero mmsghdr is valid; pointers set below.
+            let mut hdrs: [libc::mmsghdr; SEND_BATCH] = unsafe { std::mem::zeroed() };
+            for (i, d) in group.iter().enumerate() {
+                sa[i] = sockaddr(*d);
+                let h = &mut hdrs[i].msg_hdr;
+                h.msg_name = &mut sa[i] as *mut _ as *mut libc::c_void;
+                h.msg_namelen = size_of::<libc::sockaddr_in>() as libc::socklen_t;
+                h.msg_iov = &mut iov[i];
+                h.msg_iovlen = 1;
+            }
+            let mut off = 0;
+            while off < group.len() {
+                // SAFETY: the headers point to live buffers and addresses;
+                // the kernel only reads the payload.
+                let r = unsafe {
+                    libc::sendmmsg(
+                        self.fd.as_raw_fd(),
+                        hdrs[off..].as_mut_ptr(),
+                        (group.len() - off) as libc::c_uint,
+                        0,
+                    )
+                };
+                if r <= 0 {
+                    // This copy was refused; go on with the next one.
+                    off += 1;
+                    continue;
+                }
+                sent += r as usize;
+                off += r as usize;
+            }
+        }
+        sent
+    }
+
+    /// Datagrams the kernel dropped at this socket because its receive
+    /// buffer was full (or for another reason counted in `sk_drops`),
+    /// since it was opened (`SO_MEMINFO`).
+    pub fn drops(&self) -> io::Result<u64> {
+        let mut v = [0u32; 16];
+        let mut len = std::mem::size_of_val(&v) as libc::socklen_t;
+        // SAFETY: v and len are valid for writes of their sizes.
+        let r = unsafe {
+            libc::getsockopt(
+                self.fd.as_raw_fd(),
+                libc::SOL_SOCKET,
+                SO_MEMINFO,
+                v.as_mut_ptr() as *mut libc::c_void,
+                &mut len,
+            )
+        };
+        if r < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let i = libc::SK_MEMINFO_DROPS as usize;
+        if (len as usize) < (i + 1) * 4 {
+            return Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                "SO_MEMINFO has no drop counter on this kernel",
+            ));
+        }
+        Ok(v[i] as u64)
+    }
+
+    /// Switches the socket to non-blocking mode (the lane loop polls its
+    /// receiving sockets through epoll).
+    pub fn set_nonblocking(&self) -> io::Result<()> {
+        let fd = self.fd.as_raw_fd();
+        // SAFETY: plain fcntl calls on a descriptor we own.
+        let fl = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+        if fl < 0 || unsafe { libc::fcntl(fd, libc::F_SETFL, fl | libc::O_NONBLOCK) } < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    }
+
     /// A second handle on the same socket (`dup`): one thread can send on
     /// it while another receives on the original. Settings are shared.
     pub fn try_clone(&self) -> io::Result<LaneSocket> {
@@ -668,6 +894,31 @@ impl LaneSocket {
     pub fn as_raw_fd(&self) -> RawFd {
         self.fd.as_raw_fd()
     }
+}
+
+/// The software and hardware receive stamps in a message's control data.
+fn stamps_of(msg: &libc::msghdr) -> (Option<u64>, Option<u64>) {
+    let (mut software_ns, mut hardware_ns) = (None, None);
+    // SAFETY: the CMSG_* macros walk the control buffer the kernel filled
+    // (msg_controllen says how much of it).
+    unsafe {
+        let mut c = libc::CMSG_FIRSTHDR(msg);
+        while !c.is_null() {
+            if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_TIMESTAMPING {
+                let data = libc::CMSG_DATA(c) as *const libc::timespec;
+                let sw = std::ptr::read_unaligned(data);
+                let hw = std::ptr::read_unaligned(data.add(2));
+                if hw.tv_sec != 0 || hw.tv_nsec != 0 {
+                    hardware_ns = Some(ts_ns(&hw));
+                }
+                if sw.tv_sec != 0 || sw.tv_nsec != 0 {
+                    software_ns = Some(ts_ns(&sw));
+                }
+            }
+            c = libc::CMSG_NXTHDR(msg, c);
+        }
+    }
+    (software_ns, hardware_ns)
 }
 
 fn ts_ns(t: &libc::timespec) -> u64 {

@@ -21,9 +21,9 @@ use std::sync::atomic::AtomicBool;
 use std::sync::mpsc;
 use std::time::Duration;
 use xlane_host::bridge::{BridgeServer, BridgeServerConfig, LaneEnd, RingConfig};
+use xlane_host::lane_loop::{FrameSink, LaneLoop, ReceiverSpec, SenderSpec, SlotFill};
 use xlane_host::runtime::{
-    default_lane_core, lock_memory, place_current_thread, Placement, ReceiverLane, SampleLog,
-    SenderLane, WaitMode,
+    default_lane_core, lock_memory, place_current_thread, Placement, Sample, WaitMode,
 };
 use xlane_host::socket::{realtime_ns, LaneSocket, SocketConfig};
 use xlane_host::tuning::{install_termination_flag, HostTuning, RpsPolicy, RpsTarget, TuningPlan};
@@ -126,6 +126,8 @@ enum DaemonError {
     Runtime(#[from] xlane_host::runtime::RuntimeError),
     #[error("bridge: {0}")]
     Bridge(String),
+    #[error("lane loop: {0}")]
+    Lane(std::io::Error),
 }
 
 fn main() -> ExitCode {
@@ -344,6 +346,77 @@ struct LaneCtx<'a> {
     new_apps: mpsc::Receiver<LaneEnd>,
 }
 
+/// The sender's slot fill: at most one frame's worth of chunks from the
+/// applications' R-X bridges per slot (bounded), new applications taken in
+/// one per slot.
+struct BridgeFill {
+    apps: Vec<LaneEnd>,
+    new_apps: mpsc::Receiver<LaneEnd>,
+    msg: Vec<u8>,
+    per_slot: usize,
+    refused: u64,
+}
+
+impl SlotFill for BridgeFill {
+    fn fill(&mut self, c: &mut PeriodicSender, _slot: u64) {
+        if self.apps.len() < self.apps.capacity() {
+            if let Ok(end) = self.new_apps.try_recv() {
+                self.apps.push(end);
+            }
+        }
+        let mut taken = 0;
+        for app in self.apps.iter_mut() {
+            while taken < self.per_slot {
+                match app.from_app.try_recv(&mut self.msg) {
+                    Ok(Some(n)) => {
+                        taken += 1;
+                        if c.enqueue((app.id & 0xff) as u8, &self.msg[..n]).is_err() {
+                            self.refused += 1;
+                        }
+                    }
+                    _ => break,
+                }
+            }
+        }
+    }
+}
+
+/// The receiver's sink: every delivered chunk, with its delivery header,
+/// to every attached application's X-R bridge.
+struct BridgeSink {
+    apps: Vec<LaneEnd>,
+    new_apps: mpsc::Receiver<LaneEnd>,
+    out: Vec<u8>,
+    bridge_full: u64,
+    delivered: u64,
+}
+
+impl FrameSink for BridgeSink {
+    fn on_chunk(&mut self, d: Delivery<'_>) {
+        if self.apps.len() < self.apps.capacity() {
+            if let Ok(end) = self.new_apps.try_recv() {
+                self.apps.push(end);
+            }
+        }
+        let n = DELIVERY_HEADER + d.data.len();
+        let out = &mut self.out;
+        out[0] = d.producer;
+        out[1..9].copy_from_slice(&d.seq.to_be_bytes());
+        out[9..17].copy_from_slice(&d.send_time.to_be_bytes());
+        out[17..25].copy_from_slice(&d.rx_time.to_be_bytes());
+        out[25..n].copy_from_slice(d.data);
+        self.delivered += 1;
+        for app in self.apps.iter_mut() {
+            if app.to_app.try_send(&out[..n]).is_err() {
+                self.bridge_full += 1;
+            }
+        }
+    }
+    fn on_frame(&mut self, _s: Sample) {}
+}
+
+type Lane = LaneLoop<BridgeFill, BridgeSink>;
+
 fn run_sender(
     ctx: LaneCtx<'_>,
     bind: SocketAddrV4,
@@ -361,34 +434,24 @@ fn run_sender(
     let mut core =
         PeriodicSender::new(ctx.params, first).map_err(|e| DaemonError::Usage(e.to_string()))?;
     core.set_heartbeat(heartbeat);
-    let mut lane = SenderLane::new(&sock, core, &dest);
-    let mut apps: Vec<LaneEnd> = Vec::with_capacity(32);
-    let mut msg = vec![0u8; ctx.params.schema.data_capacity()];
-    let mut refused = 0u64;
-    let per_slot = ctx.params.chunks_per_frame();
-    let report = lane.run(ctx.stop, ctx.until, ctx.mode, &mut |c, _slot| {
-        if apps.len() < apps.capacity() {
-            if let Ok(end) = ctx.new_apps.try_recv() {
-                apps.push(end);
-            }
-        }
-        // Bounded: at most one frame's worth of chunks per slot.
-        let mut taken = 0;
-        for app in apps.iter_mut() {
-            while taken < per_slot {
-                match app.from_app.try_recv(&mut msg) {
-                    Ok(Some(n)) => {
-                        taken += 1;
-                        if c.enqueue((app.id & 0xff) as u8, &msg[..n]).is_err() {
-                            refused += 1;
-                        }
-                    }
-                    _ => break,
-                }
-            }
-        }
-    })?;
-    let st = lane.core_mut().stats();
+    let mut lane = Lane::new().map_err(DaemonError::Lane)?;
+    let id = lane.add_sender(SenderSpec {
+        sock,
+        core,
+        dsts: dest,
+        until_ns: u64::MAX,
+        fill: BridgeFill {
+            apps: Vec::with_capacity(32),
+            new_apps: ctx.new_apps,
+            msg: vec![0u8; ctx.params.schema.data_capacity()],
+            per_slot: ctx.params.chunks_per_frame(),
+            refused: 0,
+        },
+    });
+    lane.run(ctx.stop, ctx.until, ctx.mode)
+        .map_err(DaemonError::Lane)?;
+    let end = lane.remove_sender(id).expect("added above");
+    let (report, st) = (end.report, end.core.stats());
     Ok(json!({
         "role": "sender",
         "frames": report.frames,
@@ -397,7 +460,7 @@ fn run_sender(
         "chunks": st.chunks,
         "heartbeats": st.heartbeats,
         "late_slots": st.late_slots,
-        "queue_refused": refused,
+        "queue_refused": end.fill.refused,
     }))
 }
 
@@ -408,38 +471,30 @@ fn run_receiver(
 ) -> Result<serde_json::Value, DaemonError> {
     let mut cfg = SocketConfig::express(bind);
     cfg.join = join.as_deref().map(parse_join).transpose()?;
-    cfg.nonblocking = ctx.mode == WaitMode::BusyPoll;
-    cfg.recv_timeout_us = 50_000;
     cfg.rcvbuf = 1 << 20;
-    let mut sock = LaneSocket::open(&cfg)?;
+    let sock = LaneSocket::open(&cfg)?;
     ready("receiver", &sock);
     place_current_thread(ctx.placement)?;
-    let mut lane = ReceiverLane::new(&mut sock, PeriodicReceiver::new(ctx.params));
-    let mut log = SampleLog::with_capacity(0);
-    let mut apps: Vec<LaneEnd> = Vec::with_capacity(32);
-    let mut out = vec![0u8; DELIVERY_HEADER + ctx.params.schema.data_capacity()];
-    let mut bridge_full = 0u64;
-    let mut delivered = 0u64;
-    let report = lane.run(ctx.stop, ctx.until, &mut log, &mut |d: Delivery<'_>| {
-        if apps.len() < apps.capacity() {
-            if let Ok(end) = ctx.new_apps.try_recv() {
-                apps.push(end);
-            }
-        }
-        let n = DELIVERY_HEADER + d.data.len();
-        out[0] = d.producer;
-        out[1..9].copy_from_slice(&d.seq.to_be_bytes());
-        out[9..17].copy_from_slice(&d.send_time.to_be_bytes());
-        out[17..25].copy_from_slice(&d.rx_time.to_be_bytes());
-        out[25..n].copy_from_slice(d.data);
-        delivered += 1;
-        for app in apps.iter_mut() {
-            if app.to_app.try_send(&out[..n]).is_err() {
-                bridge_full += 1;
-            }
-        }
-    })?;
-    let st = lane.core().stats();
+    let mut lane = Lane::new().map_err(DaemonError::Lane)?;
+    let id = lane
+        .add_receiver(ReceiverSpec {
+            sock,
+            core: PeriodicReceiver::new(ctx.params),
+            sink: BridgeSink {
+                apps: Vec::with_capacity(32),
+                new_apps: ctx.new_apps,
+                out: vec![0u8; DELIVERY_HEADER + ctx.params.schema.data_capacity()],
+                bridge_full: 0,
+                delivered: 0,
+            },
+        })
+        .map_err(DaemonError::Lane)?;
+    lane.run(ctx.stop, ctx.until, ctx.mode)
+        .map_err(DaemonError::Lane)?;
+    let end = lane.remove_receiver(id).expect("added above");
+    let (report, bridge_full, delivered) = (end.report, end.sink.bridge_full, end.sink.delivered);
+    let socket_drops = end.sock.drops().unwrap_or(0);
+    let st = end.core.stats();
     Ok(json!({
         "role": "receiver",
         "datagrams": report.datagrams,
@@ -461,5 +516,6 @@ fn run_receiver(
         "wrong_schema": st.wrong_schema,
         "too_fast": st.too_fast,
         "bridge_full": bridge_full,
+        "socket_drops": socket_drops,
     }))
 }

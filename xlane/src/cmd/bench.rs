@@ -65,6 +65,10 @@ struct BoundsArgs {
     /// Link rate of every emulated port.
     #[arg(long, default_value = "100mbit")]
     rate: String,
+    /// Punctual tunnels to place (unicast and multicast on both express
+    /// sub-lanes), besides the rogue.
+    #[arg(long, default_value_t = 8)]
+    tunnels: usize,
     /// The rogue sends this many packets per granted period.
     #[arg(long, default_value_t = 10)]
     rogue_factor: u32,
@@ -199,11 +203,15 @@ fn bounds(a: BoundsArgs) -> super::CmdResult {
     if a.period_us < 50 {
         return Err("--period-us must be at least 50".into());
     }
+    if !(1..=64).contains(&a.tunnels) {
+        return Err("--tunnels must be in 1..=64".into());
+    }
     let mut cfg = BoundsConfig {
         link_rate_bps: xlane_testbed::parse_rate(&a.rate)?,
         period_ns: a.period_us.saturating_mul(1000),
         duration_ns: (a.seconds * 1e9) as u64,
         min_packets: a.packets,
+        tunnels: a.tunnels,
         rogue: !a.no_rogue,
         rogue_factor: a.rogue_factor,
         cross_traffic: !a.no_cross_traffic,

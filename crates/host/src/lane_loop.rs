@@ -1,0 +1,652 @@
+//! One event loop per lane core: every tunnel end placed on the core is
+//! served by one thread.
+//!
+//! X-Lane's lane core runs one thread for all the tunnels of its host. A
+//! [`LaneLoop`] is that thread's work, as a library type:
+//!
+//! - **Senders** ([`SenderSpec`]): a [`PeriodicSender`] core, a socket and
+//!   its destinations. All senders' slots share one timer, armed for the
+//!   earliest due slot. At its slot a sender's [`SlotFill`] may enqueue
+//!   chunks, the core builds the frame, the send time is stamped right
+//!   before the system call, and one `sendmmsg` carries the copies to every
+//!   destination.
+//! - **Receivers** ([`ReceiverSpec`]): a [`PeriodicReceiver`] core and a
+//!   socket. All receiving sockets (of every emulated host: a socket keeps
+//!   the network namespace it was made in) sit in one epoll set; a ready
+//!   socket is read with `recvmmsg`, and every datagram goes to its core
+//!   with its receive stamp first, before its bytes are looked at. Accepted
+//!   frames and their chunks go to the end's [`FrameSink`].
+//!
+//! **Bounded work per turn** ([`LaneLoop::poll`]): every due sender sends at
+//! most one frame (at most [`crate::socket::SEND_BATCH`] copies per system
+//! call), then at most [`MAX_EVENTS`] ready sockets are read, each at most
+//! [`RECV_BUDGET`] datagrams (in batches of
+//! [`crate::socket::RECV_BATCH`]). A socket with more waiting stays ready
+//! (epoll is level-triggered) and is read again next turn. So a turn handles
+//! at most `senders + MAX_EVENTS × RECV_BUDGET` datagrams.
+//!
+//! **No allocation in the loop**: the frame buffer, the receive batch and
+//! the epoll event array are allocated when the loop is made; adding or
+//! removing a tunnel end allocates (it is not the real-time path).
+//!
+//! **Two ways to drive it.** [`LaneLoop::run`] is the lane thread: it waits
+//! in `epoll_wait` (or spins, [`WaitMode::BusyPoll`]) until a socket is
+//! ready or the timer (a `timerfd` on `CLOCK_REALTIME`, absolute) reaches
+//! the earliest slot, then polls. Another event loop can embed it instead:
+//! wait on [`LaneLoop::fd`] (readable when a receiving socket is) until
+//! [`LaneLoop::next_deadline`], then call [`LaneLoop::poll`] with the time.
+//! Tunnel ends can be added and removed between polls, or from another
+//! thread while [`LaneLoop::run`] runs, through a [`Control`].
+
+use crate::budget::ThreadUsage;
+use crate::runtime::{RecvReport, Sample, SendReport, WaitMode};
+use crate::socket::{realtime_ns, LaneSocket, RecvBatch, StampSource};
+use std::io;
+use std::net::SocketAddrV4;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use xlane_lane::{Delivery, PeriodicReceiver, PeriodicSender};
+use xlane_wire::MAX_FRAME_LEN;
+
+/// Ready sockets handled per turn.
+pub const MAX_EVENTS: usize = 32;
+/// Datagrams read from one socket per turn.
+pub const RECV_BUDGET: usize = 64;
+/// Longest wait of [`LaneLoop::run`] between two looks at its stop flag.
+pub const MAX_WAIT_NS: u64 = 20_000_000;
+
+const TIMER_TOKEN: u64 = u64::MAX;
+const CONTROL_TOKEN: u64 = u64::MAX - 1;
+
+/// What a sender does at its slot, before the frame is built: enqueue the
+/// chunks that should go out now. Closures `FnMut(&mut PeriodicSender, u64)`
+/// are fills.
+pub trait SlotFill: Send {
+    /// Called once per due slot (`slot_ns`), right before the frame is built.
+    fn fill(&mut self, core: &mut PeriodicSender, slot_ns: u64);
+}
+
+impl<F: FnMut(&mut PeriodicSender, u64) + Send> SlotFill for F {
+    fn fill(&mut self, core: &mut PeriodicSender, slot_ns: u64) {
+        self(core, slot_ns)
+    }
+}
+
+/// Where a receiver's frames go.
+pub trait FrameSink: Send {
+    /// Every chunk of an accepted frame, in frame order (before `on_frame`).
+    fn on_chunk(&mut self, d: Delivery<'_>);
+    /// Every accepted frame, with its stamps.
+    fn on_frame(&mut self, s: Sample);
+}
+
+/// A sender to add.
+pub struct SenderSpec<F> {
+    /// Its socket (any namespace; never read by the loop).
+    pub sock: LaneSocket,
+    /// The protocol core (its first slot set).
+    pub core: PeriodicSender,
+    /// Where each frame goes (one address, or several: sender replication).
+    pub dsts: Vec<SocketAddrV4>,
+    /// No slot at or after this time is sent (`u64::MAX`: no end).
+    pub until_ns: u64,
+    /// What enqueues its chunks.
+    pub fill: F,
+}
+
+/// A receiver to add.
+pub struct ReceiverSpec<S> {
+    /// Its socket (any namespace); the loop makes it non-blocking.
+    pub sock: LaneSocket,
+    /// The protocol core.
+    pub core: PeriodicReceiver,
+    /// Where its frames go.
+    pub sink: S,
+}
+
+/// A sender in the loop, and what it did.
+pub struct SenderEnd<F> {
+    /// Its socket.
+    pub sock: LaneSocket,
+    /// The protocol core (for its counters).
+    pub core: PeriodicSender,
+    /// Its destinations.
+    pub dsts: Vec<SocketAddrV4>,
+    /// Last slot time it may send.
+    pub until_ns: u64,
+    /// Its fill.
+    pub fill: F,
+    /// Frames sent, refused copies, lateness.
+    pub report: SendReport,
+}
+
+/// A receiver in the loop, and what it saw.
+pub struct ReceiverEnd<S> {
+    /// Its socket.
+    pub sock: LaneSocket,
+    /// The protocol core (for its counters).
+    pub core: PeriodicReceiver,
+    /// Its sink.
+    pub sink: S,
+    /// Datagrams, refusals, stamps.
+    pub report: RecvReport,
+}
+
+/// Handle of a sender in a loop.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct SenderId(pub usize);
+/// Handle of a receiver in a loop.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ReceiverId(pub usize);
+
+/// The loop's own counters.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct LoopStats {
+    /// Turns ([`LaneLoop::poll`] calls).
+    pub turns: u64,
+    /// Waits that slept in `epoll_wait` ([`LaneLoop::run`] only).
+    pub sleeps: u64,
+    /// Frames sent (each once, whatever its number of destinations).
+    pub frames: u64,
+    /// `sendmmsg` calls.
+    pub send_calls: u64,
+    /// Datagrams read.
+    pub datagrams: u64,
+    /// `recvmmsg` calls that returned at least one datagram.
+    pub recv_batches: u64,
+    /// Turns that hit a socket's [`RECV_BUDGET`] (more was waiting).
+    pub budget_hits: u64,
+    /// The thread's CPU time and switches over [`LaneLoop::run`].
+    pub thread: ThreadUsage,
+}
+
+enum Command<F, S> {
+    AddSender(SenderSpec<F>, std::sync::mpsc::Sender<SenderId>),
+    AddReceiver(
+        ReceiverSpec<S>,
+        std::sync::mpsc::Sender<io::Result<ReceiverId>>,
+    ),
+    RemoveSender(SenderId, std::sync::mpsc::Sender<Option<SenderEnd<F>>>),
+    RemoveReceiver(ReceiverId, std::sync::mpsc::Sender<Option<ReceiverEnd<S>>>),
+}
+
+struct ControlShared<F, S> {
+    queue: Mutex<Vec<Command<F, S>>>,
+    waker: crate::runtime::Waker,
+}
+
+/// Adds and removes tunnel ends of a loop that another thread runs. Each
+/// call is carried out at the loop's next turn (the loop is woken for it)
+/// and waits for its answer; it fails if the loop stopped running.
+pub struct Control<F, S> {
+    shared: Arc<ControlShared<F, S>>,
+}
+
+impl<F, S> Clone for Control<F, S> {
+    fn clone(&self) -> Self {
+        Control {
+            shared: self.shared.clone(),
+        }
+    }
+}
+
+fn gone() -> io::Error {
+    io::Error::new(io::ErrorKind::BrokenPipe, "the lane loop is not running")
+}
+
+impl<F: SlotFill, S: FrameSink> Control<F, S> {
+    fn send<T>(
+        &self,
+        make: impl FnOnce(std::sync::mpsc::Sender<T>) -> Command<F, S>,
+    ) -> io::Result<T> {
+        let (tx, rx) = std::sync::mpsc::channel();
+        self.shared.queue.lock().map_err(|_| gone())?.push(make(tx));
+        self.shared.waker.wake();
+        rx.recv_timeout(std::time::Duration::from_secs(5))
+            .map_err(|_| gone())
+    }
+
+    /// Adds a sender to the running loop.
+    pub fn add_sender(&self, s: SenderSpec<F>) -> io::Result<SenderId> {
+        self.send(|tx| Command::AddSender(s, tx))
+    }
+
+    /// Adds a receiver to the running loop.
+    pub fn add_receiver(&self, r: ReceiverSpec<S>) -> io::Result<ReceiverId> {
+        self.send(|tx| Command::AddReceiver(r, tx))?
+    }
+
+    /// Removes a sender; its end comes back with what it did.
+    pub fn remove_sender(&self, id: SenderId) -> io::Result<Option<SenderEnd<F>>> {
+        self.send(|tx| Command::RemoveSender(id, tx))
+    }
+
+    /// Removes a receiver; its end comes back with what it saw.
+    pub fn remove_receiver(&self, id: ReceiverId) -> io::Result<Option<ReceiverEnd<S>>> {
+        self.send(|tx| Command::RemoveReceiver(id, tx))
+    }
+}
+
+/// The lane core's event loop (see the module docs).
+pub struct LaneLoop<F, S> {
+    epoll: OwnedFd,
+    timer: OwnedFd,
+    armed_ns: u64,
+    senders: Vec<Option<SenderEnd<F>>>,
+    receivers: Vec<Option<ReceiverEnd<S>>>,
+    frame: Box<[u8; MAX_FRAME_LEN]>,
+    batch: Box<RecvBatch>,
+    events: Box<[libc::epoll_event; MAX_EVENTS]>,
+    control: Option<Arc<ControlShared<F, S>>>,
+    stats: LoopStats,
+}
+
+fn cvt(r: libc::c_int) -> io::Result<libc::c_int> {
+    if r < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(r)
+    }
+}
+
+impl<F: SlotFill, S: FrameSink> LaneLoop<F, S> {
+    /// An empty loop: its epoll set and its timer.
+    pub fn new() -> io::Result<Self> {
+        // SAFETY: plain system calls; results checked before use.
+        let ep = cvt(unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) })?;
+        // SAFETY: ep is a fresh descriptor we own.
+        let epoll = unsafe { OwnedFd::from_raw_fd(ep) };
+        // SAFETY: as above.
+        let t = cvt(unsafe {
+            libc::timerfd_create(libc::CLOCK_REALTIME, libc::TFD_NONBLOCK | libc::TFD_CLOEXEC)
+        })?;
+        // SAFETY: t is a fresh descriptor we own.
+        let timer = unsafe { OwnedFd::from_raw_fd(t) };
+        let l = LaneLoop {
+            epoll,
+            timer,
+            armed_ns: 0,
+            senders: Vec::new(),
+            receivers: Vec::new(),
+            frame: Box::new([0; MAX_FRAME_LEN]),
+            batch: Box::new(RecvBatch::new()),
+            events: Box::new([libc::epoll_event { events: 0, u64: 0 }; MAX_EVENTS]),
+            control: None,
+            stats: LoopStats::default(),
+        };
+        l.watch(t, TIMER_TOKEN)?;
+        Ok(l)
+    }
+
+    fn watch(&self, fd: RawFd, token: u64) -> io::Result<()> {
+        let mut ev = libc::epoll_event {
+            events: libc::EPOLLIN as u32,
+            u64: token,
+        };
+        // SAFETY: valid epoll descriptor and event.
+        cvt(unsafe { libc::epoll_ctl(self.epoll.as_raw_fd(), libc::EPOLL_CTL_ADD, fd, &mut ev) })
+            .map(|_| ())
+    }
+
+    /// A handle that adds and removes tunnel ends while another thread
+    /// runs the loop (made on first call; its wake-up descriptor joins the
+    /// epoll set).
+    pub fn control(&mut self) -> io::Result<Control<F, S>> {
+        if self.control.is_none() {
+            let shared = Arc::new(ControlShared {
+                queue: Mutex::new(Vec::new()),
+                waker: crate::runtime::Waker::new()?,
+            });
+            self.watch(shared.waker.fd(), CONTROL_TOKEN)?;
+            self.control = Some(shared);
+        }
+        Ok(Control {
+            shared: self.control.clone().expect("set above"),
+        })
+    }
+
+    /// Adds a sender; it sends from its core's first slot on.
+    pub fn add_sender(&mut self, s: SenderSpec<F>) -> SenderId {
+        let end = SenderEnd {
+            sock: s.sock,
+            core: s.core,
+            dsts: s.dsts,
+            until_ns: s.until_ns,
+            fill: s.fill,
+            report: SendReport::default(),
+        };
+        let i = match self.senders.iter().position(Option::is_none) {
+            Some(i) => {
+                self.senders[i] = Some(end);
+                i
+            }
+            None => {
+                self.senders.push(Some(end));
+                self.senders.len() - 1
+            }
+        };
+        SenderId(i)
+    }
+
+    /// Adds a receiver: its socket becomes non-blocking and joins the epoll set.
+    pub fn add_receiver(&mut self, r: ReceiverSpec<S>) -> io::Result<ReceiverId> {
+        r.sock.set_nonblocking()?;
+        let i = self
+            .receivers
+            .iter()
+            .position(Option::is_none)
+            .unwrap_or(self.receivers.len());
+        self.watch(r.sock.as_raw_fd(), i as u64)?;
+        let end = ReceiverEnd {
+            sock: r.sock,
+            core: r.core,
+            sink: r.sink,
+            report: RecvReport::default(),
+        };
+        if i == self.receivers.len() {
+            self.receivers.push(Some(end));
+        } else {
+            self.receivers[i] = Some(end);
+        }
+        Ok(ReceiverId(i))
+    }
+
+    /// Removes a sender and returns it.
+    pub fn remove_sender(&mut self, id: SenderId) -> Option<SenderEnd<F>> {
+        self.senders.get_mut(id.0)?.take()
+    }
+
+    /// Removes a receiver (its socket leaves the epoll set) and returns it.
+    pub fn remove_receiver(&mut self, id: ReceiverId) -> Option<ReceiverEnd<S>> {
+        let end = self.receivers.get_mut(id.0)?.take()?;
+        // SAFETY: valid descriptors; a null event is allowed for DEL.
+        unsafe {
+            libc::epoll_ctl(
+                self.epoll.as_raw_fd(),
+                libc::EPOLL_CTL_DEL,
+                end.sock.as_raw_fd(),
+                std::ptr::null_mut(),
+            )
+        };
+        Some(end)
+    }
+
+    /// A sender, by handle.
+    pub fn sender(&self, id: SenderId) -> Option<&SenderEnd<F>> {
+        self.senders.get(id.0)?.as_ref()
+    }
+
+    /// A receiver, by handle.
+    pub fn receiver(&self, id: ReceiverId) -> Option<&ReceiverEnd<S>> {
+        self.receivers.get(id.0)?.as_ref()
+    }
+
+    /// The descriptor an embedding loop waits on: readable when a receiving
+    /// socket (or the timer, or a [`Control`] request) is.
+    pub fn fd(&self) -> RawFd {
+        self.epoll.as_raw_fd()
+    }
+
+    /// The earliest slot of a sender that still has slots to send
+    /// (`CLOCK_REALTIME` ns).
+    pub fn next_deadline(&self) -> Option<u64> {
+        self.senders
+            .iter()
+            .flatten()
+            .filter_map(|s| {
+                let t = s.core.poll_timeout();
+                (t < s.until_ns).then_some(t)
+            })
+            .min()
+    }
+
+    /// The loop's counters.
+    pub fn stats(&self) -> LoopStats {
+        self.stats
+    }
+
+    /// One turn at time `now` (see the module docs for its bounds): every
+    /// due sender sends its frame, then the ready sockets are read.
+    pub fn poll(&mut self, now: u64) -> io::Result<()> {
+        self.stats.turns += 1;
+        self.send_due(now);
+        // SAFETY: `events` holds MAX_EVENTS entries; timeout 0 never blocks.
+        let n = unsafe {
+            libc::epoll_wait(
+                self.epoll.as_raw_fd(),
+                self.events.as_mut_ptr(),
+                MAX_EVENTS as libc::c_int,
+                0,
+            )
+        };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() != io::ErrorKind::Interrupted {
+                return Err(e);
+            }
+            return Ok(());
+        }
+        self.handle_events(n as usize)
+    }
+
+    fn send_due(&mut self, now: u64) {
+        let frame = &mut self.frame[..];
+        for s in self.senders.iter_mut().flatten() {
+            let slot = s.core.poll_timeout();
+            if slot > now || slot >= s.until_ns {
+                continue;
+            }
+            s.fill.fill(&mut s.core, slot);
+            let tx = match s.core.poll_transmit(now, frame) {
+                Ok(Some(tx)) => tx,
+                // Nothing to send this slot, or a refusal the core counted.
+                Ok(None) | Err(_) => continue,
+            };
+            let f = &mut frame[..tx.len];
+            // The frame was just built by the core, so re-stamping cannot fail.
+            let _ = xlane_wire::stamp_send_time(f, realtime_ns());
+            let ok = s.sock.send_many(f, &s.dsts);
+            self.stats.send_calls += s.dsts.len().div_ceil(crate::socket::SEND_BATCH) as u64;
+            self.stats.frames += 1;
+            s.report.send_errors += (s.dsts.len() - ok) as u64;
+            let late = now.saturating_sub(tx.slot);
+            s.report.frames += 1;
+            s.report.late_total_ns += late;
+            s.report.late_max_ns = s.report.late_max_ns.max(late);
+        }
+    }
+
+    fn handle_events(&mut self, n: usize) -> io::Result<()> {
+        for k in 0..n {
+            let token = self.events[k].u64;
+            match token {
+                TIMER_TOKEN => {
+                    let mut v = 0u64;
+                    // SAFETY: reads at most 8 bytes into a u64; EAGAIN is fine.
+                    unsafe { libc::read(self.timer.as_raw_fd(), (&mut v as *mut u64).cast(), 8) };
+                }
+                CONTROL_TOKEN => self.serve_control(),
+                i => self.drain_receiver(i as usize)?,
+            }
+        }
+        Ok(())
+    }
+
+    fn drain_receiver(&mut self, i: usize) -> io::Result<()> {
+        let Some(Some(r)) = self.receivers.get_mut(i) else {
+            return Ok(());
+        };
+        let mut read = 0;
+        while read < RECV_BUDGET {
+            let n = r.sock.recv_batch(&mut self.batch)?;
+            if n == 0 {
+                return Ok(());
+            }
+            self.stats.recv_batches += 1;
+            self.stats.datagrams += n as u64;
+            read += n;
+            for j in 0..n {
+                let Some((st, bytes)) = self.batch.get(j) else {
+                    break;
+                };
+                let got = st.received;
+                r.report.datagrams += 1;
+                match got.source {
+                    StampSource::Hardware => r.report.hw_stamps += 1,
+                    StampSource::Kernel => r.report.kernel_stamps += 1,
+                    StampSource::User => {}
+                }
+                if got.truncated {
+                    r.report.truncated += 1;
+                }
+                let sink = &mut r.sink;
+                // Stamp first: the arrival time goes in before the bytes are looked at.
+                match r
+                    .core
+                    .handle_datagram(got.rx_ns, bytes, &mut |d| sink.on_chunk(d))
+                {
+                    Ok(frame) => sink.on_frame(Sample {
+                        seq: frame.seq,
+                        send_ns: frame.send_time,
+                        kernel_rx_ns: got.rx_ns,
+                        user_rx_ns: got.user_ns,
+                    }),
+                    Err(_) => r.report.refused += 1,
+                }
+            }
+            if n < crate::socket::RECV_BATCH {
+                return Ok(());
+            }
+        }
+        self.stats.budget_hits += 1;
+        Ok(())
+    }
+
+    fn serve_control(&mut self) {
+        let Some(shared) = self.control.clone() else {
+            return;
+        };
+        shared.waker.clear();
+        let cmds: Vec<Command<F, S>> = match shared.queue.lock() {
+            Ok(mut q) => q.drain(..).collect(),
+            Err(_) => return,
+        };
+        for c in cmds {
+            match c {
+                Command::AddSender(s, tx) => {
+                    let _ = tx.send(self.add_sender(s));
+                }
+                Command::AddReceiver(r, tx) => {
+                    let _ = tx.send(self.add_receiver(r));
+                }
+                Command::RemoveSender(id, tx) => {
+                    let _ = tx.send(self.remove_sender(id));
+                }
+                Command::RemoveReceiver(id, tx) => {
+                    let _ = tx.send(self.remove_receiver(id));
+                }
+            }
+        }
+    }
+
+    fn arm(&mut self, t_ns: u64) -> io::Result<()> {
+        if t_ns == self.armed_ns {
+            return Ok(());
+        }
+        let spec = libc::itimerspec {
+            it_interval: libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            },
+            it_value: libc::timespec {
+                tv_sec: (t_ns / 1_000_000_000) as libc::time_t,
+                tv_nsec: (t_ns % 1_000_000_000) as libc::c_long,
+            },
+        };
+        // SAFETY: valid timer descriptor and itimerspec.
+        cvt(unsafe {
+            libc::timerfd_settime(
+                self.timer.as_raw_fd(),
+                libc::TFD_TIMER_ABSTIME,
+                &spec,
+                std::ptr::null_mut(),
+            )
+        })?;
+        self.armed_ns = t_ns;
+        Ok(())
+    }
+
+    /// The lane thread: turns until `stop` is set or `until_ns` passes.
+    /// `Interrupt` sleeps in `epoll_wait` until a socket is ready or the
+    /// timer reaches the earliest slot; `BusyPoll` spins. The thread's own
+    /// CPU time and context switches over the run go to
+    /// [`LoopStats::thread`].
+    pub fn run(&mut self, stop: &AtomicBool, until_ns: u64, mode: WaitMode) -> io::Result<()> {
+        let start = ThreadUsage::current();
+        let r = self.run_inner(stop, until_ns, mode);
+        self.stats.thread = ThreadUsage::current().since(&start);
+        r
+    }
+
+    fn run_inner(&mut self, stop: &AtomicBool, until_ns: u64, mode: WaitMode) -> io::Result<()> {
+        loop {
+            if stop.load(Ordering::Relaxed) {
+                return Ok(());
+            }
+            let now = realtime_ns();
+            if now >= until_ns {
+                return Ok(());
+            }
+            let wake = self
+                .next_deadline()
+                .unwrap_or(u64::MAX)
+                .min(until_ns)
+                .min(now + MAX_WAIT_NS);
+            match mode {
+                WaitMode::BusyPoll => {
+                    self.poll(now)?;
+                }
+                WaitMode::Interrupt => {
+                    if wake > now {
+                        self.arm(wake)?;
+                        self.stats.sleeps += 1;
+                        // SAFETY: `events` holds MAX_EVENTS entries.
+                        let n = unsafe {
+                            libc::epoll_wait(
+                                self.epoll.as_raw_fd(),
+                                self.events.as_mut_ptr(),
+                                MAX_EVENTS as libc::c_int,
+                                -1,
+                            )
+                        };
+                        if n < 0 {
+                            let e = io::Error::last_os_error();
+                            if e.kind() != io::ErrorKind::Interrupted {
+                                return Err(e);
+                            }
+                            continue;
+                        }
+                        // The slot first: it is the time-critical part.
+                        self.stats.turns += 1;
+                        self.send_due(realtime_ns());
+                        self.handle_events(n as usize)?;
+                    }
+                    // Frames our own sends just delivered (on veth they
+                    // arrive in the sending CPU's softirq), and anything
+                    // that came in meanwhile.
+                    self.poll(realtime_ns())?;
+                }
+            }
+        }
+    }
+
+    /// Every end, for their reports: senders and receivers in handle order
+    /// (removed ones are left out).
+    pub fn into_ends(self) -> (Vec<SenderEnd<F>>, Vec<ReceiverEnd<S>>) {
+        (
+            self.senders.into_iter().flatten().collect(),
+            self.receivers.into_iter().flatten().collect(),
+        )
+    }
+}

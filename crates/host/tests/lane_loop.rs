@@ -1,0 +1,208 @@
+//! One lane loop serves several tunnel ends over real loopback sockets:
+//! every frame a sender emits reaches every receiver it addresses, ends
+//! added and removed while the loop runs (from another thread) take part
+//! only while they are in, and an embedding loop can drive it through its
+//! descriptor, deadline and `poll`.
+
+use std::net::{Ipv4Addr, SocketAddrV4};
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex};
+use xlane_host::lane_loop::{FrameSink, LaneLoop, ReceiverSpec, SenderSpec};
+use xlane_host::runtime::{wait_readable, Sample, WaitMode};
+use xlane_host::socket::{realtime_ns, LaneSocket, RecvBatch, SocketConfig};
+use xlane_lane::{PeriodicReceiver, PeriodicSender, TunnelParams};
+use xlane_wire::Schema;
+
+const PERIOD: u64 = 1_000_000;
+
+fn params(tunnel: u32) -> TunnelParams {
+    TunnelParams {
+        tunnel,
+        period_ns: PERIOD,
+        max_packet: Schema::Chunk26.frame_len(4),
+        schema: Schema::Chunk26,
+    }
+}
+
+fn socket() -> LaneSocket {
+    let mut c = SocketConfig::express(SocketAddrV4::new(Ipv4Addr::LOCALHOST, 0));
+    c.rcvbuf = 1 << 20;
+    LaneSocket::open(&c).expect("socket")
+}
+
+/// Datagrams a receiver did not get to: still in its socket when the loop
+/// stopped (a starved test thread), or dropped by the kernel at the socket.
+fn unread(sock: &mut LaneSocket) -> u64 {
+    let mut batch = RecvBatch::new();
+    let mut n = 0;
+    loop {
+        let k = sock.recv_batch(&mut batch).expect("recv");
+        if k == 0 {
+            break;
+        }
+        n += k as u64;
+    }
+    n + sock.drops().expect("SO_MEMINFO")
+}
+
+/// Records the sequence numbers and the producer of every chunk.
+#[derive(Clone, Default)]
+struct Seen(Arc<Mutex<Vec<(u64, u8)>>>);
+
+impl FrameSink for Seen {
+    fn on_chunk(&mut self, d: xlane_lane::Delivery<'_>) {
+        self.0.lock().unwrap().push((d.seq, d.producer));
+    }
+    fn on_frame(&mut self, _s: Sample) {}
+}
+
+type Fill = Box<dyn FnMut(&mut PeriodicSender, u64) + Send>;
+
+fn fill(producer: u8) -> Fill {
+    Box::new(move |c: &mut PeriodicSender, slot: u64| {
+        let _ = c.enqueue(producer, &slot.to_be_bytes());
+    })
+}
+
+#[test]
+fn one_loop_serves_every_end_and_ends_come_and_go() {
+    let mut lane: LaneLoop<Fill, Seen> = LaneLoop::new().expect("loop");
+    // Tunnel 1: one sender to two receivers; tunnel 2: one sender to one.
+    let (a, b, c) = (Seen::default(), Seen::default(), Seen::default());
+    let mut addr = Vec::new();
+    for (tunnel, sink) in [(1, a.clone()), (1, b.clone()), (2, c.clone())] {
+        let s = socket();
+        addr.push(s.local_addr().unwrap());
+        lane.add_receiver(ReceiverSpec {
+            sock: s,
+            core: PeriodicReceiver::new(params(tunnel)),
+            sink,
+        })
+        .unwrap();
+    }
+    let start = realtime_ns() + 10_000_000;
+    let until = start + 200 * PERIOD;
+    lane.add_sender(SenderSpec {
+        sock: socket(),
+        core: PeriodicSender::new(params(1), start).unwrap(),
+        dsts: vec![addr[0], addr[1]],
+        until_ns: until,
+        fill: fill(1),
+    });
+    lane.add_sender(SenderSpec {
+        sock: socket(),
+        core: PeriodicSender::new(params(2), start + PERIOD / 2).unwrap(),
+        dsts: vec![addr[2]],
+        until_ns: until,
+        fill: fill(2),
+    });
+    let control = lane.control().unwrap();
+    let stop = AtomicBool::new(false);
+    let late = Seen::default();
+    let (lane, late_end) = std::thread::scope(|s| {
+        let h = s.spawn(|| {
+            lane.run(&stop, until + 100_000_000, WaitMode::Interrupt)
+                .expect("run");
+            lane
+        });
+        // A receiver of tunnel 2 joins while the loop runs, the sender
+        // replicates to it from then on, and it leaves again.
+        std::thread::sleep(std::time::Duration::from_millis(60));
+        let s4 = socket();
+        let a4 = s4.local_addr().unwrap();
+        let id = control
+            .add_receiver(ReceiverSpec {
+                sock: s4,
+                core: PeriodicReceiver::new(params(2)),
+                sink: late.clone(),
+            })
+            .expect("add while running");
+        let sid = control
+            .add_sender(SenderSpec {
+                sock: socket(),
+                core: PeriodicSender::new(params(2), realtime_ns() + PERIOD).unwrap(),
+                dsts: vec![a4],
+                until_ns: u64::MAX,
+                fill: fill(4),
+            })
+            .expect("add sender while running");
+        std::thread::sleep(std::time::Duration::from_millis(60));
+        let sender = control.remove_sender(sid).expect("remove").expect("known");
+        // Let the last frames land before the receiver leaves.
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let end = control.remove_receiver(id).expect("remove").expect("known");
+        assert!(control.remove_receiver(id).expect("loop runs").is_none());
+        assert!(sender.report.frames > 0, "the added sender sent nothing");
+        (h.join().expect("loop thread"), (end, sender.report.frames))
+    });
+    let (senders, mut receivers) = lane.into_ends();
+    assert_eq!(senders.len(), 2);
+    assert_eq!(receivers.len(), 3);
+    let sent1 = senders[0].report.frames;
+    let sent2 = senders[1].report.frames;
+    assert!(sent1 > 0 && sent2 > 0);
+    // Every frame reached each receiver once, with its sender's producer id
+    // and in order (loopback loses nothing but what a full socket drops,
+    // which the kernel counts).
+    let cases = [(&a, sent1, 1u8), (&b, sent1, 1), (&c, sent2, 2)];
+    for ((sink, sent, producer), r) in cases.into_iter().zip(receivers.iter_mut()) {
+        let v = sink.0.lock().unwrap();
+        assert_eq!(
+            v.len() as u64 + unread(&mut r.sock),
+            sent,
+            "frames of producer {producer}"
+        );
+        assert!(v.iter().all(|&(_, p)| p == producer));
+        assert!(v.windows(2).all(|w| w[0].0 < w[1].0), "in order");
+    }
+    // The late receiver got exactly what the late sender sent.
+    let (mut end, frames) = late_end;
+    let v = late.0.lock().unwrap();
+    let rest = unread(&mut end.sock);
+    assert_eq!(v.len() as u64 + rest, frames);
+    assert_eq!(end.report.datagrams + rest, frames);
+    assert!(v.iter().all(|&(_, p)| p == 4));
+}
+
+#[test]
+fn an_embedding_loop_drives_it_by_descriptor_and_deadline() {
+    let mut lane: LaneLoop<Fill, Seen> = LaneLoop::new().expect("loop");
+    let seen = Seen::default();
+    let rx = socket();
+    let dst = rx.local_addr().unwrap();
+    lane.add_receiver(ReceiverSpec {
+        sock: rx,
+        core: PeriodicReceiver::new(params(5)),
+        sink: seen.clone(),
+    })
+    .unwrap();
+    let start = realtime_ns() + 2_000_000;
+    let until = start + 20 * PERIOD;
+    lane.add_sender(SenderSpec {
+        sock: socket(),
+        core: PeriodicSender::new(params(5), start).unwrap(),
+        dsts: vec![dst],
+        until_ns: until,
+        fill: fill(5),
+    });
+    assert_eq!(lane.next_deadline(), Some(start));
+    // The embedding loop's own wait: the lane's descriptor beside its own.
+    let deadline = until + 50_000_000;
+    while realtime_ns() < deadline {
+        let wake = lane.next_deadline().unwrap_or(deadline).min(deadline);
+        wait_readable(&[lane.fd()], wake).expect("ppoll");
+        lane.poll(realtime_ns()).expect("poll");
+    }
+    assert_eq!(
+        lane.next_deadline(),
+        None,
+        "every slot before `until` passed"
+    );
+    let sent = lane.stats().frames;
+    assert!(sent > 0);
+    let (_, mut receivers) = lane.into_ends();
+    assert_eq!(
+        seen.0.lock().unwrap().len() as u64 + unread(&mut receivers[0].sock),
+        sent
+    );
+}
