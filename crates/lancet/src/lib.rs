@@ -17,6 +17,8 @@
 //! - [`mmc`]: the agreement check of measured sojourn percentiles with M/M/c
 //!   theory.
 //! - [`sockperf`]: reading `sockperf ping-pong` output, for cross-checks.
+//! - [`cross_check`]: `xlane lancet cross-check`, lancet against
+//!   `sockperf ping-pong` on one real `sockperf server`, with the floor.
 //! - [`proto`]: the wire formats (echo, sockperf, synthetic).
 //! - [`tstamp`]: matching kernel transmit stamps to requests (datagram and
 //!   stream numbering), and the stamping calls of a TCP connection.
@@ -26,6 +28,7 @@
 
 pub mod analysis;
 pub mod client;
+pub mod cross_check;
 pub mod dist;
 pub mod mmc;
 pub mod proto;

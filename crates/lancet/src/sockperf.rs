@@ -37,6 +37,12 @@ pub struct SockperfResult {
     pub max_rtt_ns: Option<f64>,
     /// The printed values were half round trips (no `--full-rtt`) and were doubled.
     pub doubled: bool,
+    /// Messages sockperf counted as dropped (`# dropped messages = N`).
+    pub dropped: Option<u64>,
+    /// Messages it counted as duplicated.
+    pub duplicated: Option<u64>,
+    /// Messages it counted as out of order.
+    pub out_of_order: Option<u64>,
 }
 
 /// Why the output could not be read.
@@ -87,6 +93,7 @@ pub fn parse(output: &str) -> Result<SockperfResult, SockperfParseError> {
     let mut mean = None;
     let mut percentiles = Vec::new();
     let (mut min, mut max, mut obs) = (None, None, None);
+    let (mut dropped, mut duplicated, mut out_of_order) = (None, None, None);
     for line in text.lines() {
         if let Some(v) = number_after(line, "Summary: Round trip is") {
             doubled = Some(false);
@@ -107,6 +114,11 @@ pub fn parse(output: &str) -> Result<SockperfResult, SockperfParseError> {
             max = number_after(line, "<MAX> observation");
         } else if line.contains("<MIN> observation") {
             min = number_after(line, "<MIN> observation");
+        } else if line.contains("# dropped messages") {
+            let count = |m| number_after(line, m).map(|v| v as u64);
+            dropped = count("# dropped messages");
+            duplicated = count("# duplicated messages");
+            out_of_order = count("# out-of-order messages");
         } else if let Some(v) = number_after(line, "Total") {
             if line.contains("observations") {
                 obs = Some(v as u64);
@@ -125,6 +137,9 @@ pub fn parse(output: &str) -> Result<SockperfResult, SockperfParseError> {
         min_rtt_ns: min.map(|v| v * k),
         max_rtt_ns: max.map(|v| v * k),
         doubled,
+        dropped,
+        duplicated,
+        out_of_order,
     })
 }
 
@@ -146,6 +161,15 @@ pub fn parse_full_log(text: &str) -> Vec<f64> {
         }
     }
     out
+}
+
+/// The version from `sockperf --version` (`sockperf, version 3.7-no.git`
+/// gives `3.7-no.git`).
+pub fn parse_version(output: &str) -> Option<String> {
+    let text = strip_ansi(output);
+    let rest = &text[text.find("version")? + "version".len()..];
+    let v = rest.split_whitespace().next()?;
+    (!v.is_empty()).then(|| v.to_string())
 }
 
 impl SockperfResult {
@@ -193,6 +217,30 @@ sockperf: ---> <MIN> observation =   14.186
         assert!((r.mean_rtt_ns.unwrap() - 33_686.0).abs() < 1e-6);
         assert!((r.min_rtt_ns.unwrap() - 14_186.0).abs() < 1e-6);
         assert!((r.max_rtt_ns.unwrap() - 1_295_468.0).abs() < 1e-6);
+        assert_eq!(
+            (r.dropped, r.duplicated, r.out_of_order),
+            (Some(0), Some(0), Some(0))
+        );
+    }
+
+    #[test]
+    fn drop_counts_and_version() {
+        let lossy = FULL.replace(
+            "# dropped messages = 0; # duplicated messages = 0; # out-of-order messages = 0",
+            "# dropped messages = 7; # duplicated messages = 1; # out-of-order messages = 2",
+        );
+        let r = parse(&lossy).unwrap();
+        assert_eq!(
+            (r.dropped, r.duplicated, r.out_of_order),
+            (Some(7), Some(1), Some(2))
+        );
+        let no_counts = FULL.replace("# dropped", "# lost");
+        assert_eq!(parse(&no_counts).unwrap().dropped, None);
+        assert_eq!(
+            parse_version("sockperf, version 3.7-no.git\n   compiled 2021-08-23\n").as_deref(),
+            Some("3.7-no.git")
+        );
+        assert_eq!(parse_version("command not found"), None);
     }
 
     #[test]

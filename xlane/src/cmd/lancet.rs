@@ -1,11 +1,13 @@
 //! `xlane lancet`: open-loop latency measurement against any UDP or TCP
 //! server, with Lancet's self-checks; `serve` runs the synthetic (or echo)
-//! server; `mmc-check` compares measured sojourn times with M/M/c theory.
+//! server; `mmc-check` compares measured sojourn times with M/M/c theory;
+//! `cross-check` compares lancet's round trips with `sockperf ping-pong`'s.
 
 use clap::Subcommand;
 use std::net::SocketAddrV4;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
+use xlane_lancet::cross_check::{CrossCheckConfig, Placement};
 use xlane_lancet::mmc::{run_mmc, MmcConfig};
 use xlane_lancet::{
     parse_duration_ns, AgentKind, App, Arrival, ClientConfig, ServeConfig, ServeMode, Server,
@@ -41,6 +43,30 @@ enum Sub {
     /// Measure the synthetic server (exponential service) at several loads on
     /// 127.0.0.1 and compare p50/p99 sojourn times with M/M/c theory.
     MmcCheck(MmcArgs),
+    /// Compare lancet's round trips with `sockperf ping-pong`'s on one real
+    /// `sockperf server` (127.0.0.1), with the machine's floor.
+    ///
+    /// Both tools measure the same server in alternating rounds (sockperf
+    /// first); each tool's round trips are pooled over its rounds and the
+    /// percentiles are taken over the pools. lancet's figure is its
+    /// user-space round trip (the two points sockperf times); its
+    /// kernel-stamped latency is printed beside.
+    ///
+    /// Prints each round, the floor of both CPUs measured between the
+    /// rounds (the time the machine took away), both tools' pooled
+    /// percentiles, their ratio, and a verdict line; exits with an error
+    /// when a ratio is outside --tolerance or lancet lost requests. This is
+    /// a measurement of the machine as it is now, not a test: on a busy
+    /// machine the tools can disagree for reasons neither is responsible
+    /// for, and the floor lines say how busy it was.
+    ///
+    /// Needs the Debian package `sockperf` (3.x: apt-get install sockperf),
+    /// `taskset` and `chrt` (util-linux), two CPUs for the placement
+    /// (clients on --client-cpu, server on --server-cpu), and root
+    /// (CAP_SYS_NICE) for the server's SCHED_FIFO priority
+    /// (--server-priority 0 runs it at normal priority). Takes about
+    /// 2·rounds·round-seconds + rounds·floor-ms: 40 s with the defaults.
+    CrossCheck(CrossCheckArgs),
 }
 
 #[derive(clap::Args)]
@@ -206,6 +232,53 @@ struct MmcArgs {
     json: bool,
 }
 
+#[derive(clap::Args)]
+struct CrossCheckArgs {
+    /// Message size in bytes (≥ 14).
+    #[arg(long, default_value_t = 64)]
+    size: usize,
+    /// Messages per second of each tool (fixed spacing).
+    #[arg(long, default_value_t = 1000)]
+    rate: u32,
+    /// Rounds of each tool; they alternate, sockperf first.
+    #[arg(long, default_value_t = 16)]
+    rounds: usize,
+    /// Seconds per round of one tool.
+    #[arg(long, default_value_t = 1)]
+    round_seconds: u64,
+    /// Percentiles compared, comma-separated, each in (0, 100).
+    #[arg(long, default_value = "50,99", value_delimiter = ',')]
+    percentiles: Vec<f64>,
+    /// Largest relative difference |lancet / sockperf − 1| that agrees.
+    #[arg(long, default_value_t = 0.20)]
+    tolerance: f64,
+    /// CPU of both clients (sockperf ping-pong and lancet's agent).
+    #[arg(long, default_value_t = 0)]
+    client_cpu: usize,
+    /// CPU of sockperf server and its SCHED_IDLE spinner (default: the last).
+    #[arg(long)]
+    server_cpu: Option<usize>,
+    /// Leave placement to the scheduler: no taskset, no pinning, no spinner.
+    #[arg(long, conflicts_with_all = ["client_cpu", "server_cpu"])]
+    no_placement: bool,
+    /// SCHED_FIFO priority of sockperf server (chrt -f, needs root); 0 runs
+    /// it at normal priority.
+    #[arg(long, default_value_t = 10)]
+    server_priority: i32,
+    /// Floor probe on each CPU after each lancet round, ms (0: none).
+    #[arg(long, default_value_t = 250)]
+    floor_ms: u64,
+    /// After a lancet round's last send, wait this long for replies, ms.
+    #[arg(long, default_value_t = 1000)]
+    drain_ms: u64,
+    /// Seed of lancet's rounds.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Print the report as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
 fn secs(name: &str, v: f64) -> Result<u64, Box<dyn std::error::Error>> {
     if !(v.is_finite() && v > 0.0 && v <= 86_400.0) {
         return Err(format!("--{name} must be a number of seconds in (0, 86400], got {v}").into());
@@ -218,6 +291,7 @@ pub fn run(args: Args) -> super::CmdResult {
     match args.sub {
         Some(Sub::Serve(a)) => serve(a),
         Some(Sub::MmcCheck(a)) => mmc_check(a),
+        Some(Sub::CrossCheck(a)) => cross_check(a),
         None => measure(args.client),
     }
 }
@@ -361,6 +435,59 @@ fn mmc_check(a: MmcArgs) -> super::CmdResult {
     }
     if !rep.all_pass {
         return Err("measured percentiles disagree with M/M/c theory".into());
+    }
+    Ok(())
+}
+
+fn cross_check(a: CrossCheckArgs) -> super::CmdResult {
+    let placement = if a.no_placement {
+        None
+    } else {
+        let server_cpu = match a.server_cpu {
+            Some(c) => c,
+            None => std::thread::available_parallelism()?.get() - 1,
+        };
+        if server_cpu == a.client_cpu {
+            return Err(format!(
+                "the server and the clients need different CPUs (both {server_cpu}); \
+                 this machine has {} CPU(s): give --server-cpu, or --no-placement",
+                server_cpu + 1
+            )
+            .into());
+        }
+        Some(Placement {
+            client_cpu: a.client_cpu,
+            server_cpu,
+        })
+    };
+    if a.server_priority < 0 {
+        return Err("--server-priority must be 0 (normal) or in 1..=98".into());
+    }
+    let cfg = CrossCheckConfig {
+        size: a.size,
+        rate: a.rate,
+        round_seconds: a.round_seconds,
+        rounds: a.rounds,
+        percentiles: a.percentiles,
+        tolerance: a.tolerance,
+        placement,
+        server_priority: (a.server_priority != 0).then_some(a.server_priority),
+        floor_ns: a.floor_ms.saturating_mul(1_000_000),
+        drain_ns: a.drain_ms.saturating_mul(1_000_000),
+        seed: a.seed,
+    };
+    let rep = xlane_lancet::cross_check::run(&cfg)?;
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&rep)?);
+    } else {
+        print!("{}", rep.render());
+    }
+    if !rep.agree {
+        return Err(rep
+            .verdict
+            .trim_start_matches("verdict: ")
+            .to_string()
+            .into());
     }
     Ok(())
 }
