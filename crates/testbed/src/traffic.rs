@@ -786,20 +786,23 @@ mod tests {
     }
 
     #[test]
-    fn pacer_holds_rate() {
-        // 80 Mbit/s of 10 kbit chunks for ~50 ms: the count must track the
-        // rate (loosely: this is a shared machine) and never run far ahead.
+    fn pacer_never_runs_ahead_of_its_rate() {
+        // 400 chunks of 10 kbit at 80 Mbit/s (about 50 ms): after each, the
+        // bits let through never exceed the rate times the time since the
+        // pacer started plus its burst. A busy machine can only delay the
+        // pacer, never make it run ahead, so this holds however loaded the
+        // machine is; how closely it tracks the rate is not asserted.
         let stop = AtomicBool::new(false);
-        let mut p = Pacer::new(80_000_000);
         let start = Instant::now();
-        let mut n: u128 = 0;
-        while start.elapsed() < Duration::from_millis(50) {
+        let mut p = Pacer::new(80_000_000);
+        for n in 1..=400u128 {
             assert!(p.wait(10_000, &stop));
-            n += 1;
             let allowed = start.elapsed().as_nanos() * 80 / 1000 + p.burst_bits;
-            assert!(n * 10_000 <= allowed + 10_000, "ran ahead: {n}");
+            assert!(n * 10_000 <= allowed, "ran ahead at chunk {n}");
         }
-        assert!(n > 0);
+        // Told to stop, it gives up instead of waiting.
+        stop.store(true, Ordering::Relaxed);
+        assert!(!p.wait(1_000_000_000, &stop));
     }
 
     #[test]
