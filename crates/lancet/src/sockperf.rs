@@ -48,6 +48,10 @@ pub struct SockperfResult {
 /// Why the output could not be read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SockperfParseError {
+    /// sockperf got no reply at all ("No messages were received from the
+    /// server"), so it printed no statistics.
+    #[error("sockperf received no replies from the server")]
+    NoReplies,
     /// No "Summary:" line: the run failed or the format is unknown.
     #[error("no 'Summary: Round trip is' / 'Summary: Latency is' line in sockperf's output")]
     NoSummary,
@@ -124,6 +128,9 @@ pub fn parse(output: &str) -> Result<SockperfResult, SockperfParseError> {
                 obs = Some(v as u64);
             }
         }
+    }
+    if doubled.is_none() && text.contains("No messages were received") {
+        return Err(SockperfParseError::NoReplies);
     }
     let doubled = doubled.ok_or(SockperfParseError::NoSummary)?;
     if percentiles.is_empty() {
@@ -275,6 +282,9 @@ x, 1, 2, 3
     #[test]
     fn broken_outputs() {
         assert_eq!(parse(""), Err(SockperfParseError::NoSummary));
+        let silent = "sockperf: Test ended\n\
+                      sockperf: No messages were received from the server. Is the server down?\n";
+        assert_eq!(parse(silent), Err(SockperfParseError::NoReplies));
         assert_eq!(
             parse("sockperf: Summary: Round trip is 3.0 usec\n"),
             Err(SockperfParseError::NoPercentiles)

@@ -482,8 +482,9 @@ pub fn run(cfg: &CrossCheckConfig) -> Result<CrossCheckReport, CrossCheckError> 
             }
         })
         .collect();
-    let agree = rows.iter().all(|r| r.agree) && lancet_lost == 0;
-    let verdict = verdict(cfg, &rows, lancet_lost);
+    let silent = sockperf_rounds.iter().filter(|r| r.no_replies).count();
+    let agree = rows.iter().all(|r| r.agree) && lancet_lost == 0 && silent == 0;
+    let verdict = verdict(cfg, &rows, lancet_lost, silent);
     Ok(CrossCheckReport {
         config: cfg.clone(),
         sockperf_version: version,
@@ -500,7 +501,7 @@ pub fn run(cfg: &CrossCheckConfig) -> Result<CrossCheckReport, CrossCheckError> 
     })
 }
 
-fn verdict(cfg: &CrossCheckConfig, rows: &[Row], lost: u64) -> String {
+fn verdict(cfg: &CrossCheckConfig, rows: &[Row], lost: u64, silent: usize) -> String {
     let ratios: Vec<String> = rows
         .iter()
         .map(|r| {
@@ -512,7 +513,13 @@ fn verdict(cfg: &CrossCheckConfig, rows: &[Row], lost: u64) -> String {
         })
         .collect();
     let tol = cfg.tolerance * 100.0;
-    if lost > 0 {
+    if silent > 0 {
+        format!(
+            "verdict: NOT COMPARABLE: the server answered none of sockperf's requests in \
+             {silent} round(s), a stall that the closed-loop sockperf does not record ({})",
+            ratios.join(", ")
+        )
+    } else if lost > 0 {
         format!(
             "verdict: NOT COMPARABLE: lancet lost {lost} requests, its pool misses their round trips ({})",
             ratios.join(", ")
@@ -597,12 +604,13 @@ mod tests {
         let c = CrossCheckConfig::default();
         let ok = [row(50.0, 1.05), row(99.0, 0.9)];
         assert_eq!(
-            verdict(&c, &ok, 0),
+            verdict(&c, &ok, 0, 0),
             "verdict: lancet and sockperf agree within 20 % (p50 1.050, p99 0.900)"
         );
         let bad = [row(50.0, 1.05), row(99.0, 1.25)];
-        assert!(verdict(&c, &bad, 0).starts_with("verdict: DISAGREE by more than 20 % at p99 ("));
-        assert!(verdict(&c, &ok, 3).contains("NOT COMPARABLE: lancet lost 3"));
+        assert!(verdict(&c, &bad, 0, 0).starts_with("verdict: DISAGREE by more than 20 % at p99 ("));
+        assert!(verdict(&c, &ok, 3, 0).contains("NOT COMPARABLE: lancet lost 3"));
+        assert!(verdict(&c, &ok, 0, 2).contains("NOT COMPARABLE: the server answered none"));
     }
 
     #[test]

@@ -15,6 +15,9 @@ pub struct SockperfRound {
     pub observations: Option<u64>,
     /// Rows of its `--full-log` (the round trips pooled).
     pub logged: usize,
+    /// sockperf got no reply at all in this round (the server did not run
+    /// for the whole round).
+    pub no_replies: bool,
     /// Messages it counted as dropped.
     pub dropped: Option<u64>,
     /// Its own printed percentiles for this round, `(percent, ns)`, for
@@ -111,7 +114,8 @@ pub struct CrossCheckReport {
     pub floor: Vec<CpuFloor>,
     /// Requests lancet lost over all rounds (its pool then misses them).
     pub lancet_lost: u64,
-    /// Every row agrees and lancet lost nothing.
+    /// Every row agrees, lancet lost nothing and every sockperf round got
+    /// replies.
     pub agree: bool,
     /// One line: the outcome.
     pub verdict: String,
@@ -162,12 +166,17 @@ impl CrossCheckReport {
                 .iter()
                 .map(|(p, v)| format!("{} {}", label(p / 100.0), fmt_ns(*v)))
                 .collect();
+            let sp = if sr.no_replies {
+                "NO REPLIES (the server did not run)".to_string()
+            } else {
+                printed.join(" ")
+            };
             let _ = writeln!(
                 s,
                 "round {:>2}: sockperf {} ({} observations, {} logged) | lancet user rtt {} \
                  ({} samples, {} lost)",
                 sr.round,
-                printed.join(" "),
+                sp,
                 sr.observations.map_or("?".into(), |n| n.to_string()),
                 sr.logged,
                 mine.join(" "),

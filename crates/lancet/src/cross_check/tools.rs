@@ -4,7 +4,7 @@
 
 use super::{CrossCheckConfig, CrossCheckError, SockperfRound};
 use crate::proto::App;
-use crate::sockperf;
+use crate::sockperf::{self, SockperfParseError};
 use std::io::{self, Read};
 use std::net::UdpSocket;
 use std::path::PathBuf;
@@ -330,6 +330,19 @@ pub(super) fn sockperf_round(
     }
     let summary = match sockperf::parse(&output) {
         Ok(s) => s,
+        // A result, not a failure of the tool: the server did not answer
+        // for the whole round.
+        Err(SockperfParseError::NoReplies) => {
+            let rec = SockperfRound {
+                round,
+                observations: Some(0),
+                logged: 0,
+                no_replies: true,
+                dropped: None,
+                printed: Vec::new(),
+            };
+            return Ok((rec, Vec::new()));
+        }
         Err(source) => return Err(CrossCheckError::Parse { source, output }),
     };
     let full = std::fs::read_to_string(&log.0).map_err(|source| CrossCheckError::FullLog {
@@ -350,6 +363,7 @@ pub(super) fn sockperf_round(
             round,
             observations: summary.observations,
             logged: rtts.len(),
+            no_replies: false,
             dropped: summary.dropped,
             printed,
         },
