@@ -97,7 +97,10 @@ fn bench_bounds_demotes_the_rogue_and_keeps_the_others_in_range() {
     ] {
         assert!(lc[key].is_f64(), "{key} missing in {lc}");
     }
-    assert!(lc["socket_drops"].is_u64() && lc["saturated"].is_boolean(), "{lc}");
+    assert!(
+        lc["socket_drops"].is_u64() && lc["saturated"].is_boolean(),
+        "{lc}"
+    );
     assert!(lc["packets"].as_u64().unwrap() >= n("packets"), "{lc}");
     assert_eq!(
         n("lost"),

@@ -336,6 +336,7 @@ pub fn run(cfg: &BoundsConfig, progress: &mut dyn FnMut(&str)) -> Result<BoundsR
     }
     let specs = default_tunnels(cfg.hosts, cfg.tunnels, cfg.period_ns, cfg.rogue);
     let cores = Cores::new(Cores::online(), cfg.lane_core).map_err(BenchError::Config)?;
+    let _off_lane = cores.keep_off_lane_core()?;
     let tb = bring_up(
         cfg.hosts,
         cfg.link_rate_bps,
@@ -514,8 +515,11 @@ pub fn run(cfg: &BoundsConfig, progress: &mut dyn FnMut(&str)) -> Result<BoundsR
                 lane_mode: cfg.mode,
                 sender: tb.hosts()[s.sender].clone(),
                 receivers: s.receivers.iter().map(|&r| tb.hosts()[r].clone()).collect(),
-                // Spread the tunnels' slots over the period.
-                first_slot_ns: start_ns + (i as u64 * g.period_ns) / granted.len() as u64,
+                // Every tunnel's slots start together: one turn of the
+                // lane loop serves them all, and every express queue sees
+                // its tunnels' packets arrive at once, the worst case the
+                // controller's announced ranges are computed for.
+                first_slot_ns: start_ns,
                 until_ns,
                 grace_ns: 300_000_000,
                 qjump: None,

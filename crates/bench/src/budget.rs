@@ -91,6 +91,7 @@ impl LaneCoreUse {
             machine_fraction,
             headroom,
             wakeups: self.thread.wakeups(),
+            preemptions: self.thread.involuntary,
             packets: self.packets,
             wakeups_per_packet: self.thread.wakeups() as f64 / self.packets.max(1) as f64,
             socket_drops: self.socket_drops,
@@ -111,8 +112,11 @@ pub struct LaneCoreBudget {
     pub machine_fraction: f64,
     /// 1 − machine − busy.
     pub headroom: f64,
-    /// Times the lane threads were put back on the core.
+    /// Times the lane threads woke from a sleep (voluntary switches).
     pub wakeups: u64,
+    /// Times they were preempted while runnable (involuntary switches; the
+    /// floor probe above them causes most).
+    pub preemptions: u64,
     /// Frames sent plus datagrams read by them.
     pub packets: u64,
     /// `wakeups ÷ packets`.
@@ -133,7 +137,7 @@ impl LaneCoreBudget {
         let pct = |x: f64| format!("{:.1}%", 100.0 * x);
         let mut s = format!(
             "lane core {lane_core}: lane loop {} ({} thread{}), machine {}, headroom {}; \
-             {:.3} wake-ups per packet ({} for {}), {} socket drops\n",
+             {:.3} wake-ups per packet ({} for {} packets; {} preemptions), {} socket drops\n",
             pct(self.busy_fraction),
             self.threads,
             if self.threads == 1 { "" } else { "s" },
@@ -142,6 +146,7 @@ impl LaneCoreBudget {
             self.wakeups_per_packet,
             self.wakeups,
             self.packets,
+            self.preemptions,
             self.socket_drops,
         );
         let c = &self.cpu;

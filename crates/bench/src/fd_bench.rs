@@ -617,6 +617,7 @@ pub fn run(
         }
     }
     let cores = Cores::new(Cores::online(), cfg.lane_core).map_err(BenchError::Config)?;
+    let _off_lane = cores.keep_off_lane_core()?;
     let tb = bring_up(
         cfg.hosts,
         cfg.link_rate_bps,

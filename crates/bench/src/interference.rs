@@ -27,6 +27,9 @@ pub enum BenchError {
     /// A plot could not be written.
     #[error("plot: {0}")]
     Plot(#[from] crate::plot::PlotError),
+    /// A thread could not be placed.
+    #[error("placement: {0}")]
+    Placement(#[from] xlane_host::runtime::RuntimeError),
     /// The output directory could not be made.
     #[error("cannot create {path}: {source}")]
     Output {
@@ -85,9 +88,16 @@ impl Cores {
 
     /// The CPUs of this machine.
     pub fn online() -> usize {
-        std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(1)
+        xlane_host::runtime::online_cpus()
+    }
+
+    /// Keeps the calling thread and what it starts (threads, `tc` and
+    /// other processes) on the regular cores until the guard drops; the
+    /// lane loop and the lane core's floor probe place themselves.
+    pub fn keep_off_lane_core(&self) -> Result<xlane_host::runtime::AffinityGuard, BenchError> {
+        Ok(xlane_host::runtime::AffinityGuard::pin(
+            &self.regular_or_all(),
+        )?)
     }
 
     /// Where ordinary threads go: the regular cores, or every core on a

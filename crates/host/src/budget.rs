@@ -51,10 +51,11 @@ impl ThreadUsage {
         }
     }
 
-    /// Times the thread was put back on a CPU: every voluntary and
-    /// involuntary switch away is followed by one.
+    /// Times the thread woke from a sleep: every voluntary switch away
+    /// (it blocked) is followed by one. Involuntary switches are
+    /// preemptions of a thread that was still runnable, not wake-ups.
     pub fn wakeups(&self) -> u64 {
-        self.voluntary + self.involuntary
+        self.voluntary
     }
 
     /// Sum of two readings' differences (several threads on one core).

@@ -109,6 +109,69 @@ pub fn place_current_thread(p: Placement) -> Result<(), RuntimeError> {
     Ok(())
 }
 
+/// Keeps the calling thread, and every thread and process it starts while
+/// the guard lives, on `cores` (their affinity is inherited); the old
+/// affinity comes back on drop. A benchmark holds one on its main thread
+/// so that its helpers (the controller, `tc`, the upcall watchers) stay
+/// off the lane core, as an isolated lane core would keep them.
+pub struct AffinityGuard {
+    old: libc::cpu_set_t,
+}
+
+impl AffinityGuard {
+    /// Moves the calling thread to `cores` (every core must exist).
+    pub fn pin(cores: &[usize]) -> Result<AffinityGuard, RuntimeError> {
+        // SAFETY: cpu_set_t is plain data; the calls write inside it.
+        unsafe {
+            let mut old: libc::cpu_set_t = std::mem::zeroed();
+            let size = std::mem::size_of::<libc::cpu_set_t>();
+            if libc::sched_getaffinity(0, size, &mut old) != 0 {
+                return Err(RuntimeError::Pin {
+                    core: cores.first().copied().unwrap_or(0),
+                    source: std::io::Error::last_os_error(),
+                });
+            }
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            for &c in cores {
+                if c >= libc::CPU_SETSIZE as usize {
+                    return Err(RuntimeError::Pin {
+                        core: c,
+                        source: std::io::Error::from_raw_os_error(libc::EINVAL),
+                    });
+                }
+                libc::CPU_SET(c, &mut set);
+            }
+            if libc::sched_setaffinity(0, size, &set) != 0 {
+                return Err(RuntimeError::Pin {
+                    core: cores.first().copied().unwrap_or(0),
+                    source: std::io::Error::last_os_error(),
+                });
+            }
+            Ok(AffinityGuard { old })
+        }
+    }
+}
+
+impl Drop for AffinityGuard {
+    fn drop(&mut self) {
+        // SAFETY: restores a set read from the kernel.
+        unsafe {
+            libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &self.old);
+        }
+    }
+}
+
+/// Online CPUs of the machine, whatever the calling thread's affinity.
+pub fn online_cpus() -> usize {
+    // SAFETY: plain sysconf.
+    let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
+    if n > 0 {
+        n as usize
+    } else {
+        1
+    }
+}
+
 /// Lock all current and future pages of the process into memory.
 pub fn lock_memory() -> Result<(), RuntimeError> {
     // SAFETY: plain syscall.
