@@ -40,11 +40,14 @@ pub enum BenchError {
     },
 }
 
-/// Bring up the emulated datacenter the benchmarks run in, saying so.
+/// Bring up the emulated datacenter the benchmarks run in, saying so. Its
+/// ports are split by CPU around `lane_core`
+/// ([`xlane_testbed::TestbedConfig::lane_core`]).
 pub fn bring_up(
     hosts: usize,
     link_rate_bps: u64,
     best_effort_queue_pkts: u32,
+    lane_core: usize,
     progress: &mut dyn FnMut(&str),
 ) -> Result<Testbed, TestbedError> {
     progress(&format!(
@@ -54,6 +57,7 @@ pub fn bring_up(
         hosts,
         link_rate_bps,
         best_effort_queue_pkts,
+        lane_core: Some(lane_core),
         ..xlane_testbed::TestbedConfig::default()
     })?;
     progress(&format!("testbed {} is up", tb.prefix()));

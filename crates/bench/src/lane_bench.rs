@@ -165,6 +165,7 @@ pub fn run(
         cfg.hosts,
         cfg.link_rate_bps,
         cfg.best_effort_queue_pkts,
+        cores.lane,
         progress,
     )?;
 

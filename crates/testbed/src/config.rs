@@ -67,6 +67,14 @@ pub struct TestbedConfig {
     /// UDP probes per host pair for the idle latency measurement at `up`
     /// (0 skips it and leaves the topology's latencies unmeasured).
     pub measure_probes: usize,
+    /// Split every shaped egress by the CPU that sends or forwards a
+    /// packet: the lane core's packets take the device's second transmit
+    /// queue and their own HTB (the one the controller programs), every
+    /// other core's the first queue and a twin HTB (XPS chooses). So the
+    /// lane core never runs the best-effort classes' shaping and its
+    /// timers, as a lane core with its own NIC queue would not. `None`
+    /// (or a one-CPU machine): one HTB per egress.
+    pub lane_core: Option<usize>,
 }
 
 impl Default for TestbedConfig {
@@ -83,6 +91,7 @@ impl Default for TestbedConfig {
             burst_ns: 50_000,
             prefix: None,
             measure_probes: 2000,
+            lane_core: None,
         }
     }
 }

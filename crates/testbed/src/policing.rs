@@ -616,6 +616,11 @@ fn tc_show(ns: &str, what: &str, dev: &str, stats: bool) -> Result<String, Testb
         args.push("-s");
     }
     args.extend([what, "show", "dev", dev]);
+    if what == "filter" {
+        // The tunnels' filters hang on HTB 1:, the root or (on a port
+        // split by CPU) the lane core's queue.
+        args.extend(["parent", "1:"]);
+    }
     Ok(run("tc", &args)?)
 }
 

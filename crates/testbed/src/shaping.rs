@@ -42,6 +42,67 @@ fn burst_bytes(rate_bps: u64, burst_ns: u64) -> u64 {
 /// The `tc -batch` lines that shape `dev` to `rate_bps` with the classes
 /// above.
 pub fn htb_lines(dev: &str, rate_bps: u64, cfg: &TestbedConfig) -> Vec<String> {
+    htb_lines_at(dev, rate_bps, cfg, 1, None)
+}
+
+/// The handle of the regular cores' HTB when a port is split by CPU.
+pub const REGULAR_HTB: u32 = 2;
+/// The handle of the `mq` root of a port split by CPU.
+pub const MQ_ROOT: &str = "ff00:";
+
+/// The `tc -batch` lines of a port split by CPU (`cfg.lane_core` set):
+/// an `mq` root over the device's two transmit queues, the lane core's
+/// queue (`tx-1`) with the HTB `1:` that the controller programs, the
+/// regular cores' queue (`tx-0`) with HTB `2:`, both with the classes
+/// above. Which queue a packet takes is chosen by the CPU that sends or
+/// forwards it (XPS, set by the testbed).
+pub fn split_htb_lines(dev: &str, rate_bps: u64, cfg: &TestbedConfig) -> Vec<String> {
+    let mut v = vec![format!("qdisc add dev {dev} root handle {MQ_ROOT} mq")];
+    v.extend(htb_lines_at(
+        dev,
+        rate_bps,
+        cfg,
+        1,
+        Some(&format!("{MQ_ROOT}2")),
+    ));
+    v.extend(htb_lines_at(
+        dev,
+        rate_bps,
+        cfg,
+        REGULAR_HTB,
+        Some(&format!("{MQ_ROOT}1")),
+    ));
+    v
+}
+
+/// [`htb_lines`] for an HTB with handle `h:` under `parent` (`None`: root).
+fn htb_lines_at(
+    dev: &str,
+    rate_bps: u64,
+    cfg: &TestbedConfig,
+    h: u32,
+    parent: Option<&str>,
+) -> Vec<String> {
+    // The class ids of HTB `h:` (1: has the exported constants' ids).
+    let id = |c: &str| format!("{h}:{}", c.split(':').nth(1).unwrap_or(""));
+    let (link, ex1, ex2, be) = (
+        id(CLASS_LINK),
+        id(CLASS_EXPRESS),
+        id(CLASS_EXPRESS2),
+        id(CLASS_BEST_EFFORT),
+    );
+    // Leaf qdisc handles: 10:, 20:, 30: under HTB 1:; 210:, 220:, 230: under 2:.
+    let leaf = |n: u32| {
+        if h == 1 {
+            format!("{n}:")
+        } else {
+            format!("{}:", h * 100 + n)
+        }
+    };
+    let root = match parent {
+        Some(p) => format!("parent {p}"),
+        None => "root".to_string(),
+    };
     let pct = cfg.express_rate_percent as u64;
     let express_rate = (rate_bps * pct / 100).max(8_000);
     let n_express = if cfg.express2_dscp.is_some() { 2 } else { 1 };
@@ -50,53 +111,56 @@ pub fn htb_lines(dev: &str, rate_bps: u64, cfg: &TestbedConfig) -> Vec<String> {
     let ceil = format_rate(rate_bps);
     let class = |id: &str, prio: u32, rate: u64| {
         format!(
-            "class add dev {dev} parent {CLASS_LINK} classid {id} htb rate {} ceil {ceil} \
+            "class add dev {dev} parent {link} classid {id} htb rate {} ceil {ceil} \
              burst {}b cburst {cburst}b prio {prio} quantum {FRAME_BYTES}",
             format_rate(rate),
             burst_bytes(rate, cfg.burst_ns)
         )
     };
     let mut v = vec![
-        format!("qdisc add dev {dev} root handle 1: htb default 30"),
+        format!("qdisc add dev {dev} {root} handle {h}: htb default 30"),
         format!(
-            "class add dev {dev} parent 1: classid {CLASS_LINK} htb rate {ceil} ceil {ceil} \
+            "class add dev {dev} parent {h}: classid {link} htb rate {ceil} ceil {ceil} \
              burst {cburst}b cburst {cburst}b quantum {FRAME_BYTES}"
         ),
-        class(CLASS_EXPRESS, 0, express_rate),
+        class(&ex1, 0, express_rate),
     ];
     let be_prio = if cfg.express2_dscp.is_some() {
-        v.push(class(CLASS_EXPRESS2, 1, express_rate));
+        v.push(class(&ex2, 1, express_rate));
         2
     } else {
         1
     };
-    v.push(class(CLASS_BEST_EFFORT, be_prio, be_rate));
+    v.push(class(&be, be_prio, be_rate));
     v.push(format!(
-        "qdisc add dev {dev} parent {CLASS_EXPRESS} handle 10: pfifo limit {}",
+        "qdisc add dev {dev} parent {ex1} handle {} pfifo limit {}",
+        leaf(10),
         cfg.express_queue_pkts
     ));
     if cfg.express2_dscp.is_some() {
         v.push(format!(
-            "qdisc add dev {dev} parent {CLASS_EXPRESS2} handle 20: pfifo limit {}",
+            "qdisc add dev {dev} parent {ex2} handle {} pfifo limit {}",
+            leaf(20),
             cfg.express_queue_pkts
         ));
     }
     v.push(format!(
-        "qdisc add dev {dev} parent {CLASS_BEST_EFFORT} handle 30: pfifo limit {}",
+        "qdisc add dev {dev} parent {be} handle {} pfifo limit {}",
+        leaf(30),
         cfg.best_effort_queue_pkts
     ));
     v.push(format!(
-        "filter add dev {dev} parent 1: protocol ip prio 1 u32 match ip tos {:#04x} 0xfc flowid {CLASS_EXPRESS}",
+        "filter add dev {dev} parent {h}: protocol ip prio 1 u32 match ip tos {:#04x} 0xfc flowid {ex1}",
         dscp_to_tos(cfg.express_dscp)
     ));
     if let Some(d2) = cfg.express2_dscp {
         v.push(format!(
-            "filter add dev {dev} parent 1: protocol ip prio 2 u32 match ip tos {:#04x} 0xfc flowid {CLASS_EXPRESS2}",
+            "filter add dev {dev} parent {h}: protocol ip prio 2 u32 match ip tos {:#04x} 0xfc flowid {ex2}",
             dscp_to_tos(d2)
         ));
     }
     v.push(format!(
-        "filter add dev {dev} parent 1: protocol arp prio 3 u32 match u32 0 0 flowid {CLASS_EXPRESS}"
+        "filter add dev {dev} parent {h}: protocol arp prio 3 u32 match u32 0 0 flowid {ex1}"
     ));
     v
 }
@@ -220,11 +284,27 @@ pub(crate) fn stats_from_classes(
     classes: &[(String, ClassStats)],
     with_express2: bool,
 ) -> Result<QdiscStats, TestbedError> {
+    // On a port split by CPU, each class of HTB 1: has its twin in 2:
+    // (same minor number); the port's figures are their sums.
+    let twin = |id: &str| format!("{REGULAR_HTB}:{}", id.split(':').nth(1).unwrap_or(""));
     let get = |id: &str| {
+        let tw = twin(id);
         classes
             .iter()
             .find(|(c, _)| c == id)
-            .map(|(_, s)| *s)
+            .map(|(_, s)| {
+                let mut s = *s;
+                if let Some((_, t)) = classes.iter().find(|(c, _)| *c == tw) {
+                    s.sent_bytes += t.sent_bytes;
+                    s.sent_packets += t.sent_packets;
+                    s.dropped += t.dropped;
+                    s.overlimits += t.overlimits;
+                    s.requeues += t.requeues;
+                    s.backlog_bytes += t.backlog_bytes;
+                    s.backlog_packets += t.backlog_packets;
+                }
+                s
+            })
             .ok_or_else(|| TestbedError::Parse {
                 what: format!("tc classes of {device} in {netns}"),
                 detail: format!("class {id} missing (is the device shaped by this testbed?)"),

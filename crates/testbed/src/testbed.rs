@@ -5,7 +5,9 @@ use crate::error::TestbedError;
 use crate::exec::{run, run_batch};
 use crate::netns::{write_sysctl_in, NETNS_DIR};
 use crate::probe::{measure_path_idle, run_probe, ProbeResult, ProbeSpec};
-use crate::shaping::{htb_lines, parse_class_stats, stats_from_classes, QdiscStats};
+use crate::shaping::{
+    htb_lines, parse_class_stats, split_htb_lines, stats_from_classes, QdiscStats,
+};
 use crate::state::{
     self, process_alive, read_state, remove_state, GeneratorRecord, HostInfo, StateFile,
 };
@@ -214,9 +216,15 @@ impl Testbed {
         for h in &self.hosts {
             root.push(format!("netns add {}", h.netns));
         }
+        let split = self.split_cpus();
+        let queues = if split.is_some() {
+            " numtxqueues 2 numrxqueues 2"
+        } else {
+            ""
+        };
         for (h, port) in self.hosts.iter().zip(&self.switch_ports) {
             root.push(format!(
-                "link add name {} address {} netns {} type veth peer name {port} netns {sw}",
+                "link add name {} address {} netns {}{queues} type veth peer name {port} netns {sw}{queues}",
                 h.iface, h.mac, h.netns
             ));
         }
@@ -278,22 +286,57 @@ impl Testbed {
             }
             run_batch("ip", Some(&h.netns), &l, false)?;
         }
-        // 5. Shaping: switch ports at the link rate, host NICs at the host rate.
+        // 5. Shaping: switch ports at the link rate, host NICs at the host
+        //    rate; split by CPU when a lane core is given.
+        let lines = |dev: &str, rate: u64| match split {
+            Some(_) => split_htb_lines(dev, rate, &self.cfg),
+            None => htb_lines(dev, rate, &self.cfg),
+        };
         let mut t = Vec::new();
         for p in &self.switch_ports {
-            t.extend(htb_lines(p, self.cfg.link_rate_bps, &self.cfg));
+            t.extend(lines(p, self.cfg.link_rate_bps));
         }
         run_batch("tc", Some(sw), &t, false)?;
         let host_rate = self.cfg.effective_host_rate_bps();
         for h in &self.hosts {
-            run_batch(
-                "tc",
-                Some(&h.netns),
-                &htb_lines(&h.iface, host_rate, &self.cfg),
-                false,
-            )?;
+            run_batch("tc", Some(&h.netns), &lines(&h.iface, host_rate), false)?;
+        }
+        // 6. XPS: the lane core transmits on queue 1, the others on queue 0.
+        if let Some((lane, regular)) = split {
+            let mut ends: Vec<(&str, &str)> = self
+                .switch_ports
+                .iter()
+                .map(|p| (sw.as_str(), p.as_str()))
+                .collect();
+            ends.extend(
+                self.hosts
+                    .iter()
+                    .map(|h| (h.netns.as_str(), h.iface.as_str())),
+            );
+            for (ns, dev) in ends {
+                let script = format!(
+                    "echo {regular:x} > /sys/class/net/{dev}/queues/tx-0/xps_cpus && \
+                     echo {lane:x} > /sys/class/net/{dev}/queues/tx-1/xps_cpus"
+                );
+                run("ip", &["netns", "exec", ns, "sh", "-c", &script])?;
+            }
         }
         Ok(())
+    }
+
+    /// The CPU masks (lane, regular) of a split testbed: `None` without a
+    /// lane core, on a one-CPU machine, or with a lane core that does not
+    /// exist.
+    fn split_cpus(&self) -> Option<(u64, u64)> {
+        let lane = self.cfg.lane_core?;
+        // SAFETY: plain sysconf.
+        let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
+        let n = if n > 0 { n as usize } else { 1 };
+        if n < 2 || lane >= n || n > 64 {
+            return None;
+        }
+        let all = if n == 64 { u64::MAX } else { (1u64 << n) - 1 };
+        Some((1u64 << lane, all & !(1u64 << lane)))
     }
 
     /// Measure idle one-way latencies on the ring `h_i → h_(i+1)` with
@@ -301,6 +344,29 @@ impl Testbed {
     /// [`Testbed::export_topology`] and the state file, and return them.
     /// Takes about `hosts × probes × 30 µs`.
     pub fn measure(&self, probes: usize) -> Result<LinkMeasurement, TestbedError> {
+        // On a split testbed the lane's packets leave from the lane core's
+        // queues: measure that path, from the lane core (the probe threads
+        // inherit the placement).
+        let lane = self.split_cpus().and(self.cfg.lane_core);
+        match lane {
+            Some(core) => std::thread::scope(|s| {
+                s.spawn(|| {
+                    pin_to(core);
+                    self.measure_here(probes)
+                })
+                .join()
+                .unwrap_or_else(|_| {
+                    Err(TestbedError::io(
+                        "link measurement",
+                        std::io::Error::other("the measuring thread panicked"),
+                    ))
+                })
+            }),
+            None => self.measure_here(probes),
+        }
+    }
+
+    fn measure_here(&self, probes: usize) -> Result<LinkMeasurement, TestbedError> {
         let tos = crate::config::dscp_to_tos(self.cfg.express_dscp);
         let n = self.hosts.len();
         // A discarded first pass: in a fresh process the first path
@@ -550,6 +616,18 @@ impl Drop for Testbed {
 
 /// Delete every namespace and root-namespace link named `<prefix>-*`.
 /// Returns what was deleted.
+/// Pins the calling thread to `core` (best effort: a failure leaves it
+/// where it was).
+fn pin_to(core: usize) {
+    // SAFETY: cpu_set_t is plain data; CPU_SET writes inside it (core is
+    // below CPU_SETSIZE: split_cpus checked it against the online CPUs).
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(core, &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+    }
+}
+
 fn remove_prefix(prefix: &str) -> Result<Vec<String>, TestbedError> {
     let want = format!("{prefix}-");
     let ns = netns_with_prefix(prefix);
