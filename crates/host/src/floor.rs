@@ -566,7 +566,9 @@ mod tests {
             Ok(r) => r,
             Err(e) => panic!("probe: {e}"),
         };
-        assert!(r.gaps.len() >= 5, "{} wake-ups", r.gaps.len());
+        // How many wake-ups fit in 30 ms depends on how busy the machine
+        // is; at least one always comes (the first deadline is waited for).
+        assert!(!r.gaps.is_empty(), "no wake-up recorded");
         for w in r.gaps.windows(2) {
             assert!(w[1].start_realtime_ns >= w[0].start_realtime_ns + 1_000_000 - 1_000);
         }

@@ -13,6 +13,13 @@
 //!    tos = express_dscp<<2  → 1:10;  tos = express2_dscp<<2 → 1:20;  ARP → 1:10
 //! ```
 //!
+//! With a lane core given ([`TestbedConfig::lane_core`]), the device has
+//! two transmit queues under an `mq` root (`ff00:`): the lane core's queue
+//! (`tx-1`) holds the HTB `1:` above, the one the controller programs; the
+//! other cores' queue (`tx-0`) a twin `2:` with the same classes (leaf
+//! qdiscs `210:`, `220:`, `230:`); XPS sends each CPU's packets to its
+//! queue ([`split_htb_lines`]).
+//!
 //! HTB serves leaf classes by priority, so an express packet leaves before
 //! any queued best-effort packet as long as the express class stays under
 //! its guaranteed rate. ARP rides in the express class so that address
