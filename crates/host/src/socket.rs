@@ -246,11 +246,7 @@ impl RecvBatch {
             return None;
         }
         let m = &self.meta[i];
-        let (rx_ns, source) = match (m.hardware_ns, m.software_ns) {
-            (Some(h), _) => (h, StampSource::Hardware),
-            (None, Some(s)) => (s, StampSource::Kernel),
-            (None, None) => (m.user_ns, StampSource::User),
-        };
+        let (rx_ns, source) = best_stamp(m.hardware_ns, m.software_ns, m.user_ns);
         Some((
             RxStamps {
                 received: Received {
@@ -566,15 +562,9 @@ impl LaneSocket {
                 while !c.is_null() {
                     let (level, ty) = ((*c).cmsg_level, (*c).cmsg_type);
                     if level == libc::SOL_SOCKET && ty == libc::SCM_TIMESTAMPING {
-                        let data = libc::CMSG_DATA(c) as *const libc::timespec;
-                        let s = std::ptr::read_unaligned(data);
-                        let h = std::ptr::read_unaligned(data.add(2));
-                        if s.tv_sec != 0 || s.tv_nsec != 0 {
-                            sw = Some(ts_ns(&s));
-                        }
-                        if h.tv_sec != 0 || h.tv_nsec != 0 {
-                            hw = Some(ts_ns(&h));
-                        }
+                        let (s, h) = timestamping_of(c);
+                        sw = s.or(sw);
+                        hw = h.or(hw);
                     } else if (level == libc::SOL_IP && ty == libc::IP_RECVERR)
                         || (level == libc::SOL_IPV6 && ty == libc::IPV6_RECVERR)
                     {
@@ -711,11 +701,7 @@ impl LaneSocket {
         }
         let full = r as usize;
         let (software_ns, hardware_ns) = stamps_of(&msg);
-        let (rx_ns, source) = match (hardware_ns, software_ns) {
-            (Some(h), _) => (h, StampSource::Hardware),
-            (None, Some(s)) => (s, StampSource::Kernel),
-            (None, None) => (user_ns, StampSource::User),
-        };
+        let (rx_ns, source) = best_stamp(hardware_ns, software_ns, user_ns);
         // SAFETY: recvmsg wrote the source address.
         let src = from_sockaddr(unsafe { &src.assume_init() });
         Ok(Some(RxStamps {
@@ -896,6 +882,30 @@ impl LaneSocket {
     }
 }
 
+/// The software and hardware stamps of one `SCM_TIMESTAMPING` control
+/// message (`None` where the kernel left a stamp zero).
+///
+/// # Safety
+/// `c` points to a valid `SCM_TIMESTAMPING` control message.
+unsafe fn timestamping_of(c: *const libc::cmsghdr) -> (Option<u64>, Option<u64>) {
+    let data = libc::CMSG_DATA(c) as *const libc::timespec;
+    let nonzero = |t: libc::timespec| (t.tv_sec != 0 || t.tv_nsec != 0).then(|| ts_ns(&t));
+    (
+        nonzero(std::ptr::read_unaligned(data)),
+        nonzero(std::ptr::read_unaligned(data.add(2))),
+    )
+}
+
+/// The best receive stamp of a datagram and where it came from: the NIC's,
+/// else the kernel's, else the user-space time.
+fn best_stamp(hw: Option<u64>, sw: Option<u64>, user_ns: u64) -> (u64, StampSource) {
+    match (hw, sw) {
+        (Some(h), _) => (h, StampSource::Hardware),
+        (None, Some(s)) => (s, StampSource::Kernel),
+        (None, None) => (user_ns, StampSource::User),
+    }
+}
+
 /// The software and hardware receive stamps in a message's control data.
 fn stamps_of(msg: &libc::msghdr) -> (Option<u64>, Option<u64>) {
     let (mut software_ns, mut hardware_ns) = (None, None);
@@ -905,15 +915,9 @@ fn stamps_of(msg: &libc::msghdr) -> (Option<u64>, Option<u64>) {
         let mut c = libc::CMSG_FIRSTHDR(msg);
         while !c.is_null() {
             if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_TIMESTAMPING {
-                let data = libc::CMSG_DATA(c) as *const libc::timespec;
-                let sw = std::ptr::read_unaligned(data);
-                let hw = std::ptr::read_unaligned(data.add(2));
-                if hw.tv_sec != 0 || hw.tv_nsec != 0 {
-                    hardware_ns = Some(ts_ns(&hw));
-                }
-                if sw.tv_sec != 0 || sw.tv_nsec != 0 {
-                    software_ns = Some(ts_ns(&sw));
-                }
+                let (sw, hw) = timestamping_of(c);
+                software_ns = sw.or(software_ns);
+                hardware_ns = hw.or(hardware_ns);
             }
             c = libc::CMSG_NXTHDR(msg, c);
         }
