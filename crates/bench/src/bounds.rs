@@ -388,7 +388,7 @@ pub fn run(cfg: &BoundsConfig, progress: &mut dyn FnMut(&str)) -> Result<BoundsR
     // load and whatever else the machine runs (CI under `stress-ng`) left it
     // no time to read its meters, so a rogue went undemoted for a whole run.
     let server = {
-        let _nice = NiceGuard::set(CONTROLLER_NICE);
+        let _nice = xlane_host::runtime::NiceGuard::set(CONTROLLER_NICE);
         Server::start(sc, topo, keys.clone(), Box::new(fabric))
             .map_err(|e| BenchError::Config(format!("controller: {e}")))?
     };
@@ -624,36 +624,6 @@ pub fn run(cfg: &BoundsConfig, progress: &mut dyn FnMut(&str)) -> Result<BoundsR
 
 /// The controller's nice value in this benchmark (see [`run`]).
 const CONTROLLER_NICE: i32 = -10;
-
-/// Sets the calling thread's nice value (threads it starts inherit it) and
-/// puts the old one back on drop. A failure leaves it as it was.
-struct NiceGuard(Option<i32>);
-
-impl NiceGuard {
-    fn set(nice: i32) -> NiceGuard {
-        // SAFETY: plain get/setpriority on the calling thread (who = 0).
-        unsafe {
-            *libc::__errno_location() = 0;
-            let old = libc::getpriority(libc::PRIO_PROCESS, 0);
-            if *libc::__errno_location() != 0 {
-                return NiceGuard(None);
-            }
-            if libc::setpriority(libc::PRIO_PROCESS, 0, nice) != 0 {
-                return NiceGuard(None);
-            }
-            NiceGuard(Some(old))
-        }
-    }
-}
-
-impl Drop for NiceGuard {
-    fn drop(&mut self) {
-        if let Some(old) = self.0 {
-            // SAFETY: as in `set`.
-            unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, old) };
-        }
-    }
-}
 
 fn sublane_dscp(tb: &xlane_testbed::Testbed, sublane: u8) -> u8 {
     let c = tb.config();

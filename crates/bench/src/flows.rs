@@ -332,14 +332,10 @@ impl FlowPlan {
 /// spinning regular core).
 #[derive(Clone, Debug, Default)]
 pub struct LoopReport {
-    /// The configurations it served.
-    pub variants: Vec<Variant>,
     /// The flows it served (indices into the plans).
     pub flows: Vec<usize>,
     /// Its core (`None`: unpinned).
     pub core: Option<usize>,
-    /// Tunnel ends it served (senders and receivers).
-    pub ends: usize,
     /// Its counters, with the thread's CPU time and switches.
     pub stats: LoopStats,
 }
@@ -504,7 +500,6 @@ struct GroupOut {
 fn run_group(plans: &[FlowPlan], idx: &[usize], stop: &AtomicBool) -> Result<GroupOut, FlowError> {
     let mut lane: LaneLoop<FlowFill, FlowSink> = LaneLoop::new()
         .map_err(|e| plans[idx[0]].thread_err("lane loop", &plans[idx[0]].sender, e))?;
-    let mut ends = 0;
     for &fi in idx {
         let plan = &plans[fi];
         for (ri, host) in plan.receivers.iter().enumerate() {
@@ -521,7 +516,6 @@ fn run_group(plans: &[FlowPlan], idx: &[usize], stop: &AtomicBool) -> Result<Gro
                 },
             })
             .map_err(|e| plan.thread_err("receiver", host, e))?;
-            ends += 1;
         }
     }
     for &fi in idx {
@@ -542,7 +536,6 @@ fn run_group(plans: &[FlowPlan], idx: &[usize], stop: &AtomicBool) -> Result<Gro
                 limited: 0,
             },
         });
-        ends += 1;
     }
     let first = &plans[idx[0]];
     place_current_thread(first.placement())
@@ -586,14 +579,8 @@ fn run_group(plans: &[FlowPlan], idx: &[usize], stop: &AtomicBool) -> Result<Gro
         sent,
         received,
         report: LoopReport {
-            variants: {
-                let mut v: Vec<Variant> = idx.iter().map(|&i| plans[i].variant).collect();
-                v.dedup();
-                v
-            },
             flows: idx.to_vec(),
             core: first.placement().core,
-            ends,
             stats,
         },
     })

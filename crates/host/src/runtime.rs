@@ -161,6 +161,37 @@ impl Drop for AffinityGuard {
     }
 }
 
+/// Sets the calling thread's nice value (threads it starts inherit it) and
+/// puts the old one back on drop. A failure leaves it as it was.
+pub struct NiceGuard(Option<i32>);
+
+impl NiceGuard {
+    /// Sets the calling thread's nice value to `nice`.
+    pub fn set(nice: i32) -> NiceGuard {
+        // SAFETY: plain get/setpriority on the calling thread (who = 0).
+        unsafe {
+            *libc::__errno_location() = 0;
+            let old = libc::getpriority(libc::PRIO_PROCESS, 0);
+            if *libc::__errno_location() != 0 {
+                return NiceGuard(None);
+            }
+            if libc::setpriority(libc::PRIO_PROCESS, 0, nice) != 0 {
+                return NiceGuard(None);
+            }
+            NiceGuard(Some(old))
+        }
+    }
+}
+
+impl Drop for NiceGuard {
+    fn drop(&mut self) {
+        if let Some(old) = self.0 {
+            // SAFETY: as in `set`.
+            unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, old) };
+        }
+    }
+}
+
 /// Online CPUs of the machine, whatever the calling thread's affinity.
 pub fn online_cpus() -> usize {
     // SAFETY: plain sysconf.
