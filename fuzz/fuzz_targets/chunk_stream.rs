@@ -6,7 +6,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use xlane_kv::chunk_stream::{split, StreamReassembler};
+use xlane_xraft_net::chunk_stream::{split, StreamReassembler};
 
 const MAX: usize = 512;
 

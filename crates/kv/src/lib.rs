@@ -10,20 +10,15 @@
 //! * [`replicator`]: the [`replicator::Replicator`] trait (propose, read
 //!   barrier) and [`replicator::LocalReplicator`] (single node, optional
 //!   append-only file).
-//! * [`raft`]: [`raft::RaftReplicator`], replication over X-Raft with a
-//!   UDP/TCP transport between nodes, or over the lane.
-//! * [`lane_link`]: X-Raft over the lane (replication sub-lane, commit
-//!   notices on X-FD heartbeats, elections started by X-FD suspicion).
-//! * [`chunk_stream`]: raft datagrams as a stream of lane chunks.
+//! * [`raft`]: [`raft::RaftReplicator`], replication over X-Raft; the
+//!   network between members (UDP/TCP, or the lane) is `xlane-xraft-net`.
 //! * [`server`]: the TCP server of a single node, thread per connection.
 //! * [`client_loop`]: a cluster member's RESP clients, served on its raft
 //!   driver's thread (one event loop per member).
 #![warn(missing_docs)]
 
-pub mod chunk_stream;
 pub mod client_loop;
 pub mod commands;
-pub mod lane_link;
 pub mod op;
 pub mod raft;
 pub mod replicator;

@@ -11,60 +11,38 @@
 //! * Writes on a follower fail with [`ReplicaError::NotLeader`] holding the
 //!   leader's client (RESP) address from the peer table: `-MOVED`.
 //!
-//! Transport ([`NetTransport`]): Raft traffic of the *express* class (every
-//! message up to `bulk_threshold` bytes, fragmented by the
-//! [`MessageEndpoint`] into datagrams of at most `express_mtu` bytes) goes
-//! over one UDP socket bound to the node's raft address; the sender is
-//! identified by the datagram's source address, which must be a peer's raft
-//! address. *Regular* traffic (snapshots and larger messages) goes over one
-//! TCP connection per peer (to the same address/port), as length-prefixed
-//! frames `len:u32 LE | from:u64 LE | datagram`; a frame is accepted only if
-//! `from` is a peer and the connection comes from that peer's IP. Both are
-//! fire-and-forget: a message that cannot be sent is dropped and Raft
-//! retransmits. Packets and connections from unknown senders are ignored and
-//! counted in [`TransportStats`].
+//! The network between the members is `xlane-xraft-net`'s
+//! [`NetTransport`] (plain UDP or the lane for express traffic, TCP for
+//! snapshots), polled by the raft driver's own thread.
 
 use crate::client_loop::ClientLoop;
-use crate::lane_link::{LaneError, LaneLink, LaneStats, LaneTiming, Outbox};
 use crate::op::WriteOp;
 use crate::replicator::{ReplicaError, Replicator, SharedStore};
 use crate::resp::{decode_reply, Limits, Reply};
 use crate::server::Stats;
 use crate::store::Store;
-use std::collections::{BTreeMap, HashMap};
-use std::io::{Read, Write};
-use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream, UdpSocket};
-use std::os::fd::{AsRawFd, RawFd};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::mpsc::{self, SyncSender, TrySendError};
+use std::collections::BTreeMap;
+use std::net::{SocketAddr, TcpListener};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
-use std::thread::JoinHandle;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
 use xlane_xraft::batch::ReassemblyLimits;
-use xlane_xraft::driver::{Driver, DriverHandle, Frontend, InboundSource, ReplicateError};
+use xlane_xraft::driver::{Driver, DriverHandle, Frontend, ReplicateError};
 use xlane_xraft::node::NewNodeError;
 use xlane_xraft::storage::OpenError;
 /// The raft log's storage settings and fsync policy, re-exported for
 /// callers that do not depend on `xlane-xraft` themselves.
 pub use xlane_xraft::{timeouts_from_bounds, FsyncPolicy as LogFsync, StorageConfig};
-use xlane_xraft::{
-    DiskStorage, MessageEndpoint, NodeConfig, OpenReport, RaftNode, StateMachine, TrafficClass,
-    Transport,
+use xlane_xraft::{DiskStorage, MessageEndpoint, NodeConfig, OpenReport, RaftNode, StateMachine};
+/// The network's settings and counters, re-exported for callers that do
+/// not depend on `xlane-xraft-net` themselves.
+pub use xlane_xraft_net::net::{BULK_THRESHOLD, EXPRESS_MTU, MAX_FRAME};
+pub use xlane_xraft_net::{
+    LaneControl, LaneStats, LaneTiming, NetConfig, NetError, NetTransport, TcpSide, TransportStats,
 };
 
-/// Default express MTU: the largest UDP payload sent.
-pub const EXPRESS_MTU: usize = 1400;
-/// Default size above which a raft message goes over TCP instead of being
-/// fragmented onto UDP.
-pub const BULK_THRESHOLD: usize = 16 << 10;
-/// Largest TCP frame accepted (bounds memory per connection).
-pub const MAX_FRAME: usize = 256 << 20;
 /// How many times a failed read barrier is retried before giving up.
 pub const READ_RETRIES: usize = 3;
-/// Regular-class messages queued per peer before new ones are dropped.
-const TCP_QUEUE: usize = 256;
-/// How often blocked receive loops check for shutdown.
-const POLL: Duration = Duration::from_millis(200);
 
 /// One member of the cluster.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -93,8 +71,8 @@ pub struct RaftConfig {
     pub express_mtu: usize,
     /// Messages larger than this go over TCP.
     pub bulk_threshold: usize,
-    /// Express traffic over the lane ([`crate::lane_link`]) with this
-    /// timing instead of plain UDP.
+    /// Express traffic over the lane ([`xlane_xraft_net::lane`]) with
+    /// this timing instead of plain UDP.
     pub lane: Option<LaneTiming>,
 }
 
@@ -136,67 +114,34 @@ pub enum RaftStartError {
     /// The raft node could not be created.
     #[error("raft node: {0}")]
     Node(#[from] NewNodeError),
-    /// A socket could not be bound or set up.
-    #[error("raft transport on {addr}: {source}")]
-    Bind {
-        /// The address.
-        addr: SocketAddr,
-        /// The cause.
-        source: std::io::Error,
-    },
-    /// A thread could not be started.
-    #[error("spawning a thread: {0}")]
-    Thread(std::io::Error),
-    /// The lane link could not start.
-    #[error("lane: {0}")]
-    Lane(#[from] LaneError),
+    /// The network could not be opened.
+    #[error(transparent)]
+    Net(#[from] NetError),
     /// The client listener could not be set up for the event loop.
     #[error("client listener: {0}")]
     Clients(std::io::Error),
-}
-
-/// Transport counters (shared between the threads).
-#[derive(Debug, Default)]
-pub struct TransportStats {
-    /// UDP datagrams sent.
-    pub udp_sent: AtomicU64,
-    /// UDP datagrams received from peers and delivered.
-    pub udp_received: AtomicU64,
-    /// UDP datagrams from unknown source addresses, ignored.
-    pub udp_unknown: AtomicU64,
-    /// UDP send errors and oversize datagrams (dropped).
-    pub udp_send_errors: AtomicU64,
-    /// TCP frames sent.
-    pub tcp_sent: AtomicU64,
-    /// TCP frames received from peers and delivered.
-    pub tcp_received: AtomicU64,
-    /// TCP connections or frames refused (unknown sender, bad frame).
-    pub tcp_unknown: AtomicU64,
-    /// Regular-class messages dropped (queue full, connect or write failed).
-    pub tcp_dropped: AtomicU64,
-    /// Snapshots that could not be decoded (the store was reset to empty).
-    pub restore_errors: AtomicU64,
 }
 
 /// The Raft state machine: the key-value [`Store`] behind a lock.
 pub struct KvStateMachine {
     store: SharedStore,
     applied_index: Arc<AtomicU64>,
-    stats: Arc<TransportStats>,
+    restore_errors: Arc<AtomicU64>,
 }
 
 impl KvStateMachine {
     /// A state machine over `store`; `applied_index` is updated on every
-    /// applied entry.
+    /// applied entry, `restore_errors` counts snapshots that could not be
+    /// decoded (the store was reset to empty).
     pub fn new(
         store: SharedStore,
         applied_index: Arc<AtomicU64>,
-        stats: Arc<TransportStats>,
+        restore_errors: Arc<AtomicU64>,
     ) -> Self {
         KvStateMachine {
             store,
             applied_index,
-            stats,
+            restore_errors,
         }
     }
 }
@@ -226,65 +171,12 @@ impl StateMachine for KvStateMachine {
 
     fn restore(&mut self, data: &[u8]) {
         let new = Store::restore(data).unwrap_or_else(|_| {
-            self.stats.restore_errors.fetch_add(1, Ordering::Relaxed);
+            self.restore_errors.fetch_add(1, Ordering::Relaxed);
             Store::new()
         });
         match self.store.write() {
             Ok(mut s) => *s = new,
             Err(p) => *p.into_inner() = new,
-        }
-    }
-}
-
-/// Where express datagrams go.
-enum Express {
-    /// One plain UDP socket.
-    Udp {
-        sock: UdpSocket,
-        peers: HashMap<u64, SocketAddr>,
-    },
-    /// The lane link's queue.
-    Lane(Arc<Outbox>),
-}
-
-/// What receives express traffic: a UDP receive thread or the lane link.
-enum Inbound {
-    Udp(UdpSocket),
-    Lane(Box<LaneLink>),
-}
-
-/// The [`Transport`] onto UDP or the lane (express) and TCP (regular).
-pub struct NetTransport {
-    express: Express,
-    tcp: HashMap<u64, SyncSender<Vec<u8>>>,
-    mtu: usize,
-    stats: Arc<TransportStats>,
-}
-
-impl Transport for NetTransport {
-    fn send(&mut self, to: u64, class: TrafficClass, bytes: Vec<u8>) {
-        match class {
-            TrafficClass::Express | TrafficClass::Notice => {
-                let (sock, peers) = match &self.express {
-                    Express::Udp { sock, peers } => (sock, peers),
-                    Express::Lane(outbox) => return outbox.send(to, class, bytes),
-                };
-                let Some(addr) = peers.get(&to) else {
-                    self.stats.udp_send_errors.fetch_add(1, Ordering::Relaxed);
-                    return;
-                };
-                if bytes.len() > self.mtu || sock.send_to(&bytes, addr).is_err() {
-                    self.stats.udp_send_errors.fetch_add(1, Ordering::Relaxed);
-                } else {
-                    self.stats.udp_sent.fetch_add(1, Ordering::Relaxed);
-                }
-            }
-            TrafficClass::Regular => match self.tcp.get(&to).map(|q| q.try_send(bytes)) {
-                Some(Ok(())) => {}
-                Some(Err(TrySendError::Full(_) | TrySendError::Disconnected(_))) | None => {
-                    self.stats.tcp_dropped.fetch_add(1, Ordering::Relaxed);
-                }
-            },
         }
     }
 }
@@ -299,19 +191,12 @@ pub struct RaftReplicator {
     stats: Arc<TransportStats>,
     client_addr: Option<SocketAddr>,
     applied_index: Arc<AtomicU64>,
+    restore_errors: Arc<AtomicU64>,
     raft_addr: SocketAddr,
     lane: Option<Arc<LaneStats>>,
-    fd_lambda: Option<Arc<AtomicU64>>,
-    stop: Arc<AtomicBool>,
+    lane_control: Option<Arc<LaneControl>>,
     driver: Mutex<Option<Driver>>,
-    threads: Mutex<Vec<JoinHandle<()>>>,
-}
-
-fn spawn(name: &str, f: impl FnOnce() + Send + 'static) -> Result<JoinHandle<()>, RaftStartError> {
-    std::thread::Builder::new()
-        .name(name.into())
-        .spawn(f)
-        .map_err(RaftStartError::Thread)
+    tcp: Mutex<Box<TcpSide>>,
 }
 
 impl RaftReplicator {
@@ -345,50 +230,22 @@ impl RaftReplicator {
                 cfg.id
             )));
         }
-        let bind_err = |source| RaftStartError::Bind {
-            addr: cfg.bind,
-            source,
-        };
-        let others = || cfg.peers.iter().filter(|(&pid, _)| pid != cfg.id);
-        // The express side: what the transport sends on, and the thread that
-        // receives. Lane mode: the lane link owns the raft UDP port (and port + 1).
-        let (express, inbound, raft_addr) = match cfg.lane {
-            None => {
-                let udp = UdpSocket::bind(cfg.bind).map_err(bind_err)?;
-                let addr = udp.local_addr().map_err(bind_err)?;
-                // The driver thread reads it between turns (UdpSource); the
-                // sending clone shares the flag, and a send that finds the
-                // buffer full is dropped like a lost datagram (raft resends).
-                udp.set_nonblocking(true).map_err(bind_err)?;
-                let express = Express::Udp {
-                    sock: udp.try_clone().map_err(bind_err)?,
-                    peers: others().map(|(&pid, p)| (pid, p.raft)).collect(),
-                };
-                (express, Inbound::Udp(udp), addr)
-            }
-            Some(timing) => {
-                if cfg.bind.port() == 0 {
-                    return Err(RaftStartError::Config(
-                        "lane mode needs a fixed raft port (peers address it)".into(),
-                    ));
-                }
-                let members: Vec<(u64, SocketAddr)> =
-                    cfg.peers.iter().map(|(&i, p)| (i, p.raft)).collect();
-                let (link, outbox) = LaneLink::new(cfg.id, cfg.bind, &members, timing)?;
-                (
-                    Express::Lane(outbox),
-                    Inbound::Lane(Box::new(link)),
-                    cfg.bind,
-                )
-            }
-        };
-        let listener = TcpListener::bind(raft_addr).map_err(bind_err)?;
+        // The network: express on UDP or the lane (polled by the driver
+        // thread), regular on TCP.
+        let (transport, mut tcp) = NetTransport::open(&NetConfig {
+            me: cfg.id,
+            bind: cfg.bind,
+            peers: cfg.peers.iter().map(|(&i, p)| (i, p.raft)).collect(),
+            express_mtu: cfg.express_mtu,
+            lane: cfg.lane,
+        })?;
+        let raft_addr = tcp.addr();
 
         let (storage, report) = DiskStorage::open(cfg.storage.clone())?;
         let store: SharedStore = Arc::new(RwLock::new(Store::new()));
-        let stats = Arc::new(TransportStats::default());
         let applied_index = Arc::new(AtomicU64::new(0));
-        let sm = KvStateMachine::new(store.clone(), applied_index.clone(), stats.clone());
+        let restore_errors = Arc::new(AtomicU64::new(0));
+        let sm = KvStateMachine::new(store.clone(), applied_index.clone(), restore_errors.clone());
         let voters: Vec<u64> = cfg.peers.keys().copied().collect();
         let mut node_cfg = cfg.node.clone();
         node_cfg.id = cfg.id;
@@ -423,63 +280,12 @@ impl RaftReplicator {
                 (Some(addr), Some(Box::new(l) as Box<dyn Frontend>))
             }
         };
-        let stop = Arc::new(AtomicBool::new(false));
-        let mut threads = Vec::new();
-        let mut tcp = HashMap::new();
-        for (&pid, p) in others() {
-            let (tx, rx) = mpsc::sync_channel::<Vec<u8>>(TCP_QUEUE);
-            tcp.insert(pid, tx);
-            let (addr, me, st) = (p.raft, cfg.id, stats.clone());
-            threads.push(spawn("kv-raft-tcp-out", move || {
-                tcp_sender(me, addr, &rx, &st)
-            })?);
-        }
-        let transport = NetTransport {
-            express,
-            tcp,
-            mtu: cfg.express_mtu,
-            stats: stats.clone(),
-        };
-        let (driver, link) = match inbound {
-            Inbound::Udp(udp) => {
-                let source = UdpSource {
-                    udp,
-                    by_addr: others().map(|(&pid, p)| (p.raft, pid)).collect(),
-                    stats: stats.clone(),
-                    buf: vec![0u8; 64 << 10],
-                };
-                let source: Box<dyn InboundSource> = Box::new(source);
-                let d = Driver::spawn_with(node, endpoint, transport, Some(source), frontend);
-                (d, None)
-            }
-            Inbound::Lane(link) => (
-                Driver::spawn_with(node, endpoint, transport, None, frontend),
-                Some(link),
-            ),
-        };
+        let stats = transport.stats();
+        let lane = transport.lane_stats();
+        let lane_control = transport.lane_control();
+        let driver = Driver::spawn_with(node, endpoint, transport, frontend);
         let handle = driver.handle();
-
-        let fd_lambda = link.as_ref().map(|l| l.fd_lambda());
-        let lane_stats = match link {
-            None => None,
-            Some(link) => {
-                let lane_stats = link.stats();
-                let (h, s) = (handle.clone(), stop.clone());
-                threads.push(spawn("kv-lane-link", move || {
-                    if let Err(e) = link.run(&h, &s) {
-                        eprintln!("xlane kv: lane link stopped: {e}");
-                    }
-                })?);
-                Some(lane_stats)
-            }
-        };
-        {
-            let peers = peers.clone();
-            let (h, st, s, me) = (handle.clone(), stats.clone(), stop.clone(), cfg.id);
-            threads.push(spawn("kv-raft-tcp-in", move || {
-                tcp_acceptor(listener, me, &peers, &h, &st, &s)
-            })?);
-        }
+        tcp.serve(handle.clone())?;
         Ok((
             RaftReplicator {
                 id: cfg.id,
@@ -489,12 +295,12 @@ impl RaftReplicator {
                 stats,
                 client_addr,
                 applied_index,
+                restore_errors,
                 raft_addr,
-                lane: lane_stats,
-                fd_lambda,
-                stop,
+                lane,
+                lane_control,
                 driver: Mutex::new(Some(driver)),
-                threads: Mutex::new(threads),
+                tcp: Mutex::new(Box::new(tcp)),
             },
             report,
         ))
@@ -531,21 +337,15 @@ impl RaftReplicator {
         self.applied_index.load(Ordering::Acquire)
     }
 
-    /// X-FD's threshold Λ in ns (lane mode only).
-    pub fn fd_lambda_ns(&self) -> Option<u64> {
-        self.fd_lambda.as_ref().map(|l| l.load(Ordering::Acquire))
+    /// Snapshots that could not be decoded (the store was reset to empty).
+    pub fn restore_errors(&self) -> u64 {
+        self.restore_errors.load(Ordering::Relaxed)
     }
 
-    /// Sets X-FD's threshold Λ (lane mode; false otherwise). The lane link
-    /// uses it from its next turn on.
-    pub fn set_fd_lambda_ns(&self, ns: u64) -> bool {
-        match &self.fd_lambda {
-            Some(l) => {
-                l.store(ns, Ordering::Release);
-                true
-            }
-            None => false,
-        }
+    /// What other threads may change in the lane link, e.g. X-FD's
+    /// threshold Λ (lane mode only).
+    pub fn lane_control(&self) -> Option<&LaneControl> {
+        self.lane_control.as_deref()
     }
 
     /// Whether the raft driver still runs (false after [`Self::shutdown`] or
@@ -563,19 +363,11 @@ impl RaftReplicator {
 
     /// Stops the driver and the transport threads and waits for them.
     pub fn shutdown(&self) {
-        self.stop.store(true, Ordering::Release);
         if let Some(d) = self.driver.lock().ok().and_then(|mut d| d.take()) {
             d.stop();
         }
-        // Wake the TCP acceptor.
-        let _ = TcpStream::connect_timeout(&self.raft_addr, Duration::from_millis(200));
-        let threads = self
-            .threads
-            .lock()
-            .map(|mut t| std::mem::take(&mut *t))
-            .unwrap_or_default();
-        for t in threads {
-            let _ = t.join();
+        if let Ok(mut t) = self.tcp.lock() {
+            t.shutdown();
         }
     }
 
@@ -652,157 +444,6 @@ impl Replicator for RaftReplicator {
     }
 }
 
-/// The UDP transport's receiving side, read by the raft driver thread
-/// itself between turns (no receive thread, no hand-over).
-struct UdpSource {
-    udp: UdpSocket,
-    by_addr: HashMap<SocketAddr, u64>,
-    stats: Arc<TransportStats>,
-    buf: Vec<u8>,
-}
-
-impl InboundSource for UdpSource {
-    fn fd(&self) -> RawFd {
-        self.udp.as_raw_fd()
-    }
-
-    fn drain(&mut self, max: usize, deliver: &mut dyn FnMut(u64, &[u8])) -> usize {
-        let mut handed = 0;
-        for _ in 0..max {
-            let (n, from) = match self.udp.recv_from(&mut self.buf) {
-                Ok(x) => x,
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
-                // ICMP errors from dead peers, EINTR: try the next one.
-                Err(_) => continue,
-            };
-            match self.by_addr.get(&from) {
-                Some(&id) => {
-                    self.stats.udp_received.fetch_add(1, Ordering::Relaxed);
-                    deliver(id, &self.buf[..n]);
-                    handed += 1;
-                }
-                None => {
-                    self.stats.udp_unknown.fetch_add(1, Ordering::Relaxed);
-                }
-            }
-        }
-        handed
-    }
-}
-
-fn tcp_sender(me: u64, addr: SocketAddr, rx: &mpsc::Receiver<Vec<u8>>, stats: &TransportStats) {
-    let mut conn: Option<TcpStream> = None;
-    let mut frame = Vec::new();
-    while let Ok(msg) = rx.recv() {
-        if conn.is_none() {
-            conn = TcpStream::connect_timeout(&addr, Duration::from_secs(1))
-                .ok()
-                .inspect(|s| {
-                    let _ = s.set_nodelay(true);
-                    let _ = s.set_write_timeout(Some(Duration::from_secs(5)));
-                });
-        }
-        let Some(s) = conn.as_mut() else {
-            stats.tcp_dropped.fetch_add(1, Ordering::Relaxed);
-            continue;
-        };
-        let Ok(len) = u32::try_from(msg.len()) else {
-            stats.tcp_dropped.fetch_add(1, Ordering::Relaxed);
-            continue;
-        };
-        frame.clear();
-        frame.extend_from_slice(&len.to_le_bytes());
-        frame.extend_from_slice(&me.to_le_bytes());
-        frame.extend_from_slice(&msg);
-        if s.write_all(&frame).is_ok() {
-            stats.tcp_sent.fetch_add(1, Ordering::Relaxed);
-        } else {
-            stats.tcp_dropped.fetch_add(1, Ordering::Relaxed);
-            conn = None;
-        }
-    }
-}
-
-fn tcp_acceptor(
-    listener: TcpListener,
-    me: u64,
-    peers: &Arc<BTreeMap<u64, Peer>>,
-    handle: &DriverHandle,
-    stats: &Arc<TransportStats>,
-    stop: &Arc<AtomicBool>,
-) {
-    for conn in listener.incoming() {
-        if stop.load(Ordering::Acquire) {
-            break;
-        }
-        let Ok(s) = conn else { continue };
-        let (peers, h, st, sp) = (peers.clone(), handle.clone(), stats.clone(), stop.clone());
-        let spawned = std::thread::Builder::new()
-            .name("kv-raft-tcp-conn".into())
-            .spawn(move || tcp_connection(s, me, &peers, &h, &st, &sp));
-        if spawned.is_err() {
-            stats.tcp_dropped.fetch_add(1, Ordering::Relaxed);
-        }
-    }
-}
-
-/// Reads exactly `buf.len()` bytes, polling `stop` on timeouts. False on
-/// EOF, error or stop.
-fn read_full(s: &mut TcpStream, buf: &mut [u8], stop: &AtomicBool) -> bool {
-    let mut got = 0;
-    while got < buf.len() {
-        if stop.load(Ordering::Acquire) {
-            return false;
-        }
-        match s.read(&mut buf[got..]) {
-            Ok(0) => return false,
-            Ok(n) => got += n,
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    std::io::ErrorKind::WouldBlock
-                        | std::io::ErrorKind::TimedOut
-                        | std::io::ErrorKind::Interrupted
-                ) => {}
-            Err(_) => return false,
-        }
-    }
-    true
-}
-
-fn tcp_connection(
-    mut s: TcpStream,
-    me: u64,
-    peers: &BTreeMap<u64, Peer>,
-    handle: &DriverHandle,
-    stats: &TransportStats,
-    stop: &AtomicBool,
-) {
-    let Ok(remote) = s.peer_addr() else { return };
-    let _ = s.set_read_timeout(Some(POLL));
-    let mut hdr = [0u8; 12];
-    while read_full(&mut s, &mut hdr, stop) {
-        let mut l = [0u8; 4];
-        l.copy_from_slice(&hdr[..4]);
-        let len = u32::from_le_bytes(l) as usize;
-        let mut f = [0u8; 8];
-        f.copy_from_slice(&hdr[4..]);
-        let from = u64::from_le_bytes(f);
-        let known = from != me && peers.get(&from).is_some_and(|p| p.raft.ip() == remote.ip());
-        if !known || len > MAX_FRAME {
-            stats.tcp_unknown.fetch_add(1, Ordering::Relaxed);
-            break;
-        }
-        let mut body = vec![0u8; len];
-        if !read_full(&mut s, &mut body, stop) {
-            break;
-        }
-        stats.tcp_received.fetch_add(1, Ordering::Relaxed);
-        handle.deliver(from, body);
-    }
-    let _ = s.shutdown(Shutdown::Both);
-}
-
 /// Parses a peer specification `ID=RAFT_ADDR/CLIENT_ADDR`, e.g.
 /// `1=127.0.0.1:7001/127.0.0.1:6381`.
 pub fn parse_peer(s: &str) -> Result<(u64, Peer), PeerParseError> {
@@ -850,6 +491,8 @@ pub enum PeerParseError {
 pub(crate) mod tests {
     use super::*;
     use crate::op::{SetCond, SetTtl, WriteCmd};
+    use std::net::UdpSocket;
+    use std::time::Duration;
 
     #[test]
     fn peer_specs() {
@@ -889,8 +532,9 @@ pub(crate) mod tests {
     #[test]
     fn state_machine_roundtrip() {
         let store: SharedStore = Arc::new(RwLock::new(Store::new()));
-        let stats = Arc::new(TransportStats::default());
-        let mut sm = KvStateMachine::new(store.clone(), Arc::new(AtomicU64::new(0)), stats.clone());
+        let errors = Arc::new(AtomicU64::new(0));
+        let mut sm =
+            KvStateMachine::new(store.clone(), Arc::new(AtomicU64::new(0)), errors.clone());
         let r = sm.apply(5, &set("a", "1").encode());
         assert_eq!(
             decode_reply(&r).ok().flatten().map(|x| x.0),
@@ -901,7 +545,7 @@ pub(crate) mod tests {
         let snap = sm.snapshot();
         let store2: SharedStore = Arc::new(RwLock::new(Store::new()));
         let mut sm2 =
-            KvStateMachine::new(store2.clone(), Arc::new(AtomicU64::new(0)), stats.clone());
+            KvStateMachine::new(store2.clone(), Arc::new(AtomicU64::new(0)), errors.clone());
         sm2.restore(&snap);
         assert_eq!(
             store2
@@ -912,7 +556,7 @@ pub(crate) mod tests {
             Some(b"1".to_vec())
         );
         sm2.restore(b"garbage");
-        assert_eq!(stats.restore_errors.load(Ordering::Relaxed), 1);
+        assert_eq!(errors.load(Ordering::Relaxed), 1);
         assert!(store2.read().expect("lock").is_empty(0));
     }
 

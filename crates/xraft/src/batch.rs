@@ -201,11 +201,57 @@ pub enum TrafficClass {
     Notice,
 }
 
+/// What a [`Transport`] hands the driver when it is polled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Input<'a> {
+    /// A datagram from peer `from`.
+    Datagram {
+        /// The peer it came from.
+        from: u64,
+        /// Its bytes.
+        bytes: &'a [u8],
+    },
+    /// The transport's failure detector suspects `peer`: if that is the leader, an
+    /// election starts now (`campaign`) or this node stands back for the campaigner
+    /// ([`crate::RaftNode::on_leader_suspected`]).
+    Suspected {
+        /// The suspected peer.
+        peer: u64,
+        /// Whether this node campaigns.
+        campaign: bool,
+    },
+}
+
 /// A datagram transport between raft nodes. Delivery may drop, duplicate or reorder;
 /// Raft's retransmissions and the [`Reassembler`] tolerate that.
+///
+/// A transport with sockets of its own is driven by the driver thread itself: the
+/// driver waits on [`Transport::fds`] until [`Transport::next_deadline`], then calls
+/// [`Transport::poll`], so a datagram crosses no thread between the socket and the
+/// node. A transport without (e.g. in memory) keeps the defaults and hands datagrams
+/// in through [`crate::driver::DriverHandle::deliver`].
 pub trait Transport {
     /// Sends one datagram to node `to` over the given class. Must not block for long.
     fn send(&mut self, to: u64, class: TrafficClass, bytes: Vec<u8>);
+
+    /// Descriptors that are readable while input waits (at most 4).
+    fn fds(&self) -> &[std::os::fd::RawFd] {
+        &[]
+    }
+
+    /// When [`Transport::poll`] must run next even without input (`CLOCK_REALTIME`
+    /// ns; `u64::MAX`: no such time).
+    fn next_deadline(&self) -> u64 {
+        u64::MAX
+    }
+
+    /// Does what is due at `now` (`CLOCK_REALTIME` ns): sends what waited for its
+    /// time, reads at most `max` waiting datagrams without blocking and hands each,
+    /// and every detector verdict, to `input`. Returns how many datagrams it read.
+    fn poll(&mut self, now: u64, max: usize, input: &mut dyn FnMut(Input<'_>)) -> usize {
+        let _ = (now, max, input);
+        0
+    }
 }
 
 /// Datagram kind byte: a fragment.

@@ -4,10 +4,12 @@
 //! messages through a [`MessageEndpoint`] onto a [`Transport`].
 //!
 //! The thread sleeps in one `ppoll` on an eventfd (woken by every command from a
-//! [`DriverHandle`]) and, optionally, on an [`InboundSource`]'s socket: datagrams from
-//! peers are then read by the driver thread itself, so a message costs no hand-over
-//! between a receiving thread and the driver (on a virtual machine each hand-over is a
-//! cross-vCPU wake-up of tens of µs).
+//! [`DriverHandle`]) and on the [`Transport`]'s own descriptors, until the earlier of
+//! the next tick and the transport's [`Transport::next_deadline`] (e.g. the lane's
+//! next slot): datagrams from peers are read, and frames leave at their slot, from
+//! the driver thread itself, so a message costs no hand-over between a network thread
+//! and the driver (on a virtual machine each hand-over is a cross-vCPU wake-up of tens
+//! of µs).
 //!
 //! A [`Frontend`] (e.g. a key-value store's client connections) can run on the driver
 //! thread too: its descriptor joins the same `ppoll`, its requests join the same Ready, and
@@ -24,10 +26,10 @@ use std::sync::{mpsc, Arc};
 use std::thread::JoinHandle;
 use std::time::Instant;
 
-use xlane_host::runtime::{wait_readable, Waker};
+use xlane_host::runtime::{tighten_timer_slack, wait_readable, Waker};
 use xlane_host::socket::realtime_ns;
 
-use crate::batch::{MessageEndpoint, ProposalId, Transport};
+use crate::batch::{Input, MessageEndpoint, ProposalId, Transport};
 use crate::node::{Event, RaftNode, ReadId, StateMachine};
 
 /// Errors of blocking driver calls.
@@ -54,18 +56,7 @@ enum Cmd {
     Propose(Vec<u8>, mpsc::Sender<Result<Vec<u8>, ReplicateError>>),
     Read(mpsc::Sender<Result<(), ReplicateError>>),
     Inbound(u64, Vec<u8>),
-    Suspect(u64, bool),
     Stop,
-}
-
-/// Datagrams the driver thread reads itself (see the module docs).
-pub trait InboundSource: Send + 'static {
-    /// A descriptor that is readable while datagrams wait.
-    fn fd(&self) -> RawFd;
-    /// Reads up to `max` waiting datagrams without blocking and hands each to `deliver`
-    /// with the peer it came from; returns how many it handed over. Datagrams from
-    /// unknown senders are dropped (and counted) by the source.
-    fn drain(&mut self, max: usize, deliver: &mut dyn FnMut(u64, &[u8])) -> usize;
 }
 
 /// The outcome of a [`Frontend`]'s proposal or read barrier.
@@ -321,13 +312,6 @@ impl DriverHandle {
     pub fn deliver(&self, from: u64, datagram: Vec<u8>) {
         let _ = self.send(Cmd::Inbound(from, datagram));
     }
-
-    /// Tells the node that its failure detector suspects peer `suspect`:
-    /// if that is the leader, an election starts now (`campaign`) or this
-    /// node stands back for the campaigner ([`RaftNode::on_leader_suspected`]).
-    pub fn leader_suspected(&self, suspect: u64, campaign: bool) {
-        let _ = self.send(Cmd::Suspect(suspect, campaign));
-    }
 }
 
 /// A running driver thread.
@@ -337,31 +321,18 @@ pub struct Driver {
 }
 
 impl Driver {
-    /// Starts the driver thread for `node`, sending through `endpoint` onto `transport`;
-    /// datagrams arrive through [`DriverHandle::deliver`].
+    /// Starts the driver thread for `node`, sending through `endpoint` onto `transport`
+    /// (which it also polls, see the module docs); datagrams may also arrive through
+    /// [`DriverHandle::deliver`].
     pub fn spawn<S, T>(node: RaftNode<S>, endpoint: MessageEndpoint, transport: T) -> Self
     where
         S: StateMachine + Send + 'static,
         T: Transport + Send + 'static,
     {
-        Self::spawn_with_inbound(node, endpoint, transport, None)
+        Self::spawn_with(node, endpoint, transport, None)
     }
 
-    /// Like [`Driver::spawn`], and the driver thread also reads `inbound` itself.
-    pub fn spawn_with_inbound<S, T>(
-        node: RaftNode<S>,
-        endpoint: MessageEndpoint,
-        transport: T,
-        inbound: Option<Box<dyn InboundSource>>,
-    ) -> Self
-    where
-        S: StateMachine + Send + 'static,
-        T: Transport + Send + 'static,
-    {
-        Self::spawn_with(node, endpoint, transport, inbound, None)
-    }
-
-    /// Like [`Driver::spawn_with_inbound`], and the driver thread also serves `frontend`.
+    /// Like [`Driver::spawn`], and the driver thread also serves `frontend`.
     ///
     /// # Panics
     /// If no eventfd can be made (the process is out of descriptors).
@@ -369,7 +340,6 @@ impl Driver {
         mut node: RaftNode<S>,
         mut endpoint: MessageEndpoint,
         mut transport: T,
-        mut inbound: Option<Box<dyn InboundSource>>,
         mut frontend: Option<Box<dyn Frontend>>,
     ) -> Self
     where
@@ -381,6 +351,8 @@ impl Driver {
         let wake_fd = waker.fd();
         let thread_waker = waker.clone();
         let join = std::thread::spawn(move || {
+            // Lane slots and heartbeats are µs apart: wake-ups must not be coalesced.
+            tighten_timer_slack();
             let start = Instant::now();
             let tick = node.config().tick_ns.max(1);
             let mut proposals: HashMap<ProposalId, Waiter<Vec<u8>>> = HashMap::new();
@@ -393,15 +365,21 @@ impl Driver {
             const DRAIN_MAX: usize = 256;
             let mut busy = false;
             'run: loop {
-                let fds = [
-                    wake_fd,
-                    inbound.as_ref().map_or(wake_fd, |s| s.fd()),
-                    frontend.as_ref().map_or(wake_fd, |f| f.fd()),
-                ];
-                let wake_at = if busy { 0 } else { realtime_ns() + tick };
+                // The eventfd, the transport's descriptors (at most 4), the frontend's.
+                let mut fds = [wake_fd; 6];
+                let tfds = transport.fds();
+                let k = tfds.len().min(4);
+                fds[1..1 + k].copy_from_slice(&tfds[..k]);
+                fds[1 + k] = frontend.as_ref().map_or(wake_fd, |f| f.fd());
+                let fds = &fds[..2 + k];
+                let wake_at = if busy {
+                    0
+                } else {
+                    (realtime_ns() + tick).min(transport.next_deadline())
+                };
                 // An error here (EINTR is already 0) leaves the mask empty: the turn
                 // drains anyway.
-                let _ = wait_readable(&fds, wake_at);
+                let _ = wait_readable(fds, wake_at);
                 thread_waker.clear();
                 let now = start.elapsed().as_nanos() as u64;
                 let mut drained = 0;
@@ -427,9 +405,6 @@ impl Driver {
                         Cmd::Inbound(from, d) => {
                             step_datagram(&mut endpoint, &mut node, from, now, &d)
                         }
-                        Cmd::Suspect(peer, campaign) => {
-                            node.on_leader_suspected(peer, campaign);
-                        }
                         Cmd::Stop => break 'run,
                     }
                     drained += 1;
@@ -438,12 +413,15 @@ impl Driver {
                     }
                 }
                 busy = drained >= DRAIN_MAX;
-                if let Some(src) = inbound.as_mut() {
-                    let n = src.drain(DRAIN_MAX, &mut |from, d| {
-                        step_datagram(&mut endpoint, &mut node, from, now, d)
-                    });
-                    busy |= n >= DRAIN_MAX;
-                }
+                let n = transport.poll(realtime_ns(), DRAIN_MAX, &mut |input| match input {
+                    Input::Datagram { from, bytes } => {
+                        step_datagram(&mut endpoint, &mut node, from, now, bytes)
+                    }
+                    Input::Suspected { peer, campaign } => {
+                        node.on_leader_suspected(peer, campaign);
+                    }
+                });
+                busy |= n >= DRAIN_MAX;
                 node.tick_to(now);
                 endpoint.expire(now);
                 let mut pass = Pass {

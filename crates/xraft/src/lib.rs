@@ -9,7 +9,8 @@
 //! * [`batch`] — proposal batch codec, raft message codec, fragmentation/reassembly for a
 //!   small-MTU express lane, and the two-class [`batch::Transport`] trait;
 //! * [`storage`] — a durable, CRC-protected segment log implementing `raft::Storage`;
-//! * [`driver`] — a thread owning a node, with blocking `propose` / `read_barrier`.
+//! * [`driver`] — a thread owning a node, with blocking `propose` / `read_barrier`, that
+//!   also polls the transport's sockets (the network itself is `xlane-xraft-net`).
 #![warn(missing_docs)]
 
 pub mod batch;
@@ -17,7 +18,7 @@ pub mod driver;
 pub mod node;
 pub mod storage;
 
-pub use batch::{MessageEndpoint, ProposalId, TrafficClass, Transport};
+pub use batch::{Input, MessageEndpoint, ProposalId, TrafficClass, Transport};
 pub use node::{
     timeouts_from_bounds, DropReason, Event, NodeConfig, RaftNode, ReadId, ReadyOutput,
     StateMachine,

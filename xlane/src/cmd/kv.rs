@@ -11,9 +11,9 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
-use xlane_kv::lane_link::LaneTiming;
 use xlane_kv::raft::{
-    parse_peer, timeouts_from_bounds, LogFsync, Peer, RaftConfig, RaftReplicator, StorageConfig,
+    parse_peer, timeouts_from_bounds, LaneTiming, LogFsync, Peer, RaftConfig, RaftReplicator,
+    StorageConfig,
 };
 use xlane_kv::replicator::{FsyncPolicy, LocalReplicator, Replicator};
 use xlane_kv::resp::Limits;
@@ -461,7 +461,7 @@ impl Follow {
         loop {
             if let Some((at, l)) = lower {
                 if std::time::Instant::now() >= at {
-                    repl.set_fd_lambda_ns(l);
+                    set_lambda(repl, l);
                     lower = None;
                 }
             }
@@ -497,11 +497,13 @@ impl Follow {
                         "period_followed": new.period_ns == old.period_ns,
                     });
                     if what == "x-fd" {
-                        let now = repl.fd_lambda_ns().unwrap_or(self.fd_floor_ns);
+                        let now = repl
+                            .lane_control()
+                            .map_or(self.fd_floor_ns, |c| c.fd_lambda_ns());
                         let (want, step) = lambda_step(max, self.fd_floor_ns, now);
                         match step {
                             LambdaStep::Now => {
-                                repl.set_fd_lambda_ns(want);
+                                set_lambda(repl, want);
                                 lower = None;
                             }
                             LambdaStep::AfterGrace => {
@@ -529,6 +531,13 @@ impl Follow {
                 }
             }
         }
+    }
+}
+
+/// Sets X-FD's Λ of a lane-mode member (others have none).
+fn set_lambda(repl: &RaftReplicator, ns: u64) {
+    if let Some(c) = repl.lane_control() {
+        c.set_fd_lambda_ns(ns);
     }
 }
 

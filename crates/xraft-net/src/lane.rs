@@ -1,8 +1,14 @@
-//! X-Raft over the lane: the express transport of [`crate::raft`] when a
-//! cluster runs with `--transport lane`.
+//! X-Raft over the lane: the express transport of a member when a cluster
+//! runs with `--transport lane`.
 //!
-//! One thread per node (the *lane link*) owns two express sockets and does,
-//! per loop turn, bounded work:
+//! The [`LaneLink`] owns two express sockets and is polled by the raft
+//! driver's own thread ([`xlane_xraft::driver`]): the driver waits on its
+//! sockets until its next deadline (a frame's slot, an X-FD heartbeat, a
+//! detector deadline), so a raft datagram crosses no thread between the
+//! socket and the node, and a frame leaves at its slot from the driver
+//! thread. Per poll the work is bounded (at most `max` datagrams per
+//! socket, one frame per tunnel, one heartbeat) and nothing is allocated
+//! on the receive and send paths except the datagrams raft itself hands in.
 //!
 //! * **Replication sub-lane** (DSCP [`REPL_DSCP`], express sub-lane 2, the
 //!   raft address's UDP port): one periodic lane tunnel per peer with a short
@@ -20,33 +26,32 @@
 //!   [`TrafficClass::Notice`]). A node learns of commits at the latest one T
 //!   after the leader's heartbeat tick, on the low-jitter lane.
 //! * **Elections from suspicion**: the X-FD detector watches every peer with
-//!   threshold Λ; when it suspects one, the driver is told
-//!   ([`DriverHandle::leader_suspected`]). If the suspect is the leader, the
-//!   live node with the lowest id campaigns at once and the others stand
-//!   back for it, instead of all waiting for Raft's election timeout.
+//!   threshold Λ; when it suspects one, the driver hears of it
+//!   ([`Input::Suspected`]). If the suspect is the leader, the live node
+//!   with the lowest id campaigns at once and the others stand back for
+//!   it, instead of all waiting for Raft's election timeout.
 //!
 //! Raft's regular traffic (snapshots, messages over the bulk threshold)
-//! stays on TCP ([`crate::raft`]). Tunnel ids: X-FD of node `i` is
+//! stays on TCP ([`crate::net`]). Tunnel ids: X-FD of node `i` is
 //! `FD_TUNNEL_BASE + i`, replication from `i` to `j` is
 //! `REPL_TUNNEL_BASE + i·4096 + j`, so node ids must be below 4096.
 
 use crate::chunk_stream::{enqueue_all, StreamReassembler, StreamStats};
-use std::collections::VecDeque;
-use std::io;
 use std::net::{SocketAddr, SocketAddrV4};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::os::fd::RawFd;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use xlane_fd::{
     Anchor, Detector, DetectorConfig, EventKind, FixedTimeout, HeartbeatPayload, PeerSpec, Status,
     XFd, FD_PRODUCER,
 };
-use xlane_host::runtime::{tighten_timer_slack, wait_readable, Waker};
-use xlane_host::socket::{realtime_ns, LaneSocket, SocketConfig, SocketError, EXPRESS_PRIORITY};
+use xlane_host::socket::{
+    realtime_ns, LaneSocket, RecvBatch, SocketConfig, SocketError, EXPRESS_PRIORITY, RECV_BATCH,
+};
 use xlane_lane::{PeriodicMulticastSender, PeriodicReceiver, PeriodicSender, Replication};
 use xlane_lane::{TunnelParams, MAX_RECEIVERS};
 use xlane_wire::{Frame, Schema, MAX_FRAME_LEN};
-use xlane_xraft::driver::DriverHandle;
-use xlane_xraft::TrafficClass;
+use xlane_xraft::{Input, TrafficClass};
 
 /// DSCP of the X-FD sub-lane (express sub-lane 1, highest priority).
 pub const FD_DSCP: u8 = 46;
@@ -64,14 +69,8 @@ pub const RAFT_PRODUCER: u8 = 0x52;
 pub const NOTICE_PRODUCER: u8 = 0x4E;
 /// Chunks queued per replication tunnel (≈ 116 KiB of raft datagrams).
 pub const REPL_QUEUE_CHUNKS: usize = 4096;
-/// Datagrams waiting between the driver and the lane thread.
-pub const OUTBOX_CAPACITY: usize = 16_384;
 /// Longest datagram accepted from a stream (the raft express MTU is lower).
 pub const MAX_DATAGRAM: usize = 64 << 10;
-/// Datagrams read per socket per loop turn.
-const RX_BURST: usize = 128;
-/// Longest sleep of the loop.
-const MAX_SLEEP_NS: u64 = 20_000_000;
 
 /// Lane timing of a node.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -108,14 +107,6 @@ pub enum LaneError {
         /// Why.
         source: SocketError,
     },
-    /// A descriptor could not be made (`what`: eventfd, dup).
-    #[error("{what}: {source}")]
-    Io {
-        /// Which step.
-        what: &'static str,
-        /// Why.
-        source: io::Error,
-    },
 }
 
 /// Counters of the lane link (shared with the server for `INFO`).
@@ -133,7 +124,7 @@ pub struct LaneStats {
     pub notices_sent: AtomicU64,
     /// Commit notices received for this node.
     pub notices_received: AtomicU64,
-    /// Datagrams dropped: outbox or tunnel queue full, unknown peer (Raft retransmits).
+    /// Datagrams dropped: tunnel or heartbeat queue full, unknown peer (Raft retransmits).
     pub dropped: AtomicU64,
     /// Datagrams that waited for their tunnel's next window (the current
     /// one had carried a frame).
@@ -159,133 +150,58 @@ impl LaneStats {
     }
 }
 
-struct Notice {
-    to: u64,
-    bytes: Vec<u8>,
+/// What another thread may change in a running [`LaneLink`] (e.g. when the
+/// controller announces a new bound): the link takes it on its next poll.
+#[derive(Debug)]
+pub struct LaneControl {
+    fd_lambda_ns: AtomicU64,
 }
 
-/// The replication tunnels' send side, shared by the driver thread (which
-/// sends at once when the current window is free) and the lane thread
-/// (which sends the backlog at the next free window).
-struct ReplTx {
-    sock: LaneSocket,
-    tunnels: Vec<(u64, SocketAddrV4, PeriodicSender)>,
-    buf: Vec<u8>,
-    scratch: Vec<u8>,
-}
-
-impl ReplTx {
-    /// Chunks one datagram into its tunnel's queue, all or nothing.
-    fn enqueue(&mut self, to: u64, bytes: &[u8]) -> bool {
-        if bytes.is_empty() || bytes.len() > MAX_DATAGRAM {
-            return false;
-        }
-        let Some((_, _, tx)) = self.tunnels.iter_mut().find(|t| t.0 == to) else {
-            return false;
-        };
-        let free = REPL_QUEUE_CHUNKS - tx.pending();
-        enqueue_all(
-            bytes,
-            Schema::Chunk36.data_capacity(),
-            free,
-            &mut self.scratch,
-            &mut |c| tx.enqueue(RAFT_PRODUCER, c).is_ok(),
-        )
+impl LaneControl {
+    /// X-FD's threshold Λ, ns.
+    pub fn fd_lambda_ns(&self) -> u64 {
+        self.fd_lambda_ns.load(Ordering::Acquire)
     }
 
-    /// Sends a frame on every tunnel with chunks pending whose current
-    /// window is free. Returns the earliest time a tunnel with a backlog
-    /// may send again (`u64::MAX`: no backlog).
-    fn flush(&mut self, now: u64, stats: &LaneStats) -> u64 {
-        let mut next = u64::MAX;
-        for (_, addr, tx) in &mut self.tunnels {
-            if tx.pending() == 0 {
-                continue;
-            }
-            if now >= tx.clock().next_free() {
-                if let Ok(t) = tx.transmit_now(now, &mut self.buf) {
-                    let frame = &mut self.buf[..t.len];
-                    let _ = xlane_wire::stamp_send_time(frame, realtime_ns());
-                    match self.sock.send_to(frame, *addr) {
-                        Ok(_) => LaneStats::add(&stats.repl_frames_sent, 1),
-                        Err(_) => LaneStats::add(&stats.send_errors, 1),
-                    }
-                }
-            }
-            if tx.pending() > 0 {
-                next = next.min(tx.clock().next_free());
-            }
-        }
-        next
-    }
-}
-
-/// The driver side of the lane link ([`crate::raft::NetTransport`] sends here).
-pub struct Outbox {
-    notices: Mutex<VecDeque<Notice>>,
-    repl: Mutex<ReplTx>,
-    waker: Waker,
-    stats: Arc<LaneStats>,
-}
-
-impl Outbox {
-    /// Sends one raft datagram to `to`: a commit notice waits for the next
-    /// X-FD heartbeat; anything else goes on the replication tunnel, now if
-    /// its window is free, else at the next one (the lane thread is woken
-    /// for it). A full queue drops the datagram (Raft retransmits).
-    pub fn send(&self, to: u64, class: TrafficClass, bytes: Vec<u8>) {
-        if class == TrafficClass::Notice {
-            let Ok(mut q) = self.notices.lock() else {
-                LaneStats::add(&self.stats.dropped, 1);
-                return;
-            };
-            if q.len() >= OUTBOX_CAPACITY {
-                LaneStats::add(&self.stats.dropped, 1);
-                return;
-            }
-            q.push_back(Notice { to, bytes });
-            return;
-        }
-        let Ok(mut r) = self.repl.lock() else {
-            LaneStats::add(&self.stats.dropped, 1);
-            return;
-        };
-        if !r.enqueue(to, &bytes) {
-            LaneStats::add(&self.stats.dropped, 1);
-            return;
-        }
-        if r.flush(realtime_ns(), &self.stats) != u64::MAX {
-            drop(r);
-            LaneStats::add(&self.stats.deferred, 1);
-            self.waker.wake();
-        }
+    /// Sets X-FD's threshold Λ (ns) from the link's next poll on.
+    pub fn set_fd_lambda_ns(&self, ns: u64) {
+        self.fd_lambda_ns.store(ns, Ordering::Release);
     }
 }
 
 struct PeerLink {
     id: u64,
     repl_addr: SocketAddrV4,
-    fd_addr: SocketAddrV4,
+    repl_tx: PeriodicSender,
     repl_rx: PeriodicReceiver,
     repl_stream: StreamReassembler,
     notice_stream: StreamReassembler,
 }
 
-/// The lane link of one node, set up and ready to [`LaneLink::run`].
+/// The lane link of one node (see the module docs): a [`xlane_xraft::Transport`]'s
+/// express half, polled by the raft driver's thread.
 pub struct LaneLink {
     me: u64,
     peers: Vec<PeerLink>,
     repl_sock: LaneSocket,
     fd_sock: LaneSocket,
+    fds: [RawFd; 2],
     fd_tx: PeriodicMulticastSender,
+    /// Every peer's X-FD address, in peer order.
+    fd_dsts: Vec<SocketAddrV4>,
+    /// The destinations of one heartbeat (reused).
+    fd_sendto: Vec<SocketAddrV4>,
     detector: XFd,
     incarnation: u64,
-    outbox: Arc<Outbox>,
     stats: Arc<LaneStats>,
-    drained: VecDeque<Notice>,
+    control: Arc<LaneControl>,
+    /// The earliest time a replication tunnel with a backlog may send
+    /// (`u64::MAX`: no backlog).
+    repl_next: u64,
+    buf: Vec<u8>,
+    scratch: Vec<u8>,
+    batch: Box<RecvBatch>,
     abandoned_seen: u64,
-    /// X-FD's Λ in ns as last set through [`LaneLink::fd_lambda`].
-    fd_lambda: Arc<AtomicU64>,
 }
 
 fn v4(a: SocketAddr, what: &str) -> Result<SocketAddrV4, LaneError> {
@@ -336,7 +252,7 @@ impl LaneLink {
         bind: SocketAddr,
         peers: &[(u64, SocketAddr)],
         timing: LaneTiming,
-    ) -> Result<(Self, Arc<Outbox>), LaneError> {
+    ) -> Result<Self, LaneError> {
         if timing.repl_period_ns == 0 || timing.fd_period_ns == 0 {
             return Err(LaneError::Config("lane periods must be > 0".into()));
         }
@@ -355,25 +271,24 @@ impl LaneLink {
         let bind = v4(bind, "raft bind address")?;
         let now = realtime_ns();
         let mut links = Vec::new();
-        let mut tunnels = Vec::new();
         let mut specs = Vec::new();
+        let mut fd_dsts = Vec::new();
         for &(id, addr) in peers.iter().filter(|(id, _)| *id != me) {
             let repl_addr = v4(addr, "raft address")?;
             let fd = fd_addr(repl_addr)?;
             let first = (now / timing.repl_period_ns + 1) * timing.repl_period_ns;
-            let tx = PeriodicSender::with_capacity(
+            let repl_tx = PeriodicSender::with_capacity(
                 repl_params(me, id, timing.repl_period_ns),
                 first,
                 REPL_QUEUE_CHUNKS,
             )
             .map_err(|e| LaneError::Config(format!("replication tunnel to {id}: {e}")))?;
-            let rx = PeriodicReceiver::new(repl_params(id, me, timing.repl_period_ns));
-            tunnels.push((id, repl_addr, tx));
+            let repl_rx = PeriodicReceiver::new(repl_params(id, me, timing.repl_period_ns));
             links.push(PeerLink {
                 id,
                 repl_addr,
-                fd_addr: fd,
-                repl_rx: rx,
+                repl_tx,
+                repl_rx,
                 repl_stream: StreamReassembler::new(MAX_DATAGRAM),
                 notice_stream: StreamReassembler::new(MAX_DATAGRAM),
             });
@@ -381,6 +296,7 @@ impl LaneLink {
                 addr: fd,
                 tunnel: FD_TUNNEL_BASE + id as u32,
             });
+            fd_dsts.push(fd);
         }
         if links.is_empty() {
             return Err(LaneError::Config(
@@ -414,42 +330,29 @@ impl LaneLink {
         .map_err(|e| LaneError::Config(format!("X-FD tunnel: {e}")))?;
         let repl_sock = open(bind, REPL_DSCP, EXPRESS_PRIORITY - 1)?;
         let fd_sock = open(fd_addr(bind)?, FD_DSCP, EXPRESS_PRIORITY)?;
-        let stats = Arc::new(LaneStats::default());
-        let repl = ReplTx {
-            sock: repl_sock.try_clone().map_err(|source| LaneError::Io {
-                what: "dup of the replication socket",
-                source,
-            })?,
-            tunnels,
+        let fds = [repl_sock.as_raw_fd(), fd_sock.as_raw_fd()];
+        let n = links.len();
+        Ok(LaneLink {
+            me,
+            peers: links,
+            repl_sock,
+            fd_sock,
+            fds,
+            fd_tx,
+            fd_dsts,
+            fd_sendto: Vec::with_capacity(n),
+            detector,
+            incarnation: now,
+            stats: Arc::new(LaneStats::default()),
+            control: Arc::new(LaneControl {
+                fd_lambda_ns: AtomicU64::new(timing.fd_lambda_ns),
+            }),
+            repl_next: u64::MAX,
             buf: vec![0u8; MAX_FRAME_LEN],
-            scratch: vec![0u8; Schema::Chunk36.data_capacity()],
-        };
-        let outbox = Arc::new(Outbox {
-            notices: Mutex::new(VecDeque::with_capacity(1024)),
-            repl: Mutex::new(repl),
-            waker: Waker::new().map_err(|source| LaneError::Io {
-                what: "eventfd",
-                source,
-            })?,
-            stats: stats.clone(),
-        });
-        Ok((
-            LaneLink {
-                me,
-                peers: links,
-                repl_sock,
-                fd_sock,
-                fd_tx,
-                detector,
-                incarnation: now,
-                outbox: outbox.clone(),
-                stats,
-                drained: VecDeque::with_capacity(1024),
-                abandoned_seen: 0,
-                fd_lambda: Arc::new(AtomicU64::new(timing.fd_lambda_ns)),
-            },
-            outbox,
-        ))
+            scratch: vec![0u8; MAX_DATAGRAM + 64],
+            batch: Box::new(RecvBatch::new()),
+            abandoned_seen: 0,
+        })
     }
 
     /// The counters (shared).
@@ -457,174 +360,265 @@ impl LaneLink {
         self.stats.clone()
     }
 
-    /// X-FD's threshold Λ in ns: storing a new value changes it on the
-    /// link's next turn (e.g. when the controller announces a new bound).
-    pub fn fd_lambda(&self) -> Arc<AtomicU64> {
-        self.fd_lambda.clone()
+    /// What other threads may change while the link runs.
+    pub fn control(&self) -> Arc<LaneControl> {
+        self.control.clone()
     }
 
-    /// Runs until `stop` is set, handing complete raft datagrams to `driver`.
-    pub fn run(mut self, driver: &DriverHandle, stop: &AtomicBool) -> io::Result<()> {
-        tighten_timer_slack();
-        let mut buf = vec![0u8; MAX_FRAME_LEN + 1];
-        let mut scratch = vec![0u8; MAX_DATAGRAM + 64];
-        let fds = [
-            self.repl_sock.as_raw_fd(),
-            self.fd_sock.as_raw_fd(),
-            self.outbox.waker.fd(),
-        ];
-        const REPL: u32 = 1;
-        const FD: u32 = 2;
-        const WAKE: u32 = 4;
-        // What woke the loop (0: a timeout); the first turn does everything.
-        let mut mask = REPL | FD | WAKE;
-        while !stop.load(Ordering::Acquire) {
-            let lambda = self.fd_lambda.load(Ordering::Acquire) as f64;
-            if lambda != self.detector.threshold() {
-                let _ = self.detector.set_threshold(lambda);
+    /// The two sockets (replication, X-FD): the driver waits on them.
+    pub fn fds(&self) -> &[RawFd] {
+        &self.fds
+    }
+
+    /// When [`LaneLink::poll`] must run next: the next heartbeat, detector
+    /// deadline or free window of a tunnel with a backlog (`CLOCK_REALTIME` ns).
+    pub fn next_deadline(&self) -> u64 {
+        self.fd_tx
+            .poll_timeout()
+            .min(self.detector.next_deadline().unwrap_or(u64::MAX))
+            .min(self.repl_next)
+    }
+
+    /// Sends one raft datagram to `to`: a commit notice waits for the next
+    /// X-FD heartbeat; anything else goes on the replication tunnel, now if
+    /// its window is free, else at the next one (the driver's next poll). A
+    /// full queue drops the datagram (Raft retransmits).
+    pub fn send(&mut self, to: u64, class: TrafficClass, bytes: &[u8]) {
+        let queued = if class == TrafficClass::Notice {
+            let ok = self.enqueue_notice(to, bytes);
+            if ok {
+                LaneStats::add(&self.stats.notices_sent, 1);
             }
-            // Raft datagrams first: they are what a write waits for.
-            if mask & REPL != 0 {
-                self.receive_repl(&mut buf, driver)?;
-            }
-            let checked = realtime_ns();
-            let deadline = self.detector.next_deadline().unwrap_or(u64::MAX);
-            let mut fd_empty = false;
-            if mask & FD != 0 || mask == 0 || checked >= deadline {
-                fd_empty = self.receive_fd(&mut buf, driver)?;
-            }
-            if mask & WAKE != 0 {
-                self.outbox.waker.clear();
-            }
-            let now = realtime_ns();
-            let repl_next = match self.outbox.repl.lock() {
-                Ok(mut r) => r.flush(now, &self.stats),
-                Err(_) => u64::MAX,
-            };
-            if now >= self.fd_tx.poll_timeout() {
-                self.take_notices(&mut scratch);
-                self.send_fd(now, &mut buf);
-            }
-            if fd_empty {
-                self.detector.check_deadlines(checked);
-            }
-            self.handle_events(driver);
-            self.sync_abandoned();
-            let wake = self
-                .fd_tx
-                .poll_timeout()
-                .min(self.detector.next_deadline().unwrap_or(u64::MAX))
-                .min(now.saturating_add(MAX_SLEEP_NS))
-                .min(repl_next);
-            mask = wait_readable(&fds, wake)?;
+            ok
+        } else {
+            self.enqueue_repl(to, bytes)
+        };
+        if !queued {
+            LaneStats::add(&self.stats.dropped, 1);
+            return;
         }
-        Ok(())
+        if class != TrafficClass::Notice {
+            self.flush_repl(realtime_ns());
+            if self
+                .peers
+                .iter()
+                .any(|p| p.id == to && p.repl_tx.pending() > 0)
+            {
+                LaneStats::add(&self.stats.deferred, 1);
+            }
+        }
     }
 
-    /// Drains the X-FD socket; `true` if it is empty.
-    fn receive_fd(&mut self, buf: &mut [u8], driver: &DriverHandle) -> io::Result<bool> {
-        let (me, stats, detector, peers) =
-            (self.me, &self.stats, &mut self.detector, &mut self.peers);
-        self.fd_sock.drain(buf, RX_BURST, &mut |d| {
-            let Some(bytes) = d.bytes else {
-                detector.note_malformed();
-                LaneStats::add(&stats.refused_frames, 1);
-                return;
-            };
-            // Validated once. The heartbeat first (arrival stamped before
-            // anything else is done), then the notices of an accepted frame
-            // only: replays and strangers are refused by the detector.
-            let Ok(frame) = Frame::new_checked(bytes) else {
-                // The detector counts it as it counts any bad heartbeat.
-                let _ = detector.on_lane_datagram(d.rx_ns, d.src, bytes);
-                LaneStats::add(&stats.refused_frames, 1);
-                return;
-            };
-            let Ok(i) = detector.on_lane_frame(d.rx_ns, d.src, &frame) else {
-                LaneStats::add(&stats.refused_frames, 1);
-                return;
-            };
-            let Some(p) = peers.get_mut(i) else {
-                return;
-            };
-            p.notice_stream.frame(frame.header().seq);
-            for c in frame.chunks().flatten() {
-                if c.producer != NOTICE_PRODUCER {
-                    continue;
+    /// One poll at `now`: reads at most `max` datagrams from each socket
+    /// (replication first: it is what a write waits for), sends the backlog
+    /// whose window came and the heartbeat if due, and hands raft datagrams
+    /// and X-FD verdicts to `input`. Returns the datagrams read.
+    pub fn poll(&mut self, now: u64, max: usize, input: &mut dyn FnMut(Input<'_>)) -> usize {
+        let lambda = self.control.fd_lambda_ns() as f64;
+        if lambda != self.detector.threshold() {
+            let _ = self.detector.set_threshold(lambda);
+        }
+        let mut read = self.receive_repl(max, input);
+        let checked = realtime_ns();
+        let (n, fd_empty) = self.receive_fd(max, input);
+        read += n;
+        let now = now.max(checked);
+        if self.repl_next <= now {
+            self.flush_repl(now);
+        }
+        if now >= self.fd_tx.poll_timeout() {
+            self.send_fd(now);
+        }
+        // Deadlines are checked only with every heartbeat that arrived by
+        // `checked` read: a full socket is no silence.
+        if fd_empty {
+            self.detector.check_deadlines(checked);
+        }
+        self.handle_events(input);
+        self.sync_abandoned();
+        read
+    }
+
+    /// Chunks one datagram into its tunnel's queue, all or nothing.
+    fn enqueue_repl(&mut self, to: u64, bytes: &[u8]) -> bool {
+        if bytes.is_empty() || bytes.len() > MAX_DATAGRAM {
+            return false;
+        }
+        let Some(p) = self.peers.iter_mut().find(|p| p.id == to) else {
+            return false;
+        };
+        let free = REPL_QUEUE_CHUNKS - p.repl_tx.pending();
+        let tx = &mut p.repl_tx;
+        enqueue_all(
+            bytes,
+            Schema::Chunk36.data_capacity(),
+            free,
+            &mut self.scratch,
+            &mut |c| tx.enqueue(RAFT_PRODUCER, c).is_ok(),
+        )
+    }
+
+    /// Sends a frame on every tunnel with chunks pending whose current
+    /// window is free, and notes when the backlog may go next.
+    fn flush_repl(&mut self, now: u64) {
+        let mut next = u64::MAX;
+        for p in &mut self.peers {
+            if p.repl_tx.pending() == 0 {
+                continue;
+            }
+            if now >= p.repl_tx.clock().next_free() {
+                if let Ok(t) = p.repl_tx.transmit_now(now, &mut self.buf) {
+                    let frame = &mut self.buf[..t.len];
+                    let _ = xlane_wire::stamp_send_time(frame, realtime_ns());
+                    match self.repl_sock.send_to(frame, p.repl_addr) {
+                        Ok(_) => LaneStats::add(&self.stats.repl_frames_sent, 1),
+                        Err(_) => LaneStats::add(&self.stats.send_errors, 1),
+                    }
                 }
-                let Ok(Some(n)) = p.notice_stream.push(c.data) else {
+            }
+            if p.repl_tx.pending() > 0 {
+                next = next.min(p.repl_tx.clock().next_free());
+            }
+        }
+        self.repl_next = next;
+    }
+
+    /// Reads the replication socket (at most `max` datagrams).
+    fn receive_repl(&mut self, max: usize, input: &mut dyn FnMut(Input<'_>)) -> usize {
+        let (stats, peers, batch) = (&self.stats, &mut self.peers, &mut self.batch);
+        let mut read = 0;
+        while read < max {
+            let n = match self.repl_sock.recv_batch(batch) {
+                Ok(n) => n,
+                Err(_) => break,
+            };
+            read += n;
+            for j in 0..n {
+                let Some((st, bytes)) = batch.get(j) else {
+                    break;
+                };
+                let got = st.received;
+                let Some(p) = peers.iter_mut().find(|p| p.repl_addr == got.src) else {
+                    LaneStats::add(&stats.refused_frames, 1);
                     continue;
                 };
-                // Notice = to:u16 LE | raft datagram; the frame goes to every
-                // peer, each keeps its own.
-                if n.len() > 2 && u16::from_le_bytes([n[0], n[1]]) as u64 == me {
-                    LaneStats::add(&stats.notices_received, 1);
-                    LaneStats::add(&stats.delivered, 1);
-                    driver.deliver(p.id, n[2..].to_vec());
+                if got.truncated {
+                    LaneStats::add(&stats.refused_frames, 1);
+                    continue;
+                }
+                let PeerLink {
+                    id,
+                    repl_rx,
+                    repl_stream,
+                    ..
+                } = p;
+                let res = repl_rx.handle_datagram(got.rx_ns, bytes, &mut |c| {
+                    repl_stream.frame(c.seq);
+                    if c.producer != RAFT_PRODUCER {
+                        return;
+                    }
+                    if let Ok(Some(dg)) = repl_stream.push(c.data) {
+                        LaneStats::add(&stats.delivered, 1);
+                        input(Input::Datagram {
+                            from: *id,
+                            bytes: dg,
+                        });
+                    }
+                });
+                match res {
+                    Ok(_) => LaneStats::add(&stats.repl_frames_received, 1),
+                    Err(_) => LaneStats::add(&stats.refused_frames, 1),
                 }
             }
-        })
-    }
-
-    fn receive_repl(&mut self, buf: &mut [u8], driver: &DriverHandle) -> io::Result<()> {
-        let (stats, peers) = (&self.stats, &mut self.peers);
-        self.repl_sock.drain(buf, RX_BURST, &mut |d| {
-            let Some(p) = peers.iter_mut().find(|p| p.repl_addr == d.src) else {
-                LaneStats::add(&stats.refused_frames, 1);
-                return;
-            };
-            let Some(bytes) = d.bytes else {
-                LaneStats::add(&stats.refused_frames, 1);
-                return;
-            };
-            let PeerLink {
-                id,
-                repl_rx,
-                repl_stream,
-                ..
-            } = p;
-            let res = repl_rx.handle_datagram(d.rx_ns, bytes, &mut |c| {
-                repl_stream.frame(c.seq);
-                if c.producer != RAFT_PRODUCER {
-                    return;
-                }
-                if let Ok(Some(dg)) = repl_stream.push(c.data) {
-                    LaneStats::add(&stats.delivered, 1);
-                    driver.deliver(*id, dg.to_vec());
-                }
-            });
-            match res {
-                Ok(_) => LaneStats::add(&stats.repl_frames_received, 1),
-                Err(_) => LaneStats::add(&stats.refused_frames, 1),
-            }
-        })?;
-        Ok(())
-    }
-
-    fn take_notices(&mut self, scratch: &mut [u8]) {
-        if let Ok(mut q) = self.outbox.notices.lock() {
-            std::mem::swap(&mut *q, &mut self.drained);
-        }
-        while let Some(n) = self.drained.pop_front() {
-            if self.enqueue_notice(&n, scratch) {
-                LaneStats::add(&self.stats.notices_sent, 1);
-            } else {
-                LaneStats::add(&self.stats.dropped, 1);
+            if n < RECV_BATCH {
+                break;
             }
         }
+        read
+    }
+
+    /// Reads the X-FD socket (at most `max` datagrams); also whether it is
+    /// now empty.
+    fn receive_fd(&mut self, max: usize, input: &mut dyn FnMut(Input<'_>)) -> (usize, bool) {
+        let me = self.me;
+        let (stats, detector, peers, batch) = (
+            &self.stats,
+            &mut self.detector,
+            &mut self.peers,
+            &mut self.batch,
+        );
+        let mut read = 0;
+        while read < max {
+            let n = match self.fd_sock.recv_batch(batch) {
+                Ok(n) => n,
+                Err(_) => return (read, true),
+            };
+            read += n;
+            for j in 0..n {
+                let Some((st, bytes)) = batch.get(j) else {
+                    break;
+                };
+                let got = st.received;
+                if got.truncated {
+                    detector.note_malformed();
+                    LaneStats::add(&stats.refused_frames, 1);
+                    continue;
+                }
+                // Validated once. The heartbeat first (arrival stamped before
+                // anything else is done), then the notices of an accepted frame
+                // only: replays and strangers are refused by the detector.
+                let Ok(frame) = Frame::new_checked(bytes) else {
+                    // The detector counts it as it counts any bad heartbeat.
+                    let _ = detector.on_lane_datagram(got.rx_ns, got.src, bytes);
+                    LaneStats::add(&stats.refused_frames, 1);
+                    continue;
+                };
+                let Ok(i) = detector.on_lane_frame(got.rx_ns, got.src, &frame) else {
+                    LaneStats::add(&stats.refused_frames, 1);
+                    continue;
+                };
+                let Some(p) = peers.get_mut(i) else {
+                    continue;
+                };
+                p.notice_stream.frame(frame.header().seq);
+                for c in frame.chunks().flatten() {
+                    if c.producer != NOTICE_PRODUCER {
+                        continue;
+                    }
+                    let Ok(Some(n)) = p.notice_stream.push(c.data) else {
+                        continue;
+                    };
+                    // Notice = to:u16 LE | raft datagram; the frame goes to
+                    // every peer, each keeps its own.
+                    if n.len() > 2 && u16::from_le_bytes([n[0], n[1]]) as u64 == me {
+                        LaneStats::add(&stats.notices_received, 1);
+                        LaneStats::add(&stats.delivered, 1);
+                        input(Input::Datagram {
+                            from: p.id,
+                            bytes: &n[2..],
+                        });
+                    }
+                }
+            }
+            if n < RECV_BATCH {
+                return (read, true);
+            }
+        }
+        (read, false)
     }
 
     /// Chunks one notice (`to:u16 LE | datagram`) into the X-FD queue, all or
     /// nothing, keeping room for the heartbeat chunk.
-    fn enqueue_notice(&mut self, n: &Notice, scratch: &mut [u8]) -> bool {
-        let len = n.bytes.len() + 2;
-        if n.bytes.is_empty() || len > MAX_DATAGRAM {
+    fn enqueue_notice(&mut self, to: u64, bytes: &[u8]) -> bool {
+        let len = bytes.len() + 2;
+        if bytes.is_empty() || len > MAX_DATAGRAM {
             return false;
         }
-        let free = PeriodicSender::DEFAULT_QUEUE_CAPACITY - 1 - self.fd_tx.sender().pending();
-        let (head, rest) = scratch.split_at_mut(len);
-        head[..2].copy_from_slice(&(n.to as u16).to_le_bytes());
-        head[2..].copy_from_slice(&n.bytes);
+        let free = (PeriodicSender::DEFAULT_QUEUE_CAPACITY - 1)
+            .saturating_sub(self.fd_tx.sender().pending());
+        let (head, rest) = self.scratch.split_at_mut(len);
+        head[..2].copy_from_slice(&(to as u16).to_le_bytes());
+        head[2..].copy_from_slice(bytes);
         let fd_tx = &mut self.fd_tx;
         enqueue_all(
             head,
@@ -636,7 +630,7 @@ impl LaneLink {
     }
 
     /// Sends this period's X-FD frame (the caller checked it is due).
-    fn send_fd(&mut self, now: u64, buf: &mut [u8]) {
+    fn send_fd(&mut self, now: u64) {
         if self.fd_tx.sender().pending_for(FD_PRODUCER) == 0 {
             let p = HeartbeatPayload {
                 incarnation: self.incarnation,
@@ -646,21 +640,23 @@ impl LaneLink {
             // refused before the last slots).
             let _ = self.fd_tx.enqueue(FD_PRODUCER, &p.encode());
         }
-        let Ok(Some(tx)) = self.fd_tx.poll_transmit(now, buf) else {
+        let Ok(Some(tx)) = self.fd_tx.poll_transmit(now, &mut self.buf) else {
             return;
         };
-        let frame = &mut buf[..tx.transmit.len];
+        self.fd_sendto.clear();
         for d in tx.destinations.iter() {
-            let Some(p) = self.peers.get(d) else { continue };
-            let _ = xlane_wire::stamp_send_time(frame, realtime_ns());
-            if self.fd_sock.send_to(frame, p.fd_addr).is_err() {
-                LaneStats::add(&self.stats.send_errors, 1);
+            if let Some(&a) = self.fd_dsts.get(d) {
+                self.fd_sendto.push(a);
             }
         }
+        let frame = &mut self.buf[..tx.transmit.len];
+        let _ = xlane_wire::stamp_send_time(frame, realtime_ns());
+        let ok = self.fd_sock.send_many(frame, &self.fd_sendto);
+        LaneStats::add(&self.stats.send_errors, (self.fd_sendto.len() - ok) as u64);
         LaneStats::add(&self.stats.fd_frames_sent, 1);
     }
 
-    fn handle_events(&mut self, driver: &DriverHandle) {
+    fn handle_events(&mut self, input: &mut dyn FnMut(Input<'_>)) {
         while let Some(ev) = self.detector.next_event() {
             if ev.kind == EventKind::Restarted {
                 // A new incarnation numbers its frames from 0 again: forget
@@ -697,7 +693,10 @@ impl LaneLink {
             if campaign {
                 LaneStats::add(&self.stats.campaigns, 1);
             }
-            driver.leader_suspected(suspect, campaign);
+            input(Input::Suspected {
+                peer: suspect,
+                campaign,
+            });
         }
     }
 
@@ -739,7 +738,8 @@ mod tests {
         let a: SocketAddr = "127.0.0.1:7001".parse().unwrap();
         let b: SocketAddr = "127.0.0.1:7003".parse().unwrap();
         let t = LaneTiming::default();
-        let err = |r: Result<(LaneLink, Arc<Outbox>), LaneError>| r.err().unwrap().to_string();
+        let err =
+            |r: Result<LaneLink, LaneError>| r.err().map(|e| e.to_string()).unwrap_or_default();
         assert!(err(LaneLink::new(1, a, &[(1, a)], t)).contains("at least one other"));
         assert!(err(LaneLink::new(1, a, &[(1, a), (5000, b)], t)).contains("1..4096"));
         let v6: SocketAddr = "[::1]:7005".parse().unwrap();

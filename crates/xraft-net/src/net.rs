@@ -1,0 +1,471 @@
+//! [`NetTransport`]: the [`Transport`] between the members of an X-Raft
+//! cluster, sent on and polled by each member's raft driver thread.
+//!
+//! Raft traffic of the *express* class (every message up to the bulk
+//! threshold, fragmented by the driver's `MessageEndpoint` into datagrams of
+//! at most the express MTU) goes either over one UDP socket bound to the
+//! node's raft address, or over the lane ([`crate::lane::LaneLink`]). On UDP
+//! the sender is identified by the datagram's source address, which must be a
+//! peer's raft address. Both are read by the driver thread itself (no receive
+//! thread, no hand-over).
+//!
+//! *Regular* traffic (snapshots and larger messages) goes over one TCP
+//! connection per peer (to the same address/port), as length-prefixed frames
+//! `len:u32 LE | from:u64 LE | datagram`, written by one thread per peer and
+//! read by one thread per connection ([`TcpSide`]); a frame is accepted only
+//! if `from` is a peer and the connection comes from that peer's IP.
+//!
+//! Both are fire-and-forget: a message that cannot be sent is dropped and
+//! Raft retransmits. Packets and connections from unknown senders are ignored
+//! and counted in [`TransportStats`].
+
+use crate::lane::{LaneControl, LaneError, LaneLink, LaneStats, LaneTiming};
+use std::collections::{BTreeMap, HashMap};
+use std::io::{Read, Write};
+use std::net::{IpAddr, Shutdown, SocketAddr, TcpListener, TcpStream, UdpSocket};
+use std::os::fd::{AsRawFd, RawFd};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::{self, SyncSender, TrySendError};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+use xlane_xraft::driver::DriverHandle;
+use xlane_xraft::{Input, TrafficClass, Transport};
+
+/// Default express MTU: the largest UDP payload sent.
+pub const EXPRESS_MTU: usize = 1400;
+/// Default size above which a raft message goes over TCP instead of being
+/// fragmented onto UDP.
+pub const BULK_THRESHOLD: usize = 16 << 10;
+/// Largest TCP frame accepted (bounds memory per connection).
+pub const MAX_FRAME: usize = 256 << 20;
+/// Regular-class messages queued per peer before new ones are dropped.
+const TCP_QUEUE: usize = 256;
+/// How often blocked receive loops check for shutdown.
+const POLL: Duration = Duration::from_millis(200);
+/// Largest UDP datagram read.
+const UDP_BUF: usize = 64 << 10;
+
+/// Transport counters (shared between the threads).
+#[derive(Debug, Default)]
+pub struct TransportStats {
+    /// UDP datagrams sent.
+    pub udp_sent: AtomicU64,
+    /// UDP datagrams received from peers and delivered.
+    pub udp_received: AtomicU64,
+    /// UDP datagrams from unknown source addresses, ignored.
+    pub udp_unknown: AtomicU64,
+    /// UDP send errors and oversize datagrams (dropped).
+    pub udp_send_errors: AtomicU64,
+    /// TCP frames sent.
+    pub tcp_sent: AtomicU64,
+    /// TCP frames received from peers and delivered.
+    pub tcp_received: AtomicU64,
+    /// TCP connections or frames refused (unknown sender, bad frame).
+    pub tcp_unknown: AtomicU64,
+    /// Regular-class messages dropped (queue full, connect or write failed).
+    pub tcp_dropped: AtomicU64,
+}
+
+fn add(c: &AtomicU64) {
+    c.fetch_add(1, Ordering::Relaxed);
+}
+
+/// How to open a member's network.
+#[derive(Debug, Clone)]
+pub struct NetConfig {
+    /// This node's raft id.
+    pub me: u64,
+    /// Address the UDP (or lane) socket and the TCP listener bind.
+    pub bind: SocketAddr,
+    /// Every member's raft address, this node included.
+    pub peers: Vec<(u64, SocketAddr)>,
+    /// Largest UDP datagram sent.
+    pub express_mtu: usize,
+    /// Express traffic over the lane with this timing instead of plain UDP.
+    pub lane: Option<LaneTiming>,
+}
+
+/// Why the network could not be opened.
+#[derive(Debug, thiserror::Error)]
+pub enum NetError {
+    /// Inconsistent configuration.
+    #[error("{0}")]
+    Config(String),
+    /// A socket could not be bound or set up.
+    #[error("raft transport on {addr}: {source}")]
+    Bind {
+        /// The address.
+        addr: SocketAddr,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// The lane link could not start.
+    #[error("lane: {0}")]
+    Lane(#[from] LaneError),
+    /// A thread could not be started.
+    #[error("spawning a thread: {0}")]
+    Thread(std::io::Error),
+}
+
+/// Where express datagrams go and come from.
+enum Express {
+    /// One plain UDP socket.
+    Udp {
+        sock: UdpSocket,
+        fds: [RawFd; 1],
+        to: HashMap<u64, SocketAddr>,
+        from: HashMap<SocketAddr, u64>,
+        buf: Vec<u8>,
+    },
+    /// The lane link.
+    Lane(Box<LaneLink>),
+}
+
+/// The [`Transport`] onto UDP or the lane (express) and TCP (regular).
+pub struct NetTransport {
+    express: Express,
+    tcp: HashMap<u64, SyncSender<Vec<u8>>>,
+    mtu: usize,
+    stats: Arc<TransportStats>,
+}
+
+fn spawn(name: &str, f: impl FnOnce() + Send + 'static) -> Result<JoinHandle<()>, NetError> {
+    std::thread::Builder::new()
+        .name(name.into())
+        .spawn(f)
+        .map_err(NetError::Thread)
+}
+
+impl NetTransport {
+    /// Binds the express socket(s) and the TCP listener and starts a TCP
+    /// sender per peer. The returned [`TcpSide`] accepts peers' connections
+    /// once [`TcpSide::serve`] is given the driver to deliver to.
+    pub fn open(cfg: &NetConfig) -> Result<(NetTransport, TcpSide), NetError> {
+        let bind_err = |source| NetError::Bind {
+            addr: cfg.bind,
+            source,
+        };
+        let others = || cfg.peers.iter().filter(|(pid, _)| *pid != cfg.me);
+        let (express, addr) = match cfg.lane {
+            None => {
+                let sock = UdpSocket::bind(cfg.bind).map_err(bind_err)?;
+                let addr = sock.local_addr().map_err(bind_err)?;
+                // Read between the driver's turns; a send that finds the
+                // buffer full is dropped like a lost datagram (raft resends).
+                sock.set_nonblocking(true).map_err(bind_err)?;
+                let express = Express::Udp {
+                    fds: [sock.as_raw_fd()],
+                    sock,
+                    to: others().copied().collect(),
+                    from: others().map(|&(pid, a)| (a, pid)).collect(),
+                    buf: vec![0u8; UDP_BUF],
+                };
+                (express, addr)
+            }
+            Some(timing) => {
+                if cfg.bind.port() == 0 {
+                    return Err(NetError::Config(
+                        "lane mode needs a fixed raft port (peers address it)".into(),
+                    ));
+                }
+                let link = LaneLink::new(cfg.me, cfg.bind, &cfg.peers, timing)?;
+                (Express::Lane(Box::new(link)), cfg.bind)
+            }
+        };
+        let listener = TcpListener::bind(addr).map_err(bind_err)?;
+        let stats = Arc::new(TransportStats::default());
+        let mut threads = Vec::new();
+        let mut tcp = HashMap::new();
+        for &(pid, peer) in others() {
+            let (tx, rx) = mpsc::sync_channel::<Vec<u8>>(TCP_QUEUE);
+            tcp.insert(pid, tx);
+            let (me, st) = (cfg.me, stats.clone());
+            threads.push(spawn("raft-tcp-out", move || {
+                tcp_sender(me, peer, &rx, &st)
+            })?);
+        }
+        let side = TcpSide {
+            me: cfg.me,
+            addr,
+            listener: Some(listener),
+            peers: Arc::new(others().map(|&(pid, a)| (pid, a.ip())).collect()),
+            stats: stats.clone(),
+            stop: Arc::new(AtomicBool::new(false)),
+            threads,
+        };
+        Ok((
+            NetTransport {
+                express,
+                tcp,
+                mtu: cfg.express_mtu,
+                stats,
+            },
+            side,
+        ))
+    }
+
+    /// The transport's counters.
+    pub fn stats(&self) -> Arc<TransportStats> {
+        self.stats.clone()
+    }
+
+    /// The lane link's counters (lane mode only).
+    pub fn lane_stats(&self) -> Option<Arc<LaneStats>> {
+        match &self.express {
+            Express::Lane(l) => Some(l.stats()),
+            Express::Udp { .. } => None,
+        }
+    }
+
+    /// What other threads may change in the lane link (lane mode only).
+    pub fn lane_control(&self) -> Option<Arc<LaneControl>> {
+        match &self.express {
+            Express::Lane(l) => Some(l.control()),
+            Express::Udp { .. } => None,
+        }
+    }
+}
+
+impl Transport for NetTransport {
+    fn send(&mut self, to: u64, class: TrafficClass, bytes: Vec<u8>) {
+        match class {
+            TrafficClass::Express | TrafficClass::Notice => match &mut self.express {
+                Express::Lane(link) => link.send(to, class, &bytes),
+                Express::Udp {
+                    sock, to: peers, ..
+                } => {
+                    let Some(addr) = peers.get(&to) else {
+                        add(&self.stats.udp_send_errors);
+                        return;
+                    };
+                    if bytes.len() > self.mtu || sock.send_to(&bytes, addr).is_err() {
+                        add(&self.stats.udp_send_errors);
+                    } else {
+                        add(&self.stats.udp_sent);
+                    }
+                }
+            },
+            TrafficClass::Regular => match self.tcp.get(&to).map(|q| q.try_send(bytes)) {
+                Some(Ok(())) => {}
+                Some(Err(TrySendError::Full(_) | TrySendError::Disconnected(_))) | None => {
+                    add(&self.stats.tcp_dropped);
+                }
+            },
+        }
+    }
+
+    fn fds(&self) -> &[RawFd] {
+        match &self.express {
+            Express::Udp { fds, .. } => fds,
+            Express::Lane(l) => l.fds(),
+        }
+    }
+
+    fn next_deadline(&self) -> u64 {
+        match &self.express {
+            Express::Udp { .. } => u64::MAX,
+            Express::Lane(l) => l.next_deadline(),
+        }
+    }
+
+    fn poll(&mut self, now: u64, max: usize, input: &mut dyn FnMut(Input<'_>)) -> usize {
+        let (sock, from, buf) = match &mut self.express {
+            Express::Lane(l) => return l.poll(now, max, input),
+            Express::Udp {
+                sock, from, buf, ..
+            } => (sock, from, buf),
+        };
+        let mut read = 0;
+        while read < max {
+            let (n, src) = match sock.recv_from(buf) {
+                Ok(x) => x,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                // ICMP errors from dead peers, EINTR: try the next one.
+                Err(_) => {
+                    read += 1;
+                    continue;
+                }
+            };
+            read += 1;
+            match from.get(&src) {
+                Some(&id) => {
+                    add(&self.stats.udp_received);
+                    input(Input::Datagram {
+                        from: id,
+                        bytes: &buf[..n],
+                    });
+                }
+                None => add(&self.stats.udp_unknown),
+            }
+        }
+        read
+    }
+}
+
+/// The TCP half that receives: an acceptor and a reader per connection,
+/// delivering to the driver. Its threads end on [`TcpSide::shutdown`] (the
+/// senders when the transport, with the driver, is gone).
+pub struct TcpSide {
+    me: u64,
+    addr: SocketAddr,
+    listener: Option<TcpListener>,
+    peers: Arc<BTreeMap<u64, IpAddr>>,
+    stats: Arc<TransportStats>,
+    stop: Arc<AtomicBool>,
+    threads: Vec<JoinHandle<()>>,
+}
+
+impl TcpSide {
+    /// The bound raft address (UDP or lane, and TCP).
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Accepts peers' connections, delivering their frames to `driver`.
+    pub fn serve(&mut self, driver: DriverHandle) -> Result<(), NetError> {
+        let Some(listener) = self.listener.take() else {
+            return Ok(());
+        };
+        let (me, peers, st, s) = (
+            self.me,
+            self.peers.clone(),
+            self.stats.clone(),
+            self.stop.clone(),
+        );
+        self.threads.push(spawn("raft-tcp-in", move || {
+            tcp_acceptor(listener, me, &peers, &driver, &st, &s)
+        })?);
+        Ok(())
+    }
+
+    /// Stops the acceptor and readers and waits for every thread (call it
+    /// after the driver stopped, so that the senders' queues are closed).
+    pub fn shutdown(&mut self) {
+        self.stop.store(true, Ordering::Release);
+        // Wake the acceptor.
+        let _ = TcpStream::connect_timeout(&self.addr, Duration::from_millis(200));
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for TcpSide {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+fn tcp_sender(me: u64, addr: SocketAddr, rx: &mpsc::Receiver<Vec<u8>>, stats: &TransportStats) {
+    let mut conn: Option<TcpStream> = None;
+    let mut frame = Vec::new();
+    while let Ok(msg) = rx.recv() {
+        if conn.is_none() {
+            conn = TcpStream::connect_timeout(&addr, Duration::from_secs(1))
+                .ok()
+                .inspect(|s| {
+                    let _ = s.set_nodelay(true);
+                    let _ = s.set_write_timeout(Some(Duration::from_secs(5)));
+                });
+        }
+        let Some(s) = conn.as_mut() else {
+            add(&stats.tcp_dropped);
+            continue;
+        };
+        let Ok(len) = u32::try_from(msg.len()) else {
+            add(&stats.tcp_dropped);
+            continue;
+        };
+        frame.clear();
+        frame.extend_from_slice(&len.to_le_bytes());
+        frame.extend_from_slice(&me.to_le_bytes());
+        frame.extend_from_slice(&msg);
+        if s.write_all(&frame).is_ok() {
+            add(&stats.tcp_sent);
+        } else {
+            add(&stats.tcp_dropped);
+            conn = None;
+        }
+    }
+}
+
+fn tcp_acceptor(
+    listener: TcpListener,
+    me: u64,
+    peers: &Arc<BTreeMap<u64, IpAddr>>,
+    handle: &DriverHandle,
+    stats: &Arc<TransportStats>,
+    stop: &Arc<AtomicBool>,
+) {
+    for conn in listener.incoming() {
+        if stop.load(Ordering::Acquire) {
+            break;
+        }
+        let Ok(s) = conn else { continue };
+        let (peers, h, st, sp) = (peers.clone(), handle.clone(), stats.clone(), stop.clone());
+        let spawned = std::thread::Builder::new()
+            .name("raft-tcp-conn".into())
+            .spawn(move || tcp_connection(s, me, &peers, &h, &st, &sp));
+        if spawned.is_err() {
+            add(&stats.tcp_dropped);
+        }
+    }
+}
+
+/// Reads exactly `buf.len()` bytes, polling `stop` on timeouts. False on
+/// EOF, error or stop.
+fn read_full(s: &mut TcpStream, buf: &mut [u8], stop: &AtomicBool) -> bool {
+    let mut got = 0;
+    while got < buf.len() {
+        if stop.load(Ordering::Acquire) {
+            return false;
+        }
+        match s.read(&mut buf[got..]) {
+            Ok(0) => return false,
+            Ok(n) => got += n,
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock
+                        | std::io::ErrorKind::TimedOut
+                        | std::io::ErrorKind::Interrupted
+                ) => {}
+            Err(_) => return false,
+        }
+    }
+    true
+}
+
+fn tcp_connection(
+    mut s: TcpStream,
+    me: u64,
+    peers: &BTreeMap<u64, IpAddr>,
+    handle: &DriverHandle,
+    stats: &TransportStats,
+    stop: &AtomicBool,
+) {
+    let Ok(remote) = s.peer_addr() else { return };
+    let _ = s.set_read_timeout(Some(POLL));
+    let mut hdr = [0u8; 12];
+    while read_full(&mut s, &mut hdr, stop) {
+        let mut l = [0u8; 4];
+        l.copy_from_slice(&hdr[..4]);
+        let len = u32::from_le_bytes(l) as usize;
+        let mut f = [0u8; 8];
+        f.copy_from_slice(&hdr[4..]);
+        let from = u64::from_le_bytes(f);
+        let known = from != me && peers.get(&from).is_some_and(|ip| *ip == remote.ip());
+        if !known || len > MAX_FRAME {
+            add(&stats.tcp_unknown);
+            break;
+        }
+        let mut body = vec![0u8; len];
+        if !read_full(&mut s, &mut body, stop) {
+            break;
+        }
+        add(&stats.tcp_received);
+        handle.deliver(from, body);
+    }
+    let _ = s.shutdown(Shutdown::Both);
+}
