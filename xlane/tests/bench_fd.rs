@@ -79,6 +79,16 @@ fn bench_fd_json_detectors_curves_and_failures() {
         if let Some(out) = d["min_perfect_threshold_outside_host_gaps_ns"].as_i64() {
             assert!(out <= min, "{name}: {out} outside host gaps > {min}");
         }
+        let intervals = d["intervals"].as_u64().expect("intervals");
+        let aside = d["intervals_in_host_gaps"].as_u64().expect("set aside");
+        assert!(
+            aside <= intervals,
+            "{name}: {aside} of {intervals} set aside"
+        );
+        let frac = d["intervals_in_host_gaps_fraction"]
+            .as_f64()
+            .expect("fraction set aside");
+        assert!((0.0..=1.0).contains(&frac), "{name}: fraction {frac}");
         let at_min = acc.iter().find(|p| p.0 == min);
         assert_eq!(
             at_min.map(|p| p.1),
@@ -88,12 +98,16 @@ fn bench_fd_json_detectors_curves_and_failures() {
     }
     assert!(dets[2]["phi"]["min_perfect_phi"].is_f64(), "{}", dets[2]);
     eprintln!(
-        "smallest perfect Λ: x-fd {} ns, plain-timeout {} ns, phi-accrual {} ns; plain / x-fd = {}",
+        "smallest perfect Λ: x-fd {} ns, plain-timeout {} ns, phi-accrual {} ns; plain / x-fd = {} (outside host gaps: {}, x-fd set aside {} of {})",
         dets[0]["min_perfect_threshold_ns"],
         dets[1]["min_perfect_threshold_ns"],
         dets[2]["min_perfect_threshold_ns"],
-        v["ratio_plain_over_xfd"]
+        v["ratio_plain_over_xfd"],
+        v["ratio_plain_over_xfd_outside_host_gaps"],
+        dets[0]["intervals_in_host_gaps"],
+        dets[0]["intervals"]
     );
+    assert!(v["host_gap_rule"].is_string(), "{}", v["host_gap_rule"]);
     assert!(v["floor"]["stolen_fraction"].is_f64(), "{}", v["floor"]);
     assert!(v["floor"]["max_gap_ns"].is_u64(), "{}", v["floor"]);
 

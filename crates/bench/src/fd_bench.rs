@@ -54,12 +54,14 @@
 //! took each core away (hypervisor, interrupts). Every emulated host shares
 //! this machine's two cores, so one such gap silences several hosts at
 //! once. Beside the raw numbers, each detector's smallest perfect Λ is also
-//! given with the silences set aside whose excess over T was at least half
-//! covered by host gaps of the path's own core (X-FD: the lane core; the
-//! baselines: the regular core of the plain threads) — the rule of the
-//! jitter benchmark's attribution ([`crate::attribution`]). The emulated
-//! switch's qdiscs run on whichever core sends into them, so a gap of the
-//! other core can also delay a packet; this view does not set those aside.
+//! given outside host gaps, by the strict rule of `bench bounds`
+//! ([`crate::fd_gaps`]): at Λ, an interval counts as explained when the gap
+//! time recorded inside it (every core's, merged; the emulated switch's
+//! qdiscs and softirqs run on whichever core sends into them) covers its
+//! excess over T + Λ; the smallest such Λ keeps whatever part of a silence
+//! its gap time does not cover. The intervals above that Λ (each explained)
+//! are counted as set aside, and both ratios plain timeout / X-FD, over
+//! all intervals and outside host gaps, are reported.
 //!
 //! **Phi on the same axis.** Phi-accrual's threshold is a φ value, not a
 //! time. Its smallest perfect φ* is exact (the highest φ a live peer
@@ -125,6 +127,7 @@
 
 use crate::attribution::GapIndex;
 use crate::budget::{LaneCoreBudget, LaneCoreUse};
+use crate::fd_gaps::{min_perfect_outside_gaps, OutsideGaps, Shape, Silence};
 use crate::flows::{run_flows, FlowPlan, FlowResult, FlowSample, Variant};
 use crate::interference::{
     bring_up, switch_drops, BenchError, Cores, Floor, FloorSet, Interference,
@@ -402,15 +405,19 @@ pub struct DetectorReport {
     /// timeout counted from the sender's send time: each heartbeat's
     /// latency plus its sender's lateness).
     pub send_anchor_min_perfect_threshold_ns: Option<i64>,
-    /// `min_perfect_threshold_ns` once the intervals whose silence (beyond
-    /// T) was at least half covered by host gaps of the detector's own core
-    /// (the lane core for X-FD, the regular core for the plain threads) are
-    /// set aside: what the heartbeat path itself needs, apart from the time
-    /// the machine took away. The same rule as the jitter benchmark's
-    /// attribution.
+    /// The smallest Λ at which every interval is either within Λ or
+    /// explained by host gaps: the gap time the floor probes recorded
+    /// inside it (every core, merged) covers its excess over T + Λ (the
+    /// strict rule of [`crate::fd_gaps`], as `bench bounds` applies it to
+    /// packets). What the heartbeat path itself needs, apart from the time
+    /// the machine took away. Intervals at or below 100 µs (phi: φ 3) are
+    /// kept whole, unchecked, so it is never below their highest level.
     pub min_perfect_threshold_outside_host_gaps_ns: Option<i64>,
-    /// Intervals set aside for that.
+    /// Intervals set aside for that: above that Λ, each explained by host
+    /// gaps (out of `intervals`).
     pub intervals_in_host_gaps: u64,
+    /// `intervals_in_host_gaps / intervals`.
+    pub intervals_in_host_gaps_fraction: f64,
     /// Phi only: φ details.
     pub phi: Option<PhiDetail>,
 }
@@ -571,8 +578,13 @@ pub struct FdBenchReport {
     pub ratio_plain_over_xfd: Option<f64>,
     /// phi-accrual's (Λ-equivalent) / X-FD's.
     pub ratio_phi_over_xfd: Option<f64>,
-    /// plain-timeout / X-FD with host-gap intervals set aside.
+    /// plain-timeout / X-FD of `min_perfect_threshold_outside_host_gaps_ns`
+    /// (intervals explained by host gaps set aside, [`crate::fd_gaps::RULE`]).
     pub ratio_plain_over_xfd_outside_host_gaps: Option<f64>,
+    /// phi-accrual / X-FD of the same.
+    pub ratio_phi_over_xfd_outside_host_gaps: Option<f64>,
+    /// How intervals were set aside for the `outside_host_gaps` numbers.
+    pub host_gap_rule: String,
     /// The rounds of part 1.
     pub rounds: Vec<RoundReport>,
     /// The machine's floor during part 1 (during part 2 without part 1).
@@ -751,7 +763,7 @@ fn run_parts(
             .find(|d| d.name == name)
             .and_then(|d| d.min_perfect_threshold_outside_host_gaps_ns)
     };
-    let ratio_outside = match (outside(PLAIN_TIMEOUT), outside(XFD)) {
+    let ratio_outside = |name: &str| match (outside(name), outside(XFD)) {
         (Some(b), Some(x)) if x > 0 => Some(b as f64 / x as f64),
         _ => None,
     };
@@ -762,7 +774,9 @@ fn run_parts(
     let mut report = FdBenchReport {
         ratio_plain_over_xfd: ratio(PLAIN_TIMEOUT),
         ratio_phi_over_xfd: ratio(PHI),
-        ratio_plain_over_xfd_outside_host_gaps: ratio_outside,
+        ratio_plain_over_xfd_outside_host_gaps: ratio_outside(PLAIN_TIMEOUT),
+        ratio_phi_over_xfd_outside_host_gaps: ratio_outside(PHI),
+        host_gap_rule: crate::fd_gaps::RULE.into(),
         detectors,
         rounds,
         floor,
@@ -806,10 +820,10 @@ struct Levels {
     /// Phi only: (μ, σ) before each interval's end.
     moments: Vec<(f64, f64)>,
     arrivals: u64,
-    /// Silences to check against host gaps: (level, from, to) of every
-    /// interval whose level is above the tracking threshold.
-    tail: Vec<(f64, u64, u64)>,
-    /// The highest level of the intervals not in `tail`.
+    /// Silences to check against host gaps: every interval whose level is
+    /// above the tracking threshold.
+    tail: Vec<Silence>,
+    /// The highest level of the intervals not in `tail` (kept whole).
     rest_max: Option<f64>,
 }
 
@@ -819,29 +833,17 @@ const TRACK_TIMEOUT_NS: f64 = 100_000.0;
 const TRACK_PHI: f64 = 3.0;
 
 impl Levels {
-    fn track(&mut self, level: f64, from: u64, to: u64, above: f64) {
-        if level > above {
-            self.tail.push((level, from, to));
+    fn track(&mut self, s: Silence, above: f64) {
+        if s.level > above {
+            self.tail.push(s);
         } else {
-            self.rest_max = Some(self.rest_max.map_or(level, |m| m.max(level)));
+            self.rest_max = Some(self.rest_max.map_or(s.level, |m| m.max(s.level)));
         }
     }
 
-    /// The highest level once the intervals whose silence was at least
-    /// half covered by host gaps (beyond T) are set aside; and how many
-    /// were set aside.
-    fn max_outside_gaps(&self, period_ns: u64, gaps: &GapIndex) -> (Option<f64>, u64) {
-        let mut max = self.rest_max;
-        let mut set_aside = 0;
-        for &(l, from, to) in &self.tail {
-            let excess = to.saturating_sub(from).saturating_sub(period_ns);
-            if excess > 0 && 2 * gaps.overlap(from, to) >= excess {
-                set_aside += 1;
-            } else {
-                max = Some(max.map_or(l, |m: f64| m.max(l)));
-            }
-        }
-        (max, set_aside)
+    /// The strict host-gap rule over the tracked silences ([`crate::fd_gaps`]).
+    fn outside_gaps(&self, gaps: &GapIndex) -> OutsideGaps {
+        min_perfect_outside_gaps(self.rest_max, &self.tail, gaps)
     }
 
     fn add(&mut self, s: ReplaySummary) {
@@ -870,7 +872,15 @@ fn replay_timeout_tracked(period_ns: u64, arrivals: &[Arrival], into: &mut Level
     for a in arrivals {
         if let (Some(l), Some(p)) = (m.on_arrival(*a), prev) {
             into.levels.push(l);
-            into.track(l, p, a.rx_ns, TRACK_TIMEOUT_NS);
+            into.track(
+                Silence {
+                    from_ns: p,
+                    to_ns: a.rx_ns,
+                    level: l,
+                    shape: Shape::Timeout,
+                },
+                TRACK_TIMEOUT_NS,
+            );
         }
         prev = Some(prev.map_or(a.rx_ns, |p| p.max(a.rx_ns)));
     }
@@ -894,7 +904,19 @@ fn replay_phi(
             into.levels.push(l);
             into.moments.push(before);
             if let (true, Some(p)) = (track, prev) {
-                into.track(l, p, a.rx_ns, TRACK_PHI);
+                let shape = Shape::Phi {
+                    mean_ns: before.0,
+                    std_ns: before.1,
+                };
+                into.track(
+                    Silence {
+                        from_ns: p,
+                        to_ns: a.rx_ns,
+                        level: l,
+                        shape,
+                    },
+                    TRACK_PHI,
+                );
             }
         }
         prev = Some(prev.map_or(a.rx_ns, |p| p.max(a.rx_ns)));
@@ -1167,18 +1189,11 @@ fn accuracy_part(
         ));
     }
     let (floor, raw) = probes.stop();
-    let of_core = |core: usize| {
-        GapIndex::with_lead(
-            raw.iter()
-                .filter(|f| f.core == core)
-                .flat_map(|f| f.gaps.iter()),
-            crate::interference::FLOOR_INTERVAL_NS,
-        )
-    };
-    let gaps = HostGaps {
-        lane: of_core(cores.lane),
-        regular: of_core(cores.regular.first().copied().unwrap_or(cores.lane)),
-    };
+    // The recorded gap time of every core, merged (the strict rule of
+    // `crate::fd_gaps`, as `bench bounds` applies it): the emulated switch's
+    // qdiscs and softirqs run on whichever core sends into them, so either
+    // core's gap can hold a heartbeat of either path.
+    let gaps = GapIndex::new(raw.iter().flat_map(|f| f.gaps.iter()));
     progress("replaying the heartbeats through the detectors");
     let (detectors, curves) = evaluate(cfg.period_ns, acc, &gaps);
     let xfd_kernel_lambda = detectors
@@ -1242,6 +1257,15 @@ impl PhiAxis {
     }
 }
 
+/// `part / whole`, 0 for an empty whole.
+fn fraction(part: u64, whole: u64) -> f64 {
+    if whole == 0 {
+        0.0
+    } else {
+        part as f64 / whole as f64
+    }
+}
+
 fn ceil_i64(x: f64) -> i64 {
     x.ceil().clamp(-9.0e18, 9.0e18) as i64
 }
@@ -1263,18 +1287,10 @@ fn grid(hi_ns: f64) -> Vec<i64> {
     v
 }
 
-/// Host gaps of the cores each path's threads run on.
-struct HostGaps {
-    /// The lane core (X-FD's senders and receivers).
-    lane: GapIndex,
-    /// The regular core of the plain threads.
-    regular: GapIndex,
-}
-
 fn evaluate(
     period_ns: u64,
     acc: Accumulators,
-    gaps: &HostGaps,
+    gaps: &GapIndex,
 ) -> (Vec<DetectorReport>, Vec<Vec<(f64, f64)>>) {
     let Accumulators {
         xfd,
@@ -1289,9 +1305,9 @@ fn evaluate(
         plain_sent,
     } = acc;
     let max_int = |l: Levels, kind| l.summary(kind).0.max_level().map(ceil_i64);
-    let (xfd_out, xfd_aside) = xfd.max_outside_gaps(period_ns, &gaps.lane);
-    let (plain_out, plain_aside) = plain.max_outside_gaps(period_ns, &gaps.regular);
-    let (phi_out, phi_aside) = phi.max_outside_gaps(period_ns, &gaps.regular);
+    let xfd_out = xfd.outside_gaps(gaps);
+    let plain_out = plain.outside_gaps(gaps);
+    let phi_out = phi.outside_gaps(gaps);
     let (xfd, _) = xfd.summary(ModelKind::TimeoutArrival);
     let (plain, _) = plain.summary(ModelKind::TimeoutArrival);
     let (phi, moments) = phi.summary(ModelKind::Phi);
@@ -1322,7 +1338,9 @@ fn evaluate(
                           min: Option<i64>,
                           sent: u64,
                           kernel: Option<i64>,
-                          send: Option<i64>| {
+                          send: Option<i64>,
+                          out: OutsideGaps| {
+        let intervals = s.levels.len() as u64;
         DetectorReport {
             name: name.into(),
             path: path.into(),
@@ -1330,7 +1348,7 @@ fn evaluate(
             threshold_unit: "ns".into(),
             heartbeats: s.arrivals,
             heartbeats_sent: sent,
-            intervals: s.levels.len() as u64,
+            intervals,
             min_perfect_threshold_ns: min,
             accuracy: xs.iter().map(|&x| (x, s.accuracy(x as f64))).collect(),
             threshold_for_accuracy: TARGETS
@@ -1340,8 +1358,12 @@ fn evaluate(
             accuracy_at_xfd_threshold: xfd_min.map(|x| s.accuracy(x as f64)),
             kernel_min_perfect_threshold_ns: kernel,
             send_anchor_min_perfect_threshold_ns: send,
-            min_perfect_threshold_outside_host_gaps_ns: None,
-            intervals_in_host_gaps: 0,
+            min_perfect_threshold_outside_host_gaps_ns: out
+                .threshold
+                .filter(|l| l.is_finite())
+                .map(ceil_i64),
+            intervals_in_host_gaps: out.set_aside,
+            intervals_in_host_gaps_fraction: fraction(out.set_aside, intervals),
             phi: None,
         }
     };
@@ -1353,6 +1375,7 @@ fn evaluate(
         lane_sent,
         max_int(xfd_kernel, ModelKind::TimeoutArrival),
         max_int(xfd_send, ModelKind::TimeoutSend),
+        xfd_out,
     );
     let plain_report = timeout_report(
         PLAIN_TIMEOUT,
@@ -1362,6 +1385,7 @@ fn evaluate(
         plain_sent,
         max_int(plain_kernel, ModelKind::TimeoutArrival),
         max_int(plain_send, ModelKind::TimeoutSend),
+        plain_out,
     );
     // Phi: accuracy at the φ whose Λ-equivalent is x; never below φ* at or
     // beyond its own perfect point (the bisection's rounding).
@@ -1424,20 +1448,14 @@ fn evaluate(
         kernel_min_perfect_threshold_ns: phi_lambda_k,
         send_anchor_min_perfect_threshold_ns: None,
         min_perfect_threshold_outside_host_gaps_ns: phi_out
+            .threshold
             .filter(|p| p.is_finite())
             .and_then(|p| axis.lambda(p))
             .map(ceil_i64),
-        intervals_in_host_gaps: phi_aside,
+        intervals_in_host_gaps: phi_out.set_aside,
+        intervals_in_host_gaps_fraction: fraction(phi_out.set_aside, phi.levels.len() as u64),
         phi: phi_detail,
     };
-    let mut xfd_report = xfd_report;
-    xfd_report.min_perfect_threshold_outside_host_gaps_ns =
-        xfd_out.filter(|l| l.is_finite()).map(ceil_i64);
-    xfd_report.intervals_in_host_gaps = xfd_aside;
-    let mut plain_report = plain_report;
-    plain_report.min_perfect_threshold_outside_host_gaps_ns =
-        plain_out.filter(|l| l.is_finite()).map(ceil_i64);
-    plain_report.intervals_in_host_gaps = plain_aside;
     let id = |l: f64| l.is_finite().then_some(l);
     let curves = vec![
         curve_points(&xfd, id),
@@ -2317,6 +2335,8 @@ impl FdBenchReport {
                 "Λ 100% kernel",
                 "Λ 100% latency",
                 "Λ 100% ¬gap",
+                "intervals",
+                "set aside ¬gap",
             ]);
             for d in &self.detectors {
                 let at = |a: f64| {
@@ -2345,17 +2365,53 @@ impl FdBenchReport {
                     fmt_opt(d.kernel_min_perfect_threshold_ns),
                     fmt_opt(d.send_anchor_min_perfect_threshold_ns),
                     fmt_opt(d.min_perfect_threshold_outside_host_gaps_ns),
+                    d.intervals.to_string(),
+                    format!(
+                        "{} ({:.4}%)",
+                        d.intervals_in_host_gaps,
+                        100.0 * d.intervals_in_host_gaps_fraction
+                    ),
                 ]);
             }
-            out.push_str(&t.render());
-            out.push_str("Λ 100%: the smallest Λ without a false suspicion (T not included); kernel: the same with the kernel's receive stamps; latency: counted from the send time (the paper's per-heartbeat latency metric); ¬gap: with the silences at least half covered by host gaps of the path's own core set aside\n");
             let r = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.1}×"));
+            for (name, raw, outside) in [
+                (
+                    PLAIN_TIMEOUT,
+                    self.ratio_plain_over_xfd,
+                    self.ratio_plain_over_xfd_outside_host_gaps,
+                ),
+                (
+                    PHI,
+                    self.ratio_phi_over_xfd,
+                    self.ratio_phi_over_xfd_outside_host_gaps,
+                ),
+            ] {
+                let mut row = vec![String::new(); 13];
+                row[0] = format!("{name} / {XFD}");
+                row[7] = r(raw);
+                row[11] = r(outside);
+                t.row(row);
+            }
+            out.push_str(&t.render());
+            out.push_str("Λ 100%: the smallest Λ without a false suspicion (T not included); kernel: the same with the kernel's receive stamps; latency: counted from the send time (the paper's per-heartbeat latency metric); ¬gap: the smallest Λ at which every interval is within Λ or explained by host gaps, i.e. the gap time the floor probes recorded inside it (every core) covers its excess over T + Λ; set aside ¬gap: the intervals above that Λ, each so explained\n");
             out.push_str(&format!(
-                "\nsmallest perfect Λ: plain-timeout / x-fd = {}   phi-accrual / x-fd = {}   (host-gap silences set aside: plain-timeout / x-fd = {})\n",
+                "\nsmallest perfect Λ, plain-timeout / x-fd: {} over all intervals, {} outside host gaps\n",
                 r(self.ratio_plain_over_xfd),
-                r(self.ratio_phi_over_xfd),
                 r(self.ratio_plain_over_xfd_outside_host_gaps)
             ));
+            out.push_str(&format!(
+                "smallest perfect Λ, phi-accrual / x-fd: {} over all intervals, {} outside host gaps\n",
+                r(self.ratio_phi_over_xfd),
+                r(self.ratio_phi_over_xfd_outside_host_gaps)
+            ));
+            if let Some(x) = self.detectors.iter().find(|d| d.name == XFD) {
+                out.push_str(&format!(
+                    "x-fd intervals set aside as explained by host gaps: {} of {} ({:.4}%)\n",
+                    x.intervals_in_host_gaps,
+                    x.intervals,
+                    100.0 * x.intervals_in_host_gaps_fraction
+                ));
+            }
             if let Some(p) = self.detectors.iter().find_map(|d| d.phi.as_ref()) {
                 out.push_str(&format!(
                     "phi-accrual: smallest perfect φ = {:.2}; on the Λ axis as μ̄ + z(φ)·σ̄ − T with its estimates averaged over the run (μ̄ = {}, σ̄ = {}): {}; the longest timeout − T it applied at that φ: {}\n",
@@ -2923,33 +2979,30 @@ mod tests {
     fn evaluate_gives_exact_smallest_perfect_thresholds() {
         let t = 1_000_000;
         let mut acc = Accumulators::new();
-        // Lane: one heartbeat 300 µs late. Plain: two lost in a row (a gap
-        // of 3 T) and the last one 5 ms late (one arriving late but before
-        // its successor would only split its gap in two).
-        let lane = vec![trace(5000, t, &[], &[(2500, 300_000)])];
+        // Lane: one heartbeat 300 µs late, one 900 µs late. Plain: two lost
+        // in a row (a gap of 3 T) and the last one 5 ms late (one arriving
+        // late but before its successor would only split its gap in two).
+        let lane = vec![trace(5000, t, &[], &[(2500, 300_000), (3500, 900_000)])];
         let plain = vec![trace(5000, t, &[100, 101], &[(4999, 5_000_000)])];
         acc.lane_sent = 5000;
         acc.plain_sent = 5000;
         acc.add_round(t, lane, plain).expect("replay");
-        // A host gap on the lane core covering the late heartbeat's
-        // silence; none on the regular core.
-        let late_from = 1_000_000_000 + 2499 * t;
-        let gap = xlane_host::floor::Gap {
-            start_realtime_ns: late_from + 100_000,
-            len_ns: 400_000,
+        // A host gap covering the first late heartbeat's silence, and one
+        // covering 800 µs of the second's (none during the plain path's
+        // long silences).
+        let gap = |after: u64, len_ns| xlane_host::floor::Gap {
+            start_realtime_ns: 1_000_000_000 + after * t + 100_000,
+            len_ns,
         };
-        let gaps = HostGaps {
-            lane: GapIndex::new([&gap]),
-            regular: GapIndex::default(),
-        };
+        let gaps = GapIndex::new(&[gap(2499, 400_000), gap(3499, 800_000)]);
         let (d, curves) = evaluate(t, acc, &gaps);
         assert_eq!(curves.len(), 3);
         let names: Vec<&str> = d.iter().map(|x| x.name.as_str()).collect();
         assert_eq!(names, [XFD, PLAIN_TIMEOUT, PHI]);
-        // Longest gap − T: lane 300 µs + the jitter difference; plain
+        // Longest gap − T: lane 900 µs + the jitter difference; plain
         // max(3 T − T, 5 ms late): 5 ms + the jitter difference.
         let jit = |i: u64| (i * 7919 % 13) * 1_000;
-        let lane_min = 300_000 + jit(2500) as i64 - jit(2499) as i64;
+        let lane_min = 900_000 + jit(3500) as i64 - jit(3499) as i64;
         let plain_min = 5_000_000 + jit(4999) as i64 - jit(4998) as i64;
         assert_eq!(d[0].min_perfect_threshold_ns, Some(lane_min));
         assert_eq!(d[1].min_perfect_threshold_ns, Some(plain_min));
@@ -2958,14 +3011,19 @@ mod tests {
         assert_eq!(d[1].intervals, 4997);
         // The kernel stamps are a constant shift: the same thresholds.
         assert_eq!(d[0].kernel_min_perfect_threshold_ns, Some(lane_min));
-        // The lane's late heartbeat is set aside with its host gap; what
-        // remains is the jitter (< 13 µs); the plain path had no gap.
-        assert_eq!(d[0].intervals_in_host_gaps, 1);
-        let rest = d[0]
-            .min_perfect_threshold_outside_host_gaps_ns
-            .expect("outside gaps");
-        assert!((0..13_000).contains(&rest), "{rest}");
+        // Outside host gaps, the first late heartbeat is explained whole;
+        // of the second, the 100 µs (and jitter) its gap did not cover
+        // stay: what the path needed beyond the gap time. Both are above
+        // that Λ, so both are set aside. The plain path had no gap.
+        assert_eq!(
+            d[0].min_perfect_threshold_outside_host_gaps_ns,
+            Some(lane_min - 800_000)
+        );
+        assert_eq!(d[0].intervals_in_host_gaps, 2);
+        assert_eq!(d[0].intervals, 4999);
+        assert_eq!(d[0].intervals_in_host_gaps_fraction, 2.0 / 4999.0);
         assert_eq!(d[1].intervals_in_host_gaps, 0);
+        assert_eq!(d[1].intervals_in_host_gaps_fraction, 0.0);
         assert_eq!(
             d[1].min_perfect_threshold_outside_host_gaps_ns,
             Some(plain_min)

@@ -14,6 +14,7 @@ pub mod bounds_check;
 pub mod budget;
 pub mod fabric;
 pub mod fd_bench;
+pub mod fd_gaps;
 pub mod flows;
 pub mod interference;
 pub mod jitter;
