@@ -98,6 +98,38 @@ impl Cluster {
 
     /// Starts node `id` (1-based) and waits for its ready line.
     fn start(&mut self, id: usize) {
+        self.start_all(&[id]);
+    }
+
+    /// Starts the nodes `ids` (1-based) at once and waits for their ready
+    /// lines (under a controller each waits for the others' trees).
+    fn start_all(&mut self, ids: &[usize]) {
+        let cmds: Vec<(usize, Command)> = ids.iter().map(|&id| (id, self.command(id))).collect();
+        let started: Vec<_> = std::thread::scope(|s| {
+            let hs: Vec<_> = cmds
+                .into_iter()
+                .map(|(id, mut cmd)| {
+                    s.spawn(move || (id, common::spawn_until_ready(cmd.stderr(Stdio::inherit()))))
+                })
+                .collect();
+            hs.into_iter().map(|h| h.join().expect("start")).collect()
+        });
+        for (id, (child, out, line)) in started {
+            self.ready[id - 1] = line;
+            self.children[id - 1] = Some(child);
+            let (tx, rx) = std::sync::mpsc::channel();
+            std::thread::spawn(move || {
+                for l in out.lines().map_while(Result::ok) {
+                    if tx.send(l).is_err() {
+                        return;
+                    }
+                }
+            });
+            self.events[id - 1] = Some(rx);
+        }
+    }
+
+    fn command(&self, id: usize) -> Command {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_xlane"));
         cmd.args(["kv", "serve", "--id", &id.to_string()]);
         for p in &self.peers {
@@ -113,18 +145,7 @@ impl Cluster {
             cmd.args(["--transport", "lane"]);
         }
         cmd.args(&self.extra);
-        let (child, out, line) = common::spawn_until_ready(cmd.stderr(Stdio::inherit()));
-        self.ready[id - 1] = line;
-        self.children[id - 1] = Some(child);
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for l in out.lines().map_while(Result::ok) {
-                if tx.send(l).is_err() {
-                    return;
-                }
-            }
-        });
-        self.events[id - 1] = Some(rx);
+        cmd
     }
 
     /// The next event line of node `id` that satisfies `want`, waiting at
@@ -423,9 +444,7 @@ fn lane_tunnels_and_timeouts_come_from_the_controller() {
         "--lane-period-us".into(),
         "200".into(),
     ];
-    for id in 1..=3 {
-        cl.start(id);
-    }
+    cl.start_all(&[1, 2, 3]);
     for (i, line) in cl.ready.iter().enumerate() {
         let v: serde_json::Value = serde_json::from_str(line).expect("ready JSON");
         let tunnels = v["tunnels"].as_array().expect("tunnels");
@@ -433,21 +452,26 @@ fn lane_tunnels_and_timeouts_come_from_the_controller() {
             tunnels.iter().filter(|t| t["what"] == what).collect()
         };
         let (repl, fd) = (of("replication"), of("x-fd"));
-        assert_eq!((repl.len(), fd.len()), (2, 1), "node {}: {line}", i + 1);
+        assert_eq!((repl.len(), fd.len()), (1, 1), "node {}: {line}", i + 1);
         let n = |t: &serde_json::Value, k: &str| t[k].as_u64().expect(k);
-        for t in &repl {
-            assert!(n(t, "period_ns") >= 200_000, "{t}");
+        for t in repl.iter().chain(&fd) {
+            assert_eq!(
+                t["to"].as_array().map(Vec::len),
+                Some(2),
+                "a tree to both others"
+            );
             assert!(n(t, "min_latency_ns") > 0 && n(t, "min_latency_ns") < n(t, "max_latency_ns"));
+            assert!(n(t, "frame_bytes") < 1500, "σ by the burst policy: {t}");
         }
-        assert_eq!(
-            fd[0]["to"].as_array().map(Vec::len),
-            Some(2),
-            "a tree to both others"
-        );
+        assert!(n(repl[0], "period_ns") >= 200_000, "{}", repl[0]);
         let lane = &v["lane"];
-        let max_repl = repl.iter().map(|t| n(t, "period_ns")).max().unwrap();
-        assert_eq!(n(lane, "repl_period_ns"), max_repl, "{line}");
+        assert_eq!(n(lane, "repl_period_ns"), n(repl[0], "period_ns"), "{line}");
         assert_eq!(n(lane, "fd_period_ns"), n(fd[0], "period_ns"), "{line}");
+        assert_eq!(
+            n(lane, "repl_frame_bytes"),
+            n(repl[0], "frame_bytes"),
+            "{line}"
+        );
         assert!(
             n(lane, "fd_lambda_ns") >= n(fd[0], "max_latency_ns"),
             "{line}"
@@ -464,7 +488,7 @@ fn lane_tunnels_and_timeouts_come_from_the_controller() {
         );
     }
     let before = ctl.tunnels();
-    assert_eq!(before.len(), 9, "three tunnels per member: {before:?}");
+    assert_eq!(before.len(), 6, "two trees per member: {before:?}");
 
     // Member 1 got its grants first; the tunnels of 2 and 3 share its
     // links, so the controller announced it new ranges (bandwidthChanged),
@@ -514,9 +538,9 @@ fn lane_tunnels_and_timeouts_come_from_the_controller() {
     cl.kill(follower);
     cl.start(follower);
     let after = ctl.tunnels();
-    assert_eq!(after.len(), 9, "{after:?}");
+    assert_eq!(after.len(), 6, "{after:?}");
     let new: Vec<u64> = after.iter().filter(|t| t.1 == name).map(|t| t.0).collect();
-    assert_eq!(new.len(), 3);
+    assert_eq!(new.len(), 2);
     assert!(
         new.iter().all(|t| !old.contains(t)),
         "old {old:?} new {new:?}"
@@ -527,7 +551,7 @@ fn lane_tunnels_and_timeouts_come_from_the_controller() {
     let status = cl.terminate(follower);
     assert!(status.success(), "{status}");
     let left = ctl.tunnels();
-    assert_eq!(left.len(), 6, "{left:?}");
+    assert_eq!(left.len(), 4, "{left:?}");
     assert!(left.iter().all(|t| t.1 != name), "{left:?}");
 }
 

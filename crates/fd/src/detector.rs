@@ -561,6 +561,20 @@ impl<M: SuspicionModel + Clone> Detector<M> {
         Ok(())
     }
 
+    /// Peer `i`'s heartbeats come on `tunnel` from now on (e.g. the peer
+    /// restarted and the controller granted it a new tree). The sequence
+    /// history is kept: the new tunnel's first frame from a new incarnation
+    /// is a restart as usual. False if there is no peer `i`.
+    pub fn set_peer_tunnel(&mut self, i: usize, tunnel: u32) -> bool {
+        match self.peers.get_mut(i) {
+            Some(p) => {
+                p.spec.tunnel = tunnel;
+                true
+            }
+            None => false,
+        }
+    }
+
     /// The suspicion threshold in use.
     pub fn threshold(&self) -> f64 {
         self.cfg.threshold

@@ -523,6 +523,18 @@ fn lane_datagrams_table() {
     let v = d.peer(0).expect("peer");
     assert_eq!(v.last_send_ns, Some(12_345));
     assert_eq!(v.counter, Some(4));
+    // The peer moves to another tunnel (a new grant): its frames on the
+    // new one are heartbeats, those on the old one are refused.
+    assert!(d.set_peer_tunnel(0, TUNNEL + 1));
+    assert!(!d.set_peer_tunnel(9, TUNNEL + 1));
+    assert_eq!(d.peer(0).map(|p| p.tunnel), Some(TUNNEL + 1));
+    let moved = lane_frame(TUNNEL + 1, 4, &[(FD_PRODUCER, &good)]);
+    assert_eq!(d.on_lane_datagram(5_000, addr(0), &moved), Ok(0));
+    let old = lane_frame(TUNNEL, 5, &[(FD_PRODUCER, &good)]);
+    assert!(matches!(
+        d.on_lane_datagram(5_100, addr(0), &old),
+        Err(HeartbeatError::UnknownTunnel { peer: 0, .. })
+    ));
 }
 
 #[test]

@@ -38,7 +38,8 @@ use xlane_xraft::{DiskStorage, MessageEndpoint, NodeConfig, OpenReport, RaftNode
 /// not depend on `xlane-xraft-net` themselves.
 pub use xlane_xraft_net::net::{BULK_THRESHOLD, EXPRESS_MTU, MAX_FRAME};
 pub use xlane_xraft_net::{
-    LaneControl, LaneStats, LaneTiming, NetConfig, NetError, NetTransport, TcpSide, TransportStats,
+    frame_sizes, FrameSizes, LaneControl, LaneStats, LaneTiming, NetConfig, NetError, NetTransport,
+    Retune, TcpSide, TransportStats, Tree, TreeIds,
 };
 
 /// How many times a failed read barrier is retried before giving up.
@@ -74,6 +75,9 @@ pub struct RaftConfig {
     /// Express traffic over the lane ([`xlane_xraft_net::lane`]) with
     /// this timing instead of plain UDP.
     pub lane: Option<LaneTiming>,
+    /// The members' lane tree ids, e.g. granted by the controller (lane
+    /// mode; those missing use [`TreeIds::default_for`]).
+    pub trees: BTreeMap<u64, TreeIds>,
 }
 
 impl RaftConfig {
@@ -97,6 +101,7 @@ impl RaftConfig {
             express_mtu: EXPRESS_MTU,
             bulk_threshold: BULK_THRESHOLD,
             lane: None,
+            trees: BTreeMap::new(),
             peers,
         })
     }
@@ -238,6 +243,7 @@ impl RaftReplicator {
             peers: cfg.peers.iter().map(|(&i, p)| (i, p.raft)).collect(),
             express_mtu: cfg.express_mtu,
             lane: cfg.lane,
+            trees: cfg.trees.clone(),
         })?;
         let raft_addr = tcp.addr();
 
@@ -354,6 +360,11 @@ impl RaftReplicator {
         self.driver
             .lock()
             .is_ok_and(|d| d.as_ref().is_some_and(Driver::is_running))
+    }
+
+    /// The leader as this member last saw it (0: none known).
+    pub fn leader_id(&self) -> u64 {
+        self.handle.leader_id()
     }
 
     /// The driver handle (for tools and tests).
@@ -672,6 +683,7 @@ pub(crate) mod tests {
             repl_period_ns: 50_000,
             fd_period_ns: 1_000_000,
             fd_lambda_ns: 50_000_000,
+            ..LaneTiming::default()
         };
         let start = |id: u64, election_ticks: usize| {
             let mut st = StorageConfig::new(dirs[id as usize - 1].path());

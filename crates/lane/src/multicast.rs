@@ -90,6 +90,21 @@ impl PeriodicMulticastSender {
         first_slot: Nanos,
         mode: Replication,
     ) -> Result<Self, ParamsError> {
+        Self::with_capacity(
+            params,
+            first_slot,
+            mode,
+            PeriodicSender::DEFAULT_QUEUE_CAPACITY,
+        )
+    }
+
+    /// As [`Self::new`] with a queue of `capacity` chunks (1..=65535).
+    pub fn with_capacity(
+        params: TunnelParams,
+        first_slot: Nanos,
+        mode: Replication,
+        capacity: usize,
+    ) -> Result<Self, ParamsError> {
         let active = match mode {
             Replication::Network => Destinations(1),
             Replication::Sender { receivers } if receivers > MAX_RECEIVERS => {
@@ -99,7 +114,7 @@ impl PeriodicMulticastSender {
             Replication::Sender { receivers } => Destinations((1u64 << receivers) - 1),
         };
         Ok(PeriodicMulticastSender {
-            sender: PeriodicSender::new(params, first_slot)?,
+            sender: PeriodicSender::with_capacity(params, first_slot, capacity)?,
             mode,
             active,
         })

@@ -139,6 +139,28 @@ impl PeriodicSender {
         self.params
     }
 
+    /// Takes a new period and σ (e.g. the controller granted new ones): the
+    /// slot grid starts again at `first_slot`, the first window a frame may
+    /// use under the new rate; chunks queued stay queued, the sequence goes
+    /// on. Chunks that no longer fit a frame of the new σ stay queued until
+    /// the next retune (none do while σ holds a chunk). No allocation.
+    pub fn retune(
+        &mut self,
+        period_ns: Nanos,
+        max_packet: usize,
+        first_slot: Nanos,
+    ) -> Result<(), ParamsError> {
+        let params = TunnelParams {
+            period_ns,
+            max_packet,
+            ..self.params
+        };
+        params.validate()?;
+        self.clock = SlotClock::new(first_slot, period_ns)?;
+        self.params = params;
+        Ok(())
+    }
+
     /// In heartbeat mode a due poll with nothing pending sends an empty frame
     /// (flag [`flags::HEARTBEAT`]) instead of leaving the slot empty.
     pub fn set_heartbeat(&mut self, on: bool) {
@@ -332,6 +354,34 @@ mod tests {
         s.enqueue(1, b"x").unwrap();
         assert_eq!(s.poll_transmit(11_500, &mut buf), Ok(None));
         assert_eq!(s.poll_timeout(), 12_000);
+    }
+
+    #[test]
+    fn retune_keeps_the_queue_and_sequence_and_moves_the_grid() {
+        let mut s = PeriodicSender::new(params(MAX_FRAME_LEN), 0).unwrap();
+        let mut buf = [0u8; MAX_FRAME_LEN];
+        s.enqueue(1, b"a").unwrap();
+        assert_eq!(
+            s.poll_transmit(0, &mut buf).unwrap().map(|t| t.seq),
+            Some(0)
+        );
+        s.enqueue(1, b"b").unwrap();
+        s.enqueue(1, b"c").unwrap();
+        // σ of one chunk: one chunk per frame from now on, every 5 µs.
+        let one = Schema::Chunk26.frame_len(1);
+        s.retune(5_000, one, 10_000).unwrap();
+        assert_eq!((s.params().period_ns, s.params().max_packet), (5_000, one));
+        assert_eq!(s.poll_timeout(), 10_000);
+        assert_eq!(s.poll_transmit(9_999, &mut buf), Ok(None));
+        let t = s.poll_transmit(10_000, &mut buf).unwrap().unwrap();
+        assert_eq!((t.seq, t.chunks, t.len), (1, 1, one));
+        assert_eq!(s.poll_timeout(), 15_000);
+        assert_eq!(s.pending(), 1);
+        // Refused settings change nothing.
+        assert_eq!(s.retune(0, one, 0), Err(ParamsError::ZeroPeriod));
+        assert!(s.retune(1_000, MAX_FRAME_LEN + 1, 0).is_err());
+        assert_eq!(s.params().period_ns, 5_000);
+        assert_eq!(s.poll_timeout(), 15_000);
     }
 
     #[test]

@@ -37,10 +37,11 @@
 //! `REPL_TUNNEL_BASE + i·4096 + j`, so node ids must be below 4096.
 
 use crate::chunk_stream::{enqueue_all, StreamReassembler, StreamStats};
+use std::collections::BTreeMap;
 use std::net::{SocketAddr, SocketAddrV4};
 use std::os::fd::RawFd;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use xlane_fd::{
     Anchor, Detector, DetectorConfig, EventKind, FixedTimeout, HeartbeatPayload, PeerSpec, Status,
     XFd, FD_PRODUCER,
@@ -72,15 +73,19 @@ pub const REPL_QUEUE_CHUNKS: usize = 4096;
 /// Longest datagram accepted from a stream (the raft express MTU is lower).
 pub const MAX_DATAGRAM: usize = 64 << 10;
 
-/// Lane timing of a node.
+/// Lane timing and frame sizes of a node.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LaneTiming {
-    /// Period π_r of the replication tunnels, ns.
+    /// Period π_r of the replication tree, ns.
     pub repl_period_ns: u64,
     /// X-FD heartbeat period T, ns (also the Raft tick).
     pub fd_period_ns: u64,
     /// X-FD threshold Λ: a peer is suspected after T + Λ of silence, ns.
     pub fd_lambda_ns: u64,
+    /// σ of the replication tree: the largest frame, bytes.
+    pub repl_frame_bytes: usize,
+    /// σ of the X-FD tree: the largest frame, bytes.
+    pub fd_frame_bytes: usize,
 }
 
 impl Default for LaneTiming {
@@ -89,7 +94,82 @@ impl Default for LaneTiming {
             repl_period_ns: 50_000,
             fd_period_ns: 1_000_000,
             fd_lambda_ns: 20_000_000,
+            repl_frame_bytes: MAX_FRAME_LEN,
+            fd_frame_bytes: MAX_FRAME_LEN,
         }
+    }
+}
+
+/// The tunnel ids of one member's two trees (each to every other member).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TreeIds {
+    /// Its X-FD tree.
+    pub fd: u32,
+    /// Its replication tree.
+    pub repl: u32,
+}
+
+impl TreeIds {
+    /// The ids member `id` uses when no controller granted others:
+    /// `FD_TUNNEL_BASE + id` and `REPL_TUNNEL_BASE + id`.
+    pub fn default_for(id: u64) -> TreeIds {
+        TreeIds {
+            fd: FD_TUNNEL_BASE + id as u32,
+            repl: REPL_TUNNEL_BASE + id as u32,
+        }
+    }
+}
+
+/// Largest commit notice the X-FD tree is sized for: a raft heartbeat or
+/// heartbeat response as the driver sends it (one kind byte, the encoded
+/// message with terms and indices below 2^35), bytes. Checked by a test
+/// against the codec.
+pub const NOTICE_BYTES: usize = 40;
+/// Largest append response or vote (request or answer) the replication
+/// tree of a follower is sized for, bytes (same terms as [`NOTICE_BYTES`]).
+pub const RESPONSE_BYTES: usize = 48;
+/// What an append costs besides its entries' data: kind byte, message
+/// header, and per entry its term, index and framing, for a batch of up to
+/// 8 entries, bytes.
+pub const APPEND_OVERHEAD_BYTES: usize = 200;
+
+/// σ of a member's trees by the burst policy (whole lane frames, bytes;
+/// see [`frame_sizes`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FrameSizes {
+    /// The X-FD tree: the heartbeat and one commit notice to every other
+    /// member, in one frame.
+    pub fd: usize,
+    /// The replication tree of the leader: one append carrying a burst of
+    /// `burst_bytes` of entries to every follower, in one frame.
+    pub repl_leader: usize,
+    /// The replication tree of a follower: one append response (or vote)
+    /// to the leader, in one frame.
+    pub repl_follower: usize,
+}
+
+/// Chunks one datagram of `len` bytes with its `to` prefix takes.
+fn stream_chunks(len: usize, schema: Schema) -> usize {
+    crate::chunk_stream::chunks_needed(len + 2, schema.data_capacity())
+}
+
+/// The burst policy: what a member of a `members`-strong cluster asks σ of
+/// its trees to be, so that one frame per period carries what raft sends in
+/// a period at the replication rate — every follower's append of a burst of
+/// `burst_bytes` of entries (the leader), an append response (a follower),
+/// the heartbeat and a commit notice to everyone (X-FD). Whatever does not
+/// fit waits for the next window, so the tree never exceeds σ. Capped at
+/// the largest lane frame.
+pub fn frame_sizes(members: usize, burst_bytes: usize) -> FrameSizes {
+    let others = members.saturating_sub(1).max(1);
+    let fd_chunks = 1 + others * stream_chunks(NOTICE_BYTES, Schema::Chunk26);
+    let leader = others * stream_chunks(APPEND_OVERHEAD_BYTES + burst_bytes, Schema::Chunk36);
+    let follower = stream_chunks(RESPONSE_BYTES, Schema::Chunk36);
+    let cap = |schema: Schema, chunks: usize| schema.frame_len(chunks).min(MAX_FRAME_LEN);
+    FrameSizes {
+        fd: cap(Schema::Chunk26, fd_chunks),
+        repl_leader: cap(Schema::Chunk36, leader),
+        repl_follower: cap(Schema::Chunk36, follower),
     }
 }
 
@@ -142,6 +222,8 @@ pub struct LaneStats {
     /// Members seen restarting (new X-FD incarnation); their tunnels'
     /// sequence history was reset.
     pub restarts: AtomicU64,
+    /// New periods or σ taken from the controller.
+    pub retunes: AtomicU64,
 }
 
 impl LaneStats {
@@ -150,14 +232,63 @@ impl LaneStats {
     }
 }
 
+/// Which of a member's trees.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tree {
+    /// The X-FD tree.
+    Fd,
+    /// The replication tree.
+    Repl,
+}
+
+/// New resources of one of this member's trees.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Retune {
+    /// Which tree.
+    pub tree: Tree,
+    /// Its period, ns.
+    pub period_ns: u64,
+    /// Its σ, bytes.
+    pub frame_bytes: usize,
+}
+
+#[derive(Debug, Default)]
+struct Pending {
+    retunes: Vec<Retune>,
+    peer_trees: Option<BTreeMap<u64, TreeIds>>,
+}
+
 /// What another thread may change in a running [`LaneLink`] (e.g. when the
-/// controller announces a new bound): the link takes it on its next poll.
+/// controller announces a new bound or period): the link takes it on its
+/// next poll (a flag is checked per poll; the lock is taken only when
+/// something changed).
 #[derive(Debug)]
 pub struct LaneControl {
     fd_lambda_ns: AtomicU64,
+    changed: AtomicBool,
+    pending: Mutex<Pending>,
+    /// Each tree's current period and σ, as the link runs them.
+    fd_now: (AtomicU64, AtomicU64),
+    repl_now: (AtomicU64, AtomicU64),
 }
 
 impl LaneControl {
+    fn new(timing: &LaneTiming) -> Self {
+        LaneControl {
+            fd_lambda_ns: AtomicU64::new(timing.fd_lambda_ns),
+            changed: AtomicBool::new(false),
+            pending: Mutex::new(Pending::default()),
+            fd_now: (
+                AtomicU64::new(timing.fd_period_ns),
+                AtomicU64::new(timing.fd_frame_bytes as u64),
+            ),
+            repl_now: (
+                AtomicU64::new(timing.repl_period_ns),
+                AtomicU64::new(timing.repl_frame_bytes as u64),
+            ),
+        }
+    }
+
     /// X-FD's threshold Λ, ns.
     pub fn fd_lambda_ns(&self) -> u64 {
         self.fd_lambda_ns.load(Ordering::Acquire)
@@ -167,12 +298,42 @@ impl LaneControl {
     pub fn set_fd_lambda_ns(&self, ns: u64) {
         self.fd_lambda_ns.store(ns, Ordering::Release);
     }
+
+    /// A tree's period and σ as the link runs them now.
+    pub fn tree(&self, tree: Tree) -> (u64, usize) {
+        let (p, b) = match tree {
+            Tree::Fd => &self.fd_now,
+            Tree::Repl => &self.repl_now,
+        };
+        (
+            p.load(Ordering::Acquire),
+            b.load(Ordering::Acquire) as usize,
+        )
+    }
+
+    /// Runs one of this member's trees at a new period and σ from its next
+    /// free window after the next poll (the controller granted them).
+    pub fn retune(&self, r: Retune) {
+        if let Ok(mut p) = self.pending.lock() {
+            p.retunes.push(r);
+            self.changed.store(true, Ordering::Release);
+        }
+    }
+
+    /// The other members' tree ids from now on (e.g. a member restarted and
+    /// was granted new trees). Members left out keep theirs.
+    pub fn set_peer_trees(&self, trees: BTreeMap<u64, TreeIds>) {
+        if let Ok(mut p) = self.pending.lock() {
+            p.peer_trees = Some(trees);
+            self.changed.store(true, Ordering::Release);
+        }
+    }
 }
 
 struct PeerLink {
     id: u64,
     repl_addr: SocketAddrV4,
-    repl_tx: PeriodicSender,
+    trees: TreeIds,
     repl_rx: PeriodicReceiver,
     repl_stream: StreamReassembler,
     notice_stream: StreamReassembler,
@@ -186,16 +347,18 @@ pub struct LaneLink {
     repl_sock: LaneSocket,
     fd_sock: LaneSocket,
     fds: [RawFd; 2],
+    repl_tx: PeriodicMulticastSender,
     fd_tx: PeriodicMulticastSender,
-    /// Every peer's X-FD address, in peer order.
+    /// Every peer's replication and X-FD address, in peer order.
+    repl_dsts: Vec<SocketAddrV4>,
     fd_dsts: Vec<SocketAddrV4>,
-    /// The destinations of one heartbeat (reused).
-    fd_sendto: Vec<SocketAddrV4>,
+    /// The destinations of one frame (reused).
+    sendto: Vec<SocketAddrV4>,
     detector: XFd,
     incarnation: u64,
     stats: Arc<LaneStats>,
     control: Arc<LaneControl>,
-    /// The earliest time a replication tunnel with a backlog may send
+    /// The earliest time the replication tree may send its backlog
     /// (`u64::MAX`: no backlog).
     repl_next: u64,
     buf: Vec<u8>,
@@ -224,9 +387,11 @@ pub fn fd_addr(raft: SocketAddrV4) -> Result<SocketAddrV4, LaneError> {
     Ok(SocketAddrV4::new(*raft.ip(), port))
 }
 
-fn repl_params(from: u64, to: u64, period_ns: u64) -> TunnelParams {
+/// A peer's replication tree as this member receives it: its tunnel, any
+/// frame up to the largest (σ is the network's to police).
+fn repl_rx_params(tunnel: u32, period_ns: u64) -> TunnelParams {
     TunnelParams {
-        tunnel: REPL_TUNNEL_BASE + (from as u32) * MAX_NODE_ID as u32 + to as u32,
+        tunnel,
         period_ns,
         max_packet: MAX_FRAME_LEN,
         schema: Schema::Chunk36,
@@ -243,15 +408,23 @@ fn open(addr: SocketAddrV4, dscp: u8, priority: u32) -> Result<LaneSocket, LaneE
     LaneSocket::open(&sc).map_err(|source| LaneError::Socket { addr, source })
 }
 
+/// The first slot at or after `now` on a grid of `period`.
+fn next_slot(now: u64, period: u64) -> u64 {
+    (now / period + 1) * period
+}
+
 impl LaneLink {
     /// Opens the two sockets of node `me` (binding `bind`, its raft address,
-    /// and `bind` port + 1) and sets up a tunnel pair per peer. `peers`: every
-    /// member's raft address, this node included.
+    /// and `bind` port + 1) and sets up its two trees and a receiver per
+    /// peer. `peers`: every member's raft address, this node included;
+    /// `trees`: the members' tree ids (those missing use
+    /// [`TreeIds::default_for`]).
     pub fn new(
         me: u64,
         bind: SocketAddr,
         peers: &[(u64, SocketAddr)],
         timing: LaneTiming,
+        trees: &BTreeMap<u64, TreeIds>,
     ) -> Result<Self, LaneError> {
         if timing.repl_period_ns == 0 || timing.fd_period_ns == 0 {
             return Err(LaneError::Config("lane periods must be > 0".into()));
@@ -268,34 +441,29 @@ impl LaneLink {
                 MAX_RECEIVERS + 1
             )));
         }
+        let ids = |id: u64| trees.get(&id).copied().unwrap_or(TreeIds::default_for(id));
         let bind = v4(bind, "raft bind address")?;
         let now = realtime_ns();
         let mut links = Vec::new();
         let mut specs = Vec::new();
-        let mut fd_dsts = Vec::new();
+        let (mut repl_dsts, mut fd_dsts) = (Vec::new(), Vec::new());
         for &(id, addr) in peers.iter().filter(|(id, _)| *id != me) {
             let repl_addr = v4(addr, "raft address")?;
             let fd = fd_addr(repl_addr)?;
-            let first = (now / timing.repl_period_ns + 1) * timing.repl_period_ns;
-            let repl_tx = PeriodicSender::with_capacity(
-                repl_params(me, id, timing.repl_period_ns),
-                first,
-                REPL_QUEUE_CHUNKS,
-            )
-            .map_err(|e| LaneError::Config(format!("replication tunnel to {id}: {e}")))?;
-            let repl_rx = PeriodicReceiver::new(repl_params(id, me, timing.repl_period_ns));
+            let t = ids(id);
             links.push(PeerLink {
                 id,
                 repl_addr,
-                repl_tx,
-                repl_rx,
+                trees: t,
+                repl_rx: PeriodicReceiver::new(repl_rx_params(t.repl, timing.repl_period_ns)),
                 repl_stream: StreamReassembler::new(MAX_DATAGRAM),
                 notice_stream: StreamReassembler::new(MAX_DATAGRAM),
             });
             specs.push(PeerSpec {
                 addr: fd,
-                tunnel: FD_TUNNEL_BASE + id as u32,
+                tunnel: t.fd,
             });
+            repl_dsts.push(repl_addr);
             fd_dsts.push(fd);
         }
         if links.is_empty() {
@@ -314,20 +482,42 @@ impl LaneLink {
             &specs,
         )
         .map_err(|e| LaneError::Config(format!("X-FD: {e}")))?;
-        let first = (now / timing.fd_period_ns + 1) * timing.fd_period_ns;
-        let fd_tx = PeriodicMulticastSender::new(
-            TunnelParams {
-                tunnel: FD_TUNNEL_BASE + me as u32,
-                period_ns: timing.fd_period_ns,
-                max_packet: MAX_FRAME_LEN,
-                schema: Schema::Chunk26,
-            },
-            first,
-            Replication::Sender {
-                receivers: links.len(),
-            },
-        )
-        .map_err(|e| LaneError::Config(format!("X-FD tunnel: {e}")))?;
+        let mine = ids(me);
+        let tree = |tunnel, period_ns, max_packet, schema, what: &str| {
+            let capacity = if schema == Schema::Chunk36 {
+                REPL_QUEUE_CHUNKS
+            } else {
+                PeriodicSender::DEFAULT_QUEUE_CAPACITY
+            };
+            PeriodicMulticastSender::with_capacity(
+                TunnelParams {
+                    tunnel,
+                    period_ns,
+                    max_packet,
+                    schema,
+                },
+                next_slot(now, period_ns),
+                Replication::Sender {
+                    receivers: links.len(),
+                },
+                capacity,
+            )
+            .map_err(|e| LaneError::Config(format!("{what} tree: {e}")))
+        };
+        let fd_tx = tree(
+            mine.fd,
+            timing.fd_period_ns,
+            timing.fd_frame_bytes,
+            Schema::Chunk26,
+            "X-FD",
+        )?;
+        let repl_tx = tree(
+            mine.repl,
+            timing.repl_period_ns,
+            timing.repl_frame_bytes,
+            Schema::Chunk36,
+            "replication",
+        )?;
         let repl_sock = open(bind, REPL_DSCP, EXPRESS_PRIORITY - 1)?;
         let fd_sock = open(fd_addr(bind)?, FD_DSCP, EXPRESS_PRIORITY)?;
         let fds = [repl_sock.as_raw_fd(), fd_sock.as_raw_fd()];
@@ -338,15 +528,15 @@ impl LaneLink {
             repl_sock,
             fd_sock,
             fds,
+            repl_tx,
             fd_tx,
+            repl_dsts,
             fd_dsts,
-            fd_sendto: Vec::with_capacity(n),
+            sendto: Vec::with_capacity(n),
             detector,
             incarnation: now,
             stats: Arc::new(LaneStats::default()),
-            control: Arc::new(LaneControl {
-                fd_lambda_ns: AtomicU64::new(timing.fd_lambda_ns),
-            }),
+            control: Arc::new(LaneControl::new(&timing)),
             repl_next: u64::MAX,
             buf: vec![0u8; MAX_FRAME_LEN],
             scratch: vec![0u8; MAX_DATAGRAM + 64],
@@ -371,7 +561,8 @@ impl LaneLink {
     }
 
     /// When [`LaneLink::poll`] must run next: the next heartbeat, detector
-    /// deadline or free window of a tunnel with a backlog (`CLOCK_REALTIME` ns).
+    /// deadline or free window of the replication tree while it has a
+    /// backlog (`CLOCK_REALTIME` ns).
     pub fn next_deadline(&self) -> u64 {
         self.fd_tx
             .poll_timeout()
@@ -380,32 +571,45 @@ impl LaneLink {
     }
 
     /// Sends one raft datagram to `to`: a commit notice waits for the next
-    /// X-FD heartbeat; anything else goes on the replication tunnel, now if
+    /// X-FD heartbeat; anything else goes on the replication tree, now if
     /// its window is free, else at the next one (the driver's next poll). A
-    /// full queue drops the datagram (Raft retransmits).
+    /// full queue, or an unknown `to`, drops the datagram (Raft retransmits).
     pub fn send(&mut self, to: u64, class: TrafficClass, bytes: &[u8]) {
-        let queued = if class == TrafficClass::Notice {
-            let ok = self.enqueue_notice(to, bytes);
-            if ok {
-                LaneStats::add(&self.stats.notices_sent, 1);
-            }
-            ok
+        if !self.peers.iter().any(|p| p.id == to) {
+            LaneStats::add(&self.stats.dropped, 1);
+            return;
+        }
+        let notice = class == TrafficClass::Notice;
+        let queued = if notice {
+            enqueue_to(
+                &mut self.fd_tx,
+                NOTICE_PRODUCER,
+                to,
+                bytes,
+                1,
+                &mut self.scratch,
+            )
         } else {
-            self.enqueue_repl(to, bytes)
+            enqueue_to(
+                &mut self.repl_tx,
+                RAFT_PRODUCER,
+                to,
+                bytes,
+                0,
+                &mut self.scratch,
+            )
         };
         if !queued {
             LaneStats::add(&self.stats.dropped, 1);
             return;
         }
-        if class != TrafficClass::Notice {
-            self.flush_repl(realtime_ns());
-            if self
-                .peers
-                .iter()
-                .any(|p| p.id == to && p.repl_tx.pending() > 0)
-            {
-                LaneStats::add(&self.stats.deferred, 1);
-            }
+        if notice {
+            LaneStats::add(&self.stats.notices_sent, 1);
+            return;
+        }
+        self.flush_repl(realtime_ns());
+        if self.repl_tx.sender().pending() > 0 {
+            LaneStats::add(&self.stats.deferred, 1);
         }
     }
 
@@ -417,6 +621,9 @@ impl LaneLink {
         let lambda = self.control.fd_lambda_ns() as f64;
         if lambda != self.detector.threshold() {
             let _ = self.detector.set_threshold(lambda);
+        }
+        if self.control.changed.swap(false, Ordering::AcqRel) {
+            self.apply_changes(now);
         }
         let mut read = self.receive_repl(max, input);
         let checked = realtime_ns();
@@ -439,52 +646,80 @@ impl LaneLink {
         read
     }
 
-    /// Chunks one datagram into its tunnel's queue, all or nothing.
-    fn enqueue_repl(&mut self, to: u64, bytes: &[u8]) -> bool {
-        if bytes.is_empty() || bytes.len() > MAX_DATAGRAM {
-            return false;
-        }
-        let Some(p) = self.peers.iter_mut().find(|p| p.id == to) else {
-            return false;
+    /// Takes what [`LaneControl`] was told (rare; may allocate).
+    fn apply_changes(&mut self, now: u64) {
+        let pending = match self.control.pending.lock() {
+            Ok(mut p) => std::mem::take(&mut *p),
+            Err(_) => return,
         };
-        let free = REPL_QUEUE_CHUNKS - p.repl_tx.pending();
-        let tx = &mut p.repl_tx;
-        enqueue_all(
-            bytes,
-            Schema::Chunk36.data_capacity(),
-            free,
-            &mut self.scratch,
-            &mut |c| tx.enqueue(RAFT_PRODUCER, c).is_ok(),
-        )
+        for r in pending.retunes {
+            let (tx, now_of) = match r.tree {
+                Tree::Fd => (&mut self.fd_tx, &self.control.fd_now),
+                Tree::Repl => (&mut self.repl_tx, &self.control.repl_now),
+            };
+            let from = next_slot(now, r.period_ns).max(tx.sender().clock().next_free());
+            if tx
+                .sender_mut()
+                .retune(r.period_ns, r.frame_bytes, from)
+                .is_ok()
+            {
+                now_of.0.store(r.period_ns, Ordering::Release);
+                now_of.1.store(r.frame_bytes as u64, Ordering::Release);
+                LaneStats::add(&self.stats.retunes, 1);
+            }
+        }
+        if let Some(trees) = pending.peer_trees {
+            for (i, p) in self.peers.iter_mut().enumerate() {
+                let Some(&t) = trees.get(&p.id) else {
+                    continue;
+                };
+                if t.repl != p.trees.repl {
+                    let period = p.repl_rx.params().period_ns;
+                    p.repl_rx = PeriodicReceiver::new(repl_rx_params(t.repl, period));
+                    p.repl_stream.restart();
+                }
+                if t.fd != p.trees.fd {
+                    self.detector.set_peer_tunnel(i, t.fd);
+                    p.notice_stream.restart();
+                }
+                p.trees = t;
+            }
+        }
     }
 
-    /// Sends a frame on every tunnel with chunks pending whose current
-    /// window is free, and notes when the backlog may go next.
+    /// Sends the replication tree's frame if its window is free and it has
+    /// chunks pending, and notes when the backlog may go next.
     fn flush_repl(&mut self, now: u64) {
-        let mut next = u64::MAX;
-        for p in &mut self.peers {
-            if p.repl_tx.pending() == 0 {
-                continue;
-            }
-            if now >= p.repl_tx.clock().next_free() {
-                if let Ok(t) = p.repl_tx.transmit_now(now, &mut self.buf) {
-                    let frame = &mut self.buf[..t.len];
-                    let _ = xlane_wire::stamp_send_time(frame, realtime_ns());
-                    match self.repl_sock.send_to(frame, p.repl_addr) {
-                        Ok(_) => LaneStats::add(&self.stats.repl_frames_sent, 1),
-                        Err(_) => LaneStats::add(&self.stats.send_errors, 1),
+        let tx = &mut self.repl_tx;
+        if tx.sender().pending() == 0 {
+            self.repl_next = u64::MAX;
+            return;
+        }
+        if now >= tx.sender().clock().next_free() {
+            if let Ok(t) = tx.transmit_now(now, &mut self.buf) {
+                self.sendto.clear();
+                for d in t.destinations.iter() {
+                    if let Some(&a) = self.repl_dsts.get(d) {
+                        self.sendto.push(a);
                     }
                 }
-            }
-            if p.repl_tx.pending() > 0 {
-                next = next.min(p.repl_tx.clock().next_free());
+                let frame = &mut self.buf[..t.transmit.len];
+                let _ = xlane_wire::stamp_send_time(frame, realtime_ns());
+                let ok = self.repl_sock.send_many(frame, &self.sendto);
+                LaneStats::add(&self.stats.send_errors, (self.sendto.len() - ok) as u64);
+                LaneStats::add(&self.stats.repl_frames_sent, 1);
             }
         }
-        self.repl_next = next;
+        self.repl_next = if tx.sender().pending() > 0 {
+            tx.sender().clock().next_free()
+        } else {
+            u64::MAX
+        };
     }
 
     /// Reads the replication socket (at most `max` datagrams).
     fn receive_repl(&mut self, max: usize, input: &mut dyn FnMut(Input<'_>)) -> usize {
+        let me = self.me;
         let (stats, peers, batch) = (&self.stats, &mut self.peers, &mut self.batch);
         let mut read = 0;
         while read < max {
@@ -518,11 +753,15 @@ impl LaneLink {
                         return;
                     }
                     if let Ok(Some(dg)) = repl_stream.push(c.data) {
-                        LaneStats::add(&stats.delivered, 1);
-                        input(Input::Datagram {
-                            from: *id,
-                            bytes: dg,
-                        });
+                        // to:u16 LE | raft datagram; the frame goes to every
+                        // peer, each keeps its own.
+                        if dg.len() > 2 && u16::from_le_bytes([dg[0], dg[1]]) as u64 == me {
+                            LaneStats::add(&stats.delivered, 1);
+                            input(Input::Datagram {
+                                from: *id,
+                                bytes: &dg[2..],
+                            });
+                        }
                     }
                 });
                 match res {
@@ -588,8 +827,7 @@ impl LaneLink {
                     let Ok(Some(n)) = p.notice_stream.push(c.data) else {
                         continue;
                     };
-                    // Notice = to:u16 LE | raft datagram; the frame goes to
-                    // every peer, each keeps its own.
+                    // Notice = to:u16 LE | raft datagram.
                     if n.len() > 2 && u16::from_le_bytes([n[0], n[1]]) as u64 == me {
                         LaneStats::add(&stats.notices_received, 1);
                         LaneStats::add(&stats.delivered, 1);
@@ -607,28 +845,6 @@ impl LaneLink {
         (read, false)
     }
 
-    /// Chunks one notice (`to:u16 LE | datagram`) into the X-FD queue, all or
-    /// nothing, keeping room for the heartbeat chunk.
-    fn enqueue_notice(&mut self, to: u64, bytes: &[u8]) -> bool {
-        let len = bytes.len() + 2;
-        if bytes.is_empty() || len > MAX_DATAGRAM {
-            return false;
-        }
-        let free = (PeriodicSender::DEFAULT_QUEUE_CAPACITY - 1)
-            .saturating_sub(self.fd_tx.sender().pending());
-        let (head, rest) = self.scratch.split_at_mut(len);
-        head[..2].copy_from_slice(&(to as u16).to_le_bytes());
-        head[2..].copy_from_slice(bytes);
-        let fd_tx = &mut self.fd_tx;
-        enqueue_all(
-            head,
-            Schema::Chunk26.data_capacity(),
-            free,
-            rest,
-            &mut |c| fd_tx.enqueue(NOTICE_PRODUCER, c).is_ok(),
-        )
-    }
-
     /// Sends this period's X-FD frame (the caller checked it is due).
     fn send_fd(&mut self, now: u64) {
         if self.fd_tx.sender().pending_for(FD_PRODUCER) == 0 {
@@ -637,22 +853,22 @@ impl LaneLink {
                 counter: None,
             };
             // One 20-byte chunk; the queue keeps room for it (notices are
-            // refused before the last slots).
+            // refused before the last slot).
             let _ = self.fd_tx.enqueue(FD_PRODUCER, &p.encode());
         }
         let Ok(Some(tx)) = self.fd_tx.poll_transmit(now, &mut self.buf) else {
             return;
         };
-        self.fd_sendto.clear();
+        self.sendto.clear();
         for d in tx.destinations.iter() {
             if let Some(&a) = self.fd_dsts.get(d) {
-                self.fd_sendto.push(a);
+                self.sendto.push(a);
             }
         }
         let frame = &mut self.buf[..tx.transmit.len];
         let _ = xlane_wire::stamp_send_time(frame, realtime_ns());
-        let ok = self.fd_sock.send_many(frame, &self.fd_sendto);
-        LaneStats::add(&self.stats.send_errors, (self.fd_sendto.len() - ok) as u64);
+        let ok = self.fd_sock.send_many(frame, &self.sendto);
+        LaneStats::add(&self.stats.send_errors, (self.sendto.len() - ok) as u64);
         LaneStats::add(&self.stats.fd_frames_sent, 1);
     }
 
@@ -717,19 +933,50 @@ impl LaneLink {
     }
 }
 
+/// Chunks one datagram for `to` (`to:u16 LE | datagram`) into a tree's
+/// queue under `producer`, all or nothing, leaving `keep` slots free (the
+/// X-FD tree keeps one for its heartbeat).
+fn enqueue_to(
+    tx: &mut PeriodicMulticastSender,
+    producer: u8,
+    to: u64,
+    bytes: &[u8],
+    keep: usize,
+    scratch: &mut [u8],
+) -> bool {
+    let len = bytes.len() + 2;
+    if bytes.is_empty() || len > MAX_DATAGRAM || scratch.len() < len + 64 {
+        return false;
+    }
+    let capacity = if producer == RAFT_PRODUCER {
+        REPL_QUEUE_CHUNKS
+    } else {
+        PeriodicSender::DEFAULT_QUEUE_CAPACITY
+    };
+    let free = (capacity - keep).saturating_sub(tx.sender().pending());
+    let (head, rest) = scratch.split_at_mut(len);
+    head[..2].copy_from_slice(&(to as u16).to_le_bytes());
+    head[2..].copy_from_slice(bytes);
+    let schema = tx.sender().params().schema;
+    enqueue_all(head, schema.data_capacity(), free, rest, &mut |c| {
+        tx.enqueue(producer, c).is_ok()
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use xlane_xraft::batch::{encode_message, KIND_WHOLE};
+    use xlane_xraft::raft::eraftpb::{Entry, MessageType};
+    use xlane_xraft::Message;
 
     #[test]
-    fn tunnel_ids_are_distinct_per_direction() {
-        let a = repl_params(1, 2, 1000).tunnel;
-        let b = repl_params(2, 1, 1000).tunnel;
-        assert_ne!(a, b);
-        assert_eq!(
-            repl_params(4095, 4095, 1).tunnel,
-            REPL_TUNNEL_BASE + 4095 * 4096 + 4095
-        );
+    fn default_tree_ids_are_distinct() {
+        let a = TreeIds::default_for(1);
+        let b = TreeIds::default_for(2);
+        assert_ne!(a.fd, b.fd);
+        assert_ne!(a.repl, b.repl);
+        assert_eq!(TreeIds::default_for(4095).repl, REPL_TUNNEL_BASE + 4095);
         const { assert!(FD_TUNNEL_BASE + 4095 < REPL_TUNNEL_BASE) };
     }
 
@@ -738,18 +985,95 @@ mod tests {
         let a: SocketAddr = "127.0.0.1:7001".parse().unwrap();
         let b: SocketAddr = "127.0.0.1:7003".parse().unwrap();
         let t = LaneTiming::default();
+        let none = BTreeMap::new();
         let err =
             |r: Result<LaneLink, LaneError>| r.err().map(|e| e.to_string()).unwrap_or_default();
-        assert!(err(LaneLink::new(1, a, &[(1, a)], t)).contains("at least one other"));
-        assert!(err(LaneLink::new(1, a, &[(1, a), (5000, b)], t)).contains("1..4096"));
+        assert!(err(LaneLink::new(1, a, &[(1, a)], t, &none)).contains("at least one other"));
+        assert!(err(LaneLink::new(1, a, &[(1, a), (5000, b)], t, &none)).contains("1..4096"));
         let v6: SocketAddr = "[::1]:7005".parse().unwrap();
-        assert!(err(LaneLink::new(1, a, &[(1, a), (2, v6)], t)).contains("IPv4"));
+        assert!(err(LaneLink::new(1, a, &[(1, a), (2, v6)], t, &none)).contains("IPv4"));
         let top: SocketAddr = "127.0.0.1:65535".parse().unwrap();
-        assert!(err(LaneLink::new(1, a, &[(1, a), (2, top)], t)).contains("port"));
+        assert!(err(LaneLink::new(1, a, &[(1, a), (2, top)], t, &none)).contains("port"));
         let zero = LaneTiming {
             repl_period_ns: 0,
             ..t
         };
-        assert!(err(LaneLink::new(1, a, &[(1, a), (2, b)], zero)).contains("> 0"));
+        assert!(err(LaneLink::new(1, a, &[(1, a), (2, b)], zero, &none)).contains("> 0"));
+        let tiny = LaneTiming {
+            repl_frame_bytes: 8,
+            ..t
+        };
+        assert!(err(LaneLink::new(1, a, &[(1, a), (2, b)], tiny, &none)).contains("replication"));
+    }
+
+    /// A raft message as the driver sends it whole (kind byte + encoding).
+    fn sent_len(m: &Message) -> usize {
+        1 + encode_message(m).expect("encode").len()
+    }
+
+    fn msg(t: MessageType) -> Message {
+        let mut m = Message::default();
+        m.set_msg_type(t);
+        // Ids near MAX_NODE_ID, terms and indices near 2^35.
+        (m.from, m.to, m.term) = (4095, 4094, 1 << 35);
+        (m.commit, m.index, m.log_term) = (1 << 35, 1 << 35, 1 << 35);
+        m
+    }
+
+    /// The sizes the burst policy assumes hold for what the codec makes.
+    #[test]
+    fn the_burst_policy_covers_the_messages_raft_sends() {
+        assert_eq!(KIND_WHOLE, 2);
+        for t in [MessageType::MsgHeartbeat, MessageType::MsgHeartbeatResponse] {
+            let mut m = msg(t);
+            m.index = 0;
+            m.log_term = 0;
+            assert!(sent_len(&m) <= NOTICE_BYTES, "{t:?}: {}", sent_len(&m));
+        }
+        for t in [
+            MessageType::MsgAppendResponse,
+            MessageType::MsgRequestVote,
+            MessageType::MsgRequestVoteResponse,
+        ] {
+            let m = msg(t);
+            assert!(sent_len(&m) <= RESPONSE_BYTES, "{t:?}: {}", sent_len(&m));
+        }
+        // An append of 8 entries of 32 bytes each: overhead + data.
+        let mut m = msg(MessageType::MsgAppend);
+        for i in 0..8u64 {
+            let mut e = Entry::default();
+            (e.term, e.index) = (1 << 35, (1 << 35) + i);
+            e.data = vec![7u8; 32].into();
+            m.entries.push(e);
+        }
+        assert!(
+            sent_len(&m) <= APPEND_OVERHEAD_BYTES + 8 * 32,
+            "{}",
+            sent_len(&m)
+        );
+    }
+
+    #[test]
+    fn frame_sizes_follow_the_members_and_the_burst() {
+        // (members, burst) -> chunks of (fd, leader, follower); a chunk
+        // carries 19 (X-FD) or 29 (replication) bytes of a stream.
+        let rows = [
+            (3, 256, (1 + 2 * 3, 2 * 16, 2)),
+            (5, 64, (1 + 4 * 3, 4 * 10, 2)),
+            (3, 0, (1 + 2 * 3, 2 * 7, 2)),
+            (1, 256, (1 + 3, 16, 2)),
+        ];
+        for (members, burst, (fd, leader, follower)) in rows {
+            let s = frame_sizes(members, burst);
+            assert_eq!(s.fd, Schema::Chunk26.frame_len(fd), "{members} {burst}");
+            assert_eq!(
+                s.repl_leader,
+                Schema::Chunk36.frame_len(leader),
+                "{members} {burst}"
+            );
+            assert_eq!(s.repl_follower, Schema::Chunk36.frame_len(follower));
+        }
+        // Never above the largest frame.
+        assert_eq!(frame_sizes(64, 4096).repl_leader, MAX_FRAME_LEN);
     }
 }

@@ -7,12 +7,19 @@
 //! * [`lane`]: [`lane::LaneLink`], X-Raft over the lane (replication
 //!   sub-lane, commit notices on X-FD heartbeats, elections started by X-FD
 //!   suspicion), polled by the driver's own thread.
+//! * [`session`]: a lane member's session with the controller: its trees,
+//!   sized by the burst policy and resized with its role, the other
+//!   members' tree ids, upcalls followed.
 //! * [`chunk_stream`]: raft datagrams as a stream of lane chunks.
 #![warn(missing_docs)]
 
 pub mod chunk_stream;
 pub mod lane;
 pub mod net;
+pub mod session;
 
-pub use lane::{LaneControl, LaneError, LaneLink, LaneStats, LaneTiming};
+pub use lane::{
+    frame_sizes, FrameSizes, LaneControl, LaneError, LaneLink, LaneStats, LaneTiming, Retune, Tree,
+    TreeIds,
+};
 pub use net::{NetConfig, NetError, NetTransport, TcpSide, TransportStats};

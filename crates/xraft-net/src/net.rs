@@ -19,7 +19,7 @@
 //! Raft retransmits. Packets and connections from unknown senders are ignored
 //! and counted in [`TransportStats`].
 
-use crate::lane::{LaneControl, LaneError, LaneLink, LaneStats, LaneTiming};
+use crate::lane::{LaneControl, LaneError, LaneLink, LaneStats, LaneTiming, TreeIds};
 use std::collections::{BTreeMap, HashMap};
 use std::io::{Read, Write};
 use std::net::{IpAddr, Shutdown, SocketAddr, TcpListener, TcpStream, UdpSocket};
@@ -84,6 +84,9 @@ pub struct NetConfig {
     pub express_mtu: usize,
     /// Express traffic over the lane with this timing instead of plain UDP.
     pub lane: Option<LaneTiming>,
+    /// The members' lane tree ids (lane mode; those missing use
+    /// [`TreeIds::default_for`]).
+    pub trees: BTreeMap<u64, TreeIds>,
 }
 
 /// Why the network could not be opened.
@@ -169,7 +172,7 @@ impl NetTransport {
                         "lane mode needs a fixed raft port (peers address it)".into(),
                     ));
                 }
-                let link = LaneLink::new(cfg.me, cfg.bind, &cfg.peers, timing)?;
+                let link = LaneLink::new(cfg.me, cfg.bind, &cfg.peers, timing, &cfg.trees)?;
                 (Express::Lane(Box::new(link)), cfg.bind)
             }
         };

@@ -22,6 +22,7 @@
 
 use std::collections::HashMap;
 use std::os::fd::RawFd;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{mpsc, Arc};
 use std::thread::JoinHandle;
 use std::time::Instant;
@@ -283,6 +284,7 @@ impl<S: StateMachine, T: Transport> Pass<'_, S, T> {
 pub struct DriverHandle {
     tx: mpsc::Sender<Cmd>,
     waker: Arc<Waker>,
+    leader: Arc<AtomicU64>,
 }
 
 impl DriverHandle {
@@ -306,6 +308,12 @@ impl DriverHandle {
         let (tx, rx) = mpsc::channel();
         self.send(Cmd::Read(tx))?;
         rx.recv().map_err(|_| ReplicateError::Stopped)?
+    }
+
+    /// The leader as the node saw it at the end of its last turn (0: none
+    /// known).
+    pub fn leader_id(&self) -> u64 {
+        self.leader.load(Ordering::Relaxed)
     }
 
     /// Hands a datagram received from peer `from` to the node.
@@ -350,6 +358,8 @@ impl Driver {
         let waker = Arc::new(Waker::new().expect("eventfd for the raft driver"));
         let wake_fd = waker.fd();
         let thread_waker = waker.clone();
+        let leader = Arc::new(AtomicU64::new(0));
+        let thread_leader = leader.clone();
         let join = std::thread::spawn(move || {
             // Lane slots and heartbeats are µs apart: wake-ups must not be coalesced.
             tighten_timer_slack();
@@ -435,6 +445,7 @@ impl Driver {
                 if pass.ready().is_err() {
                     break; // storage failure: stop; waiters see Stopped
                 }
+                thread_leader.store(pass.node.leader_id(), Ordering::Relaxed);
                 if let Some(f) = frontend.as_mut() {
                     // Outcomes first, then new requests: a read served now sees all
                     // that this turn applied (e.g. a commit that came with the read).
@@ -449,7 +460,7 @@ impl Driver {
             }
         });
         Self {
-            handle: DriverHandle { tx, waker },
+            handle: DriverHandle { tx, waker, leader },
             join: Some(join),
         }
     }

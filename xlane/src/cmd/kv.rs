@@ -13,11 +13,12 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use xlane_kv::raft::{
     parse_peer, timeouts_from_bounds, LaneTiming, LogFsync, Peer, RaftConfig, RaftReplicator,
-    StorageConfig,
+    StorageConfig, Tree,
 };
 use xlane_kv::replicator::{FsyncPolicy, LocalReplicator, Replicator};
 use xlane_kv::resp::Limits;
 use xlane_kv::server::{Server, Stats};
+use xlane_xraft_net::session::{Grant, Session, SessionConfig, SessionEvent};
 
 /// Arguments of `xlane kv`.
 #[derive(clap::Args)]
@@ -113,15 +114,30 @@ struct ServeArgs {
     #[arg(long, default_value_t = 20_000)]
     fd_lambda_us: u64,
     /// Ask this `xlane ctl serve` controller for the member's tunnels
-    /// before the first packet (--transport lane): a replication tunnel to
-    /// every other member on the lower sub-lane and the X-FD multicast tree
-    /// on the higher one. The lane then runs at the granted periods, and
-    /// the announced ranges set the timeouts: Λ is raised to at least the
-    /// X-FD tree's announced maximum latency, and --max-latency-ms is
-    /// replaced by the largest announced maximum. Tunnels this host held
-    /// from an earlier run are released first.
+    /// before the first packet (--transport lane): an X-FD tree to every
+    /// other member on the higher sub-lane and a replication tree on the
+    /// lower one, σ sized by the burst policy (see --lane-burst-bytes).
+    /// Frames carry the granted tunnel ids. The member waits until every
+    /// other member holds its trees, then runs the lane at the granted
+    /// periods; the announced ranges set the timeouts: Λ is raised to at
+    /// least the X-FD tree's announced maximum latency, and
+    /// --max-latency-ms is replaced by the largest announced maximum. The
+    /// leader's replication tree is resized to carry its appends; a new
+    /// period from the controller is followed at once. Tunnels this host
+    /// held from an earlier run are released first.
     #[arg(long, requires = "ctl_keys", value_name = "ADDR")]
     controller: Option<SocketAddr>,
+    /// Burst policy of the lane trees (--controller): a leader's
+    /// replication frame carries an append of this many bytes of entries to
+    /// every follower; a follower's carries one append response; an X-FD
+    /// frame the heartbeat and one commit notice to every other member.
+    /// What does not fit waits for the next period.
+    #[arg(long, default_value_t = 256)]
+    lane_burst_bytes: usize,
+    /// How long a member waits at start for the others to hold their trees
+    /// at the controller, seconds.
+    #[arg(long, default_value_t = 60)]
+    ctl_wait_s: u64,
     /// Keys file (`xlane ctl keygen`) holding this member's controller key.
     #[arg(long, value_name = "FILE")]
     ctl_keys: Option<PathBuf>,
@@ -270,38 +286,42 @@ fn serve_raft(a: ServeArgs) -> super::CmdResult {
         repl_period_ns: a.lane_period_us.max(1) * 1_000,
         fd_period_ns: a.fd_period_us.max(1) * 1_000,
         fd_lambda_ns: a.fd_lambda_us * 1_000,
+        ..LaneTiming::default()
     });
     let mut max_latency_ns = a.max_latency_ms * 1_000_000;
     let mut grants = Vec::new();
-    let mut release = None;
-    let mut follow = None;
+    let mut session = None;
+    let mut trees = BTreeMap::new();
     if let Some(ctl) = a.controller {
         let timing = lane
             .as_mut()
             .ok_or("--controller allocates lane tunnels: it needs --transport lane")?;
         let keys = a.ctl_keys.as_ref().ok_or("--controller needs --ctl-keys")?;
         let names = controller_names(&a.ctl_hosts, &peers)?;
-        let fd_floor_ns = timing.fd_lambda_ns;
-        let got = request_tunnels(ctl, keys, id, &names, timing)?;
-        max_latency_ns = got.max_latency_ns;
-        grants = got.grants;
-        release = Some(got.release);
-        follow = Some((got.conn, got.kinds, got.max_ns, fd_floor_ns));
+        let key =
+            super::ctl::host_key(keys, &names[&id]).map_err(|e| format!("--ctl-keys: {e}"))?;
+        let cfg = SessionConfig {
+            controller: ctl,
+            key,
+            me: id,
+            names,
+            burst_bytes: a.lane_burst_bytes,
+            wait_for_peers: std::time::Duration::from_secs(a.ctl_wait_s),
+        };
+        let o = Session::open(cfg, timing)?;
+        max_latency_ns = o.session.bound_ns().max(1);
+        grants = o.grants.iter().map(grant_json).collect();
+        trees = o.trees;
+        session = Some(o.session);
     }
     let tick_ns = match &lane {
         Some(t) => t.fd_period_ns,
         None => a.tick_ms.max(1) * 1_000_000,
     };
     let mut cfg = RaftConfig::new(id, peers.clone(), storage, tick_ns, max_latency_ns)?;
-    let follow = follow.map(|(conn, kinds, max_ns, fd_floor_ns)| Follow {
-        conn,
-        kinds,
-        max_ns,
-        fd_floor_ns,
-        tick_ns: cfg.node.tick_ns,
-        election_ticks: cfg.node.election_ticks,
-    });
+    let (raft_tick_ns, election_ticks) = (cfg.node.tick_ns, cfg.node.election_ticks);
     cfg.lane = lane;
+    cfg.trees = trees;
     if let Some(r) = a.raft {
         cfg.bind = r;
     }
@@ -347,19 +367,30 @@ fn serve_raft(a: ServeArgs) -> super::CmdResult {
                 "repl_period_ns": t.repl_period_ns,
                 "fd_period_ns": t.fd_period_ns,
                 "fd_lambda_ns": t.fd_lambda_ns,
+                "repl_frame_bytes": t.repl_frame_bytes,
+                "fd_frame_bytes": t.fd_frame_bytes,
             })),
             "tunnels": grants,
         })
     );
+    let release = session.as_ref().map(Session::release);
     exit_on_termination(move || match release {
         Some(r) => serde_json::json!({ "tunnels_released": r.run() }),
         None => serde_json::json!({}),
     });
-    if let Some(f) = follow {
+    if let Some(s) = session {
         let repl = repl.clone();
         std::thread::Builder::new()
-            .name("kv-ctl-upcalls".into())
-            .spawn(move || f.run(&repl))?;
+            .name("kv-ctl-session".into())
+            .spawn(move || {
+                let Some(control) = repl.lane_control() else {
+                    return;
+                };
+                let leader = || repl.leader_id();
+                s.run(control, &leader, &mut |e| {
+                    emit(event_json(&e, raft_tick_ns, election_ticks))
+                });
+            })?;
     }
     // The clients are served on the raft driver's thread; this one only
     // watches it.
@@ -395,149 +426,84 @@ fn controller_names(
     Ok(names)
 }
 
-/// What the controller granted a member.
-struct ControllerTiming {
-    /// The largest announced maximum latency (λmin + δmax), ns.
-    max_latency_ns: u64,
-    /// One JSON object per tunnel, for the ready line.
-    grants: Vec<serde_json::Value>,
-    /// How to give them back.
-    release: Release,
-    /// The connection that asked, subscribed to upcalls.
-    conn: xlane_ctl::client::Client,
-    /// What each tunnel is for (`replication`, `x-fd`).
-    kinds: BTreeMap<u64, &'static str>,
-    /// Each tunnel's announced maximum latency, ns.
-    max_ns: BTreeMap<u64, u64>,
-}
-
-/// Follows the controller's upcalls about a member's tunnels.
-struct Follow {
-    conn: xlane_ctl::client::Client,
-    kinds: BTreeMap<u64, &'static str>,
-    max_ns: BTreeMap<u64, u64>,
-    /// The Λ asked for on the command line: Λ never goes below it.
-    fd_floor_ns: u64,
-    /// Raft's tick and its election timeout in ticks, fixed at start.
-    tick_ns: u64,
-    election_ticks: usize,
-}
-
-/// When Λ moves to a new X-FD bound.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum LambdaStep {
-    /// It grows: at once (a larger Λ is the safe side).
-    Now,
-    /// It shrinks: when the grace period ends, while the old range holds.
-    AfterGrace,
-    /// It stays.
-    Keep,
-}
-
-/// The Λ for an X-FD tree whose announced maximum latency is now
-/// `bound_ns` (never below `floor_ns`, the command line's), and when it
-/// takes over from `lambda_ns`.
-fn lambda_step(bound_ns: u64, floor_ns: u64, lambda_ns: u64) -> (u64, LambdaStep) {
-    let want = bound_ns.max(floor_ns);
-    let step = match want.cmp(&lambda_ns) {
-        std::cmp::Ordering::Greater => LambdaStep::Now,
-        std::cmp::Ordering::Less => LambdaStep::AfterGrace,
-        std::cmp::Ordering::Equal => LambdaStep::Keep,
-    };
-    (want, step)
-}
-
-impl Follow {
-    /// Until the controller connection ends: on `bandwidthChanged` of the
-    /// X-FD tree, Λ follows the new announced maximum latency (at once when
-    /// it grows, after the grace period when it shrinks). Every change is
-    /// printed as a JSON line: `bandwidth_changed` (with whether Raft's
-    /// election timeout, fixed at start, still covers every bound, and
-    /// whether a new period is followed: not yet), `bandwidth_terminated`,
-    /// `controller_lost`.
-    fn run(mut self, repl: &RaftReplicator) {
-        use xlane_ctl::proto::Upcall;
-        let mut lower: Option<(std::time::Instant, u64)> = None;
-        loop {
-            if let Some((at, l)) = lower {
-                if std::time::Instant::now() >= at {
-                    set_lambda(repl, l);
-                    lower = None;
-                }
-            }
-            let u = match self.conn.next_upcall(std::time::Duration::from_millis(100)) {
-                Ok(Some(u)) => u,
-                Ok(None) => continue,
-                Err(e) => {
-                    emit(
-                        serde_json::json!({ "event": "controller_lost", "detail": e.to_string() }),
-                    );
-                    return;
-                }
-            };
-            match u {
-                Upcall::BandwidthChanged {
-                    tunnel,
-                    old,
-                    new,
-                    reason,
-                    grace_ns,
-                } => {
-                    let Some(&what) = self.kinds.get(&tunnel.0) else {
-                        continue;
-                    };
-                    let max = new.max_latency_ns();
-                    self.max_ns.insert(tunnel.0, max);
-                    let mut line = serde_json::json!({
-                        "event": "bandwidth_changed", "tunnel": tunnel.0, "what": what,
-                        "reason": format!("{reason:?}"), "grace_ns": grace_ns,
-                        "max_latency_ns": max,
-                        "old_max_latency_ns": old.max_latency_ns(),
-                        "period_ns": new.period_ns, "old_period_ns": old.period_ns,
-                        "period_followed": new.period_ns == old.period_ns,
-                    });
-                    if what == "x-fd" {
-                        let now = repl
-                            .lane_control()
-                            .map_or(self.fd_floor_ns, |c| c.fd_lambda_ns());
-                        let (want, step) = lambda_step(max, self.fd_floor_ns, now);
-                        match step {
-                            LambdaStep::Now => {
-                                set_lambda(repl, want);
-                                lower = None;
-                            }
-                            LambdaStep::AfterGrace => {
-                                let at = std::time::Instant::now()
-                                    + std::time::Duration::from_nanos(grace_ns);
-                                lower = Some((at, want));
-                            }
-                            LambdaStep::Keep => lower = None,
-                        }
-                        line["fd_lambda_ns"] = want.into();
-                    }
-                    let bound = self.max_ns.values().copied().max().unwrap_or(0);
-                    // What Raft would need for the bound now, in ticks.
-                    let (_, needed, _) = timeouts_from_bounds(self.tick_ns, bound);
-                    line["election_timeout_holds"] = (needed <= self.election_ticks).into();
-                    emit(line);
-                }
-                Upcall::BandwidthTerminated { tunnel, reason } => {
-                    if self.kinds.contains_key(&tunnel.0) {
-                        emit(serde_json::json!({
-                            "event": "bandwidth_terminated", "tunnel": tunnel.0,
-                            "reason": format!("{reason:?}"),
-                        }));
-                    }
-                }
-            }
-        }
+fn tree_name(t: Tree) -> &'static str {
+    match t {
+        Tree::Fd => "x-fd",
+        Tree::Repl => "replication",
     }
 }
 
-/// Sets X-FD's Λ of a lane-mode member (others have none).
-fn set_lambda(repl: &RaftReplicator, ns: u64) {
-    if let Some(c) = repl.lane_control() {
-        c.set_fd_lambda_ns(ns);
+/// One grant, for the ready line.
+fn grant_json(g: &Grant) -> serde_json::Value {
+    serde_json::json!({
+        "what": tree_name(g.tree), "tunnel": g.tunnel, "to": g.to,
+        "period_ns": g.period_ns, "period_raised": g.period_raised,
+        "frame_bytes": g.frame_bytes, "min_latency_ns": g.min_latency_ns,
+        "max_latency_ns": g.max_latency_ns,
+    })
+}
+
+/// A session event as a JSON line: `bandwidth_changed` (with whether
+/// Raft's election timeout, fixed at start, still covers every bound),
+/// `bandwidth_terminated`, `tree_resized`, `resize_refused`, `peer_trees`,
+/// `controller_lost`.
+fn event_json(e: &SessionEvent, tick_ns: u64, election_ticks: usize) -> serde_json::Value {
+    match e {
+        SessionEvent::BandwidthChanged {
+            tree,
+            tunnel,
+            reason,
+            grace_ns,
+            period_ns,
+            old_period_ns,
+            max_latency_ns,
+            old_max_latency_ns,
+            fd_lambda_ns,
+            bound_ns,
+        } => {
+            // What Raft would need for the bound now, in ticks.
+            let (_, needed, _) = timeouts_from_bounds(tick_ns, *bound_ns);
+            let mut v = serde_json::json!({
+                "event": "bandwidth_changed", "tunnel": tunnel, "what": tree_name(*tree),
+                "reason": format!("{reason:?}"), "grace_ns": grace_ns,
+                "max_latency_ns": max_latency_ns, "old_max_latency_ns": old_max_latency_ns,
+                "period_ns": period_ns, "old_period_ns": old_period_ns,
+                "period_followed": true,
+                "election_timeout_holds": needed <= election_ticks,
+            });
+            if let Some(l) = fd_lambda_ns {
+                v["fd_lambda_ns"] = (*l).into();
+            }
+            v
+        }
+        SessionEvent::BandwidthTerminated {
+            tree,
+            tunnel,
+            reason,
+        } => serde_json::json!({
+            "event": "bandwidth_terminated", "tunnel": tunnel, "what": tree_name(*tree),
+            "reason": format!("{reason:?}"),
+        }),
+        SessionEvent::Resized {
+            leader,
+            period_ns,
+            frame_bytes,
+            max_latency_ns,
+        } => serde_json::json!({
+            "event": "tree_resized", "what": "replication", "leader": leader,
+            "period_ns": period_ns, "frame_bytes": frame_bytes,
+            "max_latency_ns": max_latency_ns,
+        }),
+        SessionEvent::ResizeRefused { detail } => {
+            serde_json::json!({ "event": "resize_refused", "detail": detail })
+        }
+        SessionEvent::PeerTrees { member, trees } => serde_json::json!({
+            "event": "peer_trees", "member": member, "x_fd": trees.fd,
+            "replication": trees.repl,
+        }),
+        SessionEvent::ControllerLost { detail } => {
+            serde_json::json!({ "event": "controller_lost", "detail": detail })
+        }
     }
 }
 
@@ -545,140 +511,4 @@ fn set_lambda(repl: &RaftReplicator, ns: u64) {
 fn emit(v: serde_json::Value) {
     use std::io::Write;
     let _ = writeln!(std::io::stdout(), "{v}");
-}
-
-/// The tunnels a member holds, to give back when it stops.
-struct Release {
-    ctl: SocketAddr,
-    host: String,
-    key: xlane_ctl::auth::Key,
-    tunnels: Vec<xlane_ctl::proto::TunnelId>,
-}
-
-impl Release {
-    /// Releases every tunnel (a fresh connection: the one that asked may be
-    /// gone); returns how many the controller confirmed.
-    fn run(self) -> usize {
-        let Ok(mut c) = super::ctl::connect_as(self.ctl, &self.host, &self.key) else {
-            return 0;
-        };
-        self.tunnels
-            .into_iter()
-            .filter(|&t| c.release(t).is_ok())
-            .count()
-    }
-}
-
-/// Requests the member's tunnels and adjusts `timing` to the grants: the
-/// replication period to the largest granted one, T to the X-FD tree's,
-/// and Λ to at least the X-FD tree's announced maximum latency.
-fn request_tunnels(
-    ctl: SocketAddr,
-    keys: &std::path::Path,
-    me: u64,
-    names: &BTreeMap<u64, String>,
-    timing: &mut LaneTiming,
-) -> Result<ControllerTiming, String> {
-    // σ: the largest lane frame as an IP packet (datagram, UDP and IPv4
-    // headers; at most the MTU, as the controller checks).
-    const FRAME_BYTES: u32 = xlane_wire::MAX_FRAME_LEN as u32 + 8 + 20;
-    let host = &names[&me];
-    let key = super::ctl::host_key(keys, host).map_err(|e| format!("--ctl-keys: {e}"))?;
-    let mut c = super::ctl::connect_as(ctl, host, &key)?;
-    // Upcalls from here on are kept for `Follow`, including those that
-    // the requests below set off.
-    c.subscribe()
-        .map_err(|e| format!("controller {ctl}: subscribe: {e}"))?;
-    // Tunnels of an earlier run of this member end here.
-    let (held, _) = c
-        .list()
-        .map_err(|e| format!("controller {ctl}: list: {e}"))?;
-    for t in held.iter().filter(|t| &t.sender == host) {
-        c.release(t.tunnel)
-            .map_err(|e| format!("controller {ctl}: release tunnel {}: {e}", t.tunnel.0))?;
-    }
-    let others: Vec<String> = names
-        .iter()
-        .filter(|(&i, _)| i != me)
-        .map(|(_, n)| n.clone())
-        .collect();
-    let mut grants = Vec::new();
-    let mut kinds = BTreeMap::new();
-    let mut max_ns = BTreeMap::new();
-    let mut repl_period = timing.repl_period_ns;
-    let mut record = |what: &'static str, to: &[String], g: &xlane_ctl::client::Granted| {
-        let r = g.resources;
-        let max = r.max_latency_ns();
-        kinds.insert(g.tunnel.0, what);
-        max_ns.insert(g.tunnel.0, max);
-        grants.push(serde_json::json!({
-            "what": what, "tunnel": g.tunnel.0, "to": to, "period_ns": r.period_ns,
-            "period_raised": g.period_raised, "min_latency_ns": r.min_latency_ns,
-            "max_latency_ns": max,
-        }));
-        max
-    };
-    for name in &others {
-        let to = vec![name.clone()];
-        let g = c
-            .request(&to, FRAME_BYTES, timing.repl_period_ns, 1)
-            .map_err(|e| format!("controller refused the replication tunnel to {name}: {e}"))?;
-        repl_period = repl_period.max(g.resources.period_ns);
-        record("replication", &to, &g);
-    }
-    let to = others;
-    if !to.is_empty() {
-        let g = c
-            .request(&to, FRAME_BYTES, timing.fd_period_ns, 0)
-            .map_err(|e| format!("controller refused the X-FD tree: {e}"))?;
-        let fd_max = record("x-fd", &to, &g);
-        timing.fd_period_ns = g.resources.period_ns;
-        timing.fd_lambda_ns = timing.fd_lambda_ns.max(fd_max);
-    }
-    timing.repl_period_ns = repl_period;
-    let max_latency_ns = max_ns.values().copied().max().unwrap_or(0);
-    let tunnels = kinds
-        .keys()
-        .map(|&t| xlane_ctl::proto::TunnelId(t))
-        .collect();
-    Ok(ControllerTiming {
-        max_latency_ns: max_latency_ns.max(1),
-        grants,
-        release: Release {
-            ctl,
-            host: host.clone(),
-            key,
-            tunnels,
-        },
-        conn: c,
-        kinds,
-        max_ns,
-    })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Λ follows the X-FD tree's bound: up at once, down after the grace
-    /// period, never below the command line's.
-    #[test]
-    fn lambda_steps() {
-        use LambdaStep::*;
-        // (bound, floor, Λ now) -> (Λ, when)
-        let rows = [
-            ("bound grows past Λ", (140, 20, 100), (140, Now)),
-            ("bound shrinks", (100, 20, 140), (100, AfterGrace)),
-            ("bound under the floor", (40, 500, 500), (500, Keep)),
-            (
-                "bound shrinks to the floor",
-                (40, 500, 800),
-                (500, AfterGrace),
-            ),
-            ("bound equal to Λ", (100, 20, 100), (100, Keep)),
-        ];
-        for (name, (bound, floor, now), want) in rows {
-            assert_eq!(lambda_step(bound, floor, now), want, "{name}");
-        }
-    }
 }

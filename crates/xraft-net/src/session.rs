@@ -1,0 +1,657 @@
+//! A lane member's session with the controller (`xlane ctl serve`).
+//!
+//! Before its first packet a member asks for two trees to every other
+//! member: its X-FD tree on the higher sub-lane (period T) and its
+//! replication tree on the lower one (period π_r). σ follows the burst
+//! policy ([`crate::lane::frame_sizes`]); a member starts as a follower, so
+//! its replication tree is first sized for an append response. It then
+//! waits until every other member holds its trees and learns their ids: the
+//! lane frames carry the granted ids, so the controller's per-tunnel
+//! classes and meters see every packet.
+//!
+//! While the member runs ([`Session::run`]):
+//! * **Role**: when it becomes the leader its replication tree is resized
+//!   (`changeBandwidth`) to carry a burst of appends to every follower, and
+//!   back to a response's size when it stops leading. A punctual member
+//!   thus uses the share of its σ the meters expect of it in either role
+//!   and never sends more than σ per period (the lane sender caps frames).
+//! * **Upcalls**: a `bandwidthChanged` of one of its trees is followed at
+//!   once: the tree runs at the new period from its next free window, and
+//!   X-FD's Λ follows the X-FD tree's announced maximum latency (up at
+//!   once, down after the grace period, never below the configured Λ).
+//! * **Peers**: the other members' trees are looked up again every second,
+//!   so a member that restarted (and was granted new trees) is heard again.
+//!
+//! Every action is reported as a [`SessionEvent`].
+
+use crate::lane::{frame_sizes, FrameSizes, LaneControl, LaneTiming, Retune, Tree, TreeIds};
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+use xlane_ctl::auth::Key;
+use xlane_ctl::client::{Client, ClientError, Granted};
+use xlane_ctl::proto::{Reason, TerminateReason, TunnelId, TunnelState, Upcall};
+
+/// IPv4 and UDP headers around a lane frame: the controller's σ counts IP
+/// packets.
+pub const IP_UDP_BYTES: usize = 28;
+/// Sub-lane of the X-FD trees (the higher priority).
+pub const FD_SUBLANE: u8 = 0;
+/// Sub-lane of the replication trees.
+pub const REPL_SUBLANE: u8 = 1;
+/// How often the member's role is checked.
+const ROLE_EVERY: Duration = Duration::from_millis(200);
+/// How often the other members' trees are looked up.
+const PEERS_EVERY: Duration = Duration::from_secs(1);
+/// How long a refused resize waits before it is asked again.
+const RESIZE_RETRY: Duration = Duration::from_secs(5);
+
+/// How to open a session.
+#[derive(Debug, Clone)]
+pub struct SessionConfig {
+    /// The controller.
+    pub controller: SocketAddr,
+    /// This member's controller key.
+    pub key: Key,
+    /// This member's raft id.
+    pub me: u64,
+    /// Every member's controller host name, by raft id (this one included).
+    pub names: BTreeMap<u64, String>,
+    /// Bytes of entries a leader's append to one follower may carry per
+    /// period (the burst policy).
+    pub burst_bytes: usize,
+    /// How long to wait for the other members' trees.
+    pub wait_for_peers: Duration,
+}
+
+/// Why a session could not open.
+#[derive(Debug, thiserror::Error)]
+pub enum SessionError {
+    /// Bad configuration.
+    #[error("{0}")]
+    Config(String),
+    /// A controller call failed or was refused.
+    #[error("controller {addr}: {what}: {source}")]
+    Controller {
+        /// The controller.
+        addr: SocketAddr,
+        /// The call.
+        what: String,
+        /// Why.
+        source: ClientError,
+    },
+    /// Some members did not hold their trees in time.
+    #[error("members {missing:?} held no trees at the controller after {waited:?} (are they started with the same --controller?)")]
+    PeersMissing {
+        /// Their host names.
+        missing: Vec<String>,
+        /// How long this member waited.
+        waited: Duration,
+    },
+}
+
+/// One tree the controller granted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Grant {
+    /// Which tree.
+    pub tree: Tree,
+    /// Its tunnel id (carried in every frame).
+    pub tunnel: u32,
+    /// Its receivers' host names.
+    pub to: Vec<String>,
+    /// Granted period, ns.
+    pub period_ns: u64,
+    /// Whether the period is above the one asked for.
+    pub period_raised: bool,
+    /// σ, lane frame bytes.
+    pub frame_bytes: usize,
+    /// Announced minimum latency, ns.
+    pub min_latency_ns: u64,
+    /// Announced maximum latency, ns.
+    pub max_latency_ns: u64,
+}
+
+/// What a running session did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SessionEvent {
+    /// A `bandwidthChanged` of one of this member's trees, followed.
+    BandwidthChanged {
+        /// The tree.
+        tree: Tree,
+        /// Its tunnel.
+        tunnel: u32,
+        /// Why the controller changed it.
+        reason: Reason,
+        /// How long the old resources hold, ns.
+        grace_ns: u64,
+        /// The new and old periods, ns.
+        period_ns: u64,
+        /// The period before.
+        old_period_ns: u64,
+        /// The new and old announced maximum latencies, ns.
+        max_latency_ns: u64,
+        /// The maximum latency before.
+        old_max_latency_ns: u64,
+        /// X-FD's Λ from now (or after the grace period), for the X-FD tree.
+        fd_lambda_ns: Option<u64>,
+        /// The largest announced maximum latency of this member's trees now.
+        bound_ns: u64,
+    },
+    /// One of this member's trees was terminated.
+    BandwidthTerminated {
+        /// The tree.
+        tree: Tree,
+        /// Its tunnel.
+        tunnel: u32,
+        /// Why.
+        reason: TerminateReason,
+    },
+    /// The replication tree was resized for a new role.
+    Resized {
+        /// Whether this member now leads.
+        leader: bool,
+        /// Granted period, ns.
+        period_ns: u64,
+        /// New σ, lane frame bytes.
+        frame_bytes: usize,
+        /// Announced maximum latency, ns.
+        max_latency_ns: u64,
+    },
+    /// The controller refused a resize (asked again later).
+    ResizeRefused {
+        /// Why.
+        detail: String,
+    },
+    /// Another member's trees changed (it restarted).
+    PeerTrees {
+        /// Its raft id.
+        member: u64,
+        /// Its trees now.
+        trees: TreeIds,
+    },
+    /// The controller connection ended; the lane keeps its last grants.
+    ControllerLost {
+        /// Why.
+        detail: String,
+    },
+}
+
+/// When Λ moves to a new X-FD bound.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LambdaStep {
+    /// It grows: at once (a larger Λ is the safe side).
+    Now,
+    /// It shrinks: when the grace period ends, while the old range holds.
+    AfterGrace,
+    /// It stays.
+    Keep,
+}
+
+/// The Λ for an X-FD tree whose announced maximum latency is now
+/// `bound_ns` (never below `floor_ns`, the configured one), and when it
+/// takes over from `lambda_ns`.
+pub fn lambda_step(bound_ns: u64, floor_ns: u64, lambda_ns: u64) -> (u64, LambdaStep) {
+    let want = bound_ns.max(floor_ns);
+    let step = match want.cmp(&lambda_ns) {
+        std::cmp::Ordering::Greater => LambdaStep::Now,
+        std::cmp::Ordering::Less => LambdaStep::AfterGrace,
+        std::cmp::Ordering::Equal => LambdaStep::Keep,
+    };
+    (want, step)
+}
+
+/// The trees every member holds at the controller: per sender name, the
+/// newest (highest id) tunnel on each sub-lane.
+fn trees_of(list: &[xlane_ctl::proto::TunnelInfo]) -> BTreeMap<String, (Option<u32>, Option<u32>)> {
+    let mut m: BTreeMap<String, (Option<u32>, Option<u32>)> = BTreeMap::new();
+    for t in list {
+        if t.state != TunnelState::Active && t.state != TunnelState::Unbounded {
+            continue;
+        }
+        let e = m.entry(t.sender.clone()).or_default();
+        let id = t.tunnel.0 as u32;
+        let slot = match t.sublane {
+            FD_SUBLANE => &mut e.0,
+            REPL_SUBLANE => &mut e.1,
+            _ => continue,
+        };
+        *slot = Some(slot.map_or(id, |x| x.max(id)));
+    }
+    m
+}
+
+/// A running member's session.
+pub struct Session {
+    conn: Client,
+    cfg: SessionConfig,
+    own: TreeIds,
+    sizes: FrameSizes,
+    /// Each own tree's announced maximum latency, ns.
+    max_ns: BTreeMap<u32, u64>,
+    peers: BTreeMap<u64, TreeIds>,
+    /// The configured Λ: Λ never goes below it.
+    fd_floor_ns: u64,
+}
+
+/// A session just opened.
+pub struct Opened {
+    /// The session, to [`Session::run`].
+    pub session: Session,
+    /// What the controller granted.
+    pub grants: Vec<Grant>,
+    /// Every member's tree ids (this one's included).
+    pub trees: BTreeMap<u64, TreeIds>,
+}
+
+/// Gives a member's trees back when it stops.
+pub struct Release {
+    controller: SocketAddr,
+    host: String,
+    key: Key,
+    tunnels: Vec<TunnelId>,
+}
+
+impl Release {
+    /// Releases every tree (a fresh connection: the session's may be gone);
+    /// returns how many the controller confirmed.
+    pub fn run(self) -> usize {
+        let Ok(mut c) = Client::connect(self.controller, &self.host, &self.key) else {
+            return 0;
+        };
+        self.tunnels
+            .into_iter()
+            .filter(|&t| c.release(t).is_ok())
+            .count()
+    }
+}
+
+impl Session {
+    /// Connects, subscribes, gives back the trees of an earlier run of this
+    /// member, asks for its two trees, sets `timing` to the grants (periods,
+    /// σ, Λ at least the X-FD tree's announced maximum), and waits until
+    /// every other member holds its trees.
+    pub fn open(cfg: SessionConfig, timing: &mut LaneTiming) -> Result<Opened, SessionError> {
+        let addr = cfg.controller;
+        let err = |what: &str| {
+            let what = what.to_string();
+            move |source| SessionError::Controller { addr, what, source }
+        };
+        let host =
+            cfg.names.get(&cfg.me).cloned().ok_or_else(|| {
+                SessionError::Config(format!("no host name for member {}", cfg.me))
+            })?;
+        let others: Vec<String> = cfg
+            .names
+            .iter()
+            .filter(|(&i, _)| i != cfg.me)
+            .map(|(_, n)| n.clone())
+            .collect();
+        if others.is_empty() {
+            return Err(SessionError::Config(
+                "the lane needs at least one other member".into(),
+            ));
+        }
+        let mut conn = Client::connect(addr, &host, &cfg.key).map_err(err("connect"))?;
+        // Upcalls from here on are kept for `run`, including those that
+        // the requests below set off.
+        conn.subscribe().map_err(err("subscribe"))?;
+        let (held, _) = conn.list().map_err(err("list"))?;
+        for t in held.iter().filter(|t| t.sender == host) {
+            conn.release(t.tunnel)
+                .map_err(err(&format!("release tunnel {}", t.tunnel.0)))?;
+        }
+        let sizes = frame_sizes(cfg.names.len(), cfg.burst_bytes);
+        let ask = |conn: &mut Client, tree: Tree, bytes: usize, period: u64| {
+            let (sublane, what) = match tree {
+                Tree::Fd => (FD_SUBLANE, "the X-FD tree"),
+                Tree::Repl => (REPL_SUBLANE, "the replication tree"),
+            };
+            conn.request(&others, (bytes + IP_UDP_BYTES) as u32, period, sublane)
+                .map_err(err(&format!("request {what}")))
+        };
+        let fd = ask(&mut conn, Tree::Fd, sizes.fd, timing.fd_period_ns)?;
+        let repl = ask(
+            &mut conn,
+            Tree::Repl,
+            sizes.repl_follower,
+            timing.repl_period_ns,
+        )?;
+        let fd_floor_ns = timing.fd_lambda_ns;
+        timing.fd_period_ns = fd.resources.period_ns;
+        timing.fd_frame_bytes = sizes.fd;
+        timing.fd_lambda_ns = timing.fd_lambda_ns.max(fd.resources.max_latency_ns());
+        timing.repl_period_ns = repl.resources.period_ns;
+        timing.repl_frame_bytes = sizes.repl_follower;
+        let grant = |tree, g: &Granted, frame_bytes| Grant {
+            tree,
+            tunnel: g.tunnel.0 as u32,
+            to: others.clone(),
+            period_ns: g.resources.period_ns,
+            period_raised: g.period_raised,
+            frame_bytes,
+            min_latency_ns: g.resources.min_latency_ns,
+            max_latency_ns: g.resources.max_latency_ns(),
+        };
+        let grants = vec![
+            grant(Tree::Fd, &fd, sizes.fd),
+            grant(Tree::Repl, &repl, sizes.repl_follower),
+        ];
+        let own = TreeIds {
+            fd: fd.tunnel.0 as u32,
+            repl: repl.tunnel.0 as u32,
+        };
+        let max_ns = grants
+            .iter()
+            .map(|g| (g.tunnel, g.max_latency_ns))
+            .collect();
+        let mut s = Session {
+            conn,
+            cfg,
+            own,
+            sizes,
+            max_ns,
+            peers: BTreeMap::new(),
+            fd_floor_ns,
+        };
+        let start = Instant::now();
+        loop {
+            let missing = s.look_up_peers().map_err(err("list"))?;
+            if missing.is_empty() {
+                break;
+            }
+            if start.elapsed() >= s.cfg.wait_for_peers {
+                return Err(SessionError::PeersMissing {
+                    missing,
+                    waited: s.cfg.wait_for_peers,
+                });
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let mut trees = s.peers.clone();
+        trees.insert(s.cfg.me, own);
+        Ok(Opened {
+            session: s,
+            grants,
+            trees,
+        })
+    }
+
+    /// This member's trees.
+    pub fn own(&self) -> TreeIds {
+        self.own
+    }
+
+    /// The largest announced maximum latency of this member's trees, ns.
+    pub fn bound_ns(&self) -> u64 {
+        self.max_ns.values().copied().max().unwrap_or(0)
+    }
+
+    /// What gives the trees back when the member stops.
+    pub fn release(&self) -> Release {
+        Release {
+            controller: self.cfg.controller,
+            host: self
+                .cfg
+                .names
+                .get(&self.cfg.me)
+                .cloned()
+                .unwrap_or_default(),
+            key: self.cfg.key.clone(),
+            tunnels: vec![TunnelId(self.own.fd as u64), TunnelId(self.own.repl as u64)],
+        }
+    }
+
+    /// Looks the other members' trees up; returns the names of those that
+    /// hold none yet. Updates `self.peers` with those that do.
+    fn look_up_peers(&mut self) -> Result<Vec<String>, ClientError> {
+        let (list, _) = self.conn.list()?;
+        let held = trees_of(&list);
+        let mut missing = Vec::new();
+        for (&id, name) in self.cfg.names.iter().filter(|(&i, _)| i != self.cfg.me) {
+            match held.get(name) {
+                Some(&(Some(fd), Some(repl))) => {
+                    self.peers.insert(id, TreeIds { fd, repl });
+                }
+                _ => missing.push(name.clone()),
+            }
+        }
+        Ok(missing)
+    }
+
+    /// Until the controller connection ends: follows upcalls, resizes the
+    /// replication tree when `leader()` (the raft leader's id) says this
+    /// member's role changed, and learns other members' new trees; tells
+    /// `control` and reports every action to `event`.
+    pub fn run(
+        mut self,
+        control: &LaneControl,
+        leader: &dyn Fn() -> u64,
+        event: &mut dyn FnMut(SessionEvent),
+    ) {
+        let mut lower: Option<(Instant, u64)> = None;
+        let (mut role_at, mut peers_at) = (Instant::now(), Instant::now() + PEERS_EVERY);
+        let mut retry_at: Option<Instant> = None;
+        loop {
+            let now = Instant::now();
+            if let Some((at, l)) = lower {
+                if now >= at {
+                    control.set_fd_lambda_ns(l);
+                    lower = None;
+                }
+            }
+            if now >= role_at && retry_at.map_or(true, |t| now >= t) {
+                role_at = now + ROLE_EVERY;
+                retry_at = self.follow_role(control, leader() == self.cfg.me, event);
+            }
+            if now >= peers_at {
+                peers_at = now + PEERS_EVERY;
+                let before = self.peers.clone();
+                if self.look_up_peers().is_ok() && self.peers != before {
+                    for (&member, &trees) in &self.peers {
+                        if before.get(&member) != Some(&trees) {
+                            event(SessionEvent::PeerTrees { member, trees });
+                        }
+                    }
+                    control.set_peer_trees(self.peers.clone());
+                }
+            }
+            let u = match self.conn.next_upcall(Duration::from_millis(100)) {
+                Ok(Some(u)) => u,
+                Ok(None) => continue,
+                Err(e) => {
+                    event(SessionEvent::ControllerLost {
+                        detail: e.to_string(),
+                    });
+                    return;
+                }
+            };
+            match u {
+                Upcall::BandwidthChanged {
+                    tunnel,
+                    old,
+                    new,
+                    reason,
+                    grace_ns,
+                } => {
+                    let Some(tree) = self.tree_of(tunnel) else {
+                        continue;
+                    };
+                    let max = new.max_latency_ns();
+                    self.max_ns.insert(tunnel.0 as u32, max);
+                    // The new period from the next free window (a longer
+                    // one is the safe side at once; σ is this member's).
+                    let (_, bytes) = control.tree(tree);
+                    control.retune(Retune {
+                        tree,
+                        period_ns: new.period_ns,
+                        frame_bytes: bytes,
+                    });
+                    let mut fd_lambda_ns = None;
+                    if tree == Tree::Fd {
+                        let (want, step) =
+                            lambda_step(max, self.fd_floor_ns, control.fd_lambda_ns());
+                        match step {
+                            LambdaStep::Now => {
+                                control.set_fd_lambda_ns(want);
+                                lower = None;
+                            }
+                            LambdaStep::AfterGrace => {
+                                lower =
+                                    Some((Instant::now() + Duration::from_nanos(grace_ns), want))
+                            }
+                            LambdaStep::Keep => lower = None,
+                        }
+                        fd_lambda_ns = Some(want);
+                    }
+                    event(SessionEvent::BandwidthChanged {
+                        tree,
+                        tunnel: tunnel.0 as u32,
+                        reason,
+                        grace_ns,
+                        period_ns: new.period_ns,
+                        old_period_ns: old.period_ns,
+                        max_latency_ns: max,
+                        old_max_latency_ns: old.max_latency_ns(),
+                        fd_lambda_ns,
+                        bound_ns: self.bound_ns(),
+                    });
+                }
+                Upcall::BandwidthTerminated { tunnel, reason } => {
+                    if let Some(tree) = self.tree_of(tunnel) {
+                        event(SessionEvent::BandwidthTerminated {
+                            tree,
+                            tunnel: tunnel.0 as u32,
+                            reason,
+                        });
+                    }
+                }
+            }
+        }
+    }
+
+    fn tree_of(&self, t: TunnelId) -> Option<Tree> {
+        if t.0 == self.own.fd as u64 {
+            Some(Tree::Fd)
+        } else if t.0 == self.own.repl as u64 {
+            Some(Tree::Repl)
+        } else {
+            None
+        }
+    }
+
+    /// Resizes the replication tree if the role asks for another σ; the
+    /// time to ask again if the controller refused.
+    fn follow_role(
+        &mut self,
+        control: &LaneControl,
+        leading: bool,
+        event: &mut dyn FnMut(SessionEvent),
+    ) -> Option<Instant> {
+        let want = if leading {
+            self.sizes.repl_leader
+        } else {
+            self.sizes.repl_follower
+        };
+        let (period, bytes) = control.tree(Tree::Repl);
+        if bytes == want {
+            return None;
+        }
+        let tunnel = TunnelId(self.own.repl as u64);
+        match self
+            .conn
+            .change(tunnel, (want + IP_UDP_BYTES) as u32, period)
+        {
+            Ok(g) => {
+                control.retune(Retune {
+                    tree: Tree::Repl,
+                    period_ns: g.resources.period_ns,
+                    frame_bytes: want,
+                });
+                let max = g.resources.max_latency_ns();
+                self.max_ns.insert(self.own.repl, max);
+                event(SessionEvent::Resized {
+                    leader: leading,
+                    period_ns: g.resources.period_ns,
+                    frame_bytes: want,
+                    max_latency_ns: max,
+                });
+                None
+            }
+            Err(e) => {
+                event(SessionEvent::ResizeRefused {
+                    detail: e.to_string(),
+                });
+                Some(Instant::now() + RESIZE_RETRY)
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use xlane_ctl::proto::TunnelInfo;
+    use xlane_ctl::te::Resources;
+
+    /// Λ follows the X-FD tree's bound: up at once, down after the grace
+    /// period, never below the configured one.
+    #[test]
+    fn lambda_steps() {
+        use LambdaStep::*;
+        // (bound, floor, Λ now) -> (Λ, when)
+        let rows = [
+            ("bound grows past Λ", (140, 20, 100), (140, Now)),
+            ("bound shrinks", (100, 20, 140), (100, AfterGrace)),
+            ("bound under the floor", (40, 500, 500), (500, Keep)),
+            (
+                "bound shrinks to the floor",
+                (40, 500, 800),
+                (500, AfterGrace),
+            ),
+            ("bound equal to Λ", (100, 20, 100), (100, Keep)),
+        ];
+        for (name, (bound, floor, now), want) in rows {
+            assert_eq!(lambda_step(bound, floor, now), want, "{name}");
+        }
+    }
+
+    fn info(id: u64, sender: &str, sublane: u8, state: TunnelState) -> TunnelInfo {
+        TunnelInfo {
+            tunnel: TunnelId(id),
+            sender: sender.into(),
+            receivers: vec!["x".into()],
+            sublane,
+            state,
+            requested_period_ns: 1,
+            resources: Resources {
+                load_bytes: 100,
+                period_ns: 1,
+                min_latency_ns: 1,
+                max_jitter_ns: 1,
+            },
+        }
+    }
+
+    /// Every member's newest tree per sub-lane; other sub-lanes ignored.
+    #[test]
+    fn trees_per_sender() {
+        use TunnelState::*;
+        let list = [
+            info(5, "kv1", FD_SUBLANE, Active),
+            info(6, "kv1", REPL_SUBLANE, Active),
+            // kv2 restarted: its newer trees win.
+            info(7, "kv2", FD_SUBLANE, Active),
+            info(8, "kv2", REPL_SUBLANE, Unbounded),
+            info(11, "kv2", FD_SUBLANE, Active),
+            info(12, "kv2", REPL_SUBLANE, Active),
+            // kv3 holds only an X-FD tree so far, and one on a third sub-lane.
+            info(9, "kv3", FD_SUBLANE, Active),
+            info(10, "kv3", 2, Active),
+        ];
+        let t = trees_of(&list);
+        assert_eq!(t.get("kv1"), Some(&(Some(5), Some(6))));
+        assert_eq!(t.get("kv2"), Some(&(Some(11), Some(12))));
+        assert_eq!(t.get("kv3"), Some(&(Some(9), None)));
+        assert_eq!(t.len(), 3);
+    }
+}
