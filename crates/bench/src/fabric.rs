@@ -21,7 +21,6 @@
 //!   `meters`), so rates are never overstated.
 
 use std::collections::HashMap;
-use std::net::Ipv4Addr;
 use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -30,10 +29,7 @@ use xlane_ctl::proto::TunnelId;
 use xlane_host::socket::realtime_ns;
 use xlane_testbed::{Place, Testbed, TestbedError, TunnelPolicy};
 
-/// The multicast group of tunnel `id`: `239.78.x.y` from its low 16 bits.
-pub fn group_of(id: u64) -> Ipv4Addr {
-    Ipv4Addr::new(239, 78, (id >> 8) as u8, id as u8)
-}
+pub use xlane_ctl::fabric::group_of;
 
 /// Smallest queue of a tunnel class, packets. The controller's model needs
 /// one, but an emulated NIC's queue is drained by a timer that a stalled
@@ -290,6 +286,7 @@ impl Fabric for TestbedFabric {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::net::Ipv4Addr;
 
     #[test]
     fn groups_and_host_names() {

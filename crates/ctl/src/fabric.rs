@@ -93,6 +93,14 @@ pub enum FabricError {
     Io(#[from] std::io::Error),
 }
 
+/// The IP multicast group on which a fabric delivers the frames of
+/// multicast tunnel `id` to its receivers: `239.78.x.y` from the id's low
+/// 16 bits. A sender replicated by the network sends each frame once, to
+/// this group; its receivers join it.
+pub fn group_of(id: u64) -> std::net::Ipv4Addr {
+    std::net::Ipv4Addr::new(239, 78, (id >> 8) as u8, id as u8)
+}
+
 /// The network, as the daemon programs it.
 pub trait Fabric: Send {
     /// Carry out one operation.

@@ -35,7 +35,7 @@ pub mod server;
 pub mod store;
 
 pub use crate::core::{Controller, Outcome, Policy, Principal};
-pub use fabric::{Fabric, FabricError, FabricOp, NoFabric, RecordingFabric, SwitchMeter};
+pub use fabric::{group_of, Fabric, FabricError, FabricOp, NoFabric, RecordingFabric, SwitchMeter};
 pub use proto::{ClientMsg, ServerMsg, TunnelId, Upcall};
 /// The allocator crate, re-exported (topology loading, configuration).
 pub use xlane_te as te;

@@ -866,6 +866,37 @@ impl LaneSocket {
         Ok(())
     }
 
+    /// Receives multicast `group` on the interface with address `ifaddr`
+    /// from now on (`IP_ADD_MEMBERSHIP`; the socket must be bound to the
+    /// wildcard address or the group to see the group's datagrams).
+    pub fn join_group(&self, group: Ipv4Addr, ifaddr: Ipv4Addr) -> Result<(), SocketError> {
+        self.membership(group, ifaddr, libc::IP_ADD_MEMBERSHIP, "IP_ADD_MEMBERSHIP")
+    }
+
+    /// Stops receiving multicast `group` (`IP_DROP_MEMBERSHIP`).
+    pub fn leave_group(&self, group: Ipv4Addr, ifaddr: Ipv4Addr) -> Result<(), SocketError> {
+        self.membership(
+            group,
+            ifaddr,
+            libc::IP_DROP_MEMBERSHIP,
+            "IP_DROP_MEMBERSHIP",
+        )
+    }
+
+    fn membership(
+        &self,
+        group: Ipv4Addr,
+        ifaddr: Ipv4Addr,
+        op: libc::c_int,
+        name: &'static str,
+    ) -> Result<(), SocketError> {
+        let mreq = libc::ip_mreq {
+            imr_multiaddr: in_addr(group),
+            imr_interface: in_addr(ifaddr),
+        };
+        setopt(self.fd.as_raw_fd(), libc::IPPROTO_IP, op, &mreq, name)
+    }
+
     /// A second handle on the same socket (`dup`): one thread can send on
     /// it while another receives on the original. Settings are shared.
     pub fn try_clone(&self) -> io::Result<LaneSocket> {

@@ -38,10 +38,11 @@
 
 use crate::chunk_stream::{enqueue_all, StreamReassembler, StreamStats};
 use std::collections::BTreeMap;
-use std::net::{SocketAddr, SocketAddrV4};
+use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use xlane_ctl::fabric::group_of;
 use xlane_fd::{
     Anchor, Detector, DetectorConfig, EventKind, FixedTimeout, HeartbeatPayload, PeerSpec, Status,
     XFd, FD_PRODUCER,
@@ -86,6 +87,12 @@ pub struct LaneTiming {
     pub repl_frame_bytes: usize,
     /// σ of the X-FD tree: the largest frame, bytes.
     pub fd_frame_bytes: usize,
+    /// Network replication: each tree's frame is sent once, to the tree's
+    /// multicast group ([`xlane_ctl::fabric::group_of`]), and the network
+    /// (a fabric the controller programmed) delivers it to every peer, who
+    /// joined it. Needs the same raft port on every member. Otherwise the
+    /// sender sends a copy to every peer.
+    pub multicast: bool,
 }
 
 impl Default for LaneTiming {
@@ -96,6 +103,7 @@ impl Default for LaneTiming {
             fd_lambda_ns: 20_000_000,
             repl_frame_bytes: MAX_FRAME_LEN,
             fd_frame_bytes: MAX_FRAME_LEN,
+            multicast: false,
         }
     }
 }
@@ -128,10 +136,12 @@ pub const NOTICE_BYTES: usize = 40;
 /// Largest append response or vote (request or answer) the replication
 /// tree of a follower is sized for, bytes (same terms as [`NOTICE_BYTES`]).
 pub const RESPONSE_BYTES: usize = 48;
-/// What an append costs besides its entries' data: kind byte, message
-/// header, and per entry its term, index and framing, for a batch of up to
-/// 8 entries, bytes.
-pub const APPEND_OVERHEAD_BYTES: usize = 200;
+/// What an append costs besides its entries: kind byte and message
+/// header, bytes (same terms as [`NOTICE_BYTES`]).
+pub const APPEND_BASE_BYTES: usize = 48;
+/// What one entry of an append costs besides its data (term, index,
+/// framing), bytes.
+pub const ENTRY_OVERHEAD_BYTES: usize = 24;
 
 /// σ of a member's trees by the burst policy (whole lane frames, bytes;
 /// see [`frame_sizes`]).
@@ -141,7 +151,8 @@ pub struct FrameSizes {
     /// member, in one frame.
     pub fd: usize,
     /// The replication tree of the leader: one append carrying a burst of
-    /// `burst_bytes` of entries to every follower, in one frame.
+    /// `burst_bytes` of entries (each counted with its
+    /// [`ENTRY_OVERHEAD_BYTES`]) to every follower, in one frame.
     pub repl_leader: usize,
     /// The replication tree of a follower: one append response (or vote)
     /// to the leader, in one frame.
@@ -163,7 +174,7 @@ fn stream_chunks(len: usize, schema: Schema) -> usize {
 pub fn frame_sizes(members: usize, burst_bytes: usize) -> FrameSizes {
     let others = members.saturating_sub(1).max(1);
     let fd_chunks = 1 + others * stream_chunks(NOTICE_BYTES, Schema::Chunk26);
-    let leader = others * stream_chunks(APPEND_OVERHEAD_BYTES + burst_bytes, Schema::Chunk36);
+    let leader = others * stream_chunks(APPEND_BASE_BYTES + burst_bytes, Schema::Chunk36);
     let follower = stream_chunks(RESPONSE_BYTES, Schema::Chunk36);
     let cap = |schema: Schema, chunks: usize| schema.frame_len(chunks).min(MAX_FRAME_LEN);
     FrameSizes {
@@ -356,6 +367,9 @@ pub struct LaneLink {
     sendto: Vec<SocketAddrV4>,
     detector: XFd,
     incarnation: u64,
+    /// The interface address multicast groups are joined on (network
+    /// replication only).
+    multicast_if: Option<Ipv4Addr>,
     stats: Arc<LaneStats>,
     control: Arc<LaneControl>,
     /// The earliest time the replication tree may send its backlog
@@ -398,8 +412,20 @@ fn repl_rx_params(tunnel: u32, period_ns: u64) -> TunnelParams {
     }
 }
 
-fn open(addr: SocketAddrV4, dscp: u8, priority: u32) -> Result<LaneSocket, LaneError> {
+/// An express socket on `addr`; with `multicast_if`, bound to the wildcard
+/// address on `addr`'s port (to see the groups it joins) and sending
+/// multicast from that interface.
+fn open(
+    addr: SocketAddrV4,
+    dscp: u8,
+    priority: u32,
+    multicast_if: Option<Ipv4Addr>,
+) -> Result<LaneSocket, LaneError> {
     let mut sc = SocketConfig::express(addr);
+    if let Some(ifaddr) = multicast_if {
+        sc.bind = SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, addr.port());
+        sc.multicast_if = Some(ifaddr);
+    }
     sc.dscp = dscp;
     sc.priority = priority;
     sc.nonblocking = true;
@@ -443,6 +469,25 @@ impl LaneLink {
         }
         let ids = |id: u64| trees.get(&id).copied().unwrap_or(TreeIds::default_for(id));
         let bind = v4(bind, "raft bind address")?;
+        let multicast_if = if timing.multicast {
+            if bind.ip().is_unspecified() {
+                return Err(LaneError::Config(
+                    "network replication needs the member's own address to bind, not 0.0.0.0"
+                        .into(),
+                ));
+            }
+            if let Some((id, a)) = peers.iter().find(|(_, a)| a.port() != bind.port()) {
+                return Err(LaneError::Config(format!(
+                    "network replication sends one frame to every member's port: member {id} \
+                     uses raft port {}, this one {}",
+                    a.port(),
+                    bind.port()
+                )));
+            }
+            Some(*bind.ip())
+        } else {
+            None
+        };
         let now = realtime_ns();
         let mut links = Vec::new();
         let mut specs = Vec::new();
@@ -483,6 +528,13 @@ impl LaneLink {
         )
         .map_err(|e| LaneError::Config(format!("X-FD: {e}")))?;
         let mine = ids(me);
+        let mode = if multicast_if.is_some() {
+            Replication::Network
+        } else {
+            Replication::Sender {
+                receivers: links.len(),
+            }
+        };
         let tree = |tunnel, period_ns, max_packet, schema, what: &str| {
             let capacity = if schema == Schema::Chunk36 {
                 REPL_QUEUE_CHUNKS
@@ -497,9 +549,7 @@ impl LaneLink {
                     schema,
                 },
                 next_slot(now, period_ns),
-                Replication::Sender {
-                    receivers: links.len(),
-                },
+                mode,
                 capacity,
             )
             .map_err(|e| LaneError::Config(format!("{what} tree: {e}")))
@@ -518,8 +568,25 @@ impl LaneLink {
             Schema::Chunk36,
             "replication",
         )?;
-        let repl_sock = open(bind, REPL_DSCP, EXPRESS_PRIORITY - 1)?;
-        let fd_sock = open(fd_addr(bind)?, FD_DSCP, EXPRESS_PRIORITY)?;
+        let repl_sock = open(bind, REPL_DSCP, EXPRESS_PRIORITY - 1, multicast_if)?;
+        let fd_bind = fd_addr(bind)?;
+        let fd_sock = open(fd_bind, FD_DSCP, EXPRESS_PRIORITY, multicast_if)?;
+        if let Some(ifaddr) = multicast_if {
+            // One frame per tree to its group; the peers' groups joined.
+            repl_dsts = vec![SocketAddrV4::new(group_of(mine.repl as u64), bind.port())];
+            fd_dsts = vec![SocketAddrV4::new(group_of(mine.fd as u64), fd_bind.port())];
+            for p in &links {
+                let join = |sock: &LaneSocket, tunnel: u32| {
+                    sock.join_group(group_of(tunnel as u64), ifaddr)
+                        .map_err(|source| LaneError::Socket {
+                            addr: SocketAddrV4::new(group_of(tunnel as u64), bind.port()),
+                            source,
+                        })
+                };
+                join(&repl_sock, p.trees.repl)?;
+                join(&fd_sock, p.trees.fd)?;
+            }
+        }
         let fds = [repl_sock.as_raw_fd(), fd_sock.as_raw_fd()];
         let n = links.len();
         Ok(LaneLink {
@@ -535,6 +602,7 @@ impl LaneLink {
             sendto: Vec::with_capacity(n),
             detector,
             incarnation: now,
+            multicast_if,
             stats: Arc::new(LaneStats::default()),
             control: Arc::new(LaneControl::new(&timing)),
             repl_next: u64::MAX,
@@ -677,10 +745,34 @@ impl LaneLink {
                     let period = p.repl_rx.params().period_ns;
                     p.repl_rx = PeriodicReceiver::new(repl_rx_params(t.repl, period));
                     p.repl_stream.restart();
+                    if let Some(ifaddr) = self.multicast_if {
+                        let _ = self
+                            .repl_sock
+                            .leave_group(group_of(p.trees.repl as u64), ifaddr);
+                        if self
+                            .repl_sock
+                            .join_group(group_of(t.repl as u64), ifaddr)
+                            .is_err()
+                        {
+                            LaneStats::add(&self.stats.send_errors, 1);
+                        }
+                    }
                 }
                 if t.fd != p.trees.fd {
                     self.detector.set_peer_tunnel(i, t.fd);
                     p.notice_stream.restart();
+                    if let Some(ifaddr) = self.multicast_if {
+                        let _ = self
+                            .fd_sock
+                            .leave_group(group_of(p.trees.fd as u64), ifaddr);
+                        if self
+                            .fd_sock
+                            .join_group(group_of(t.fd as u64), ifaddr)
+                            .is_err()
+                        {
+                            LaneStats::add(&self.stats.send_errors, 1);
+                        }
+                    }
                 }
                 p.trees = t;
             }
@@ -1004,6 +1096,13 @@ mod tests {
             ..t
         };
         assert!(err(LaneLink::new(1, a, &[(1, a), (2, b)], tiny, &none)).contains("replication"));
+        let mc = LaneTiming {
+            multicast: true,
+            ..t
+        };
+        assert!(err(LaneLink::new(1, a, &[(1, a), (2, b)], mc, &none)).contains("raft port"));
+        let any: SocketAddr = "0.0.0.0:7001".parse().unwrap();
+        assert!(err(LaneLink::new(1, any, &[(1, a), (2, a)], mc, &none)).contains("0.0.0.0"));
     }
 
     /// A raft message as the driver sends it whole (kind byte + encoding).
@@ -1047,10 +1146,12 @@ mod tests {
             m.entries.push(e);
         }
         assert!(
-            sent_len(&m) <= APPEND_OVERHEAD_BYTES + 8 * 32,
+            sent_len(&m) <= APPEND_BASE_BYTES + 8 * (ENTRY_OVERHEAD_BYTES + 32),
             "{}",
             sent_len(&m)
         );
+        m.entries.clear();
+        assert!(sent_len(&m) <= APPEND_BASE_BYTES, "{}", sent_len(&m));
     }
 
     #[test]
@@ -1058,10 +1159,10 @@ mod tests {
         // (members, burst) -> chunks of (fd, leader, follower); a chunk
         // carries 19 (X-FD) or 29 (replication) bytes of a stream.
         let rows = [
-            (3, 256, (1 + 2 * 3, 2 * 16, 2)),
-            (5, 64, (1 + 4 * 3, 4 * 10, 2)),
-            (3, 0, (1 + 2 * 3, 2 * 7, 2)),
-            (1, 256, (1 + 3, 16, 2)),
+            (3, 256, (1 + 2 * 3, 2 * 11, 2)),
+            (5, 64, (1 + 4 * 3, 4 * 4, 2)),
+            (3, 0, (1 + 2 * 3, 2 * 2, 2)),
+            (1, 256, (1 + 3, 11, 2)),
         ];
         for (members, burst, (fd, leader, follower)) in rows {
             let s = frame_sizes(members, burst);

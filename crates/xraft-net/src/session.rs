@@ -32,9 +32,9 @@ use xlane_ctl::auth::Key;
 use xlane_ctl::client::{Client, ClientError, Granted};
 use xlane_ctl::proto::{Reason, TerminateReason, TunnelId, TunnelState, Upcall};
 
-/// IPv4 and UDP headers around a lane frame: the controller's σ counts IP
-/// packets.
-pub const IP_UDP_BYTES: usize = 28;
+/// UDP, IPv4 and Ethernet headers around a lane frame: the controller's σ
+/// is what a queue counts for a packet.
+pub const WIRE_OVERHEAD_BYTES: usize = 8 + 20 + 14;
 /// Sub-lane of the X-FD trees (the higher priority).
 pub const FD_SUBLANE: u8 = 0;
 /// Sub-lane of the replication trees.
@@ -306,8 +306,13 @@ impl Session {
                 Tree::Fd => (FD_SUBLANE, "the X-FD tree"),
                 Tree::Repl => (REPL_SUBLANE, "the replication tree"),
             };
-            conn.request(&others, (bytes + IP_UDP_BYTES) as u32, period, sublane)
-                .map_err(err(&format!("request {what}")))
+            conn.request(
+                &others,
+                (bytes + WIRE_OVERHEAD_BYTES) as u32,
+                period,
+                sublane,
+            )
+            .map_err(err(&format!("request {what}")))
         };
         let fd = ask(&mut conn, Tree::Fd, sizes.fd, timing.fd_period_ns)?;
         let repl = ask(
@@ -559,7 +564,7 @@ impl Session {
         let tunnel = TunnelId(self.own.repl as u64);
         match self
             .conn
-            .change(tunnel, (want + IP_UDP_BYTES) as u32, period)
+            .change(tunnel, (want + WIRE_OVERHEAD_BYTES) as u32, period)
         {
             Ok(g) => {
                 control.retune(Retune {

@@ -74,6 +74,19 @@ struct ServeArgs {
     /// Program nothing, print every fabric operation to stderr instead.
     #[arg(long)]
     log_fabric: bool,
+    /// How often the fabric's meters are read (one monitoring interval)
+    /// and due grace periods end, ms.
+    #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u64).range(1..=60_000))]
+    meter_interval_ms: u64,
+    /// A tunnel whose intervals all stay under a quarter of its allocation
+    /// for this long gets its period raised (BwUnused), ms. Default: five
+    /// intervals.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    unused_after_ms: Option<u64>,
+    /// Tolerance over a tunnel's packet rate before it counts as exceeding
+    /// (and is demoted), per mille.
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(0..=10_000))]
+    exceed_tolerance_permille: u32,
 }
 
 #[derive(clap::Args)]
@@ -230,6 +243,12 @@ fn serve(a: ServeArgs) -> super::CmdResult {
     }
     let mut cfg = ServerConfig::new(a.listen, a.state.clone());
     cfg.fsync = a.fsync;
+    cfg.tick_interval = Duration::from_millis(a.meter_interval_ms);
+    cfg.policy.exceed_tolerance_permille = a.exceed_tolerance_permille;
+    if let Some(ms) = a.unused_after_ms {
+        cfg.policy.unused_intervals =
+            ms.div_ceil(a.meter_interval_ms).clamp(1, u32::MAX as u64) as u32;
+    }
     let fabric: Box<dyn Fabric> = if let Some(prefix) = &a.testbed {
         let hosts = topo
             .nodes()

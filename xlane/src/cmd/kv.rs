@@ -128,12 +128,19 @@ struct ServeArgs {
     #[arg(long, requires = "ctl_keys", value_name = "ADDR")]
     controller: Option<SocketAddr>,
     /// Burst policy of the lane trees (--controller): a leader's
-    /// replication frame carries an append of this many bytes of entries to
-    /// every follower; a follower's carries one append response; an X-FD
-    /// frame the heartbeat and one commit notice to every other member.
-    /// What does not fit waits for the next period.
+    /// replication frame carries an append of this many bytes of entries
+    /// (each entry's data plus 24 bytes of framing) to every follower; a
+    /// follower's carries one append response; an X-FD frame the heartbeat
+    /// and one commit notice to every other member. What does not fit
+    /// waits for the next period.
     #[arg(long, default_value_t = 256)]
     lane_burst_bytes: usize,
+    /// Send each lane frame once, to its tree's multicast group, and let
+    /// the network replicate it (--controller with a fabric that builds the
+    /// trees, e.g. `xlane ctl serve --testbed`); every member must use the
+    /// same raft port. Without it the member sends a copy to every peer.
+    #[arg(long, requires = "controller")]
+    lane_multicast: bool,
     /// How long a member waits at start for the others to hold their trees
     /// at the controller, seconds.
     #[arg(long, default_value_t = 60)]
@@ -286,6 +293,7 @@ fn serve_raft(a: ServeArgs) -> super::CmdResult {
         repl_period_ns: a.lane_period_us.max(1) * 1_000,
         fd_period_ns: a.fd_period_us.max(1) * 1_000,
         fd_lambda_ns: a.fd_lambda_us * 1_000,
+        multicast: a.lane_multicast,
         ..LaneTiming::default()
     });
     let mut max_latency_ns = a.max_latency_ms * 1_000_000;
