@@ -56,9 +56,9 @@
 //! once. Beside the raw numbers, each detector's smallest perfect Λ is also
 //! given outside host gaps, by the strict rule of `bench bounds`
 //! ([`crate::fd_gaps`]): at Λ, an interval counts as explained when the gap
-//! time recorded inside it (every core's, merged; the emulated switch's
-//! qdiscs and softirqs run on whichever core sends into them) covers its
-//! excess over T + Λ; the smallest such Λ keeps whatever part of a silence
+//! time recorded inside it, on the cores its path runs on (the lane core
+//! for X-FD, the regular cores for plain UDP and phi: the ports are split
+//! by CPU), covers its excess over T + Λ; the smallest such Λ keeps whatever part of a silence
 //! its gap time does not cover. The intervals above that Λ (each explained)
 //! are counted as set aside, and both ratios plain timeout / X-FD, over
 //! all intervals and outside host gaps, are reported.
@@ -407,7 +407,7 @@ pub struct DetectorReport {
     pub send_anchor_min_perfect_threshold_ns: Option<i64>,
     /// The smallest Λ at which every interval is either within Λ or
     /// explained by host gaps: the gap time the floor probes recorded
-    /// inside it (every core, merged) covers its excess over T + Λ (the
+    /// inside it (on its path's cores) covers its excess over T + Λ (the
     /// strict rule of [`crate::fd_gaps`], as `bench bounds` applies it to
     /// packets). What the heartbeat path itself needs, apart from the time
     /// the machine took away. Intervals at or below 100 µs (phi: φ 3) are
@@ -1189,13 +1189,21 @@ fn accuracy_part(
         ));
     }
     let (floor, raw) = probes.stop();
-    // The recorded gap time of every core, merged (the strict rule of
-    // `crate::fd_gaps`, as `bench bounds` applies it): the emulated switch's
-    // qdiscs and softirqs run on whichever core sends into them, so either
-    // core's gap can hold a heartbeat of either path.
-    let gaps = GapIndex::new(raw.iter().flat_map(|f| f.gaps.iter()));
+    // The recorded gap time of the cores each path runs on (the strict
+    // rule of `crate::fd_gaps`, as `bench bounds` applies it): the ports
+    // are split by CPU, so the lane's heartbeats are sent, forwarded and
+    // read on the lane core, plain UDP's on the regular cores. A gap of the
+    // other cores explains nothing of a path.
+    let gaps_of = |lane: bool| {
+        GapIndex::new(
+            raw.iter()
+                .filter(|f| (f.core == cfg.lane_core) == lane || cores.regular.is_empty())
+                .flat_map(|f| f.gaps.iter()),
+        )
+    };
+    let (lane_gaps, regular_gaps) = (gaps_of(true), gaps_of(false));
     progress("replaying the heartbeats through the detectors");
-    let (detectors, curves) = evaluate(cfg.period_ns, acc, &gaps);
+    let (detectors, curves) = evaluate(cfg.period_ns, acc, &lane_gaps, &regular_gaps);
     let xfd_kernel_lambda = detectors
         .iter()
         .find(|d| d.name == XFD)
@@ -1287,10 +1295,13 @@ fn grid(hi_ns: f64) -> Vec<i64> {
     v
 }
 
+/// `lane_gaps`: the gap time of the lane core (X-FD's path);
+/// `regular_gaps`: of the regular cores (plain UDP's, phi's).
 fn evaluate(
     period_ns: u64,
     acc: Accumulators,
-    gaps: &GapIndex,
+    lane_gaps: &GapIndex,
+    regular_gaps: &GapIndex,
 ) -> (Vec<DetectorReport>, Vec<Vec<(f64, f64)>>) {
     let Accumulators {
         xfd,
@@ -1305,9 +1316,9 @@ fn evaluate(
         plain_sent,
     } = acc;
     let max_int = |l: Levels, kind| l.summary(kind).0.max_level().map(ceil_i64);
-    let xfd_out = xfd.outside_gaps(gaps);
-    let plain_out = plain.outside_gaps(gaps);
-    let phi_out = phi.outside_gaps(gaps);
+    let xfd_out = xfd.outside_gaps(lane_gaps);
+    let plain_out = plain.outside_gaps(regular_gaps);
+    let phi_out = phi.outside_gaps(regular_gaps);
     let (xfd, _) = xfd.summary(ModelKind::TimeoutArrival);
     let (plain, _) = plain.summary(ModelKind::TimeoutArrival);
     let (phi, moments) = phi.summary(ModelKind::Phi);
@@ -2995,7 +3006,7 @@ mod tests {
             len_ns,
         };
         let gaps = GapIndex::new(&[gap(2499, 400_000), gap(3499, 800_000)]);
-        let (d, curves) = evaluate(t, acc, &gaps);
+        let (d, curves) = evaluate(t, acc, &gaps, &gaps);
         assert_eq!(curves.len(), 3);
         let names: Vec<&str> = d.iter().map(|x| x.name.as_str()).collect();
         assert_eq!(names, [XFD, PLAIN_TIMEOUT, PHI]);

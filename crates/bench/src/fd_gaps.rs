@@ -9,9 +9,10 @@
 //! enough time taken from the machine to cover its excess over the
 //! threshold: without the stolen time it would have stayed within Λ. The
 //! recorded gap time only counts (never the probe interval before a gap,
-//! where a stall may have begun unseen), gaps of every core are merged
-//! first so that time taken from both cores at once counts once, and a
-//! gap counts only for the part of it that lies inside the silence.
+//! where a stall may have begun unseen), the gaps of the cores the path
+//! runs on are merged first so that time taken from two of them at once
+//! counts once, and a gap counts only for the part of it that lies inside
+//! the silence.
 //!
 //! The smallest Λ at which every silence is within Λ or explained is
 //! `max over silences of level(length − gap time inside it)`: a silence
@@ -32,7 +33,7 @@ use crate::attribution::GapIndex;
 use xlane_fd::model::phi_of_z;
 
 /// The rule in one line, for reports.
-pub const RULE: &str = "strict: an interval counts as explained by host gaps at threshold Λ when the gap time the floor probes recorded inside it (every core, merged, no probe-interval lead) covers its excess over T + Λ; the smallest perfect Λ is the largest level an interval would have reached without its gap time";
+pub const RULE: &str = "strict: an interval counts as explained by host gaps at threshold Λ when the gap time the floor probes recorded inside it (on the cores its path runs on, merged, no probe-interval lead) covers its excess over T + Λ; the smallest perfect Λ is the largest level an interval would have reached without its gap time";
 
 /// How a detector's level grows with the silence.
 #[derive(Clone, Copy, Debug, PartialEq)]
