@@ -417,6 +417,7 @@ pub(crate) fn replica_error(
         e @ (ReplicateError::ReadFailed | ReplicateError::Stopped) => {
             ReplicaError::Unavailable(e.to_string())
         }
+        ReplicateError::ConfChange(c) => ReplicaError::Refused(c.to_string()),
     }
 }
 

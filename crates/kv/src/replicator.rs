@@ -39,6 +39,10 @@ pub enum ReplicaError {
     /// Writing the local log failed; the op was not applied.
     #[error("log write failed: {0}")]
     Io(#[from] std::io::Error),
+    /// The request was refused before anything changed (e.g. a membership
+    /// change the configuration does not allow); the reason.
+    #[error("{0}")]
+    Refused(String),
 }
 
 /// The seam between the RESP front end and replication.

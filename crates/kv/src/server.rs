@@ -55,6 +55,7 @@ pub fn replica_error_reply(e: &ReplicaError, key: Option<&[u8]>) -> Reply {
         }
         ReplicaError::Unavailable(m) => Reply::err(format!("ERR replication unavailable: {m}")),
         ReplicaError::Io(e) => Reply::err(format!("MISCONF Errors writing to the AOF file: {e}")),
+        ReplicaError::Refused(m) => Reply::err(format!("ERR {m}")),
     }
 }
 

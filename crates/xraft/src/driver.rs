@@ -31,7 +31,8 @@ use xlane_host::runtime::{tighten_timer_slack, wait_readable, Waker};
 use xlane_host::socket::realtime_ns;
 
 use crate::batch::{Input, MessageEndpoint, ProposalId, Transport};
-use crate::node::{Event, RaftNode, ReadId, StateMachine};
+use crate::node::{ConfChangeError, Event, ProposeError, RaftNode, ReadId, StateMachine};
+use raft::eraftpb::ConfChangeType;
 
 /// Errors of blocking driver calls.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -51,6 +52,9 @@ pub enum ReplicateError {
     /// The driver stopped (storage error or shutdown).
     #[error("driver stopped")]
     Stopped,
+    /// The membership change was refused before it was proposed.
+    #[error("{0}")]
+    ConfChange(ConfChangeError),
 }
 
 enum Cmd {
@@ -58,6 +62,12 @@ enum Cmd {
     Read(mpsc::Sender<Result<(), ReplicateError>>),
     Inbound(u64, Vec<u8>),
     Stop,
+    ConfChange(
+        ConfChangeType,
+        u64,
+        Vec<u8>,
+        mpsc::Sender<Result<Vec<u8>, ReplicateError>>,
+    ),
 }
 
 /// The outcome of a [`Frontend`]'s proposal or read barrier.
@@ -78,6 +88,18 @@ pub trait Submit {
     fn propose(&mut self, op: Vec<u8>, token: u64) -> Result<(), ReplicateError>;
     /// Starts a linearizable read barrier (ReadIndex).
     fn read_barrier(&mut self, token: u64);
+    /// Proposes a membership change with `context`
+    /// ([`RaftNode::propose_conf_change_with_context`]); its outcome is
+    /// [`Outcome::Applied`] with no bytes once the change is applied here. Fails at once
+    /// with [`ReplicateError::NotLeader`] on a follower and
+    /// [`ReplicateError::ConfChange`] for a change the configuration refuses.
+    fn propose_conf_change(
+        &mut self,
+        change: ConfChangeType,
+        node: u64,
+        context: Vec<u8>,
+        token: u64,
+    ) -> Result<(), ReplicateError>;
 }
 
 /// Requests served on the driver thread itself (see the module docs). All calls are made
@@ -160,6 +182,19 @@ impl<S: StateMachine> Submit for NodeSubmit<'_, S> {
         };
         self.reads.insert(id, w);
     }
+
+    fn propose_conf_change(
+        &mut self,
+        change: ConfChangeType,
+        node: u64,
+        context: Vec<u8>,
+        token: u64,
+    ) -> Result<(), ReplicateError> {
+        let id = propose_conf_change(self.node, change, node, context)?;
+        self.proposals.insert(id, Waiter::Token(token));
+        self.count += 1;
+        Ok(())
+    }
 }
 
 /// Hands a datagram from peer `from` to the endpoint and, once it completes a
@@ -188,6 +223,23 @@ fn propose<S: StateMachine>(
             indeterminate: false,
         },
     })
+}
+
+/// [`RaftNode::propose_conf_change_with_context`] with the driver's errors.
+fn propose_conf_change<S: StateMachine>(
+    node: &mut RaftNode<S>,
+    change: ConfChangeType,
+    id: u64,
+    context: Vec<u8>,
+) -> Result<ProposalId, ReplicateError> {
+    node.propose_conf_change_with_context(change, id, context)
+        .map_err(|e| match e {
+            ProposeError::NotLeader { leader } => ReplicateError::NotLeader(leader),
+            ProposeError::ConfChange(c) => ReplicateError::ConfChange(c),
+            ProposeError::Dropped => ReplicateError::Dropped {
+                indeterminate: false,
+            },
+        })
 }
 
 /// The driver thread's state for one turn's Ready passes.
@@ -222,6 +274,11 @@ impl<S: StateMachine, T: Transport> Pass<'_, S, T> {
                         let indeterminate = reason == crate::node::DropReason::Indeterminate;
                         let e = ReplicateError::Dropped { indeterminate };
                         w.finish(Err(e), done, Outcome::Applied);
+                    }
+                }
+                Event::ConfChanged { id: Some(id), .. } => {
+                    if let Some(w) = proposals.remove(&id) {
+                        w.finish(Ok(Vec::new()), done, Outcome::Applied);
                     }
                 }
                 Event::ReadReady { id, .. } => {
@@ -314,6 +371,20 @@ impl DriverHandle {
     /// known).
     pub fn leader_id(&self) -> u64 {
         self.leader.load(Ordering::Relaxed)
+    }
+
+    /// Proposes a membership change with `context`
+    /// ([`RaftNode::propose_conf_change_with_context`]); returns once it is committed and
+    /// applied locally.
+    pub fn propose_conf_change(
+        &self,
+        change: ConfChangeType,
+        node: u64,
+        context: Vec<u8>,
+    ) -> Result<(), ReplicateError> {
+        let (tx, rx) = mpsc::channel();
+        self.send(Cmd::ConfChange(change, node, context, tx))?;
+        rx.recv().map_err(|_| ReplicateError::Stopped)?.map(drop)
     }
 
     /// Hands a datagram received from peer `from` to the node.
@@ -416,6 +487,16 @@ impl Driver {
                             step_datagram(&mut endpoint, &mut node, from, now, &d)
                         }
                         Cmd::Stop => break 'run,
+                        Cmd::ConfChange(change, id, context, reply) => {
+                            match propose_conf_change(&mut node, change, id, context) {
+                                Ok(pid) => {
+                                    proposals.insert(pid, Waiter::Caller(reply));
+                                }
+                                Err(e) => {
+                                    let _ = reply.send(Err(e));
+                                }
+                            }
+                        }
                     }
                     drained += 1;
                     if drained >= DRAIN_MAX {

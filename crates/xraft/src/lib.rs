@@ -20,8 +20,8 @@ pub mod storage;
 
 pub use batch::{Input, MessageEndpoint, ProposalId, TrafficClass, Transport};
 pub use node::{
-    timeouts_from_bounds, DropReason, Event, NodeConfig, RaftNode, ReadId, ReadyOutput,
-    StateMachine,
+    check_conf_change, timeouts_from_bounds, ConfChangeError, DropReason, Event, NodeConfig,
+    RaftNode, ReadId, ReadyOutput, StateMachine,
 };
 pub use raft;
 pub use raft::eraftpb::{ConfChangeType, Message};

@@ -33,6 +33,16 @@ pub trait StateMachine {
     fn snapshot(&self) -> Vec<u8>;
     /// Replaces the state with a snapshot produced by [`StateMachine::snapshot`].
     fn restore(&mut self, data: &[u8]);
+    /// Learns of a membership change committed at log `index`, after Raft applied it:
+    /// `node` was added (`AddNode`, `AddLearnerNode`) or removed (`RemoveNode`), and
+    /// `context` is what its proposer passed with it
+    /// ([`RaftNode::propose_conf_change_with_context`]), e.g. the new member's
+    /// addresses. Called on every replica in log order, like [`StateMachine::apply`], so
+    /// what it records belongs in [`StateMachine::snapshot`]. A change Raft refused is
+    /// not passed on. Does nothing by default.
+    fn apply_conf_change(&mut self, index: u64, change: ConfChangeType, node: u64, context: &[u8]) {
+        let _ = (index, change, node, context);
+    }
 }
 
 /// Derives Raft timing from a tunnel's announced bounds.
@@ -143,6 +153,9 @@ pub enum DropReason {
     Overwritten,
     /// A snapshot covered the entry before it was seen applied: outcome unknown.
     Indeterminate,
+    /// Raft refused it when it was committed (a membership change that was invalid by
+    /// then): definitely not applied.
+    Refused,
 }
 
 /// Something the application must learn about.
@@ -225,6 +238,61 @@ pub enum ProposeError {
     /// Raft refused the proposal (e.g. a conf change is already pending, transfer ongoing).
     #[error("proposal dropped by raft")]
     Dropped,
+    /// The membership change cannot be made from the current configuration.
+    #[error("{0}")]
+    ConfChange(#[from] ConfChangeError),
+}
+
+/// Why a membership change was refused before it was proposed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum ConfChangeError {
+    /// Raft ids are non-zero.
+    #[error("node id 0 is not a valid raft id")]
+    ZeroId,
+    /// An earlier change is not applied yet (Raft makes one change at a time). Also
+    /// reported for a while after an election, until the new leader has applied its log.
+    #[error("a membership change is already in progress")]
+    Pending,
+    /// The node to add is already a member (a voter, or a learner for a learner).
+    #[error("node {0} is already a member")]
+    AlreadyMember(u64),
+    /// The node to remove is not a member.
+    #[error("node {0} is not a member")]
+    NotMember(u64),
+    /// Removing the only voter would leave no one to commit.
+    #[error("node {0} is the last voter")]
+    LastVoter(u64),
+    /// The configuration is joint (only single changes are made here).
+    #[error("the configuration is joint")]
+    Joint,
+}
+
+/// Checks a single membership change against configuration `conf`: `Ok` if Raft will
+/// apply it.
+pub fn check_conf_change(
+    conf: &ConfState,
+    change: ConfChangeType,
+    node: u64,
+) -> Result<(), ConfChangeError> {
+    if node == 0 {
+        return Err(ConfChangeError::ZeroId);
+    }
+    if !conf.voters_outgoing.is_empty() {
+        return Err(ConfChangeError::Joint);
+    }
+    let voter = conf.voters.contains(&node);
+    let learner = conf.learners.contains(&node);
+    match change {
+        ConfChangeType::AddNode if voter => Err(ConfChangeError::AlreadyMember(node)),
+        ConfChangeType::AddLearnerNode if voter || learner => {
+            Err(ConfChangeError::AlreadyMember(node))
+        }
+        ConfChangeType::RemoveNode if !voter && !learner => Err(ConfChangeError::NotMember(node)),
+        ConfChangeType::RemoveNode if voter && conf.voters.len() == 1 => {
+            Err(ConfChangeError::LastVoter(node))
+        }
+        _ => Ok(()),
+    }
 }
 
 /// Errors stepping a received message.
@@ -296,6 +364,11 @@ fn splitmix64(state: &mut u64) -> u64 {
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
     z ^ (z >> 31)
+}
+
+/// The error of a conf change entry that does not decode (skipped on every replica).
+fn bad_cc() -> raft::Error {
+    raft::Error::ConfChangeError("undecodable conf change entry".into())
 }
 
 fn encode_id(id: ProposalId) -> Vec<u8> {
@@ -469,6 +542,11 @@ impl<S: StateMachine> RaftNode<S> {
     /// Current voters.
     pub fn voters(&self) -> Vec<u64> {
         self.raw.store().conf_state().voters.clone()
+    }
+
+    /// The configuration as applied so far (voters, learners).
+    pub fn conf_state(&self) -> ConfState {
+        self.raw.raft.prs().conf().to_conf_state()
     }
 
     /// The wrapped raw node (for inspection).
@@ -654,7 +732,26 @@ impl<S: StateMachine> RaftNode<S> {
         change: ConfChangeType,
         node: u64,
     ) -> Result<ProposalId, ProposeError> {
+        self.propose_conf_change_with_context(change, node, Vec::new())
+    }
+
+    /// Like [`RaftNode::propose_conf_change`], with `context` carried in the log entry and
+    /// handed to every replica's [`StateMachine::apply_conf_change`]. Refused at once
+    /// ([`ProposeError::ConfChange`]) if the change is invalid in the current
+    /// configuration ([`check_conf_change`]) or another change is not applied yet. The
+    /// outcome is [`Event::ConfChanged`] with the returned id, or [`Event::Dropped`].
+    pub fn propose_conf_change_with_context(
+        &mut self,
+        change: ConfChangeType,
+        node: u64,
+        context: Vec<u8>,
+    ) -> Result<ProposalId, ProposeError> {
         self.check_leader()?;
+        // Raft would turn a second change into an empty entry and never say so.
+        if self.raw.raft.has_pending_conf() {
+            return Err(ConfChangeError::Pending.into());
+        }
+        check_conf_change(&self.conf_state(), change, node)?;
         self.flush_batch();
         let id = ProposalId {
             node: self.cfg.id,
@@ -664,6 +761,7 @@ impl<S: StateMachine> RaftNode<S> {
         let mut cc = ConfChange::default();
         cc.set_change_type(change);
         cc.node_id = node;
+        cc.context = context.into();
         match self.raw.propose_conf_change(encode_id(id), cc) {
             Ok(()) => {
                 let index = self.raw.raft.raft_log.last_index();
@@ -815,7 +913,11 @@ impl<S: StateMachine> RaftNode<S> {
             match e.get_entry_type() {
                 EntryType::EntryNormal => {
                     if e.data.is_empty() {
-                        // Leader's no-op entry.
+                        // Leader's no-op entry, or a conf change raft emptied at
+                        // proposal: nothing of ours was applied.
+                        if let Some(ids) = mine {
+                            self.drop_all(ids, DropReason::Refused);
+                        }
                     } else if let Ok(ops) = decode_batch(&e.data) {
                         for (id, op) in ops {
                             let result = self.sm.apply(e.index, op);
@@ -830,36 +932,61 @@ impl<S: StateMachine> RaftNode<S> {
                     }
                     // An undecodable entry is skipped identically on every replica.
                 }
-                EntryType::EntryConfChange => {
-                    if let Ok(cc) = ConfChange::parse_from_bytes(&e.data) {
-                        let cs = self.raw.apply_conf_change(&cc)?;
-                        self.conf_applied(e.index, &e.context, cs, mine)?;
+                EntryType::EntryConfChange => match ConfChange::parse_from_bytes(&e.data) {
+                    Ok(cc) => {
+                        let changes = [(cc.get_change_type(), cc.node_id)];
+                        let applied = self.raw.apply_conf_change(&cc);
+                        self.conf_applied(&e, applied, &changes, &cc.context, mine)?;
                     }
-                }
-                EntryType::EntryConfChangeV2 => {
-                    if let Ok(cc) = ConfChangeV2::parse_from_bytes(&e.data) {
-                        let cs = self.raw.apply_conf_change(&cc)?;
-                        self.conf_applied(e.index, &e.context, cs, mine)?;
+                    Err(_) => self.conf_applied(&e, Err(bad_cc()), &[], &[], mine)?,
+                },
+                EntryType::EntryConfChangeV2 => match ConfChangeV2::parse_from_bytes(&e.data) {
+                    Ok(cc) => {
+                        let changes: Vec<_> = cc
+                            .changes
+                            .iter()
+                            .map(|c| (c.get_change_type(), c.node_id))
+                            .collect();
+                        let applied = self.raw.apply_conf_change(&cc);
+                        self.conf_applied(&e, applied, &changes, &cc.context, mine)?;
                     }
-                }
+                    Err(_) => self.conf_applied(&e, Err(bad_cc()), &[], &[], mine)?,
+                },
             }
             self.applied = e.index;
         }
         Ok(())
     }
 
+    /// After raft applied (or refused) the membership change of entry `e`: persists the
+    /// new configuration, tells the state machine and reports the outcome. A change
+    /// raft refuses (invalid by the time it is committed) is skipped the same way on
+    /// every replica; it does not stop the node.
     fn conf_applied(
         &mut self,
-        index: u64,
+        e: &Entry,
+        applied: Result<ConfState, raft::Error>,
+        changes: &[(ConfChangeType, u64)],
         context: &[u8],
-        cs: ConfState,
         mine: Option<Vec<ProposalId>>,
     ) -> Result<(), ReadyError> {
-        self.raw.mut_store().set_conf_state(index, &cs)?;
-        let id = mine.and_then(|_| decode_id(context));
+        let cs = match applied {
+            Ok(cs) => cs,
+            Err(_) => {
+                if let Some(ids) = mine {
+                    self.drop_all(ids, DropReason::Refused);
+                }
+                return Ok(());
+            }
+        };
+        self.raw.mut_store().set_conf_state(e.index, &cs)?;
+        for &(change, node) in changes {
+            self.sm.apply_conf_change(e.index, change, node, context);
+        }
+        let id = mine.and_then(|_| decode_id(&e.context));
         self.events.push(Event::ConfChanged {
             id,
-            index,
+            index: e.index,
             conf: cs,
         });
         Ok(())
@@ -914,6 +1041,89 @@ mod tests {
             assert!(got.1 > got.0);
             // Election timeout covers 3 heartbeats plus twice the latency bound.
             assert!(got.1 as u64 * got.2 >= 3 * got.0 as u64 * got.2 + 2 * l);
+        }
+    }
+
+    /// Which single changes are accepted from which configuration.
+    #[test]
+    fn conf_change_checks() {
+        use ConfChangeType::{AddLearnerNode as Learn, AddNode as Add, RemoveNode as Remove};
+        let conf = |voters: &[u64], learners: &[u64], outgoing: &[u64]| ConfState {
+            voters: voters.to_vec(),
+            learners: learners.to_vec(),
+            voters_outgoing: outgoing.to_vec(),
+            ..Default::default()
+        };
+        type Row<'a> = (
+            &'a str,
+            &'a ConfState,
+            ConfChangeType,
+            u64,
+            Result<(), ConfChangeError>,
+        );
+        let three = conf(&[1, 2, 3], &[], &[]);
+        let with_learner = conf(&[1, 2, 3], &[5], &[]);
+        let one = conf(&[1], &[], &[]);
+        let joint = conf(&[1, 2, 4], &[], &[1, 2, 3]);
+        let rows: &[Row] = &[
+            ("add a new voter", &three, Add, 4, Ok(())),
+            ("add id 0", &three, Add, 0, Err(ConfChangeError::ZeroId)),
+            (
+                "remove id 0",
+                &three,
+                Remove,
+                0,
+                Err(ConfChangeError::ZeroId),
+            ),
+            (
+                "add a voter twice",
+                &three,
+                Add,
+                2,
+                Err(ConfChangeError::AlreadyMember(2)),
+            ),
+            ("promote a learner", &with_learner, Add, 5, Ok(())),
+            ("add a learner", &three, Learn, 5, Ok(())),
+            (
+                "add a learner twice",
+                &with_learner,
+                Learn,
+                5,
+                Err(ConfChangeError::AlreadyMember(5)),
+            ),
+            (
+                "a voter as learner",
+                &three,
+                Learn,
+                1,
+                Err(ConfChangeError::AlreadyMember(1)),
+            ),
+            ("remove a voter", &three, Remove, 3, Ok(())),
+            ("remove a learner", &with_learner, Remove, 5, Ok(())),
+            (
+                "remove a stranger",
+                &three,
+                Remove,
+                9,
+                Err(ConfChangeError::NotMember(9)),
+            ),
+            (
+                "remove the last voter",
+                &one,
+                Remove,
+                1,
+                Err(ConfChangeError::LastVoter(1)),
+            ),
+            (
+                "anything while joint",
+                &joint,
+                Add,
+                7,
+                Err(ConfChangeError::Joint),
+            ),
+        ];
+        for (name, conf, change, node, want) in rows {
+            assert_eq!(check_conf_change(conf, *change, *node), *want, "{name}");
         }
     }
 

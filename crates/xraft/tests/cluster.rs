@@ -8,8 +8,11 @@ use std::collections::{HashMap, HashSet};
 
 use common::{decode_frames, encode_frames, Faults, Scenario};
 use rand::Rng;
+use xlane_xraft::node::ProposeError;
 use xlane_xraft::raft::StateRole;
-use xlane_xraft::{ConfChangeType, Event, ProposalId, RaftNode, ReadId, StateMachine};
+use xlane_xraft::{
+    ConfChangeError, ConfChangeType, Event, ProposalId, RaftNode, ReadId, StateMachine,
+};
 
 /// Replicated register log: the value is the number of applied ops; the full history is
 /// kept so replicas can be compared exactly.
@@ -29,6 +32,17 @@ impl StateMachine for Counter {
     fn restore(&mut self, data: &[u8]) {
         self.history = decode_frames(data);
     }
+    /// Membership changes join the history, so replicas (and snapshots) must agree on
+    /// them and on their contexts too.
+    fn apply_conf_change(&mut self, _index: u64, change: ConfChangeType, node: u64, ctx: &[u8]) {
+        self.history.push(conf_record(change, node, ctx));
+    }
+}
+
+fn conf_record(change: ConfChangeType, node: u64, ctx: &[u8]) -> Vec<u8> {
+    let mut r = format!("conf {change:?} {node} ").into_bytes();
+    r.extend_from_slice(ctx);
+    r
 }
 
 /// Proposals and reads in flight, and what was acknowledged.
@@ -287,9 +301,40 @@ fn membership_add_and_remove() {
         // Add node 4 (empty storage; it catches up by snapshot since the log is compacted).
         sim.add_node(4, false);
         let l = sim.leader().expect("leader");
+        let follower = sim.live().into_iter().find(|&x| x != l && x != 4);
+        let follower = follower.expect("a follower");
+        let refused = sim
+            .node_mut(follower)
+            .expect("live")
+            .propose_conf_change(ConfChangeType::AddNode, 4);
+        assert!(
+            matches!(refused, Err(ProposeError::NotLeader { .. })),
+            "seed {seed}: {refused:?}"
+        );
         let node = sim.node_mut(l).expect("live");
-        node.propose_conf_change(ConfChangeType::AddNode, 4)
+        // Refused from the configuration, before anything is proposed.
+        let rows = [
+            (
+                ConfChangeType::AddNode,
+                2,
+                ConfChangeError::AlreadyMember(2),
+            ),
+            (ConfChangeType::RemoveNode, 9, ConfChangeError::NotMember(9)),
+            (ConfChangeType::AddNode, 0, ConfChangeError::ZeroId),
+        ];
+        for (change, id, want) in rows {
+            let got = node.propose_conf_change_with_context(change, id, b"x".to_vec());
+            assert_eq!(got, Err(ProposeError::ConfChange(want)), "seed {seed}");
+        }
+        node.propose_conf_change_with_context(ConfChangeType::AddNode, 4, b"addr4".to_vec())
             .expect("add");
+        // One change at a time.
+        let second = node.propose_conf_change(ConfChangeType::RemoveNode, 3);
+        assert_eq!(
+            second,
+            Err(ProposeError::ConfChange(ConfChangeError::Pending)),
+            "seed {seed}"
+        );
         run_until(&mut sim, 1000, |s| {
             s.nodes[&4]
                 .node
@@ -312,6 +357,15 @@ fn membership_add_and_remove() {
             "seed {seed}: node 4 should have received a snapshot"
         );
         sim.check_final(&[1, 2, 3, 4]);
+        // Every member, node 4 through its snapshot, holds the change with its context.
+        let added = conf_record(ConfChangeType::AddNode, 4, b"addr4");
+        for id in [1, 2, 3, 4] {
+            let h = &sim.node(id).expect("live").state_machine().history;
+            assert!(
+                h.contains(&added),
+                "seed {seed}: node {id} lacks the change"
+            );
+        }
         // Remove the current leader; the rest elects a new one and keeps committing.
         let l = sim.leader().expect("leader");
         let node = sim.node_mut(l).expect("live");

@@ -10,8 +10,8 @@ use common::{decode_frames, encode_frames};
 use xlane_xraft::batch::{ReassemblyLimits, TrafficClass};
 use xlane_xraft::driver::{Driver, DriverHandle, ReplicateError};
 use xlane_xraft::{
-    DiskStorage, FsyncPolicy, MessageEndpoint, NodeConfig, RaftNode, StateMachine, StorageConfig,
-    Transport,
+    ConfChangeError, ConfChangeType, DiskStorage, FsyncPolicy, MessageEndpoint, NodeConfig,
+    RaftNode, StateMachine, StorageConfig, Transport,
 };
 
 #[derive(Clone, Default)]
@@ -104,6 +104,30 @@ fn three_threaded_nodes_propose_and_read() {
         }
     }
     assert!(sms[f].0.lock().expect("lock").len() >= 50);
+    // Membership through the blocking handle: refusals come back typed, a change
+    // returns once applied (node 4 never runs; the other three keep a quorum).
+    let l = &handles[leader.expect("leader")];
+    assert_eq!(
+        l.propose_conf_change(ConfChangeType::RemoveNode, 9, Vec::new()),
+        Err(ReplicateError::ConfChange(ConfChangeError::NotMember(9)))
+    );
+    assert!(matches!(
+        handles[f].propose_conf_change(ConfChangeType::AddNode, 4, Vec::new()),
+        Err(ReplicateError::NotLeader(_))
+    ));
+    for change in [ConfChangeType::AddNode, ConfChangeType::RemoveNode] {
+        loop {
+            assert!(Instant::now() < deadline, "{change:?} never applied");
+            match l.propose_conf_change(change, 4, b"ctx".to_vec()) {
+                Ok(()) => break,
+                // Right after an election raft still counts its log as pending.
+                Err(ReplicateError::ConfChange(ConfChangeError::Pending)) => {
+                    std::thread::sleep(Duration::from_millis(5))
+                }
+                Err(e) => panic!("{change:?}: {e}"),
+            }
+        }
+    }
     for d in drivers {
         d.stop();
     }
