@@ -328,6 +328,39 @@ struct PeerState<M> {
     suspicions: u64,
 }
 
+impl<M: SuspicionModel> PeerState<M> {
+    /// A peer not heard from yet.
+    fn fresh(spec: PeerSpec, mut model: M) -> Self {
+        model.reset();
+        PeerState {
+            spec,
+            model,
+            status: Status::Unknown,
+            heartbeats: 0,
+            last: None,
+            last_rx_ns: None,
+            last_send_ns: None,
+            counter: None,
+            counter_seq: 0,
+            counter_changed_ns: None,
+            deadline_ns: None,
+            max_level: None,
+            suspicions: 0,
+        }
+    }
+}
+
+/// The (address key, index) table of `peers`, sorted by key.
+fn index_of<M>(peers: &[PeerState<M>]) -> Box<[(u64, usize)]> {
+    let mut index: Vec<(u64, usize)> = peers
+        .iter()
+        .enumerate()
+        .map(|(i, p)| (key(p.spec.addr), i))
+        .collect();
+    index.sort_unstable();
+    index.into_boxed_slice()
+}
+
 /// Fixed-capacity FIFO of events.
 #[derive(Debug)]
 struct EventQueue {
@@ -361,6 +394,18 @@ impl EventQueue {
         self.head = (self.head + 1) % self.buf.len();
         self.len -= 1;
         e
+    }
+    /// The same events, in order, each passed through `f` (`None` drops it), in a
+    /// queue of capacity `cap` (at least the events kept).
+    fn rebuilt(&mut self, cap: usize, mut f: impl FnMut(Event) -> Option<Event>) -> EventQueue {
+        let kept: Vec<Event> = std::iter::from_fn(|| self.pop())
+            .filter_map(&mut f)
+            .collect();
+        let mut q = EventQueue::new(cap.max(kept.len()));
+        for e in kept {
+            q.push(e);
+        }
+        q
     }
 }
 
@@ -474,25 +519,9 @@ impl<M: SuspicionModel + Clone> Detector<M> {
         if let Some(w) = index.windows(2).find(|w| w[0].0 == w[1].0) {
             return Err(ConfigError::DuplicatePeer(peers[w[1].1].addr));
         }
-        let mut m = model;
-        m.reset();
         let states = peers
             .iter()
-            .map(|&spec| PeerState {
-                spec,
-                model: m.clone(),
-                status: Status::Unknown,
-                heartbeats: 0,
-                last: None,
-                last_rx_ns: None,
-                last_send_ns: None,
-                counter: None,
-                counter_seq: 0,
-                counter_changed_ns: None,
-                deadline_ns: None,
-                max_level: None,
-                suspicions: 0,
-            })
+            .map(|&spec| PeerState::fresh(spec, model.clone()))
             .collect();
         Ok(Detector {
             cfg,
@@ -614,6 +643,50 @@ impl<M: SuspicionModel + Clone> Detector<M> {
     /// Peer `i`'s suspicion level at `now` (model unit).
     pub fn level(&self, i: usize, now: Nanos) -> Option<f64> {
         self.peers.get(i)?.model.level(now)
+    }
+
+    /// Starts watching one more peer (e.g. a member that joined) with its own
+    /// `model` (reset here); it gets the next index and stays
+    /// [`Status::Unknown`] until its first heartbeat. The other peers keep
+    /// their state. Allocates (not for the hot path).
+    pub fn add_peer(&mut self, spec: PeerSpec, model: M) -> Result<usize, ConfigError> {
+        let n = self.peers.len();
+        if n >= MAX_PEERS {
+            return Err(ConfigError::TooManyPeers(n + 1));
+        }
+        if self.find(spec.addr).is_some() {
+            return Err(ConfigError::DuplicatePeer(spec.addr));
+        }
+        let mut peers = std::mem::take(&mut self.peers).into_vec();
+        peers.push(PeerState::fresh(spec, model));
+        self.peers = peers.into_boxed_slice();
+        self.index = index_of(&self.peers);
+        self.events = self.events.rebuilt(64 + 4 * (n + 1), Some);
+        Ok(n)
+    }
+
+    /// Stops watching peer `i` (e.g. a member that left) and returns its
+    /// spec (`None`: no such peer). The peers after it move down one index,
+    /// in the events still queued too; the removed peer's queued events are
+    /// dropped. The other peers keep their state. Allocates.
+    pub fn remove_peer(&mut self, i: usize) -> Option<PeerSpec> {
+        if i >= self.peers.len() {
+            return None;
+        }
+        let mut peers = std::mem::take(&mut self.peers).into_vec();
+        let gone = peers.remove(i);
+        self.peers = peers.into_boxed_slice();
+        self.index = index_of(&self.peers);
+        let cap = 64 + 4 * self.peers.len();
+        self.events = self.events.rebuilt(cap, |mut e| match e.peer.cmp(&i) {
+            std::cmp::Ordering::Less => Some(e),
+            std::cmp::Ordering::Equal => None,
+            std::cmp::Ordering::Greater => {
+                e.peer -= 1;
+                Some(e)
+            }
+        });
+        Some(gone.spec)
     }
 
     /// Counts a datagram the I/O layer refused before parsing (e.g. cut by

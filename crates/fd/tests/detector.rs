@@ -292,6 +292,47 @@ fn event_numbers_have_no_gaps() {
     }
 }
 
+/// Members join and leave a running detector: the others keep their state,
+/// indices after a removed peer move down (in queued events too), and a
+/// removed peer's heartbeats are strangers'.
+#[test]
+fn peers_join_and_leave() {
+    let mut d = XFd::x_fd(T, LAMBDA, None, &peers(3)).expect("detector");
+    for p in 0..3 {
+        d.on_heartbeat(p as u64, &hb(p, 0, 1, None))
+            .expect("accepted");
+    }
+    assert_eq!(d.remove_peer(1).map(|s| s.addr), Some(addr(1)));
+    assert_eq!(d.remove_peer(7), None);
+    let ev: Vec<_> = d.poll(10).map(|e| (e.peer, e.addr, e.kind)).collect();
+    assert_eq!(ev, [(0, addr(0), Joined), (1, addr(2), Joined)]);
+    assert!(matches!(
+        d.on_heartbeat(20, &hb(1, 1, 1, None)),
+        Err(HeartbeatError::UnknownSender(a)) if a == addr(1)
+    ));
+    let new = PeerSpec {
+        addr: addr(3),
+        tunnel: TUNNEL,
+    };
+    let model = || FixedTimeout::new(T, Anchor::Arrival);
+    assert_eq!(d.add_peer(new, model()), Ok(2));
+    assert!(matches!(
+        d.add_peer(new, model()),
+        Err(xlane_fd::detector::ConfigError::DuplicatePeer(a)) if a == addr(3)
+    ));
+    assert_eq!(d.peer(2).map(|v| v.status), Some(Status::Unknown));
+    // Peer 0 and the newcomer go on; the old peer 2 (now 1) falls silent
+    // and is suspected from the state it had before the changes.
+    d.on_heartbeat(T, &hb(0, 1, 1, None)).expect("accepted");
+    d.on_heartbeat(T, &hb(3, 0, 1, None)).expect("accepted");
+    let ev: Vec<_> = d.poll(T + 10).map(|e| (e.peer, e.kind)).collect();
+    assert_eq!(ev, [(2, Joined)]);
+    d.on_heartbeat(2 * T, &hb(0, 2, 1, None)).expect("accepted");
+    d.on_heartbeat(2 * T, &hb(3, 1, 1, None)).expect("accepted");
+    let ev: Vec<_> = d.poll(2 * T + LAMBDA).map(|e| (e.peer, e.kind)).collect();
+    assert_eq!(ev, [(1, SILENT)]);
+}
+
 #[test]
 fn unknown_sender_and_tunnel_are_counted() {
     let mut d = XFd::x_fd(T, LAMBDA, Some(K), &peers(2)).expect("detector");

@@ -354,6 +354,8 @@ struct PeerLink {
 /// express half, polled by the raft driver's thread.
 pub struct LaneLink {
     me: u64,
+    /// In the detector's order: peer `i` is the detector's peer `i` and, with
+    /// sender replication, destination `i` of both trees.
     peers: Vec<PeerLink>,
     repl_sock: LaneSocket,
     fd_sock: LaneSocket,
@@ -432,6 +434,19 @@ fn open(
     sc.rx_timestamps = true;
     sc.rcvbuf = 4 << 20;
     LaneSocket::open(&sc).map_err(|source| LaneError::Socket { addr, source })
+}
+
+/// With sender replication, makes destinations `0..n` of a tree (sized for
+/// [`MAX_RECEIVERS`]) the active ones; with network replication there is
+/// one destination, the group, whoever joined it.
+fn set_receivers(tx: &mut PeriodicMulticastSender, n: usize) {
+    if tx.mode() == Replication::Network {
+        return;
+    }
+    for i in 0..MAX_RECEIVERS {
+        // Every index is inside the tree's receiver set.
+        let _ = tx.set_receiver(i, i < n);
+    }
 }
 
 /// The first slot at or after `now` on a grid of `period`.
@@ -528,11 +543,13 @@ impl LaneLink {
         )
         .map_err(|e| LaneError::Config(format!("X-FD: {e}")))?;
         let mine = ids(me);
+        // Sender replication: room for every member there may be (they
+        // change at run time); the members there are now are the active ones.
         let mode = if multicast_if.is_some() {
             Replication::Network
         } else {
             Replication::Sender {
-                receivers: links.len(),
+                receivers: MAX_RECEIVERS,
             }
         };
         let tree = |tunnel, period_ns, max_packet, schema, what: &str| {
@@ -552,6 +569,10 @@ impl LaneLink {
                 mode,
                 capacity,
             )
+            .map(|mut tx| {
+                set_receivers(&mut tx, links.len());
+                tx
+            })
             .map_err(|e| LaneError::Config(format!("{what} tree: {e}")))
         };
         let fd_tx = tree(
@@ -611,6 +632,116 @@ impl LaneLink {
             batch: Box::new(RecvBatch::new()),
             abandoned_seen: 0,
         })
+    }
+
+    /// Starts serving a member that joined, `id` at raft address `addr`:
+    /// both trees reach it from now on (with network replication: its trees'
+    /// groups are joined), its replication tree is received and its X-FD
+    /// heartbeats watched (it is `Unknown` to the detector until the first).
+    /// Its trees have [`TreeIds::default_for`] ids until
+    /// [`LaneControl::set_peer_trees`] says otherwise. Allocates (not for the
+    /// hot path).
+    pub fn add_peer(&mut self, id: u64, addr: SocketAddr) -> Result<(), LaneError> {
+        if id == self.me || self.peers.iter().any(|p| p.id == id) {
+            return Err(LaneError::Config(format!("node {id} is already linked")));
+        }
+        if id == 0 || id >= MAX_NODE_ID {
+            return Err(LaneError::Config(format!(
+                "node id {id}: lane mode needs ids in 1..{MAX_NODE_ID}"
+            )));
+        }
+        if self.peers.len() >= MAX_RECEIVERS {
+            return Err(LaneError::Config(format!(
+                "the lane link serves at most {} members",
+                MAX_RECEIVERS + 1
+            )));
+        }
+        let repl_addr = v4(addr, "raft address")?;
+        let fd = fd_addr(repl_addr)?;
+        let t = TreeIds::default_for(id);
+        if let Some(ifaddr) = self.multicast_if {
+            let port = self.repl_sock.local_addr().map(|a| a.port()).ok();
+            if port.is_some_and(|p| p != repl_addr.port()) {
+                return Err(LaneError::Config(format!(
+                    "network replication sends one frame to every member's port: member                      {id} uses raft port {}",
+                    repl_addr.port()
+                )));
+            }
+            let join = |sock: &LaneSocket, tunnel: u32, port: u16| {
+                sock.join_group(group_of(tunnel as u64), ifaddr)
+                    .map_err(|source| LaneError::Socket {
+                        addr: SocketAddrV4::new(group_of(tunnel as u64), port),
+                        source,
+                    })
+            };
+            join(&self.repl_sock, t.repl, repl_addr.port())?;
+            if let Err(e) = join(&self.fd_sock, t.fd, fd.port()) {
+                let _ = self.repl_sock.leave_group(group_of(t.repl as u64), ifaddr);
+                return Err(e);
+            }
+        }
+        let (repl_period, _) = self.control.tree(Tree::Repl);
+        let (fd_period, _) = self.control.tree(Tree::Fd);
+        let spec = PeerSpec {
+            addr: fd,
+            tunnel: t.fd,
+        };
+        let model = FixedTimeout::new(fd_period, Anchor::Arrival);
+        if let Err(e) = self.detector.add_peer(spec, model) {
+            self.leave_groups(t);
+            return Err(LaneError::Config(format!("X-FD peer {id}: {e}")));
+        }
+        self.peers.push(PeerLink {
+            id,
+            repl_addr,
+            trees: t,
+            repl_rx: PeriodicReceiver::new(repl_rx_params(t.repl, repl_period)),
+            repl_stream: StreamReassembler::new(MAX_DATAGRAM),
+            notice_stream: StreamReassembler::new(MAX_DATAGRAM),
+        });
+        if self.multicast_if.is_none() {
+            self.repl_dsts.push(repl_addr);
+            self.fd_dsts.push(fd);
+        }
+        let n = self.peers.len();
+        set_receivers(&mut self.repl_tx, n);
+        set_receivers(&mut self.fd_tx, n);
+        Ok(())
+    }
+
+    /// Stops serving member `id` (one that left): the trees no longer reach
+    /// it (with network replication: its groups are left) and its frames are
+    /// refused; what is queued for it is still sent (to the others, who drop
+    /// it). False if it was not linked.
+    pub fn remove_peer(&mut self, id: u64) -> bool {
+        let Some(i) = self.peers.iter().position(|p| p.id == id) else {
+            return false;
+        };
+        let gone = self.peers.remove(i);
+        if self.multicast_if.is_some() {
+            self.leave_groups(gone.trees);
+        } else {
+            self.repl_dsts.remove(i);
+            self.fd_dsts.remove(i);
+        }
+        self.detector.remove_peer(i);
+        let n = self.peers.len();
+        set_receivers(&mut self.repl_tx, n);
+        set_receivers(&mut self.fd_tx, n);
+        true
+    }
+
+    /// Leaves the groups of a peer's trees (network replication only).
+    fn leave_groups(&self, t: TreeIds) {
+        if let Some(ifaddr) = self.multicast_if {
+            let _ = self.repl_sock.leave_group(group_of(t.repl as u64), ifaddr);
+            let _ = self.fd_sock.leave_group(group_of(t.fd as u64), ifaddr);
+        }
+    }
+
+    /// The linked members' ids, in the detector's order.
+    pub fn peer_ids(&self) -> impl Iterator<Item = u64> + '_ {
+        self.peers.iter().map(|p| p.id)
     }
 
     /// The counters (shared).
@@ -1070,6 +1201,49 @@ mod tests {
         assert_ne!(a.repl, b.repl);
         assert_eq!(TreeIds::default_for(4095).repl, REPL_TUNNEL_BASE + 4095);
         const { assert!(FD_TUNNEL_BASE + 4095 < REPL_TUNNEL_BASE) };
+    }
+
+    /// Members join and leave a running link; what the lane cannot serve is
+    /// refused and changes nothing.
+    #[test]
+    fn peers_join_and_leave() {
+        let p = |port: u16| -> SocketAddr { SocketAddr::from(([127, 0, 0, 1], port)) };
+        let v = |port: u16| v4(p(port), "").expect("v4");
+        let t = LaneTiming::default();
+        // A raft port whose next port is free too (the X-FD socket); the
+        // ports may be taken meanwhile: pick again.
+        let mut l = (0..50)
+            .find_map(|_| {
+                let s = std::net::UdpSocket::bind("127.0.0.1:0").ok()?;
+                let me = s.local_addr().ok()?;
+                drop(s);
+                LaneLink::new(1, me, &[(1, me), (2, p(7002))], t, &BTreeMap::new()).ok()
+            })
+            .expect("link");
+        l.add_peer(3, p(7004)).expect("add");
+        assert_eq!(l.peer_ids().collect::<Vec<_>>(), [2, 3]);
+        assert_eq!(l.repl_dsts, [v(7002), v(7004)]);
+        assert_eq!(l.fd_dsts, [v(7003), v(7005)]);
+        for tx in [&l.repl_tx, &l.fd_tx] {
+            assert!(tx.destinations().iter().eq(0..2));
+        }
+        let refused = [
+            (3, p(7006)),
+            (1, p(7006)),
+            (5000, p(7006)),
+            (4, "[::1]:7006".parse().expect("v6")),
+        ];
+        for (id, a) in refused {
+            assert!(l.add_peer(id, a).is_err(), "{id} {a}");
+        }
+        assert!(l.remove_peer(2));
+        assert!(!l.remove_peer(2));
+        assert_eq!(l.peer_ids().collect::<Vec<_>>(), [3]);
+        assert_eq!(l.repl_dsts, [v(7004)]);
+        assert_eq!(l.detector.len(), 1);
+        for tx in [&l.repl_tx, &l.fd_tx] {
+            assert!(tx.destinations().iter().eq(0..1));
+        }
     }
 
     #[test]

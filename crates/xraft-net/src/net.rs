@@ -26,7 +26,7 @@ use std::net::{IpAddr, Shutdown, SocketAddr, TcpListener, TcpStream, UdpSocket};
 use std::os::fd::{AsRawFd, RawFd};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{self, SyncSender, TrySendError};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::thread::JoinHandle;
 use std::time::Duration;
 use xlane_xraft::driver::DriverHandle;
@@ -126,11 +126,36 @@ enum Express {
 }
 
 /// The [`Transport`] onto UDP or the lane (express) and TCP (regular).
+///
+/// Its peers may change while it runs ([`NetTransport::set_peers`], e.g.
+/// when a membership change is applied): on UDP the addresses sent to and
+/// accepted from, on the lane the tunnels and the X-FD detector's peers,
+/// and on TCP the sender threads and the peers whose connections the
+/// [`TcpSide`] accepts.
 pub struct NetTransport {
+    me: u64,
+    /// Every peer's raft address (this node not included).
+    addrs: BTreeMap<u64, SocketAddr>,
     express: Express,
     tcp: HashMap<u64, SyncSender<Vec<u8>>>,
+    /// The peers whose TCP connections are accepted (shared with the [`TcpSide`]).
+    accept: Arc<RwLock<BTreeMap<u64, IpAddr>>>,
+    /// The TCP sender threads (shared with the [`TcpSide`], which joins them).
+    threads: Arc<Mutex<Vec<JoinHandle<()>>>>,
     mtu: usize,
     stats: Arc<TransportStats>,
+}
+
+/// A TCP sender thread for the peer at `addr`, and its queue.
+fn spawn_sender(
+    me: u64,
+    addr: SocketAddr,
+    stats: &Arc<TransportStats>,
+) -> Result<(SyncSender<Vec<u8>>, JoinHandle<()>), NetError> {
+    let (tx, rx) = mpsc::sync_channel::<Vec<u8>>(TCP_QUEUE);
+    let st = stats.clone();
+    let t = spawn("raft-tcp-out", move || tcp_sender(me, addr, &rx, &st))?;
+    Ok((tx, t))
 }
 
 fn spawn(name: &str, f: impl FnOnce() + Send + 'static) -> Result<JoinHandle<()>, NetError> {
@@ -181,31 +206,128 @@ impl NetTransport {
         let mut threads = Vec::new();
         let mut tcp = HashMap::new();
         for &(pid, peer) in others() {
-            let (tx, rx) = mpsc::sync_channel::<Vec<u8>>(TCP_QUEUE);
+            let (tx, t) = spawn_sender(cfg.me, peer, &stats)?;
             tcp.insert(pid, tx);
-            let (me, st) = (cfg.me, stats.clone());
-            threads.push(spawn("raft-tcp-out", move || {
-                tcp_sender(me, peer, &rx, &st)
-            })?);
+            threads.push(t);
         }
+        let threads = Arc::new(Mutex::new(threads));
+        let accept = Arc::new(RwLock::new(
+            others().map(|&(pid, a)| (pid, a.ip())).collect(),
+        ));
         let side = TcpSide {
             me: cfg.me,
             addr,
             listener: Some(listener),
-            peers: Arc::new(others().map(|&(pid, a)| (pid, a.ip())).collect()),
+            peers: accept.clone(),
             stats: stats.clone(),
             stop: Arc::new(AtomicBool::new(false)),
-            threads,
+            threads: threads.clone(),
         };
         Ok((
             NetTransport {
+                me: cfg.me,
+                addrs: others().copied().collect(),
                 express,
                 tcp,
+                accept,
+                threads,
                 mtu: cfg.express_mtu,
                 stats,
             },
             side,
         ))
+    }
+
+    /// The peers' raft addresses now (this node not included).
+    pub fn peers(&self) -> &BTreeMap<u64, SocketAddr> {
+        &self.addrs
+    }
+
+    /// Makes `peers` (every member's raft address; this node's own entry is
+    /// ignored) the transport's peers: the members not in it are dropped, the
+    /// new ones (and those whose address changed) set up. Called on the
+    /// driver thread between polls. A peer that cannot be set up (e.g. an
+    /// address the lane cannot use) is left out and reported; the others are
+    /// set up all the same.
+    pub fn set_peers(&mut self, peers: &[(u64, SocketAddr)]) -> Result<(), NetError> {
+        let want: BTreeMap<u64, SocketAddr> = peers
+            .iter()
+            .filter(|(id, _)| *id != self.me)
+            .copied()
+            .collect();
+        let gone: Vec<u64> = self
+            .addrs
+            .iter()
+            .filter(|(id, a)| want.get(id) != Some(a))
+            .map(|(id, _)| *id)
+            .collect();
+        for id in gone {
+            self.remove_peer(id);
+        }
+        let mut first_err = None;
+        for (&id, &a) in &want {
+            if !self.addrs.contains_key(&id) {
+                if let Err(e) = self.add_peer(id, a) {
+                    first_err.get_or_insert(e);
+                }
+            }
+        }
+        first_err.map_or(Ok(()), Err)
+    }
+
+    /// Adds peer `id` at raft address `addr` (a member that joined).
+    pub fn add_peer(&mut self, id: u64, addr: SocketAddr) -> Result<(), NetError> {
+        if id == self.me || self.addrs.contains_key(&id) {
+            return Err(NetError::Config(format!("peer {id} is already known")));
+        }
+        if let Some((other, _)) = self.addrs.iter().find(|(_, a)| **a == addr) {
+            return Err(NetError::Config(format!(
+                "peer {id}: raft address {addr} is peer {other}'s"
+            )));
+        }
+        match &mut self.express {
+            Express::Udp { to, from, .. } => {
+                to.insert(id, addr);
+                from.insert(addr, id);
+            }
+            Express::Lane(link) => link.add_peer(id, addr)?,
+        }
+        let (tx, t) = spawn_sender(self.me, addr, &self.stats)?;
+        self.tcp.insert(id, tx);
+        self.threads
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(t);
+        self.accept
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(id, addr.ip());
+        self.addrs.insert(id, addr);
+        Ok(())
+    }
+
+    /// Removes peer `id` (a member that left): nothing more is sent to it or
+    /// accepted from it, and its TCP sender ends. False if it was no peer.
+    pub fn remove_peer(&mut self, id: u64) -> bool {
+        let Some(addr) = self.addrs.remove(&id) else {
+            return false;
+        };
+        match &mut self.express {
+            Express::Udp { to, from, .. } => {
+                to.remove(&id);
+                from.remove(&addr);
+            }
+            Express::Lane(link) => {
+                link.remove_peer(id);
+            }
+        }
+        // Its queue closes: the sender thread ends (joined by the TcpSide).
+        self.tcp.remove(&id);
+        self.accept
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&id);
+        true
     }
 
     /// The transport's counters.
@@ -313,10 +435,12 @@ pub struct TcpSide {
     me: u64,
     addr: SocketAddr,
     listener: Option<TcpListener>,
-    peers: Arc<BTreeMap<u64, IpAddr>>,
+    /// The peers accepted (the transport changes them).
+    peers: Arc<RwLock<BTreeMap<u64, IpAddr>>>,
     stats: Arc<TransportStats>,
     stop: Arc<AtomicBool>,
-    threads: Vec<JoinHandle<()>>,
+    /// Every thread of the network (the transport adds senders).
+    threads: Arc<Mutex<Vec<JoinHandle<()>>>>,
 }
 
 impl TcpSide {
@@ -336,9 +460,13 @@ impl TcpSide {
             self.stats.clone(),
             self.stop.clone(),
         );
-        self.threads.push(spawn("raft-tcp-in", move || {
+        let t = spawn("raft-tcp-in", move || {
             tcp_acceptor(listener, me, &peers, &driver, &st, &s)
-        })?);
+        })?;
+        self.threads
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(t);
         Ok(())
     }
 
@@ -348,7 +476,9 @@ impl TcpSide {
         self.stop.store(true, Ordering::Release);
         // Wake the acceptor.
         let _ = TcpStream::connect_timeout(&self.addr, Duration::from_millis(200));
-        for t in self.threads.drain(..) {
+        let threads =
+            std::mem::take(&mut *self.threads.lock().unwrap_or_else(PoisonError::into_inner));
+        for t in threads {
             let _ = t.join();
         }
     }
@@ -396,7 +526,7 @@ fn tcp_sender(me: u64, addr: SocketAddr, rx: &mpsc::Receiver<Vec<u8>>, stats: &T
 fn tcp_acceptor(
     listener: TcpListener,
     me: u64,
-    peers: &Arc<BTreeMap<u64, IpAddr>>,
+    peers: &Arc<RwLock<BTreeMap<u64, IpAddr>>>,
     handle: &DriverHandle,
     stats: &Arc<TransportStats>,
     stop: &Arc<AtomicBool>,
@@ -443,7 +573,7 @@ fn read_full(s: &mut TcpStream, buf: &mut [u8], stop: &AtomicBool) -> bool {
 fn tcp_connection(
     mut s: TcpStream,
     me: u64,
-    peers: &BTreeMap<u64, IpAddr>,
+    peers: &RwLock<BTreeMap<u64, IpAddr>>,
     handle: &DriverHandle,
     stats: &TransportStats,
     stop: &AtomicBool,
@@ -458,7 +588,13 @@ fn tcp_connection(
         let mut f = [0u8; 8];
         f.copy_from_slice(&hdr[4..]);
         let from = u64::from_le_bytes(f);
-        let known = from != me && peers.get(&from).is_some_and(|ip| *ip == remote.ip());
+        // Checked per frame: a peer removed meanwhile is refused from then on.
+        let known = from != me
+            && peers
+                .read()
+                .unwrap_or_else(PoisonError::into_inner)
+                .get(&from)
+                .is_some_and(|ip| *ip == remote.ip());
         if !known || len > MAX_FRAME {
             add(&stats.tcp_unknown);
             break;
@@ -471,4 +607,77 @@ fn tcp_connection(
         handle.deliver(from, body);
     }
     let _ = s.shutdown(Shutdown::Both);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn udp() -> UdpSocket {
+        let s = UdpSocket::bind("127.0.0.1:0").expect("bind");
+        s.set_read_timeout(Some(Duration::from_secs(5)))
+            .expect("timeout");
+        s
+    }
+
+    /// Polls until a datagram came through (or a few seconds passed);
+    /// returns the peers it came from.
+    fn poll_from(t: &mut NetTransport) -> Vec<u64> {
+        let mut got = Vec::new();
+        for _ in 0..500 {
+            t.poll(0, 16, &mut |i| {
+                if let Input::Datagram { from, .. } = i {
+                    got.push(from)
+                }
+            });
+            if !got.is_empty() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        got
+    }
+
+    /// Peers change at run time: a removed peer is neither sent to nor
+    /// heard from; an added one is both.
+    #[test]
+    fn peers_change_at_run_time() {
+        let (two, three) = (udp(), udp());
+        let a2 = two.local_addr().expect("addr");
+        let a3 = three.local_addr().expect("addr");
+        let me: SocketAddr = "127.0.0.1:0".parse().expect("addr");
+        let cfg = NetConfig {
+            me: 1,
+            bind: me,
+            peers: vec![(1, me), (2, a2)],
+            express_mtu: EXPRESS_MTU,
+            lane: None,
+            trees: Default::default(),
+        };
+        // The UDP port the kernel picks may be taken for TCP: pick again.
+        let (mut t, mut side) = (0..50)
+            .find_map(|_| NetTransport::open(&cfg).ok())
+            .expect("open");
+        let mine = side.addr();
+        t.set_peers(&[(1, mine), (3, a3)]).expect("set");
+        assert_eq!(t.peers().iter().collect::<Vec<_>>(), [(&3, &a3)]);
+        t.send(2, TrafficClass::Express, b"to two".to_vec());
+        t.send(3, TrafficClass::Express, b"to three".to_vec());
+        let mut buf = [0u8; 64];
+        let (n, from) = three.recv_from(&mut buf).expect("three hears");
+        assert_eq!((&buf[..n], from), (&b"to three"[..], mine));
+        assert_eq!(t.stats().udp_send_errors.load(Ordering::Relaxed), 1);
+        two.send_to(b"from two", mine).expect("send");
+        three.send_to(b"from three", mine).expect("send");
+        // On loopback both wait in the socket once sent: one poll reads both.
+        assert_eq!(poll_from(&mut t), [3]);
+        assert_eq!(t.stats().udp_unknown.load(Ordering::Relaxed), 1);
+        // Refused: a second peer at a taken address, and this node itself.
+        assert!(t.add_peer(4, a3).is_err());
+        assert!(t.add_peer(1, a2).is_err());
+        assert!(t.remove_peer(3));
+        assert!(!t.remove_peer(3));
+        drop(t);
+        side.shutdown();
+    }
 }
