@@ -16,23 +16,30 @@
 //!   starts while its read barrier waits, so a read sees every earlier write
 //!   of the same connection and none of its later ones.
 //!
+//! Membership requests (`RAFT.NODE ADD/REMOVE`, [`MemberCmd`]) are proposed
+//! as Raft membership changes carrying the new member's addresses, and
+//! answered `+OK` once applied on this member (the leader; a follower
+//! answers `-MOVED` as for writes). `RAFT.NODES` lists the member table.
+//!
 //! Work per turn is bounded: at most [`MAX_EVENTS`] ready descriptors,
 //! [`TURN_COMMANDS`] commands and [`READ_BUDGET`] input bytes per
 //! connection. A connection with [`MAX_QUEUED`] unanswered requests or
 //! [`OUT_HIGH`] unsent reply bytes is not read until it drains.
 
-use crate::commands::{classify, Action, ReadCmd};
-use crate::raft::{leader_client, replica_error, Peer, READ_RETRIES};
+use crate::commands::{classify, Action, MemberCmd, ReadCmd};
+use crate::members::{encode_member, Members};
+use crate::raft::{replica_error, READ_RETRIES};
 use crate::replicator::{ReplicaError, SharedStore};
 use crate::resp::{Limits, Parser, Reply};
 use crate::server::{now_ms, replica_error_reply, session_command, Session, Stats};
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::io::{ErrorKind, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use xlane_xraft::driver::{Frontend, Outcome, ReplicateError, Submit};
+use xlane_xraft::ConfChangeType;
 
 /// Ready descriptors handled per turn.
 pub const MAX_EVENTS: usize = 64;
@@ -92,6 +99,8 @@ enum Slot {
     Write,
     /// Its read barrier (attempt `tries` of [`READ_RETRIES`]).
     Read { cmd: ReadCmd, tries: usize },
+    /// Its membership change to be applied.
+    Member,
     /// Nothing: the reply is ready, behind an earlier one that is not.
     Done(Vec<u8>),
 }
@@ -192,7 +201,7 @@ pub struct ClientLoop {
     listener: TcpListener,
     limits: Limits,
     store: SharedStore,
-    peers: Arc<BTreeMap<u64, Peer>>,
+    members: Members,
     me: u64,
     stats: Arc<Stats>,
     conns: HashMap<u64, Conn>,
@@ -207,12 +216,12 @@ pub struct ClientLoop {
 }
 
 impl ClientLoop {
-    /// Serves `listener` for member `me` of `peers`, reading from `store`.
+    /// Serves `listener` for member `me` of `members`, reading from `store`.
     pub fn new(
         listener: TcpListener,
         limits: Limits,
         store: SharedStore,
-        peers: Arc<BTreeMap<u64, Peer>>,
+        members: Members,
         me: u64,
         stats: Arc<Stats>,
     ) -> std::io::Result<ClientLoop> {
@@ -229,7 +238,7 @@ impl ClientLoop {
             listener,
             limits,
             store,
-            peers,
+            members,
             me,
             stats,
             conns: HashMap::new(),
@@ -373,8 +382,30 @@ impl ClientLoop {
                         }),
                         Err(e) => {
                             self.tokens.take(token);
-                            let e = replica_error(e, |h| leader_client(&self.peers, self.me, h));
+                            let e = replica_error(e, |h| self.members.client_of(self.me, h));
                             c.emit(&replica_error_reply(&e, op.cmd.first_key()));
+                        }
+                    }
+                }
+                Action::Member(MemberCmd::List) => c.emit(&nodes_reply(&self.members)),
+                Action::Member(cmd) => {
+                    let (change, node, context) = match member_change(&self.members, cmd) {
+                        Ok(x) => x,
+                        Err(r) => {
+                            c.emit(&r);
+                            continue;
+                        }
+                    };
+                    let token = self.tokens.issue(id);
+                    match sub.propose_conf_change(change, node, context, token) {
+                        Ok(()) => c.queue.push_back(Pending {
+                            token,
+                            slot: Slot::Member,
+                        }),
+                        Err(e) => {
+                            self.tokens.take(token);
+                            let e = replica_error(e, |h| self.members.client_of(self.me, h));
+                            c.emit(&replica_error_reply(&e, None));
                         }
                     }
                 }
@@ -456,6 +487,47 @@ impl ClientLoop {
     }
 }
 
+/// The membership change `cmd` asks for (`RAFT.NODE ADD/REMOVE`), or the
+/// error reply for one the member table refuses: addresses that another
+/// member uses, or that cannot be encoded. (Whether the id may be added or
+/// removed is checked by the node against the configuration.)
+fn member_change(
+    members: &Members,
+    cmd: MemberCmd,
+) -> Result<(ConfChangeType, u64, Vec<u8>), Reply> {
+    match cmd {
+        MemberCmd::Add { id, peer } => {
+            if let Some((other, addr)) = members.address_taken(id, &peer) {
+                return Err(Reply::err(format!(
+                    "ERR address {addr} is already used by node {other}"
+                )));
+            }
+            let ctx = encode_member(&peer).map_err(|e| Reply::err(format!("ERR {e}")))?;
+            Ok((ConfChangeType::AddNode, id, ctx))
+        }
+        MemberCmd::Remove { id } => Ok((ConfChangeType::RemoveNode, id, Vec::new())),
+        MemberCmd::List => Err(Reply::err("ERR internal: RAFT.NODES is no change")),
+    }
+}
+
+/// `RAFT.NODES`: one entry per member, by id: `[id, raft address, client
+/// address]`.
+fn nodes_reply(members: &Members) -> Reply {
+    Reply::Array(Some(
+        members
+            .table()
+            .into_iter()
+            .map(|(id, p)| {
+                Reply::Array(Some(vec![
+                    Reply::Integer(id as i64),
+                    Reply::bulk(p.raft.to_string()),
+                    Reply::bulk(p.client),
+                ]))
+            })
+            .collect(),
+    ))
+}
+
 /// Starts `cmd` on connection `c` (nothing earlier is pending): at once
 /// from the store, or after a read barrier.
 fn start_read(
@@ -528,12 +600,22 @@ impl Frontend for ClientLoop {
             return;
         };
         let failed = |e: ReplicateError| {
-            let e = replica_error(e, |h| leader_client(&self.peers, self.me, h));
+            let e = replica_error(e, |h| self.members.client_of(self.me, h));
             replica_error_reply(&e, None).to_bytes()
         };
         match (&mut p.slot, outcome) {
             (Slot::Write, Outcome::Applied(bytes)) => p.slot = Slot::Done(bytes),
             (Slot::Write, Outcome::Failed(e)) => p.slot = Slot::Done(failed(e)),
+            (Slot::Member, Outcome::Applied(_)) => p.slot = Slot::Done(Reply::ok().to_bytes()),
+            (Slot::Member, Outcome::Failed(ReplicateError::Dropped { indeterminate })) => {
+                let r = Reply::err(if indeterminate {
+                    "ERR leadership changed; the membership change may or may not have been applied (see RAFT.NODES)"
+                } else {
+                    "ERR leadership changed; the membership change was not applied"
+                });
+                p.slot = Slot::Done(r.to_bytes());
+            }
+            (Slot::Member, Outcome::Failed(e)) => p.slot = Slot::Done(failed(e)),
             (Slot::Read { cmd, .. }, Outcome::ReadReady) => {
                 p.slot = Slot::Done(read_now(&self.store, cmd).to_bytes());
                 c.read_waiting = false;
@@ -577,9 +659,11 @@ impl Frontend for ClientLoop {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::members::Peer;
     use crate::raft::tests::free_udp_port;
     use crate::raft::{LogFsync, RaftConfig, RaftReplicator, StorageConfig};
     use crate::resp::{decode_reply, encode_command};
+    use std::collections::BTreeMap;
     use std::net::SocketAddr;
     use std::time::{Duration, Instant};
 
@@ -763,6 +847,79 @@ mod tests {
             // This member's own state, which already holds `v`.
             assert_eq!(cmd(&mut c, &["GET", "k"]), bulk("v"), "follower {i}");
         }
+    }
+
+    /// Membership over RESP: refusals come back as Redis errors, a follower
+    /// redirects, and a change is answered once applied, after which every
+    /// member lists it.
+    #[test]
+    fn membership_requests_over_resp() {
+        let m = start(3);
+        let l = leader(&m);
+        let mut c = connect(m.clients[l]);
+        let err = |s: String| Reply::Error(s);
+        // Node 4 never runs: three of four voters are still a quorum.
+        let four = format!("{}/127.0.0.1:1", free_udp_port());
+        let taken = format!("{}/127.0.0.1:1", m.nodes[0].raft_addr());
+        let rows: Vec<(Vec<&str>, Reply)> = vec![
+            (
+                vec!["RAFT.NODE", "ADD", "2", &four],
+                err("ERR node 2 is already a member".into()),
+            ),
+            (
+                vec!["RAFT.NODE", "ADD", "4", &taken],
+                err(format!(
+                    "ERR address {} is already used by node 1",
+                    m.nodes[0].raft_addr()
+                )),
+            ),
+            (
+                vec!["RAFT.NODE", "REMOVE", "9"],
+                err("ERR node 9 is not a member".into()),
+            ),
+            (vec!["RAFT.NODE", "ADD", "4", &four], Reply::ok()),
+        ];
+        for (req, want) in rows {
+            assert_eq!(cmd(&mut c, &req), want, "{req:?}");
+        }
+        let f = (l + 1) % 3;
+        match cmd(&mut connect(m.clients[f]), &["RAFT.NODE", "REMOVE", "4"]) {
+            Reply::Error(e) => assert_eq!(e, format!("MOVED 0 {}", m.clients[l])),
+            r => panic!("follower: {r:?}"),
+        }
+        let listed = |i: usize| match cmd(&mut connect(m.clients[i]), &["RAFT.NODES"]) {
+            Reply::Array(Some(rows)) => rows.len(),
+            r => panic!("RAFT.NODES: {r:?}"),
+        };
+        for i in 0..3 {
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while listed(i) != 4 {
+                assert!(Instant::now() < deadline, "member {i} does not list node 4");
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        }
+        match cmd(&mut c, &["RAFT.NODES"]) {
+            Reply::Array(Some(rows)) => assert_eq!(
+                rows[3],
+                Reply::Array(Some(vec![
+                    Reply::Integer(4),
+                    bulk(four.split('/').next().expect("raft")),
+                    bulk("127.0.0.1:1"),
+                ]))
+            ),
+            r => panic!("RAFT.NODES: {r:?}"),
+        }
+        assert_eq!(cmd(&mut c, &["RAFT.NODE", "REMOVE", "4"]), Reply::ok());
+        assert_eq!(listed(l), 3);
+        // Writes go on.
+        assert_eq!(cmd(&mut c, &["SET", "after", "1"]), Reply::ok());
+
+        let one = start(1);
+        let _ = leader(&one);
+        assert_eq!(
+            cmd(&mut connect(one.clients[0]), &["RAFT.NODE", "REMOVE", "1"]),
+            err("ERR node 1 is the last voter".into())
+        );
     }
 
     /// Many clients at once: every increment is applied once and answered.

@@ -1,10 +1,12 @@
 //! From a request to an [`Action`]: a write ([`WriteOp`], to replicate), a
-//! read ([`ReadCmd`], answered from the store after a read barrier), or a
-//! reply that needs no store (PING, COMMAND, errors, ...).
+//! read ([`ReadCmd`], answered from the store after a read barrier), a
+//! membership request ([`MemberCmd`], for a cluster member), or a reply that
+//! needs no store (PING, COMMAND, errors, ...).
 //!
 //! Argument checking happens here, at the node the client talks to, so
 //! only well-formed ops are replicated. Error texts are Redis 7's.
 
+use crate::members::{parse_addrs, parse_id, Peer};
 use crate::op::{SetCond, SetTtl, WriteCmd, WriteOp};
 use crate::resp::{parse_i64_strict, Command, Reply};
 use crate::store::{Store, ERR_NOT_INTEGER};
@@ -24,7 +26,33 @@ pub enum Action {
     Read(ReadCmd),
     /// `QUIT`: reply `+OK` and close the connection.
     Quit,
+    /// A membership request (answered by a cluster member).
+    Member(MemberCmd),
 }
+
+/// A request about the cluster's members (the commands RedisRaft users
+/// know).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MemberCmd {
+    /// `RAFT.NODE ADD <id> <raft-ip:port>/<client-ip:port>`: add a voter.
+    Add {
+        /// The new member's raft id.
+        id: u64,
+        /// Its addresses.
+        peer: Peer,
+    },
+    /// `RAFT.NODE REMOVE <id>`: remove a member.
+    Remove {
+        /// The member's raft id.
+        id: u64,
+    },
+    /// `RAFT.NODES`: every member and its addresses.
+    List,
+}
+
+/// The reply to a membership request outside a cluster.
+pub const ERR_NOT_CLUSTER: &str =
+    "ERR this server is not a cluster member (start it with --id and --peer)";
 
 /// A read-only command.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -144,6 +172,8 @@ pub const COMMANDS: &[CommandSpec] = &[
         0,
         0,
     ),
+    spec("raft.node", -2, &["admin"], 0, 0, 0),
+    spec("raft.nodes", 1, &["admin", "loading", "stale"], 0, 0, 0),
 ];
 
 /// `ERR wrong number of arguments for '<name>' command`.
@@ -309,7 +339,40 @@ fn classify_inner(args: &Command, now: u64) -> Result<Action, Reply> {
         "config" => Err(config_cmd(args)),
         "hello" => Err(hello_cmd(args)),
         "client" => Err(client_cmd(args)),
+        "raft.node" => Ok(Action::Member(raft_node(args)?)),
+        "raft.nodes" => Ok(Action::Member(MemberCmd::List)),
         _ => Err(unknown_command(args)),
+    }
+}
+
+/// `RAFT.NODE ADD <id> <raft>/<client>` or `RAFT.NODE REMOVE <id>`.
+fn raft_node(args: &Command) -> Result<MemberCmd, Reply> {
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    // Positive, and an integer a RESP reply can carry (RAFT.NODES).
+    let id = |b: &[u8]| match parse_id(&text(b)) {
+        Ok(id) if i64::try_from(id).is_ok() => Ok(id),
+        _ => Err(Reply::err(format!("ERR invalid node id '{}'", text(b)))),
+    };
+    let sub = &args[1];
+    if eq(sub, "add") {
+        if args.len() != 4 {
+            return Err(arity_error("raft.node|add"));
+        }
+        let id = id(&args[2])?;
+        let peer = parse_addrs(&text(&args[3])).map_err(|_| {
+            Reply::err(format!(
+                "ERR invalid address '{}' (RAFT_IP:PORT/CLIENT_IP:PORT)",
+                text(&args[3])
+            ))
+        })?;
+        Ok(MemberCmd::Add { id, peer })
+    } else if eq(sub, "remove") {
+        if args.len() != 3 {
+            return Err(arity_error("raft.node|remove"));
+        }
+        Ok(MemberCmd::Remove { id: id(&args[2])? })
+    } else {
+        Err(unknown_subcommand(args))
     }
 }
 
@@ -568,6 +631,7 @@ pub fn execute_local(store: &mut Store, args: &Command, now_ms: u64) -> Reply {
         Action::Write(op) => store.apply(&op),
         Action::Read(r) => r.execute(store, now_ms),
         Action::Quit => Reply::ok(),
+        Action::Member(_) => Reply::err(ERR_NOT_CLUSTER),
     }
 }
 

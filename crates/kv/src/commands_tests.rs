@@ -2,6 +2,7 @@
 //! replies. Each table is one session: (clock ms, inline request, reply).
 
 use super::*;
+use crate::members::Peer;
 use crate::op::tests::arb_op;
 use crate::resp::split_inline;
 use proptest::prelude::*;
@@ -345,6 +346,89 @@ fn connection_and_meta() {
     let info = execute_local(&mut s, &vec![b"INFO".to_vec()], T0);
     assert!(
         matches!(info, Reply::Bulk(Some(ref v)) if v.starts_with(b"# Server\r\nredis_version:"))
+    );
+}
+
+/// `RAFT.NODE` and `RAFT.NODES`: what parses, and every refusal's text.
+#[test]
+fn membership_requests() {
+    let peer = |raft: &str, client: &str| Peer {
+        raft: raft.parse().expect("addr"),
+        client: client.into(),
+    };
+    let member = |m| Ok(Action::Member(m));
+    let err = |s: &str| Err(e(s));
+    let rows: &[(&str, Result<Action, Reply>)] = &[
+        (
+            "RAFT.NODE ADD 4 127.0.0.1:7004/127.0.0.1:6384",
+            member(MemberCmd::Add {
+                id: 4,
+                peer: peer("127.0.0.1:7004", "127.0.0.1:6384"),
+            }),
+        ),
+        (
+            "raft.node add 9 [::1]:7009/[::1]:6389",
+            member(MemberCmd::Add {
+                id: 9,
+                peer: peer("[::1]:7009", "[::1]:6389"),
+            }),
+        ),
+        ("RAFT.NODE REMOVE 3", member(MemberCmd::Remove { id: 3 })),
+        ("RAFT.NODES", member(MemberCmd::List)),
+        (
+            "RAFT.NODE ADD 0 127.0.0.1:7004/127.0.0.1:6384",
+            err("ERR invalid node id '0'"),
+        ),
+        (
+            "RAFT.NODE ADD -1 127.0.0.1:7004/127.0.0.1:6384",
+            err("ERR invalid node id '-1'"),
+        ),
+        (
+            "RAFT.NODE ADD 9223372036854775808 127.0.0.1:1/127.0.0.1:2",
+            err("ERR invalid node id '9223372036854775808'"),
+        ),
+        ("RAFT.NODE REMOVE x", err("ERR invalid node id 'x'")),
+        (
+            "RAFT.NODE ADD 4 127.0.0.1:7004",
+            err("ERR invalid address '127.0.0.1:7004' (RAFT_IP:PORT/CLIENT_IP:PORT)"),
+        ),
+        (
+            "RAFT.NODE ADD 4 host:7004/127.0.0.1:6384",
+            err("ERR invalid address 'host:7004/127.0.0.1:6384' (RAFT_IP:PORT/CLIENT_IP:PORT)"),
+        ),
+        (
+            "RAFT.NODE ADD 4",
+            err("ERR wrong number of arguments for 'raft.node|add' command"),
+        ),
+        (
+            "RAFT.NODE REMOVE 3 4",
+            err("ERR wrong number of arguments for 'raft.node|remove' command"),
+        ),
+        (
+            "RAFT.NODE",
+            err("ERR wrong number of arguments for 'raft.node' command"),
+        ),
+        (
+            "RAFT.NODE JOIN 4",
+            err("ERR unknown subcommand 'JOIN'. Try RAFT.NODE HELP."),
+        ),
+        (
+            "RAFT.NODES all",
+            err("ERR wrong number of arguments for 'raft.nodes' command"),
+        ),
+    ];
+    for (line, want) in rows {
+        let args = split_inline(line.as_bytes()).expect("test line parses");
+        let got = match classify(&args, T0) {
+            Action::Reply(r) => Err(r),
+            a => Ok(a),
+        };
+        assert_eq!(&got, want, "{line}");
+    }
+    // Without a cluster there is nobody to change.
+    run(
+        "membership outside a cluster",
+        &[(0, "RAFT.NODES", e(ERR_NOT_CLUSTER))],
     );
 }
 

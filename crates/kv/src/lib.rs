@@ -12,6 +12,10 @@
 //!   append-only file).
 //! * [`raft`]: [`raft::RaftReplicator`], replication over X-Raft; the
 //!   network between members (UDP/TCP, or the lane) is `xlane-xraft-net`.
+//! * [`state_machine`]: [`state_machine::KvStateMachine`], what X-Raft
+//!   replicates: the store and the member table, and their snapshot.
+//! * [`members`]: the member table ([`members::Members`]) and the binary
+//!   form of member addresses carried by membership changes.
 //! * [`server`]: the TCP server of a single node, thread per connection.
 //! * [`client_loop`]: a cluster member's RESP clients, served on its raft
 //!   driver's thread (one event loop per member).
@@ -19,11 +23,13 @@
 
 pub mod client_loop;
 pub mod commands;
+pub mod members;
 pub mod op;
 pub mod raft;
 pub mod replicator;
 pub mod resp;
 pub mod server;
+pub mod state_machine;
 pub mod store;
 
 pub use commands::{classify, Action, ReadCmd};

@@ -9,21 +9,28 @@
 //!   on followers (the read index is confirmed by the leader), so a follower
 //!   serves linearizable reads from its own store once it has caught up.
 //! * Writes on a follower fail with [`ReplicaError::NotLeader`] holding the
-//!   leader's client (RESP) address from the peer table: `-MOVED`.
+//!   leader's client (RESP) address from the member table: `-MOVED`.
+//! * Membership changes (`RAFT.NODE ADD/REMOVE`, [`crate::client_loop`])
+//!   carry the new member's addresses; the state machine keeps the member
+//!   table ([`Members`]) and the transport follows it ([`FollowMembers`]).
 //!
 //! The network between the members is `xlane-xraft-net`'s
 //! [`NetTransport`] (plain UDP or the lane for express traffic, TCP for
 //! snapshots), polled by the raft driver's own thread.
 
 use crate::client_loop::ClientLoop;
+/// The member table and the state machine, re-exported where they were.
+pub use crate::members::{parse_peer, Members, Peer, PeerParseError};
 use crate::op::WriteOp;
 use crate::replicator::{ReplicaError, Replicator, SharedStore};
 use crate::resp::{decode_reply, Limits, Reply};
 use crate::server::Stats;
+pub use crate::state_machine::{KvStateMachine, SmStats};
 use crate::store::Store;
 use std::collections::BTreeMap;
 use std::net::{SocketAddr, TcpListener};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::os::fd::RawFd;
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 use xlane_xraft::batch::ReassemblyLimits;
@@ -33,7 +40,9 @@ use xlane_xraft::storage::OpenError;
 /// The raft log's storage settings and fsync policy, re-exported for
 /// callers that do not depend on `xlane-xraft` themselves.
 pub use xlane_xraft::{timeouts_from_bounds, FsyncPolicy as LogFsync, StorageConfig};
-use xlane_xraft::{DiskStorage, MessageEndpoint, NodeConfig, OpenReport, RaftNode, StateMachine};
+use xlane_xraft::{
+    DiskStorage, Input, MessageEndpoint, NodeConfig, OpenReport, RaftNode, TrafficClass, Transport,
+};
 /// The network's settings and counters, re-exported for callers that do
 /// not depend on `xlane-xraft-net` themselves.
 pub use xlane_xraft_net::net::{BULK_THRESHOLD, EXPRESS_MTU, MAX_FRAME};
@@ -45,22 +54,19 @@ pub use xlane_xraft_net::{
 /// How many times a failed read barrier is retried before giving up.
 pub const READ_RETRIES: usize = 3;
 
-/// One member of the cluster.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Peer {
-    /// Raft address (UDP and TCP, same port).
-    pub raft: SocketAddr,
-    /// Client (RESP) address, `host:port`, sent in `MOVED` redirects.
-    pub client: String,
-}
-
 /// How to start a [`RaftReplicator`].
 #[derive(Debug, Clone)]
 pub struct RaftConfig {
     /// This node's raft id (non-zero, a key of `peers`).
     pub id: u64,
-    /// Every voter, this node included: id → addresses.
+    /// Every voter, this node included: id → addresses. With `join`, the
+    /// members already running and this node.
     pub peers: BTreeMap<u64, Peer>,
+    /// Join a running cluster instead of bootstrapping one: a fresh log
+    /// starts with no configuration and waits for the leader (after
+    /// `RAFT.NODE ADD` there) to send its snapshot and log. An existing
+    /// log restarts as usual.
+    pub join: bool,
     /// Address the raft UDP socket and TCP listener bind (normally
     /// `peers[id].raft`; may be a wildcard address with the same port).
     pub bind: SocketAddr,
@@ -103,6 +109,7 @@ impl RaftConfig {
             lane: None,
             trees: BTreeMap::new(),
             peers,
+            join: false,
         })
     }
 }
@@ -127,76 +134,16 @@ pub enum RaftStartError {
     Clients(std::io::Error),
 }
 
-/// The Raft state machine: the key-value [`Store`] behind a lock.
-pub struct KvStateMachine {
-    store: SharedStore,
-    applied_index: Arc<AtomicU64>,
-    restore_errors: Arc<AtomicU64>,
-}
-
-impl KvStateMachine {
-    /// A state machine over `store`; `applied_index` is updated on every
-    /// applied entry, `restore_errors` counts snapshots that could not be
-    /// decoded (the store was reset to empty).
-    pub fn new(
-        store: SharedStore,
-        applied_index: Arc<AtomicU64>,
-        restore_errors: Arc<AtomicU64>,
-    ) -> Self {
-        KvStateMachine {
-            store,
-            applied_index,
-            restore_errors,
-        }
-    }
-}
-
-impl StateMachine for KvStateMachine {
-    fn apply(&mut self, index: u64, op: &[u8]) -> Vec<u8> {
-        self.applied_index.store(index, Ordering::Release);
-        let reply = match WriteOp::decode(op) {
-            // Deterministic on every replica: the same bytes give the same error.
-            Err(e) => Reply::err(format!("ERR undecodable replicated op: {e}")),
-            Ok(op) => match self.store.write() {
-                Ok(mut s) => s.apply(&op),
-                Err(_) => Reply::err("ERR store lock poisoned"),
-            },
-        };
-        reply.to_bytes()
-    }
-
-    fn snapshot(&self) -> Vec<u8> {
-        match self.store.read() {
-            Ok(s) => s.snapshot(),
-            // A poisoned lock still holds a consistent store (apply does not
-            // panic midway in practice); take it anyway.
-            Err(p) => p.into_inner().snapshot(),
-        }
-    }
-
-    fn restore(&mut self, data: &[u8]) {
-        let new = Store::restore(data).unwrap_or_else(|_| {
-            self.restore_errors.fetch_add(1, Ordering::Relaxed);
-            Store::new()
-        });
-        match self.store.write() {
-            Ok(mut s) => *s = new,
-            Err(p) => *p.into_inner() = new,
-        }
-    }
-}
-
 /// A replicated key-value store node: a Raft driver thread, the transport
 /// threads, and the store they apply to.
 pub struct RaftReplicator {
     id: u64,
     handle: DriverHandle,
     store: SharedStore,
-    peers: Arc<BTreeMap<u64, Peer>>,
+    members: Members,
     stats: Arc<TransportStats>,
     client_addr: Option<SocketAddr>,
-    applied_index: Arc<AtomicU64>,
-    restore_errors: Arc<AtomicU64>,
+    sm_stats: Arc<SmStats>,
     raft_addr: SocketAddr,
     lane: Option<Arc<LaneStats>>,
     lane_control: Option<Arc<LaneControl>>,
@@ -206,8 +153,8 @@ pub struct RaftReplicator {
 
 impl RaftReplicator {
     /// Opens the raft log, binds the transport and starts the node. A fresh
-    /// log bootstraps the cluster with every id in `cfg.peers` as a voter;
-    /// an existing one restarts (the store is rebuilt from the log's
+    /// log bootstraps the cluster with every id in `cfg.peers` as a voter
+    /// (or, with `cfg.join`, waits to be added); an existing one restarts (the store is rebuilt from the log's
     /// snapshot and committed entries). Returns what opening the log found.
     pub fn start(cfg: RaftConfig) -> Result<(Self, OpenReport), RaftStartError> {
         Self::start_inner(cfg, None)
@@ -249,10 +196,16 @@ impl RaftReplicator {
 
         let (storage, report) = DiskStorage::open(cfg.storage.clone())?;
         let store: SharedStore = Arc::new(RwLock::new(Store::new()));
-        let applied_index = Arc::new(AtomicU64::new(0));
-        let restore_errors = Arc::new(AtomicU64::new(0));
-        let sm = KvStateMachine::new(store.clone(), applied_index.clone(), restore_errors.clone());
-        let voters: Vec<u64> = cfg.peers.keys().copied().collect();
+        let sm_stats = Arc::new(SmStats::default());
+        // The members given at start, until the log or a snapshot says
+        // otherwise (restoring the log's snapshot happens in RaftNode::new).
+        let members = Members::new(cfg.peers.clone());
+        let sm = KvStateMachine::new(store.clone(), members.clone(), sm_stats.clone());
+        let voters: Vec<u64> = if cfg.join {
+            Vec::new()
+        } else {
+            cfg.peers.keys().copied().collect()
+        };
         let mut node_cfg = cfg.node.clone();
         node_cfg.id = cfg.id;
         let node = RaftNode::new(node_cfg, storage, sm, &voters)?;
@@ -269,7 +222,6 @@ impl RaftReplicator {
             MessageEndpoint::new(cfg.express_mtu, first_msg_id, cfg.bulk_threshold, limits)
                 .map_err(|e| RaftStartError::Config(e.to_string()))?;
 
-        let peers = Arc::new(cfg.peers.clone());
         let (client_addr, frontend) = match clients {
             None => (None, None),
             Some((listener, limits, stats)) => {
@@ -278,7 +230,7 @@ impl RaftReplicator {
                     listener,
                     limits,
                     store.clone(),
-                    peers.clone(),
+                    members.clone(),
                     cfg.id,
                     stats,
                 )
@@ -289,6 +241,7 @@ impl RaftReplicator {
         let stats = transport.stats();
         let lane = transport.lane_stats();
         let lane_control = transport.lane_control();
+        let transport = FollowMembers::new(transport, members.clone());
         let driver = Driver::spawn_with(node, endpoint, transport, frontend);
         let handle = driver.handle();
         tcp.serve(handle.clone())?;
@@ -297,11 +250,10 @@ impl RaftReplicator {
                 id: cfg.id,
                 handle,
                 store,
-                peers,
+                members,
                 stats,
                 client_addr,
-                applied_index,
-                restore_errors,
+                sm_stats,
                 raft_addr,
                 lane,
                 lane_control,
@@ -340,12 +292,22 @@ impl RaftReplicator {
     /// The raft log index of the last entry applied to the store (0 until
     /// the first entry after start or the last snapshot).
     pub fn applied_index(&self) -> u64 {
-        self.applied_index.load(Ordering::Acquire)
+        self.sm_stats.applied_index.load(Ordering::Acquire)
     }
 
     /// Snapshots that could not be decoded (the store was reset to empty).
     pub fn restore_errors(&self) -> u64 {
-        self.restore_errors.load(Ordering::Relaxed)
+        self.sm_stats.restore_errors.load(Ordering::Relaxed)
+    }
+
+    /// Added members whose addresses did not decode.
+    pub fn member_errors(&self) -> u64 {
+        self.sm_stats.member_errors.load(Ordering::Relaxed)
+    }
+
+    /// The member table as this node has applied it.
+    pub fn members(&self) -> BTreeMap<u64, Peer> {
+        self.members.table()
     }
 
     /// What other threads may change in the lane link, e.g. X-FD's
@@ -383,17 +345,66 @@ impl RaftReplicator {
     }
 
     fn leader_client(&self, hint: u64) -> Option<String> {
-        leader_client(&self.peers, self.id, hint)
+        self.members.client_of(self.id, hint)
     }
 }
 
-/// The client address of raft member `hint` as seen from member `me`
-/// (`None` for unknown, 0, or `me` itself).
-pub(crate) fn leader_client(peers: &BTreeMap<u64, Peer>, me: u64, hint: u64) -> Option<String> {
-    if hint == 0 || hint == me {
-        return None;
+/// The network, following the member table: before each send and poll
+/// (on the driver thread), if the table changed since it last looked (a
+/// membership change or a snapshot was applied, or the log was replayed at
+/// start), the transport's peers become the table's members.
+pub struct FollowMembers {
+    net: NetTransport,
+    members: Members,
+    seen: u64,
+}
+
+impl FollowMembers {
+    /// `net`, following `members` from its next send or poll on.
+    pub fn new(net: NetTransport, members: Members) -> FollowMembers {
+        FollowMembers {
+            net,
+            members,
+            seen: 0,
+        }
     }
-    peers.get(&hint).map(|p| p.client.clone())
+
+    fn follow(&mut self) {
+        let v = self.members.version();
+        if v == self.seen {
+            return;
+        }
+        self.seen = v;
+        let peers: Vec<(u64, SocketAddr)> = self
+            .members
+            .table()
+            .iter()
+            .map(|(&id, p)| (id, p.raft))
+            .collect();
+        // A member the network cannot reach is counted by it
+        // (`TransportStats::peer_errors`) and left out; raft sees it as down.
+        let _ = self.net.set_peers(&peers);
+    }
+}
+
+impl Transport for FollowMembers {
+    fn send(&mut self, to: u64, class: TrafficClass, bytes: Vec<u8>) {
+        self.follow();
+        self.net.send(to, class, bytes)
+    }
+
+    fn fds(&self) -> &[RawFd] {
+        self.net.fds()
+    }
+
+    fn next_deadline(&self) -> u64 {
+        self.net.next_deadline()
+    }
+
+    fn poll(&mut self, now: u64, max: usize, input: &mut dyn FnMut(Input<'_>)) -> usize {
+        self.follow();
+        self.net.poll(now, max, input)
+    }
 }
 
 /// What a read barrier that failed every retry tells the client.
@@ -456,77 +467,13 @@ impl Replicator for RaftReplicator {
     }
 }
 
-/// Parses a peer specification `ID=RAFT_ADDR/CLIENT_ADDR`, e.g.
-/// `1=127.0.0.1:7001/127.0.0.1:6381`.
-pub fn parse_peer(s: &str) -> Result<(u64, Peer), PeerParseError> {
-    let (id, rest) = s.split_once('=').ok_or(PeerParseError::Shape)?;
-    let (raft, client) = rest.split_once('/').ok_or(PeerParseError::Shape)?;
-    let id: u64 = id
-        .trim()
-        .parse()
-        .map_err(|_| PeerParseError::Id(id.into()))?;
-    if id == 0 {
-        return Err(PeerParseError::Id("0".into()));
-    }
-    let raft: SocketAddr = raft
-        .trim()
-        .parse()
-        .map_err(|_| PeerParseError::Addr(raft.into()))?;
-    let client = client.trim();
-    if client.is_empty() || client.parse::<SocketAddr>().is_err() {
-        return Err(PeerParseError::Addr(client.into()));
-    }
-    Ok((
-        id,
-        Peer {
-            raft,
-            client: client.into(),
-        },
-    ))
-}
-
-/// Why a peer specification did not parse.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum PeerParseError {
-    /// Not `ID=RAFT/CLIENT`.
-    #[error("expected ID=RAFT_HOST:PORT/CLIENT_HOST:PORT")]
-    Shape,
-    /// The id is not a positive integer.
-    #[error("bad peer id {0:?} (a positive integer)")]
-    Id(String),
-    /// An address is not `ip:port`.
-    #[error("bad address {0:?} (ip:port)")]
-    Addr(String),
-}
-
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
     use crate::op::{SetCond, SetTtl, WriteCmd};
     use std::net::UdpSocket;
+    use std::sync::atomic::AtomicU64;
     use std::time::Duration;
-
-    #[test]
-    fn peer_specs() {
-        let ok = parse_peer("2=127.0.0.1:7002/127.0.0.1:6382").expect("parse");
-        assert_eq!(ok.0, 2);
-        assert_eq!(ok.1.raft, "127.0.0.1:7002".parse().expect("addr"));
-        assert_eq!(ok.1.client, "127.0.0.1:6382");
-        let table: &[(&str, PeerParseError)] = &[
-            ("2=127.0.0.1:7002", PeerParseError::Shape),
-            ("127.0.0.1:7002/127.0.0.1:1", PeerParseError::Shape),
-            ("0=127.0.0.1:1/127.0.0.1:2", PeerParseError::Id("0".into())),
-            ("x=127.0.0.1:1/127.0.0.1:2", PeerParseError::Id("x".into())),
-            (
-                "1=host:1/127.0.0.1:2",
-                PeerParseError::Addr("host:1".into()),
-            ),
-            ("1=127.0.0.1:1/", PeerParseError::Addr("".into())),
-        ];
-        for (s, want) in table {
-            assert_eq!(parse_peer(s).as_ref().err(), Some(want), "{s}");
-        }
-    }
 
     fn set(k: &str, v: &str) -> WriteOp {
         WriteOp::new(
@@ -539,37 +486,6 @@ pub(crate) mod tests {
                 get: false,
             },
         )
-    }
-
-    #[test]
-    fn state_machine_roundtrip() {
-        let store: SharedStore = Arc::new(RwLock::new(Store::new()));
-        let errors = Arc::new(AtomicU64::new(0));
-        let mut sm =
-            KvStateMachine::new(store.clone(), Arc::new(AtomicU64::new(0)), errors.clone());
-        let r = sm.apply(5, &set("a", "1").encode());
-        assert_eq!(
-            decode_reply(&r).ok().flatten().map(|x| x.0),
-            Some(Reply::ok())
-        );
-        let bad = sm.apply(6, &[0xff, 0, 1]);
-        assert!(matches!(decode_reply(&bad), Ok(Some((Reply::Error(_), _)))));
-        let snap = sm.snapshot();
-        let store2: SharedStore = Arc::new(RwLock::new(Store::new()));
-        let mut sm2 =
-            KvStateMachine::new(store2.clone(), Arc::new(AtomicU64::new(0)), errors.clone());
-        sm2.restore(&snap);
-        assert_eq!(
-            store2
-                .read()
-                .expect("lock")
-                .get(b"a", 0)
-                .map(<[u8]>::to_vec),
-            Some(b"1".to_vec())
-        );
-        sm2.restore(b"garbage");
-        assert_eq!(errors.load(Ordering::Relaxed), 1);
-        assert!(store2.read().expect("lock").is_empty(0));
     }
 
     /// A loopback address whose port is free for UDP and TCP at once.

@@ -95,6 +95,7 @@ pub fn handle(
     match classify(args, now) {
         Action::Reply(r) => (r, false),
         Action::Quit => (Reply::ok(), true),
+        Action::Member(_) => (Reply::err(crate::commands::ERR_NOT_CLUSTER), false),
         Action::Write(op) => {
             let key = op.cmd.first_key().map(<[u8]>::to_vec);
             match repl.propose(op) {

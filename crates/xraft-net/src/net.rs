@@ -65,6 +65,8 @@ pub struct TransportStats {
     pub tcp_unknown: AtomicU64,
     /// Regular-class messages dropped (queue full, connect or write failed).
     pub tcp_dropped: AtomicU64,
+    /// Peers [`NetTransport::set_peers`] could not set up (left out).
+    pub peer_errors: AtomicU64,
 }
 
 fn add(c: &AtomicU64) {
@@ -247,8 +249,9 @@ impl NetTransport {
     /// ignored) the transport's peers: the members not in it are dropped, the
     /// new ones (and those whose address changed) set up. Called on the
     /// driver thread between polls. A peer that cannot be set up (e.g. an
-    /// address the lane cannot use) is left out and reported; the others are
-    /// set up all the same.
+    /// address the lane cannot use) is left out, counted
+    /// ([`TransportStats::peer_errors`]) and reported; the others are set up
+    /// all the same.
     pub fn set_peers(&mut self, peers: &[(u64, SocketAddr)]) -> Result<(), NetError> {
         let want: BTreeMap<u64, SocketAddr> = peers
             .iter()
@@ -268,6 +271,7 @@ impl NetTransport {
         for (&id, &a) in &want {
             if !self.addrs.contains_key(&id) {
                 if let Err(e) = self.add_peer(id, a) {
+                    add(&self.stats.peer_errors);
                     first_err.get_or_insert(e);
                 }
             }

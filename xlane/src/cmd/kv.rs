@@ -44,11 +44,18 @@ enum Cmd {
     /// same port. A member serves its clients on its raft thread: one event
     /// loop per member, as in Redis.
     ///
+    /// Membership changes while the cluster runs: start the new member with
+    /// --join, then send `RAFT.NODE ADD <id> <raft ip:port>/<resp ip:port>`
+    /// to the leader (any member redirects with -MOVED); `RAFT.NODE REMOVE
+    /// <id>` removes one, `RAFT.NODES` lists them. The member addresses
+    /// travel in the raft log and snapshots: --peer is only where a member
+    /// starts from.
+    ///
     /// Commands: GET SET(NX XX EX PX EXAT PXAT KEEPTTL GET) DEL EXISTS INCR
     /// DECR INCRBY DECRBY MGET MSET APPEND STRLEN EXPIRE PEXPIRE EXPIREAT
     /// PEXPIREAT PERSIST TTL PTTL PING ECHO INFO DBSIZE FLUSHDB FLUSHALL
-    /// COMMAND CONFIG(GET) SELECT(0) HELLO(2) CLIENT READONLY READWRITE QUIT. One database,
-    /// strings only. Runs until SIGTERM or SIGINT, which stop it cleanly
+    /// COMMAND CONFIG(GET) SELECT(0) HELLO(2) CLIENT READONLY READWRITE QUIT
+    /// RAFT.NODE(ADD REMOVE) RAFT.NODES. One database, strings only. Runs until SIGTERM or SIGINT, which stop it cleanly
     /// (the append-only file synced, controller tunnels given back, exit
     /// status 0), or until killed; with --aof the data survives a
     /// restart.
@@ -155,6 +162,14 @@ struct ServeArgs {
     /// Raft tick (heartbeat) period in milliseconds (cluster mode, UDP).
     #[arg(long, default_value_t = 10)]
     tick_ms: u64,
+    /// Join a running cluster as a new member instead of bootstrapping one
+    /// (cluster mode): with an empty --data directory (or --ram-disk) the
+    /// member starts with no configuration and waits until the leader adds
+    /// it (`RAFT.NODE ADD <id> <raft>/<resp>`) and sends it a snapshot over
+    /// TCP. Give a --peer for this node and for the running members (at
+    /// least the leader). Once the directory holds a log, a restart.
+    #[arg(long)]
+    join: bool,
     /// Worst-case one-way latency between members in milliseconds; with
     /// the tick it sets the election timeout (3 ticks + 2x this + 1 tick,
     /// randomized up to twice that).
@@ -188,7 +203,13 @@ pub fn run(args: Args) -> super::CmdResult {
 }
 
 fn serve(a: ServeArgs) -> super::CmdResult {
-    if !a.peers.is_empty() || a.id.is_some() || a.raft.is_some() || a.data.is_some() || a.ram_disk {
+    if !a.peers.is_empty()
+        || a.id.is_some()
+        || a.raft.is_some()
+        || a.data.is_some()
+        || a.ram_disk
+        || a.join
+    {
         return serve_raft(a);
     }
     let policy: FsyncPolicy = a.appendfsync.parse()?;
@@ -328,6 +349,7 @@ fn serve_raft(a: ServeArgs) -> super::CmdResult {
     };
     let mut cfg = RaftConfig::new(id, peers.clone(), storage, tick_ns, max_latency_ns)?;
     let (raft_tick_ns, election_ticks) = (cfg.node.tick_ns, cfg.node.election_ticks);
+    cfg.join = a.join;
     cfg.lane = lane;
     cfg.trees = trees;
     if let Some(r) = a.raft {
@@ -360,6 +382,7 @@ fn serve_raft(a: ServeArgs) -> super::CmdResult {
             "event": "ready",
             "mode": "raft",
             "transport": a.transport,
+            "join": a.join,
             "id": id,
             "bind": addr.to_string(),
             "raft": raft_addr.to_string(),
