@@ -27,7 +27,7 @@
 //! [`OUT_HIGH`] unsent reply bytes is not read until it drains.
 
 use crate::commands::{classify, Action, MemberCmd, ReadCmd};
-use crate::members::{encode_member, Members};
+use crate::members::{encode_member, Members, Peer};
 use crate::raft::{replica_error, READ_RETRIES};
 use crate::replicator::{ReplicaError, SharedStore};
 use crate::resp::{Limits, Parser, Reply};
@@ -195,6 +195,10 @@ impl Tokens {
     }
 }
 
+/// Whether this member's network can reach a member about to be added (its
+/// id and addresses); the reason if not.
+pub type PeerCheck = Box<dyn Fn(u64, &Peer) -> Result<(), String> + Send>;
+
 /// The member's RESP clients as an X-Raft [`Frontend`].
 pub struct ClientLoop {
     epoll: Epoll,
@@ -202,6 +206,7 @@ pub struct ClientLoop {
     limits: Limits,
     store: SharedStore,
     members: Members,
+    check: PeerCheck,
     me: u64,
     stats: Arc<Stats>,
     conns: HashMap<u64, Conn>,
@@ -239,6 +244,7 @@ impl ClientLoop {
             limits,
             store,
             members,
+            check: Box::new(|_, _| Ok(())),
             me,
             stats,
             conns: HashMap::new(),
@@ -249,6 +255,15 @@ impl ClientLoop {
             events: vec![libc::epoll_event { events: 0, u64: 0 }; MAX_EVENTS],
             chunk: vec![0; 64 << 10],
         })
+    }
+
+    /// Refuses `RAFT.NODE ADD` of a member `check` says the network cannot
+    /// reach (e.g. an id or address the lane cannot serve), before anything
+    /// is proposed: a member added that no one can reach would only count
+    /// against the quorum.
+    pub fn check_peers_with(mut self, check: PeerCheck) -> ClientLoop {
+        self.check = check;
+        self
     }
 
     fn accept(&mut self) {
@@ -389,7 +404,8 @@ impl ClientLoop {
                 }
                 Action::Member(MemberCmd::List) => c.emit(&nodes_reply(&self.members)),
                 Action::Member(cmd) => {
-                    let (change, node, context) = match member_change(&self.members, cmd) {
+                    let change = member_change(&self.members, &self.check, cmd);
+                    let (change, node, context) = match change {
                         Ok(x) => x,
                         Err(r) => {
                             c.emit(&r);
@@ -489,10 +505,12 @@ impl ClientLoop {
 
 /// The membership change `cmd` asks for (`RAFT.NODE ADD/REMOVE`), or the
 /// error reply for one the member table refuses: addresses that another
-/// member uses, or that cannot be encoded. (Whether the id may be added or
+/// member uses, that `check` says the network cannot reach, or that cannot
+/// be encoded. (Whether the id may be added or
 /// removed is checked by the node against the configuration.)
 fn member_change(
     members: &Members,
+    check: &PeerCheck,
     cmd: MemberCmd,
 ) -> Result<(ConfChangeType, u64, Vec<u8>), Reply> {
     match cmd {
@@ -502,6 +520,7 @@ fn member_change(
                     "ERR address {addr} is already used by node {other}"
                 )));
             }
+            check(id, &peer).map_err(|e| Reply::err(format!("ERR node {id}: {e}")))?;
             let ctx = encode_member(&peer).map_err(|e| Reply::err(format!("ERR {e}")))?;
             Ok((ConfChangeType::AddNode, id, ctx))
         }
@@ -876,6 +895,15 @@ mod tests {
             (
                 vec!["RAFT.NODE", "REMOVE", "9"],
                 err("ERR node 9 is not a member".into()),
+            ),
+            // The members' raft sockets are IPv4: refused before anything is
+            // proposed.
+            (
+                vec!["RAFT.NODE", "ADD", "5", "[::1]:7005/127.0.0.1:2"],
+                err(format!(
+                    "ERR node 5: raft address [::1]:7005: this member's raft socket is bound to {}",
+                    m.nodes[l].raft_addr()
+                )),
             ),
             (vec!["RAFT.NODE", "ADD", "4", &four], Reply::ok()),
         ];

@@ -184,14 +184,15 @@ impl RaftReplicator {
         }
         // The network: express on UDP or the lane (polled by the driver
         // thread), regular on TCP.
-        let (transport, mut tcp) = NetTransport::open(&NetConfig {
+        let net = NetConfig {
             me: cfg.id,
             bind: cfg.bind,
             peers: cfg.peers.iter().map(|(&i, p)| (i, p.raft)).collect(),
             express_mtu: cfg.express_mtu,
             lane: cfg.lane,
             trees: cfg.trees.clone(),
-        })?;
+        };
+        let (transport, mut tcp) = NetTransport::open(&net)?;
         let raft_addr = tcp.addr();
 
         let (storage, report) = DiskStorage::open(cfg.storage.clone())?;
@@ -234,7 +235,10 @@ impl RaftReplicator {
                     cfg.id,
                     stats,
                 )
-                .map_err(RaftStartError::Clients)?;
+                .map_err(RaftStartError::Clients)?
+                .check_peers_with(Box::new(move |id, p| {
+                    net.check_peer(id, p.raft).map_err(|e| e.to_string())
+                }));
                 (Some(addr), Some(Box::new(l) as Box<dyn Frontend>))
             }
         };

@@ -436,6 +436,28 @@ fn open(
     LaneSocket::open(&sc).map_err(|source| LaneError::Socket { addr, source })
 }
 
+/// Whether the lane can serve member `id` at raft address `addr`: an id
+/// in `1..MAX_NODE_ID`, an IPv4 address whose port leaves room for the X-FD
+/// port, and, with network replication (`same_port`), this member's raft
+/// port. What [`LaneLink::add_peer`] checks first; a member about to be
+/// added to a running cluster can be checked the same way.
+pub fn check_peer(id: u64, addr: SocketAddr, same_port: Option<u16>) -> Result<(), LaneError> {
+    if id == 0 || id >= MAX_NODE_ID {
+        return Err(LaneError::Config(format!(
+            "node id {id}: lane mode needs ids in 1..{MAX_NODE_ID}"
+        )));
+    }
+    fd_addr(v4(addr, "raft address")?)?;
+    if let Some(port) = same_port.filter(|&p| p != addr.port()) {
+        return Err(LaneError::Config(format!(
+            "network replication sends one frame to every member's port: member {id} \
+             uses raft port {}, this one {port}",
+            addr.port()
+        )));
+    }
+    Ok(())
+}
+
 /// With sender replication, makes destinations `0..n` of a tree (sized for
 /// [`MAX_RECEIVERS`]) the active ones; with network replication there is
 /// one destination, the group, whoever joined it.
@@ -645,11 +667,11 @@ impl LaneLink {
         if id == self.me || self.peers.iter().any(|p| p.id == id) {
             return Err(LaneError::Config(format!("node {id} is already linked")));
         }
-        if id == 0 || id >= MAX_NODE_ID {
-            return Err(LaneError::Config(format!(
-                "node id {id}: lane mode needs ids in 1..{MAX_NODE_ID}"
-            )));
-        }
+        let same_port = match self.multicast_if {
+            Some(_) => self.repl_sock.local_addr().map(|a| a.port()).ok(),
+            None => None,
+        };
+        check_peer(id, addr, same_port)?;
         if self.peers.len() >= MAX_RECEIVERS {
             return Err(LaneError::Config(format!(
                 "the lane link serves at most {} members",
@@ -660,13 +682,6 @@ impl LaneLink {
         let fd = fd_addr(repl_addr)?;
         let t = TreeIds::default_for(id);
         if let Some(ifaddr) = self.multicast_if {
-            let port = self.repl_sock.local_addr().map(|a| a.port()).ok();
-            if port.is_some_and(|p| p != repl_addr.port()) {
-                return Err(LaneError::Config(format!(
-                    "network replication sends one frame to every member's port: member                      {id} uses raft port {}",
-                    repl_addr.port()
-                )));
-            }
             let join = |sock: &LaneSocket, tunnel: u32, port: u16| {
                 sock.join_group(group_of(tunnel as u64), ifaddr)
                     .map_err(|source| LaneError::Socket {

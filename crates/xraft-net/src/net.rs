@@ -91,6 +91,26 @@ pub struct NetConfig {
     pub trees: BTreeMap<u64, TreeIds>,
 }
 
+impl NetConfig {
+    /// Whether this member's network can reach member `id` at raft address
+    /// `addr` (e.g. before a membership change adds it): the address family
+    /// of the socket bound, and in lane mode what the lane needs
+    /// ([`crate::lane::check_peer`]).
+    pub fn check_peer(&self, id: u64, addr: SocketAddr) -> Result<(), NetError> {
+        if addr.is_ipv4() != self.bind.is_ipv4() {
+            return Err(NetError::Config(format!(
+                "raft address {addr}: this member's raft socket is bound to {}",
+                self.bind
+            )));
+        }
+        if let Some(t) = &self.lane {
+            let same_port = t.multicast.then_some(self.bind.port());
+            crate::lane::check_peer(id, addr, same_port)?;
+        }
+        Ok(())
+    }
+}
+
 /// Why the network could not be opened.
 #[derive(Debug, thiserror::Error)]
 pub enum NetError {
@@ -640,6 +660,44 @@ mod tests {
             std::thread::sleep(Duration::from_millis(10));
         }
         got
+    }
+
+    /// Which members a network can take on, by mode.
+    #[test]
+    fn peers_a_network_can_reach() {
+        let a = |s: &str| -> SocketAddr { s.parse().expect("addr") };
+        let cfg = |lane: Option<LaneTiming>| NetConfig {
+            me: 1,
+            bind: a("10.0.0.1:7001"),
+            peers: vec![(1, a("10.0.0.1:7001"))],
+            express_mtu: EXPRESS_MTU,
+            lane,
+            trees: Default::default(),
+        };
+        let (udp, lane) = (cfg(None), cfg(Some(LaneTiming::default())));
+        let multicast = cfg(Some(LaneTiming {
+            multicast: true,
+            ..LaneTiming::default()
+        }));
+        // (network, id, raft address, refused because)
+        let rows: &[(&NetConfig, u64, &str, Option<&str>)] = &[
+            (&udp, 4, "10.0.0.4:7004", None),
+            (&udp, 9000, "10.0.0.4:65535", None),
+            (&udp, 4, "[::1]:7004", Some("bound to")),
+            (&lane, 4, "10.0.0.4:7004", None),
+            (&lane, 4096, "10.0.0.4:7004", Some("1..4096")),
+            (&lane, 4, "10.0.0.4:65535", Some("X-FD port")),
+            (&multicast, 4, "10.0.0.4:7001", None),
+            (&multicast, 4, "10.0.0.4:7004", Some("raft port 7004")),
+        ];
+        for (net, id, addr, why) in rows {
+            let got = net.check_peer(*id, a(addr)).err().map(|e| e.to_string());
+            match (why, &got) {
+                (None, None) => {}
+                (Some(w), Some(e)) if e.contains(w) => {}
+                _ => panic!("{id} {addr}: {got:?}, expected {why:?}"),
+            }
+        }
     }
 
     /// Peers change at run time: a removed peer is neither sent to nor
