@@ -490,23 +490,29 @@ fn lane_tunnels_and_timeouts_come_from_the_controller() {
     let before = ctl.tunnels();
     assert_eq!(before.len(), 6, "two trees per member: {before:?}");
 
-    // Member 1 got its grants first; the tunnels of 2 and 3 share its
-    // links, so the controller announced it new ranges (bandwidthChanged),
-    // which it follows: Λ covers its X-FD tree's new bound.
-    let v1: serde_json::Value = serde_json::from_str(&cl.ready[0]).expect("ready JSON");
-    let mine: Vec<u64> = v1["tunnels"]
-        .as_array()
-        .expect("tunnels")
-        .iter()
-        .filter_map(|t| t["tunnel"].as_u64())
-        .collect();
+    // The member whose X-FD tree was granted first (the lowest id; the
+    // members ask at once): the trees granted after it share its links, so
+    // the controller announced it new ranges (bandwidthChanged), which it
+    // follows: Λ covers its X-FD tree's new bound.
+    let fd_tree = |i: usize| -> u64 {
+        let v: serde_json::Value = serde_json::from_str(&cl.ready[i]).expect("ready JSON");
+        v["tunnels"]
+            .as_array()
+            .expect("tunnels")
+            .iter()
+            .find(|t| t["what"] == "x-fd")
+            .and_then(|t| t["tunnel"].as_u64())
+            .expect("x-fd tree")
+    };
+    let first = (0..3).min_by_key(|&i| fd_tree(i)).expect("members") + 1;
     let changed = cl
-        .event(1, Duration::from_secs(10), |v| {
+        .event(first, Duration::from_secs(10), |v| {
             v["event"] == "bandwidth_changed" && v["what"] == "x-fd"
         })
-        .expect("member 1 reports its X-FD tree's new range");
-    assert!(
-        mine.contains(&changed["tunnel"].as_u64().expect("tunnel")),
+        .unwrap_or_else(|| panic!("member {first} reports its X-FD tree's new range"));
+    assert_eq!(
+        changed["tunnel"].as_u64(),
+        Some(fd_tree(first - 1)),
         "{changed}"
     );
     assert_eq!(changed["reason"], "Te", "{changed}");
