@@ -20,14 +20,23 @@
 //! as Raft membership changes carrying the new member's addresses, and
 //! answered `+OK` once applied on this member (the leader; a follower
 //! answers `-MOVED` as for writes). `RAFT.NODES` lists the member table.
+//! Pub/sub ([`crate::pubsub`]): a connection that subscribed takes only
+//! `(P)SUBSCRIBE`, `(P)UNSUBSCRIBE`, `PING` and `QUIT`, as in Redis. At the
+//! end of every turn the loop takes the keyspace events of the writes the
+//! turn applied from the store (leader and followers alike) and hands them
+//! to the subscribers under this member's `notify-keyspace-events`; the
+//! store queues events only while someone subscribes and the setting has
+//! `K` or `E`. A subscriber whose unsent messages pass [`PUBSUB_OUT_LIMIT`]
+//! is disconnected (Redis' hard limit for pub/sub clients).
 //!
 //! Work per turn is bounded: at most [`MAX_EVENTS`] ready descriptors,
 //! [`TURN_COMMANDS`] commands and [`READ_BUDGET`] input bytes per
 //! connection. A connection with [`MAX_QUEUED`] unanswered requests or
 //! [`OUT_HIGH`] unsent reply bytes is not read until it drains.
 
-use crate::commands::{classify, Action, MemberCmd, ReadCmd};
+use crate::commands::{classify, config_get, Action, MemberCmd, PubSubCmd, ReadCmd, SettingCmd};
 use crate::members::{encode_member, Members, Peer};
+use crate::pubsub::{subscribed_pong, NotifyFlags, Registry};
 use crate::raft::{replica_error, READ_RETRIES};
 use crate::replicator::{ReplicaError, SharedStore};
 use crate::resp::{Limits, Parser, Reply};
@@ -51,6 +60,9 @@ pub const READ_BUDGET: usize = 256 << 10;
 pub const MAX_QUEUED: usize = 4096;
 /// Unsent reply bytes per connection before its input is left unread.
 pub const OUT_HIGH: usize = 1 << 20;
+
+/// Unsent bytes of a subscriber before it is disconnected.
+pub const PUBSUB_OUT_LIMIT: usize = 32 << 20;
 
 /// The epoll key of the listener (connections count from 1).
 const LISTENER: u64 = 0;
@@ -156,6 +168,18 @@ impl Conn {
         }
     }
 
+    /// Queues encoded bytes (a pub/sub reply or message) the same way.
+    fn emit_bytes(&mut self, bytes: Vec<u8>) {
+        if self.queue.is_empty() {
+            self.out.extend_from_slice(&bytes);
+        } else {
+            self.queue.push_back(Pending {
+                token: 0,
+                slot: Slot::Done(bytes),
+            });
+        }
+    }
+
     /// Moves the ready replies at the head of the queue out.
     fn release(&mut self) {
         while let Some(Pending {
@@ -218,6 +242,14 @@ pub struct ClientLoop {
     again: Vec<u64>,
     events: Vec<libc::epoll_event>,
     chunk: Vec<u8>,
+    /// Subscriptions of the connections.
+    subs: Registry,
+    /// This member's `notify-keyspace-events`.
+    notify: NotifyFlags,
+    /// The event classes the store queues now.
+    store_classes: NotifyFlags,
+    /// Messages for subscribers, handed out at the end of the turn.
+    outbox: Vec<(u64, Vec<u8>)>,
 }
 
 impl ClientLoop {
@@ -254,6 +286,10 @@ impl ClientLoop {
             again: Vec::new(),
             events: vec![libc::epoll_event { events: 0, u64: 0 }; MAX_EVENTS],
             chunk: vec![0; 64 << 10],
+            subs: Registry::new(),
+            notify: NotifyFlags::NONE,
+            store_classes: NotifyFlags::NONE,
+            outbox: Vec::new(),
         })
     }
 
@@ -377,6 +413,12 @@ impl ClientLoop {
                 }
             };
             self.stats.commands.fetch_add(1, Ordering::Relaxed);
+            if self.subs.count(id) > 0 {
+                if let Some(bytes) = subscribed_only(&args) {
+                    c.emit_bytes(bytes);
+                    continue;
+                }
+            }
             if let Some(r) = session_command(&mut c.session, &args) {
                 c.emit(&r);
                 continue;
@@ -428,6 +470,27 @@ impl ClientLoop {
                 // Started at the top of the loop once nothing earlier is
                 // pending (at once if nothing is).
                 Action::Read(cmd) => c.deferred = Some(cmd),
+                Action::PubSub(cmd) => {
+                    let bytes = match cmd {
+                        PubSubCmd::Subscribe(n) => self.subs.subscribe(id, &n, false),
+                        PubSubCmd::PSubscribe(n) => self.subs.subscribe(id, &n, true),
+                        PubSubCmd::Unsubscribe(n) => self.subs.unsubscribe(id, &n, false),
+                        PubSubCmd::PUnsubscribe(n) => self.subs.unsubscribe(id, &n, true),
+                        PubSubCmd::Publish { channel, message } => {
+                            let outbox = &mut self.outbox;
+                            let n = self
+                                .subs
+                                .publish(&channel, &message, &mut |to, b| outbox.push((to, b)));
+                            Reply::Integer(n as i64).to_bytes()
+                        }
+                    };
+                    c.emit_bytes(bytes);
+                }
+                Action::Setting(SettingCmd::ConfigGet(p)) => c.emit(&config_get(&p, self.notify)),
+                Action::Setting(SettingCmd::SetNotify(f)) => {
+                    self.notify = f;
+                    c.emit(&Reply::ok());
+                }
             }
         }
         self.mark(id);
@@ -489,6 +552,7 @@ impl ClientLoop {
     }
 
     fn close(&mut self, id: u64) {
+        self.subs.drop_conn(id);
         if let Some(c) = self.conns.remove(&id) {
             let _ = self
                 .epoll
@@ -500,6 +564,65 @@ impl ClientLoop {
     /// Open connections (for tests and tools).
     pub fn connections(&self) -> usize {
         self.conns.len()
+    }
+
+    /// Takes the keyspace events of the writes applied so far from the
+    /// store and queues them, with the messages `PUBLISH` left, for their
+    /// subscribers; tells the store which classes to queue from now on.
+    fn deliver_messages(&mut self) {
+        let classes = if self.subs.is_empty() {
+            NotifyFlags::NONE
+        } else {
+            self.notify.classes()
+        };
+        if classes != self.store_classes || !classes.is_empty() {
+            let events: Vec<_> = match self.store.write() {
+                Ok(mut s) => {
+                    let ev = s.drain_events().collect();
+                    s.set_notifications(classes);
+                    ev
+                }
+                Err(_) => Vec::new(),
+            };
+            self.store_classes = classes;
+            let outbox = &mut self.outbox;
+            for ev in &events {
+                self.subs
+                    .notify(self.notify, ev, &mut |to, b| outbox.push((to, b)));
+            }
+        }
+        let mut over = Vec::new();
+        for (to, bytes) in std::mem::take(&mut self.outbox) {
+            if let Some(c) = self.conns.get_mut(&to) {
+                c.emit_bytes(bytes);
+                if c.out.len() > PUBSUB_OUT_LIMIT {
+                    over.push(to);
+                }
+                self.mark(to);
+            }
+        }
+        for id in over {
+            self.close(id);
+        }
+    }
+}
+
+/// A command on a subscribed connection: `None` for the (un)subscriptions
+/// and `QUIT`, which run as usual; the reply of `PING`; an error for every
+/// other command.
+fn subscribed_only(args: &crate::resp::Command) -> Option<Vec<u8>> {
+    let name = args.first()?.to_ascii_lowercase();
+    match name.as_slice() {
+        b"subscribe" | b"psubscribe" | b"unsubscribe" | b"punsubscribe" | b"quit" => None,
+        b"ping" if args.len() <= 2 => Some(subscribed_pong(args.get(1).map(|v| v.as_slice()))),
+        _ => Some(
+            Reply::err(format!(
+                "ERR Can't execute '{}': only (P)SUBSCRIBE / (P)UNSUBSCRIBE / PING / QUIT \
+                 are allowed in this context",
+                String::from_utf8_lossy(&name)
+            ))
+            .to_bytes(),
+        ),
     }
 }
 
@@ -668,6 +791,7 @@ impl Frontend for ClientLoop {
     }
 
     fn flush(&mut self) -> bool {
+        self.deliver_messages();
         for id in std::mem::take(&mut self.dirty) {
             self.settle(id);
         }
@@ -1117,6 +1241,98 @@ mod tests {
         while m.stats[0].connections.load(Ordering::Relaxed) < 24 {
             assert!(Instant::now() < deadline, "connections not counted");
             std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    fn bulks(v: &[&str]) -> Reply {
+        Reply::Array(Some(v.iter().map(|w| bulk(w)).collect()))
+    }
+
+    /// Keyspace notifications fire on every member when a write applies,
+    /// followers included; a subscribed connection takes only pub/sub
+    /// commands and PING; INFO carries the leader's term.
+    #[test]
+    fn every_member_notifies_its_subscribers_of_applied_writes() {
+        let m = start(3);
+        let l = leader(&m);
+        let mut subs: Vec<TcpStream> = m.clients.iter().map(|&a| connect(a)).collect();
+        for s in &mut subs {
+            assert_eq!(
+                cmd(s, &["CONFIG", "SET", "notify-keyspace-events", "K$"]),
+                Reply::ok()
+            );
+            assert_eq!(
+                cmd(s, &["CONFIG", "GET", "notify-keyspace-events"]),
+                bulks(&["notify-keyspace-events", "$K"])
+            );
+            assert_eq!(
+                cmd(s, &["PSUBSCRIBE", "__keyspace@0__:ks:*"]),
+                Reply::Array(Some(vec![
+                    bulk("psubscribe"),
+                    bulk("__keyspace@0__:ks:*"),
+                    Reply::Integer(1)
+                ]))
+            );
+        }
+        let mut w = connect(m.clients[l]);
+        assert_eq!(cmd(&mut w, &["SET", "ks:1", "v"]), Reply::ok());
+        assert_eq!(cmd(&mut w, &["DEL", "ks:1"]), Reply::Integer(1));
+        assert_eq!(cmd(&mut w, &["APPEND", "ks:2", "v"]), Reply::Integer(1));
+        for (i, s) in subs.iter_mut().enumerate() {
+            let got = replies(s, 2);
+            assert_eq!(
+                got,
+                vec![
+                    bulks(&[
+                        "pmessage",
+                        "__keyspace@0__:ks:*",
+                        "__keyspace@0__:ks:1",
+                        "set"
+                    ]),
+                    // DEL is generic (g), not asked for: no message.
+                    bulks(&[
+                        "pmessage",
+                        "__keyspace@0__:ks:*",
+                        "__keyspace@0__:ks:2",
+                        "append"
+                    ]),
+                ],
+                "member {i}"
+            );
+            assert_eq!(cmd(s, &["PING"]), bulks(&["pong", ""]), "member {i}");
+            match cmd(s, &["GET", "ks:2"]) {
+                Reply::Error(e) => assert!(e.starts_with("ERR Can't execute 'get'"), "{e}"),
+                r => panic!("member {i}: {r:?}"),
+            }
+            assert_eq!(
+                cmd(s, &["PUNSUBSCRIBE"]),
+                Reply::Array(Some(vec![
+                    bulk("punsubscribe"),
+                    bulk("__keyspace@0__:ks:*"),
+                    Reply::Integer(0)
+                ]))
+            );
+            // Out of subscribed mode: ordinary commands again.
+            assert_eq!(cmd(s, &["PING"]), Reply::Simple("PONG".into()));
+        }
+        // PUBLISH reaches this member's subscribers only.
+        let mut sub = connect(m.clients[l]);
+        let _ = cmd(&mut sub, &["SUBSCRIBE", "news"]);
+        assert_eq!(cmd(&mut w, &["PUBLISH", "news", "hi"]), Reply::Integer(1));
+        assert_eq!(
+            replies(&mut sub, 1),
+            vec![bulks(&["message", "news", "hi"])]
+        );
+        match cmd(&mut w, &["INFO"]) {
+            Reply::Bulk(Some(v)) => {
+                let text = String::from_utf8(v).expect("utf8");
+                let term = text
+                    .lines()
+                    .find_map(|l| l.strip_prefix("xlane_leader_term:"))
+                    .and_then(|t| t.trim().parse::<u64>().ok());
+                assert!(term.is_some_and(|t| t >= 1), "{text}");
+            }
+            r => panic!("{r:?}"),
         }
     }
 }

@@ -8,6 +8,7 @@
 
 use crate::members::{parse_addrs, parse_id, Peer};
 use crate::op::{SetCond, SetTtl, WriteCmd, WriteOp};
+use crate::pubsub::{glob_match, NotifyFlags};
 use crate::resp::{parse_i64_strict, Command, Reply};
 use crate::store::{Store, ERR_NOT_INTEGER};
 
@@ -28,6 +29,11 @@ pub enum Action {
     Quit,
     /// A membership request (answered by a cluster member).
     Member(MemberCmd),
+    /// A pub/sub command, answered by the member's subscription registry
+    /// ([`crate::pubsub::Registry`]).
+    PubSub(PubSubCmd),
+    /// A command on this member's own settings (not replicated).
+    Setting(SettingCmd),
 }
 
 /// A request about the cluster's members (the commands RedisRaft users
@@ -53,6 +59,41 @@ pub enum MemberCmd {
 /// The reply to a membership request outside a cluster.
 pub const ERR_NOT_CLUSTER: &str =
     "ERR this server is not a cluster member (start it with --id and --peer)";
+
+/// A pub/sub command.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PubSubCmd {
+    /// `SUBSCRIBE channel [channel ...]`.
+    Subscribe(Vec<Vec<u8>>),
+    /// `PSUBSCRIBE pattern [pattern ...]`.
+    PSubscribe(Vec<Vec<u8>>),
+    /// `UNSUBSCRIBE [channel ...]` (none: all).
+    Unsubscribe(Vec<Vec<u8>>),
+    /// `PUNSUBSCRIBE [pattern ...]` (none: all).
+    PUnsubscribe(Vec<Vec<u8>>),
+    /// `PUBLISH channel message`: to this member's subscribers only.
+    Publish {
+        /// The channel.
+        channel: Vec<u8>,
+        /// The message.
+        message: Vec<u8>,
+    },
+}
+
+/// A command on the member's own settings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SettingCmd {
+    /// `CONFIG GET pattern [pattern ...]` (glob patterns, any case).
+    ConfigGet(Vec<Vec<u8>>),
+    /// `CONFIG SET notify-keyspace-events <flags>`.
+    SetNotify(NotifyFlags),
+}
+
+/// The reply of a pub/sub command or `CONFIG SET notify-keyspace-events`
+/// where no member serves them (the single-node server).
+pub const ERR_NEEDS_MEMBER: &str =
+    "ERR pub/sub and keyspace notifications are served by cluster members only \
+     (xlane kv serve --id N --peer ...)";
 
 /// A read-only command.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -99,6 +140,7 @@ const W: &[&str] = &["write", "denyoom"];
 const WF: &[&str] = &["write", "denyoom", "fast"];
 const R: &[&str] = &["readonly", "fast"];
 const A: &[&str] = &["fast"];
+const PS: &[&str] = &["pubsub", "noscript", "loading", "stale"];
 
 const fn spec(
     name: &'static str,
@@ -164,6 +206,18 @@ pub const COMMANDS: &[CommandSpec] = &[
         0,
     ),
     spec("client", -2, &["noscript", "loading", "stale"], 0, 0, 0),
+    spec("subscribe", -2, PS, 0, 0, 0),
+    spec("psubscribe", -2, PS, 0, 0, 0),
+    spec("unsubscribe", -1, PS, 0, 0, 0),
+    spec("punsubscribe", -1, PS, 0, 0, 0),
+    spec(
+        "publish",
+        3,
+        &["pubsub", "loading", "stale", "fast"],
+        0,
+        0,
+        0,
+    ),
     spec(
         "quit",
         -1,
@@ -336,7 +390,15 @@ fn classify_inner(args: &Command, now: u64) -> Result<Action, Reply> {
         },
         "quit" => Ok(Action::Quit),
         "command" => Err(command_cmd(args)),
-        "config" => Err(config_cmd(args)),
+        "config" => config_cmd(args),
+        "subscribe" => Ok(Action::PubSub(PubSubCmd::Subscribe(args[1..].to_vec()))),
+        "psubscribe" => Ok(Action::PubSub(PubSubCmd::PSubscribe(args[1..].to_vec()))),
+        "unsubscribe" => Ok(Action::PubSub(PubSubCmd::Unsubscribe(args[1..].to_vec()))),
+        "punsubscribe" => Ok(Action::PubSub(PubSubCmd::PUnsubscribe(args[1..].to_vec()))),
+        "publish" => Ok(Action::PubSub(PubSubCmd::Publish {
+            channel: args[1].clone(),
+            message: args[2].clone(),
+        })),
         "hello" => Err(hello_cmd(args)),
         "client" => Err(client_cmd(args)),
         "raft.node" => Ok(Action::Member(raft_node(args)?)),
@@ -475,7 +537,8 @@ fn command_cmd(args: &Command) -> Reply {
     }
 }
 
-/// The answers of `CONFIG GET` (what redis-benchmark asks at start).
+/// The answers of `CONFIG GET` that never change (what redis-benchmark
+/// asks at start); `notify-keyspace-events` is the member's own.
 const CONFIG: &[(&str, &str)] = &[
     ("save", ""),
     ("appendonly", "no"),
@@ -483,27 +546,56 @@ const CONFIG: &[(&str, &str)] = &[
     ("maxmemory", "0"),
 ];
 
-fn config_cmd(args: &Command) -> Reply {
+/// The one parameter `CONFIG SET` takes.
+pub const NOTIFY_PARAM: &str = "notify-keyspace-events";
+
+fn config_cmd(args: &Command) -> Result<Action, Reply> {
     let sub = &args[1];
     if eq(sub, "get") {
         if args.len() < 3 {
-            return arity_error("config|get");
+            return Err(arity_error("config|get"));
         }
-        let mut out = Vec::new();
-        for (k, v) in CONFIG {
-            if args[2..].iter().any(|p| eq(p, k) || p.as_slice() == b"*") {
-                out.push(Reply::bulk(*k));
-                out.push(Reply::bulk(*v));
-            }
-        }
-        Reply::Array(Some(out))
+        Ok(Action::Setting(SettingCmd::ConfigGet(args[2..].to_vec())))
     } else if eq(sub, "resetstat") {
-        Reply::ok()
+        Err(Reply::ok())
     } else if eq(sub, "set") {
-        Reply::err("ERR CONFIG SET is not supported by xlane kv")
+        if args.len() < 4 || args.len() % 2 != 0 {
+            return Err(arity_error("config|set"));
+        }
+        if args.len() > 4 || !eq(&args[2], NOTIFY_PARAM) {
+            return Err(Reply::err(format!(
+                "ERR CONFIG SET of xlane kv takes only '{NOTIFY_PARAM}'"
+            )));
+        }
+        match NotifyFlags::parse(&args[3]) {
+            Ok(f) => Ok(Action::Setting(SettingCmd::SetNotify(f))),
+            Err(_) => Err(Reply::err(format!(
+                "ERR CONFIG SET failed (possibly related to argument '{NOTIFY_PARAM}') - \
+                 Invalid event class character. Use 'Ag$lshzxeKEtmdn'."
+            ))),
+        }
     } else {
-        unknown_subcommand(args)
+        Err(unknown_subcommand(args))
     }
+}
+
+/// The reply of `CONFIG GET patterns...` on a member whose
+/// `notify-keyspace-events` is `notify`: name and value of every
+/// parameter a pattern matches (glob, any case), each once.
+pub fn config_get(patterns: &[Vec<u8>], notify: NotifyFlags) -> Reply {
+    let notify = notify.to_string();
+    let params = CONFIG
+        .iter()
+        .copied()
+        .chain(std::iter::once((NOTIFY_PARAM, notify.as_str())));
+    let mut out = Vec::new();
+    for (k, v) in params {
+        if patterns.iter().any(|p| glob_match(p, k.as_bytes(), true)) {
+            out.push(Reply::bulk(k));
+            out.push(Reply::bulk(v));
+        }
+    }
+    Reply::Array(Some(out))
 }
 
 fn hello_cmd(args: &Command) -> Reply {
@@ -590,10 +682,13 @@ impl ReadCmd {
                 let text = format!(
                     "# Server\r\nredis_version:7.0.0\r\nredis_mode:standalone\r\nxlane_kv:{}\r\n\r\n\
                      # Replication\r\nrole:master\r\n\r\n\
-                     # Stats\r\nxlane_applied_ops:{}\r\n\r\n\
+                     # Stats\r\nxlane_applied_ops:{}\r\nxlane_leader_term:{}\r\n\
+                     xlane_notify_dropped:{}\r\n\r\n\
                      # Keyspace\r\n{}",
                     env!("CARGO_PKG_VERSION"),
                     store.applied(),
+                    store.leader_term(),
+                    store.events_dropped(),
                     if keys > 0 {
                         format!("db0:keys={keys},expires={expires},avg_ttl=0\r\n")
                     } else {
@@ -632,6 +727,10 @@ pub fn execute_local(store: &mut Store, args: &Command, now_ms: u64) -> Reply {
         Action::Read(r) => r.execute(store, now_ms),
         Action::Quit => Reply::ok(),
         Action::Member(_) => Reply::err(ERR_NOT_CLUSTER),
+        Action::Setting(SettingCmd::ConfigGet(p)) => config_get(&p, NotifyFlags::NONE),
+        Action::PubSub(_) | Action::Setting(SettingCmd::SetNotify(_)) => {
+            Reply::err(ERR_NEEDS_MEMBER)
+        }
     }
 }
 

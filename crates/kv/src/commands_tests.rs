@@ -486,3 +486,112 @@ proptest! {
         prop_assert_eq!(c.len(0), a.len(0));
     }
 }
+
+/// The keyspace events each write queues on the store (all classes on),
+/// as Redis names them: (clock ms, request, events as "class:event:key").
+#[test]
+fn applied_writes_queue_redis_event_names() {
+    use crate::pubsub::NotifyFlags;
+    let table: &[(u64, &str, &[&str])] = &[
+        (0, "SET a 1", &["n:new:a", "$:set:a"]),
+        (0, "SET a 2", &["$:set:a"]),
+        (0, "SET a 3 NX", &[]),
+        (0, "SET b 1 PX 100", &["n:new:b", "$:set:b", "g:expire:b"]),
+        (0, "MSET a 1 c 2", &["$:set:a", "n:new:c", "$:set:c"]),
+        (0, "INCR n", &["n:new:n", "$:incrby:n"]),
+        (0, "DECRBY n 5", &["$:incrby:n"]),
+        (0, "APPEND a x", &["$:append:a"]),
+        (0, "APPEND z x", &["n:new:z", "$:append:z"]),
+        (0, "EXPIRE a 100", &["g:expire:a"]),
+        (0, "PERSIST a", &["g:persist:a"]),
+        (0, "PERSIST a", &[]),
+        (0, "EXPIRE nope 100", &[]),
+        (0, "DEL a nope c", &["g:del:a", "g:del:c"]),
+        (0, "PEXPIREAT z 1", &["g:del:z"]),
+        // b expires at +100 ms: the next write removes it first.
+        (200, "SET d 1", &["x:expired:b", "n:new:d", "$:set:d"]),
+        (200, "GET d", &[]),
+        (200, "FLUSHDB", &[]),
+    ];
+    let mut s = Store::new();
+    s.set_notifications(NotifyFlags::ALL.union(NotifyFlags::NEW));
+    for (n, (dt, line, want)) in table.iter().enumerate() {
+        let args = split_inline(line.as_bytes()).expect("test line parses");
+        let _ = execute_local(&mut s, &args, T0 + dt);
+        let got: Vec<String> = s
+            .drain_events()
+            .map(|e| {
+                let f = e.class.to_string();
+                format!("{}:{}:{}", f, e.event, String::from_utf8_lossy(&e.key))
+            })
+            .collect();
+        assert_eq!(got, *want, "step {n}: {line}");
+    }
+    // Only the classes asked for, and nothing at all when off.
+    s.set_notifications(NotifyFlags::STRING);
+    let _ = execute_local(
+        &mut s,
+        &split_inline(b"SET q 1 EX 5").expect("line"),
+        T0 + 300,
+    );
+    assert_eq!(s.drain_events().count(), 1);
+    s.set_notifications(NotifyFlags::NONE);
+    let _ = execute_local(&mut s, &split_inline(b"SET q 2").expect("line"), T0 + 300);
+    assert_eq!(s.drain_events().count(), 0);
+}
+
+#[test]
+fn config_and_pubsub_commands() {
+    run(
+        "config",
+        &[
+            (0, "CONFIG GET notify-keyspace-events", arr(vec![b("notify-keyspace-events"), b("")])),
+            (0, "CONFIG GET NOTIFY*", arr(vec![b("notify-keyspace-events"), b("")])),
+            (0, "CONFIG GET a*", arr(vec![b("appendonly"), b("no")])),
+            (
+                0,
+                "CONFIG SET notify-keyspace-events Kq",
+                e("ERR CONFIG SET failed (possibly related to argument 'notify-keyspace-events') - \
+                   Invalid event class character. Use 'Ag$lshzxeKEtmdn'."),
+            ),
+            (
+                0,
+                "CONFIG SET save x",
+                e("ERR CONFIG SET of xlane kv takes only 'notify-keyspace-events'"),
+            ),
+            (
+                0,
+                "CONFIG SET notify-keyspace-events",
+                e("ERR wrong number of arguments for 'config|set' command"),
+            ),
+            // A store alone has no member to keep them.
+            (0, "CONFIG SET notify-keyspace-events KEA", e(ERR_NEEDS_MEMBER)),
+            (0, "SUBSCRIBE a", e(ERR_NEEDS_MEMBER)),
+            (
+                0,
+                "SUBSCRIBE",
+                e("ERR wrong number of arguments for 'subscribe' command"),
+            ),
+            (
+                0,
+                "PUBLISH a",
+                e("ERR wrong number of arguments for 'publish' command"),
+            ),
+        ],
+    );
+    let c = |l: &str| classify(&split_inline(l.as_bytes()).expect("line"), T0);
+    assert_eq!(
+        c("CONFIG SET notify-keyspace-events K$"),
+        Action::Setting(SettingCmd::SetNotify(
+            crate::pubsub::NotifyFlags::parse(b"K$").expect("flags")
+        ))
+    );
+    assert_eq!(
+        c("PSUBSCRIBE a* b?"),
+        Action::PubSub(PubSubCmd::PSubscribe(vec![b"a*".to_vec(), b"b?".to_vec()]))
+    );
+    assert_eq!(
+        c("UNSUBSCRIBE"),
+        Action::PubSub(PubSubCmd::Unsubscribe(vec![]))
+    );
+}

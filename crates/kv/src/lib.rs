@@ -18,13 +18,16 @@
 //!   form of member addresses carried by membership changes.
 //! * [`server`]: the TCP server of a single node, thread per connection.
 //! * [`client_loop`]: a cluster member's RESP clients, served on its raft
-//!   driver's thread (one event loop per member).
+//!   driver's thread (one event loop per member), pub/sub included.
+//! * [`pubsub`]: channels, patterns and keyspace notifications (Redis'
+//!   `notify-keyspace-events`), fired on every member as writes apply.
 #![warn(missing_docs)]
 
 pub mod client_loop;
 pub mod commands;
 pub mod members;
 pub mod op;
+pub mod pubsub;
 pub mod raft;
 pub mod replicator;
 pub mod resp;
@@ -32,7 +35,7 @@ pub mod server;
 pub mod state_machine;
 pub mod store;
 
-pub use commands::{classify, Action, ReadCmd};
+pub use commands::{classify, Action, MemberCmd, PubSubCmd, ReadCmd};
 pub use op::{OpDecodeError, SetCond, SetTtl, WriteCmd, WriteOp};
 pub use raft::{Peer, RaftConfig, RaftReplicator, RaftStartError};
 pub use replicator::{FsyncPolicy, LocalReplicator, ReplicaError, Replicator, SharedStore};

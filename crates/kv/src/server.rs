@@ -96,6 +96,13 @@ pub fn handle(
         Action::Reply(r) => (r, false),
         Action::Quit => (Reply::ok(), true),
         Action::Member(_) => (Reply::err(crate::commands::ERR_NOT_CLUSTER), false),
+        Action::Setting(crate::commands::SettingCmd::ConfigGet(p)) => (
+            crate::commands::config_get(&p, crate::pubsub::NotifyFlags::NONE),
+            false,
+        ),
+        Action::PubSub(_) | Action::Setting(_) => {
+            (Reply::err(crate::commands::ERR_NEEDS_MEMBER), false)
+        }
         Action::Write(op) => {
             let key = op.cmd.first_key().map(<[u8]>::to_vec);
             match repl.propose(op) {

@@ -146,7 +146,17 @@ impl StateMachine for KvStateMachine {
                 Store::new()
             }
         };
-        *self.store.write().unwrap_or_else(PoisonError::into_inner) = new;
+        self.store
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .replace(new);
+    }
+
+    fn leader_entry(&mut self, _index: u64, term: u64) {
+        self.store
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .set_leader_term(term);
     }
 
     fn apply_conf_change(&mut self, _index: u64, change: ConfChangeType, node: u64, ctx: &[u8]) {

@@ -6,10 +6,21 @@
 //! (in a deterministic order) before each op runs. Reads take the reader's
 //! clock, but never look earlier than the logical clock, so a key a write
 //! has seen expire is never read back.
+//!
+//! Beside the replicated state a store keeps this member's own: the event
+//! classes to report ([`Store::set_notifications`]) and a bounded queue of
+//! the [`KeyEvent`]s of applied writes ([`Store::drain_events`]), and the
+//! term of the last leader whose first entry was applied
+//! ([`Store::leader_term`]). None of it is in a snapshot.
 
 use crate::op::{SetCond, SetTtl, WriteCmd, WriteOp, MAX_OP_BYTES};
+use crate::pubsub::{KeyEvent, NotifyFlags};
 use crate::resp::{parse_i64_strict, Reply};
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, VecDeque};
+
+/// Most keyspace events queued between two drains; later ones are dropped
+/// and counted ([`Store::events_dropped`]).
+pub const MAX_QUEUED_EVENTS: usize = 1 << 16;
 
 /// `ERR value is not an integer or out of range`.
 pub const ERR_NOT_INTEGER: &str = "ERR value is not an integer or out of range";
@@ -32,6 +43,11 @@ pub struct Store {
     expiries: BTreeSet<(u64, Vec<u8>)>,
     clock_ms: u64,
     applied: u64,
+    /// Event classes to queue (this member's, not replicated).
+    notify: NotifyFlags,
+    events: VecDeque<KeyEvent>,
+    events_dropped: u64,
+    leader_term: u64,
 }
 
 /// Why a snapshot could not be restored.
@@ -61,6 +77,73 @@ impl Store {
     /// How many ops were applied since creation (or the snapshot).
     pub fn applied(&self) -> u64 {
         self.applied
+    }
+
+    /// Queue events of these classes from now on (`NONE`: none, and the
+    /// queue is emptied). A member sets the classes its subscribers can
+    /// receive, so a store with no subscriber queues nothing.
+    pub fn set_notifications(&mut self, classes: NotifyFlags) {
+        self.notify = classes;
+        if classes.is_empty() {
+            self.events.clear();
+        }
+    }
+
+    /// The classes queued.
+    pub fn notifications(&self) -> NotifyFlags {
+        self.notify
+    }
+
+    /// Takes the queued events, oldest first.
+    pub fn drain_events(&mut self) -> std::collections::vec_deque::Drain<'_, KeyEvent> {
+        self.events.drain(..)
+    }
+
+    /// Events not queued because the queue held [`MAX_QUEUED_EVENTS`].
+    pub fn events_dropped(&self) -> u64 {
+        self.events_dropped
+    }
+
+    /// The term of the last leader whose first entry this member applied
+    /// (0 before any); every member reports the same once it has caught up.
+    pub fn leader_term(&self) -> u64 {
+        self.leader_term
+    }
+
+    /// Records that the first entry of a leader of `term` was applied.
+    pub fn set_leader_term(&mut self, term: u64) {
+        self.leader_term = self.leader_term.max(term);
+    }
+
+    /// Replaces the replicated state with `new`'s (a restored snapshot),
+    /// keeping this member's own (notifications, leader term).
+    pub fn replace(&mut self, new: Store) {
+        let Store {
+            map,
+            expiries,
+            clock_ms,
+            applied,
+            ..
+        } = new;
+        self.map = map;
+        self.expiries = expiries;
+        self.clock_ms = clock_ms;
+        self.applied = applied;
+    }
+
+    fn event(&mut self, class: NotifyFlags, event: &'static str, key: &[u8]) {
+        if !self.notify.contains(class) || self.notify.is_empty() {
+            return;
+        }
+        if self.events.len() >= MAX_QUEUED_EVENTS {
+            self.events_dropped += 1;
+            return;
+        }
+        self.events.push_back(KeyEvent {
+            class,
+            event,
+            key: key.to_vec(),
+        });
     }
 
     fn now(&self, now_ms: u64) -> u64 {
@@ -123,7 +206,9 @@ impl Store {
     }
 
     fn put(&mut self, key: &[u8], value: Vec<u8>, expire_at: Option<u64>) {
-        self.remove(key);
+        if self.remove(key).is_none() {
+            self.event(NotifyFlags::NEW, "new", key);
+        }
         self.map.insert(key.to_vec(), Entry { value, expire_at });
         if let Some(t) = expire_at {
             self.expiries.insert((t, key.to_vec()));
@@ -138,6 +223,7 @@ impl Store {
             }
             if let Some((_, k)) = self.expiries.pop_first() {
                 self.map.remove(&k);
+                self.event(NotifyFlags::EXPIRED, "expired", &k);
             }
         }
     }
@@ -177,9 +263,15 @@ impl Store {
                         SetTtl::At(t) => Some(*t),
                     };
                     if expire_at.is_some_and(|t| t <= now) {
-                        self.remove(key);
+                        if self.remove(key).is_some() {
+                            self.event(NotifyFlags::GENERIC, "del", key);
+                        }
                     } else {
                         self.put(key, value.clone(), expire_at);
+                        self.event(NotifyFlags::STRING, "set", key);
+                        if matches!(ttl, SetTtl::At(_)) {
+                            self.event(NotifyFlags::GENERIC, "expire", key);
+                        }
                     }
                 }
                 reply
@@ -187,12 +279,19 @@ impl Store {
             WriteCmd::MSet { pairs } => {
                 for (k, v) in pairs {
                     self.put(k, v.clone(), None);
+                    self.event(NotifyFlags::STRING, "set", k);
                 }
                 Reply::ok()
             }
             WriteCmd::Del { keys } => {
-                let n = keys.iter().filter(|k| self.remove(k).is_some()).count();
-                Reply::Integer(n as i64)
+                let mut n = 0;
+                for k in keys {
+                    if self.remove(k).is_some() {
+                        self.event(NotifyFlags::GENERIC, "del", k);
+                        n += 1;
+                    }
+                }
+                Reply::Integer(n)
             }
             WriteCmd::IncrBy { key, delta } => {
                 let (cur, exp) = match self.map.get(key.as_slice()) {
@@ -206,6 +305,7 @@ impl Store {
                     return Reply::err(ERR_OVERFLOW);
                 };
                 self.put(key, new.to_string().into_bytes(), exp);
+                self.event(NotifyFlags::STRING, "incrby", key);
                 Reply::Integer(new)
             }
             WriteCmd::Append { key, value } => {
@@ -222,6 +322,7 @@ impl Store {
                         value.len()
                     }
                 };
+                self.event(NotifyFlags::STRING, "append", key);
                 Reply::Integer(len as i64)
             }
             WriteCmd::ExpireAt { key, at_ms } => {
@@ -230,14 +331,17 @@ impl Store {
                 }
                 if *at_ms <= now {
                     self.remove(key);
+                    self.event(NotifyFlags::GENERIC, "del", key);
                 } else {
                     self.set_expiry(key, Some(*at_ms));
+                    self.event(NotifyFlags::GENERIC, "expire", key);
                 }
                 Reply::Integer(1)
             }
             WriteCmd::Persist { key } => match self.map.get(key.as_slice()) {
                 Some(e) if e.expire_at.is_some() => {
                     self.set_expiry(key, None);
+                    self.event(NotifyFlags::GENERIC, "persist", key);
                     Reply::Integer(1)
                 }
                 _ => Reply::Integer(0),

@@ -602,3 +602,72 @@ fn same_replies_as_real_redis_server() {
     );
     ours.shutdown();
 }
+
+/// `redis-cli` sets a cluster member's `notify-keyspace-events`, a second
+/// `redis-cli` in subscribed mode (`PSUBSCRIBE`) receives the keyspace and
+/// key-event messages of writes as they apply, in Redis' form.
+#[test]
+fn redis_cli_receives_keyspace_notifications() {
+    let t = Target::raft();
+    let port = t.port();
+    assert_eq!(
+        cli(port, &["config", "set", "notify-keyspace-events", "KEA"]),
+        "OK\n"
+    );
+    assert_eq!(
+        cli(port, &["config", "get", "notify-keyspace-events"]),
+        "notify-keyspace-events\nAKE\n"
+    );
+    let mut sub = Command::new(tool("redis-cli", "redis-tools"))
+        .args(["-h", "127.0.0.1", "-p", &port.to_string(), "--csv"])
+        .args(["psubscribe", "__key*@0__:*"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("run redis-cli psubscribe");
+    let stdout = sub.stdout.take().expect("stdout");
+    let (tx, rx) = std::sync::mpsc::channel::<String>();
+    let reader = std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(stdout).lines() {
+            match line {
+                Ok(l) => {
+                    if tx.send(l).is_err() {
+                        return;
+                    }
+                }
+                Err(_) => return,
+            }
+        }
+    });
+    // Every line but redis-cli's own notice ("Reading messages...").
+    let next = |what: &str| loop {
+        let l = rx
+            .recv_timeout(Duration::from_secs(20))
+            .unwrap_or_else(|_| panic!("redis-cli printed no {what}"));
+        if !l.starts_with("Reading messages") {
+            break l;
+        }
+    };
+    assert_eq!(next("subscription"), "\"psubscribe\",\"__key*@0__:*\",1");
+    assert_eq!(cli(port, &["set", "nk1", "v"]), "OK\n");
+    assert_eq!(cli(port, &["del", "nk1", "other"]), "1\n");
+    let mut got = Vec::new();
+    for _ in 0..4 {
+        got.push(next("message"));
+    }
+    assert_eq!(
+        got,
+        [
+            "\"pmessage\",\"__key*@0__:*\",\"__keyspace@0__:nk1\",\"set\"",
+            "\"pmessage\",\"__key*@0__:*\",\"__keyevent@0__:set\",\"nk1\"",
+            "\"pmessage\",\"__key*@0__:*\",\"__keyspace@0__:nk1\",\"del\"",
+            "\"pmessage\",\"__key*@0__:*\",\"__keyevent@0__:del\",\"nk1\"",
+        ]
+    );
+    let _ = sub.kill();
+    let _ = sub.wait();
+    let _ = reader.join();
+    t.stop();
+}

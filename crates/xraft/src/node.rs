@@ -43,6 +43,13 @@ pub trait StateMachine {
     fn apply_conf_change(&mut self, index: u64, change: ConfChangeType, node: u64, context: &[u8]) {
         let _ = (index, change, node, context);
     }
+
+    /// An empty entry of `term` was applied at `index` (a new leader's first entry, or
+    /// a membership change Raft emptied): the leader of `term` is established, on every
+    /// member alike. Nothing by default.
+    fn leader_entry(&mut self, index: u64, term: u64) {
+        let _ = (index, term);
+    }
 }
 
 /// Derives Raft timing from a tunnel's announced bounds.
@@ -915,6 +922,7 @@ impl<S: StateMachine> RaftNode<S> {
                     if e.data.is_empty() {
                         // Leader's no-op entry, or a conf change raft emptied at
                         // proposal: nothing of ours was applied.
+                        self.sm.leader_entry(e.index, e.term);
                         if let Some(ids) = mine {
                             self.drop_all(ids, DropReason::Refused);
                         }

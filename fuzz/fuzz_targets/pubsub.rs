@@ -1,0 +1,34 @@
+//! Fuzz target: xlane-kv's pub/sub parsers. The input is split into a glob
+//! pattern and a subject: matching never panics, a pattern matches itself
+//! when it has no special byte, `*` matches everything, and case folding
+//! only ever adds matches. The whole input also goes through the
+//! `notify-keyspace-events` parser, whose printed form parses back to the
+//! same classes and channels.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use xlane_kv::pubsub::{glob_match, NotifyFlags};
+
+fuzz_target!(|input: &[u8]| {
+    let cut = input.first().map_or(0, |&c| c as usize % (input.len().max(1)));
+    let (pattern, subject) = input.split_at(cut);
+    let plain = glob_match(pattern, subject, false);
+    if plain {
+        assert!(glob_match(pattern, subject, true), "nocase lost a match");
+    }
+    if !pattern.iter().any(|b| b"*?[\\".contains(b)) {
+        assert!(glob_match(pattern, pattern, false));
+    }
+    assert!(glob_match(b"*", subject, false));
+
+    if let Ok(f) = NotifyFlags::parse(input) {
+        let printed = f.to_string();
+        let back = NotifyFlags::parse(printed.as_bytes()).expect("printed flags parse");
+        assert_eq!(back.to_string(), printed, "printing is stable");
+        // Every flag survives printing but `n` beside `A` (as in Redis).
+        for c in b"KEg$lshzxetdm" {
+            let one = NotifyFlags::parse(&[*c]).expect("a flag");
+            assert_eq!(back.contains(one), f.contains(one), "flag {}", *c as char);
+        }
+    }
+});
