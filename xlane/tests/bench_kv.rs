@@ -1,6 +1,9 @@
-//! `xlane bench kv --json` end to end: real etcd, real Redis and xlane kv
-//! clusters of 3 on loopback (raft over UDP and X-Raft over the lane), a
-//! short latency and throughput phase, the documented JSON on stdout.
+//! `xlane bench kv --json` end to end, short: scenario `both` (saturating
+//! cross traffic and CPU load) in a testbed of its own, with real etcd,
+//! real Redis and xlane kv clusters of 3 (raft over UDP and X-Raft over
+//! the lane), each member in its own host; the documented JSON on stdout.
+//! Asserts the shape and that every system but xlane kv over plain UDP
+//! wrote without a failed write (see below), never a timing. Needs root (the testbed), as CI has.
 
 use std::process::Command;
 
@@ -12,7 +15,7 @@ fn installed(bin: &str) -> bool {
 }
 
 #[test]
-fn bench_kv_json_reports_every_system() {
+fn bench_kv_json_reports_every_system_under_saturation() {
     for (bin, pkg) in [
         ("etcd", "etcd-server etcd-client"),
         ("redis-server", "redis-server redis-tools"),
@@ -22,30 +25,17 @@ fn bench_kv_json_reports_every_system() {
             "{bin} is not installed: apt-get install -y {pkg} (scripts/test.sh does)"
         );
     }
-    let work = std::env::temp_dir();
+    let work = if std::path::Path::new("/dev/shm").is_dir() {
+        std::path::PathBuf::from("/dev/shm")
+    } else {
+        std::env::temp_dir()
+    };
     let out = Command::new(env!("CARGO_BIN_EXE_xlane"))
-        .args([
-            "bench",
-            "kv",
-            "--json",
-            "--replicas",
-            "3",
-            "--writes",
-            "200",
-            "--seconds",
-            "2",
-            "--clients",
-            "4",
-            "--no-plots",
-            "--seed",
-            "42",
-        ])
+        .args(["bench", "kv", "--json", "--scenario", "both"])
+        .args(["--replicas", "3", "--writes", "50", "--seconds", "1"])
+        .args(["--clients", "4", "--no-plots", "--seed", "42"])
         .arg("--work-dir")
-        .arg(if std::path::Path::new("/dev/shm").is_dir() {
-            std::path::PathBuf::from("/dev/shm")
-        } else {
-            work
-        })
+        .arg(work)
         .output()
         .expect("run xlane");
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -56,33 +46,76 @@ fn bench_kv_json_reports_every_system() {
     assert_eq!(names, ["xlane", "xlane-lane", "etcd", "redis"], "{stderr}");
     for s in systems {
         let name = s["name"].as_str().unwrap_or("?");
+        assert_eq!(s["scenario"].as_str(), Some("both"), "{name}");
         assert_eq!(s["replicas"].as_u64(), Some(3), "{name}");
-        for key in ["mean_ns", "p50_ns", "p99_ns", "ops_per_s"] {
+        for key in [
+            "mean_ns",
+            "p50_ns",
+            "p99_ns",
+            "p999_ns",
+            "max_ns",
+            "ops_per_s",
+            "errors",
+            "leader_changes",
+        ] {
             assert!(s.get(key).is_some_and(|x| x.is_number()), "{name}: {key}");
         }
         let available = s["available"].as_bool().unwrap_or(false);
         assert!(available, "{name} did not run: {s} {stderr}");
-        let (p50, p99) = (s["p50_ns"].as_u64(), s["p99_ns"].as_u64());
-        assert!(p50.is_some_and(|x| x > 0), "{name}: p50 {p50:?}");
-        assert!(p50 <= p99, "{name}: p50 {p50:?} > p99 {p99:?}");
+        let errors = s["errors"].as_u64().expect("errors");
+        let timed = s["latency_writes"].as_u64().expect("latency_writes");
+        if name == "xlane" {
+            // Raft over best-effort UDP with election timeouts for a quiet
+            // network: under a saturated switch it may lose its leader and
+            // some writes with it (the benchmark's point); they are counted.
+            assert!((1..=50).contains(&timed), "{name}: {s}");
+        } else {
+            assert_eq!(errors, 0, "{name}: failed writes: {s}");
+            assert_eq!(timed, 50, "{name}: {s}");
+        }
         assert!(
-            s["ops_per_s"].as_f64().is_some_and(|x| x > 0.0),
-            "{name}: no throughput"
+            s["throughput_writes"].as_u64().is_some_and(|x| x > 0),
+            "{name}: no throughput write"
+        );
+        let (p50, p99, p999) = (
+            s["p50_ns"].as_u64(),
+            s["p99_ns"].as_u64(),
+            s["p999_ns"].as_u64(),
+        );
+        assert!(p50.is_some_and(|x| x > 0), "{name}: p50 {p50:?}");
+        assert!(
+            p50 <= p99 && p99 <= p999,
+            "{name}: percentiles out of order"
         );
     }
     assert_eq!(v["workload"]["seed"].as_u64(), Some(42));
-    // The machine floor, measured in the same run.
-    let f = &v["floor"];
-    assert_eq!(f["samples"].as_u64(), Some(10_000), "{f}");
-    let rtt = f["rtt_p50_ns"].as_u64().expect("rtt_p50_ns");
-    assert!(rtt > 0, "{f}");
-    assert_eq!(f["visible_floor_ns"].as_u64(), Some(3 * rtt), "{f}");
+    // The scenario's conditions, from the same run: a floor probe per
+    // core, the lane core's load, the cross traffic that ran.
+    let sc = v["scenarios"].as_array().expect("scenarios");
+    assert_eq!(sc.len(), 1, "{sc:?}");
+    assert_eq!(sc[0]["scenario"].as_str(), Some("both"));
+    let cores = sc[0]["floor"]["cores"].as_array().expect("floor cores");
+    assert!(!cores.is_empty());
+    let lane = &sc[0]["lane_core"];
+    assert!(
+        lane["busy_fraction"].is_number() && lane["saturated"].is_boolean(),
+        "{lane}"
+    );
+    let flows = sc[0]["cross_traffic_bps"]
+        .as_array()
+        .expect("cross traffic");
+    assert!(
+        flows.len() >= 3,
+        "every member's port gets cross traffic: {flows:?}"
+    );
     let ratios = v["ratios"].as_array().expect("ratios");
-    for x in ["xlane", "xlane-lane"] {
-        for o in ["etcd", "redis"] {
+    for o in ["etcd", "redis"] {
+        for metric in ["p99", "mean"] {
             assert!(
-                ratios.iter().any(|r| r["system"] == x && r["versus"] == o),
-                "no ratio {x} vs {o}"
+                ratios.iter().any(|r| r["system"] == o
+                    && r["versus"] == "xlane-lane"
+                    && r["metric"] == metric),
+                "no ratio {o}/xlane-lane {metric}"
             );
         }
     }

@@ -160,6 +160,43 @@ impl Interference {
         Ok(Interference { traffic, cpu_load })
     }
 
+    /// Like [`Interference::start`], but every switch port (towards hosts
+    /// 0..n, when any host may be a receiver, e.g. a store's leader)
+    /// gets two unpaced best-effort flows from the two hosts after it
+    /// (one from the host after it when there are only two hosts), the one
+    /// into host 0 over TCP; all on the regular cores.
+    pub fn start_all_ports(
+        tb: &Testbed,
+        cores: &Cores,
+        cross: bool,
+        cpu: bool,
+    ) -> Result<Self, TestbedError> {
+        let mut traffic = Vec::new();
+        if cross {
+            let n = tb.hosts().len();
+            for r in 0..n {
+                let mut froms = vec![(r + 1) % n];
+                if n > 2 {
+                    froms.push((r + 2) % n);
+                }
+                for (k, from) in froms.into_iter().enumerate() {
+                    let spec = if r == 0 && k == 0 {
+                        CrossTraffic::tcp(from, r)
+                    } else {
+                        CrossTraffic::udp(from, r)
+                    };
+                    traffic.push(tb.start_cross_traffic(spec.cpus(cores.regular_or_all()))?);
+                }
+            }
+        }
+        let cpu_load = if cpu && !cores.regular.is_empty() {
+            Some(xlane_testbed::start_cpu_load(&cores.regular, 1)?)
+        } else {
+            None
+        };
+        Ok(Interference { traffic, cpu_load })
+    }
+
     /// Cross-traffic flows running.
     pub fn flows(&self) -> usize {
         self.traffic.len()

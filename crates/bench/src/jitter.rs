@@ -67,11 +67,13 @@ impl Scenario {
         Scenario::ALL.into_iter().find(|x| x.name() == s)
     }
 
-    fn cross(self) -> bool {
+    /// Whether cross traffic runs.
+    pub fn cross(self) -> bool {
         matches!(self, Scenario::Cross | Scenario::Both)
     }
 
-    fn cpu(self) -> bool {
+    /// Whether CPU load runs.
+    pub fn cpu(self) -> bool {
         matches!(self, Scenario::Cpu | Scenario::Both)
     }
 }

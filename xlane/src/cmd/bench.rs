@@ -37,14 +37,20 @@ enum What {
     /// failures (kill -9 of a runner, a cut link, SIGSTOP of the
     /// application) with their detection times. Needs root.
     Fd(FdArgs),
-    /// Replicated key-value writes of X-Lane §6.5 (Fig. 8): xlane kv (Raft)
-    /// beside real etcd and real Redis (one primary, `WAIT` for all
-    /// replicas after every write), each with the same number of members,
-    /// started on 127.0.0.1 with their data on a RAM disk. Reports mean,
-    /// p50 and p99 of the time until a write is visible on every replica
-    /// and writes per second, beside the machine's floor from the same run
-    /// (three UDP round trips between two threads: the least any replicated
-    /// store needs here). Needs `etcd` and `redis-server` installed.
+    /// Replicated key-value writes of X-Lane §6.5 (Fig. 8), asking which
+    /// store still commits in microseconds when the datacenter is
+    /// saturated: xlane kv over the lane (X-Raft) and over plain UDP, real
+    /// etcd and real Redis (one primary, `WAIT` for all replicas after
+    /// every write), each member in its own testbed host, per scenario
+    /// (idle: nothing else runs; both: every switch port towards a member
+    /// saturated by best-effort cross traffic, CPU load on the regular
+    /// cores). The lane's members run on the lane core at SCHED_FIFO 81;
+    /// the others as users run them (default priority, best effort, off
+    /// the lane core). A write is visible when an observer in every
+    /// member's host got its member's notification (keyspace
+    /// notifications; etcd: a watch). Reports mean, p50, p99, p99.9, max,
+    /// writes/s, failed writes and leader changes, with each scenario's
+    /// floor and lane-core load. Needs root, `etcd` and `redis-server`.
     Kv(KvArgs),
 }
 
@@ -449,7 +455,12 @@ struct KvArgs {
     /// Print the report as JSON instead of tables.
     #[arg(long)]
     json: bool,
-    /// Replica counts, comma-separated (e.g. 3,5,7,9).
+    /// Scenarios, comma-separated: idle, both (also cross, cpu: one of the
+    /// two interferences alone).
+    #[arg(long, default_value = "idle,both", value_delimiter = ',')]
+    scenario: Vec<String>,
+    /// Replica counts, comma-separated, each 2..=16 (one testbed host per
+    /// member).
     #[arg(long, default_value = "3,5", value_delimiter = ',')]
     replicas: Vec<usize>,
     /// Systems, comma-separated: xlane (Raft over UDP), xlane-lane (X-Raft
@@ -478,7 +489,7 @@ struct KvArgs {
     /// Standard deviation of the value size in bytes.
     #[arg(long, default_value_t = 10.0)]
     sd_size: f64,
-    /// Write the Fig. 8 plot (PNG and SVG) into this directory.
+    /// Write the Fig. 8 plots, one per scenario (PNG and SVG), into this directory.
     #[arg(long, default_value = "out/kv")]
     plots: std::path::PathBuf,
     /// Write no plots.
@@ -490,10 +501,17 @@ struct KvArgs {
     /// The xlane binary whose `kv serve` is measured (default: this one).
     #[arg(long)]
     xlane: Option<std::path::PathBuf>,
+    /// Seconds a write may take to become visible on every member before
+    /// it counts as failed (also bounds a cluster's start, at least 20 s).
+    #[arg(long, default_value_t = 10.0)]
+    timeout: f64,
+    /// The lane core (default: the last CPU).
+    #[arg(long)]
+    lane_core: Option<usize>,
 }
 
 fn kv(a: KvArgs) -> super::CmdResult {
-    use xlane_bench::kv_bench::{self, KvBenchConfig, System};
+    use xlane_bench::kv_bench::{self, KvBenchConfig, Scenario, System};
     if !(a.seconds > 0.0 && a.seconds <= 3600.0) {
         return Err("--seconds must be in (0, 3600]".into());
     }
@@ -511,11 +529,26 @@ fn kv(a: KvArgs) -> super::CmdResult {
                 .ok_or_else(|| format!("unknown system {s:?} (xlane, xlane-lane, etcd, redis)"))
         })
         .collect::<Result<Vec<_>, _>>()?;
+    if !(a.timeout > 0.0 && a.timeout <= 600.0) {
+        return Err("--timeout must be in (0, 600] seconds".into());
+    }
+    if let Some(&n) = a.replicas.iter().find(|&&n| !(2..=16).contains(&n)) {
+        return Err(format!("--replicas {n}: each count must be 2..=16").into());
+    }
+    let scenarios = a
+        .scenario
+        .iter()
+        .map(|s| {
+            Scenario::from_name(s)
+                .ok_or_else(|| format!("unknown scenario {s:?} (idle, both, cross, cpu)"))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
     let xlane_bin = match a.xlane {
         Some(p) => Some(p),
         None => std::env::current_exe().ok(),
     };
-    let cfg = KvBenchConfig {
+    let mut cfg = KvBenchConfig {
+        scenarios,
         systems,
         replicas: a.replicas,
         writes: a.writes,
@@ -527,8 +560,12 @@ fn kv(a: KvArgs) -> super::CmdResult {
         xlane_bin,
         work_dir: a.work_dir,
         plot_dir: (!a.no_plots).then_some(a.plots),
+        timeout: std::time::Duration::from_secs_f64(a.timeout),
         ..KvBenchConfig::default()
     };
+    if let Some(c) = a.lane_core {
+        cfg.lane_core = c;
+    }
     let report = kv_bench::run(&cfg, &mut |line| eprintln!("[xlane] {line}"))?;
     if a.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
