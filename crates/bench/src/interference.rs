@@ -162,9 +162,10 @@ impl Interference {
 
     /// Like [`Interference::start`], but every switch port (towards hosts
     /// 0..n, when any host may be a receiver, e.g. a store's leader)
-    /// gets two unpaced best-effort flows from the two hosts after it
-    /// (one from the host after it when there are only two hosts), the one
-    /// into host 0 over TCP; all on the regular cores.
+    /// gets two unpaced best-effort UDP flows from the two hosts after it
+    /// (one from the host after it when there are only two hosts), all on
+    /// the regular cores. No TCP: a TCP flow backs off under the drops and
+    /// left its port below the link rate.
     pub fn start_all_ports(
         tb: &Testbed,
         cores: &Cores,
@@ -179,13 +180,9 @@ impl Interference {
                 if n > 2 {
                     froms.push((r + 2) % n);
                 }
-                for (k, from) in froms.into_iter().enumerate() {
-                    let spec = if r == 0 && k == 0 {
-                        CrossTraffic::tcp(from, r)
-                    } else {
-                        CrossTraffic::udp(from, r)
-                    };
-                    traffic.push(tb.start_cross_traffic(spec.cpus(cores.regular_or_all()))?);
+                for from in froms {
+                    let spec = CrossTraffic::udp(from, r).cpus(cores.regular_or_all());
+                    traffic.push(tb.start_cross_traffic(spec)?);
                 }
             }
         }
