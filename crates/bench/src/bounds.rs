@@ -340,6 +340,7 @@ pub fn run(cfg: &BoundsConfig, progress: &mut dyn FnMut(&str)) -> Result<BoundsR
     let tb = bring_up(
         cfg.hosts,
         cfg.link_rate_bps,
+        None,
         cfg.best_effort_queue_pkts,
         cores.lane,
         progress,

@@ -42,10 +42,12 @@ pub enum BenchError {
 
 /// Bring up the emulated datacenter the benchmarks run in, saying so. Its
 /// ports are split by CPU around `lane_core`
-/// ([`xlane_testbed::TestbedConfig::lane_core`]).
+/// ([`xlane_testbed::TestbedConfig::lane_core`]); the hosts' NICs send at
+/// `host_rate_bps` (`None`: the link rate).
 pub fn bring_up(
     hosts: usize,
     link_rate_bps: u64,
+    host_rate_bps: Option<u64>,
     best_effort_queue_pkts: u32,
     lane_core: usize,
     progress: &mut dyn FnMut(&str),
@@ -56,6 +58,7 @@ pub fn bring_up(
     let tb = Testbed::up(xlane_testbed::TestbedConfig {
         hosts,
         link_rate_bps,
+        host_rate_bps,
         best_effort_queue_pkts,
         lane_core: Some(lane_core),
         ..xlane_testbed::TestbedConfig::default()
@@ -134,12 +137,12 @@ impl Interference {
         cross: bool,
         cpu: bool,
     ) -> Result<Self, TestbedError> {
-        let mut traffic = Vec::new();
+        let mut specs = Vec::new();
         if cross {
             let n = tb.hosts().len();
             for r in 1..n {
                 let other = if n > 2 { (r % (n - 1)) + 1 } else { 0 };
-                let mut specs = vec![CrossTraffic::udp(other, r)];
+                specs.push(CrossTraffic::udp(other, r));
                 if other != 0 {
                     specs.push(if r == 1 {
                         CrossTraffic::tcp(0, r)
@@ -147,17 +150,9 @@ impl Interference {
                         CrossTraffic::udp(0, r)
                     });
                 }
-                for spec in specs {
-                    traffic.push(tb.start_cross_traffic(spec.cpus(cores.regular_or_all()))?);
-                }
             }
         }
-        let cpu_load = if cpu && !cores.regular.is_empty() {
-            Some(xlane_testbed::start_cpu_load(&cores.regular, 1)?)
-        } else {
-            None
-        };
-        Ok(Interference { traffic, cpu_load })
+        Self::launch(tb, cores, specs, cpu)
     }
 
     /// Like [`Interference::start`], but every switch port (towards hosts
@@ -172,19 +167,29 @@ impl Interference {
         cross: bool,
         cpu: bool,
     ) -> Result<Self, TestbedError> {
-        let mut traffic = Vec::new();
+        let mut specs = Vec::new();
         if cross {
             let n = tb.hosts().len();
             for r in 0..n {
-                let mut froms = vec![(r + 1) % n];
+                specs.push(CrossTraffic::udp((r + 1) % n, r));
                 if n > 2 {
-                    froms.push((r + 2) % n);
-                }
-                for from in froms {
-                    let spec = CrossTraffic::udp(from, r).cpus(cores.regular_or_all());
-                    traffic.push(tb.start_cross_traffic(spec)?);
+                    specs.push(CrossTraffic::udp((r + 2) % n, r));
                 }
             }
+        }
+        Self::launch(tb, cores, specs, cpu)
+    }
+
+    /// Starts `specs` on the regular cores, and the CPU load if `cpu`.
+    fn launch(
+        tb: &Testbed,
+        cores: &Cores,
+        specs: Vec<CrossTraffic>,
+        cpu: bool,
+    ) -> Result<Self, TestbedError> {
+        let mut traffic = Vec::new();
+        for spec in specs {
+            traffic.push(tb.start_cross_traffic(spec.cpus(cores.regular_or_all()))?);
         }
         let cpu_load = if cpu && !cores.regular.is_empty() {
             Some(xlane_testbed::start_cpu_load(&cores.regular, 1)?)

@@ -164,6 +164,7 @@ pub fn run(
     let tb = bring_up(
         cfg.hosts,
         cfg.link_rate_bps,
+        None,
         cfg.best_effort_queue_pkts,
         cores.lane,
         progress,

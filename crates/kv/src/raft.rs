@@ -397,6 +397,10 @@ impl Transport for FollowMembers {
         self.net.send(to, class, bytes)
     }
 
+    fn flush(&mut self) {
+        self.net.flush()
+    }
+
     fn fds(&self) -> &[RawFd] {
         self.net.fds()
     }
@@ -479,7 +483,8 @@ pub(crate) mod tests {
     use std::sync::atomic::AtomicU64;
     use std::time::Duration;
 
-    fn set(k: &str, v: &str) -> WriteOp {
+    /// A `SET k v` write.
+    pub(crate) fn set(k: &str, v: &str) -> WriteOp {
         WriteOp::new(
             1,
             WriteCmd::Set {

@@ -182,23 +182,10 @@ impl StateMachine for KvStateMachine {
 mod tests {
     use super::*;
     use crate::members::{encode_member, Peer};
-    use crate::op::{SetCond, SetTtl, WriteCmd};
+    use crate::raft::tests::set;
     use crate::resp::decode_reply;
     use std::collections::BTreeMap;
     use std::sync::RwLock;
-
-    fn set(k: &str, v: &str) -> WriteOp {
-        WriteOp::new(
-            1,
-            WriteCmd::Set {
-                key: k.into(),
-                value: v.into(),
-                cond: SetCond::Always,
-                ttl: SetTtl::Persist,
-                get: false,
-            },
-        )
-    }
 
     fn peer(n: u16) -> Peer {
         Peer {

@@ -377,6 +377,13 @@ pub struct LaneLink {
     /// The earliest time the replication tree may send its backlog
     /// (`u64::MAX`: no backlog).
     repl_next: u64,
+    /// With sender replication: the peers (bit = index) that datagrams
+    /// queued since the replication queue was last empty are for. A frame
+    /// goes to them only, so a member is not woken by frames that carry
+    /// nothing for it; one that misses a frame sees a gap in the tree's
+    /// sequence, which costs it nothing (its stream had no datagram in
+    /// progress: that would have kept it in the set).
+    repl_to: u64,
     buf: Vec<u8>,
     scratch: Vec<u8>,
     batch: Box<RecvBatch>,
@@ -649,6 +656,7 @@ impl LaneLink {
             stats: Arc::new(LaneStats::default()),
             control: Arc::new(LaneControl::new(&timing)),
             repl_next: u64::MAX,
+            repl_to: 0,
             buf: vec![0u8; MAX_FRAME_LEN],
             scratch: vec![0u8; MAX_DATAGRAM + 64],
             batch: Box::new(RecvBatch::new()),
@@ -721,6 +729,8 @@ impl LaneLink {
         let n = self.peers.len();
         set_receivers(&mut self.repl_tx, n);
         set_receivers(&mut self.fd_tx, n);
+        // Indices moved: what is queued goes to everyone.
+        self.repl_to = u64::MAX;
         Ok(())
     }
 
@@ -743,6 +753,8 @@ impl LaneLink {
         let n = self.peers.len();
         set_receivers(&mut self.repl_tx, n);
         set_receivers(&mut self.fd_tx, n);
+        // Indices moved: what is queued goes to everyone.
+        self.repl_to = u64::MAX;
         true
     }
 
@@ -784,16 +796,20 @@ impl LaneLink {
             .min(self.repl_next)
     }
 
-    /// Sends one raft datagram to `to`: a commit notice waits for the next
-    /// X-FD heartbeat; anything else goes on the replication tree, now if
-    /// its window is free, else at the next one (the driver's next poll). A
-    /// full queue, or an unknown `to`, drops the datagram (Raft retransmits).
+    /// Queues one raft datagram to `to`: a commit notice waits for the next
+    /// X-FD heartbeat; anything else goes on the replication tree at the
+    /// next [`LaneLink::flush`] if its window is free, else at the next
+    /// window (the driver's next poll). A full queue, or an unknown `to`,
+    /// drops the datagram (Raft retransmits).
     pub fn send(&mut self, to: u64, class: TrafficClass, bytes: &[u8]) {
-        if !self.peers.iter().any(|p| p.id == to) {
+        let Some(i) = self.peers.iter().position(|p| p.id == to) else {
             LaneStats::add(&self.stats.dropped, 1);
             return;
-        }
+        };
         let notice = class == TrafficClass::Notice;
+        if !notice {
+            self.repl_to |= 1 << i;
+        }
         let queued = if notice {
             enqueue_to(
                 &mut self.fd_tx,
@@ -819,8 +835,13 @@ impl LaneLink {
         }
         if notice {
             LaneStats::add(&self.stats.notices_sent, 1);
-            return;
         }
+    }
+
+    /// Sends the replication tree's frame if its window is free: what one
+    /// Ready queued for several peers leaves in one frame. What does not go
+    /// now waits for the next window (counted as deferred).
+    pub fn flush(&mut self) {
         self.flush_repl(realtime_ns());
         if self.repl_tx.sender().pending() > 0 {
             LaneStats::add(&self.stats.deferred, 1);
@@ -934,6 +955,12 @@ impl LaneLink {
             return;
         }
         if now >= tx.sender().clock().next_free() {
+            if tx.mode() != Replication::Network {
+                for i in 0..self.repl_dsts.len() {
+                    // Every index is inside the tree's receiver set.
+                    let _ = tx.set_receiver(i, self.repl_to & (1 << i) != 0);
+                }
+            }
             if let Ok(t) = tx.transmit_now(now, &mut self.buf) {
                 self.sendto.clear();
                 for d in t.destinations.iter() {
@@ -951,6 +978,7 @@ impl LaneLink {
         self.repl_next = if tx.sender().pending() > 0 {
             tx.sender().clock().next_free()
         } else {
+            self.repl_to = 0;
             u64::MAX
         };
     }

@@ -404,6 +404,12 @@ impl Transport for NetTransport {
         }
     }
 
+    fn flush(&mut self) {
+        if let Express::Lane(l) = &mut self.express {
+            l.flush();
+        }
+    }
+
     fn fds(&self) -> &[RawFd] {
         match &self.express {
             Express::Udp { fds, .. } => fds,

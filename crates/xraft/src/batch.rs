@@ -234,6 +234,12 @@ pub trait Transport {
     /// Sends one datagram to node `to` over the given class. Must not block for long.
     fn send(&mut self, to: u64, class: TrafficClass, bytes: Vec<u8>);
 
+    /// Sends what [`Transport::send`] queued (the driver calls it after every
+    /// Ready's messages were handed over, so that one Ready's messages to
+    /// several peers can leave together, e.g. in one lane frame). Required,
+    /// so that a wrapper cannot forget to pass it on.
+    fn flush(&mut self);
+
     /// Descriptors that are readable while input waits (at most 4).
     fn fds(&self) -> &[std::os::fd::RawFd] {
         &[]
@@ -824,6 +830,8 @@ mod tests {
             fn send(&mut self, to: u64, class: TrafficClass, bytes: Vec<u8>) {
                 self.0.push((to, class, bytes));
             }
+
+            fn flush(&mut self) {}
         }
         let mut ep = MessageEndpoint::new(64, 0, 10_000, ReassemblyLimits::default()).unwrap();
         let mut m = Message::default();

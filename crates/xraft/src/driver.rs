@@ -261,6 +261,9 @@ impl<S: StateMachine, T: Transport> Pass<'_, S, T> {
         for m in &out.messages {
             let _ = self.endpoint.send(m, self.transport);
         }
+        if !out.messages.is_empty() {
+            self.transport.flush();
+        }
         let (proposals, reads, done) = (&mut *self.proposals, &mut *self.reads, &mut *self.done);
         for ev in out.events {
             match ev {

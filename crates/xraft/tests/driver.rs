@@ -44,6 +44,8 @@ impl Transport for ChanTransport {
             h.deliver(self.me, bytes);
         }
     }
+
+    fn flush(&mut self) {}
 }
 
 #[test]

@@ -474,6 +474,10 @@ struct KvArgs {
     /// Sequential writes of the latency phase (per system and replica count).
     #[arg(long, default_value_t = 2000)]
     writes: usize,
+    /// Longest latency phase in seconds: a system that takes longer for
+    /// --writes stops there with fewer samples (the report says how many).
+    #[arg(long, default_value_t = 60.0)]
+    latency_seconds: f64,
     /// Seconds of the throughput phase (per system and replica count).
     #[arg(long, default_value_t = 5.0)]
     seconds: f64,
@@ -508,6 +512,17 @@ struct KvArgs {
     /// The lane core (default: the last CPU).
     #[arg(long)]
     lane_core: Option<usize>,
+    /// Link rate of every switch port (the hosts' NICs send at twice it, so
+    /// that cross traffic oversubscribes every port). The default is one
+    /// this machine's cross-traffic generators can saturate beside the CPU
+    /// load; see the README.
+    #[arg(long, default_value = "40mbit")]
+    rate: String,
+    /// Best-effort queue length of every switch port, in packets (the
+    /// default holds 120 ms at 40 Mbit/s, as `bench jitter`'s 1000 at
+    /// 100 Mbit/s).
+    #[arg(long, default_value_t = 400)]
+    best_effort_queue: u32,
 }
 
 fn kv(a: KvArgs) -> super::CmdResult {
@@ -517,6 +532,9 @@ fn kv(a: KvArgs) -> super::CmdResult {
     }
     if a.writes == 0 || a.writes > 10_000_000 {
         return Err("--writes must be 1..=10000000".into());
+    }
+    if !(a.latency_seconds > 0.0 && a.latency_seconds <= 36_000.0) {
+        return Err("--latency-seconds must be in (0, 36000]".into());
     }
     if a.clients == 0 || a.clients > 1024 {
         return Err("--clients must be 1..=1024".into());
@@ -552,6 +570,7 @@ fn kv(a: KvArgs) -> super::CmdResult {
         systems,
         replicas: a.replicas,
         writes: a.writes,
+        latency_cap: std::time::Duration::from_secs_f64(a.latency_seconds),
         throughput_duration: std::time::Duration::from_secs_f64(a.seconds),
         clients: a.clients,
         seed: a.seed,
@@ -566,6 +585,11 @@ fn kv(a: KvArgs) -> super::CmdResult {
     if let Some(c) = a.lane_core {
         cfg.lane_core = c;
     }
+    cfg.link_rate_bps = xlane_testbed::parse_rate(&a.rate)?;
+    if a.best_effort_queue == 0 {
+        return Err("--best-effort-queue must be at least 1 packet".into());
+    }
+    cfg.best_effort_queue_pkts = a.best_effort_queue;
     let report = kv_bench::run(&cfg, &mut |line| eprintln!("[xlane] {line}"))?;
     if a.json {
         println!("{}", serde_json::to_string_pretty(&report)?);

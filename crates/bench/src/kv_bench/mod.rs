@@ -8,13 +8,19 @@
 //! **Scenarios** (as `bench jitter`'s): `idle` (nothing else runs), `both`
 //! (every switch port towards a member saturated by unpaced best-effort
 //! cross traffic, and one spinning thread on every regular core), and
-//! `cross` and `cpu` alone. A scenario's interference and the per-core
-//! floor probes run through all of its systems and replica counts.
+//! `cross` and `cpu` alone. Each cluster starts, elects and syncs in a
+//! calm datacenter (under interference Raft over UDP, etcd and Redis did
+//! not come up within 20 s); the scenario's interference then runs for its
+//! measurement. The per-core floor probes run through all of a scenario's
+//! systems and replica counts.
 //!
 //! **Placement.** The members of xlane kv over the lane run on the lane
-//! core as the lane does (`taskset -c <lane core> chrt -f 81`), and so do
-//! that system's writer, clients and observers (at the default policy,
-//! below the members). Every other system runs as users run it: default
+//! core (`taskset -c <lane core> nice -n -10`; see [`systems`] for why not
+//! SCHED_FIFO), and so do
+//! that system's latency-phase writer and its observers (at the default
+//! policy, below the members): the coordinating application sits in the
+//! group. The throughput phase's bulk clients are regular work and run on
+//! the regular cores for every system. Every other system runs as users run it: default
 //! priority, default network settings (best-effort DSCP), off the lane
 //! core (the bench keeps itself and all it starts on the regular cores).
 //! Only the lane's traffic is marked express; everything else queues with
@@ -143,6 +149,9 @@ pub struct KvBenchConfig {
     pub replicas: Vec<usize>,
     /// Writes of the latency phase (one client, sequential).
     pub writes: usize,
+    /// Longest latency phase: a system slower than `writes` in this time
+    /// gets fewer timed writes (the report gives how many).
+    pub latency_cap: Duration,
     /// Length of the throughput phase.
     pub throughput_duration: Duration,
     /// Concurrent clients of the throughput phase.
@@ -179,6 +188,7 @@ impl Default for KvBenchConfig {
             systems: System::ALL.to_vec(),
             replicas: vec![3, 5],
             writes: 2000,
+            latency_cap: Duration::from_secs(60),
             throughput_duration: Duration::from_secs(5),
             clients: 8,
             seed: 1,
@@ -188,8 +198,12 @@ impl Default for KvBenchConfig {
             work_dir: PathBuf::from("/dev/shm"),
             plot_dir: None,
             timeout: Duration::from_secs(10),
-            link_rate_bps: jitter.link_rate_bps,
-            best_effort_queue_pkts: jitter.best_effort_queue_pkts,
+            // Cross traffic this machine can generate beside the CPU load
+            // (about 35 Mbit/s per flow on 2 vCPUs) oversubscribes 40 Mbit/s
+            // ports; 400 packets hold 120 ms there, as bench jitter's 1000
+            // at 100 Mbit/s.
+            link_rate_bps: 40_000_000,
+            best_effort_queue_pkts: 400,
             lane_core: jitter.lane_core,
         }
     }
@@ -333,6 +347,9 @@ pub struct Ratio {
     pub versus: String,
     /// system's figure ÷ versus's figure.
     pub ratio: f64,
+    /// The ratio is a lower bound: `system` had writes that failed (not
+    /// visible within the timeout), counted at the timeout.
+    pub lower_bound: bool,
 }
 
 /// The whole report.
@@ -393,9 +410,10 @@ pub const MAX_SIZE: usize = 10_000_000;
 
 /// The placement, as the report states it.
 pub const PLACEMENT: &str = "every member in its own testbed host; xlane kv over the lane: \
-     members on the lane core at SCHED_FIFO 81 (taskset + chrt), its writer, clients and \
+     members on the lane core at nice -10 (taskset + nice), its latency writer and \
      observers on the lane core at the default policy; xlane kv over UDP, etcd and Redis: \
-     default priority and network settings (best effort), on the regular cores";
+     default priority and network settings (best effort), on the regular cores; every \
+     system's throughput clients on the regular cores";
 
 // ---------------------------------------------------------------- workload
 
@@ -501,7 +519,11 @@ fn busy(cpu: &CpuShares) -> f64 {
 }
 
 /// Runs one system with `n` members on `hosts`; the report is filled in
-/// (or says why the system is not available).
+/// (or says why the system is not available). The cluster starts, elects
+/// and syncs in a calm datacenter, as a deployed one did before the
+/// datacenter got busy; then `interfere` starts the scenario's
+/// interference for the measurement (its flows' rates go to `cross`).
+#[allow(clippy::too_many_arguments)]
 fn run_system(
     rep: &mut SystemReport,
     s: System,
@@ -509,6 +531,8 @@ fn run_system(
     cfg: &KvBenchConfig,
     tag: &str,
     sizes: &mut Vec<usize>,
+    interfere: &mut dyn FnMut() -> Result<Interference, String>,
+    cross: &mut Vec<u64>,
     log: &mut dyn FnMut(&str),
 ) {
     let n = hosts.len();
@@ -530,7 +554,9 @@ fn run_system(
         let before = cl.leader_state()?;
         let obs = Observers::start(&cl, clock, lane_core)?;
         let seed = cfg.seed ^ (n as u64) << 32;
+        let interference = interfere()?;
         let m = observe::measure(&cl, &obs, cfg, clock, seed, lane_core, log);
+        cross.extend(interference.stop());
         let stopped = obs.stop();
         let m = m.map_err(|e| format!("{e}{}", cl.logs_tail()))?;
         stopped?;
@@ -615,9 +641,13 @@ pub fn run(cfg: &KvBenchConfig, log: &mut dyn FnMut(&str)) -> Result<KvBenchRepo
     let cores = Cores::new(Cores::online(), cfg.lane_core).map_err(KvBenchError::Config)?;
     let _off_lane = cores.keep_off_lane_core()?;
     let hosts_needed = cfg.replicas.iter().copied().max().unwrap_or(2);
+    // The hosts' NICs send at twice the link rate, so that the two
+    // cross-traffic flows into every switch port offer it twice what it
+    // carries: its best-effort queue stays full.
     let tb = bring_up(
         hosts_needed,
         cfg.link_rate_bps,
+        Some(cfg.link_rate_bps.saturating_mul(2)),
         cfg.best_effort_queue_pkts,
         cores.lane,
         log,
@@ -637,7 +667,8 @@ pub fn run(cfg: &KvBenchConfig, log: &mut dyn FnMut(&str)) -> Result<KvBenchRepo
     // A generous bound on one scenario's length, for the floor probes'
     // storage: every run's phases and timeouts.
     let runs = (cfg.replicas.len() * cfg.systems.len()) as u64;
-    let per_run = cfg.throughput_duration + cfg.timeout * 4 + Duration::from_secs(60);
+    let per_run =
+        cfg.latency_cap + cfg.throughput_duration + cfg.timeout * 4 + Duration::from_secs(60);
     let scenario_ns = (per_run.as_nanos() as u64).saturating_mul(runs);
     for &scenario in &cfg.scenarios {
         log(&format!(
@@ -647,15 +678,28 @@ pub fn run(cfg: &KvBenchConfig, log: &mut dyn FnMut(&str)) -> Result<KvBenchRepo
             cfg.replicas
         ));
         let drops_before = switch_drops(&tb);
-        let interference =
-            Interference::start_all_ports(&tb, &cores, scenario.cross(), scenario.cpu())?;
+        let mut cross = Vec::new();
+        let mut interfere = || {
+            Interference::start_all_ports(&tb, &cores, scenario.cross(), scenario.cpu())
+                .map_err(|e| format!("interference: {e}"))
+        };
         let probes = FloorSet::start(&cores, scenario_ns)?;
         let cpu0 = CpuTimes::read(cores.lane);
         for &n in &cfg.replicas {
             for &s in &cfg.systems {
                 log(&format!("  {} with {n} members ...", s.label()));
                 let mut rep = empty_report(scenario, s, n);
-                run_system(&mut rep, s, &hosts[..n], cfg, &tag, &mut sizes, log);
+                run_system(
+                    &mut rep,
+                    s,
+                    &hosts[..n],
+                    cfg,
+                    &tag,
+                    &mut sizes,
+                    &mut interfere,
+                    &mut cross,
+                    log,
+                );
                 systems.push(rep);
             }
         }
@@ -664,7 +708,6 @@ pub fn run(cfg: &KvBenchConfig, log: &mut dyn FnMut(&str)) -> Result<KvBenchRepo
             _ => CpuShares::default(),
         };
         let (floor, _) = probes.stop();
-        let cross = interference.stop();
         let drops = switch_drops(&tb).saturating_sub(drops_before);
         let headroom = cpu.idle;
         conditions.push(ScenarioConditions {
@@ -688,7 +731,7 @@ pub fn run(cfg: &KvBenchConfig, log: &mut dyn FnMut(&str)) -> Result<KvBenchRepo
     drop(tb);
     let (om, osd) = mean_sd(&sizes);
     let mut report = KvBenchReport {
-        ratios: report::ratios(&systems),
+        ratios: report::ratios(&systems, cfg.timeout.as_nanos() as u64),
         systems,
         scenarios: conditions,
         workload: Workload {

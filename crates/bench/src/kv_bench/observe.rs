@@ -508,14 +508,37 @@ pub fn measure(
     let mut rng = Rng::new(seed);
     let mut w = Writer::connect(cl, cfg.timeout)?;
     let warmup = (cfg.writes / 10).clamp(5, 200);
-    for i in 0..warmup + cfg.writes {
+    // The timed writes end at `cfg.writes` or when the phase has taken
+    // `cfg.latency_cap` (a slow system gets fewer samples, not hours).
+    let mut timed_from = None;
+    let began = std::time::Instant::now();
+    let mut i = 0;
+    while i < warmup + cfg.writes {
+        // The warm-up ends early after a tenth of the cap (a slow system
+        // would spend minutes on untimed writes).
+        if i < warmup && began.elapsed() >= cfg.latency_cap / 10 {
+            i = warmup;
+        }
+        if i == warmup && timed_from.is_none() {
+            timed_from = Some(std::time::Instant::now());
+        }
+        if timed_from.is_some_and(|t| t.elapsed() >= cfg.latency_cap) {
+            log(&format!(
+                "  latency phase capped at {:?}: {} of {} writes",
+                cfg.latency_cap,
+                i - warmup,
+                cfg.writes
+            ));
+            break;
+        }
         let len = rng.trunc_normal_size(cfg.mean_size, cfg.sd_size, MAX_SIZE);
         let value = rng.value(len);
-        let timed = i >= warmup;
+        let (idx, timed) = (i, i >= warmup);
+        i += 1;
         let key = if timed {
-            format!("{KEY_PREFIX}l:{}", i - warmup)
+            format!("{KEY_PREFIX}l:{}", idx - warmup)
         } else {
-            format!("{KEY_PREFIX}w:{i}")
+            format!("{KEY_PREFIX}w:{idx}")
         };
         let t0 = clock.now();
         if let Err(e) = w.write(key.as_bytes(), &value) {
@@ -537,21 +560,27 @@ pub fn measure(
             None if timed => m.fail(format!("{key}: not visible on every member in time")),
             None => {}
         }
-        if timed && (i - warmup + 1) % 1000 == 0 {
-            log(&format!("  {} of {} writes", i - warmup + 1, cfg.writes));
+        if timed && (idx - warmup + 1) % 1000 == 0 {
+            log(&format!("  {} of {} writes", idx - warmup + 1, cfg.writes));
         }
     }
     // Throughput phase: closed-loop clients for the configured time.
+    let regular =
+        crate::interference::Cores::new(crate::interference::Cores::online(), cfg.lane_core)
+            .map(|c| c.regular_or_all())
+            .map_err(|e| e.to_string())?;
     let stop = Arc::new(AtomicBool::new(false));
     let start = clock.now();
     let mut clients = Vec::new();
     for c in 0..cfg.clients {
         let mut w = Writer::connect(cl, cfg.timeout)?;
-        let stop = stop.clone();
+        let (stop, regular) = (stop.clone(), regular.clone());
         let (mean, sd) = (cfg.mean_size, cfg.sd_size);
         let mut rng = Rng::new(seed ^ (c as u64 + 1).wrapping_mul(0x9E37_79B9));
         clients.push(std::thread::spawn(move || -> (u64, u64, Option<String>) {
-            let _placed = place(lane_core);
+            // Bulk clients are the application's regular work: off the
+            // lane core for every system.
+            let _placed = xlane_host::runtime::AffinityGuard::pin(&regular);
             let (mut acked, mut failed, mut first) = (0u64, 0u64, None);
             let mut seq = 0u64;
             while !stop.load(Ordering::Relaxed) {

@@ -13,7 +13,13 @@ use crate::table::{fmt_ns, Table};
 /// xlane kv over the lane; when idle, the lane's mean over plain UDP's and
 /// xlane kv's writes/s over Redis'. Pairs with a system missing or not
 /// available are left out.
-pub fn ratios(systems: &[SystemReport]) -> Vec<Ratio> {
+///
+/// A failed write took at least `timeout_ns` (it was not visible on every
+/// member by then), so a system with failed timed writes counts them at
+/// the timeout: its mean is then a lower bound, and so is its p99 once more
+/// than 1 % of its writes failed (with none visible at all, both are the
+/// timeout). Such ratios are marked `lower_bound`.
+pub fn ratios(systems: &[SystemReport], timeout_ns: u64) -> Vec<Ratio> {
     let find = |sc: &str, n: usize, name: &str| {
         systems
             .iter()
@@ -45,18 +51,29 @@ pub fn ratios(systems: &[SystemReport]) -> Vec<Ratio> {
             let (Some(x), Some(y)) = (find(&sc, n, a), find(&sc, n, b)) else {
                 continue;
             };
-            let v = |s: &SystemReport| match metric {
-                "p99" => s.p99_ns as f64,
-                "mean" => s.mean_ns as f64,
-                _ => s.ops_per_s,
+            let t = timeout_ns as f64;
+            // (figure, whether it is a lower bound)
+            let v = |s: &SystemReport| {
+                let (ok, failed) = (s.latency_writes as f64, s.errors as f64);
+                match metric {
+                    "p99" if failed > 0.01 * (ok + failed) => (t.max(s.p99_ns as f64), true),
+                    "p99" => (s.p99_ns as f64, false),
+                    "mean" if failed > 0.0 => {
+                        ((s.mean_ns as f64 * ok + t * failed) / (ok + failed), true)
+                    }
+                    "mean" => (s.mean_ns as f64, false),
+                    _ => (s.ops_per_s, false),
+                }
             };
+            let ((vx, lx), (vy, ly)) = (v(x), v(y));
             out.push(Ratio {
                 scenario: sc.clone(),
                 replicas: n,
                 metric: metric.to_string(),
                 system: a.to_string(),
                 versus: b.to_string(),
-                ratio: if v(y) > 0.0 { v(x) / v(y) } else { 0.0 },
+                ratio: if vy > 0.0 { vx / vy } else { 0.0 },
+                lower_bound: lx && !ly,
             });
         }
     }
@@ -149,8 +166,13 @@ impl KvBenchReport {
             for r in self.ratios.iter().filter(|r| r.scenario == c.scenario) {
                 let _ = writeln!(
                     out,
-                    "{} / {} {} with {} members: {:.2}×",
-                    r.system, r.versus, r.metric, r.replicas, r.ratio
+                    "{} / {} {} with {} members: {}{:.2}×",
+                    r.system,
+                    r.versus,
+                    r.metric,
+                    r.replicas,
+                    if r.lower_bound { "≥ " } else { "" },
+                    r.ratio
                 );
             }
             out.push_str(&c.floor.render(c.lane_core.core));
@@ -221,16 +243,25 @@ mod tests {
     fn ratios_pair_systems_per_scenario_and_replica_count() {
         let mut off = mk("both", "redis", 3, 1, 1, 1.0);
         off.available = false;
-        let r = ratios(&[
-            mk("idle", "xlane", 3, 100, 200, 1000.0),
-            mk("idle", "xlane-lane", 3, 150, 300, 900.0),
-            mk("idle", "redis", 3, 80, 90, 500.0),
-            mk("both", "xlane-lane", 3, 100, 1000, 10.0),
-            mk("both", "etcd", 3, 5000, 40_000, 1.0),
-            off,
-            mk("both", "etcd", 5, 5000, 40_000, 1.0),
-        ]);
-        let got: Vec<(&str, usize, &str, &str, &str, f64)> = r
+        let mut failed = mk("both", "redis", 5, 0, 0, 0.0);
+        failed.errors = 4;
+        let mut some = mk("both", "etcd", 5, 5000, 40_000, 1.0);
+        (some.latency_writes, some.errors) = (99, 1);
+        let r = ratios(
+            &[
+                mk("idle", "xlane", 3, 100, 200, 1000.0),
+                mk("idle", "xlane-lane", 3, 150, 300, 900.0),
+                mk("idle", "redis", 3, 80, 90, 500.0),
+                mk("both", "xlane-lane", 3, 100, 1000, 10.0),
+                mk("both", "etcd", 3, 5000, 40_000, 1.0),
+                off,
+                some,
+                failed,
+                mk("both", "xlane-lane", 5, 100, 1000, 10.0),
+            ],
+            1_000_000,
+        );
+        let got: Vec<(&str, usize, &str, &str, &str, f64, bool)> = r
             .iter()
             .map(|x| {
                 (
@@ -240,16 +271,23 @@ mod tests {
                     x.system.as_str(),
                     x.versus.as_str(),
                     x.ratio,
+                    x.lower_bound,
                 )
             })
             .collect();
         assert_eq!(
             got,
             vec![
-                ("idle", 3, "mean", "xlane-lane", "xlane", 1.5),
-                ("idle", 3, "writes/s", "xlane", "redis", 2.0),
-                ("both", 3, "p99", "etcd", "xlane-lane", 40.0),
-                ("both", 3, "mean", "etcd", "xlane-lane", 50.0),
+                ("idle", 3, "mean", "xlane-lane", "xlane", 1.5, false),
+                ("idle", 3, "writes/s", "xlane", "redis", 2.0, false),
+                ("both", 3, "p99", "etcd", "xlane-lane", 40.0, false),
+                ("both", 3, "mean", "etcd", "xlane-lane", 50.0, false),
+                // 1 of 100 failed: p99 as measured, mean counts it at 1 ms.
+                ("both", 5, "p99", "etcd", "xlane-lane", 40.0, false),
+                ("both", 5, "mean", "etcd", "xlane-lane", 149.5, true),
+                // Every write failed: both at the 1 ms timeout.
+                ("both", 5, "p99", "redis", "xlane-lane", 1000.0, true),
+                ("both", 5, "mean", "redis", "xlane-lane", 10000.0, true),
             ]
         );
     }

@@ -3,9 +3,14 @@
 //! whether the leader changed.
 //!
 //! Placement: the members of xlane kv over the lane run on the lane core
-//! at `SCHED_FIFO` [`MEMBER_FIFO`] (`taskset -c <lane> chrt -f 81`), as the
-//! lane does; every other member inherits the bench's affinity (the
-//! regular cores) and the default policy and priority. Every process is
+//! (`taskset -c <lane> nice -n` [`MEMBER_NICE`]): the lane core is theirs,
+//! and nice keeps them ahead of the writer and observers that share it.
+//! They are whole services (clients, raft log, replication on one thread),
+//! not bounded lane loops, so they stay in the fair class: at SCHED_FIFO a
+//! member saturated by a throughput phase would starve the others on the
+//! core, or be throttled for 50 ms of a second, and X-FD would depose the
+//! leader. Every other member inherits the bench's affinity (the regular
+//! cores) and the default policy and priority. Every process is
 //! killed by its PID when its cluster is dropped, also on failure, and its
 //! data directory removed.
 
@@ -22,8 +27,10 @@ use xlane_testbed::in_netns;
 use super::wire::{base64, info_field, Http, Resp};
 use super::System;
 
-/// Real-time priority of the lane's kv members (that of the lane loops).
-pub const MEMBER_FIFO: i32 = crate::flows::LANE_PRIORITY;
+/// Nice value of the lane's kv members on the lane core.
+pub const MEMBER_NICE: i32 = -10;
+/// X-FD's Λ of the lane's kv members, µs (see where it is passed).
+pub const LANE_LAMBDA_US: u64 = 100_000;
 
 /// Client port of every member (Redis, xlane kv).
 pub const RESP_PORT: u16 = 6380;
@@ -133,8 +140,16 @@ impl Cluster {
         }
     }
 
+    /// Every member's RESP address (Redis, xlane kv).
+    fn resp_addrs(&self) -> Vec<SocketAddr> {
+        self.hosts
+            .iter()
+            .map(|h| SocketAddr::V4(SocketAddrV4::new(h.addr, RESP_PORT)))
+            .collect()
+    }
+
     /// Spawns `program args` in host `h`'s namespace, on the lane core at
-    /// [`MEMBER_FIFO`] when `lane_core` is given.
+    /// nice [`MEMBER_NICE`] when `lane_core` is given.
     fn spawn(
         &mut self,
         name: &str,
@@ -152,9 +167,9 @@ impl Cluster {
         cmd.args(["netns", "exec", &self.hosts[h].netns]);
         if let Some(core) = lane_core {
             cmd.args(["taskset", "-c", &core.to_string()]).args([
-                "chrt",
-                "-f",
-                &MEMBER_FIFO.to_string(),
+                "nice",
+                "-n",
+                &MEMBER_NICE.to_string(),
             ]);
         }
         let child = cmd
@@ -269,11 +284,7 @@ impl Cluster {
             }
             self.spawn(&format!("redis{i}"), i, None, &bin, &args)?;
         }
-        self.clients = self
-            .hosts
-            .iter()
-            .map(|h| SocketAddr::V4(SocketAddrV4::new(h.addr, RESP_PORT)))
-            .collect();
+        self.clients = self.resp_addrs();
         let n = self.hosts.len();
         // Every replica's link is up and the primary counts them all.
         self.wait_until(s.timeout, "Redis replication", |cl| {
@@ -382,15 +393,17 @@ impl Cluster {
             ]);
             if lane {
                 args.extend(["--transport".into(), "lane".into()]);
+                // Every member shares the one lane core here, so a busy
+                // member waits for the others' time slices (tens of ms
+                // when a throughput phase keeps them all busy); Λ covers
+                // that, as `--fd-lambda-us` asks (a real member has a core
+                // of its own). Still below Raft's election timeout over UDP.
+                args.extend(["--fd-lambda-us".into(), LANE_LAMBDA_US.to_string()]);
             }
             let core = lane.then_some(s.lane_core);
             self.spawn(&format!("xlane{}", i + 1), i, core, &bin, &args)?;
         }
-        self.clients = self
-            .hosts
-            .iter()
-            .map(|h| SocketAddr::V4(SocketAddrV4::new(h.addr, RESP_PORT)))
-            .collect();
+        self.clients = self.resp_addrs();
         let n = self.hosts.len();
         // A member takes a write (followers answer -MOVED), and every
         // member has applied it.

@@ -61,6 +61,8 @@ impl Transport for Outbox {
     fn send(&mut self, to: u64, _class: TrafficClass, bytes: Vec<u8>) {
         self.0.push((to, bytes));
     }
+
+    fn flush(&mut self) {}
 }
 
 /// A datagram in flight.
