@@ -2,8 +2,10 @@
 //! cross traffic and CPU load) in a testbed of its own, with real etcd,
 //! real Redis and xlane kv clusters of 3 (raft over UDP and X-Raft over
 //! the lane), each member in its own host; the documented JSON on stdout.
-//! Asserts the shape and that every system but xlane kv over plain UDP
-//! wrote without a failed write (see below), never a timing. Needs root (the testbed), as CI has.
+//! Asserts the shape, that X-Raft over the lane wrote every write without a
+//! failure, and that every other system's writes were counted (done or
+//! failed: under the saturated switch some fail, which is the benchmark's
+//! point), never a timing. Needs root (the testbed), as CI has.
 
 use std::process::Command;
 
@@ -33,6 +35,7 @@ fn bench_kv_json_reports_every_system_under_saturation() {
     let out = Command::new(env!("CARGO_BIN_EXE_xlane"))
         .args(["bench", "kv", "--json", "--scenario", "both"])
         .args(["--replicas", "3", "--writes", "50", "--seconds", "1"])
+        .args(["--latency-seconds", "10", "--timeout", "3"])
         .args(["--clients", "4", "--no-plots", "--seed", "42"])
         .arg("--work-dir")
         .arg(work)
@@ -64,29 +67,30 @@ fn bench_kv_json_reports_every_system_under_saturation() {
         assert!(available, "{name} did not run: {s} {stderr}");
         let errors = s["errors"].as_u64().expect("errors");
         let timed = s["latency_writes"].as_u64().expect("latency_writes");
-        if name == "xlane" {
-            // Raft over best-effort UDP with election timeouts for a quiet
-            // network: under a saturated switch it may lose its leader and
-            // some writes with it (the benchmark's point); they are counted.
-            assert!((1..=50).contains(&timed), "{name}: {s}");
-        } else {
+        if name == "xlane-lane" {
             assert_eq!(errors, 0, "{name}: failed writes: {s}");
             assert_eq!(timed, 50, "{name}: {s}");
+            assert!(
+                s["throughput_writes"].as_u64().is_some_and(|x| x > 0),
+                "{name}: no throughput write"
+            );
+        } else {
+            // Best effort through oversubscribed ports and a loaded core:
+            // writes are done or fail, and each is counted.
+            assert!(timed + errors >= 1, "{name}: no write counted: {s}");
         }
-        assert!(
-            s["throughput_writes"].as_u64().is_some_and(|x| x > 0),
-            "{name}: no throughput write"
-        );
-        let (p50, p99, p999) = (
-            s["p50_ns"].as_u64(),
-            s["p99_ns"].as_u64(),
-            s["p999_ns"].as_u64(),
-        );
-        assert!(p50.is_some_and(|x| x > 0), "{name}: p50 {p50:?}");
-        assert!(
-            p50 <= p99 && p99 <= p999,
-            "{name}: percentiles out of order"
-        );
+        if timed > 0 {
+            let (p50, p99, p999) = (
+                s["p50_ns"].as_u64(),
+                s["p99_ns"].as_u64(),
+                s["p999_ns"].as_u64(),
+            );
+            assert!(p50.is_some_and(|x| x > 0), "{name}: p50 {p50:?}");
+            assert!(
+                p50 <= p99 && p99 <= p999,
+                "{name}: percentiles out of order"
+            );
+        }
     }
     assert_eq!(v["workload"]["seed"].as_u64(), Some(42));
     // The scenario's conditions, from the same run: a floor probe per

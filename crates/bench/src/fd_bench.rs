@@ -2405,7 +2405,7 @@ impl FdBenchReport {
                 t.row(row);
             }
             out.push_str(&t.render());
-            out.push_str("Λ 100%: the smallest Λ without a false suspicion (T not included); kernel: the same with the kernel's receive stamps; latency: counted from the send time (the paper's per-heartbeat latency metric); ¬gap: the smallest Λ at which every interval is within Λ or explained by host gaps, i.e. the gap time the floor probes recorded inside it (every core) covers its excess over T + Λ; set aside ¬gap: the intervals above that Λ, each so explained\n");
+            out.push_str("Λ 100%: the smallest Λ without a false suspicion (T not included); kernel: the same with the kernel's receive stamps; latency: counted from the send time (the paper's per-heartbeat latency metric); ¬gap: the smallest Λ at which every interval is within Λ or explained by host gaps, i.e. the gap time the floor probes recorded inside it on the cores of its path covers its excess over T + Λ; set aside ¬gap: the intervals above that Λ, each so explained\n");
             out.push_str(&format!(
                 "\nsmallest perfect Λ, plain-timeout / x-fd: {} over all intervals, {} outside host gaps\n",
                 r(self.ratio_plain_over_xfd),
