@@ -469,13 +469,31 @@ pub fn check_peer(id: u64, addr: SocketAddr, same_port: Option<u16>) -> Result<(
 /// [`MAX_RECEIVERS`]) the active ones; with network replication there is
 /// one destination, the group, whoever joined it.
 fn set_receivers(tx: &mut PeriodicMulticastSender, n: usize) {
+    set_receiver_mask(tx, u64::MAX, n);
+}
+
+/// With sender replication, makes the destinations among `0..n` whose bit
+/// is set in `mask` the active ones, and every other one inactive; with
+/// network replication, nothing (the group is the one destination).
+fn set_receiver_mask(tx: &mut PeriodicMulticastSender, mask: u64, n: usize) {
     if tx.mode() == Replication::Network {
         return;
     }
     for i in 0..MAX_RECEIVERS {
         // Every index is inside the tree's receiver set.
-        let _ = tx.set_receiver(i, i < n);
+        let _ = tx.set_receiver(i, i < n && mask & (1 << i) != 0);
     }
+}
+
+/// Leaves the group of tree `old` and joins that of tree `new` on `sock`
+/// (network replication, `multicast_if` set; otherwise nothing). False if
+/// the join failed.
+fn move_group(sock: &LaneSocket, multicast_if: Option<Ipv4Addr>, old: u32, new: u32) -> bool {
+    let Some(ifaddr) = multicast_if else {
+        return true;
+    };
+    let _ = sock.leave_group(group_of(old as u64), ifaddr);
+    sock.join_group(group_of(new as u64), ifaddr).is_ok()
 }
 
 /// The first slot at or after `now` on a grid of `period`.
@@ -912,33 +930,15 @@ impl LaneLink {
                     let period = p.repl_rx.params().period_ns;
                     p.repl_rx = PeriodicReceiver::new(repl_rx_params(t.repl, period));
                     p.repl_stream.restart();
-                    if let Some(ifaddr) = self.multicast_if {
-                        let _ = self
-                            .repl_sock
-                            .leave_group(group_of(p.trees.repl as u64), ifaddr);
-                        if self
-                            .repl_sock
-                            .join_group(group_of(t.repl as u64), ifaddr)
-                            .is_err()
-                        {
-                            LaneStats::add(&self.stats.send_errors, 1);
-                        }
+                    if !move_group(&self.repl_sock, self.multicast_if, p.trees.repl, t.repl) {
+                        LaneStats::add(&self.stats.send_errors, 1);
                     }
                 }
                 if t.fd != p.trees.fd {
                     self.detector.set_peer_tunnel(i, t.fd);
                     p.notice_stream.restart();
-                    if let Some(ifaddr) = self.multicast_if {
-                        let _ = self
-                            .fd_sock
-                            .leave_group(group_of(p.trees.fd as u64), ifaddr);
-                        if self
-                            .fd_sock
-                            .join_group(group_of(t.fd as u64), ifaddr)
-                            .is_err()
-                        {
-                            LaneStats::add(&self.stats.send_errors, 1);
-                        }
+                    if !move_group(&self.fd_sock, self.multicast_if, p.trees.fd, t.fd) {
+                        LaneStats::add(&self.stats.send_errors, 1);
                     }
                 }
                 p.trees = t;
@@ -955,12 +955,7 @@ impl LaneLink {
             return;
         }
         if now >= tx.sender().clock().next_free() {
-            if tx.mode() != Replication::Network {
-                for i in 0..self.repl_dsts.len() {
-                    // Every index is inside the tree's receiver set.
-                    let _ = tx.set_receiver(i, self.repl_to & (1 << i) != 0);
-                }
-            }
+            set_receiver_mask(tx, self.repl_to, self.repl_dsts.len());
             if let Ok(t) = tx.transmit_now(now, &mut self.buf) {
                 self.sendto.clear();
                 for d in t.destinations.iter() {
