@@ -362,6 +362,11 @@ impl ClientLoop {
                 Ok(n) => {
                     c.parser.feed(&self.chunk[..n]);
                     got += n;
+                    if n < self.chunk.len() {
+                        // All there was (level-triggered: more is reported
+                        // by the next wait), without a read that finds none.
+                        break;
+                    }
                 }
                 Err(e) if e.kind() == ErrorKind::WouldBlock => break,
                 Err(e) if e.kind() == ErrorKind::Interrupted => {}
@@ -705,11 +710,17 @@ impl Frontend for ClientLoop {
         self.epoll.0.as_raw_fd()
     }
 
-    fn turn(&mut self, sub: &mut dyn Submit) -> bool {
+    fn turn(&mut self, sub: &mut dyn Submit, readable: bool) -> bool {
         for id in std::mem::take(&mut self.again) {
             self.pump(id, sub);
         }
-        let n = self.epoll.poll(&mut self.events);
+        // Nothing new unless the epoll set was readable (level-triggered:
+        // what is left unread now is reported again).
+        let n = if readable {
+            self.epoll.poll(&mut self.events)
+        } else {
+            0
+        };
         for i in 0..n {
             let (key, ev) = (self.events[i].u64, self.events[i].events);
             if key == LISTENER {

@@ -485,6 +485,25 @@ proptest! {
         prop_assert_eq!(c.snapshot(), a.snapshot());
         prop_assert_eq!(c.len(0), a.len(0));
     }
+
+    /// A frozen copy keeps the state it was taken at while the store goes
+    /// on (what a snapshot thread encodes).
+    #[test]
+    fn frozen_copies_do_not_move(
+        before in proptest::collection::vec(arb_op(), 0..30),
+        after in proptest::collection::vec(arb_op(), 1..30),
+    ) {
+        let mut a = Store::new();
+        for op in &before {
+            a.apply(op);
+        }
+        let frozen = a.frozen();
+        let at_freeze = a.snapshot();
+        for op in &after {
+            a.apply(op);
+        }
+        prop_assert_eq!(frozen.snapshot(), at_freeze);
+    }
 }
 
 /// The keyspace events each write queues on the store (all classes on),

@@ -41,7 +41,8 @@ use xlane_xraft::storage::OpenError;
 /// callers that do not depend on `xlane-xraft` themselves.
 pub use xlane_xraft::{timeouts_from_bounds, FsyncPolicy as LogFsync, StorageConfig};
 use xlane_xraft::{
-    DiskStorage, Input, MessageEndpoint, NodeConfig, OpenReport, RaftNode, TrafficClass, Transport,
+    DiskStorage, Input, MessageEndpoint, NodeConfig, OpenReport, RaftNode, Readiness, TrafficClass,
+    Transport,
 };
 /// The network's settings and counters, re-exported for callers that do
 /// not depend on `xlane-xraft-net` themselves.
@@ -409,9 +410,15 @@ impl Transport for FollowMembers {
         self.net.next_deadline()
     }
 
-    fn poll(&mut self, now: u64, max: usize, input: &mut dyn FnMut(Input<'_>)) -> usize {
+    fn poll(
+        &mut self,
+        now: u64,
+        max: usize,
+        ready: Readiness,
+        input: &mut dyn FnMut(Input<'_>),
+    ) -> usize {
         self.follow();
-        self.net.poll(now, max, input)
+        self.net.poll(now, max, ready, input)
     }
 }
 

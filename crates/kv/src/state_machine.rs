@@ -12,14 +12,15 @@
 //! read: the store is restored and the member table left as it was (the
 //! members given at start, then the changes applied after the snapshot).
 
-use crate::members::{decode_member, decode_table, encode_table, MemberDecodeError, Members};
+use crate::members::{decode_member, decode_table, encode_table, MemberDecodeError, Members, Peer};
 use crate::op::WriteOp;
 use crate::replicator::SharedStore;
 use crate::resp::Reply;
 use crate::store::{SnapshotError, Store};
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, PoisonError};
-use xlane_xraft::{ConfChangeType, StateMachine};
+use xlane_xraft::{ConfChangeType, SnapshotJob, StateMachine};
 
 /// Magic of a version 2 snapshot (store and member table).
 const SNAP_V2: &[u8; 8] = b"XLKVSNP2";
@@ -45,7 +46,12 @@ pub enum KvSnapshotError {
 
 /// Encodes a version 2 snapshot of `store` and `members`.
 pub fn encode_snapshot(store: &Store, members: &Members) -> Vec<u8> {
-    let table = encode_table(&members.table()).unwrap_or_else(|_| {
+    encode_snapshot_of(store, &members.table())
+}
+
+/// [`encode_snapshot`] of a member table taken earlier.
+fn encode_snapshot_of(store: &Store, members: &BTreeMap<u64, Peer>) -> Vec<u8> {
+    let table = encode_table(members).unwrap_or_else(|_| {
         // Every address in the table came through `decode_member` or
         // `parse_peer`, both of which only accept what encodes; an empty
         // table keeps the snapshot readable if that ever changes.
@@ -131,6 +137,18 @@ impl StateMachine for KvStateMachine {
         // panic midway in practice); take it anyway.
         let s = self.store.read().unwrap_or_else(PoisonError::into_inner);
         encode_snapshot(&s, &self.members)
+    }
+
+    fn snapshot_job(&self) -> SnapshotJob {
+        // O(1): the frozen store shares its maps with the live one, which
+        // copies what a later write changes.
+        let store = self
+            .store
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .frozen();
+        let members = self.members.table();
+        Box::new(move || encode_snapshot_of(&store, &members))
     }
 
     fn restore(&mut self, data: &[u8]) {

@@ -16,7 +16,8 @@
 use crate::op::{SetCond, SetTtl, WriteCmd, WriteOp, MAX_OP_BYTES};
 use crate::pubsub::{KeyEvent, NotifyFlags};
 use crate::resp::{parse_i64_strict, Reply};
-use std::collections::{BTreeSet, HashMap, VecDeque};
+use imbl::{OrdMap, OrdSet};
+use std::collections::VecDeque;
 
 /// Most keyspace events queued between two drains; later ones are dropped
 /// and counted ([`Store::events_dropped`]).
@@ -38,9 +39,11 @@ struct Entry {
 /// The key space. See the module docs.
 #[derive(Debug, Default, Clone)]
 pub struct Store {
-    map: HashMap<Vec<u8>, Entry>,
+    /// Persistent (structure-sharing) maps: a snapshot copies them in O(1)
+    /// and encodes the copy on another thread while writes go on.
+    map: OrdMap<Vec<u8>, Entry>,
     /// (expire_at, key) for every key with an expiry.
-    expiries: BTreeSet<(u64, Vec<u8>)>,
+    expiries: OrdSet<(u64, Vec<u8>)>,
     clock_ms: u64,
     applied: u64,
     /// Event classes to queue (this member's, not replicated).
@@ -113,6 +116,19 @@ impl Store {
     /// Records that the first entry of a leader of `term` was applied.
     pub fn set_leader_term(&mut self, term: u64) {
         self.leader_term = self.leader_term.max(term);
+    }
+
+    /// The replicated state alone, as it is now, in O(1) (the maps share
+    /// their structure with this store's until either changes): what a
+    /// snapshot encodes, for another thread to encode.
+    pub fn frozen(&self) -> Store {
+        Store {
+            map: self.map.clone(),
+            expiries: self.expiries.clone(),
+            clock_ms: self.clock_ms,
+            applied: self.applied,
+            ..Store::new()
+        }
     }
 
     /// Replaces the replicated state with `new`'s (a restored snapshot),
@@ -217,11 +233,11 @@ impl Store {
 
     /// Removes every key whose expiry is not after `now`.
     fn purge(&mut self, now: u64) {
-        while let Some((t, _)) = self.expiries.first() {
+        while let Some((t, _)) = self.expiries.get_min() {
             if *t > now {
                 break;
             }
-            if let Some((_, k)) = self.expiries.pop_first() {
+            if let Some((_, k)) = self.expiries.remove_min() {
                 self.map.remove(&k);
                 self.event(NotifyFlags::EXPIRED, "expired", &k);
             }
@@ -358,15 +374,13 @@ impl Store {
     /// key): equal stores give equal bytes, so it doubles as a replica
     /// comparison. For Raft snapshots.
     pub fn snapshot(&self) -> Vec<u8> {
-        let mut keys: Vec<&Vec<u8>> = self.map.keys().collect();
-        keys.sort_unstable();
         let mut out = Vec::new();
         out.extend_from_slice(SNAP_MAGIC);
         out.extend_from_slice(&self.clock_ms.to_le_bytes());
         out.extend_from_slice(&self.applied.to_le_bytes());
-        out.extend_from_slice(&(keys.len() as u64).to_le_bytes());
-        for k in keys {
-            let e = &self.map[k];
+        out.extend_from_slice(&(self.map.len() as u64).to_le_bytes());
+        // An ordered map: its keys come sorted.
+        for (k, e) in self.map.iter() {
             for b in [k.as_slice(), e.value.as_slice()] {
                 out.extend_from_slice(&(b.len() as u64).to_le_bytes());
                 out.extend_from_slice(b);

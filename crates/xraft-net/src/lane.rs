@@ -53,7 +53,7 @@ use xlane_host::socket::{
 use xlane_lane::{PeriodicMulticastSender, PeriodicReceiver, PeriodicSender, Replication};
 use xlane_lane::{TunnelParams, MAX_RECEIVERS};
 use xlane_wire::{Frame, Schema, MAX_FRAME_LEN};
-use xlane_xraft::{Input, TrafficClass};
+use xlane_xraft::{Input, Readiness, TrafficClass};
 
 /// DSCP of the X-FD sub-lane (express sub-lane 1, highest priority).
 pub const FD_DSCP: u8 = 46;
@@ -870,7 +870,13 @@ impl LaneLink {
     /// (replication first: it is what a write waits for), sends the backlog
     /// whose window came and the heartbeat if due, and hands raft datagrams
     /// and X-FD verdicts to `input`. Returns the datagrams read.
-    pub fn poll(&mut self, now: u64, max: usize, input: &mut dyn FnMut(Input<'_>)) -> usize {
+    pub fn poll(
+        &mut self,
+        now: u64,
+        max: usize,
+        ready: Readiness,
+        input: &mut dyn FnMut(Input<'_>),
+    ) -> usize {
         let lambda = self.control.fd_lambda_ns() as f64;
         if lambda != self.detector.threshold() {
             let _ = self.detector.set_threshold(lambda);
@@ -878,10 +884,20 @@ impl LaneLink {
         if self.control.changed.swap(false, Ordering::AcqRel) {
             self.apply_changes(now);
         }
-        let mut read = self.receive_repl(max, input);
-        let checked = realtime_ns();
-        let (n, fd_empty) = self.receive_fd(max, input);
-        read += n;
+        // A socket that was not readable when the driver woke is left
+        // unread: it was empty at `ready.at_ns`.
+        let mut read = 0;
+        if ready.readable(0) {
+            read += self.receive_repl(max, input);
+        }
+        let (checked, fd_empty) = if ready.readable(1) {
+            let checked = realtime_ns();
+            let (n, empty) = self.receive_fd(max, input);
+            read += n;
+            (checked, empty)
+        } else {
+            (ready.at_ns, true)
+        };
         let now = now.max(checked);
         if self.repl_next <= now {
             self.flush_repl(now);

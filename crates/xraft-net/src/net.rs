@@ -30,7 +30,7 @@ use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::thread::JoinHandle;
 use std::time::Duration;
 use xlane_xraft::driver::DriverHandle;
-use xlane_xraft::{Input, TrafficClass, Transport};
+use xlane_xraft::{Input, Readiness, TrafficClass, Transport};
 
 /// Default express MTU: the largest UDP payload sent.
 pub const EXPRESS_MTU: usize = 1400;
@@ -424,13 +424,22 @@ impl Transport for NetTransport {
         }
     }
 
-    fn poll(&mut self, now: u64, max: usize, input: &mut dyn FnMut(Input<'_>)) -> usize {
+    fn poll(
+        &mut self,
+        now: u64,
+        max: usize,
+        ready: Readiness,
+        input: &mut dyn FnMut(Input<'_>),
+    ) -> usize {
         let (sock, from, buf) = match &mut self.express {
-            Express::Lane(l) => return l.poll(now, max, input),
+            Express::Lane(l) => return l.poll(now, max, ready, input),
             Express::Udp {
                 sock, from, buf, ..
             } => (sock, from, buf),
         };
+        if !ready.readable(0) {
+            return 0;
+        }
         let mut read = 0;
         while read < max {
             let (n, src) = match sock.recv_from(buf) {
@@ -655,7 +664,7 @@ mod tests {
     fn poll_from(t: &mut NetTransport) -> Vec<u64> {
         let mut got = Vec::new();
         for _ in 0..500 {
-            t.poll(0, 16, &mut |i| {
+            t.poll(0, 16, Readiness::UNKNOWN, &mut |i| {
                 if let Input::Datagram { from, .. } = i {
                     got.push(from)
                 }

@@ -222,6 +222,31 @@ pub enum Input<'a> {
     },
 }
 
+/// Which of a transport's descriptors ([`Transport::fds`]) were readable
+/// when the driver woke, and when it looked: a transport need not read a
+/// descriptor that was not readable then (one system call fewer per turn),
+/// and knows that it was empty at `at_ns`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Readiness {
+    /// Bit `i` set: `fds()[i]` was readable.
+    pub mask: u32,
+    /// When the mask was taken (`CLOCK_REALTIME` ns).
+    pub at_ns: u64,
+}
+
+impl Readiness {
+    /// Nothing known: every descriptor may be readable (read them all).
+    pub const UNKNOWN: Readiness = Readiness {
+        mask: u32::MAX,
+        at_ns: 0,
+    };
+
+    /// Whether descriptor `i` may have input.
+    pub fn readable(&self, i: usize) -> bool {
+        i >= 32 || self.mask & (1 << i) != 0
+    }
+}
+
 /// A datagram transport between raft nodes. Delivery may drop, duplicate or reorder;
 /// Raft's retransmissions and the [`Reassembler`] tolerate that.
 ///
@@ -253,9 +278,17 @@ pub trait Transport {
 
     /// Does what is due at `now` (`CLOCK_REALTIME` ns): sends what waited for its
     /// time, reads at most `max` waiting datagrams without blocking and hands each,
-    /// and every detector verdict, to `input`. Returns how many datagrams it read.
-    fn poll(&mut self, now: u64, max: usize, input: &mut dyn FnMut(Input<'_>)) -> usize {
-        let _ = (now, max, input);
+    /// and every detector verdict, to `input`. `ready` tells which descriptors had
+    /// input when the driver woke (a descriptor not readable then may be left
+    /// unread: the next wait reports it). Returns how many datagrams it read.
+    fn poll(
+        &mut self,
+        now: u64,
+        max: usize,
+        ready: Readiness,
+        input: &mut dyn FnMut(Input<'_>),
+    ) -> usize {
+        let _ = (now, max, ready, input);
         0
     }
 }

@@ -30,7 +30,7 @@ use std::time::Instant;
 use xlane_host::runtime::{tighten_timer_slack, wait_readable, Waker};
 use xlane_host::socket::realtime_ns;
 
-use crate::batch::{Input, MessageEndpoint, ProposalId, Transport};
+use crate::batch::{Input, MessageEndpoint, ProposalId, Readiness, Transport};
 use crate::node::{ConfChangeError, Event, ProposeError, RaftNode, ReadId, StateMachine};
 use raft::eraftpb::ConfChangeType;
 
@@ -109,8 +109,10 @@ pub trait Frontend: Send + 'static {
     fn fd(&self) -> RawFd;
     /// Does the frontend's waiting input without blocking and submits what it asks for.
     /// Called every turn before the node's Ready is handled, so what is submitted joins
-    /// that Ready. Returns true if work is left for another turn right away.
-    fn turn(&mut self, submit: &mut dyn Submit) -> bool;
+    /// that Ready. `readable`: [`Frontend::fd`] was readable when the driver woke (if
+    /// not, only work left from earlier turns is due). Returns true if work is left
+    /// for another turn right away.
+    fn turn(&mut self, submit: &mut dyn Submit, readable: bool) -> bool;
     /// The outcome of an earlier submission.
     fn complete(&mut self, token: u64, outcome: Outcome, submit: &mut dyn Submit);
     /// End of the turn: sends what is ready to go. Returns true if work is left for
@@ -330,10 +332,10 @@ impl<S: StateMachine, T: Transport> Pass<'_, S, T> {
     /// arrived before the turn, and the index is taken during it, after this turn's
     /// first Ready and before any write this turn commits later is acknowledged, so
     /// it covers every write acknowledged before any of those reads was sent.
-    fn frontend_turn(&mut self, f: &mut dyn Frontend, busy: &mut bool) -> bool {
+    fn frontend_turn(&mut self, f: &mut dyn Frontend, readable: bool, busy: &mut bool) -> bool {
         let mut submitted = self.frontend_outcomes(f);
         let mut sub = self.submit(true);
-        *busy |= f.turn(&mut sub);
+        *busy |= f.turn(&mut sub, readable);
         submitted |= sub.count > 0;
         submitted
     }
@@ -461,10 +463,19 @@ impl Driver {
                 } else {
                     (realtime_ns() + tick).min(transport.next_deadline())
                 };
-                // An error here (EINTR is already 0) leaves the mask empty: the turn
-                // drains anyway.
-                let _ = wait_readable(fds, wake_at);
-                thread_waker.clear();
+                // Only what was readable is read (a descriptor left unread stays
+                // readable for the next wait). An error here leaves nothing known:
+                // everything is read.
+                let mask = wait_readable(fds, wake_at).unwrap_or(u32::MAX);
+                let seen = realtime_ns();
+                if mask & 1 != 0 {
+                    thread_waker.clear();
+                }
+                let ready = Readiness {
+                    mask: (mask >> 1) & ((1u32 << k) - 1),
+                    at_ns: seen,
+                };
+                let frontend_readable = mask & (1 << (1 + k)) != 0;
                 let now = start.elapsed().as_nanos() as u64;
                 let mut drained = 0;
                 loop {
@@ -507,7 +518,7 @@ impl Driver {
                     }
                 }
                 busy = drained >= DRAIN_MAX;
-                let n = transport.poll(realtime_ns(), DRAIN_MAX, &mut |input| match input {
+                let n = transport.poll(realtime_ns(), DRAIN_MAX, ready, &mut |input| match input {
                     Input::Datagram { from, bytes } => {
                         step_datagram(&mut endpoint, &mut node, from, now, bytes)
                     }
@@ -533,7 +544,7 @@ impl Driver {
                 if let Some(f) = frontend.as_mut() {
                     // Outcomes first, then new requests: a read served now sees all
                     // that this turn applied (e.g. a commit that came with the read).
-                    let submitted = pass.frontend_turn(f.as_mut(), &mut busy);
+                    let submitted = pass.frontend_turn(f.as_mut(), frontend_readable, &mut busy);
                     if submitted && pass.ready().is_err() {
                         break;
                     }

@@ -18,11 +18,13 @@ pub mod driver;
 pub mod node;
 pub mod storage;
 
-pub use batch::{Input, MessageEndpoint, ProposalId, TrafficClass, Transport};
+pub use batch::{Input, MessageEndpoint, ProposalId, Readiness, TrafficClass, Transport};
 pub use node::{
     check_conf_change, timeouts_from_bounds, ConfChangeError, DropReason, Event, NodeConfig,
-    RaftNode, ReadId, ReadyOutput, StateMachine,
+    RaftNode, ReadId, ReadyOutput, SnapshotJob, StateMachine,
 };
 pub use raft;
 pub use raft::eraftpb::{ConfChangeType, Message};
-pub use storage::{DiskStorage, FsyncPolicy, OpenReport, StorageConfig};
+pub use storage::{
+    DiskStorage, FsyncPolicy, OpenReport, PreparedSnapshot, SnapshotWriter, StorageConfig,
+};

@@ -539,24 +539,62 @@ impl DiskStorage {
     }
 
     fn write_snapshot_file(&mut self, snap: &Snapshot) -> Result<(), WriteError> {
-        let mut buf = Vec::new();
-        encode_record(K_SNAP, &snap.write_to_bytes()?, &mut buf);
-        let tmp = self.cfg.dir.join("snapshot.tmp");
-        let fin = self.cfg.dir.join("snapshot");
-        {
-            let mut f = File::create(&tmp)?;
-            f.write_all(&buf)?;
-            if self.cfg.fsync != FsyncPolicy::Never {
-                f.sync_all()?;
-            }
-        }
+        write_snapshot_to(&self.cfg.dir, self.cfg.fsync, snap, "snapshot.tmp")?;
+        let (tmp, fin) = (
+            self.cfg.dir.join("snapshot.tmp"),
+            self.cfg.dir.join("snapshot"),
+        );
         fs::rename(&tmp, &fin)?;
         if self.cfg.fsync != FsyncPolicy::Never {
             sync_dir(&self.cfg.dir)?;
         }
         Ok(())
     }
+}
 
+/// Writes `snap` as a snapshot file named `name` in `dir` (synced under any
+/// policy but `Never`).
+fn write_snapshot_to(
+    dir: &Path,
+    fsync: FsyncPolicy,
+    snap: &Snapshot,
+    name: &str,
+) -> Result<PathBuf, WriteError> {
+    let mut buf = Vec::new();
+    encode_record(K_SNAP, &snap.write_to_bytes()?, &mut buf);
+    let path = dir.join(name);
+    let mut f = File::create(&path)?;
+    f.write_all(&buf)?;
+    if fsync != FsyncPolicy::Never {
+        f.sync_all()?;
+    }
+    Ok(path)
+}
+
+/// Writes snapshot files for a [`DiskStorage`] from another thread.
+#[derive(Debug, Clone)]
+pub struct SnapshotWriter {
+    dir: PathBuf,
+    fsync: FsyncPolicy,
+}
+
+impl SnapshotWriter {
+    /// Writes `snap` beside the storage's files (not yet its snapshot: see
+    /// [`DiskStorage::install_prepared`]).
+    pub fn write(&self, snap: Snapshot) -> Result<PreparedSnapshot, WriteError> {
+        let file = write_snapshot_to(&self.dir, self.fsync, &snap, "snapshot.next.tmp")?;
+        Ok(PreparedSnapshot { snap, file })
+    }
+}
+
+/// A snapshot written by [`SnapshotWriter::write`], to be installed.
+#[derive(Debug)]
+pub struct PreparedSnapshot {
+    snap: Snapshot,
+    file: PathBuf,
+}
+
+impl DiskStorage {
     /// Installs a snapshot received from the leader: the whole log is replaced.
     pub fn apply_snapshot(&mut self, snap: Snapshot) -> Result<(), WriteError> {
         let meta = snap.get_metadata().clone();
@@ -592,6 +630,43 @@ impl DiskStorage {
             });
         }
         self.write_snapshot_file(&snap)?;
+        self.compact_to(snap)
+    }
+
+    /// How this storage writes snapshot files, for a thread of its own
+    /// ([`SnapshotWriter::write`], then [`DiskStorage::install_prepared`]).
+    pub fn snapshot_writer(&self) -> SnapshotWriter {
+        SnapshotWriter {
+            dir: self.cfg.dir.clone(),
+            fsync: self.cfg.fsync,
+        }
+    }
+
+    /// Installs a snapshot whose file [`SnapshotWriter::write`] wrote: it becomes
+    /// the snapshot, and the log before it is compacted away (as
+    /// [`DiskStorage::compact_with_snapshot`], without writing the state on this
+    /// thread). `OutOfRange` (and the file removed) when the log moved past it
+    /// meanwhile (e.g. a leader's snapshot was installed).
+    pub fn install_prepared(&mut self, p: PreparedSnapshot) -> Result<(), WriteError> {
+        let idx = p.snap.get_metadata().index;
+        if idx <= self.base_index || idx > self.last_index_value() {
+            let _ = fs::remove_file(&p.file);
+            return Err(WriteError::OutOfRange {
+                index: idx,
+                first: self.base_index + 1,
+                last: self.last_index_value(),
+            });
+        }
+        fs::rename(&p.file, self.cfg.dir.join("snapshot"))?;
+        if self.cfg.fsync != FsyncPolicy::Never {
+            sync_dir(&self.cfg.dir)?;
+        }
+        self.compact_to(p.snap)
+    }
+
+    /// Drops the log up to `snap` (whose file is written) and keeps `snap`.
+    fn compact_to(&mut self, snap: Snapshot) -> Result<(), WriteError> {
+        let idx = snap.get_metadata().index;
         let drop = (idx - self.base_index) as usize;
         self.entries.drain(..drop);
         self.base_index = idx;

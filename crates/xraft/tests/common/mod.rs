@@ -112,6 +112,8 @@ fn node_cfg(id: u64, seed: u64) -> NodeConfig {
         election_ticks: 10,
         heartbeat_ticks: 1,
         snapshot_interval: 25,
+        // Reproducible: snapshots within the Ready that takes them.
+        snapshot_thread: false,
         max_size_per_msg: 1024,
         max_batch_ops: 8,
         read_timeout_ticks: 60,
