@@ -537,17 +537,17 @@ impl Driver {
                     reads: &mut reads,
                     done: &mut done,
                 };
+                // The frontend's new requests join this turn's one Ready, with what
+                // the peers' messages set off: new entries travel in the append that
+                // carries the commit index they advanced (one datagram per follower).
+                if let Some(f) = frontend.as_mut() {
+                    pass.frontend_turn(f.as_mut(), frontend_readable, &mut busy);
+                }
                 if pass.ready().is_err() {
                     break; // storage failure: stop; waiters see Stopped
                 }
                 thread_leader.store(pass.node.leader_id(), Ordering::Relaxed);
                 if let Some(f) = frontend.as_mut() {
-                    // Outcomes first, then new requests: a read served now sees all
-                    // that this turn applied (e.g. a commit that came with the read).
-                    let submitted = pass.frontend_turn(f.as_mut(), frontend_readable, &mut busy);
-                    if submitted && pass.ready().is_err() {
-                        break;
-                    }
                     // What these outcomes set off joins the next turn's Ready.
                     busy |= pass.frontend_outcomes(f.as_mut());
                     busy |= f.flush();

@@ -8,12 +8,15 @@
 //!   tunnel's bounds, and a failure-detector hook that starts elections early;
 //! * [`batch`] — proposal batch codec, raft message codec, fragmentation/reassembly for a
 //!   small-MTU express lane, and the two-class [`batch::Transport`] trait;
+//! * `coalesce` — one append per follower and Ready (a commit notice joins the
+//!   append that follows it);
 //! * [`storage`] — a durable, CRC-protected segment log implementing `raft::Storage`;
 //! * [`driver`] — a thread owning a node, with blocking `propose` / `read_barrier`, that
 //!   also polls the transport's sockets (the network itself is `xlane-xraft-net`).
 #![warn(missing_docs)]
 
 pub mod batch;
+mod coalesce;
 pub mod driver;
 pub mod node;
 pub mod storage;

@@ -959,6 +959,7 @@ impl<S: StateMachine> RaftNode<S> {
         {
             self.start_snapshot()?;
         }
+        crate::coalesce::subsume_commit_notices(&mut out.messages);
         out.events = std::mem::take(&mut self.events);
         Ok(out)
     }
