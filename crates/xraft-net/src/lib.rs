@@ -11,12 +11,14 @@
 //!   sized by the burst policy and resized with its role, the other
 //!   members' tree ids, upcalls followed.
 //! * [`chunk_stream`]: raft datagrams as a stream of lane chunks.
+//! * [`udp_batch`]: the plain UDP socket read with one `recvmmsg` a turn.
 #![warn(missing_docs)]
 
 pub mod chunk_stream;
 pub mod lane;
 pub mod net;
 pub mod session;
+pub mod udp_batch;
 
 pub use lane::{
     frame_sizes, FrameSizes, LaneControl, LaneError, LaneLink, LaneStats, LaneTiming, Retune, Tree,

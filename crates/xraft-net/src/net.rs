@@ -20,6 +20,7 @@
 //! and counted in [`TransportStats`].
 
 use crate::lane::{LaneControl, LaneError, LaneLink, LaneStats, LaneTiming, TreeIds};
+use crate::udp_batch::{SendQueue, UdpBatch, UDP_BATCH};
 use std::collections::{BTreeMap, HashMap};
 use std::io::{Read, Write};
 use std::net::{IpAddr, Shutdown, SocketAddr, TcpListener, TcpStream, UdpSocket};
@@ -141,7 +142,8 @@ enum Express {
         fds: [RawFd; 1],
         to: HashMap<u64, SocketAddr>,
         from: HashMap<SocketAddr, u64>,
-        buf: Vec<u8>,
+        batch: Box<UdpBatch>,
+        out: SendQueue,
     },
     /// The lane link.
     Lane(Box<LaneLink>),
@@ -209,7 +211,8 @@ impl NetTransport {
                     sock,
                     to: others().copied().collect(),
                     from: others().map(|&(pid, a)| (a, pid)).collect(),
-                    buf: vec![0u8; UDP_BUF],
+                    batch: Box::new(UdpBatch::new(UDP_BUF)),
+                    out: SendQueue::default(),
                 };
                 (express, addr)
             }
@@ -381,17 +384,11 @@ impl Transport for NetTransport {
         match class {
             TrafficClass::Express | TrafficClass::Notice => match &mut self.express {
                 Express::Lane(link) => link.send(to, class, &bytes),
-                Express::Udp {
-                    sock, to: peers, ..
-                } => {
-                    let Some(addr) = peers.get(&to) else {
-                        add(&self.stats.udp_send_errors);
-                        return;
-                    };
-                    if bytes.len() > self.mtu || sock.send_to(&bytes, addr).is_err() {
-                        add(&self.stats.udp_send_errors);
-                    } else {
-                        add(&self.stats.udp_sent);
+                Express::Udp { to: peers, out, .. } => {
+                    // Queued: the Ready's datagrams leave together at flush.
+                    match peers.get(&to) {
+                        Some(addr) if bytes.len() <= self.mtu => out.push(*addr, bytes),
+                        _ => add(&self.stats.udp_send_errors),
                     }
                 }
             },
@@ -405,8 +402,17 @@ impl Transport for NetTransport {
     }
 
     fn flush(&mut self) {
-        if let Express::Lane(l) = &mut self.express {
-            l.flush();
+        match &mut self.express {
+            Express::Lane(l) => l.flush(),
+            Express::Udp { sock, out, .. } => {
+                let (sent, refused) = out.flush(sock.as_raw_fd());
+                self.stats
+                    .udp_sent
+                    .fetch_add(sent as u64, Ordering::Relaxed);
+                self.stats
+                    .udp_send_errors
+                    .fetch_add(refused as u64, Ordering::Relaxed);
+            }
         }
     }
 
@@ -431,36 +437,41 @@ impl Transport for NetTransport {
         ready: Readiness,
         input: &mut dyn FnMut(Input<'_>),
     ) -> usize {
-        let (sock, from, buf) = match &mut self.express {
+        let (sock, from, batch) = match &mut self.express {
             Express::Lane(l) => return l.poll(now, max, ready, input),
             Express::Udp {
-                sock, from, buf, ..
-            } => (sock, from, buf),
+                sock, from, batch, ..
+            } => (sock, from, batch),
         };
         if !ready.readable(0) {
             return 0;
         }
         let mut read = 0;
         while read < max {
-            let (n, src) = match sock.recv_from(buf) {
-                Ok(x) => x,
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+            let n = match batch.recv(sock.as_raw_fd()) {
+                Ok(n) => n,
                 // ICMP errors from dead peers, EINTR: try the next one.
                 Err(_) => {
                     read += 1;
                     continue;
                 }
             };
-            read += 1;
-            match from.get(&src) {
-                Some(&id) => {
-                    add(&self.stats.udp_received);
-                    input(Input::Datagram {
-                        from: id,
-                        bytes: &buf[..n],
-                    });
+            read += n;
+            for i in 0..n {
+                let Some((src, bytes)) = batch.get(i) else {
+                    break;
+                };
+                match src.and_then(|a| from.get(&a)) {
+                    Some(&id) => {
+                        add(&self.stats.udp_received);
+                        input(Input::Datagram { from: id, bytes });
+                    }
+                    None => add(&self.stats.udp_unknown),
                 }
-                None => add(&self.stats.udp_unknown),
+            }
+            // A short batch found the socket empty.
+            if n < UDP_BATCH {
+                break;
             }
         }
         read
@@ -740,6 +751,8 @@ mod tests {
         assert_eq!(t.peers().iter().collect::<Vec<_>>(), [(&3, &a3)]);
         t.send(2, TrafficClass::Express, b"to two".to_vec());
         t.send(3, TrafficClass::Express, b"to three".to_vec());
+        // Queued until the flush, which sends the Ready's datagrams together.
+        t.flush();
         let mut buf = [0u8; 64];
         let (n, from) = three.recv_from(&mut buf).expect("three hears");
         assert_eq!((&buf[..n], from), (&b"to three"[..], mine));
