@@ -173,6 +173,37 @@ pub struct Datagram<'a> {
     pub bytes: Option<&'a [u8]>,
 }
 
+/// Sends every message of `hdrs` on `fd` with `sendmmsg`, going on past a
+/// message the kernel refuses (e.g. `ENOBUFS`, or an ICMP error of an
+/// earlier send); returns how many it took.
+///
+/// # Safety
+/// Every header's name, iovec and buffer pointers must be valid for reads
+/// for the call.
+pub unsafe fn send_mmsg_all(fd: RawFd, hdrs: &mut [libc::mmsghdr], flags: libc::c_int) -> usize {
+    let (mut sent, mut off) = (0, 0);
+    while off < hdrs.len() {
+        // SAFETY: the caller vouches for the headers; the kernel only reads
+        // what they point to.
+        let r = unsafe {
+            libc::sendmmsg(
+                fd,
+                hdrs[off..].as_mut_ptr(),
+                (hdrs.len() - off) as libc::c_uint,
+                flags,
+            )
+        };
+        if r <= 0 {
+            // This one was refused; go on with the next.
+            off += 1;
+            continue;
+        }
+        sent += r as usize;
+        off += r as usize;
+    }
+    sent
+}
+
 /// Datagrams one [`LaneSocket::recv_batch`] call reads at most.
 pub const RECV_BATCH: usize = 16;
 /// Destinations one `sendmmsg` of [`LaneSocket::send_many`] covers.
@@ -801,26 +832,8 @@ impl LaneSocket {
                 h.msg_iov = &mut iov[i];
                 h.msg_iovlen = 1;
             }
-            let mut off = 0;
-            while off < group.len() {
-                // SAFETY: the headers point to live buffers and addresses;
-                // the kernel only reads the payload.
-                let r = unsafe {
-                    libc::sendmmsg(
-                        self.fd.as_raw_fd(),
-                        hdrs[off..].as_mut_ptr(),
-                        (group.len() - off) as libc::c_uint,
-                        0,
-                    )
-                };
-                if r <= 0 {
-                    // This copy was refused; go on with the next one.
-                    off += 1;
-                    continue;
-                }
-                sent += r as usize;
-                off += r as usize;
-            }
+            // SAFETY: the headers point to live buffers and addresses.
+            sent += unsafe { send_mmsg_all(self.fd.as_raw_fd(), &mut hdrs[..group.len()], 0) };
         }
         sent
     }

@@ -130,27 +130,13 @@ impl SendQueue {
                 h.msg_iov = &mut iov[i];
                 h.msg_iovlen = 1;
             }
-            let mut off = 0;
-            while off < group.len() {
-                // SAFETY: the headers point to live buffers and addresses;
-                // the kernel only reads them.
-                let r = unsafe {
-                    libc::sendmmsg(
-                        fd,
-                        hdrs[off..].as_mut_ptr(),
-                        (group.len() - off) as libc::c_uint,
-                        libc::MSG_DONTWAIT,
-                    )
-                };
-                if r <= 0 {
-                    // This one was refused; go on with the next.
-                    refused += 1;
-                    off += 1;
-                    continue;
-                }
-                sent += r as usize;
-                off += r as usize;
-            }
+            // SAFETY: the headers point to the queued buffers and `addrs`,
+            // alive for the call.
+            let took = unsafe {
+                xlane_host::socket::send_mmsg_all(fd, &mut hdrs[..group.len()], libc::MSG_DONTWAIT)
+            };
+            sent += took;
+            refused += group.len() - took;
         }
         self.queued.clear();
         (sent, refused)
