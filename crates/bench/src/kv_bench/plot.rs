@@ -72,8 +72,11 @@ fn draw<DB: plotters::prelude::DrawingBackend>(
     let xs: Vec<usize> = ok.iter().map(|s| s.replicas).collect();
     let xmin = xs.iter().copied().min().unwrap_or(3) as f64 - 0.7;
     let xmax = xs.iter().copied().max().unwrap_or(3) as f64 + 0.7;
-    let lo = ok.iter().map(|s| s.p50_ns.max(1)).min().unwrap_or(1) as f64 / 2.0;
-    let hi = ok.iter().map(|s| s.p99_ns.max(1)).max().unwrap_or(10) as f64 * 40.0;
+    // A system none of whose timed writes became visible has no latency to
+    // plot (its legend says so), rather than a point at the axis' floor.
+    let timed = || ok.iter().filter(|s| s.latency_writes > 0);
+    let lo = timed().map(|s| s.p50_ns.max(1)).min().unwrap_or(1000) as f64 / 2.0;
+    let hi = timed().map(|s| s.p99_ns.max(1)).max().unwrap_or(10_000) as f64 * 40.0;
     let names: Vec<&str> = System::ALL.iter().map(|s| s.name()).collect();
     let colors = [
         RED,
@@ -123,17 +126,29 @@ fn draw<DB: plotters::prelude::DrawingBackend>(
         }
         let c = colors[k % colors.len()];
         let off = (k as f64 - 1.0) * 0.08;
-        let lp: Vec<(f64, f64)> = pts
+        let (lpts, untimed): (Vec<&SystemReport>, Vec<&SystemReport>) =
+            pts.iter().partition(|s| s.latency_writes > 0);
+        let label = if untimed.is_empty() {
+            label_of(name).to_string()
+        } else {
+            let n: Vec<String> = untimed.iter().map(|s| s.replicas.to_string()).collect();
+            format!(
+                "{} (no write visible in time: {} members)",
+                label_of(name),
+                n.join(", ")
+            )
+        };
+        let lp: Vec<(f64, f64)> = lpts
             .iter()
             .map(|s| (s.replicas as f64 + off, s.mean_ns.max(1) as f64))
             .collect();
         lat.draw_series(LineSeries::new(lp.clone(), c.stroke_width(2)))
             .map_err(e)?
-            .label(label_of(name).to_string())
+            .label(label)
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2)));
         lat.draw_series(lp.iter().map(|&p| Circle::new(p, 4, c.filled())))
             .map_err(e)?;
-        lat.draw_series(pts.iter().map(|s| {
+        lat.draw_series(lpts.iter().map(|s| {
             let x = s.replicas as f64 + off;
             PathElement::new(
                 vec![(x, s.p50_ns.max(1) as f64), (x, s.p99_ns.max(1) as f64)],

@@ -80,6 +80,27 @@ pub fn ratios(systems: &[SystemReport], timeout_ns: u64) -> Vec<Ratio> {
     out
 }
 
+/// Mean, p50, p99, p99.9, max and acknowledgement p50 as the table prints
+/// them: "–" when none of the system's timed writes became visible (a 0
+/// would read as the fastest).
+fn latency_cells(s: &SystemReport) -> [String; 6] {
+    let ns = [
+        s.mean_ns,
+        s.p50_ns,
+        s.p99_ns,
+        s.p999_ns,
+        s.max_ns,
+        s.ack_p50_ns,
+    ];
+    ns.map(|v| {
+        if s.latency_writes > 0 {
+            fmt_ns(v)
+        } else {
+            "–".to_string()
+        }
+    })
+}
+
 /// The label of a system name.
 pub fn label_of(name: &str) -> &str {
     match System::from_name(name) {
@@ -132,15 +153,16 @@ impl KvBenchReport {
             for s in self.systems.iter().filter(|s| s.scenario == c.scenario) {
                 let label = label_of(&s.name).to_string();
                 if s.available {
+                    let [mean, p50, p99, p999, max, ack] = latency_cells(s);
                     t.row(vec![
                         label.clone(),
                         s.replicas.to_string(),
-                        fmt_ns(s.mean_ns),
-                        fmt_ns(s.p50_ns),
-                        fmt_ns(s.p99_ns),
-                        fmt_ns(s.p999_ns),
-                        fmt_ns(s.max_ns),
-                        fmt_ns(s.ack_p50_ns),
+                        mean,
+                        p50,
+                        p99,
+                        p999,
+                        max,
+                        ack,
                         format!("{:.0}", s.ops_per_s),
                         s.errors.to_string(),
                         s.leader_changes.to_string(),
@@ -237,6 +259,22 @@ mod tests {
         r.p99_ns = p99;
         r.ops_per_s = ops;
         r
+    }
+
+    #[test]
+    fn no_visible_write_prints_no_latency() {
+        let mut none = mk("both", "etcd", 3, 0, 0, 0.0);
+        none.errors = 17;
+        assert_eq!(
+            latency_cells(&none),
+            ["–", "–", "–", "–", "–", "–"].map(String::from)
+        );
+        let mut some = mk("both", "etcd", 3, 2_000_000, 3_000_000, 1.0);
+        (some.latency_writes, some.p50_ns) = (3, 1_500_000);
+        let cells = latency_cells(&some);
+        assert_eq!(cells[0], fmt_ns(2_000_000));
+        assert_eq!(cells[1], fmt_ns(1_500_000));
+        assert_eq!(cells[2], fmt_ns(3_000_000));
     }
 
     #[test]
