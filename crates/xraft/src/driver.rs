@@ -326,18 +326,17 @@ impl<S: StateMachine, T: Transport> Pass<'_, S, T> {
     }
 
     /// Hands the queued outcomes to `f`, then its turn (`busy` set if it has work
-    /// left); true if either submitted new work.
+    /// left). What they submit joins the turn's Ready.
     ///
     /// The read barriers of one turn share a single read index: every one of them
-    /// arrived before the turn, and the index is taken during it, after this turn's
-    /// first Ready and before any write this turn commits later is acknowledged, so
-    /// it covers every write acknowledged before any of those reads was sent.
-    fn frontend_turn(&mut self, f: &mut dyn Frontend, readable: bool, busy: &mut bool) -> bool {
-        let mut submitted = self.frontend_outcomes(f);
+    /// arrived before the turn, and the index is taken during it, after the peers'
+    /// messages of the turn were stepped and before the turn's Ready. A write
+    /// acknowledged before any of those reads was sent was acknowledged at the end
+    /// of an earlier turn, so it was committed before this one: the index covers it.
+    fn frontend_turn(&mut self, f: &mut dyn Frontend, readable: bool, busy: &mut bool) {
+        self.frontend_outcomes(f);
         let mut sub = self.submit(true);
         *busy |= f.turn(&mut sub, readable);
-        submitted |= sub.count > 0;
-        submitted
     }
 }
 

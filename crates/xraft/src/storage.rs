@@ -543,16 +543,8 @@ impl DiskStorage {
     }
 
     fn write_snapshot_file(&mut self, snap: &Snapshot) -> Result<(), WriteError> {
-        write_snapshot_to(&self.cfg.dir, self.cfg.fsync, snap, "snapshot.tmp")?;
-        let (tmp, fin) = (
-            self.cfg.dir.join("snapshot.tmp"),
-            self.cfg.dir.join("snapshot"),
-        );
-        fs::rename(&tmp, &fin)?;
-        if self.cfg.fsync != FsyncPolicy::Never {
-            sync_dir(&self.cfg.dir)?;
-        }
-        Ok(())
+        let tmp = write_snapshot_to(&self.cfg.dir, self.cfg.fsync, snap, "snapshot.tmp")?;
+        self.make_snapshot_current(&tmp)
     }
 }
 
@@ -583,7 +575,14 @@ impl DiskStorage {
 
     /// Stores a locally taken snapshot (at an applied index) and compacts the log up to it.
     pub fn compact_with_snapshot(&mut self, snap: Snapshot) -> Result<(), WriteError> {
-        let idx = snap.get_metadata().index;
+        self.check_compactable(snap.get_metadata().index)?;
+        self.write_snapshot_file(&snap)?;
+        self.compact_to(snap)
+    }
+
+    /// `OutOfRange` unless the log can be compacted up to `idx` (after the
+    /// current base, not past the last entry).
+    fn check_compactable(&self, idx: u64) -> Result<(), WriteError> {
         if idx <= self.base_index || idx > self.last_index_value() {
             return Err(WriteError::OutOfRange {
                 index: idx,
@@ -591,8 +590,17 @@ impl DiskStorage {
                 last: self.last_index_value(),
             });
         }
-        self.write_snapshot_file(&snap)?;
-        self.compact_to(snap)
+        Ok(())
+    }
+
+    /// Makes the snapshot file `file` (written beside the storage's files)
+    /// the current one (synced under any policy but `Never`).
+    fn make_snapshot_current(&self, file: &Path) -> Result<(), WriteError> {
+        fs::rename(file, self.cfg.dir.join("snapshot"))?;
+        if self.cfg.fsync != FsyncPolicy::Never {
+            sync_dir(&self.cfg.dir)?;
+        }
+        Ok(())
     }
 
     /// Drops the log up to `snap` (whose file is written) and keeps `snap`.

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use protobuf::Message as PbMessage;
 use raft::eraftpb::Snapshot;
 
-use super::{encode_record, sync_dir, DiskStorage, FsyncPolicy, WriteError, K_SNAP};
+use super::{encode_record, DiskStorage, FsyncPolicy, WriteError, K_SNAP};
 
 /// Writes `snap` as a snapshot file named `name` in `dir` (synced under any
 /// policy but `Never`).
@@ -69,19 +69,11 @@ impl DiskStorage {
     /// thread). `OutOfRange` (and the file removed) when the log moved past it
     /// meanwhile (e.g. a leader's snapshot was installed).
     pub fn install_prepared(&mut self, p: PreparedSnapshot) -> Result<(), WriteError> {
-        let idx = p.snap.get_metadata().index;
-        if idx <= self.base_index || idx > self.last_index_value() {
+        if let Err(e) = self.check_compactable(p.snap.get_metadata().index) {
             let _ = fs::remove_file(&p.file);
-            return Err(WriteError::OutOfRange {
-                index: idx,
-                first: self.base_index + 1,
-                last: self.last_index_value(),
-            });
+            return Err(e);
         }
-        fs::rename(&p.file, self.cfg.dir.join("snapshot"))?;
-        if self.cfg.fsync != FsyncPolicy::Never {
-            sync_dir(&self.cfg.dir)?;
-        }
+        self.make_snapshot_current(&p.file)?;
         self.compact_to(p.snap)
     }
 }
