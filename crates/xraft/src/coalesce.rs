@@ -1,9 +1,36 @@
-//! One append per follower and Ready: a commit notice (an empty append raft sends
-//! when its commit index advances) that a later append of the same Ready subsumes is
-//! dropped, so a Ready that commits and proposes sends one datagram per follower and
-//! gets one answer.
+//! One append per follower and Ready, and no more commit notices than followers need.
+//!
+//! * A commit notice (an empty append that tells followers a new commit index) goes
+//!   out only when no entry is in flight ([`tell_commit`]): while the leader's log holds
+//!   uncommitted entries, the append that carries the next entries, or the notice sent
+//!   once those are committed, or the next heartbeat, brings the commit index to the
+//!   followers. Under a stream of writes a follower then wakes once per batch (entries
+//!   and the commit index of the batch before) instead of twice, as a Redis replica
+//!   wakes once per batch its primary propagates.
+//! * A commit notice that a later append of the same Ready subsumes is dropped
+//!   ([`subsume_commit_notices`]), so a Ready that commits and proposes sends one
+//!   datagram per follower and gets one answer.
 
 use raft::eraftpb::{Message, MessageType};
+use raft::{Raft, StateRole, Storage};
+
+/// Tells the followers the commit index (raft's `bcast_append`) when it advanced since
+/// the last call (`seen`) and nothing is in flight: every entry of the leader's log is
+/// committed. With entries in flight the notice waits (see the module docs); raft is
+/// configured with `skip_bcast_commit`, so this is the only place commit notices come
+/// from (but for pending membership changes, which raft still broadcasts). Called once
+/// per Ready, after the turn's proposals joined the log. Bounded: one message per
+/// follower.
+pub(crate) fn tell_commit<T: Storage>(raft: &mut Raft<T>, seen: &mut u64) {
+    let committed = raft.raft_log.committed;
+    if raft.state == StateRole::Leader
+        && committed > *seen
+        && raft.raft_log.last_index() == committed
+    {
+        raft.bcast_append();
+    }
+    *seen = committed;
+}
 
 /// Drops each empty append (a commit notice) that a later append of the same Ready to
 /// the same peer subsumes: same term, same place in the log (`index`, `log_term`), so

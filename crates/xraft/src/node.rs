@@ -388,6 +388,8 @@ pub struct RaftNode<S: StateMachine> {
     timeout_epoch: (u64, StateRole),
     /// The snapshot being serialized and written on its own thread.
     snapshotting: Option<mpsc::Receiver<Result<PreparedSnapshot, WriteError>>>,
+    /// The commit index at the last Ready ([`crate::coalesce::tell_commit`]).
+    commit_seen: u64,
 }
 
 fn splitmix64(state: &mut u64) -> u64 {
@@ -473,6 +475,8 @@ impl<S: StateMachine> RaftNode<S> {
             check_quorum: cfg.check_quorum,
             pre_vote: cfg.pre_vote,
             applied,
+            // Commit notices are the node's to send ([`crate::coalesce::tell_commit`]).
+            skip_bcast_commit: true,
             ..Default::default()
         };
         let raw = RawNode::new(&rc, storage, logger)?;
@@ -501,6 +505,7 @@ impl<S: StateMachine> RaftNode<S> {
             role,
             rng,
             timeout_epoch,
+            commit_seen: 0,
         };
         me.reseed_timeout(true);
         Ok(me)
@@ -824,6 +829,7 @@ impl<S: StateMachine> RaftNode<S> {
     /// committed entries, advances, and returns messages to send plus application events.
     pub fn handle_ready(&mut self) -> Result<ReadyOutput, ReadyError> {
         self.flush_batch();
+        crate::coalesce::tell_commit(&mut self.raw.raft, &mut self.commit_seen);
         let mut out = ReadyOutput::default();
         if self.raw.has_ready() {
             let mut rd = self.raw.ready();
@@ -879,6 +885,9 @@ impl<S: StateMachine> RaftNode<S> {
         {
             self.start_snapshot()?;
         }
+        // What the Ready wrote after its sync (the commit index the persisted entries
+        // advanced) reaches the log before its messages leave.
+        self.raw.mut_store().flush()?;
         crate::coalesce::subsume_commit_notices(&mut out.messages);
         out.events = std::mem::take(&mut self.events);
         Ok(out)

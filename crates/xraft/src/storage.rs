@@ -13,9 +13,14 @@
 //! A torn or corrupt tail of the newest segment (crash while appending) is truncated on
 //! open and reported in [`OpenReport::torn_tail`]. Corruption anywhere else is an error.
 //!
+//! Writes: the records of one Ready (entries, hard state, membership) are queued in memory
+//! and reach the active segment in one `write` call, at [`DiskStorage::sync`] or
+//! [`DiskStorage::flush`] (the node calls `sync` once per Ready, before sending messages
+//! that acknowledge the persisted state, and `flush` before returning the Ready's output).
+//! Records still queued when the storage is dropped were never acknowledged.
+//!
 //! Durability: [`FsyncPolicy::Always`] syncs after every write call, [`FsyncPolicy::Batch`]
-//! only in [`DiskStorage::sync`] (the node calls it once per Ready, before sending messages
-//! that acknowledge the persisted state), [`FsyncPolicy::Never`] never (RAM disk / tests).
+//! only in [`DiskStorage::sync`], [`FsyncPolicy::Never`] never (RAM disk / tests).
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Write};
@@ -178,6 +183,8 @@ pub struct DiskStorage {
     active_seq: u64,
     active_len: u64,
     dirty: bool,
+    /// Records not yet written to `active` (one write call per flush).
+    pending: Vec<u8>,
     /// Set when raft asked for a snapshot that is missing or staler than the conf state.
     snapshot_wanted: std::cell::Cell<bool>,
 }
@@ -393,6 +400,7 @@ impl DiskStorage {
             active_seq,
             active_len,
             dirty: false,
+            pending: Vec::new(),
             snapshot_wanted: std::cell::Cell::new(false),
         };
         if fresh || st.snapshot_advanced {
@@ -452,12 +460,18 @@ impl DiskStorage {
         self.base_index > 0 || !self.entries.is_empty() || !self.conf.voters.is_empty()
     }
 
-    fn write(&mut self, buf: &[u8]) -> Result<(), WriteError> {
+    /// Writes the queued records to the active segment in one call (synced under
+    /// [`FsyncPolicy::Always`]). The in-memory view already holds them.
+    pub fn flush(&mut self) -> Result<(), WriteError> {
+        if self.pending.is_empty() {
+            return Ok(());
+        }
         if self.active_len > self.cfg.segment_bytes {
             self.rotate()?;
         }
-        self.active.write_all(buf)?;
-        self.active_len += buf.len() as u64;
+        self.active.write_all(&self.pending)?;
+        self.active_len += self.pending.len() as u64;
+        self.pending.clear();
         if self.cfg.fsync == FsyncPolicy::Always {
             self.active.sync_data()?;
         } else {
@@ -482,7 +496,7 @@ impl DiskStorage {
     }
 
     /// Appends entries (raft semantics: entries at or after the first appended index that
-    /// conflict are replaced).
+    /// conflict are replaced); their records are written at the next flush.
     pub fn append(&mut self, ents: &[Entry]) -> Result<(), WriteError> {
         let Some(first) = ents.first().map(|e| e.index) else {
             return Ok(());
@@ -498,43 +512,39 @@ impl DiskStorage {
                 last,
             });
         }
-        let mut buf = Vec::new();
         for e in ents {
-            encode_record(K_ENTRY, &e.write_to_bytes()?, &mut buf);
+            encode_record(K_ENTRY, &e.write_to_bytes()?, &mut self.pending);
         }
-        self.write(&buf)?;
         self.entries
             .truncate((first - self.base_index - 1) as usize);
         self.entries.extend_from_slice(ents);
         Ok(())
     }
 
-    /// Persists the hard state (no-op if unchanged).
+    /// Persists the hard state (no-op if unchanged) at the next flush.
     pub fn set_hard_state(&mut self, hs: &HardState) -> Result<(), WriteError> {
         if *hs == self.hard {
             return Ok(());
         }
-        let mut buf = Vec::new();
-        encode_record(K_HARD, &hs.write_to_bytes()?, &mut buf);
-        self.write(&buf)?;
+        encode_record(K_HARD, &hs.write_to_bytes()?, &mut self.pending);
         self.hard = hs.clone();
         Ok(())
     }
 
-    /// Persists the conf state applied at `index`.
+    /// Persists the conf state applied at `index`, at the next flush.
     pub fn set_conf_state(&mut self, index: u64, cs: &ConfState) -> Result<(), WriteError> {
-        let mut buf = Vec::new();
         let mut p = index.to_le_bytes().to_vec();
         p.extend_from_slice(&cs.write_to_bytes()?);
-        encode_record(K_CONF, &p, &mut buf);
-        self.write(&buf)?;
+        encode_record(K_CONF, &p, &mut self.pending);
         self.conf = cs.clone();
         self.conf_index = index;
         Ok(())
     }
 
-    /// Fsyncs pending writes unless the policy is `Never`.
+    /// Writes the queued records ([`DiskStorage::flush`]) and fsyncs unless the policy
+    /// is `Never`.
     pub fn sync(&mut self) -> Result<(), WriteError> {
+        self.flush()?;
         if self.dirty && self.cfg.fsync != FsyncPolicy::Never {
             self.active.sync_data()?;
         }
@@ -650,6 +660,8 @@ impl DiskStorage {
         let old = self.active_seq;
         self.active_seq = seq;
         self.dirty = false;
+        // The checkpoint holds the live state, queued records included.
+        self.pending.clear();
         for ent in fs::read_dir(&self.cfg.dir)? {
             let ent = ent?;
             if let Some(s) = parse_seg_name(&ent.file_name().to_string_lossy()) {
@@ -873,6 +885,41 @@ mod tests {
         assert_eq!(&es[1].data[..], b"B");
     }
 
+    /// The records of one Ready reach the segment in one write, at the flush: before it
+    /// the file is as it was (and a reopen finds none of them), after it every record.
+    #[test]
+    fn records_wait_for_the_flush() {
+        let d = tempfile::tempdir().unwrap();
+        let (mut s, _) = DiskStorage::open(cfg(d.path())).unwrap();
+        let seg = d.path().join(seg_name(1));
+        let before = fs::metadata(&seg).unwrap().len();
+        s.append(&[ent(1, 1, b"a"), ent(2, 1, b"b")]).unwrap();
+        s.set_hard_state(&hs(1, 1, 2)).unwrap();
+        assert_eq!(
+            s.last_index().unwrap(),
+            2,
+            "the in-memory view has them at once"
+        );
+        assert_eq!(fs::metadata(&seg).unwrap().len(), before);
+        let (early, _) = DiskStorage::open(cfg(d.path())).unwrap();
+        assert_eq!(early.last_index().unwrap(), 0);
+        drop(early);
+        s.flush().unwrap();
+        let after = fs::read(&seg).unwrap();
+        let mut at = before as usize;
+        let mut kinds = Vec::new();
+        while let Parsed::Record { kind, next, .. } = parse_record(&after, at) {
+            kinds.push(kind);
+            at = next;
+        }
+        assert_eq!(kinds, [K_ENTRY, K_ENTRY, K_HARD]);
+        assert_eq!(at, after.len());
+        drop(s);
+        let (s, _) = DiskStorage::open(cfg(d.path())).unwrap();
+        assert_eq!(s.last_index().unwrap(), 2);
+        assert_eq!(s.hard_state(), &hs(1, 1, 2));
+    }
+
     #[test]
     fn compaction_and_snapshot_survive_reopen() {
         let d = tempfile::tempdir().unwrap();
@@ -892,6 +939,7 @@ mod tests {
                 Err(raft::Error::Store(RaftStorageError::Compacted))
             ));
             s.append(&[ent(11, 2, b"z")]).unwrap();
+            s.sync().unwrap();
         }
         let (s, r) = DiskStorage::open(cfg(d.path())).unwrap();
         assert!(r.snapshot_loaded);
@@ -911,6 +959,7 @@ mod tests {
             let (mut s, _) = DiskStorage::open(cfg(d.path())).unwrap();
             let es: Vec<Entry> = (1..=5).map(|i| ent(i, 1, &[i as u8])).collect();
             s.append(&es).unwrap();
+            s.sync().unwrap();
             let mut snap = Snapshot::default();
             snap.mut_metadata().index = 3;
             snap.mut_metadata().term = 1;
@@ -994,8 +1043,8 @@ mod tests {
             let (mut s, _) = DiskStorage::open(c.clone()).unwrap();
             for i in 1..=20 {
                 s.append(&[ent(i, 1, &[0u8; 20])]).unwrap();
+                s.sync().unwrap();
             }
-            s.sync().unwrap();
         }
         let (s, r) = DiskStorage::open(c.clone()).unwrap();
         assert!(r.segments > 2);
