@@ -18,6 +18,7 @@
 //! `notify-keyspace-events` and its own subscribers). A member with no
 //! subscriber queues no events at all.
 
+use crate::resp::{write_bulk, write_header};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
@@ -253,11 +254,9 @@ pub struct KeyEvent {
 
 /// Appends a RESP2 array of bulk strings.
 fn encode_bulks(parts: &[&[u8]], out: &mut Vec<u8>) {
-    out.extend_from_slice(format!("*{}\r\n", parts.len()).as_bytes());
+    write_header(b'*', parts.len() as i64, out);
     for p in parts {
-        out.extend_from_slice(format!("${}\r\n", p.len()).as_bytes());
-        out.extend_from_slice(p);
-        out.extend_from_slice(b"\r\n");
+        write_bulk(p, out);
     }
 }
 

@@ -471,10 +471,31 @@ pub fn encode_command(args: &[Vec<u8>], out: &mut Vec<u8>) {
     }
 }
 
-fn write_bulk(b: &[u8], out: &mut Vec<u8>) {
-    out.push(b'$');
-    out.extend_from_slice(b.len().to_string().as_bytes());
+/// Writes a RESP header line, `<kind><n>\r\n` (e.g. `*3\r\n`, `$5\r\n`, `:-7\r\n`),
+/// without allocating.
+pub fn write_header(kind: u8, n: i64, out: &mut Vec<u8>) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    let mut m = n.unsigned_abs();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (m % 10) as u8;
+        m /= 10;
+        if m == 0 {
+            break;
+        }
+    }
+    out.push(kind);
+    if n < 0 {
+        out.push(b'-');
+    }
+    out.extend_from_slice(&digits[at..]);
     out.extend_from_slice(b"\r\n");
+}
+
+/// Writes a bulk string (`$<len>\r\n<bytes>\r\n`).
+pub fn write_bulk(b: &[u8], out: &mut Vec<u8>) {
+    write_header(b'$', b.len() as i64, out);
     out.extend_from_slice(b);
     out.extend_from_slice(b"\r\n");
 }
@@ -526,18 +547,12 @@ impl Reply {
         match self {
             Reply::Simple(s) => line(b'+', s, out),
             Reply::Error(s) => line(b'-', s, out),
-            Reply::Integer(i) => {
-                out.push(b':');
-                out.extend_from_slice(i.to_string().as_bytes());
-                out.extend_from_slice(b"\r\n");
-            }
+            Reply::Integer(i) => write_header(b':', *i, out),
             Reply::Bulk(None) => out.extend_from_slice(b"$-1\r\n"),
             Reply::Bulk(Some(b)) => write_bulk(b, out),
             Reply::Array(None) => out.extend_from_slice(b"*-1\r\n"),
             Reply::Array(Some(items)) => {
-                out.push(b'*');
-                out.extend_from_slice(items.len().to_string().as_bytes());
-                out.extend_from_slice(b"\r\n");
+                write_header(b'*', items.len() as i64, out);
                 for i in items {
                     i.encode(out);
                 }
@@ -697,6 +712,23 @@ mod tests {
 
     fn v(words: &[&str]) -> Command {
         words.iter().map(|w| w.as_bytes().to_vec()).collect()
+    }
+
+    #[test]
+    fn headers_are_written_as_to_string_would() {
+        for (kind, n) in [
+            (b'*', 0i64),
+            (b'$', 9),
+            (b'$', 10),
+            (b':', -1),
+            (b':', 1234567890123),
+            (b':', i64::MAX),
+            (b':', i64::MIN),
+        ] {
+            let mut out = b"x".to_vec();
+            write_header(kind, n, &mut out);
+            assert_eq!(out, format!("x{}{n}\r\n", kind as char).into_bytes());
+        }
     }
 
     #[test]

@@ -16,7 +16,7 @@
 use crate::op::{SetCond, SetTtl, WriteCmd, WriteOp, MAX_OP_BYTES};
 use crate::pubsub::{KeyEvent, NotifyFlags};
 use crate::resp::{parse_i64_strict, Reply};
-use imbl::{OrdMap, OrdSet};
+use imbl::{HashMap, OrdSet};
 use std::collections::VecDeque;
 
 /// Most keyspace events queued between two drains; later ones are dropped
@@ -40,8 +40,11 @@ struct Entry {
 #[derive(Debug, Default, Clone)]
 pub struct Store {
     /// Persistent (structure-sharing) maps: a snapshot copies them in O(1)
-    /// and encodes the copy on another thread while writes go on.
-    map: OrdMap<Vec<u8>, Entry>,
+    /// and encodes the copy on another thread while writes go on. The key
+    /// space is hashed (a write walks a few 32-way levels and compares one
+    /// key, where a B-tree compared keys at every level); the expiries are
+    /// ordered, the earliest first.
+    map: HashMap<Vec<u8>, Entry>,
     /// (expire_at, key) for every key with an expiry.
     expiries: OrdSet<(u64, Vec<u8>)>,
     clock_ms: u64,
@@ -221,11 +224,19 @@ impl Store {
         }
     }
 
+    /// Sets `key` in one walk of the map (the insert hands back the entry
+    /// it replaced, whose expiry, if any, leaves the expiry index).
     fn put(&mut self, key: &[u8], value: Vec<u8>, expire_at: Option<u64>) {
-        if self.remove(key).is_none() {
-            self.event(NotifyFlags::NEW, "new", key);
+        match self.map.insert(key.to_vec(), Entry { value, expire_at }) {
+            None => self.event(NotifyFlags::NEW, "new", key),
+            Some(Entry {
+                expire_at: Some(old),
+                ..
+            }) => {
+                self.expiries.remove(&(old, key.to_vec()));
+            }
+            Some(_) => {}
         }
-        self.map.insert(key.to_vec(), Entry { value, expire_at });
         if let Some(t) = expire_at {
             self.expiries.insert((t, key.to_vec()));
         }
@@ -259,14 +270,24 @@ impl Store {
                 ttl,
                 get,
             } => {
-                let old = self.map.get(key.as_slice()).cloned();
+                // A plain SET needs nothing of the old entry: `put` is then
+                // the only walk of the map.
+                let plain =
+                    matches!(cond, SetCond::Always) && !*get && !matches!(ttl, SetTtl::Keep);
+                let (exists, old_expiry, old_value) = match plain {
+                    true => (false, None, None),
+                    false => match self.map.get(key.as_slice()) {
+                        Some(e) => (true, e.expire_at, get.then(|| e.value.clone())),
+                        None => (false, None, None),
+                    },
+                };
                 let proceed = match cond {
                     SetCond::Always => true,
-                    SetCond::IfAbsent => old.is_none(),
-                    SetCond::IfPresent => old.is_some(),
+                    SetCond::IfAbsent => !exists,
+                    SetCond::IfPresent => exists,
                 };
                 let reply = if *get {
-                    Reply::Bulk(old.as_ref().map(|e| e.value.clone()))
+                    Reply::Bulk(old_value)
                 } else if proceed {
                     Reply::ok()
                 } else {
@@ -275,7 +296,7 @@ impl Store {
                 if proceed {
                     let expire_at = match ttl {
                         SetTtl::Persist => None,
-                        SetTtl::Keep => old.and_then(|e| e.expire_at),
+                        SetTtl::Keep => old_expiry,
                         SetTtl::At(t) => Some(*t),
                     };
                     if expire_at.is_some_and(|t| t <= now) {
@@ -372,15 +393,17 @@ impl Store {
 
     /// A canonical serialization of the whole state (entries sorted by
     /// key): equal stores give equal bytes, so it doubles as a replica
-    /// comparison. For Raft snapshots.
+    /// comparison. For Raft snapshots (encoded from a [`Store::frozen`]
+    /// copy, off the member's thread: the sort is paid there).
     pub fn snapshot(&self) -> Vec<u8> {
         let mut out = Vec::new();
         out.extend_from_slice(SNAP_MAGIC);
         out.extend_from_slice(&self.clock_ms.to_le_bytes());
         out.extend_from_slice(&self.applied.to_le_bytes());
         out.extend_from_slice(&(self.map.len() as u64).to_le_bytes());
-        // An ordered map: its keys come sorted.
-        for (k, e) in self.map.iter() {
+        let mut sorted: Vec<(&Vec<u8>, &Entry)> = self.map.iter().collect();
+        sorted.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        for (k, e) in sorted {
             for b in [k.as_slice(), e.value.as_slice()] {
                 out.extend_from_slice(&(b.len() as u64).to_le_bytes());
                 out.extend_from_slice(b);
