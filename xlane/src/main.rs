@@ -2,6 +2,14 @@
 
 mod cmd;
 
+/// mimalloc serves every allocation of the command (as jemalloc serves
+/// Redis's): its per-thread free lists keep a member's allocations of a
+/// turn (requests, raft messages, replies) off the shared heap, where glibc's
+/// thread arenas grew and shrank the heap (`mprotect`, page faults) every
+/// few turns of an `xlane kv serve` member under load.
+#[global_allocator]
+static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
