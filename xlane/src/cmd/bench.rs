@@ -44,7 +44,7 @@ enum What {
     /// every write), each member in its own testbed host, per scenario
     /// (idle: nothing else runs; both: every switch port towards a member
     /// saturated by best-effort cross traffic, CPU load on the regular
-    /// cores). The lane's members run on the lane core at SCHED_FIFO 81;
+    /// cores). The lane's members run on the lane core at nice -10;
     /// the others as users run them (default priority, best effort, off
     /// the lane core). A write is visible when an observer in every
     /// member's host got its member's notification (keyspace
