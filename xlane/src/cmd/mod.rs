@@ -6,6 +6,7 @@ pub mod doctor;
 pub mod fd;
 pub mod kv;
 pub mod lancet;
+pub mod run;
 pub mod testbed;
 
 /// The error type every subcommand returns to `main`.
