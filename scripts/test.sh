@@ -28,7 +28,7 @@ rustup component add rustfmt clippy >/dev/null 2>&1 || true
 cargo --version
 
 step "leftover testbeds from crashed runs"
-cargo build -q -p xlane
+cargo build -q -p xlane -p xlane-preload   # the preload tests load the cdylib, which cargo test does not rebuild
 ./target/debug/xlane testbed down --all || true
 
 step "format"

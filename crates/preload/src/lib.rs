@@ -16,6 +16,11 @@
 //!   local) port is listed, so the first packet already carries the mark;
 //! * `accept`, `accept4`: the new socket is marked when its local or
 //!   remote port is listed;
+//! * `sendto`, `sendmsg` (with a port filter): a socket that sends to a
+//!   listed port without having been connected or bound to one (a UDP
+//!   client such as sockperf's) is marked before its first such datagram;
+//!   a bitmap of marked descriptors (cleared when `socket`/`accept` hands
+//!   the number out again) keeps the check to one atomic load per send;
 //! * `setsockopt`: when the program sets `IP_TOS`, `IPV6_TCLASS` or
 //!   `SO_PRIORITY` on a socket that is on the level, its call goes
 //!   through (its return value and `errno` are the program's), then the
@@ -33,12 +38,11 @@
 //!
 //! Not covered: programs that make system calls without libc (Go, such
 //! as etcd; static binaries) — `xlane run` marks their traffic with a
-//! packet classifier instead; datagrams sent with `sendto` to a listed
-//! port from an unconnected, unbound socket (no port is known when the
-//! socket is made).
+//! packet classifier instead; `sendmmsg` and descriptors made by other
+//! calls (`dup`, `socketpair`) are not looked at.
 
 use std::ffi::CStr;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::OnceLock;
 
 use libc::{c_int, c_void, sockaddr, socklen_t};
@@ -133,6 +137,15 @@ type SocketFn = unsafe extern "C" fn(c_int, c_int, c_int) -> c_int;
 type AddrFn = unsafe extern "C" fn(c_int, *const sockaddr, socklen_t) -> c_int;
 type AcceptFn = unsafe extern "C" fn(c_int, *mut sockaddr, *mut socklen_t) -> c_int;
 type Accept4Fn = unsafe extern "C" fn(c_int, *mut sockaddr, *mut socklen_t, c_int) -> c_int;
+type SendtoFn = unsafe extern "C" fn(
+    c_int,
+    *const c_void,
+    libc::size_t,
+    c_int,
+    *const sockaddr,
+    socklen_t,
+) -> libc::ssize_t;
+type SendmsgFn = unsafe extern "C" fn(c_int, *const libc::msghdr, c_int) -> libc::ssize_t;
 type SetsockoptFn = unsafe extern "C" fn(c_int, c_int, c_int, *const c_void, socklen_t) -> c_int;
 
 fn real_setsockopt() -> Option<SetsockoptFn> {
@@ -303,6 +316,48 @@ fn mark(fd: c_int, extra: Option<u16>, only_without_filter: bool) {
     set_errno(saved);
 }
 
+// ------------------------------------------------------------ sends
+
+/// Descriptors below this are tracked in [`SENT_MARKED`].
+const TRACKED_FDS: usize = 1 << 16;
+/// One bit per descriptor: already looked at by a send wrapper.
+static SENT_MARKED: [AtomicU64; TRACKED_FDS / 64] = [const { AtomicU64::new(0) }; TRACKED_FDS / 64];
+
+fn bit(fd: c_int) -> Option<(&'static AtomicU64, u64)> {
+    let i = usize::try_from(fd).ok().filter(|&i| i < TRACKED_FDS)?;
+    Some((&SENT_MARKED[i / 64], 1u64 << (i % 64)))
+}
+
+/// Forgets `fd` (its number was handed out anew).
+fn forget(fd: c_int) {
+    if let Some((w, b)) = bit(fd) {
+        w.fetch_and(!b, Ordering::Relaxed);
+    }
+}
+
+/// Before a datagram to `dest`: marks `fd` once if the port is listed.
+///
+/// # Safety
+/// `dest` is null or valid for `len` bytes.
+unsafe fn mark_on_send(fd: c_int, dest: *const sockaddr, len: socklen_t) {
+    let Some(cfg) = config() else {
+        return;
+    };
+    if cfg.ports.is_empty() || dest.is_null() {
+        return;
+    }
+    let Some((w, b)) = bit(fd) else {
+        return;
+    };
+    if w.load(Ordering::Relaxed) & b != 0 {
+        return;
+    }
+    if let Some(p) = port_of(dest, len).filter(|&p| cfg.ports.contains(p)) {
+        w.fetch_or(b, Ordering::Relaxed);
+        mark(fd, Some(p), false);
+    }
+}
+
 // ------------------------------------------------------------ wrappers
 
 /// `socket(2)`, marked when no port filter is set.
@@ -315,6 +370,7 @@ pub unsafe extern "C" fn socket(domain: c_int, ty: c_int, protocol: c_int) -> c_
         return no_symbol();
     };
     let fd = f(domain, ty, protocol);
+    forget(fd);
     if domain == libc::AF_INET || domain == libc::AF_INET6 {
         mark(fd, None, true);
     }
@@ -360,6 +416,7 @@ pub unsafe extern "C" fn accept(fd: c_int, addr: *mut sockaddr, len: *mut sockle
         return no_symbol();
     };
     let nfd = f(fd, addr, len);
+    forget(nfd);
     mark(nfd, None, false);
     nfd
 }
@@ -379,8 +436,48 @@ pub unsafe extern "C" fn accept4(
         return no_symbol();
     };
     let nfd = f(fd, addr, len, flags);
+    forget(nfd);
     mark(nfd, None, false);
     nfd
+}
+
+/// `sendto(2)`; a datagram to a listed port marks the socket first.
+///
+/// # Safety
+/// As `sendto(2)`.
+#[no_mangle]
+pub unsafe extern "C" fn sendto(
+    fd: c_int,
+    buf: *const c_void,
+    n: libc::size_t,
+    flags: c_int,
+    dest: *const sockaddr,
+    len: socklen_t,
+) -> libc::ssize_t {
+    let Some(f) = real!(c"sendto", SendtoFn) else {
+        return no_symbol() as libc::ssize_t;
+    };
+    mark_on_send(fd, dest, len);
+    f(fd, buf, n, flags, dest, len)
+}
+
+/// `sendmsg(2)`; a message to a listed port marks the socket first.
+///
+/// # Safety
+/// As `sendmsg(2)`.
+#[no_mangle]
+pub unsafe extern "C" fn sendmsg(
+    fd: c_int,
+    msg: *const libc::msghdr,
+    flags: c_int,
+) -> libc::ssize_t {
+    let Some(f) = real!(c"sendmsg", SendmsgFn) else {
+        return no_symbol() as libc::ssize_t;
+    };
+    if !msg.is_null() {
+        mark_on_send(fd, (*msg).msg_name as *const sockaddr, (*msg).msg_namelen);
+    }
+    f(fd, msg, flags)
 }
 
 /// `setsockopt(2)`; after the program sets the TOS, traffic class or

@@ -5,6 +5,7 @@
  * the TOS / traffic class 0 on both ends. Then makes a setsockopt call
  * the kernel refuses (length 0). Prints what it reads back with
  * getsockopt, one "name tos prio" line per socket, and "refused rc errno",
+ * then, for a UDP client that only calls sendto, "udpclient tos prio",
  * then "done". */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -86,6 +87,20 @@ int main(int argc, char **argv) {
     int rc = setsockopt(a, SOL_SOCKET, SO_PRIORITY, &v, 0);
     printf("refused %d %d\n", rc, errno);
     show("after", a);
+    /* A UDP client that never connects or binds: sendto a datagram to
+     * the same port number (UDP's own port space) on a bound socket. */
+    int us = socket(fam, SOCK_DGRAM, 0);
+    if (us < 0 || bind(us, (struct sockaddr *)&ss, sl)) {
+        perror("udp bind");
+        return 1;
+    }
+    int uc = socket(fam, SOCK_DGRAM, 0);
+    char m = 'x';
+    if (uc < 0 || sendto(uc, &m, 1, 0, (struct sockaddr *)&ss, sl) != 1) {
+        perror("sendto");
+        return 1;
+    }
+    show("udpclient", uc);
     printf("done\n");
     return 0;
 }
