@@ -22,7 +22,11 @@ fn library() -> PathBuf {
         .unwrap_or_else(|_| panic!("{} missing; {hint}", lib.display()));
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/lib.rs");
     let changed = std::fs::metadata(src).unwrap().modified().unwrap();
-    assert!(built >= changed, "{} is older than its source; {hint}", lib.display());
+    assert!(
+        built >= changed,
+        "{} is older than its source; {hint}",
+        lib.display()
+    );
     lib
 }
 

@@ -1,6 +1,7 @@
 //! One module per subcommand; each has an `Args` (clap) and a `run`.
 
 pub mod bench;
+pub mod bench_apps;
 pub mod ctl;
 pub mod doctor;
 pub mod fd;
