@@ -54,6 +54,11 @@ pub struct AppsArgs {
     /// Link rate of every switch port (R of the level's epoch).
     #[arg(long, default_value = "40mbit")]
     rate: String,
+    /// In the level runs, leave the application on the regular cores with
+    /// the interference (network level only; by default it runs on the
+    /// lane core at nice -10, as bench kv places the lane's members).
+    #[arg(long)]
+    level_off_lane_core: bool,
     /// Best-effort queue of every switch port, packets.
     #[arg(long, default_value_t = 400)]
     best_effort_queue: u32,
@@ -105,6 +110,7 @@ pub fn apps(a: AppsArgs) -> super::CmdResult {
     }
     cfg.link_rate_bps = xlane_testbed::parse_rate(&a.rate)?;
     cfg.best_effort_queue_pkts = a.best_effort_queue;
+    cfg.level_on_lane_core = !a.level_off_lane_core;
     let report = apps_bench::run(&cfg, &mut |line| eprintln!("[xlane] {line}"))?;
     if a.json {
         println!("{}", serde_json::to_string_pretty(&report)?);

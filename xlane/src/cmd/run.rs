@@ -90,6 +90,14 @@ pub struct Args {
     /// --controller).
     #[arg(long, value_delimiter = ',')]
     to: Vec<String>,
+    /// Run the program on these CPUs only (comma-separated), e.g. the lane
+    /// core: the level's endhost side (X-Lane's isolation), which a
+    /// network level alone does not give.
+    #[arg(long, value_delimiter = ',')]
+    cpus: Vec<usize>,
+    /// Run the program at this nice value (-20..=19).
+    #[arg(long, allow_hyphen_values = true, value_parser = clap::value_parser!(i32).range(-20..=19))]
+    nice: Option<i32>,
     /// The program and its arguments (after `--`).
     #[arg(last = true, required = true, num_args = 1..)]
     cmd: Vec<OsString>,
@@ -379,7 +387,22 @@ pub fn run(a: Args) -> super::CmdResult {
         say(&format!("path: preload ({})", lib.display()));
     }
 
-    let status = spawn_and_wait(cmd)?;
+    if !a.cpus.is_empty() || a.nice.is_some() {
+        say(&format!(
+            "placement: CPUs {}, nice {}",
+            if a.cpus.is_empty() {
+                "inherited".to_string()
+            } else {
+                a.cpus
+                    .iter()
+                    .map(|c| c.to_string())
+                    .collect::<Vec<_>>()
+                    .join(",")
+            },
+            a.nice.map_or("inherited".to_string(), |n| n.to_string())
+        ));
+    }
+    let status = spawn_and_wait(cmd, &a.cpus, a.nice)?;
     drop(classifier);
     drop(pacing.take());
     if let Some(r) = rate.as_mut() {
@@ -395,7 +418,23 @@ pub fn run(a: Args) -> super::CmdResult {
 /// Starts the program (killed if this process dies), passes SIGINT,
 /// SIGTERM and SIGHUP on, and returns its exit code (128 + signal if a
 /// signal ended it).
-fn spawn_and_wait(mut cmd: Command) -> Result<i32, RunError> {
+fn spawn_and_wait(mut cmd: Command, cpus: &[usize], nice: Option<i32>) -> Result<i32, RunError> {
+    let online = xlane_host::runtime::online_cpus();
+    if let Some(&c) = cpus
+        .iter()
+        .find(|&&c| c >= online.min(libc::CPU_SETSIZE as usize))
+    {
+        return Err(RunError::Spawn(format!(
+            "--cpus {c}: this machine has CPUs 0..{online}"
+        )));
+    }
+    // SAFETY: a zeroed cpu_set_t is empty; CPU_SET within its size.
+    let mut cpu_set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    for &c in cpus {
+        // SAFETY: c < CPU_SETSIZE, checked above.
+        unsafe { libc::CPU_SET(c, &mut cpu_set) };
+    }
+    let pin = !cpus.is_empty();
     let mut set = SigSet::empty();
     for s in [
         Signal::SIGINT,
@@ -407,9 +446,20 @@ fn spawn_and_wait(mut cmd: Command) -> Result<i32, RunError> {
     }
     set.thread_block()
         .map_err(|e| RunError::Spawn(format!("block signals: {e}")))?;
-    // SAFETY: prctl and sigprocmask are async-signal-safe.
+    // SAFETY: prctl, sigprocmask, sched_setaffinity and setpriority are
+    // async-signal-safe system calls.
     unsafe {
-        cmd.pre_exec(|| {
+        cmd.pre_exec(move || {
+            if pin
+                && libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &cpu_set) != 0
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+            if let Some(n) = nice {
+                if libc::setpriority(libc::PRIO_PROCESS, 0, n) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
             if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
                 return Err(std::io::Error::last_os_error());
             }

@@ -128,6 +128,12 @@ pub struct AppsBenchConfig {
     pub lane_core: usize,
     /// Seed of the values written.
     pub seed: u64,
+    /// In the `level` runs, also put the application on the lane core at
+    /// nice -10 (`xlane run --cpus <lane> --nice -10`), and the bench's
+    /// writer and observers there (as `bench kv` places the lane's
+    /// members): the endhost side of the level. `false`: the network
+    /// level only.
+    pub level_on_lane_core: bool,
 }
 
 impl AppsBenchConfig {
@@ -149,6 +155,7 @@ impl AppsBenchConfig {
             best_effort_queue_pkts: kv.best_effort_queue_pkts,
             lane_core: kv.lane_core,
             seed: 1,
+            level_on_lane_core: true,
         }
     }
 }
@@ -247,6 +254,8 @@ pub struct AppsReport {
     pub floor: Floor,
     /// Cross traffic achieved, bits/s per flow, every interfered run.
     pub cross_traffic_bps: Vec<u64>,
+    /// Where the `level` runs ran.
+    pub placement: String,
     /// Plot files written.
     pub plots: Vec<String>,
 }
@@ -350,7 +359,7 @@ impl Ctx<'_> {
         if !level {
             return Vec::new();
         }
-        vec![
+        let mut v: Vec<String> = vec![
             self.cfg.xlane_bin.display().to_string(),
             "run".into(),
             "--level".into(),
@@ -363,8 +372,17 @@ impl Ctx<'_> {
             HOSTS.to_string(),
             "--link-rate".into(),
             format!("{}bit", self.cfg.link_rate_bps),
-            "--".into(),
-        ]
+        ];
+        if self.cfg.level_on_lane_core {
+            v.extend([
+                "--cpus".into(),
+                self.cfg.lane_core.to_string(),
+                "--nice".into(),
+                crate::kv_bench::systems::MEMBER_NICE.to_string(),
+            ]);
+        }
+        v.push("--".into());
+        v
     }
 }
 
@@ -439,9 +457,10 @@ fn run_cluster(
         let path = path_of(&cl.log_lines(member, "xlane run: path:"));
         let clock = Clock::new();
         let before = cl.leader_state()?;
-        let obs = Observers::start(&cl, clock, None)?;
+        let place = (level && cfg.level_on_lane_core).then_some(cfg.lane_core);
+        let obs = Observers::start(&cl, clock, place)?;
         let interference = interfere()?;
-        let m = observe::measure(&cl, &obs, &kv, clock, cfg.seed, None, log);
+        let m = observe::measure(&cl, &obs, &kv, clock, cfg.seed, place, log);
         cross.extend(interference.stop());
         let stopped = obs.stop();
         let m = m.map_err(|e| format!("{e}{}", cl.logs_tail()))?;
@@ -769,6 +788,17 @@ pub fn run(cfg: &AppsBenchConfig, log: &mut dyn FnMut(&str)) -> Result<AppsRepor
         level: level_info(cfg),
         floor,
         cross_traffic_bps: cross,
+        placement: if cfg.level_on_lane_core {
+            format!(
+                "level runs: the application on the lane core {} at nice {} (xlane run --cpus \
+                 --nice), the bench's writer and observers there too; default runs: on the \
+                 regular cores with the interference",
+                cfg.lane_core,
+                crate::kv_bench::systems::MEMBER_NICE
+            )
+        } else {
+            "every run on the regular cores with the interference (network level only)".into()
+        },
         plots: Vec::new(),
     };
     if let Some(dir) = &cfg.plot_dir {
@@ -791,6 +821,7 @@ pub fn render(r: &AppsReport) -> String {
         r.level.hosts,
         r.level.link_rate_bps as f64 / 1e6
     );
+    let _ = writeln!(s, "placement: {}", r.placement);
     let _ = writeln!(
         s,
         "\n{:<9} {:<8} {:<8} {:>9} {:>10} {:>10} {:>10} {:>7} {:>8}  path",
