@@ -405,6 +405,16 @@ fn empty_run(app: App, level: bool, scenario: &str) -> AppRun {
     }
 }
 
+/// An empty run, for the plot's tests.
+#[cfg(test)]
+pub(crate) fn empty_run_for_tests(name: &str, mode: &str, scenario: &str) -> AppRun {
+    empty_run(
+        App::from_name(name).unwrap_or(App::Etcd),
+        mode == "level",
+        scenario,
+    )
+}
+
 /// The `path:` line `xlane run` printed into a member's log.
 fn path_of(lines: &[String]) -> String {
     lines

@@ -42,11 +42,15 @@ pub fn plot(r: &AppsReport, stem: &Path) -> Result<[PathBuf; 2], AppsBenchError>
 
 fn label(a: &AppRun) -> String {
     let s = match (a.scenario.as_str(), a.mode.as_str()) {
-        ("idle", _) => "interference-free",
-        (_, "level") => "interfered, on a level",
+        ("idle", _) => "free",
+        (_, "level") => "level",
         _ => "interfered",
     };
-    format!("{}: {s}", a.name)
+    if a.available && a.samples > 0 {
+        format!("{} {s}", a.name)
+    } else {
+        format!("{} {s}: none", a.name)
+    }
 }
 
 fn draw<DB: plotters::prelude::DrawingBackend>(
@@ -72,13 +76,13 @@ fn draw<DB: plotters::prelude::DrawingBackend>(
     let mut chart = ChartBuilder::on(root)
         .caption(
             format!(
-                "Applications under cross traffic and CPU load, default and on QJump level {} (bars p50–p99, × max)",
+                "Under cross traffic and CPU load: default (red), on QJump level {} (blue), interference-free (green); bars p50–p99, × max",
                 r.level.level
             ),
-            ("sans-serif", 18),
+            ("sans-serif", 16),
         )
         .margin(15)
-        .x_label_area_size(150)
+        .x_label_area_size(40)
         .y_label_area_size(80)
         .build_cartesian_2d(-0.5f64..(n as f64 - 0.5), (lo..hi).log_scale())
         .map_err(e)?;
@@ -94,11 +98,7 @@ fn draw<DB: plotters::prelude::DrawingBackend>(
                 String::new()
             }
         })
-        .x_label_style(
-            ("sans-serif", 13)
-                .into_font()
-                .transform(FontTransform::Rotate90),
-        )
+        .x_label_style(("sans-serif", 12))
         .y_desc("latency")
         .y_label_formatter(&|v| fmt_ns(*v as u64))
         .draw()
@@ -109,16 +109,21 @@ fn draw<DB: plotters::prelude::DrawingBackend>(
         _ => RED,
     };
     chart
-        .draw_series(runs.iter().enumerate().map(|(i, a)| {
-            let x = i as f64;
-            Rectangle::new(
-                [
-                    (x - 0.3, a.p50_ns.max(1) as f64),
-                    (x + 0.3, a.p99_ns.max(1) as f64),
-                ],
-                color(a).filled(),
-            )
-        }))
+        .draw_series(
+            runs.iter()
+                .enumerate()
+                .filter(|(_, a)| a.available && a.samples > 0)
+                .map(|(i, a)| {
+                    let x = i as f64;
+                    Rectangle::new(
+                        [
+                            (x - 0.3, a.p50_ns.max(1) as f64),
+                            (x + 0.3, a.p99_ns.max(1) as f64),
+                        ],
+                        color(a).filled(),
+                    )
+                }),
+        )
         .map_err(e)?;
     chart
         .draw_series(
@@ -128,4 +133,44 @@ fn draw<DB: plotters::prelude::DrawingBackend>(
         )
         .map_err(e)?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::apps_bench::{empty_run_for_tests, LevelInfo};
+
+    #[test]
+    fn plots_runs_with_and_without_samples() {
+        let mut ok = empty_run_for_tests("sockperf", "level", "both");
+        ok.available = true;
+        ok.samples = 10;
+        ok.p50_ns = 60_000;
+        ok.p99_ns = 190_000;
+        ok.max_ns = 650_000;
+        let none = empty_run_for_tests("etcd", "default", "both");
+        let r = AppsReport {
+            apps: vec![none, ok],
+            ratios: Vec::new(),
+            level: LevelInfo {
+                level: 2,
+                hosts: 3,
+                link_rate_bps: 40_000_000,
+                rate_bps: 6_666_666,
+                bound_ns: 1_800_000,
+            },
+            floor: crate::interference::Floor {
+                stolen_fraction: 0.0,
+                max_gap_ns: 0,
+                cores: Vec::new(),
+            },
+            cross_traffic_bps: Vec::new(),
+            placement: String::new(),
+            plots: Vec::new(),
+        };
+        let dir = std::env::temp_dir().join(format!("xlane-apps-plot-{}", std::process::id()));
+        let files = plot(&r, &dir.join("apps")).unwrap();
+        assert!(files.iter().all(|f| f.is_file()));
+        let _ = std::fs::remove_dir_all(dir);
+    }
 }
