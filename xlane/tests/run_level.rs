@@ -179,3 +179,121 @@ fn the_exit_status_is_the_programs() {
         String::from_utf8_lossy(&o.stderr)
     );
 }
+
+/// Kills a child by its PID when dropped.
+struct Reap(std::process::Child);
+
+impl Drop for Reap {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn the_controller_admits_the_level_like_a_tunnel() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: needs root");
+        return;
+    }
+    let xlane = env!("CARGO_BIN_EXE_xlane");
+    let tb = Testbed::up(TestbedConfig {
+        hosts: 3,
+        link_rate_bps: 40_000_000,
+        measure_probes: 0,
+        ..TestbedConfig::default()
+    })
+    .expect("testbed up");
+    let dir = std::env::temp_dir().join(format!("xlane-run-ctl-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let topo = dir.join("topo.toml");
+    let keys = dir.join("keys.toml");
+    tb.export_topology().write_to(&topo).unwrap();
+    let st = Command::new(xlane)
+        .args(["ctl", "keygen", "--hosts", "h0,h1,h2", "--out"])
+        .arg(&keys)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let (h0, h2) = (tb.host(0).unwrap().clone(), tb.host(2).unwrap().clone());
+    let listen = format!("{}:7171", h2.addr);
+    let ctl = Reap(
+        Command::new("ip")
+            .args([
+                "netns",
+                "exec",
+                &h2.netns,
+                xlane,
+                "ctl",
+                "serve",
+                "--topology",
+            ])
+            .arg(&topo)
+            .arg("--keys")
+            .arg(&keys)
+            .arg("--state")
+            .arg(dir.join("state"))
+            .args(["--listen", &listen])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let run = || {
+        Command::new("ip")
+            .args([
+                "netns", "exec", &h0.netns, xlane, "run", "--level", "2", "--dev",
+            ])
+            .arg(&h0.iface)
+            .args([
+                "--hosts",
+                "3",
+                "--link-rate",
+                "40mbit",
+                "--controller",
+                &listen,
+            ])
+            .arg("--keys")
+            .arg(&keys)
+            .args(["--host", "h0", "--to", "h1", "--", "true"])
+            .output()
+            .unwrap()
+    };
+    // The controller may still be starting: a few tries.
+    let mut o = run();
+    for _ in 0..50 {
+        if o.status.success() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        o = run();
+    }
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(
+        err.contains("controller") && err.contains("tunnel"),
+        "{err}"
+    );
+    assert!(err.contains("paced: HTB class"), "{err}");
+    // The tunnel was released when the program ended.
+    let list = Command::new("ip")
+        .args([
+            "netns", "exec", &h0.netns, xlane, "ctl", "list", "--host", "h0",
+        ])
+        .arg("--keys")
+        .arg(&keys)
+        .args(["--controller", &listen])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&list.stdout);
+    assert!(
+        list.status.success(),
+        "{}",
+        String::from_utf8_lossy(&list.stderr)
+    );
+    assert_eq!(text.lines().count(), 1, "tunnels left: {text}");
+    drop(ctl);
+    let _ = std::fs::remove_dir_all(&dir);
+    tb.down().expect("testbed down");
+}
