@@ -42,7 +42,7 @@ SO_PRIORITY 5, f = n (bound statistical); 0 = best effort (nothing paced).
 
 Paths: a dynamically linked program is preloaded with libxlane_preload.so (found next to \
 the xlane binary, or XLANE_PRELOAD_LIB); it marks sockets at socket/bind/connect/accept/accept4 \
-and re-applies the level after the program's own setsockopt of IP_TOS, IPV6_TCLASS or \
+(and before the first sendto/sendmsg to a listed port) and re-applies the level after the program's own setsockopt of IP_TOS, IPV6_TCLASS or \
 SO_PRIORITY. A static or Go binary (etcd) cannot be preloaded: its packets to and from \
 --ports get the level's DSCP from netfilter rules (iptables-legacy, mangle POSTROUTING; \
 needs root and --ports). The run says on stderr which path it took.
@@ -57,8 +57,8 @@ pub struct Args {
     /// The QJump level: 0, 1 or 2 (highest).
     #[arg(long)]
     level: u8,
-    /// Only sockets whose local or remote port is one of these (comma-
-    /// separated, at most 32). Needed for static and Go binaries.
+    /// Only sockets whose local or remote port is one of these
+    /// (comma-separated, at most 32). Needed for static and Go binaries.
     #[arg(long)]
     ports: Option<String>,
     /// The interface to pace on (default: the default route's, or the only
