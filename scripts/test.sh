@@ -15,6 +15,7 @@ command -v cc >/dev/null || need+=(build-essential)
 command -v sockperf >/dev/null || need+=(sockperf)   # the cross-check of xlane lancet
 { command -v redis-cli && command -v redis-server; } >/dev/null || need+=(redis-tools redis-server)   # xlane kv against the real Redis tools
 { command -v etcd && command -v etcdctl; } >/dev/null || need+=(etcd-server etcd-client)   # xlane bench kv against real etcd
+command -v iptables-legacy >/dev/null || need+=(iptables)   # xlane run: marking static/Go binaries by port (netfilter DSCP)
 if [ "${#need[@]}" -gt 0 ]; then
     if [ "$(id -u)" -ne 0 ]; then echo "missing ${need[*]} and not root: install them first" >&2; exit 1; fi
     apt-get update -qq
@@ -27,7 +28,7 @@ rustup component add rustfmt clippy >/dev/null 2>&1 || true
 cargo --version
 
 step "leftover testbeds from crashed runs"
-cargo build -q -p xlane
+cargo build -q -p xlane -p xlane-preload   # the preload tests load the cdylib, which cargo test does not rebuild
 ./target/debug/xlane testbed down --all || true
 
 step "format"

@@ -37,6 +37,10 @@ enum Command {
     Ctl(cmd::ctl::Args),
     /// A Redis-compatible (RESP2) key-value server.
     Kv(cmd::kv::Args),
+    /// Run an unmodified program on a QJump level: its sockets marked
+    /// (preloaded, or by port for static and Go binaries), the level paced
+    /// to its rate, the level's latency bound printed.
+    Run(cmd::run::Args),
 }
 
 fn main() -> ExitCode {
@@ -49,6 +53,7 @@ fn main() -> ExitCode {
         Command::Fd(a) => cmd::fd::run(a),
         Command::Ctl(a) => cmd::ctl::run(a),
         Command::Kv(a) => cmd::kv::run(a),
+        Command::Run(a) => cmd::run::run(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -8,6 +8,7 @@
 
 #![warn(missing_docs)]
 
+pub mod apps_bench;
 pub mod attribution;
 pub mod bounds;
 pub mod bounds_check;

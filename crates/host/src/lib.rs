@@ -10,6 +10,7 @@ pub mod budget;
 pub mod doctor;
 pub mod floor;
 pub mod lane_loop;
+pub mod level;
 pub mod runtime;
 pub mod socket;
 pub mod tuning;

@@ -52,6 +52,16 @@ enum What {
     /// writes/s, failed writes and leader changes, with each scenario's
     /// floor and lane-core load. Needs root, `etcd` and `redis-server`.
     Kv(KvArgs),
+    /// QJump's application experiment with today's programs: real etcd (3
+    /// members, peer traffic on the level), real Redis with 2 replicas
+    /// (SET + WAIT, replication on the level) and sockperf ping-pong, each
+    /// in testbed hosts under saturating cross traffic and CPU load, run
+    /// as users run them and under `xlane run --level 2` (sockperf also
+    /// interference-free). Reports p50/p99/max, errors, etcd's leader
+    /// changes, the ratios, the floor; plots them. Needs root, etcd,
+    /// redis-server, sockperf, iptables, and libxlane_preload.so beside
+    /// the xlane binary.
+    Apps(super::bench_apps::AppsArgs),
 }
 
 #[derive(clap::Args)]
@@ -198,6 +208,7 @@ pub fn run(args: Args) -> super::CmdResult {
         What::Bounds(a) => bounds(a),
         What::Fd(a) => fd(a),
         What::Kv(a) => kv(a),
+        What::Apps(a) => super::bench_apps::apps(a),
     }
 }
 

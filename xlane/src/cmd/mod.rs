@@ -1,11 +1,13 @@
 //! One module per subcommand; each has an `Args` (clap) and a `run`.
 
 pub mod bench;
+pub mod bench_apps;
 pub mod ctl;
 pub mod doctor;
 pub mod fd;
 pub mod kv;
 pub mod lancet;
+pub mod run;
 pub mod testbed;
 
 /// The error type every subcommand returns to `main`.

@@ -545,6 +545,7 @@ fn run_system(
         lane_core: cfg.lane_core,
         xlane_bin: cfg.xlane_bin.as_deref(),
         timeout: cfg.timeout.max(Duration::from_secs(20)),
+        wrap: Vec::new(),
     };
     let cpu0 = CpuTimes::read(cfg.lane_core);
     let r = (|| -> Result<_, String> {

@@ -70,10 +70,29 @@ pub struct Cluster {
     pub version: String,
     children: Vec<Child>,
     dir: PathBuf,
+    /// Per member: a command the server runs under (such as `xlane run
+    /// ...`); empty: none.
+    wrap: Vec<Vec<String>>,
 }
 
 impl Drop for Cluster {
     fn drop(&mut self) {
+        // A wrapper (`xlane run`) gets SIGTERM first, so that it passes it
+        // on and undoes what it set up; whatever is left is killed.
+        if self.wrap.iter().any(|w| !w.is_empty()) {
+            for c in &self.children {
+                // SAFETY: kill on a child's PID that we have not waited for.
+                unsafe {
+                    libc::kill(c.id() as libc::pid_t, libc::SIGTERM);
+                }
+            }
+            let deadline = Instant::now() + Duration::from_secs(3);
+            for c in &mut self.children {
+                while matches!(c.try_wait(), Ok(None)) && Instant::now() < deadline {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+            }
+        }
         for c in &mut self.children {
             let _ = c.kill();
             let _ = c.wait();
@@ -94,6 +113,9 @@ pub struct Start<'a> {
     pub xlane_bin: Option<&'a Path>,
     /// How long the cluster may take to come up.
     pub timeout: Duration,
+    /// Per member: a command to run the server under (for example `xlane
+    /// run --level 2 ... --`); missing or empty: none.
+    pub wrap: Vec<Vec<String>>,
 }
 
 /// Where a binary is, on `PATH` or in `/usr/sbin`, `/usr/bin`.
@@ -128,6 +150,7 @@ impl Cluster {
             version: String::new(),
             children: Vec::new(),
             dir: s.dir.clone(),
+            wrap: s.wrap.clone(),
         };
         let r = match system {
             System::Redis => cl.start_redis(s),
@@ -172,6 +195,9 @@ impl Cluster {
                 &MEMBER_NICE.to_string(),
             ]);
         }
+        if let Some(w) = self.wrap.get(h) {
+            cmd.args(w);
+        }
         let child = cmd
             .arg(program)
             .args(args)
@@ -182,6 +208,17 @@ impl Cluster {
             .map_err(|e| format!("cannot start {}: {e}", program.display()))?;
         self.children.push(child);
         Ok(())
+    }
+
+    /// The lines of member log `name` (`etcd0`, `redis1`, ...) that contain
+    /// `needle`.
+    pub fn log_lines(&self, name: &str, needle: &str) -> Vec<String> {
+        std::fs::read_to_string(self.dir.join(format!("{name}.log")))
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| l.contains(needle))
+            .map(str::to_string)
+            .collect()
     }
 
     /// The last lines of every log, for an error.
