@@ -46,6 +46,16 @@ use crate::kv_bench::{KvBenchConfig, System};
 use crate::stats::LatencySummary;
 use crate::table::fmt_ns;
 
+/// A latency of a run, or `–` when the run has no sample (every write
+/// failed): a run with nothing measured shows no time.
+fn fmt_sample_ns(samples: u64, ns: u64) -> String {
+    if samples == 0 {
+        "–".into()
+    } else {
+        fmt_ns(ns)
+    }
+}
+
 /// An application of the comparison.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub enum App {
@@ -773,9 +783,9 @@ pub fn run(cfg: &AppsBenchConfig, log: &mut dyn FnMut(&str)) -> Result<AppsRepor
                 Some(e) if !r.available => format!("    not available: {e}"),
                 _ => format!(
                     "    p50 {} p99 {} max {}, {} samples, {} errors, {} leader changes{}",
-                    fmt_ns(r.p50_ns),
-                    fmt_ns(r.p99_ns),
-                    fmt_ns(r.max_ns),
+                    fmt_sample_ns(r.samples, r.p50_ns),
+                    fmt_sample_ns(r.samples, r.p99_ns),
+                    fmt_sample_ns(r.samples, r.max_ns),
                     r.samples,
                     r.errors,
                     r.leader_changes,
@@ -856,9 +866,9 @@ pub fn render(r: &AppsReport) -> String {
             a.scenario,
             a.mode,
             a.samples,
-            fmt_ns(a.p50_ns),
-            fmt_ns(a.p99_ns),
-            fmt_ns(a.max_ns),
+            fmt_sample_ns(a.samples, a.p50_ns),
+            fmt_sample_ns(a.samples, a.p99_ns),
+            fmt_sample_ns(a.samples, a.max_ns),
             a.errors,
             a.leader_changes,
             a.path
@@ -866,15 +876,17 @@ pub fn render(r: &AppsReport) -> String {
     }
     let _ = writeln!(s, "\nQJump's comparison (sockperf round trip): interference-free = idle/default, interfered = both/default, interfered on a level = both/level");
     for q in &r.ratios {
+        let verdict = match q.target.as_str() {
+            "(no target)" => "(no target)".to_string(),
+            t => format!("(target {t}: {})", if q.met { "met" } else { "NOT met" }),
+        };
         let _ = writeln!(
             s,
-            "{:<9} {}: {}{:.2} (target {}: {})",
+            "{:<9} {}: {}{:.2} {verdict}",
             q.name,
             q.metric,
             if q.lower_bound { "≥ " } else { "" },
             q.ratio,
-            q.target,
-            if q.met { "met" } else { "NOT met" }
         );
     }
     let _ = writeln!(
@@ -932,6 +944,13 @@ mod tests {
         let all_failed = vec![failed, run("etcd", "level", "both", 100_000_000, 0)];
         let q = &ratios(&all_failed, 10_000_000_000)[0];
         assert!(q.lower_bound && (q.ratio - 100.0).abs() < 1e-9 && q.met);
+    }
+
+    #[test]
+    fn a_run_without_samples_shows_no_time() {
+        assert_eq!(fmt_sample_ns(0, 0), "–");
+        assert_eq!(fmt_sample_ns(0, 7_000), "–");
+        assert_eq!(fmt_sample_ns(3, 7_000), fmt_ns(7_000));
     }
 
     #[test]
