@@ -33,7 +33,7 @@
 
 pub mod plot;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -41,7 +41,7 @@ use serde::Serialize;
 
 use crate::interference::{bring_up, BenchError, Cores, Floor, FloorSet, Interference};
 use crate::kv_bench::observe::{self, Clock, Observers};
-use crate::kv_bench::systems::{which, Cluster, Host, Start};
+use crate::kv_bench::systems::{spawn_in, which, Cluster, Host, Start};
 use crate::kv_bench::{KvBenchConfig, System};
 use crate::stats::LatencySummary;
 use crate::table::fmt_ns;
@@ -508,28 +508,6 @@ fn run_cluster(
     rep
 }
 
-/// Spawns `ip netns exec <ns> <wrap> program args` with output to `log`.
-fn spawn_in(
-    host: &Host,
-    wrap: &[String],
-    program: &str,
-    args: &[String],
-    log: &std::path::Path,
-) -> Result<Child, String> {
-    let out = std::fs::File::create(log).map_err(|e| format!("{}: {e}", log.display()))?;
-    let err = out.try_clone().map_err(|e| e.to_string())?;
-    Command::new("ip")
-        .args(["netns", "exec", &host.netns])
-        .args(wrap)
-        .arg(program)
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::from(out))
-        .stderr(Stdio::from(err))
-        .spawn()
-        .map_err(|e| format!("cannot start {program}: {e}"))
-}
-
 /// Stops a child by its PID: SIGTERM (a wrapper passes it on), then
 /// SIGKILL after 3 s.
 fn stop_child(c: &mut Child) {
@@ -564,7 +542,7 @@ fn run_sockperf(
         let mut srv = spawn_in(
             &ctx.hosts[1],
             &ctx.wrap(App::Sockperf, 1, level),
-            "sockperf",
+            Path::new("sockperf"),
             &["server", "-i", &server, "-p", &port].map(String::from),
             &dir.join("server.log"),
         )?;

@@ -118,6 +118,31 @@ pub struct Start<'a> {
     pub wrap: Vec<Vec<String>>,
 }
 
+/// Spawns `ip netns exec <host's namespace> <prefix...> program args`, with
+/// its standard output and error in `log` and no standard input.
+pub fn spawn_in(
+    host: &Host,
+    prefix: &[String],
+    program: &Path,
+    args: &[String],
+    log: &Path,
+) -> Result<Child, String> {
+    let out = File::create(log).map_err(|e| format!("{}: {e}", log.display()))?;
+    let err = out
+        .try_clone()
+        .map_err(|e| format!("{}: {e}", log.display()))?;
+    Command::new("ip")
+        .args(["netns", "exec", &host.netns])
+        .args(prefix)
+        .arg(program)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::from(out))
+        .stderr(Stdio::from(err))
+        .spawn()
+        .map_err(|e| format!("cannot start {}: {e}", program.display()))
+}
+
 /// Where a binary is, on `PATH` or in `/usr/sbin`, `/usr/bin`.
 pub fn which(bin: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH").unwrap_or_default();
@@ -181,31 +206,16 @@ impl Cluster {
         program: &Path,
         args: &[String],
     ) -> Result<(), String> {
-        let log = self.dir.join(format!("{name}.log"));
-        let out = File::create(&log).map_err(|e| format!("{}: {e}", log.display()))?;
-        let err = out
-            .try_clone()
-            .map_err(|e| format!("{}: {e}", log.display()))?;
-        let mut cmd = Command::new("ip");
-        cmd.args(["netns", "exec", &self.hosts[h].netns]);
+        let mut prefix: Vec<String> = Vec::new();
         if let Some(core) = lane_core {
-            cmd.args(["taskset", "-c", &core.to_string()]).args([
-                "nice",
-                "-n",
-                &MEMBER_NICE.to_string(),
-            ]);
+            prefix.extend(["taskset".into(), "-c".into(), core.to_string()]);
+            prefix.extend(["nice".into(), "-n".into(), MEMBER_NICE.to_string()]);
         }
         if let Some(w) = self.wrap.get(h) {
-            cmd.args(w);
+            prefix.extend(w.iter().cloned());
         }
-        let child = cmd
-            .arg(program)
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::from(out))
-            .stderr(Stdio::from(err))
-            .spawn()
-            .map_err(|e| format!("cannot start {}: {e}", program.display()))?;
+        let log = self.dir.join(format!("{name}.log"));
+        let child = spawn_in(&self.hosts[h], &prefix, program, args, &log)?;
         self.children.push(child);
         Ok(())
     }
