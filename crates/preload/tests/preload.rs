@@ -50,15 +50,49 @@ fn probe() -> &'static Path {
     })
 }
 
-/// Runs the probe on `port` (IPv4 or IPv6) with these variables set.
-fn run(port: u16, v6: bool, env: &[(&str, &str)]) -> Output {
-    let mut c = Command::new(probe());
-    c.arg(port.to_string()).arg(if v6 { "6" } else { "4" });
-    c.env("LD_PRELOAD", library());
-    for (k, v) in env {
-        c.env(k, v);
+/// A loopback port that is free for TCP and UDP right now (the probe binds
+/// both). Fixed ports were taken at times: they lie in the ephemeral range,
+/// where any connection on the machine may get them.
+fn free_port(v6: bool) -> u16 {
+    let ip = if v6 { "[::1]:0" } else { "127.0.0.1:0" };
+    loop {
+        let u = std::net::UdpSocket::bind(ip).expect("bind a UDP socket on loopback");
+        let at = u.local_addr().unwrap();
+        if std::net::TcpListener::bind(at).is_ok() {
+            return at.port();
+        }
     }
-    c.output().unwrap()
+}
+
+/// Runs `probe <port> 4|6` (through `launch`, which adds the environment)
+/// on a free port; `launch` gets the port. A port another program took
+/// between the check and the probe's bind is replaced by another.
+fn on_free_port(v6: bool, launch: impl Fn(u16) -> Command) -> Output {
+    for _ in 0..5 {
+        let port = free_port(v6);
+        let o = launch(port).output().unwrap();
+        if !String::from_utf8_lossy(&o.stderr).contains("Address already in use") {
+            return o;
+        }
+    }
+    panic!("no free loopback port in 5 tries");
+}
+
+/// The probe preloaded, with these variables set; `ports(p)` gives
+/// `XLANE_LEVEL_PORTS` when the probe runs on port `p`.
+fn run(v6: bool, env: &[(&str, &str)], ports: impl Fn(u16) -> Option<String>) -> Output {
+    on_free_port(v6, |port| {
+        let mut c = Command::new(probe());
+        c.arg(port.to_string()).arg(if v6 { "6" } else { "4" });
+        c.env("LD_PRELOAD", library());
+        for (k, v) in env {
+            c.env(k, v);
+        }
+        if let Some(list) = ports(port) {
+            c.env("XLANE_LEVEL_PORTS", list);
+        }
+        c
+    })
 }
 
 /// A socket the probe reported: its name, TOS and priority.
@@ -91,8 +125,8 @@ const LEVEL2: [(&str, &str); 2] = [("XLANE_LEVEL_TOS", "184"), ("XLANE_LEVEL_PRI
 
 #[test]
 fn accept4_and_an_override_stay_on_the_level_ipv4_and_ipv6() {
-    for (v6, port) in [(false, 47811), (true, 47812)] {
-        let o = run(port, v6, &LEVEL2);
+    for v6 in [false, true] {
+        let o = run(v6, &LEVEL2, |_| None);
         let (socks, refused) = parse(&o);
         assert_eq!(socks.len(), 4, "{socks:?}");
         for (name, tos, prio) in &socks {
@@ -106,7 +140,11 @@ fn accept4_and_an_override_stay_on_the_level_ipv4_and_ipv6() {
 #[test]
 fn without_the_library_the_override_wins() {
     // The control: the same program, no preload, leaves the level as asked.
-    let o = Command::new(probe()).args(["47813", "4"]).output().unwrap();
+    let o = on_free_port(false, |port| {
+        let mut c = Command::new(probe());
+        c.args([&port.to_string(), "4"]);
+        c
+    });
     let (socks, refused) = parse(&o);
     assert!(
         socks.iter().all(|(_, t, p)| (*t, *p) == (0, 0)),
@@ -117,14 +155,15 @@ fn without_the_library_the_override_wins() {
 
 #[test]
 fn a_port_filter_marks_only_listed_ports() {
-    let listed = [LEVEL2[0], LEVEL2[1], ("XLANE_LEVEL_PORTS", "47814")];
-    let (socks, _) = parse(&run(47814, false, &listed));
+    let (socks, _) = parse(&run(false, &LEVEL2, |port| Some(port.to_string())));
     assert!(
         socks.iter().all(|(_, t, p)| (*t, *p) == (184, 6)),
         "{socks:?}"
     );
-    let other = [LEVEL2[0], LEVEL2[1], ("XLANE_LEVEL_PORTS", "2380,9")];
-    let (socks, _) = parse(&run(47815, false, &other));
+    let (socks, _) = parse(&run(false, &LEVEL2, |port| {
+        assert!(port != 2380 && port != 9);
+        Some("2380,9".into())
+    }));
     assert!(
         socks.iter().all(|(_, t, p)| (*t, *p) == (0, 0)),
         "{socks:?}"
@@ -134,7 +173,7 @@ fn a_port_filter_marks_only_listed_ports() {
 #[test]
 fn a_bad_configuration_is_reported_once_and_changes_nothing() {
     let bad = [("XLANE_LEVEL_TOS", "300"), ("XLANE_LEVEL_PRIORITY", "6")];
-    let o = run(47816, false, &bad);
+    let o = run(false, &bad, |_| None);
     let (socks, refused) = parse(&o);
     assert!(
         socks.iter().all(|(_, t, p)| (*t, *p) == (0, 0)),
@@ -149,13 +188,16 @@ fn a_bad_configuration_is_reported_once_and_changes_nothing() {
 #[test]
 fn children_inherit_the_level() {
     // A shell (dynamic) starts the probe: both are preloaded.
-    let script = format!("{} 47817 4", probe().display());
-    let mut c = Command::new("/bin/sh");
-    c.args(["-c", &script]).env("LD_PRELOAD", library());
-    for (k, v) in LEVEL2 {
-        c.env(k, v);
-    }
-    let (socks, _) = parse(&c.output().unwrap());
+    let o = on_free_port(false, |port| {
+        let script = format!("{} {port} 4", probe().display());
+        let mut c = Command::new("/bin/sh");
+        c.args(["-c", &script]).env("LD_PRELOAD", library());
+        for (k, v) in LEVEL2 {
+            c.env(k, v);
+        }
+        c
+    });
+    let (socks, _) = parse(&o);
     assert!(
         socks.iter().all(|(_, t, p)| (*t, *p) == (184, 6)),
         "{socks:?}"
