@@ -44,7 +44,9 @@ enum What {
     /// every write), each member in its own testbed host, per scenario
     /// (idle: nothing else runs; both: every switch port towards a member
     /// saturated by best-effort cross traffic, CPU load on the regular
-    /// cores). The lane's members run on the lane core at nice -10;
+    /// cores). The systems' clusters run side by side and take turns in
+    /// rounds, so that every system meets the machine's slow minutes alike.
+    /// The lane's members run on the lane core at nice -10;
     /// the others as users run them (default priority, best effort, off
     /// the lane core). A write is visible when an observer in every
     /// member's host got its member's notification (keyspace
@@ -482,19 +484,27 @@ struct KvArgs {
         value_delimiter = ','
     )]
     systems: Vec<String>,
-    /// Sequential writes of the latency phase (per system and replica count).
+    /// Sequential writes of the latency phase (per system and replica
+    /// count, over all rounds).
     #[arg(long, default_value_t = 2000)]
     writes: usize,
     /// Longest latency phase in seconds: a system that takes longer for
     /// --writes stops there with fewer samples (the report says how many).
     #[arg(long, default_value_t = 60.0)]
     latency_seconds: f64,
-    /// Seconds of the throughput phase (per system and replica count).
+    /// Seconds of the throughput phase (per system and replica count, over
+    /// all rounds).
     #[arg(long, default_value_t = 5.0)]
     seconds: f64,
     /// Concurrent clients of the throughput phase.
     #[arg(long, default_value_t = 8)]
     clients: usize,
+    /// Rounds each phase is split into. All systems' clusters of a replica
+    /// count run side by side, and the systems take turns round by round
+    /// (alternating the order), so that a slow minute of the machine falls
+    /// on every system's share of it rather than on one system's run.
+    #[arg(long, default_value_t = 4)]
+    rounds: usize,
     /// Seed of value sizes and contents.
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -550,6 +560,9 @@ fn kv(a: KvArgs) -> super::CmdResult {
     if a.clients == 0 || a.clients > 1024 {
         return Err("--clients must be 1..=1024".into());
     }
+    if a.rounds == 0 || a.rounds > 1000 || a.rounds > a.writes {
+        return Err("--rounds must be 1..=1000 and at most --writes".into());
+    }
     let systems = a
         .systems
         .iter()
@@ -584,6 +597,7 @@ fn kv(a: KvArgs) -> super::CmdResult {
         latency_cap: std::time::Duration::from_secs_f64(a.latency_seconds),
         throughput_duration: std::time::Duration::from_secs_f64(a.seconds),
         clients: a.clients,
+        rounds: a.rounds,
         seed: a.seed,
         mean_size: a.mean_size,
         sd_size: a.sd_size,

@@ -40,7 +40,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 
 use crate::interference::{bring_up, BenchError, Cores, Floor, FloorSet, Interference};
-use crate::kv_bench::observe::{self, Clock, Observers};
+use crate::kv_bench::observe::{Clock, Observers, Run};
 use crate::kv_bench::systems::{spawn_in, which, Cluster, Host, Start};
 use crate::kv_bench::{KvBenchConfig, System};
 use crate::stats::LatencySummary;
@@ -480,7 +480,17 @@ fn run_cluster(
         let place = (level && cfg.level_on_lane_core).then_some(cfg.lane_core);
         let obs = Observers::start(&cl, clock, place)?;
         let interference = interfere()?;
-        let m = observe::measure(&cl, &obs, &kv, clock, cfg.seed, place, log);
+        let m = Run::start(&cl, &obs, &kv, clock, cfg.seed, place).and_then(|mut run| {
+            if !run.latency_round(&kv, clock, kv.writes)? {
+                log(&format!(
+                    "  latency phase capped at {:?}: {} of {} writes",
+                    kv.latency_cap,
+                    run.timed(),
+                    kv.writes
+                ));
+            }
+            Ok(run.m)
+        });
         cross.extend(interference.stop());
         let stopped = obs.stop();
         let m = m.map_err(|e| format!("{e}{}", cl.logs_tail()))?;

@@ -8,11 +8,17 @@
 //! **Scenarios** (as `bench jitter`'s): `idle` (nothing else runs), `both`
 //! (every switch port towards a member saturated by unpaced best-effort
 //! cross traffic, and one spinning thread on every regular core), and
-//! `cross` and `cpu` alone. Each cluster starts, elects and syncs in a
-//! calm datacenter (under interference Raft over UDP, etcd and Redis did
-//! not come up within 20 s); the scenario's interference then runs for its
-//! measurement. The per-core floor probes run through all of a scenario's
-//! systems and replica counts.
+//! `cross` and `cpu` alone. For each replica count every system's cluster
+//! starts, elects and syncs in a calm datacenter (under interference Raft
+//! over UDP, etcd and Redis did not come up within 20 s), all side by side
+//! in the same hosts on ports of their own; the scenario's interference
+//! then runs while the systems take turns, round by round (`--rounds`,
+//! order alternating), at the latency phase's writes and then at the
+//! throughput phase's time. On a shared machine whose speed drifts by tens
+//! of percent from minute to minute, this puts every system into the same
+//! minutes: a ratio compares two systems under the same conditions, not one
+//! system's good minute with another's bad one. The per-core floor probes
+//! run through all of a scenario's systems and replica counts.
 //!
 //! **Placement.** The members of xlane kv over the lane run on the lane
 //! core (`taskset -c <lane core> nice -n -10`; see [`systems`] for why not
@@ -73,8 +79,8 @@ pub use crate::jitter::Scenario;
 use crate::stats::LatencySummary;
 use crate::table::fmt_ns;
 
-use observe::{Clock, Observers};
-use systems::{Cluster, Host, Start};
+use observe::{Clock, Measured, Observers, Run};
+use systems::{Cluster, Host, LeaderState, Start};
 
 /// One of the systems compared.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -156,6 +162,9 @@ pub struct KvBenchConfig {
     pub throughput_duration: Duration,
     /// Concurrent clients of the throughput phase.
     pub clients: usize,
+    /// Rounds each phase is split into: the systems take turns round by
+    /// round (1: each system's whole phase at once).
+    pub rounds: usize,
     /// Seed of the value sizes and contents.
     pub seed: u64,
     /// Mean of the value-size distribution, bytes.
@@ -191,6 +200,7 @@ impl Default for KvBenchConfig {
             latency_cap: Duration::from_secs(60),
             throughput_duration: Duration::from_secs(5),
             clients: 8,
+            rounds: 4,
             seed: 1,
             mean_size: 25.6,
             sd_size: 10.0,
@@ -260,7 +270,7 @@ pub struct SystemReport {
     /// Leader changes during the run (etcd, xlane kv: raft terms begun;
     /// Redis: members whose role changed).
     pub leader_changes: u64,
-    /// Busy fraction of the lane core during this system's run
+    /// Busy fraction of the lane core during this system's rounds
     /// (`/proc/stat`: all but idle and steal).
     pub lane_core_busy: f64,
 }
@@ -322,6 +332,8 @@ pub struct Workload {
     pub writes: usize,
     /// Throughput-phase clients.
     pub clients: usize,
+    /// Rounds each phase was split into (the systems took turns).
+    pub rounds: usize,
     /// Throughput-phase length, seconds.
     pub seconds: f64,
     /// Per-write timeout, seconds.
@@ -486,9 +498,14 @@ fn check(cfg: &KvBenchConfig) -> Result<(), KvBenchError> {
             "replica counts must be 2..={max_hosts} (one testbed host each)"
         )));
     }
-    if cfg.writes == 0 || cfg.clients == 0 || cfg.systems.is_empty() || cfg.scenarios.is_empty() {
+    if cfg.writes == 0
+        || cfg.clients == 0
+        || cfg.rounds == 0
+        || cfg.systems.is_empty()
+        || cfg.scenarios.is_empty()
+    {
         return Err(KvBenchError::Config(
-            "writes, clients, systems and scenarios must not be empty".into(),
+            "writes, clients, rounds, systems and scenarios must not be empty".into(),
         ));
     }
     if !(cfg.mean_size >= 1.0 && cfg.sd_size >= 0.0 && cfg.mean_size.is_finite()) {
@@ -518,15 +535,61 @@ fn busy(cpu: &CpuShares) -> f64 {
     (1.0 - cpu.idle - cpu.steal).clamp(0.0, 1.0)
 }
 
-/// Runs one system with `n` members on `hosts`; the report is filled in
-/// (or says why the system is not available). The cluster starts, elects
-/// and syncs in a calm datacenter, as a deployed one did before the
-/// datacenter got busy; then `interfere` starts the scenario's
-/// interference for the measurement (its flows' rates go to `cross`).
+/// The lane core's busy and total time over a system's rounds (jiffies).
+#[derive(Default, Clone, Copy)]
+struct CoreUse {
+    busy: u64,
+    total: u64,
+}
+
+impl CoreUse {
+    fn add(&mut self, before: Option<CpuTimes>, after: Option<CpuTimes>) {
+        if let (Some(a), Some(b)) = (before, after) {
+            let d = b.since(&a);
+            self.total += d.total();
+            self.busy += d.total().saturating_sub(d.idle + d.steal);
+        }
+    }
+
+    fn fraction(&self) -> f64 {
+        if self.total == 0 {
+            0.0
+        } else {
+            self.busy as f64 / self.total as f64
+        }
+    }
+}
+
+/// The order of the systems in round `r`: forwards in even rounds,
+/// backwards in odd ones, so that no system always follows the same one.
+fn round_order(systems: usize, r: usize) -> Vec<usize> {
+    if r % 2 == 0 {
+        (0..systems).collect()
+    } else {
+        (0..systems).rev().collect()
+    }
+}
+
+/// The share of `total` that round `r` of `rounds` gets (the first rounds
+/// take the remainder).
+fn round_share(total: usize, rounds: usize, r: usize) -> usize {
+    total / rounds + usize::from(r < total % rounds)
+}
+
+/// Runs every system of `reps` (one report each, in `systems`' order) with
+/// `n` members on `hosts`, side by side: every cluster starts, elects and
+/// syncs in a calm datacenter, as a deployed one did before the datacenter
+/// got busy, and warms up; then `interfere` starts the scenario's
+/// interference (its flows' rates go to `cross`) and the systems take
+/// turns, round by round ([`KvBenchConfig::rounds`]), at the latency
+/// phase's writes and then at the throughput phase's time. A machine that
+/// slows down for a minute then slows every system's share of that minute,
+/// not one system's whole run. A system that cannot start, or whose run
+/// breaks, is reported as not available with the reason; the others go on.
 #[allow(clippy::too_many_arguments)]
-fn run_system(
-    rep: &mut SystemReport,
-    s: System,
+fn run_group(
+    reps: &mut [SystemReport],
+    systems: &[System],
     hosts: &[Host],
     cfg: &KvBenchConfig,
     tag: &str,
@@ -536,73 +599,159 @@ fn run_system(
     log: &mut dyn FnMut(&str),
 ) {
     let n = hosts.len();
-    let lane_core = s.on_lane_core().then_some(cfg.lane_core);
-    let start = Start {
-        hosts,
-        dir: cfg
-            .work_dir
-            .join(format!("{tag}-{}-{}-{n}", rep.scenario, s.name())),
-        lane_core: cfg.lane_core,
-        xlane_bin: cfg.xlane_bin.as_deref(),
-        timeout: cfg.timeout.max(Duration::from_secs(20)),
-        wrap: Vec::new(),
-    };
-    let cpu0 = CpuTimes::read(cfg.lane_core);
-    let r = (|| -> Result<_, String> {
-        let mut cl = Cluster::start(s, &start)?;
-        rep.version = cl.version.clone();
-        let clock = Clock::new();
-        let before = cl.leader_state()?;
-        let obs = Observers::start(&cl, clock, lane_core)?;
-        let seed = cfg.seed ^ (n as u64) << 32;
-        let interference = interfere()?;
-        let m = observe::measure(&cl, &obs, cfg, clock, seed, lane_core, log);
-        cross.extend(interference.stop());
-        let stopped = obs.stop();
-        let m = m.map_err(|e| format!("{e}{}", cl.logs_tail()))?;
-        stopped?;
-        let after = cl.leader_state()?;
-        cl.check_alive()?;
-        Ok((m, after.changes_since(&before)))
-    })();
-    if let (Some(a), Some(b)) = (cpu0, CpuTimes::read(cfg.lane_core)) {
-        rep.lane_core_busy = busy(&b.since(&a).shares());
+    let clock = Clock::new();
+    let lane_core = |s: System| s.on_lane_core().then_some(cfg.lane_core);
+    // Every cluster with its observers, in a calm datacenter.
+    let mut up: Vec<Option<(Cluster, Observers, LeaderState)>> = Vec::new();
+    for (rep, &s) in reps.iter_mut().zip(systems) {
+        log(&format!("  starting {} with {n} members ...", s.label()));
+        let start = Start {
+            hosts,
+            dir: cfg
+                .work_dir
+                .join(format!("{tag}-{}-{}-{n}", rep.scenario, s.name())),
+            lane_core: cfg.lane_core,
+            xlane_bin: cfg.xlane_bin.as_deref(),
+            timeout: cfg.timeout.max(Duration::from_secs(20)),
+            wrap: Vec::new(),
+        };
+        let r = (|| -> Result<_, String> {
+            let cl = Cluster::start(s, &start)?;
+            rep.version = cl.version.clone();
+            let before = cl.leader_state()?;
+            let obs = Observers::start(&cl, clock, lane_core(s))?;
+            Ok((cl, obs, before))
+        })();
+        up.push(match r {
+            Ok(x) => Some(x),
+            Err(e) => {
+                log(&format!("  {} not available: {e}", s.label()));
+                rep.reason = Some(e);
+                None
+            }
+        });
     }
-    match r {
-        Ok((mut m, changes)) => {
-            rep.available = true;
-            let sum = LatencySummary::from_samples(s.name(), &mut m.latencies, m.errors);
-            rep.mean_ns = sum.avg_ns;
-            rep.p50_ns = sum.p50_ns;
-            rep.p99_ns = sum.p99_ns;
-            rep.p999_ns = sum.p999_ns;
-            rep.min_ns = sum.min_ns;
-            rep.max_ns = sum.max_ns;
-            rep.latency_writes = sum.samples;
-            let ack = LatencySummary::from_samples(s.name(), &mut m.acks, 0);
-            rep.ack_mean_ns = ack.avg_ns;
-            rep.ack_p50_ns = ack.p50_ns;
-            rep.throughput_writes = m.tput_writes;
-            rep.throughput_ns = m.tput_ns;
-            rep.ops_per_s = m.tput_writes as f64 * 1e9 / m.tput_ns.max(1) as f64;
-            rep.errors = m.errors;
-            rep.leader_changes = changes;
-            rep.reason = m.first_error.map(|e| format!("first failed write: {e}"));
-            sizes.extend(m.sizes);
-            log(&format!(
-                "  mean {} p99 {} p99.9 {}, {:.0} writes/s, {} failed, {} leader changes",
-                fmt_ns(rep.mean_ns),
-                fmt_ns(rep.p99_ns),
-                fmt_ns(rep.p999_ns),
-                rep.ops_per_s,
-                rep.errors,
-                rep.leader_changes
-            ));
-        }
+    let seed = cfg.seed ^ (n as u64) << 32;
+    let mut runs: Vec<Option<Run>> = Vec::new();
+    for ((rep, &s), u) in reps.iter_mut().zip(systems).zip(&up) {
+        runs.push(u.as_ref().and_then(|(cl, obs, _)| {
+            match Run::start(cl, obs, cfg, clock, seed, lane_core(s)) {
+                Ok(r) => Some(r),
+                Err(e) => {
+                    log(&format!("  {} not available: {e}", s.label()));
+                    rep.reason = Some(format!("{e}{}", cl.logs_tail()));
+                    None
+                }
+            }
+        }));
+    }
+    let interference = match interfere() {
+        Ok(i) => i,
         Err(e) => {
-            log(&format!("  not available: {e}"));
-            rep.reason = Some(e);
+            for rep in reps.iter_mut().filter(|r| r.reason.is_none()) {
+                rep.reason = Some(e.clone());
+            }
+            return;
         }
+    };
+    let rounds = cfg.rounds.max(1);
+    let mut core_use = vec![CoreUse::default(); systems.len()];
+    let mut capped = vec![false; systems.len()];
+    let mut broken: Vec<Option<String>> = vec![None; systems.len()];
+    // The latency phase, then the throughput phase, each in rounds.
+    for phase in 0..2 {
+        for r in 0..rounds {
+            for i in round_order(systems.len(), r) {
+                let Some(run) = runs[i].as_mut().filter(|_| broken[i].is_none()) else {
+                    continue;
+                };
+                let before = CpuTimes::read(cfg.lane_core);
+                let res = if phase == 0 {
+                    if capped[i] {
+                        continue;
+                    }
+                    let writes = round_share(cfg.writes, rounds, r);
+                    run.latency_round(cfg, clock, writes).map(|more| {
+                        if !more {
+                            capped[i] = true;
+                            log(&format!(
+                                "  {}: latency phase capped at {:?}: {} of {} writes",
+                                systems[i].label(),
+                                cfg.latency_cap,
+                                run.timed(),
+                                cfg.writes
+                            ));
+                        }
+                    })
+                } else {
+                    let length = cfg.throughput_duration / rounds as u32;
+                    run.throughput_round(cfg, clock, length)
+                };
+                core_use[i].add(before, CpuTimes::read(cfg.lane_core));
+                if let Err(e) = res {
+                    broken[i] = Some(e);
+                }
+            }
+            let what = if phase == 0 { "latency" } else { "throughput" };
+            log(&format!("  {what} round {} of {rounds} done", r + 1));
+        }
+    }
+    cross.extend(interference.stop());
+    // What each system measured, and whether it stayed whole.
+    let measured: Vec<Option<Measured>> = runs.into_iter().map(|r| r.map(|r| r.m)).collect();
+    for (i, (u, m)) in up.into_iter().zip(measured).enumerate() {
+        let (rep, s) = (&mut reps[i], systems[i]);
+        rep.lane_core_busy = core_use[i].fraction();
+        let (Some((mut cl, obs, before)), Some(mut m)) = (u, m) else {
+            continue;
+        };
+        let r = (|| -> Result<u64, String> {
+            let stopped = obs.stop();
+            if let Some(e) = broken[i].take() {
+                return Err(format!("{e}{}", cl.logs_tail()));
+            }
+            stopped?;
+            let after = cl.leader_state()?;
+            cl.check_alive()?;
+            Ok(after.changes_since(&before))
+        })();
+        let changes = match r {
+            Ok(c) => c,
+            Err(e) => {
+                log(&format!("  {} not available: {e}", s.label()));
+                rep.reason = Some(e);
+                continue;
+            }
+        };
+        rep.available = true;
+        let sum = LatencySummary::from_samples(s.name(), &mut m.latencies, m.errors);
+        rep.mean_ns = sum.avg_ns;
+        rep.p50_ns = sum.p50_ns;
+        rep.p99_ns = sum.p99_ns;
+        rep.p999_ns = sum.p999_ns;
+        rep.min_ns = sum.min_ns;
+        rep.max_ns = sum.max_ns;
+        rep.latency_writes = sum.samples;
+        let ack = LatencySummary::from_samples(s.name(), &mut m.acks, 0);
+        rep.ack_mean_ns = ack.avg_ns;
+        rep.ack_p50_ns = ack.p50_ns;
+        rep.throughput_writes = m.tput_writes;
+        rep.throughput_ns = m.tput_ns;
+        rep.ops_per_s = m.tput_writes as f64 * 1e9 / m.tput_ns.max(1) as f64;
+        rep.errors = m.errors;
+        rep.leader_changes = changes;
+        rep.reason = m.first_error.map(|e| format!("first failed write: {e}"));
+        sizes.extend(m.sizes);
+        log(&format!(
+            "  {}: mean {} p99 {} p99.9 {}, {:.0} writes/s, {} failed, {} leader changes",
+            s.label(),
+            fmt_ns(rep.mean_ns),
+            fmt_ns(rep.p99_ns),
+            fmt_ns(rep.p999_ns),
+            rep.ops_per_s,
+            rep.errors,
+            rep.leader_changes
+        ));
     }
 }
 
@@ -687,22 +836,23 @@ pub fn run(cfg: &KvBenchConfig, log: &mut dyn FnMut(&str)) -> Result<KvBenchRepo
         let probes = FloorSet::start(&cores, scenario_ns)?;
         let cpu0 = CpuTimes::read(cores.lane);
         for &n in &cfg.replicas {
-            for &s in &cfg.systems {
-                log(&format!("  {} with {n} members ...", s.label()));
-                let mut rep = empty_report(scenario, s, n);
-                run_system(
-                    &mut rep,
-                    s,
-                    &hosts[..n],
-                    cfg,
-                    &tag,
-                    &mut sizes,
-                    &mut interfere,
-                    &mut cross,
-                    log,
-                );
-                systems.push(rep);
-            }
+            let mut reps: Vec<SystemReport> = cfg
+                .systems
+                .iter()
+                .map(|&s| empty_report(scenario, s, n))
+                .collect();
+            run_group(
+                &mut reps,
+                &cfg.systems,
+                &hosts[..n],
+                cfg,
+                &tag,
+                &mut sizes,
+                &mut interfere,
+                &mut cross,
+                log,
+            );
+            systems.extend(reps);
         }
         let cpu = match (cpu0, CpuTimes::read(cores.lane)) {
             (Some(a), Some(b)) => b.since(&a).shares(),
@@ -745,6 +895,7 @@ pub fn run(cfg: &KvBenchConfig, log: &mut dyn FnMut(&str)) -> Result<KvBenchRepo
             seed: cfg.seed,
             writes: cfg.writes,
             clients: cfg.clients,
+            rounds: cfg.rounds,
             seconds: cfg.throughput_duration.as_secs_f64(),
             timeout_s: cfg.timeout.as_secs_f64(),
             visibility: "the last member's observer stamp − the writer's send stamp; observers \
@@ -787,6 +938,31 @@ mod tests {
     }
 
     #[test]
+    fn rounds_share_the_phase_and_alternate_the_order() {
+        // (total, rounds, each round's share)
+        let shares: &[(usize, usize, &[usize])] = &[
+            (2000, 4, &[500, 500, 500, 500]),
+            (10, 4, &[3, 3, 2, 2]),
+            (3, 4, &[1, 1, 1, 0]),
+            (7, 1, &[7]),
+        ];
+        for &(total, rounds, want) in shares {
+            let got: Vec<usize> = (0..rounds).map(|r| round_share(total, rounds, r)).collect();
+            assert_eq!(got, want, "{total} in {rounds}");
+            assert_eq!(got.iter().sum::<usize>(), total);
+        }
+        let orders: &[(usize, usize, &[usize])] = &[
+            (3, 0, &[0, 1, 2]),
+            (3, 1, &[2, 1, 0]),
+            (3, 2, &[0, 1, 2]),
+            (1, 1, &[0]),
+        ];
+        for &(n, r, want) in orders {
+            assert_eq!(round_order(n, r), want, "{n} systems, round {r}");
+        }
+    }
+
+    #[test]
     fn bad_configurations_are_refused_before_anything_starts() {
         let ok = KvBenchConfig::default();
         let cases: Vec<(&str, KvBenchConfig)> = vec![
@@ -815,6 +991,13 @@ mod tests {
                 "no scenario",
                 KvBenchConfig {
                     scenarios: vec![],
+                    ..ok.clone()
+                },
+            ),
+            (
+                "no rounds",
+                KvBenchConfig {
+                    rounds: 0,
                     ..ok.clone()
                 },
             ),

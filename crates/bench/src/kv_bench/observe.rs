@@ -490,159 +490,228 @@ impl Measured {
     }
 }
 
-/// Runs both phases on a started cluster with its observers.
-pub fn measure(
-    cl: &Cluster,
-    obs: &Observers,
-    cfg: &KvBenchConfig,
-    clock: Clock,
-    seed: u64,
+/// One system's measurement, run in rounds: the latency phase's writes
+/// and the throughput phase's time are split into rounds, and the bench
+/// alternates the systems round by round, so that every system meets the
+/// machine's slow minutes alike (see [`super::run`]).
+pub struct Run<'a> {
+    cl: &'a Cluster,
+    obs: &'a Observers,
     lane_core: Option<usize>,
-    log: &mut dyn FnMut(&str),
-) -> Result<Measured, String> {
-    let mut m = Measured::default();
-    let n = cl.clients.len();
-    let timeout_ns = cfg.timeout.as_nanos() as u64;
-    let _placed = place(lane_core)?;
-    // Latency phase: one writer, sequential writes, each until visible.
-    let mut rng = Rng::new(seed);
-    let mut w = Writer::connect(cl, cfg.timeout)?;
-    let warmup = (cfg.writes / 10).clamp(5, 200);
-    // The timed writes end at `cfg.writes` or when the phase has taken
-    // `cfg.latency_cap` (a slow system gets fewer samples, not hours).
-    let mut timed_from = None;
-    let began = std::time::Instant::now();
-    let mut i = 0;
-    while i < warmup + cfg.writes {
-        // The warm-up ends early after a tenth of the cap (a slow system
-        // would spend minutes on untimed writes).
-        if i < warmup && began.elapsed() >= cfg.latency_cap / 10 {
-            i = warmup;
-        }
-        if i == warmup && timed_from.is_none() {
-            timed_from = Some(std::time::Instant::now());
-        }
-        if timed_from.is_some_and(|t| t.elapsed() >= cfg.latency_cap) {
-            log(&format!(
-                "  latency phase capped at {:?}: {} of {} writes",
-                cfg.latency_cap,
-                i - warmup,
-                cfg.writes
-            ));
-            break;
-        }
-        let len = rng.trunc_normal_size(cfg.mean_size, cfg.sd_size, MAX_SIZE);
-        let value = rng.value(len);
-        let (idx, timed) = (i, i >= warmup);
-        i += 1;
-        let key = if timed {
-            format!("{KEY_PREFIX}l:{}", idx - warmup)
-        } else {
-            format!("{KEY_PREFIX}w:{idx}")
+    writer: Writer,
+    rng: Rng,
+    seed: u64,
+    /// Timed writes so far (the latency keys' index).
+    timed: usize,
+    /// Latency phase time spent so far.
+    latency_spent: Duration,
+    /// Throughput rounds so far (their keys' index).
+    tput_rounds: u64,
+    /// What was measured.
+    pub m: Measured,
+}
+
+impl<'a> Run<'a> {
+    /// Connects the writer in the leader's host and warms the cluster up
+    /// with untimed writes (a tenth of `cfg.writes`, 5 to 200, for at most
+    /// a tenth of `cfg.latency_cap`).
+    pub fn start(
+        cl: &'a Cluster,
+        obs: &'a Observers,
+        cfg: &KvBenchConfig,
+        clock: Clock,
+        seed: u64,
+        lane_core: Option<usize>,
+    ) -> Result<Run<'a>, String> {
+        let _placed = place(lane_core)?;
+        let mut run = Run {
+            cl,
+            obs,
+            lane_core,
+            writer: Writer::connect(cl, cfg.timeout)?,
+            rng: Rng::new(seed),
+            seed,
+            timed: 0,
+            latency_spent: Duration::ZERO,
+            tput_rounds: 0,
+            m: Measured::default(),
         };
-        let t0 = clock.now();
-        if let Err(e) = w.write(key.as_bytes(), &value) {
-            if timed {
-                m.fail(format!("{key}: {e}"));
+        let warmup = (cfg.writes / 10).clamp(5, 200);
+        let began = Instant::now();
+        let timeout_ns = cfg.timeout.as_nanos() as u64;
+        for i in 0..warmup {
+            if began.elapsed() >= cfg.latency_cap / 10 {
+                break;
             }
-            // A broken connection fails every later write: connect anew.
-            let _ = w.reconnect_same();
-            continue;
-        }
-        let ack = clock.now() - t0;
-        match obs.await_key(clock, &key, n, t0 + timeout_ns) {
-            Some(last) if timed => {
-                m.latencies.push(last.saturating_sub(t0));
-                m.acks.push(ack);
-                m.sizes.push(len);
+            let len = run
+                .rng
+                .trunc_normal_size(cfg.mean_size, cfg.sd_size, MAX_SIZE);
+            let value = run.rng.value(len);
+            let key = format!("{KEY_PREFIX}w:{i}");
+            let t0 = clock.now();
+            if run.writer.write(key.as_bytes(), &value).is_err() {
+                let _ = run.writer.reconnect_same();
+                continue;
             }
-            Some(_) => {}
-            None if timed => m.fail(format!("{key}: not visible on every member in time")),
-            None => {}
+            let _ = obs.await_key(clock, &key, cl.clients.len(), t0 + timeout_ns);
         }
-        if timed && (idx - warmup + 1) % 1000 == 0 {
-            log(&format!("  {} of {} writes", idx - warmup + 1, cfg.writes));
-        }
+        Ok(run)
     }
-    // Throughput phase: closed-loop clients for the configured time.
-    let regular =
-        crate::interference::Cores::new(crate::interference::Cores::online(), cfg.lane_core)
-            .map(|c| c.regular_or_all())
-            .map_err(|e| e.to_string())?;
-    let stop = Arc::new(AtomicBool::new(false));
-    let start = clock.now();
-    let mut clients = Vec::new();
-    for c in 0..cfg.clients {
-        let mut w = Writer::connect(cl, cfg.timeout)?;
-        let (stop, regular) = (stop.clone(), regular.clone());
-        let (mean, sd) = (cfg.mean_size, cfg.sd_size);
-        let mut rng = Rng::new(seed ^ (c as u64 + 1).wrapping_mul(0x9E37_79B9));
-        clients.push(std::thread::spawn(move || -> (u64, u64, Option<String>) {
-            // Bulk clients are the application's regular work: off the
-            // lane core for every system.
-            let _placed = xlane_host::runtime::AffinityGuard::pin(&regular);
-            let (mut acked, mut failed, mut first) = (0u64, 0u64, None);
-            let mut seq = 0u64;
-            while !stop.load(Ordering::Relaxed) {
-                let len = rng.trunc_normal_size(mean, sd, MAX_SIZE);
-                let value = rng.value(len);
-                let key = format!("{TPUT_PREFIX}{c}:{seq}");
-                seq += 1;
-                match w.write(key.as_bytes(), &value) {
-                    Ok(()) => acked += 1,
-                    Err(e) => {
-                        failed += 1;
-                        first.get_or_insert(format!("{key}: {e}"));
-                        std::thread::sleep(Duration::from_millis(10));
-                        // A broken connection: connect anew.
-                        let _ = w.reconnect_same();
+
+    /// Timed writes so far.
+    pub fn timed(&self) -> usize {
+        self.timed
+    }
+
+    /// A latency round: up to `writes` sequential writes by one writer,
+    /// each until visible on every member, stopping early once the whole
+    /// latency phase took `cfg.latency_cap` (a slow system gets fewer
+    /// samples, not hours). False once the cap is reached.
+    pub fn latency_round(
+        &mut self,
+        cfg: &KvBenchConfig,
+        clock: Clock,
+        writes: usize,
+    ) -> Result<bool, String> {
+        let _placed = place(self.lane_core)?;
+        let n = self.cl.clients.len();
+        let timeout_ns = cfg.timeout.as_nanos() as u64;
+        let began = Instant::now();
+        for _ in 0..writes {
+            if self.latency_spent + began.elapsed() >= cfg.latency_cap {
+                self.latency_spent += began.elapsed();
+                return Ok(false);
+            }
+            let len = self
+                .rng
+                .trunc_normal_size(cfg.mean_size, cfg.sd_size, MAX_SIZE);
+            let value = self.rng.value(len);
+            let key = format!("{KEY_PREFIX}l:{}", self.timed);
+            self.timed += 1;
+            let t0 = clock.now();
+            if let Err(e) = self.writer.write(key.as_bytes(), &value) {
+                self.m.fail(format!("{key}: {e}"));
+                // A broken connection fails every later write: connect anew.
+                let _ = self.writer.reconnect_same();
+                continue;
+            }
+            let ack = clock.now() - t0;
+            match self.obs.await_key(clock, &key, n, t0 + timeout_ns) {
+                Some(last) => {
+                    self.m.latencies.push(last.saturating_sub(t0));
+                    self.m.acks.push(ack);
+                    self.m.sizes.push(len);
+                }
+                None => self
+                    .m
+                    .fail(format!("{key}: not visible on every member in time")),
+            }
+        }
+        self.latency_spent += began.elapsed();
+        Ok(true)
+    }
+
+    /// A throughput round: `cfg.clients` closed-loop clients for `length`,
+    /// then until every acknowledged write is visible on every member (or
+    /// the timeout: the missing ones fail).
+    pub fn throughput_round(
+        &mut self,
+        cfg: &KvBenchConfig,
+        clock: Clock,
+        length: Duration,
+    ) -> Result<(), String> {
+        let regular =
+            crate::interference::Cores::new(crate::interference::Cores::online(), cfg.lane_core)
+                .map(|c| c.regular_or_all())
+                .map_err(|e| e.to_string())?;
+        let timeout_ns = cfg.timeout.as_nanos() as u64;
+        let least = || {
+            self.obs
+                .tput
+                .iter()
+                .map(|t| t.writes.load(Ordering::Relaxed))
+                .min()
+                .unwrap_or(0)
+        };
+        let seen_before = least();
+        let round = self.tput_rounds;
+        self.tput_rounds += 1;
+        let stop = Arc::new(AtomicBool::new(false));
+        let start = clock.now();
+        let mut clients = Vec::new();
+        for c in 0..cfg.clients {
+            let mut w = Writer::connect(self.cl, cfg.timeout)?;
+            let (stop, regular) = (stop.clone(), regular.clone());
+            let (mean, sd) = (cfg.mean_size, cfg.sd_size);
+            let mut rng = Rng::new(
+                self.seed
+                    ^ (c as u64 + 1).wrapping_mul(0x9E37_79B9)
+                    ^ round.wrapping_mul(0x85EB_CA6B),
+            );
+            clients.push(std::thread::spawn(move || -> (u64, u64, Option<String>) {
+                // Bulk clients are the application's regular work: off the
+                // lane core for every system.
+                let _placed = xlane_host::runtime::AffinityGuard::pin(&regular);
+                let (mut acked, mut failed, mut first) = (0u64, 0u64, None);
+                let mut seq = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    let len = rng.trunc_normal_size(mean, sd, MAX_SIZE);
+                    let value = rng.value(len);
+                    let key = format!("{TPUT_PREFIX}{round}.{c}:{seq}");
+                    seq += 1;
+                    match w.write(key.as_bytes(), &value) {
+                        Ok(()) => acked += 1,
+                        Err(e) => {
+                            failed += 1;
+                            first.get_or_insert(format!("{key}: {e}"));
+                            std::thread::sleep(Duration::from_millis(10));
+                            // A broken connection: connect anew.
+                            let _ = w.reconnect_same();
+                        }
                     }
                 }
-            }
-            (acked, failed, first)
-        }));
-    }
-    std::thread::sleep(cfg.throughput_duration);
-    stop.store(true, Ordering::Relaxed);
-    for h in clients {
-        match h.join() {
-            Ok((a, f, first)) => {
-                m.tput_writes += a;
-                m.errors += f;
-                if let Some(e) = first {
-                    m.first_error.get_or_insert(e);
-                }
-            }
-            Err(_) => m.fail("a throughput client panicked".into()),
+                (acked, failed, first)
+            }));
         }
-    }
-    // Every acknowledged write must become visible on every member.
-    let deadline = clock.now() + timeout_ns;
-    let least = || {
-        obs.tput
+        std::thread::sleep(length);
+        stop.store(true, Ordering::Relaxed);
+        let mut acked = 0;
+        for h in clients {
+            match h.join() {
+                Ok((a, f, first)) => {
+                    acked += a;
+                    self.m.errors += f;
+                    if let Some(e) = first {
+                        self.m.first_error.get_or_insert(e);
+                    }
+                }
+                Err(_) => self.m.fail("a throughput client panicked".into()),
+            }
+        }
+        // Every acknowledged write must become visible on every member.
+        let deadline = clock.now() + timeout_ns;
+        let want = seen_before + acked;
+        while least() < want && clock.now() < deadline {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let missing = want.saturating_sub(least());
+        if missing > 0 {
+            self.m.errors += missing;
+            self.m.first_error.get_or_insert(format!(
+                "{missing} throughput writes not visible on every member in time"
+            ));
+        }
+        let last = self
+            .obs
+            .tput
             .iter()
-            .map(|t| t.writes.load(Ordering::Relaxed))
-            .min()
-            .unwrap_or(0)
-    };
-    while least() < m.tput_writes && clock.now() < deadline {
-        std::thread::sleep(Duration::from_millis(1));
+            .map(|t| t.last_ns.load(Ordering::Relaxed))
+            .max()
+            .unwrap_or(start);
+        self.m.tput_writes += acked;
+        self.m.tput_ns += last.saturating_sub(start).max(1);
+        Ok(())
     }
-    let missing = m.tput_writes.saturating_sub(least());
-    if missing > 0 {
-        m.errors += missing;
-        m.first_error.get_or_insert(format!(
-            "{missing} throughput writes not visible on every member in time"
-        ));
-    }
-    let last = obs
-        .tput
-        .iter()
-        .map(|t| t.last_ns.load(Ordering::Relaxed))
-        .max()
-        .unwrap_or(start);
-    m.tput_ns = last.saturating_sub(start).max(1);
-    Ok(m)
 }
 
 #[cfg(test)]

@@ -118,6 +118,7 @@ impl KvBenchReport {
              values: truncated normal mean {} B σ {} B in [{}, {}] B (observed mean {:.1} B σ {:.1} B), seed {}\n\
              latency: {} sequential writes after a warm-up; visible = {}\n\
              throughput: {} closed-loop clients for {} s; a write not visible everywhere in {} s fails\n\
+             rounds: {} per phase, the systems side by side taking turns (order alternating)\n\
              placement: {}\n",
             w.mean_size,
             w.sd_size,
@@ -131,6 +132,7 @@ impl KvBenchReport {
             w.clients,
             w.seconds,
             w.timeout_s,
+            w.rounds,
             w.placement,
         );
         for c in &self.scenarios {
@@ -180,7 +182,7 @@ impl KvBenchReport {
             out.push_str(
                 "failed: writes refused or not visible on every member in time; leader chg: raft \
                  terms begun (etcd, xlane kv) or roles changed (Redis); lane core: its busy share \
-                 during that run\n",
+                 during that system's rounds\n",
             );
             for n in notes {
                 let _ = writeln!(out, "{n}");

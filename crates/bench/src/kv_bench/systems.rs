@@ -32,10 +32,28 @@ pub const MEMBER_NICE: i32 = -10;
 /// X-FD's Λ of the lane's kv members, µs (see where it is passed).
 pub const LANE_LAMBDA_US: u64 = 100_000;
 
-/// Client port of every member (Redis, xlane kv).
+/// Client port of every Redis member.
 pub const RESP_PORT: u16 = 6380;
-/// Raft port of an xlane kv member (lane mode also uses the next one).
+/// Client port of an xlane kv member over UDP (one port per system: the
+/// bench runs the compared clusters side by side in the same hosts).
+pub const XLANE_RESP_PORT: u16 = 6381;
+/// Client port of an xlane kv member over the lane.
+pub const XLANE_LANE_RESP_PORT: u16 = 6382;
+/// Raft port of an xlane kv member over UDP.
 pub const RAFT_PORT: u16 = 7001;
+/// Raft port of an xlane kv member over the lane (which also uses the next
+/// one, for X-FD).
+pub const LANE_RAFT_PORT: u16 = 7011;
+
+/// The client port of `system`'s members (etcd: its client port).
+pub fn client_port(system: System) -> u16 {
+    match system {
+        System::Redis => RESP_PORT,
+        System::Xlane => XLANE_RESP_PORT,
+        System::XlaneLane => XLANE_LANE_RESP_PORT,
+        System::Etcd => ETCD_CLIENT_PORT,
+    }
+}
 /// etcd's client port.
 pub const ETCD_CLIENT_PORT: u16 = 2379;
 /// etcd's peer port.
@@ -192,7 +210,7 @@ impl Cluster {
     fn resp_addrs(&self) -> Vec<SocketAddr> {
         self.hosts
             .iter()
-            .map(|h| SocketAddr::V4(SocketAddrV4::new(h.addr, RESP_PORT)))
+            .map(|h| SocketAddr::V4(SocketAddrV4::new(h.addr, client_port(self.system))))
             .collect()
     }
 
@@ -420,11 +438,13 @@ impl Cluster {
         let bin = s.xlane_bin.ok_or("no xlane binary given")?.to_path_buf();
         self.version = format!("xlane {}", env!("CARGO_PKG_VERSION"));
         let lane = self.system == System::XlaneLane;
+        let raft_port = if lane { LANE_RAFT_PORT } else { RAFT_PORT };
+        let resp_port = client_port(self.system);
         let peers: Vec<String> = self
             .hosts
             .iter()
             .enumerate()
-            .map(|(i, h)| format!("{}={}:{RAFT_PORT}/{}:{RESP_PORT}", i + 1, h.addr, h.addr))
+            .map(|(i, h)| format!("{}={}:{raft_port}/{}:{resp_port}", i + 1, h.addr, h.addr))
             .collect();
         for i in 0..self.hosts.len() {
             let mut args: Vec<String> = vec!["kv".into(), "serve".into(), "--id".into()];
