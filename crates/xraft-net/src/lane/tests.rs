@@ -1,0 +1,163 @@
+//! The lane link's tests.
+use super::*;
+use xlane_xraft::batch::{encode_message, KIND_WHOLE};
+use xlane_xraft::raft::eraftpb::{Entry, MessageType};
+use xlane_xraft::Message;
+
+#[test]
+fn default_tree_ids_are_distinct() {
+    let a = TreeIds::default_for(1);
+    let b = TreeIds::default_for(2);
+    assert_ne!(a.fd, b.fd);
+    assert_ne!(a.repl, b.repl);
+    assert_eq!(TreeIds::default_for(4095).repl, REPL_TUNNEL_BASE + 4095);
+    const { assert!(FD_TUNNEL_BASE + 4095 < REPL_TUNNEL_BASE) };
+}
+
+/// Members join and leave a running link; what the lane cannot serve is
+/// refused and changes nothing.
+#[test]
+fn peers_join_and_leave() {
+    let p = |port: u16| -> SocketAddr { SocketAddr::from(([127, 0, 0, 1], port)) };
+    let v = |port: u16| v4(p(port), "").expect("v4");
+    let t = LaneTiming::default();
+    // A raft port whose next port is free too (the X-FD socket); the
+    // ports may be taken meanwhile: pick again.
+    let mut l = (0..50)
+        .find_map(|_| {
+            let s = std::net::UdpSocket::bind("127.0.0.1:0").ok()?;
+            let me = s.local_addr().ok()?;
+            drop(s);
+            LaneLink::new(1, me, &[(1, me), (2, p(7002))], t, &BTreeMap::new()).ok()
+        })
+        .expect("link");
+    l.add_peer(3, p(7004)).expect("add");
+    assert_eq!(l.peer_ids().collect::<Vec<_>>(), [2, 3]);
+    assert_eq!(l.repl_dsts, [v(7002), v(7004)]);
+    assert_eq!(l.fd_dsts, [v(7003), v(7005)]);
+    for tx in [&l.repl_tx, &l.fd_tx] {
+        assert!(tx.destinations().iter().eq(0..2));
+    }
+    let refused = [
+        (3, p(7006)),
+        (1, p(7006)),
+        (5000, p(7006)),
+        (4, "[::1]:7006".parse().expect("v6")),
+    ];
+    for (id, a) in refused {
+        assert!(l.add_peer(id, a).is_err(), "{id} {a}");
+    }
+    assert!(l.remove_peer(2));
+    assert!(!l.remove_peer(2));
+    assert_eq!(l.peer_ids().collect::<Vec<_>>(), [3]);
+    assert_eq!(l.repl_dsts, [v(7004)]);
+    assert_eq!(l.detector.len(), 1);
+    for tx in [&l.repl_tx, &l.fd_tx] {
+        assert!(tx.destinations().iter().eq(0..1));
+    }
+}
+
+#[test]
+fn bad_configurations_are_refused() {
+    let a: SocketAddr = "127.0.0.1:7001".parse().unwrap();
+    let b: SocketAddr = "127.0.0.1:7003".parse().unwrap();
+    let t = LaneTiming::default();
+    let none = BTreeMap::new();
+    let err = |r: Result<LaneLink, LaneError>| r.err().map(|e| e.to_string()).unwrap_or_default();
+    assert!(err(LaneLink::new(1, a, &[(1, a)], t, &none)).contains("at least one other"));
+    assert!(err(LaneLink::new(1, a, &[(1, a), (5000, b)], t, &none)).contains("1..4096"));
+    let v6: SocketAddr = "[::1]:7005".parse().unwrap();
+    assert!(err(LaneLink::new(1, a, &[(1, a), (2, v6)], t, &none)).contains("IPv4"));
+    let top: SocketAddr = "127.0.0.1:65535".parse().unwrap();
+    assert!(err(LaneLink::new(1, a, &[(1, a), (2, top)], t, &none)).contains("port"));
+    let zero = LaneTiming {
+        repl_period_ns: 0,
+        ..t
+    };
+    assert!(err(LaneLink::new(1, a, &[(1, a), (2, b)], zero, &none)).contains("> 0"));
+    let tiny = LaneTiming {
+        repl_frame_bytes: 8,
+        ..t
+    };
+    assert!(err(LaneLink::new(1, a, &[(1, a), (2, b)], tiny, &none)).contains("replication"));
+    let mc = LaneTiming {
+        multicast: true,
+        ..t
+    };
+    assert!(err(LaneLink::new(1, a, &[(1, a), (2, b)], mc, &none)).contains("raft port"));
+    let any: SocketAddr = "0.0.0.0:7001".parse().unwrap();
+    assert!(err(LaneLink::new(1, any, &[(1, a), (2, a)], mc, &none)).contains("0.0.0.0"));
+}
+
+/// A raft message as the driver sends it whole (kind byte + encoding).
+fn sent_len(m: &Message) -> usize {
+    1 + encode_message(m).expect("encode").len()
+}
+
+fn msg(t: MessageType) -> Message {
+    let mut m = Message::default();
+    m.set_msg_type(t);
+    // Ids near MAX_NODE_ID, terms and indices near 2^35.
+    (m.from, m.to, m.term) = (4095, 4094, 1 << 35);
+    (m.commit, m.index, m.log_term) = (1 << 35, 1 << 35, 1 << 35);
+    m
+}
+
+/// The sizes the burst policy assumes hold for what the codec makes.
+#[test]
+fn the_burst_policy_covers_the_messages_raft_sends() {
+    assert_eq!(KIND_WHOLE, 2);
+    for t in [MessageType::MsgHeartbeat, MessageType::MsgHeartbeatResponse] {
+        let mut m = msg(t);
+        m.index = 0;
+        m.log_term = 0;
+        assert!(sent_len(&m) <= NOTICE_BYTES, "{t:?}: {}", sent_len(&m));
+    }
+    for t in [
+        MessageType::MsgAppendResponse,
+        MessageType::MsgRequestVote,
+        MessageType::MsgRequestVoteResponse,
+    ] {
+        let m = msg(t);
+        assert!(sent_len(&m) <= RESPONSE_BYTES, "{t:?}: {}", sent_len(&m));
+    }
+    // An append of 8 entries of 32 bytes each: overhead + data.
+    let mut m = msg(MessageType::MsgAppend);
+    for i in 0..8u64 {
+        let mut e = Entry::default();
+        (e.term, e.index) = (1 << 35, (1 << 35) + i);
+        e.data = vec![7u8; 32].into();
+        m.entries.push(e);
+    }
+    assert!(
+        sent_len(&m) <= APPEND_BASE_BYTES + 8 * (ENTRY_OVERHEAD_BYTES + 32),
+        "{}",
+        sent_len(&m)
+    );
+    m.entries.clear();
+    assert!(sent_len(&m) <= APPEND_BASE_BYTES, "{}", sent_len(&m));
+}
+
+#[test]
+fn frame_sizes_follow_the_members_and_the_burst() {
+    // (members, burst) -> chunks of (fd, leader, follower); a chunk
+    // carries 19 (X-FD) or 29 (replication) bytes of a stream.
+    let rows = [
+        (3, 256, (1 + 2 * 3, 2 * 11, 2)),
+        (5, 64, (1 + 4 * 3, 4 * 4, 2)),
+        (3, 0, (1 + 2 * 3, 2 * 2, 2)),
+        (1, 256, (1 + 3, 11, 2)),
+    ];
+    for (members, burst, (fd, leader, follower)) in rows {
+        let s = frame_sizes(members, burst);
+        assert_eq!(s.fd, Schema::Chunk26.frame_len(fd), "{members} {burst}");
+        assert_eq!(
+            s.repl_leader,
+            Schema::Chunk36.frame_len(leader),
+            "{members} {burst}"
+        );
+        assert_eq!(s.repl_follower, Schema::Chunk36.frame_len(follower));
+    }
+    // Never above the largest frame.
+    assert_eq!(frame_sizes(64, 4096).repl_leader, MAX_FRAME_LEN);
+}
