@@ -296,6 +296,10 @@ pub enum AppsBenchError {
         /// Why.
         message: String,
     },
+    /// SIGINT or SIGTERM ended the run early; every program was stopped
+    /// and the testbed torn down.
+    #[error("interrupted: every program stopped and the testbed torn down")]
+    Interrupted,
 }
 
 impl From<xlane_testbed::TestbedError> for AppsBenchError {
@@ -720,6 +724,9 @@ fn level_info(cfg: &AppsBenchConfig) -> LevelInfo {
 /// on failure). `log` gets progress lines.
 pub fn run(cfg: &AppsBenchConfig, log: &mut dyn FnMut(&str)) -> Result<AppsReport, AppsBenchError> {
     check(cfg)?;
+    // Ctrl-C ends the run between runs (and a latency phase between
+    // writes): what was started is stopped and the testbed torn down.
+    xlane_host::tuning::install_termination_flag();
     let cores = Cores::new(Cores::online(), cfg.lane_core).map_err(AppsBenchError::Config)?;
     let _off_lane = cores.keep_off_lane_core()?;
     let tb = bring_up(
@@ -757,6 +764,9 @@ pub fn run(cfg: &AppsBenchConfig, log: &mut dyn FnMut(&str)) -> Result<AppsRepor
             runs.push(run_sockperf(&ctx, false, "idle", None, &mut cross));
         }
         for level in [false, true] {
+            if crate::kv_bench::interrupted() {
+                break;
+            }
             log(&format!(
                 "  {}, under interference, {} ...",
                 app.name(),
@@ -790,6 +800,9 @@ pub fn run(cfg: &AppsBenchConfig, log: &mut dyn FnMut(&str)) -> Result<AppsRepor
     let (floor, _) = probes.stop();
     log(&format!("tearing down testbed {}", tb.prefix()));
     drop(tb);
+    if crate::kv_bench::interrupted() {
+        return Err(AppsBenchError::Interrupted);
+    }
     let mut report = AppsReport {
         ratios: ratios(&runs, cfg.timeout.as_nanos() as u64),
         apps: runs,

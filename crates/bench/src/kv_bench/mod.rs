@@ -403,6 +403,16 @@ pub enum KvBenchError {
         /// What went wrong.
         message: String,
     },
+    /// SIGINT or SIGTERM ended the run early; every cluster was stopped
+    /// and the testbed torn down.
+    #[error("interrupted: every cluster stopped and the testbed torn down")]
+    Interrupted,
+}
+
+/// Whether SIGINT or SIGTERM asked the run to end (the handlers are
+/// installed by [`run`]; a second signal ends the process at once).
+pub(crate) fn interrupted() -> bool {
+    xlane_host::tuning::install_termination_flag().load(std::sync::atomic::Ordering::Relaxed)
 }
 
 impl From<xlane_testbed::TestbedError> for KvBenchError {
@@ -661,6 +671,9 @@ fn run_group(
     // The latency phase, then the throughput phase, each in rounds.
     for phase in 0..2 {
         for r in 0..rounds {
+            if interrupted() {
+                break;
+            }
             for i in round_order(systems.len(), r) {
                 let Some(run) = runs[i].as_mut().filter(|_| broken[i].is_none()) else {
                     continue;
@@ -788,6 +801,9 @@ fn empty_report(scenario: Scenario, s: System, n: usize) -> SystemReport {
 /// available with the reason.
 pub fn run(cfg: &KvBenchConfig, log: &mut dyn FnMut(&str)) -> Result<KvBenchReport, KvBenchError> {
     check(cfg)?;
+    // Ctrl-C ends the run between writes: the clusters and the testbed are
+    // dropped (stopped, torn down) on the way out.
+    xlane_host::tuning::install_termination_flag();
     let cores = Cores::new(Cores::online(), cfg.lane_core).map_err(KvBenchError::Config)?;
     let _off_lane = cores.keep_off_lane_core()?;
     let hosts_needed = cfg.replicas.iter().copied().max().unwrap_or(2);
@@ -821,6 +837,9 @@ pub fn run(cfg: &KvBenchConfig, log: &mut dyn FnMut(&str)) -> Result<KvBenchRepo
         cfg.latency_cap + cfg.throughput_duration + cfg.timeout * 4 + Duration::from_secs(60);
     let scenario_ns = (per_run.as_nanos() as u64).saturating_mul(runs);
     for &scenario in &cfg.scenarios {
+        if interrupted() {
+            break;
+        }
         log(&format!(
             "scenario {}: {} systems × replicas {:?}",
             scenario.name(),
@@ -836,6 +855,9 @@ pub fn run(cfg: &KvBenchConfig, log: &mut dyn FnMut(&str)) -> Result<KvBenchRepo
         let probes = FloorSet::start(&cores, scenario_ns)?;
         let cpu0 = CpuTimes::read(cores.lane);
         for &n in &cfg.replicas {
+            if interrupted() {
+                break;
+            }
             let mut reps: Vec<SystemReport> = cfg
                 .systems
                 .iter()
@@ -880,6 +902,9 @@ pub fn run(cfg: &KvBenchConfig, log: &mut dyn FnMut(&str)) -> Result<KvBenchRepo
     }
     log(&format!("tearing down testbed {}", tb.prefix()));
     drop(tb);
+    if interrupted() {
+        return Err(KvBenchError::Interrupted);
+    }
     let (om, osd) = mean_sd(&sizes);
     let mut report = KvBenchReport {
         ratios: report::ratios(&systems, cfg.timeout.as_nanos() as u64),

@@ -578,6 +578,9 @@ impl<'a> Run<'a> {
         let timeout_ns = cfg.timeout.as_nanos() as u64;
         let began = Instant::now();
         for _ in 0..writes {
+            if super::interrupted() {
+                break;
+            }
             if self.latency_spent + began.elapsed() >= cfg.latency_cap {
                 self.latency_spent += began.elapsed();
                 return Ok(false);
@@ -673,7 +676,14 @@ impl<'a> Run<'a> {
                 (acked, failed, first)
             }));
         }
-        std::thread::sleep(length);
+        let until = Instant::now() + length;
+        while !super::interrupted() {
+            let left = until.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            std::thread::sleep(left.min(Duration::from_millis(50)));
+        }
         stop.store(true, Ordering::Relaxed);
         let mut acked = 0;
         for h in clients {
