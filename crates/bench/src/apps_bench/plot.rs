@@ -60,14 +60,12 @@ fn draw<DB: plotters::prelude::DrawingBackend>(
     use plotters::prelude::*;
     let e = |x: DrawingAreaErrorKind<DB::ErrorType>| x.to_string();
     root.fill(&WHITE).map_err(e)?;
-    let runs: Vec<&AppRun> = r
-        .apps
-        .iter()
-        .filter(|a| a.available && a.samples > 0)
-        .collect();
-    let lo = runs.iter().map(|a| a.p50_ns.max(1)).min().unwrap_or(1_000) as f64 / 2.0;
-    let hi = runs
-        .iter()
+    // Every run has its place on the axis; one without samples is
+    // labelled "none" and has no bar (the caption says so).
+    let runs: Vec<&AppRun> = r.apps.iter().collect();
+    let sampled = || runs.iter().filter(|a| a.available && a.samples > 0);
+    let lo = sampled().map(|a| a.p50_ns.max(1)).min().unwrap_or(1_000) as f64 / 2.0;
+    let hi = sampled()
         .map(|a| a.max_ns.max(1))
         .max()
         .unwrap_or(1_000_000) as f64
@@ -76,7 +74,7 @@ fn draw<DB: plotters::prelude::DrawingBackend>(
     let mut chart = ChartBuilder::on(root)
         .caption(
             format!(
-                "Under cross traffic and CPU load: default (red), on QJump level {} (blue), interference-free (green); bars p50–p99, × max",
+                "Under cross traffic and CPU load: default (red), on QJump level {} (blue), interference-free (green); bars p50–p99, × max; none: no sample",
                 r.level.level
             ),
             ("sans-serif", 16),
@@ -127,9 +125,12 @@ fn draw<DB: plotters::prelude::DrawingBackend>(
         .map_err(e)?;
     chart
         .draw_series(
-            runs.iter().enumerate().map(|(i, a)| {
-                Cross::new((i as f64, a.max_ns.max(1) as f64), 6, BLACK.stroke_width(2))
-            }),
+            runs.iter()
+                .enumerate()
+                .filter(|(_, a)| a.available && a.samples > 0)
+                .map(|(i, a)| {
+                    Cross::new((i as f64, a.max_ns.max(1) as f64), 6, BLACK.stroke_width(2))
+                }),
         )
         .map_err(e)?;
     Ok(())
@@ -171,6 +172,20 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("xlane-apps-plot-{}", std::process::id()));
         let files = plot(&r, &dir.join("apps")).unwrap();
         assert!(files.iter().all(|f| f.is_file()));
+        // The run without samples keeps its place, labelled as such.
+        let svg = files
+            .iter()
+            .find(|f| f.extension().is_some_and(|x| x == "svg"))
+            .map(|f| std::fs::read_to_string(f).unwrap())
+            .expect("an SVG");
+        assert!(
+            svg.contains("etcd interfered: none"),
+            "no label for the empty run"
+        );
+        assert!(
+            svg.contains("sockperf level"),
+            "no label for the sampled run"
+        );
         let _ = std::fs::remove_dir_all(dir);
     }
 }
