@@ -13,7 +13,14 @@
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
 
+pub mod client;
+mod reassembly;
+pub mod server;
 pub mod wire;
+
+pub use client::{Client, ClientConfig, Completion, Outcome, RequestHandle};
+pub use reassembly::MsgError;
+pub use server::{Incoming, Server, ServerConfig, ServerHandle};
 
 use std::net::Ipv4Addr;
 
