@@ -10,7 +10,10 @@
 //! * [`Client`] and [`Server`]: the two ends as sans-IO cores. Datagrams and
 //!   the time (u64 ns) go in; packets to send ([`Client::poll_transmit`]),
 //!   events ([`Client::poll_event`], [`Server::poll_event`]) and the next
-//!   deadline (`poll_timeout`) come out.
+//!   deadline (`poll_timeout`) come out;
+//! * [`udp`]: a Linux UDP driver (one non-blocking `std` socket, one thread)
+//!   with a small library API: [`udp::RpcClient`] (send a request, poll a
+//!   completion) and [`udp::RpcServer`] (poll a request, respond).
 //!
 //! The wire format is the C implementation's (epfl-dcsl/r2p2). The behaviour
 //! is better where the C code is weak; in short (details and reasons in
@@ -73,6 +76,7 @@
 pub mod client;
 mod reassembly;
 pub mod server;
+pub mod udp;
 pub mod wire;
 
 pub use client::{Client, ClientConfig, Completion, Outcome, RequestHandle};
