@@ -4,7 +4,7 @@
 
 use libfuzzer_sys::fuzz_target;
 use xlane_xraft::batch::{
-    decode_batch, decode_message, encode_batch, Reassembler, ReassemblyLimits,
+    decode_batch, decode_message, encode_batch, ReassemblyLimits, Reassembler,
 };
 
 fuzz_target!(|data: &[u8]| {
