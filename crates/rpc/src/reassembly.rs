@@ -183,6 +183,13 @@ impl Reassembly {
             }
         }
         if self.buf.len() < end {
+            // Grow once to the announced size (bounded by the limit), not by
+            // doubling: a slot reused for messages of that size stays put.
+            let c = p.count().or(self.count()).unwrap_or(0) as usize;
+            let target = (c * MAX_PAYLOAD).min(self.max_len).max(end);
+            if self.buf.capacity() < target {
+                self.buf.reserve_exact(target - self.buf.len());
+            }
             self.buf.resize(end, 0);
         }
         self.buf[off..end].copy_from_slice(payload);

@@ -224,7 +224,7 @@ fn fingerprint(count: u16, payload: &[u8]) -> u64 {
 ///
 /// Memory: `max_requests` slots; the message bytes they hold are bounded by
 /// `max_buffered_bytes` (plus the replies of executing requests); a freed
-/// slot keeps buffers of up to 4 KiB, so small messages stop allocating once
+/// slot keeps buffers of up to 16 KiB, so such messages stop allocating once
 /// every slot has been used; a table of identities; a transmit queue of at
 /// most `8 · max_requests + 64` entries (beyond it packets are counted in
 /// `tx_overflow` and recovered by the client's retransmissions).
@@ -246,9 +246,9 @@ pub struct Server {
     hold_deadlines: VecDeque<(Nanos, u32, u32)>,
 }
 
-/// A freed slot keeps buffers up to this capacity (small messages then never
-/// allocate again); larger ones are given back.
-const KEEP_BUFFER: usize = 4096;
+/// A freed slot keeps buffers up to this capacity (messages up to about 11
+/// packets then never allocate again); larger ones are given back.
+const KEEP_BUFFER: usize = 16 * 1024;
 
 impl Server {
     /// A server with `cfg`. Allocates (only here and in buffer growth).
@@ -485,11 +485,12 @@ impl Server {
         self.buffered += need;
         s.expires = now.saturating_add(self.cfg.reassembly_timeout_ns);
         let entry = (s.expires, slot, s.generation);
-        self.recv_deadlines.push_back(entry);
         self.by_id.insert(id, slot);
         if s.request.is_complete() {
             self.execute(slot);
         } else {
+            // Only a request that waits for more packets needs the deadline.
+            self.recv_deadlines.push_back(entry);
             self.push_slot_tx(slot, TxKind::Ack);
         }
         Ok(())
