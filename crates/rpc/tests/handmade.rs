@@ -174,3 +174,98 @@ fn a_3000_byte_request_splits_as_described() {
     assert_eq!(packet_count(MsgType::Request, 2942), Some(3));
     assert_eq!(packet_count(MsgType::Request, 2943), Some(4));
 }
+
+/// A C client's multi-packet request, written by hand: REQ0 carries 14
+/// bytes and the count (2), REQ1 the remaining 1451 bytes with L. Our server
+/// answers with exactly the hand-written REQRDY, reply and FEEDBACK bytes.
+#[test]
+fn our_server_speaks_to_a_c_layout_client_byte_for_byte() {
+    use std::net::SocketAddrV4;
+    use xlane_rpc::{Server, ServerConfig};
+
+    let client = SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 1), 4000);
+    let router = SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 254), 9999);
+    let mut server = Server::new(ServerConfig {
+        feedback_to: Some(router),
+        ..ServerConfig::default()
+    });
+    let mut req0 = vec![0xCC, 0x08, 0x00, 0x80, 0x0A, 0x0B, 0x00, 0x02];
+    req0.extend_from_slice(b"abcdefghijklmn");
+    let mut req1 = vec![0xCC, 0x08, 0x00, 0x40, 0x0A, 0x0B, 0x00, 0x01];
+    req1.extend((0..1451u32).map(|i| i as u8));
+
+    let mut buf = [0u8; 1472];
+    server.handle_datagram(0, client, &req0).unwrap();
+    let t = server.poll_transmit(&mut buf).unwrap();
+    assert_eq!(t.dst, client);
+    assert_eq!(
+        &buf[..t.len],
+        &[0xCC, 0x08, 0x31, 0xC0, 0x0A, 0x0B, 0x00, 0x01, b'A', b'C', b'K']
+    );
+    assert!(server.poll_transmit(&mut buf).is_none());
+
+    server.handle_datagram(1, client, &req1).unwrap();
+    let inc = server.poll_event().unwrap();
+    let msg = server.request(inc.handle).unwrap();
+    assert_eq!(msg.len(), 14 + 1451);
+    assert_eq!(&msg[..14], b"abcdefghijklmn");
+    assert_eq!(&msg[14..], &req1[8..]);
+
+    server.respond(inc.handle, b"ok", 2).unwrap();
+    let t = server.poll_transmit(&mut buf).unwrap();
+    assert_eq!(t.dst, client);
+    assert_eq!(
+        &buf[..t.len],
+        &[0xCC, 0x08, 0x11, 0xC0, 0x0A, 0x0B, 0x00, 0x01, b'o', b'k']
+    );
+    let t = server.poll_transmit(&mut buf).unwrap();
+    assert_eq!(t.dst, router);
+    assert_eq!(
+        &buf[..t.len],
+        &[
+            0xCC, 0x08, 0x21, 0xC0, 0x0A, 0x0B, 0x00, 0x01, // header
+            0x0A, 0x0B, 0x0F, 0xA0, 10, 0, 0, 1, // rid, port 4000, 10.0.0.1
+        ]
+    );
+    assert!(server.poll_transmit(&mut buf).is_none());
+}
+
+/// Our client's REQ0 and REQn for a 1465-byte request are the bytes a C
+/// server expects, and it takes a hand-written C reply.
+#[test]
+fn our_client_speaks_to_a_c_layout_server_byte_for_byte() {
+    use std::net::SocketAddrV4;
+    use xlane_rpc::{Client, ClientConfig, Outcome};
+
+    let me = SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 1), 4000);
+    let server = SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 2), 8000);
+    let mut client = Client::new(ClientConfig {
+        policy: 1,
+        ..ClientConfig::new(me)
+    });
+    let req: Vec<u8> = (0..1465u32).map(|i| (i % 251) as u8).collect();
+    let h = client.send_request(server, &req, 0).unwrap();
+    let rid = client.identity_of(h).unwrap().req_id.to_be_bytes();
+    let mut buf = [0u8; 1472];
+    let t = client.poll_transmit(&mut buf).unwrap();
+    let mut want = vec![0xCC, 0x08, 0x01, 0x80, rid[0], rid[1], 0x00, 0x02];
+    want.extend_from_slice(&req[..14]);
+    assert_eq!(&buf[..t.len], &want[..]);
+    assert!(client.poll_transmit(&mut buf).is_none());
+
+    let ack = [
+        0xCC, 0x08, 0x31, 0xC0, rid[0], rid[1], 0x00, 0x01, b'A', b'C', b'K',
+    ];
+    client.handle_datagram(1, server, &ack).unwrap();
+    let t = client.poll_transmit(&mut buf).unwrap();
+    let mut want = vec![0xCC, 0x08, 0x01, 0x40, rid[0], rid[1], 0x00, 0x01];
+    want.extend_from_slice(&req[14..]);
+    assert_eq!(&buf[..t.len], &want[..]);
+
+    let reply = [
+        0xCC, 0x08, 0x11, 0xC0, rid[0], rid[1], 0x00, 0x01, b'h', b'i',
+    ];
+    client.handle_datagram(2, server, &reply).unwrap();
+    assert_eq!(client.poll_event().unwrap().outcome, Outcome::Reply);
+    assert_eq!(client.reply(h), Some(&b"hi"[..]));
+}
