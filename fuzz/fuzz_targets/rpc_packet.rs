@@ -122,6 +122,9 @@ fuzz_target!(|data: &[u8]| {
         }
         let (c, s) = (client.stats(), server.stats());
         assert_eq!(c.malformed + c.unmatched, client_err);
-        assert_eq!(s.malformed + s.unmatched + s.dropped_full, server_err);
+        assert_eq!(
+            s.malformed + s.unmatched + s.dropped_full + s.dropped_too_long,
+            server_err
+        );
     }
 });

@@ -89,6 +89,15 @@ pub enum ServerRecvError {
     /// Every slot is taken: the request was answered with DROP.
     #[error("full: {0:?} dropped")]
     Full(Identity),
+    /// REQ0 announces more packets than a `max_message_len` request has:
+    /// the request was answered with DROP at once.
+    #[error("{id:?} announces {count} packets, more than max_message_len allows: dropped")]
+    TooLong {
+        /// The request.
+        id: Identity,
+        /// Packets announced.
+        count: u16,
+    },
 }
 
 /// Why a reply was not accepted.
@@ -122,6 +131,8 @@ pub struct ServerStats {
     pub reply_retransmissions: u64,
     /// Requests answered with DROP because the server was full.
     pub dropped_full: u64,
+    /// Requests answered with DROP because REQ0 announced too many packets.
+    pub dropped_too_long: u64,
     /// Half-received requests forgotten after the reassembly timeout.
     pub reassembly_timeouts: u64,
     /// Answered requests forgotten after the reply hold time.
@@ -356,6 +367,7 @@ impl Server {
             | Err(ServerRecvError::Ack(_))
             | Err(ServerRecvError::Message(_)) => self.stats.malformed += 1,
             Err(ServerRecvError::Full(_)) => self.stats.dropped_full += 1,
+            Err(ServerRecvError::TooLong { .. }) => self.stats.dropped_too_long += 1,
             Err(_) => self.stats.unmatched += 1,
             Ok(()) => {}
         }
@@ -456,6 +468,15 @@ impl Server {
         id: Identity,
         p: &Packet<'_>,
     ) -> Result<(), ServerRecvError> {
+        let count = p.packet_order();
+        let max_count = wire::packet_count(MsgType::Request, self.cfg.max_message_len);
+        if max_count.is_some_and(|m| count > m) {
+            self.push_tx(Tx::Drop {
+                dst: from,
+                req_id: id.req_id,
+            });
+            return Err(ServerRecvError::TooLong { id, count });
+        }
         // Announced size: what the request may occupy once all of it is in.
         let need = (p.packet_order() as usize * MAX_PAYLOAD).min(self.cfg.max_message_len);
         let over = |s: &Self| s.buffered + need > s.cfg.max_buffered_bytes;

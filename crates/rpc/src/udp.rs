@@ -132,7 +132,9 @@ pub struct RpcClient {
 
 impl RpcClient {
     /// Binds `addr` (port 0 for an ephemeral one) and makes a client core with
-    /// `cfg`, whose `local` is set to the bound address.
+    /// `cfg`, whose `local` is set to the bound address. Bind a specific
+    /// address (not 0.0.0.0) for completions to carry the identity the
+    /// server sees.
     pub fn bind(addr: SocketAddrV4, cfg: ClientConfig) -> io::Result<Self> {
         let io = Io::bind(addr)?;
         let core = Client::new(ClientConfig {

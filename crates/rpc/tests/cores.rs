@@ -334,3 +334,20 @@ fn wrong_direction_types_are_refused_typed() {
     assert_eq!(s.stats().unmatched + s.stats().malformed, 2);
     assert_eq!(c.stats().unmatched, 1);
 }
+
+#[test]
+fn a_req0_announcing_too_much_is_dropped_at_once() {
+    let mut s = Server::new(ServerConfig {
+        max_message_len: 3000,
+        ..ServerConfig::default()
+    });
+    // 3000 bytes split as 14 + 1464 + 1464 + 58: at most 4 packets.
+    s.handle_datagram(0, C1, &packet(MsgType::Request, 1, 0, 4, b"ok"))
+        .unwrap();
+    let r = s.handle_datagram(0, C1, &packet(MsgType::Request, 2, 0, 5, b"big"));
+    assert!(matches!(r, Err(ServerRecvError::TooLong { count: 5, .. })));
+    let out = drain_server(&mut s);
+    assert_eq!(kinds(&out), vec![(MsgType::Ack, 0), (MsgType::Drop, 0)]);
+    assert_eq!(s.stats().dropped_too_long, 1);
+    assert_eq!(s.held(), 1);
+}
