@@ -63,7 +63,9 @@ pub struct RequestHandle {
 pub enum Outcome {
     /// The whole reply is in: read it with [`Client::reply`].
     Reply,
-    /// The server answered DROP: it did not and will not execute the request.
+    /// The server answered DROP: it refused the request. A copy of REQ0
+    /// still in the network (a duplicate, a retransmission) may yet reach a
+    /// server with room and run there, at most once.
     Dropped,
     /// No complete reply within the request timeout. The request may or may
     /// not have been executed (at most once).
