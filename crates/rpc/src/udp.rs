@@ -1,0 +1,299 @@
+//! A Linux UDP driver around the cores: one `std::net::UdpSocket`, one
+//! thread, no async runtime.
+//!
+//! [`RpcClient`] and [`RpcServer`] own a socket and a core each. The caller
+//! drives them from its own loop: [`RpcClient::poll`] (or
+//! [`RpcClient::wait`], which sleeps in the socket until a datagram or the
+//! core's next deadline) reads every datagram waiting, runs the core's
+//! timers and sends what the core queued; completions and requests come out
+//! of [`RpcClient::poll_completion`] and [`RpcServer::poll_request`].
+//!
+//! Time is the nanoseconds since the driver was made (`Instant`, monotonic).
+//! UDP checksums are the kernel's (kept). IPv6 datagrams are not R2P2 here:
+//! they are counted in `foreign` and dropped.
+
+use crate::client::{Client, ClientConfig, Completion, RequestHandle, SendError};
+use crate::server::{Incoming, Server, ServerConfig, ServerHandle};
+use crate::wire::MAX_PACKET_LEN;
+use crate::Nanos;
+use std::io;
+use std::net::{SocketAddr, SocketAddrV4, UdpSocket};
+use std::time::{Duration, Instant};
+
+/// Counters of a driver (beside its core's).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DriverStats {
+    /// Datagrams read.
+    pub received: u64,
+    /// Datagrams sent.
+    pub sent: u64,
+    /// Sends the kernel refused (buffer full, unreachable): the packet is
+    /// lost and the core's retransmission covers it.
+    pub send_errors: u64,
+    /// Datagrams from non-IPv4 sources.
+    pub foreign: u64,
+}
+
+/// The socket half shared by both drivers.
+#[derive(Debug)]
+struct Io {
+    sock: UdpSocket,
+    local: SocketAddrV4,
+    epoch: Instant,
+    rx: Vec<u8>,
+    tx: Vec<u8>,
+    stats: DriverStats,
+}
+
+impl Io {
+    fn bind(addr: SocketAddrV4) -> io::Result<Self> {
+        let sock = UdpSocket::bind(addr)?;
+        sock.set_nonblocking(true)?;
+        let local = match sock.local_addr()? {
+            SocketAddr::V4(a) => a,
+            SocketAddr::V6(_) => return Err(io::Error::other("bound to IPv6")),
+        };
+        Ok(Io {
+            sock,
+            local,
+            epoch: Instant::now(),
+            rx: vec![0; 64 * 1024],
+            tx: vec![0; MAX_PACKET_LEN],
+            stats: DriverStats::default(),
+        })
+    }
+
+    fn now(&self) -> Nanos {
+        self.epoch.elapsed().as_nanos() as Nanos
+    }
+
+    /// Reads every datagram waiting (non-blocking) into `f`.
+    fn drain(&mut self, mut f: impl FnMut(Nanos, SocketAddrV4, &[u8])) -> io::Result<()> {
+        loop {
+            match self.sock.recv_from(&mut self.rx) {
+                Ok((n, SocketAddr::V4(from))) => {
+                    self.stats.received += 1;
+                    let now = self.epoch.elapsed().as_nanos() as Nanos;
+                    f(now, from, &self.rx[..n]);
+                }
+                Ok((_, SocketAddr::V6(_))) => self.stats.foreign += 1,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                // ICMP errors of earlier sends (port unreachable) surface here.
+                Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => {}
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    fn send(&mut self, dst: SocketAddrV4, len: usize) {
+        match self.sock.send_to(&self.tx[..len], dst) {
+            Ok(_) => self.stats.sent += 1,
+            Err(_) => self.stats.send_errors += 1,
+        }
+    }
+
+    /// Sleeps until a datagram is readable or `until` (ns) passes.
+    fn sleep_until(&mut self, until: Nanos) -> io::Result<()> {
+        let now = self.now();
+        if until <= now {
+            return Ok(());
+        }
+        let wait = Duration::from_nanos((until - now).max(1_000));
+        self.sock.set_nonblocking(false)?;
+        self.sock.set_read_timeout(Some(wait))?;
+        // Peek so that the datagram stays for `drain`.
+        let r = self.sock.peek_from(&mut self.rx[..1]);
+        self.sock.set_nonblocking(true)?;
+        match r {
+            Ok(_) => Ok(()),
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock
+                        | io::ErrorKind::TimedOut
+                        | io::ErrorKind::Interrupted
+                        | io::ErrorKind::ConnectionRefused
+                ) =>
+            {
+                Ok(())
+            }
+            Err(e) => Err(e),
+        }
+    }
+}
+
+/// An R2P2 client on a UDP socket.
+#[derive(Debug)]
+pub struct RpcClient {
+    io: Io,
+    core: Client,
+}
+
+impl RpcClient {
+    /// Binds `addr` (port 0 for an ephemeral one) and makes a client core with
+    /// `cfg`, whose `local` is set to the bound address. Bind a specific
+    /// address (not 0.0.0.0) for completions to carry the identity the
+    /// server sees.
+    pub fn bind(addr: SocketAddrV4, cfg: ClientConfig) -> io::Result<Self> {
+        let io = Io::bind(addr)?;
+        let core = Client::new(ClientConfig {
+            local: io.local,
+            ..cfg
+        });
+        Ok(RpcClient { io, core })
+    }
+
+    /// The bound address.
+    pub fn local_addr(&self) -> SocketAddrV4 {
+        self.io.local
+    }
+
+    /// The core (its counters, identities).
+    pub fn core(&self) -> &Client {
+        &self.core
+    }
+
+    /// The driver's counters.
+    pub fn stats(&self) -> DriverStats {
+        self.io.stats
+    }
+
+    /// Sends a request to `dest` now (REQ0 leaves before this returns).
+    pub fn send(&mut self, dest: SocketAddrV4, payload: &[u8]) -> Result<RequestHandle, SendError> {
+        let now = self.io.now();
+        let h = self.core.send_request(dest, payload, now)?;
+        self.flush();
+        Ok(h)
+    }
+
+    fn flush(&mut self) {
+        while let Some(t) = self.core.poll_transmit(&mut self.io.tx) {
+            self.io.send(t.dst, t.len);
+        }
+    }
+
+    /// One turn without sleeping: reads every waiting datagram, runs due
+    /// timers, sends what the core queued.
+    pub fn poll(&mut self) -> io::Result<()> {
+        let core = &mut self.core;
+        self.io.drain(|now, from, b| {
+            let _ = core.handle_datagram(now, from, b);
+        })?;
+        let now = self.io.now();
+        if self.core.poll_timeout().is_some_and(|t| t <= now) {
+            self.core.handle_timeout(now);
+        }
+        self.flush();
+        Ok(())
+    }
+
+    /// Sleeps until a datagram comes, the core's next deadline, or `max`
+    /// passes (whichever is first), then runs one [`poll`](Self::poll).
+    pub fn wait(&mut self, max: Duration) -> io::Result<()> {
+        let limit = self.io.now().saturating_add(max.as_nanos() as Nanos);
+        let until = self.core.poll_timeout().map_or(limit, |t| t.min(limit));
+        self.io.sleep_until(until)?;
+        self.poll()
+    }
+
+    /// The next completed request (each completes exactly once).
+    pub fn poll_completion(&mut self) -> Option<Completion> {
+        self.core.poll_event()
+    }
+
+    /// The reply of a request that completed with a reply.
+    pub fn reply(&self, h: RequestHandle) -> Option<&[u8]> {
+        self.core.reply(h)
+    }
+
+    /// Gives the request's slot back (see [`Client::release`]).
+    pub fn release(&mut self, h: RequestHandle) -> bool {
+        let now = self.io.now();
+        self.core.release(h, now)
+    }
+}
+
+/// An R2P2 server on a UDP socket.
+#[derive(Debug)]
+pub struct RpcServer {
+    io: Io,
+    core: Server,
+}
+
+impl RpcServer {
+    /// Binds `addr` (port 0 for an ephemeral one) with a server core of `cfg`.
+    pub fn bind(addr: SocketAddrV4, cfg: ServerConfig) -> io::Result<Self> {
+        Ok(RpcServer {
+            io: Io::bind(addr)?,
+            core: Server::new(cfg),
+        })
+    }
+
+    /// The bound address.
+    pub fn local_addr(&self) -> SocketAddrV4 {
+        self.io.local
+    }
+
+    /// The core (its counters).
+    pub fn core(&self) -> &Server {
+        &self.core
+    }
+
+    /// The driver's counters.
+    pub fn stats(&self) -> DriverStats {
+        self.io.stats
+    }
+
+    fn flush(&mut self) {
+        while let Some(t) = self.core.poll_transmit(&mut self.io.tx) {
+            self.io.send(t.dst, t.len);
+        }
+    }
+
+    /// One turn without sleeping: reads every waiting datagram, runs due
+    /// timers, sends what the core queued.
+    pub fn poll(&mut self) -> io::Result<()> {
+        let core = &mut self.core;
+        self.io.drain(|now, from, b| {
+            let _ = core.handle_datagram(now, from, b);
+        })?;
+        let now = self.io.now();
+        if self.core.poll_timeout().is_some_and(|t| t <= now) {
+            self.core.handle_timeout(now);
+        }
+        self.flush();
+        Ok(())
+    }
+
+    /// Sleeps until a datagram comes, the core's next deadline, or `max`
+    /// passes, then runs one [`poll`](Self::poll).
+    pub fn wait(&mut self, max: Duration) -> io::Result<()> {
+        let limit = self.io.now().saturating_add(max.as_nanos() as Nanos);
+        let until = self.core.poll_timeout().map_or(limit, |t| t.min(limit));
+        self.io.sleep_until(until)?;
+        self.poll()
+    }
+
+    /// The next request to execute.
+    pub fn poll_request(&mut self) -> Option<Incoming> {
+        self.core.poll_event()
+    }
+
+    /// The request behind `h`, while it awaits its reply.
+    pub fn request(&self, h: ServerHandle) -> Option<&[u8]> {
+        self.core.request(h)
+    }
+
+    /// Answers `h` and sends the reply now.
+    pub fn respond(
+        &mut self,
+        h: ServerHandle,
+        payload: &[u8],
+    ) -> Result<(), crate::server::RespondError> {
+        let now = self.io.now();
+        self.core.respond(h, payload, now)?;
+        self.flush();
+        Ok(())
+    }
+}
