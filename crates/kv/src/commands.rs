@@ -11,6 +11,7 @@ use crate::op::{SetCond, SetTtl, WriteCmd, WriteOp};
 use crate::pubsub::{glob_match, NotifyFlags};
 use crate::resp::{parse_i64_strict, Command, Reply};
 use crate::store::{Store, ERR_NOT_INTEGER};
+use crate::value::{wrongtype, Value};
 
 /// `ERR syntax error`.
 pub const ERR_SYNTAX: &str = "ERR syntax error";
@@ -117,6 +118,15 @@ pub enum ReadCmd {
     DbSize,
     /// `INFO [section ...]` (the sections are ignored).
     Info,
+    /// A read on a hash, list, set or sorted set, or a keyspace read
+    /// (`TYPE`, `SCAN`, ...): its words, checked by
+    /// [`crate::types::check`], answered by [`crate::types::read`].
+    Data {
+        /// The command words.
+        args: Vec<Vec<u8>>,
+        /// Seed of its random picks (`SRANDMEMBER`, `RANDOMKEY`).
+        seed: u64,
+    },
 }
 
 /// Static description of a command, as `COMMAND INFO` reports it.
@@ -136,13 +146,13 @@ pub struct CommandSpec {
     pub step: i64,
 }
 
-const W: &[&str] = &["write", "denyoom"];
-const WF: &[&str] = &["write", "denyoom", "fast"];
-const R: &[&str] = &["readonly", "fast"];
+pub(crate) const W: &[&str] = &["write", "denyoom"];
+pub(crate) const WF: &[&str] = &["write", "denyoom", "fast"];
+pub(crate) const R: &[&str] = &["readonly", "fast"];
 const A: &[&str] = &["fast"];
 const PS: &[&str] = &["pubsub", "noscript", "loading", "stale"];
 
-const fn spec(
+pub(crate) const fn spec(
     name: &'static str,
     arity: i64,
     flags: &'static [&'static str],
@@ -165,6 +175,8 @@ pub const COMMANDS: &[CommandSpec] = &[
     spec("get", 2, R, 1, 1, 1),
     spec("set", -3, W, 1, 1, 1),
     spec("del", -2, &["write"], 1, -1, 1),
+    spec("unlink", -2, &["write", "fast"], 1, -1, 1),
+    spec("time", 1, &["loading", "stale", "fast"], 0, 0, 0),
     spec("exists", -2, R, 1, -1, 1),
     spec("incr", 2, WF, 1, 1, 1),
     spec("decr", 2, WF, 1, 1, 1),
@@ -293,6 +305,17 @@ fn classify_inner(args: &Command, now: u64) -> Result<Action, Reply> {
         .iter()
         .find(|c| c.name.as_bytes() == lower.as_slice())
     else {
+        if crate::types::knows(&lower) {
+            let seed = next_seed(now);
+            let args = args.to_vec();
+            return match crate::types::check(&args)? {
+                true => Ok(Action::Write(WriteOp::new(
+                    now,
+                    WriteCmd::Data { args, seed },
+                ))),
+                false => Ok(Action::Read(ReadCmd::Data { args, seed })),
+            };
+        }
         return Err(unknown_command(args));
     };
     let n = args.len() as i64;
@@ -324,7 +347,11 @@ fn classify_inner(args: &Command, now: u64) -> Result<Action, Reply> {
                 .collect();
             write(WriteCmd::MSet { pairs })
         }
-        "del" => write(WriteCmd::Del {
+        "time" => Err(Reply::Array(Some(vec![
+            Reply::bulk((now / 1000).to_string()),
+            Reply::bulk(((now % 1000) * 1000).to_string()),
+        ]))),
+        "del" | "unlink" => write(WriteCmd::Del {
             keys: args[1..].to_vec(),
         }),
         "incr" | "decr" => write(WriteCmd::IncrBy {
@@ -495,6 +522,21 @@ fn parse_set(args: &Command, now: u64) -> Result<WriteCmd, Reply> {
     })
 }
 
+/// A seed for a command's random picks: this node's clock and a
+/// per-process counter, mixed. Drawn where the command arrives and carried
+/// in its op, so replicas never draw their own.
+fn next_seed(now: u64) -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static N: AtomicU64 = AtomicU64::new(0);
+    let n = N.fetch_add(1, Ordering::Relaxed);
+    crate::value::SplitMix::new(now ^ n.rotate_left(32)).next_u64()
+}
+
+/// Every command: the ones of this module and those of [`crate::types`].
+pub fn all_commands() -> impl Iterator<Item = &'static CommandSpec> {
+    COMMANDS.iter().chain(crate::types::specs())
+}
+
 fn command_info(c: &CommandSpec) -> Reply {
     Reply::Array(Some(vec![
         Reply::bulk(c.name),
@@ -510,18 +552,17 @@ fn command_info(c: &CommandSpec) -> Reply {
 
 fn command_cmd(args: &Command) -> Reply {
     let Some(sub) = args.get(1) else {
-        return Reply::Array(Some(COMMANDS.iter().map(command_info).collect()));
+        return Reply::Array(Some(all_commands().map(command_info).collect()));
     };
     if eq(sub, "count") && args.len() == 2 {
-        Reply::Integer(COMMANDS.len() as i64)
+        Reply::Integer(all_commands().count() as i64)
     } else if eq(sub, "info") {
         Reply::Array(Some(
             args[2..]
                 .iter()
                 .map(|n| {
                     let n = n.to_ascii_lowercase();
-                    COMMANDS
-                        .iter()
+                    all_commands()
                         .find(|c| c.name.as_bytes() == n.as_slice())
                         .map_or(Reply::Array(None), command_info)
                 })
@@ -648,24 +689,34 @@ impl ReadCmd {
             ReadCmd::Get(k) | ReadCmd::StrLen(k) | ReadCmd::Ttl { key: k, .. } => Some(k),
             ReadCmd::MGet(ks) | ReadCmd::Exists(ks) => ks.first().map(|k| k.as_slice()),
             ReadCmd::DbSize | ReadCmd::Info => None,
+            ReadCmd::Data { args, .. } => crate::types::first_key(args),
         }
     }
 
     /// Answers from `store` at `now_ms`.
     pub fn execute(&self, store: &Store, now_ms: u64) -> Reply {
         match self {
-            ReadCmd::Get(k) => Reply::Bulk(store.get(k, now_ms).map(<[u8]>::to_vec)),
+            ReadCmd::Get(k) => match store.value(k, now_ms) {
+                None => Reply::nil(),
+                Some(Value::Str(v)) => Reply::bulk(v.clone()),
+                Some(_) => wrongtype(),
+            },
+            ReadCmd::Data { args, seed } => crate::types::read(store, args, *seed, now_ms),
             ReadCmd::MGet(ks) => Reply::Array(Some(
                 ks.iter()
                     .map(|k| Reply::Bulk(store.get(k, now_ms).map(<[u8]>::to_vec)))
                     .collect(),
             )),
-            ReadCmd::Exists(ks) => {
-                Reply::Integer(ks.iter().filter(|k| store.get(k, now_ms).is_some()).count() as i64)
-            }
-            ReadCmd::StrLen(k) => {
-                Reply::Integer(store.get(k, now_ms).map_or(0, |v| v.len()) as i64)
-            }
+            ReadCmd::Exists(ks) => Reply::Integer(
+                ks.iter()
+                    .filter(|k| store.value(k, now_ms).is_some())
+                    .count() as i64,
+            ),
+            ReadCmd::StrLen(k) => match store.value(k, now_ms) {
+                None => Reply::Integer(0),
+                Some(Value::Str(v)) => Reply::Integer(v.len() as i64),
+                Some(_) => wrongtype(),
+            },
             ReadCmd::Ttl { key, millis } => match store.expiry(key, now_ms) {
                 None => Reply::Integer(-2),
                 Some(None) => Reply::Integer(-1),
@@ -713,6 +764,8 @@ impl WriteCmd {
             WriteCmd::MSet { pairs } => pairs.first().map(|p| p.0.as_slice()),
             WriteCmd::Del { keys } => keys.first().map(|k| k.as_slice()),
             WriteCmd::FlushDb => None,
+            WriteCmd::Data { args, .. } => crate::types::first_key(args),
+            WriteCmd::Exec { cmds, .. } => cmds.iter().find_map(|c| c.first_key()),
         }
     }
 }

@@ -34,6 +34,8 @@ pub mod resp;
 pub mod server;
 pub mod state_machine;
 pub mod store;
+pub mod types;
+pub mod value;
 
 pub use commands::{classify, Action, MemberCmd, PubSubCmd, ReadCmd};
 pub use op::{OpDecodeError, SetCond, SetTtl, WriteCmd, WriteOp};
