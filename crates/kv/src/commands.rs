@@ -16,6 +16,10 @@ use crate::value::{wrongtype, Value};
 /// `ERR syntax error`.
 pub const ERR_SYNTAX: &str = "ERR syntax error";
 
+/// The reply to a transaction command where no connection keeps its state
+/// ([`execute_local`]).
+pub const ERR_TXN_CONN: &str = "ERR transactions are served on a connection";
+
 /// What to do with a request.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Action {
@@ -218,6 +222,39 @@ pub const COMMANDS: &[CommandSpec] = &[
         0,
     ),
     spec("client", -2, &["noscript", "loading", "stale"], 0, 0, 0),
+    spec(
+        "multi",
+        1,
+        &["noscript", "loading", "stale", "fast"],
+        0,
+        0,
+        0,
+    ),
+    spec("exec", 1, &["noscript", "loading", "stale"], 0, 0, 0),
+    spec(
+        "discard",
+        1,
+        &["noscript", "loading", "stale", "fast"],
+        0,
+        0,
+        0,
+    ),
+    spec(
+        "watch",
+        -2,
+        &["noscript", "loading", "stale", "fast"],
+        1,
+        -1,
+        1,
+    ),
+    spec(
+        "unwatch",
+        1,
+        &["noscript", "loading", "stale", "fast"],
+        0,
+        0,
+        0,
+    ),
     spec("subscribe", -2, PS, 0, 0, 0),
     spec("psubscribe", -2, PS, 0, 0, 0),
     spec("unsubscribe", -1, PS, 0, 0, 0),
@@ -427,6 +464,11 @@ fn classify_inner(args: &Command, now: u64) -> Result<Action, Reply> {
             message: args[2].clone(),
         })),
         "hello" => Err(hello_cmd(args)),
+        // Inside MULTI, UNWATCH is queued and does nothing at EXEC (the
+        // watch was already taken); the others are the connection's
+        // (crate::txn), never classified.
+        "unwatch" => Err(Reply::ok()),
+        "multi" | "exec" | "discard" | "watch" => Err(Reply::err(ERR_TXN_CONN)),
         "client" => Err(client_cmd(args)),
         "raft.node" => Ok(Action::Member(raft_node(args)?)),
         "raft.nodes" => Ok(Action::Member(MemberCmd::List)),
@@ -766,7 +808,46 @@ impl WriteCmd {
             WriteCmd::FlushDb => None,
             WriteCmd::Data { args, .. } => crate::types::first_key(args),
             WriteCmd::Exec { cmds, .. } => cmds.iter().find_map(|c| c.first_key()),
+            WriteCmd::Query { .. } => None,
         }
+    }
+}
+
+/// The checks Redis makes before queuing a command in a transaction: the
+/// command exists and has an allowed number of words. Every other error
+/// (syntax, a bad number) is the command's own, answered at `EXEC`.
+pub fn precheck(args: &Command) -> Result<(), Reply> {
+    let Some(first) = args.first() else {
+        return Err(Reply::err("ERR empty command"));
+    };
+    let lower = first.to_ascii_lowercase();
+    let Some(spec) = all_commands().find(|c| c.name.as_bytes() == lower.as_slice()) else {
+        return Err(unknown_command(args));
+    };
+    let n = args.len() as i64;
+    if (spec.arity > 0 && n != spec.arity) || (spec.arity < 0 && n < -spec.arity) {
+        return Err(arity_error(spec.name));
+    }
+    Ok(())
+}
+
+/// True when `args` is a command a transaction queues as a
+/// [`WriteCmd::Query`]: one that passes [`precheck`] and is no valid
+/// write — a read, a command answered without the store (`PING`, `TIME`,
+/// ...), or one whose own error (`SET k v NX XX`) `EXEC` reports.
+pub fn is_query(args: &[Vec<u8>]) -> bool {
+    let args = args.to_vec();
+    precheck(&args).is_ok() && matches!(classify(&args, 0), Action::Read(_) | Action::Reply(_))
+}
+
+/// Answers a [`WriteCmd::Query`] inside a transaction, at the store's
+/// logical clock `now`.
+pub(crate) fn query(store: &Store, args: &[Vec<u8>], seed: u64, now: u64) -> Reply {
+    match classify(&args.to_vec(), now) {
+        Action::Read(ReadCmd::Data { args, .. }) => crate::types::read(store, &args, seed, now),
+        Action::Read(r) => r.execute(store, now),
+        Action::Reply(r) => r,
+        _ => Reply::err("ERR Command not allowed inside a transaction"),
     }
 }
 

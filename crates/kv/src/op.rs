@@ -110,7 +110,17 @@ pub enum WriteCmd {
         /// Seed of the command's random choices (0 when it makes none).
         seed: u64,
     },
-    /// `EXEC`: a transaction's writes, applied as one entry. When any
+    /// A command queued in a transaction that writes nothing (a read,
+    /// `PING`, `ECHO`, `TIME`, ...): answered at its place inside
+    /// [`WriteCmd::Exec`] (only there; its own decode refuses it
+    /// elsewhere).
+    Query {
+        /// The command words.
+        args: Vec<Vec<u8>>,
+        /// Seed of its random picks (`SRANDMEMBER`).
+        seed: u64,
+    },
+    /// `EXEC`: a transaction's commands, applied as one entry. When any
     /// watched key's version ([`crate::store::Store::version`]) is not the
     /// one recorded at `WATCH`, nothing runs and the reply is a nil array.
     Exec {
@@ -166,6 +176,7 @@ const T_PERSIST: u8 = 7;
 const T_FLUSHDB: u8 = 8;
 const T_DATA: u8 = 9;
 const T_EXEC: u8 = 10;
+const T_QUERY: u8 = 11;
 
 fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
     // Keys and values are bounded by the RESP limits (< 4 GiB).
@@ -290,6 +301,7 @@ impl WriteCmd {
             WriteCmd::FlushDb => T_FLUSHDB,
             WriteCmd::Data { .. } => T_DATA,
             WriteCmd::Exec { .. } => T_EXEC,
+            WriteCmd::Query { .. } => T_QUERY,
         }
     }
 
@@ -348,7 +360,7 @@ impl WriteCmd {
             }
             WriteCmd::Persist { key } => put_bytes(out, key),
             WriteCmd::FlushDb => {}
-            WriteCmd::Data { args, seed } => {
+            WriteCmd::Data { args, seed } | WriteCmd::Query { args, seed } => {
                 out.extend_from_slice(&seed.to_le_bytes());
                 out.extend_from_slice(&(args.len() as u32).to_le_bytes());
                 for a in args {
@@ -454,6 +466,19 @@ impl WriteCmd {
                 WriteCmd::Exec { watched, cmds }
             }
             T_EXEC => return Err(OpDecodeError::Invalid("nested exec")),
+            T_QUERY if !top => {
+                let seed = r.u64()?;
+                let n = r.count(4)?;
+                let mut args = Vec::with_capacity(n);
+                for _ in 0..n {
+                    args.push(r.bytes()?);
+                }
+                if !crate::commands::is_query(&args) {
+                    return Err(OpDecodeError::Invalid("query command"));
+                }
+                WriteCmd::Query { args, seed }
+            }
+            T_QUERY => return Err(OpDecodeError::Invalid("query outside exec")),
             t => return Err(OpDecodeError::UnknownTag(t)),
         })
     }
@@ -511,9 +536,21 @@ pub(crate) mod tests {
                     seed
                 }),
         ];
+        let query = (
+            prop_oneof![
+                Just(vec!["GET", "k"]),
+                Just(vec!["PING"]),
+                Just(vec!["SRANDMEMBER", "s", "2"]),
+            ],
+            any::<u64>(),
+        )
+            .prop_map(|(words, seed)| WriteCmd::Query {
+                args: words.iter().map(|w| w.as_bytes().to_vec()).collect(),
+                seed,
+            });
         let exec = (
             proptest::collection::vec((bytes(), any::<u64>()), 0..3),
-            proptest::collection::vec(cmd.clone(), 0..3),
+            proptest::collection::vec(prop_oneof![cmd.clone(), query], 0..3),
         )
             .prop_map(|(watched, cmds)| WriteCmd::Exec { watched, cmds });
         let cmd = prop_oneof![4 => cmd, 1 => exec];

@@ -12,6 +12,7 @@
 use crate::commands::{classify, Action};
 use crate::replicator::{ReplicaError, Replicator};
 use crate::resp::{Limits, Parser, Reply};
+use crate::txn::Step;
 use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
@@ -60,13 +61,15 @@ pub fn replica_error_reply(e: &ReplicaError, key: Option<&[u8]>) -> Reply {
 }
 
 /// What a connection has asked for about itself.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Session {
     /// After `READONLY` (as in Redis Cluster, for reads from replicas):
     /// reads are served from this member's state as it is, without the
     /// read-index round trip — possibly stale on a follower, never torn.
     /// `READWRITE` turns it off again (the default: linearizable reads).
     pub readonly: bool,
+    /// `MULTI`/`EXEC`/`WATCH` state.
+    pub txn: crate::txn::Txn,
 }
 
 /// Answers the commands about the connection itself (`READONLY`,
@@ -91,6 +94,38 @@ pub fn handle(
 ) -> (Reply, bool) {
     if let Some(r) = session_command(session, args) {
         return (r, false);
+    }
+    match session.txn.step(args, now) {
+        Step::Pass => {}
+        Step::Reply(r) => return (r, false),
+        Step::Watch(keys) => {
+            if !session.readonly {
+                if let Err(e) = repl.read_barrier() {
+                    return (
+                        replica_error_reply(&e, keys.first().map(|k| k.as_slice())),
+                        false,
+                    );
+                }
+            }
+            return match repl.store().read() {
+                Ok(s) => {
+                    let v = keys.into_iter().map(|k| {
+                        let v = s.version(&k, now);
+                        (k, v)
+                    });
+                    session.txn.watch(v.collect());
+                    (Reply::ok(), false)
+                }
+                Err(_) => (Reply::err("ERR store lock poisoned"), false),
+            };
+        }
+        Step::Exec(op) => {
+            let key = op.cmd.first_key().map(<[u8]>::to_vec);
+            return match repl.propose(op) {
+                Ok(r) => (r, false),
+                Err(e) => (replica_error_reply(&e, key.as_deref()), false),
+            };
+        }
     }
     match classify(args, now) {
         Action::Reply(r) => (r, false),

@@ -292,13 +292,13 @@ impl Store {
         self.map.get(key).map(|e| (&e.value, e.expire_at))
     }
 
-    /// Inside [`Store::apply`]: `key`'s value to change (marks it written).
+    /// Inside [`Store::apply`]: `key`'s value to change. The change counts
+    /// for `WATCH` once announced with [`Store::notify`] (Redis signals a
+    /// modified key where it fires its keyspace event: a command that
+    /// changes nothing, such as `SADD` of a member already there, touches
+    /// no watch).
     pub(crate) fn cur_mut(&mut self, key: &[u8]) -> Option<&mut Value> {
-        let version = self.applied;
-        self.map.get_mut(key).map(|e| {
-            e.version = version;
-            &mut e.value
-        })
+        self.map.get_mut(key).map(|e| &mut e.value)
     }
 
     /// Inside [`Store::apply`]: sets `key` to `value` with this expiry
@@ -321,8 +321,13 @@ impl Store {
         }
     }
 
-    /// Inside [`Store::apply`]: queues a keyspace event.
+    /// Inside [`Store::apply`]: `key` was changed — its version moves (what
+    /// `WATCH` sees) and its keyspace event is queued.
     pub(crate) fn notify(&mut self, class: NotifyFlags, event: &'static str, key: &[u8]) {
+        let version = self.applied;
+        if let Some(e) = self.map.get_mut(key) {
+            e.version = version;
+        }
         self.event(class, event, key);
     }
 
@@ -460,7 +465,7 @@ impl Store {
                         value.len()
                     }
                 };
-                self.event(NotifyFlags::STRING, "append", key);
+                self.notify(NotifyFlags::STRING, "append", key);
                 Reply::Integer(len as i64)
             }
             WriteCmd::ExpireAt { key, at_ms } => {
@@ -490,6 +495,7 @@ impl Store {
                 Reply::ok()
             }
             WriteCmd::Data { args, seed } => crate::types::apply(self, args, *seed, now),
+            WriteCmd::Query { args, seed } => crate::commands::query(self, args, *seed, now),
             WriteCmd::Exec { watched, cmds } => {
                 if watched.iter().any(|(k, v)| self.version(k, now) != *v) {
                     return Reply::Array(None);

@@ -610,7 +610,9 @@ fn same_replies_as_real_redis_server() {
 /// sets and the keyspace, against a real redis-server and against xlane kv
 /// (the single node and a one-member raft group): the same replies, once
 /// the orders Redis leaves unspecified are made canonical. The stream
-/// length is `XLANE_KV_DIFF_COMMANDS` (default 100 000 per target), the
+/// stream includes transactions (`WATCH`, `MULTI`, `EXEC`, `DISCARD`,
+/// errors before `EXEC`). The length is `XLANE_KV_DIFF_COMMANDS`
+/// (default 100 000 per target), the
 /// seed `XLANE_KV_DIFF_SEED` (default 14; printed on failure).
 #[test]
 fn random_streams_over_all_types_match_redis_server() {
@@ -628,11 +630,12 @@ fn random_streams_over_all_types_match_redis_server() {
         let seed = seed + i as u64;
         let mut rng = differential::Rng::new(seed);
         let mut cmds = vec![vec!["FLUSHALL".to_string()]];
-        for _ in 0..n {
-            cmds.push(differential::command(&mut rng));
+        for c in differential::stream(&mut rng, n) {
+            cmds.push(c);
             // XLANE_KV_DIFF_TRACE=1: after each command, the keys of each
             // type (finds where two key spaces part without a reply
-            // differing).
+            // differing; inside a transaction they queue and run at EXEC,
+            // on both servers alike).
             if env("XLANE_KV_DIFF_TRACE", 0) == 1 {
                 for t in ["string", "hash", "list", "set", "zset"] {
                     cmds.push(

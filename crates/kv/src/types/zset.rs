@@ -370,7 +370,7 @@ fn select(z: &ZSet, r: &RangeSpec) -> Vec<(Vec<u8>, f64)> {
         }
         Range::Lex(min, max) => {
             let all: Vec<(Vec<u8>, f64)> = ordered.collect();
-            limit(lex_walk(all, min, max, r.rev).into_iter(), r)
+            lex_walk(all, min, max, r)
         }
     }
 }
@@ -387,14 +387,15 @@ fn lex_key(b: &LexBound) -> (u8, &[u8]) {
 /// A lex range as Redis walks a small sorted set (its listpack form),
 /// over `items` in reply order: meaningful when all scores are equal (what
 /// `BYLEX` is for), and otherwise the same members Redis returns — from
-/// the first member at or above `min` (at or below `max`, reversed) while
-/// the members stay inside.
+/// the first member at or above `min` (at or below `max`, reversed), past
+/// `LIMIT`'s offset (skipped unchecked), while the members stay inside.
 fn lex_walk(
     items: Vec<(Vec<u8>, f64)>,
     min: &LexBound,
     max: &LexBound,
-    rev: bool,
+    r: &RangeSpec,
 ) -> Vec<(Vec<u8>, f64)> {
+    let rev = r.rev;
     let excl = |b: &LexBound| matches!(b, LexBound::Excl(_));
     let c = lex_key(min).cmp(&lex_key(max));
     if c.is_gt() || (c.is_eq() && (excl(min) || excl(max))) {
@@ -426,11 +427,19 @@ fn lex_walk(
     let Some(start) = items.iter().position(|(m, _)| enter(m)) else {
         return Vec::new();
     };
-    items
+    if r.offset < 0 {
+        return Vec::new();
+    }
+    let inside = items
         .into_iter()
         .skip(start)
-        .take_while(|(m, _)| stay(m))
-        .collect()
+        .skip(r.offset as usize)
+        .take_while(|(m, _)| stay(m));
+    if r.limit < 0 {
+        inside.collect()
+    } else {
+        inside.take(r.limit as usize).collect()
+    }
 }
 
 fn limit(it: impl Iterator<Item = (Vec<u8>, f64)>, r: &RangeSpec) -> Vec<(Vec<u8>, f64)> {

@@ -278,6 +278,37 @@ pub fn command(r: &mut Rng) -> Vec<String> {
     v
 }
 
+/// `n` commands: [`command`]s, with about one in 20 starting a
+/// transaction — an optional `WATCH` of a key (which the stream may then
+/// change), `MULTI`, a few commands (sometimes one Redis refuses before
+/// `EXEC`, which aborts it), then `EXEC` or `DISCARD`.
+pub fn stream(r: &mut Rng, n: usize) -> Vec<Vec<String>> {
+    let mut out = Vec::with_capacity(n + 8);
+    while out.len() < n {
+        if r.below(20) != 0 {
+            out.push(command(r));
+            continue;
+        }
+        if r.below(2) == 0 {
+            out.push(vec!["WATCH".into(), any_key(r)]);
+            for _ in 0..r.below(2) {
+                out.push(command(r));
+            }
+        }
+        out.push(vec!["MULTI".into()]);
+        for _ in 0..r.below(5) {
+            out.push(match r.below(15) {
+                0 => vec!["NOPE".into(), "x".into()],
+                1 => vec!["GET".into()],
+                2 => vec!["UNWATCH".into()],
+                _ => command(r),
+            });
+        }
+        out.push(vec![r.pick(&["EXEC", "EXEC", "EXEC", "DISCARD"]).into()]);
+    }
+    out
+}
+
 fn sorted(mut items: Vec<Reply>) -> Vec<Reply> {
     items.sort_by_key(|r| format!("{r:?}"));
     items
@@ -289,7 +320,8 @@ fn sorted_pairs(items: Vec<Reply>) -> Vec<Reply> {
     pairs.into_iter().flatten().collect()
 }
 
-/// The reply with Redis' unspecified orders made canonical.
+/// The reply with Redis' unspecified orders made canonical (an `EXEC`'s
+/// replies each as its command's, given the commands it ran).
 pub fn normalize(cmd: &[String], reply: Reply) -> Reply {
     let name = cmd[0].to_ascii_lowercase();
     match (name.as_str(), reply) {
@@ -369,12 +401,42 @@ pub fn compare(
     let (mut a, mut b) = (Conn::new(redis), Conn::new(ours));
     let mut n = 0;
     let mut lines = Vec::new();
+    // The commands queued since MULTI (to normalise EXEC's replies).
+    let mut queued: Option<Vec<Vec<String>>> = None;
     for (bi, batch) in cmds.chunks(500).enumerate() {
         let want = a.run(batch);
         let got = b.run(batch);
         for (i, c) in batch.iter().enumerate() {
-            let w = normalize(c, want[i].clone());
-            let g = normalize(c, got[i].clone());
+            let name = c[0].to_ascii_lowercase();
+            let (w, g) = match (name.as_str(), &mut queued) {
+                ("multi", q) if q.is_none() => {
+                    *q = Some(Vec::new());
+                    (want[i].clone(), got[i].clone())
+                }
+                ("exec", q) if q.is_some() => {
+                    let qs = q.take().unwrap_or_default();
+                    let each = |r: &Reply| match r {
+                        Reply::Array(Some(items)) if items.len() == qs.len() => Reply::Array(Some(
+                            qs.iter()
+                                .zip(items)
+                                .map(|(c, r)| normalize(c, r.clone()))
+                                .collect(),
+                        )),
+                        other => other.clone(),
+                    };
+                    (each(&want[i]), each(&got[i]))
+                }
+                ("discard", q) => {
+                    *q = None;
+                    (want[i].clone(), got[i].clone())
+                }
+                (_, Some(q)) => {
+                    q.push(c.clone());
+                    (want[i].clone(), got[i].clone())
+                }
+                _ => (normalize(c, want[i].clone()), normalize(c, got[i].clone())),
+            };
+            let (w, g) = (w, g);
             if w != g {
                 n += 1;
                 if lines.len() < max {
