@@ -338,7 +338,7 @@ impl ClientLoop {
                 Conn {
                     stream,
                     parser: Parser::new(self.limits),
-                    session: Session::default(),
+                    session: Session::new(),
                     out: Vec::new(),
                     queue: VecDeque::new(),
                     read_waiting: false,

@@ -708,12 +708,15 @@ fn hello_cmd(args: &Command) -> Reply {
 
 fn client_cmd(args: &Command) -> Reply {
     let sub = &args[1];
+    // SETNAME, GETNAME and ID are the connection's
+    // (crate::server::session_command); here only where no connection
+    // keeps them (execute_local, inside MULTI).
     if eq(sub, "setname") || eq(sub, "setinfo") {
         Reply::ok()
     } else if eq(sub, "getname") {
         Reply::nil()
     } else if eq(sub, "id") {
-        Reply::Integer(1)
+        Reply::Integer(0)
     } else {
         unknown_subcommand(args)
     }

@@ -140,6 +140,47 @@ fn redis_cli_sequences() {
     }
 }
 
+/// redis-cli, unmodified, on one connection: a hash, a list, a sorted set,
+/// a set, a transaction (with a WRONGTYPE inside) and the connection's
+/// name — the same output as a real redis-server gives for the same script
+/// (checked against redis-server 7.0.15 when written).
+#[test]
+fn redis_cli_uses_types_and_transactions() {
+    let script = "\
+FLUSHALL
+HSET h f1 v1 f2 v2
+HGET h f1
+HINCRBY h n 5
+RPUSH l a b c
+LRANGE l 0 -1
+LPOP l
+ZADD z 1 a 2 b
+ZRANGE z 0 -1 WITHSCORES
+MULTI
+INCR c
+RPUSH l d
+HGET h f2
+LPUSH h x
+EXEC
+CLIENT SETNAME app
+CLIENT GETNAME
+TYPE h
+SADD s x
+SMEMBERS s
+";
+    let want = "OK\n2\nv1\n5\n3\na\nb\nc\na\n2\na\n1\nb\n2\nOK\n\
+QUEUED\nQUEUED\nQUEUED\nQUEUED\n1\n3\nv2\n\
+WRONGTYPE Operation against a key holding the wrong kind of value\n\n\
+OK\napp\nhash\n1\nx\n";
+    let redis = start_redis_server();
+    assert_eq!(cli_script(redis.port, script), want, "redis-server itself");
+    for srv in [Target::single(), Target::raft()] {
+        let got = cli_script(srv.port(), script);
+        assert_eq!(got, want, "redis-cli output:\n{got}");
+        srv.stop();
+    }
+}
+
 fn redis_cli_sequence(srv: Target) {
     let port = srv.port();
     let script = "\
