@@ -45,6 +45,23 @@ enum Target {
     Single(ServerHandle),
     /// The member and its log directory (removed when the target is).
     Raft(RaftReplicator, #[allow(dead_code)] tempfile::TempDir),
+    /// A three-member raft group (clients talk to its first leader) and
+    /// the members' log directories.
+    Cluster(
+        Vec<RaftReplicator>,
+        #[allow(dead_code)] Vec<tempfile::TempDir>,
+    ),
+}
+
+/// A loopback port free for both UDP (raft) and TCP.
+fn free_raft_addr() -> std::net::SocketAddr {
+    loop {
+        let u = std::net::UdpSocket::bind("127.0.0.1:0").expect("udp");
+        let a = u.local_addr().expect("addr");
+        if TcpListener::bind(a).is_ok() {
+            return a;
+        }
+    }
 }
 
 impl Target {
@@ -84,10 +101,90 @@ impl Target {
         t
     }
 
+    /// Three members on loopback; returns once one leads (a write through
+    /// it succeeds).
+    fn cluster() -> Target {
+        let listeners: Vec<TcpListener> = (0..3)
+            .map(|_| TcpListener::bind("127.0.0.1:0").expect("listen"))
+            .collect();
+        let peers: std::collections::BTreeMap<u64, Peer> = (1..=3u64)
+            .map(|id| {
+                let client = listeners[id as usize - 1]
+                    .local_addr()
+                    .expect("addr")
+                    .to_string();
+                (
+                    id,
+                    Peer {
+                        raft: free_raft_addr(),
+                        client,
+                    },
+                )
+            })
+            .collect();
+        let dirs: Vec<_> = (0..3).map(|_| tempfile::tempdir().expect("dir")).collect();
+        let nodes: Vec<RaftReplicator> = listeners
+            .into_iter()
+            .zip(1..=3u64)
+            .map(|(l, id)| {
+                let mut st = StorageConfig::new(dirs[id as usize - 1].path());
+                st.fsync = LogFsync::Never;
+                let cfg =
+                    RaftConfig::new(id, peers.clone(), st, 10_000_000, 20_000_000).expect("cfg");
+                let stats = Arc::new(xlane_kv::server::Stats::default());
+                RaftReplicator::start_serving(cfg, l, Limits::default(), stats)
+                    .expect("start")
+                    .0
+            })
+            .collect();
+        let t = Target::Cluster(nodes, dirs);
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while cli(t.port(), &["del", "up"]) != "0\n" {
+            assert!(Instant::now() < deadline, "no member ever led");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        t
+    }
+
+    /// The client port of the single server, the member, or the cluster's
+    /// leader (member 1 until one is known).
     fn port(&self) -> u16 {
         match self {
             Target::Single(s) => s.addr().port(),
             Target::Raft(n, _) => n.client_addr().expect("serving").port(),
+            Target::Cluster(ns, _) => {
+                let leader = ns[0].leader_id();
+                let n = ns.iter().find(|n| n.id() == leader).unwrap_or(&ns[0]);
+                n.client_addr().expect("serving").port()
+            }
+        }
+    }
+
+    /// For a cluster: waits until every member has applied as much as
+    /// the others, then asserts their stores are identical (the canonical
+    /// snapshot bytes).
+    fn assert_replicas_identical(&self) {
+        let Target::Cluster(ns, _) = self else {
+            return;
+        };
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let applied: Vec<u64> = ns.iter().map(|n| n.applied_index()).collect();
+            if applied.iter().all(|a| *a == applied[0]) {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "members never caught up: {applied:?}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let snaps: Vec<Vec<u8>> = ns
+            .iter()
+            .map(|n| n.store().read().expect("store lock").snapshot())
+            .collect();
+        for (i, s) in snaps.iter().enumerate() {
+            assert!(*s == snaps[0], "member {} differs from member 1", i + 1);
         }
     }
 
@@ -95,6 +192,7 @@ impl Target {
         match self {
             Target::Single(s) => s.shutdown(),
             Target::Raft(n, _) => n.shutdown(),
+            Target::Cluster(ns, _) => ns.iter().for_each(|n| n.shutdown()),
         }
     }
 }
@@ -649,7 +747,9 @@ fn same_replies_as_real_redis_server() {
 
 /// Seeded random command streams over strings, hashes, lists, sets, sorted
 /// sets and the keyspace, against a real redis-server and against xlane kv
-/// (the single node and a one-member raft group): the same replies, once
+/// (the single node, a one-member raft group, and a three-member group
+/// whose members' stores must then be identical — SPOP's picks included):
+/// the same replies, once
 /// the orders Redis leaves unspecified are made canonical. The stream
 /// stream includes transactions (`WATCH`, `MULTI`, `EXEC`, `DISCARD`,
 /// errors before `EXEC`). The length is `XLANE_KV_DIFF_COMMANDS`
@@ -667,7 +767,10 @@ fn random_streams_over_all_types_match_redis_server() {
     let seed = env("XLANE_KV_DIFF_SEED", 14);
     let redis = start_redis_server();
     let redis_addr = format!("127.0.0.1:{}", redis.port).parse().expect("addr");
-    for (i, target) in [Target::single(), Target::raft()].into_iter().enumerate() {
+    for (i, target) in [Target::single(), Target::raft(), Target::cluster()]
+        .into_iter()
+        .enumerate()
+    {
         let seed = seed + i as u64;
         let mut rng = differential::Rng::new(seed);
         let mut cmds = vec![vec!["FLUSHALL".to_string()]];
@@ -697,6 +800,7 @@ fn random_streams_over_all_types_match_redis_server() {
             cmds.len(),
             lines.join("\n")
         );
+        target.assert_replicas_identical();
         target.stop();
     }
 }
