@@ -120,8 +120,9 @@ pub enum ReadCmd {
     },
     /// `DBSIZE`.
     DbSize,
-    /// `INFO [section ...]` (the sections are ignored).
-    Info,
+    /// `INFO [section ...]`: the sections named (lower case; none,
+    /// `default`, `all` or `everything`: every section).
+    Info(Vec<Vec<u8>>),
     /// A read on a hash, list, set or sorted set, or a keyspace read
     /// (`TYPE`, `SCAN`, ...): its words, checked by
     /// [`crate::types::check`], answered by [`crate::types::read`].
@@ -372,7 +373,9 @@ fn classify_inner(args: &Command, now: u64) -> Result<Action, Reply> {
             millis: spec.name == "pttl",
         }),
         "dbsize" => read(ReadCmd::DbSize),
-        "info" => read(ReadCmd::Info),
+        "info" => read(ReadCmd::Info(
+            args[1..].iter().map(|a| a.to_ascii_lowercase()).collect(),
+        )),
         "set" => write(parse_set(args, now)?),
         "mset" => {
             if n % 2 == 0 {
@@ -725,7 +728,7 @@ fn client_cmd(args: &Command) -> Reply {
 impl ReadCmd {
     /// False for commands that need no linearizable view (INFO).
     pub fn needs_barrier(&self) -> bool {
-        !matches!(self, ReadCmd::Info)
+        !matches!(self, ReadCmd::Info(_))
     }
 
     /// The first key named, if any (for redirects).
@@ -733,7 +736,7 @@ impl ReadCmd {
         match self {
             ReadCmd::Get(k) | ReadCmd::StrLen(k) | ReadCmd::Ttl { key: k, .. } => Some(k),
             ReadCmd::MGet(ks) | ReadCmd::Exists(ks) => ks.first().map(|k| k.as_slice()),
-            ReadCmd::DbSize | ReadCmd::Info => None,
+            ReadCmd::DbSize | ReadCmd::Info(_) => None,
             ReadCmd::Data { args, .. } => crate::types::first_key(args),
         }
     }
@@ -772,29 +775,53 @@ impl ReadCmd {
                 }
             },
             ReadCmd::DbSize => Reply::Integer(store.len(now_ms) as i64),
-            ReadCmd::Info => {
-                let keys = store.len(now_ms);
-                let expires = store.expiring(now_ms);
-                let text = format!(
-                    "# Server\r\nredis_version:7.0.0\r\nredis_mode:standalone\r\nxlane_kv:{}\r\n\r\n\
-                     # Replication\r\nrole:master\r\n\r\n\
-                     # Stats\r\nxlane_applied_ops:{}\r\nxlane_leader_term:{}\r\n\
-                     xlane_notify_dropped:{}\r\n\r\n\
-                     # Keyspace\r\n{}",
-                    env!("CARGO_PKG_VERSION"),
-                    store.applied(),
-                    store.leader_term(),
-                    store.events_dropped(),
-                    if keys > 0 {
-                        format!("db0:keys={keys},expires={expires},avg_ttl=0\r\n")
-                    } else {
-                        String::new()
-                    }
-                );
-                Reply::bulk(text)
-            }
+            ReadCmd::Info(names) => Reply::bulk(info_text(store, now_ms, names)),
         }
     }
+}
+
+/// `INFO`'s text: the sections `names` asks for, in Redis' order and form
+/// (`# Name` then `field:value` lines, a blank line between sections).
+fn info_text(store: &Store, now_ms: u64, names: &[Vec<u8>]) -> String {
+    let keys = store.len(now_ms);
+    let expires = store.expiring(now_ms);
+    let sections = [
+        (
+            "Server",
+            format!(
+                "redis_version:7.0.0\r\nredis_mode:standalone\r\nxlane_kv:{}\r\n",
+                env!("CARGO_PKG_VERSION")
+            ),
+        ),
+        ("Replication", "role:master\r\n".to_string()),
+        (
+            "Stats",
+            format!(
+                "xlane_applied_ops:{}\r\nxlane_leader_term:{}\r\nxlane_notify_dropped:{}\r\n",
+                store.applied(),
+                store.leader_term(),
+                store.events_dropped()
+            ),
+        ),
+        (
+            "Keyspace",
+            if keys > 0 {
+                format!("db0:keys={keys},expires={expires},avg_ttl=0\r\n")
+            } else {
+                String::new()
+            },
+        ),
+    ];
+    let every = names.is_empty()
+        || names
+            .iter()
+            .any(|n| matches!(n.as_slice(), b"default" | b"all" | b"everything"));
+    sections
+        .iter()
+        .filter(|(name, _)| every || names.iter().any(|n| eq(n, name)))
+        .map(|(name, body)| format!("# {name}\r\n{body}"))
+        .collect::<Vec<_>>()
+        .join("\r\n")
 }
 
 impl WriteCmd {

@@ -391,3 +391,32 @@ fn malformed_data_ops_are_refused() {
         assert!(WriteOp::decode(&op.encode()).is_err(), "{args:?}");
     }
 }
+
+/// `INFO section` gives that section alone; no section, every one.
+#[test]
+fn info_sections() {
+    let mut s = Store::new();
+    let text = |s: &mut Store, line: &str| match execute_local(
+        s,
+        &split_inline(line.as_bytes()).expect("parses"),
+        T0,
+    ) {
+        Reply::Bulk(Some(b)) => String::from_utf8(b).expect("utf-8"),
+        other => panic!("{line}: {other:?}"),
+    };
+    execute_local(&mut s, &split_inline(b"SET k v").expect("parses"), T0);
+    let all = text(&mut s, "INFO");
+    for h in ["# Server", "# Replication", "# Stats", "# Keyspace"] {
+        assert!(all.contains(h), "{all}");
+    }
+    assert_eq!(text(&mut s, "INFO everything"), all);
+    let ks = text(&mut s, "INFO KEYSPACE");
+    assert_eq!(ks, "# Keyspace\r\ndb0:keys=1,expires=0,avg_ttl=0\r\n");
+    let two = text(&mut s, "INFO server keyspace");
+    assert!(
+        two.starts_with("# Server\r\n") && two.ends_with(&ks),
+        "{two}"
+    );
+    assert!(!two.contains("# Stats"));
+    assert_eq!(text(&mut s, "INFO nosuch"), "");
+}
