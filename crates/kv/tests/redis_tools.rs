@@ -279,6 +279,67 @@ OK\napp\nhash\n1\nx\n";
     }
 }
 
+/// The Debian interpreter with the `redis` package (`python3-redis`).
+const PYTHON: &str = "/usr/bin/python3";
+
+/// A program using Python's `redis` package, unmodified: a hash, a list, a
+/// transaction (a MULTI/EXEC pipeline) and a WATCH that a second client
+/// breaks. Prints `ok`, or raises.
+const PY_CLIENT: &str = r#"
+import sys, redis
+r = redis.Redis(host="127.0.0.1", port=int(sys.argv[1]), client_name="xlane-test")
+assert r.ping()
+r.flushall()
+assert r.client_getname() == "xlane-test"
+assert r.hset("h", mapping={"a": "1", "b": "2"}) == 2
+assert r.hgetall("h") == {b"a": b"1", b"b": b"2"}
+assert r.hincrby("h", "a", 5) == 6
+assert r.rpush("l", "x", "y", "z") == 3
+assert r.lrange("l", 0, -1) == [b"x", b"y", b"z"]
+assert r.lpop("l") == b"x"
+p = r.pipeline(transaction=True)
+p.incr("n").hget("h", "a").rpush("l", "w").zadd("z", {"m": 1.5})
+assert p.execute() == [1, b"6", 3, 1]
+assert r.zscore("z", "m") == 1.5
+other = redis.Redis(host="127.0.0.1", port=int(sys.argv[1]))
+with r.pipeline() as p:
+    p.watch("n")
+    other.incr("n")
+    p.multi()
+    p.set("n", 100)
+    try:
+        p.execute()
+        raise AssertionError("EXEC ran though a watched key changed")
+    except redis.WatchError:
+        pass
+assert r.get("n") == b"2"
+print("ok")
+"#;
+
+/// Python's `redis` package, unmodified, against a real redis-server, the
+/// single node, a raft member and a three-member group's leader.
+#[test]
+fn python_redis_package_works_unmodified() {
+    let run = |port: u16| {
+        let out = Command::new(PYTHON)
+            .args(["-c", PY_CLIENT, &port.to_string()])
+            .output()
+            .unwrap_or_else(|e| panic!("{PYTHON}: {e} (apt-get install -y python3-redis)"));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !err.contains("No module named 'redis'"),
+            "Python's redis package is missing: apt-get install -y python3-redis"
+        );
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "ok\n", "{err}");
+    };
+    let redis = start_redis_server();
+    run(redis.port);
+    for srv in [Target::single(), Target::raft(), Target::cluster()] {
+        run(srv.port());
+        srv.stop();
+    }
+}
+
 fn redis_cli_sequence(srv: Target) {
     let port = srv.port();
     let script = "\
