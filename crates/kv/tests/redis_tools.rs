@@ -340,6 +340,41 @@ fn python_redis_package_works_unmodified() {
     }
 }
 
+/// The Rust `redis` crate, unmodified: a hash, a list and an atomic
+/// pipeline (MULTI/EXEC), against a real redis-server, the single node, a
+/// raft member and a three-member group's leader.
+#[test]
+fn rust_redis_crate_works_unmodified() {
+    use redis::Commands;
+    let run = |port: u16| -> redis::RedisResult<()> {
+        let client = redis::Client::open(format!("redis://127.0.0.1:{port}/"))?;
+        let mut c = client.get_connection()?;
+        redis::cmd("FLUSHALL").query::<()>(&mut c)?;
+        c.hset_multiple::<_, _, _, ()>("h", &[("a", "1"), ("b", "2")])?;
+        let h: std::collections::BTreeMap<String, String> = c.hgetall("h")?;
+        assert_eq!(h.get("a").map(String::as_str), Some("1"));
+        assert_eq!(c.hincr::<_, _, _, i64>("h", "b", 40)?, 42);
+        assert_eq!(c.rpush::<_, _, i64>("l", &["x", "y"])?, 2);
+        assert_eq!(c.lrange::<_, Vec<String>>("l", 0, -1)?, ["x", "y"]);
+        let (n, v, len): (i64, String, i64) = redis::pipe()
+            .atomic()
+            .incr("n", 5)
+            .hget("h", "a")
+            .rpush("l", "z")
+            .query(&mut c)?;
+        assert_eq!((n, v.as_str(), len), (5, "1", 3));
+        let err = c.lpush::<_, _, i64>("h", "x").expect_err("WRONGTYPE");
+        assert_eq!(err.code(), Some("WRONGTYPE"));
+        Ok(())
+    };
+    let redis = start_redis_server();
+    run(redis.port).expect("against redis-server");
+    for srv in [Target::single(), Target::raft(), Target::cluster()] {
+        run(srv.port()).expect("against xlane kv");
+        srv.stop();
+    }
+}
+
 fn redis_cli_sequence(srv: Target) {
     let port = srv.port();
     let script = "\
