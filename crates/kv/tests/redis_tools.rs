@@ -476,6 +476,70 @@ fn redis_benchmark_runs_clean() {
     }
 }
 
+/// `redis-benchmark` with its default test list (every test of Redis
+/// 7.0's, from PING to MSET: lists, sets, hashes, sorted sets included),
+/// plain and with `-P 16`, against the single node and a three-member
+/// group's leader: every test reports a result and no error reply.
+#[test]
+fn redis_benchmark_default_tests_run_clean() {
+    let tests = [
+        "PING_INLINE",
+        "PING_MBULK",
+        "SET",
+        "GET",
+        "INCR",
+        "LPUSH",
+        "RPUSH",
+        "LPOP",
+        "RPOP",
+        "SADD",
+        "HSET",
+        "SPOP",
+        "ZADD",
+        "ZPOPMIN",
+        "LRANGE_100",
+        "LRANGE_300",
+        "LRANGE_500",
+        "LRANGE_600",
+        "MSET",
+    ];
+    for srv in [Target::single(), Target::cluster()] {
+        for extra in [&[][..], &["-P", "16"][..]] {
+            let port = srv.port().to_string();
+            let out = Command::new(tool("redis-benchmark", "redis-tools"))
+                .args(["-h", "127.0.0.1", "-p", &port, "-n", "2000", "-q"])
+                .args(extra)
+                .output()
+                .expect("run redis-benchmark");
+            let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+            let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+            assert!(
+                out.status.success(),
+                "redis-benchmark failed: {stdout}\n{stderr}"
+            );
+            let lower = format!("{stdout}{stderr}").to_lowercase();
+            assert!(
+                !lower.contains("error"),
+                "an error reply: {stdout}\n{stderr}"
+            );
+            for t in tests {
+                assert!(
+                    stdout
+                        .split(['\r', '\n'])
+                        .filter(|l| l.contains("requests per second"))
+                        .any(|l| {
+                            // "LRANGE_100 (first 100 elements): 123 requests ..."
+                            let rest = l.trim_start().strip_prefix(t).unwrap_or("x");
+                            rest.starts_with(':') || rest.starts_with(" (")
+                        }),
+                    "no {t} result in: {stdout}"
+                );
+            }
+        }
+        srv.stop();
+    }
+}
+
 fn redis_benchmark_run(srv: Target, what: &str) {
     let port = srv.port();
     let plain = bench(port, &[]);
