@@ -14,6 +14,7 @@ command -v tc >/dev/null || need+=(iproute2)
 command -v cc >/dev/null || need+=(build-essential)
 command -v sockperf >/dev/null || need+=(sockperf)   # the cross-check of xlane lancet
 { command -v redis-cli && command -v redis-server; } >/dev/null || need+=(redis-tools redis-server)   # xlane kv against the real Redis tools
+/usr/bin/python3 -c "import redis" 2>/dev/null || need+=(python3-redis)   # xlane kv with Python's redis package, unmodified
 { command -v etcd && command -v etcdctl; } >/dev/null || need+=(etcd-server etcd-client)   # xlane bench kv against real etcd
 command -v iptables-legacy >/dev/null || need+=(iptables)   # xlane run: marking static/Go binaries by port (netfilter DSCP)
 if [ "${#need[@]}" -gt 0 ]; then

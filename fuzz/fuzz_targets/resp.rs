@@ -2,7 +2,8 @@
 //! xlane-kv, whole and split at points taken from the input: both must give
 //! the same commands and the same error. Every parsed command then runs
 //! against a store (no panics), and the bytes also go through the reply
-//! decoder and the write-op decoder (which must be canonical).
+//! decoder and the write-op decoder (which must be canonical), and a decoded op is applied twice
+//! from the same state with the same result (data-type ops included).
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -62,5 +63,9 @@ fuzz_target!(|input: &[u8]| {
     let _ = decode_reply(data);
     if let Ok(op) = WriteOp::decode(data) {
         assert_eq!(op.encode(), data, "op encoding is canonical");
+        // Whatever decodes applies without a panic, and deterministically.
+        let (mut a, mut b) = (store.clone(), store);
+        assert_eq!(a.apply(&op), b.apply(&op), "apply is deterministic");
+        assert_eq!(a.snapshot(), b.snapshot(), "apply is deterministic");
     }
 });

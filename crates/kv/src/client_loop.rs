@@ -41,6 +41,7 @@ use crate::raft::{replica_error, READ_RETRIES};
 use crate::replicator::{ReplicaError, SharedStore};
 use crate::resp::{Limits, Parser, Reply};
 use crate::server::{now_ms, replica_error_reply, session_command, Session, Stats};
+use crate::txn::Step;
 use std::collections::{HashMap, VecDeque};
 use std::io::{ErrorKind, Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -105,6 +106,17 @@ impl Epoll {
     }
 }
 
+/// A request that starts once every earlier one of its connection is
+/// answered.
+enum Deferred {
+    /// A read (its barrier, then the store).
+    Read(ReadCmd),
+    /// `WATCH`: the keys' versions, read once this connection's earlier
+    /// writes have applied (see crate::txn: a version read behind other
+    /// connections' writes can only make EXEC abort).
+    Watch(Vec<Vec<u8>>),
+}
+
 /// What an unanswered request waits for.
 enum Slot {
     /// Its write to be applied.
@@ -133,7 +145,7 @@ struct Conn {
     /// A read barrier waits in `queue`: nothing later starts.
     read_waiting: bool,
     /// A read not started yet: it waits for the earlier replies.
-    deferred: Option<ReadCmd>,
+    deferred: Option<Deferred>,
     /// `QUIT` or a protocol error: close once `out` is written.
     quit: bool,
     /// The client closed its side: close once everything is answered.
@@ -326,7 +338,7 @@ impl ClientLoop {
                 Conn {
                     stream,
                     parser: Parser::new(self.limits),
-                    session: Session::default(),
+                    session: Session::new(),
                     out: Vec::new(),
                     queue: VecDeque::new(),
                     read_waiting: false,
@@ -389,9 +401,28 @@ impl ClientLoop {
         let mut budget = TURN_COMMANDS;
         loop {
             if c.queue.is_empty() {
-                if let Some(cmd) = c.deferred.take() {
-                    start_read(c, cmd, &self.store, &mut self.tokens, id, sub);
-                    continue;
+                match c.deferred.take() {
+                    Some(Deferred::Read(cmd)) => {
+                        start_read(c, cmd, &self.store, &mut self.tokens, id, sub);
+                        continue;
+                    }
+                    Some(Deferred::Watch(keys)) => {
+                        let reply = match self.store.read() {
+                            Ok(s) => {
+                                let now = now_ms();
+                                let v = keys.into_iter().map(|k| {
+                                    let v = s.version(&k, now);
+                                    (k, v)
+                                });
+                                c.session.txn.watch(v.collect());
+                                Reply::ok()
+                            }
+                            Err(_) => Reply::err("ERR store lock poisoned"),
+                        };
+                        c.emit(&reply);
+                        continue;
+                    }
+                    None => {}
                 }
             }
             if c.stalled() {
@@ -429,7 +460,16 @@ impl ClientLoop {
                 continue;
             }
             let now = now_ms();
-            match classify(&args, now) {
+            let action = match c.session.txn.step(&args, now) {
+                Step::Pass => classify(&args, now),
+                Step::Reply(r) => Action::Reply(r),
+                Step::Exec(op) => Action::Write(op),
+                Step::Watch(keys) => {
+                    c.deferred = Some(Deferred::Watch(keys));
+                    continue;
+                }
+            };
+            match action {
                 Action::Reply(r) => c.emit(&r),
                 Action::Quit => {
                     c.emit(&Reply::ok());
@@ -474,7 +514,7 @@ impl ClientLoop {
                 }
                 // Started at the top of the loop once nothing earlier is
                 // pending (at once if nothing is).
-                Action::Read(cmd) => c.deferred = Some(cmd),
+                Action::Read(cmd) => c.deferred = Some(Deferred::Read(cmd)),
                 Action::PubSub(cmd) => {
                     let bytes = match cmd {
                         PubSubCmd::Subscribe(n) => self.subs.subscribe(id, &n, false),

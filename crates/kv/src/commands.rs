@@ -11,9 +11,14 @@ use crate::op::{SetCond, SetTtl, WriteCmd, WriteOp};
 use crate::pubsub::{glob_match, NotifyFlags};
 use crate::resp::{parse_i64_strict, Command, Reply};
 use crate::store::{Store, ERR_NOT_INTEGER};
+use crate::value::{wrongtype, Value};
 
 /// `ERR syntax error`.
 pub const ERR_SYNTAX: &str = "ERR syntax error";
+
+/// The reply to a transaction command where no connection keeps its state
+/// ([`execute_local`]).
+pub const ERR_TXN_CONN: &str = "ERR transactions are served on a connection";
 
 /// What to do with a request.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -115,8 +120,18 @@ pub enum ReadCmd {
     },
     /// `DBSIZE`.
     DbSize,
-    /// `INFO [section ...]` (the sections are ignored).
-    Info,
+    /// `INFO [section ...]`: the sections named (lower case; none,
+    /// `default`, `all` or `everything`: every section).
+    Info(Vec<Vec<u8>>),
+    /// A read on a hash, list, set or sorted set, or a keyspace read
+    /// (`TYPE`, `SCAN`, ...): its words, checked by
+    /// [`crate::types::check`], answered by [`crate::types::read`].
+    Data {
+        /// The command words.
+        args: Vec<Vec<u8>>,
+        /// Seed of its random picks (`SRANDMEMBER`, `RANDOMKEY`).
+        seed: u64,
+    },
 }
 
 /// Static description of a command, as `COMMAND INFO` reports it.
@@ -136,13 +151,13 @@ pub struct CommandSpec {
     pub step: i64,
 }
 
-const W: &[&str] = &["write", "denyoom"];
-const WF: &[&str] = &["write", "denyoom", "fast"];
-const R: &[&str] = &["readonly", "fast"];
+pub(crate) const W: &[&str] = &["write", "denyoom"];
+pub(crate) const WF: &[&str] = &["write", "denyoom", "fast"];
+pub(crate) const R: &[&str] = &["readonly", "fast"];
 const A: &[&str] = &["fast"];
 const PS: &[&str] = &["pubsub", "noscript", "loading", "stale"];
 
-const fn spec(
+pub(crate) const fn spec(
     name: &'static str,
     arity: i64,
     flags: &'static [&'static str],
@@ -165,6 +180,8 @@ pub const COMMANDS: &[CommandSpec] = &[
     spec("get", 2, R, 1, 1, 1),
     spec("set", -3, W, 1, 1, 1),
     spec("del", -2, &["write"], 1, -1, 1),
+    spec("unlink", -2, &["write", "fast"], 1, -1, 1),
+    spec("time", 1, &["loading", "stale", "fast"], 0, 0, 0),
     spec("exists", -2, R, 1, -1, 1),
     spec("incr", 2, WF, 1, 1, 1),
     spec("decr", 2, WF, 1, 1, 1),
@@ -206,6 +223,39 @@ pub const COMMANDS: &[CommandSpec] = &[
         0,
     ),
     spec("client", -2, &["noscript", "loading", "stale"], 0, 0, 0),
+    spec(
+        "multi",
+        1,
+        &["noscript", "loading", "stale", "fast"],
+        0,
+        0,
+        0,
+    ),
+    spec("exec", 1, &["noscript", "loading", "stale"], 0, 0, 0),
+    spec(
+        "discard",
+        1,
+        &["noscript", "loading", "stale", "fast"],
+        0,
+        0,
+        0,
+    ),
+    spec(
+        "watch",
+        -2,
+        &["noscript", "loading", "stale", "fast"],
+        1,
+        -1,
+        1,
+    ),
+    spec(
+        "unwatch",
+        1,
+        &["noscript", "loading", "stale", "fast"],
+        0,
+        0,
+        0,
+    ),
     spec("subscribe", -2, PS, 0, 0, 0),
     spec("psubscribe", -2, PS, 0, 0, 0),
     spec("unsubscribe", -1, PS, 0, 0, 0),
@@ -293,6 +343,17 @@ fn classify_inner(args: &Command, now: u64) -> Result<Action, Reply> {
         .iter()
         .find(|c| c.name.as_bytes() == lower.as_slice())
     else {
+        if crate::types::knows(&lower) {
+            let seed = next_seed(now);
+            let args = args.to_vec();
+            return match crate::types::check(&args)? {
+                true => Ok(Action::Write(WriteOp::new(
+                    now,
+                    WriteCmd::Data { args, seed },
+                ))),
+                false => Ok(Action::Read(ReadCmd::Data { args, seed })),
+            };
+        }
         return Err(unknown_command(args));
     };
     let n = args.len() as i64;
@@ -312,7 +373,9 @@ fn classify_inner(args: &Command, now: u64) -> Result<Action, Reply> {
             millis: spec.name == "pttl",
         }),
         "dbsize" => read(ReadCmd::DbSize),
-        "info" => read(ReadCmd::Info),
+        "info" => read(ReadCmd::Info(
+            args[1..].iter().map(|a| a.to_ascii_lowercase()).collect(),
+        )),
         "set" => write(parse_set(args, now)?),
         "mset" => {
             if n % 2 == 0 {
@@ -324,7 +387,11 @@ fn classify_inner(args: &Command, now: u64) -> Result<Action, Reply> {
                 .collect();
             write(WriteCmd::MSet { pairs })
         }
-        "del" => write(WriteCmd::Del {
+        "time" => Err(Reply::Array(Some(vec![
+            Reply::bulk((now / 1000).to_string()),
+            Reply::bulk(((now % 1000) * 1000).to_string()),
+        ]))),
+        "del" | "unlink" => write(WriteCmd::Del {
             keys: args[1..].to_vec(),
         }),
         "incr" | "decr" => write(WriteCmd::IncrBy {
@@ -400,6 +467,11 @@ fn classify_inner(args: &Command, now: u64) -> Result<Action, Reply> {
             message: args[2].clone(),
         })),
         "hello" => Err(hello_cmd(args)),
+        // Inside MULTI, UNWATCH is queued and does nothing at EXEC (the
+        // watch was already taken); the others are the connection's
+        // (crate::txn), never classified.
+        "unwatch" => Err(Reply::ok()),
+        "multi" | "exec" | "discard" | "watch" => Err(Reply::err(ERR_TXN_CONN)),
         "client" => Err(client_cmd(args)),
         "raft.node" => Ok(Action::Member(raft_node(args)?)),
         "raft.nodes" => Ok(Action::Member(MemberCmd::List)),
@@ -495,6 +567,21 @@ fn parse_set(args: &Command, now: u64) -> Result<WriteCmd, Reply> {
     })
 }
 
+/// A seed for a command's random picks: this node's clock and a
+/// per-process counter, mixed. Drawn where the command arrives and carried
+/// in its op, so replicas never draw their own.
+fn next_seed(now: u64) -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static N: AtomicU64 = AtomicU64::new(0);
+    let n = N.fetch_add(1, Ordering::Relaxed);
+    crate::value::SplitMix::new(now ^ n.rotate_left(32)).next_u64()
+}
+
+/// Every command: the ones of this module and those of [`crate::types`].
+pub fn all_commands() -> impl Iterator<Item = &'static CommandSpec> {
+    COMMANDS.iter().chain(crate::types::specs())
+}
+
 fn command_info(c: &CommandSpec) -> Reply {
     Reply::Array(Some(vec![
         Reply::bulk(c.name),
@@ -510,18 +597,17 @@ fn command_info(c: &CommandSpec) -> Reply {
 
 fn command_cmd(args: &Command) -> Reply {
     let Some(sub) = args.get(1) else {
-        return Reply::Array(Some(COMMANDS.iter().map(command_info).collect()));
+        return Reply::Array(Some(all_commands().map(command_info).collect()));
     };
     if eq(sub, "count") && args.len() == 2 {
-        Reply::Integer(COMMANDS.len() as i64)
+        Reply::Integer(all_commands().count() as i64)
     } else if eq(sub, "info") {
         Reply::Array(Some(
             args[2..]
                 .iter()
                 .map(|n| {
                     let n = n.to_ascii_lowercase();
-                    COMMANDS
-                        .iter()
+                    all_commands()
                         .find(|c| c.name.as_bytes() == n.as_slice())
                         .map_or(Reply::Array(None), command_info)
                 })
@@ -625,12 +711,15 @@ fn hello_cmd(args: &Command) -> Reply {
 
 fn client_cmd(args: &Command) -> Reply {
     let sub = &args[1];
+    // SETNAME, GETNAME and ID are the connection's
+    // (crate::server::session_command); here only where no connection
+    // keeps them (execute_local, inside MULTI).
     if eq(sub, "setname") || eq(sub, "setinfo") {
         Reply::ok()
     } else if eq(sub, "getname") {
         Reply::nil()
     } else if eq(sub, "id") {
-        Reply::Integer(1)
+        Reply::Integer(0)
     } else {
         unknown_subcommand(args)
     }
@@ -639,7 +728,7 @@ fn client_cmd(args: &Command) -> Reply {
 impl ReadCmd {
     /// False for commands that need no linearizable view (INFO).
     pub fn needs_barrier(&self) -> bool {
-        !matches!(self, ReadCmd::Info)
+        !matches!(self, ReadCmd::Info(_))
     }
 
     /// The first key named, if any (for redirects).
@@ -647,25 +736,35 @@ impl ReadCmd {
         match self {
             ReadCmd::Get(k) | ReadCmd::StrLen(k) | ReadCmd::Ttl { key: k, .. } => Some(k),
             ReadCmd::MGet(ks) | ReadCmd::Exists(ks) => ks.first().map(|k| k.as_slice()),
-            ReadCmd::DbSize | ReadCmd::Info => None,
+            ReadCmd::DbSize | ReadCmd::Info(_) => None,
+            ReadCmd::Data { args, .. } => crate::types::first_key(args),
         }
     }
 
     /// Answers from `store` at `now_ms`.
     pub fn execute(&self, store: &Store, now_ms: u64) -> Reply {
         match self {
-            ReadCmd::Get(k) => Reply::Bulk(store.get(k, now_ms).map(<[u8]>::to_vec)),
+            ReadCmd::Get(k) => match store.value(k, now_ms) {
+                None => Reply::nil(),
+                Some(Value::Str(v)) => Reply::bulk(v.clone()),
+                Some(_) => wrongtype(),
+            },
+            ReadCmd::Data { args, seed } => crate::types::read(store, args, *seed, now_ms),
             ReadCmd::MGet(ks) => Reply::Array(Some(
                 ks.iter()
                     .map(|k| Reply::Bulk(store.get(k, now_ms).map(<[u8]>::to_vec)))
                     .collect(),
             )),
-            ReadCmd::Exists(ks) => {
-                Reply::Integer(ks.iter().filter(|k| store.get(k, now_ms).is_some()).count() as i64)
-            }
-            ReadCmd::StrLen(k) => {
-                Reply::Integer(store.get(k, now_ms).map_or(0, |v| v.len()) as i64)
-            }
+            ReadCmd::Exists(ks) => Reply::Integer(
+                ks.iter()
+                    .filter(|k| store.value(k, now_ms).is_some())
+                    .count() as i64,
+            ),
+            ReadCmd::StrLen(k) => match store.value(k, now_ms) {
+                None => Reply::Integer(0),
+                Some(Value::Str(v)) => Reply::Integer(v.len() as i64),
+                Some(_) => wrongtype(),
+            },
             ReadCmd::Ttl { key, millis } => match store.expiry(key, now_ms) {
                 None => Reply::Integer(-2),
                 Some(None) => Reply::Integer(-1),
@@ -676,29 +775,53 @@ impl ReadCmd {
                 }
             },
             ReadCmd::DbSize => Reply::Integer(store.len(now_ms) as i64),
-            ReadCmd::Info => {
-                let keys = store.len(now_ms);
-                let expires = store.expiring(now_ms);
-                let text = format!(
-                    "# Server\r\nredis_version:7.0.0\r\nredis_mode:standalone\r\nxlane_kv:{}\r\n\r\n\
-                     # Replication\r\nrole:master\r\n\r\n\
-                     # Stats\r\nxlane_applied_ops:{}\r\nxlane_leader_term:{}\r\n\
-                     xlane_notify_dropped:{}\r\n\r\n\
-                     # Keyspace\r\n{}",
-                    env!("CARGO_PKG_VERSION"),
-                    store.applied(),
-                    store.leader_term(),
-                    store.events_dropped(),
-                    if keys > 0 {
-                        format!("db0:keys={keys},expires={expires},avg_ttl=0\r\n")
-                    } else {
-                        String::new()
-                    }
-                );
-                Reply::bulk(text)
-            }
+            ReadCmd::Info(names) => Reply::bulk(info_text(store, now_ms, names)),
         }
     }
+}
+
+/// `INFO`'s text: the sections `names` asks for, in Redis' order and form
+/// (`# Name` then `field:value` lines, a blank line between sections).
+fn info_text(store: &Store, now_ms: u64, names: &[Vec<u8>]) -> String {
+    let keys = store.len(now_ms);
+    let expires = store.expiring(now_ms);
+    let sections = [
+        (
+            "Server",
+            format!(
+                "redis_version:7.0.0\r\nredis_mode:standalone\r\nxlane_kv:{}\r\n",
+                env!("CARGO_PKG_VERSION")
+            ),
+        ),
+        ("Replication", "role:master\r\n".to_string()),
+        (
+            "Stats",
+            format!(
+                "xlane_applied_ops:{}\r\nxlane_leader_term:{}\r\nxlane_notify_dropped:{}\r\n",
+                store.applied(),
+                store.leader_term(),
+                store.events_dropped()
+            ),
+        ),
+        (
+            "Keyspace",
+            if keys > 0 {
+                format!("db0:keys={keys},expires={expires},avg_ttl=0\r\n")
+            } else {
+                String::new()
+            },
+        ),
+    ];
+    let every = names.is_empty()
+        || names
+            .iter()
+            .any(|n| matches!(n.as_slice(), b"default" | b"all" | b"everything"));
+    sections
+        .iter()
+        .filter(|(name, _)| every || names.iter().any(|n| eq(n, name)))
+        .map(|(name, body)| format!("# {name}\r\n{body}"))
+        .collect::<Vec<_>>()
+        .join("\r\n")
 }
 
 impl WriteCmd {
@@ -713,7 +836,48 @@ impl WriteCmd {
             WriteCmd::MSet { pairs } => pairs.first().map(|p| p.0.as_slice()),
             WriteCmd::Del { keys } => keys.first().map(|k| k.as_slice()),
             WriteCmd::FlushDb => None,
+            WriteCmd::Data { args, .. } => crate::types::first_key(args),
+            WriteCmd::Exec { cmds, .. } => cmds.iter().find_map(|c| c.first_key()),
+            WriteCmd::Query { .. } => None,
         }
+    }
+}
+
+/// The checks Redis makes before queuing a command in a transaction: the
+/// command exists and has an allowed number of words. Every other error
+/// (syntax, a bad number) is the command's own, answered at `EXEC`.
+pub fn precheck(args: &Command) -> Result<(), Reply> {
+    let Some(first) = args.first() else {
+        return Err(Reply::err("ERR empty command"));
+    };
+    let lower = first.to_ascii_lowercase();
+    let Some(spec) = all_commands().find(|c| c.name.as_bytes() == lower.as_slice()) else {
+        return Err(unknown_command(args));
+    };
+    let n = args.len() as i64;
+    if (spec.arity > 0 && n != spec.arity) || (spec.arity < 0 && n < -spec.arity) {
+        return Err(arity_error(spec.name));
+    }
+    Ok(())
+}
+
+/// True when `args` is a command a transaction queues as a
+/// [`WriteCmd::Query`]: one that passes [`precheck`] and is no valid
+/// write — a read, a command answered without the store (`PING`, `TIME`,
+/// ...), or one whose own error (`SET k v NX XX`) `EXEC` reports.
+pub fn is_query(args: &[Vec<u8>]) -> bool {
+    let args = args.to_vec();
+    precheck(&args).is_ok() && matches!(classify(&args, 0), Action::Read(_) | Action::Reply(_))
+}
+
+/// Answers a [`WriteCmd::Query`] inside a transaction, at the store's
+/// logical clock `now`.
+pub(crate) fn query(store: &Store, args: &[Vec<u8>], seed: u64, now: u64) -> Reply {
+    match classify(&args.to_vec(), now) {
+        Action::Read(ReadCmd::Data { args, .. }) => crate::types::read(store, &args, seed, now),
+        Action::Read(r) => r.execute(store, now),
+        Action::Reply(r) => r,
+        _ => Reply::err("ERR Command not allowed inside a transaction"),
     }
 }
 

@@ -1,10 +1,16 @@
-//! `xlane-kv`: a Redis-compatible (RESP2) key-value front end whose writes
-//! go through a replication seam.
+//! `xlane-kv`: a Redis-compatible (RESP2) store — strings, hashes, lists,
+//! sets, sorted sets, transactions — whose writes go through a replication
+//! seam.
 //!
 //! * [`resp`]: the incremental sans-IO RESP2 parser and the reply encoder.
 //! * [`op`]: [`op::WriteOp`], the versioned binary form of a write, with
 //!   absolute times: what is logged and replicated.
 //! * [`store`]: [`store::Store`], the deterministic state machine.
+//! * [`value`]: what a key holds ([`value::Value`]: string, hash, list,
+//!   set, sorted set) and the pieces the type commands share.
+//! * [`types`]: the commands on hashes, lists, sets, sorted sets and the
+//!   keyspace, one module per type, replicated as command ops.
+//! * [`txn`]: a connection's `MULTI`/`EXEC`/`WATCH` state, sans I/O.
 //! * [`commands`]: request → write op / read / immediate reply, with Redis'
 //!   error texts.
 //! * [`replicator`]: the [`replicator::Replicator`] trait (propose, read
@@ -34,6 +40,9 @@ pub mod resp;
 pub mod server;
 pub mod state_machine;
 pub mod store;
+pub mod txn;
+pub mod types;
+pub mod value;
 
 pub use commands::{classify, Action, MemberCmd, PubSubCmd, ReadCmd};
 pub use op::{OpDecodeError, SetCond, SetTtl, WriteCmd, WriteOp};

@@ -6,7 +6,9 @@
 //! the same sequence of ops to an empty [`crate::store::Store`] gives the
 //! same state and the same replies on every replica, whatever its clock.
 //!
-//! Encoding (version 1), all integers little-endian:
+//! Encoding (version 1; the data-type and transaction tags 9 and 10 were
+//! added without changing the encoding of the others, so earlier logs still
+//! decode), all integers little-endian:
 //! `version:u8 = 1 | tag:u8 | ts_ms:u64 | body`, where byte strings are
 //! `len:u32 | bytes`, lists are `count:u32 | items`, options are
 //! `0 | 1 value`. The encoding is canonical: decoding then encoding gives
@@ -96,6 +98,37 @@ pub enum WriteCmd {
     },
     /// `FLUSHDB` / `FLUSHALL`.
     FlushDb,
+    /// A write on a hash, list, set or sorted set, or a keyspace write
+    /// (`RENAME`, `COPY`, ...): its Redis command words, checked at the
+    /// leader and again on decode by the same parser
+    /// ([`crate::types::check`]), applied by every replica the same way —
+    /// as Redis' own replication stream carries commands. `seed` drives
+    /// the random picks of `SPOP`, so every replica picks the same.
+    Data {
+        /// The command words, name first.
+        args: Vec<Vec<u8>>,
+        /// Seed of the command's random choices (0 when it makes none).
+        seed: u64,
+    },
+    /// A command queued in a transaction that writes nothing (a read,
+    /// `PING`, `ECHO`, `TIME`, ...): answered at its place inside
+    /// [`WriteCmd::Exec`] (only there; its own decode refuses it
+    /// elsewhere).
+    Query {
+        /// The command words.
+        args: Vec<Vec<u8>>,
+        /// Seed of its random picks (`SRANDMEMBER`).
+        seed: u64,
+    },
+    /// `EXEC`: a transaction's commands, applied as one entry. When any
+    /// watched key's version ([`crate::store::Store::version`]) is not the
+    /// one recorded at `WATCH`, nothing runs and the reply is a nil array.
+    Exec {
+        /// (key, version at WATCH time; 0: absent).
+        watched: Vec<(Vec<u8>, u64)>,
+        /// The queued commands, in order (no `Exec` inside).
+        cmds: Vec<WriteCmd>,
+    },
 }
 
 /// A write as replicated: the command and the leader's clock when it
@@ -141,6 +174,9 @@ const T_APPEND: u8 = 5;
 const T_EXPIREAT: u8 = 6;
 const T_PERSIST: u8 = 7;
 const T_FLUSHDB: u8 = 8;
+const T_DATA: u8 = 9;
+const T_EXEC: u8 = 10;
+const T_QUERY: u8 = 11;
 
 fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
     // Keys and values are bounded by the RESP limits (< 4 GiB).
@@ -193,6 +229,14 @@ impl<'a> Reader<'a> {
         }
         Ok(n)
     }
+    /// A list count that may be 0.
+    fn count_or_zero(&mut self, min_item: usize) -> Result<usize, OpDecodeError> {
+        let n = self.u32()? as usize;
+        if n.saturating_mul(min_item) > self.b.len() {
+            return Err(OpDecodeError::Truncated);
+        }
+        Ok(n)
+    }
     fn flag(&mut self) -> Result<bool, OpDecodeError> {
         match self.u8()? {
             0 => Ok(false),
@@ -211,7 +255,42 @@ impl WriteOp {
     /// Appends the binary encoding.
     pub fn encode_into(&self, out: &mut Vec<u8>) {
         out.push(OP_VERSION);
-        let tag = match &self.cmd {
+        let tag = self.cmd.tag();
+        out.push(tag);
+        out.extend_from_slice(&self.ts_ms.to_le_bytes());
+        self.cmd.encode_body(out);
+    }
+
+    /// The binary encoding.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut v = Vec::new();
+        self.encode_into(&mut v);
+        v
+    }
+
+    /// Decodes exactly one op (no trailing bytes).
+    pub fn decode(b: &[u8]) -> Result<WriteOp, OpDecodeError> {
+        if b.is_empty() {
+            return Err(OpDecodeError::Empty);
+        }
+        let mut r = Reader { b };
+        let v = r.u8()?;
+        if v != OP_VERSION {
+            return Err(OpDecodeError::UnknownVersion(v));
+        }
+        let tag = r.u8()?;
+        let ts_ms = r.u64()?;
+        let cmd = WriteCmd::decode_body(tag, &mut r, true)?;
+        if !r.b.is_empty() {
+            return Err(OpDecodeError::Trailing(r.b.len()));
+        }
+        Ok(WriteOp { ts_ms, cmd })
+    }
+}
+
+impl WriteCmd {
+    fn tag(&self) -> u8 {
+        match self {
             WriteCmd::Set { .. } => T_SET,
             WriteCmd::MSet { .. } => T_MSET,
             WriteCmd::Del { .. } => T_DEL,
@@ -220,10 +299,16 @@ impl WriteOp {
             WriteCmd::ExpireAt { .. } => T_EXPIREAT,
             WriteCmd::Persist { .. } => T_PERSIST,
             WriteCmd::FlushDb => T_FLUSHDB,
-        };
-        out.push(tag);
-        out.extend_from_slice(&self.ts_ms.to_le_bytes());
-        match &self.cmd {
+            WriteCmd::Data { .. } => T_DATA,
+            WriteCmd::Exec { .. } => T_EXEC,
+            WriteCmd::Query { .. } => T_QUERY,
+        }
+    }
+
+    /// The body of the encoding (after version, tag and time); an `Exec`'s
+    /// commands are each `tag | body`.
+    fn encode_body(&self, out: &mut Vec<u8>) {
+        match self {
             WriteCmd::Set {
                 key,
                 value,
@@ -275,29 +360,32 @@ impl WriteOp {
             }
             WriteCmd::Persist { key } => put_bytes(out, key),
             WriteCmd::FlushDb => {}
+            WriteCmd::Data { args, seed } | WriteCmd::Query { args, seed } => {
+                out.extend_from_slice(&seed.to_le_bytes());
+                out.extend_from_slice(&(args.len() as u32).to_le_bytes());
+                for a in args {
+                    put_bytes(out, a);
+                }
+            }
+            WriteCmd::Exec { watched, cmds } => {
+                out.extend_from_slice(&(watched.len() as u32).to_le_bytes());
+                for (k, v) in watched {
+                    put_bytes(out, k);
+                    out.extend_from_slice(&v.to_le_bytes());
+                }
+                out.extend_from_slice(&(cmds.len() as u32).to_le_bytes());
+                for c in cmds {
+                    out.push(c.tag());
+                    c.encode_body(out);
+                }
+            }
         }
     }
 
-    /// The binary encoding.
-    pub fn encode(&self) -> Vec<u8> {
-        let mut v = Vec::new();
-        self.encode_into(&mut v);
-        v
-    }
-
-    /// Decodes exactly one op (no trailing bytes).
-    pub fn decode(b: &[u8]) -> Result<WriteOp, OpDecodeError> {
-        if b.is_empty() {
-            return Err(OpDecodeError::Empty);
-        }
-        let mut r = Reader { b };
-        let v = r.u8()?;
-        if v != OP_VERSION {
-            return Err(OpDecodeError::UnknownVersion(v));
-        }
-        let tag = r.u8()?;
-        let ts_ms = r.u64()?;
-        let cmd = match tag {
+    /// Decodes the body of a command of this tag (`top`: not inside an
+    /// `Exec`, which may not nest).
+    fn decode_body(tag: u8, r: &mut Reader<'_>, top: bool) -> Result<WriteCmd, OpDecodeError> {
+        Ok(match tag {
             T_SET => {
                 let key = r.bytes()?;
                 let value = r.bytes()?;
@@ -353,12 +441,46 @@ impl WriteOp {
             },
             T_PERSIST => WriteCmd::Persist { key: r.bytes()? },
             T_FLUSHDB => WriteCmd::FlushDb,
+            T_DATA => {
+                let seed = r.u64()?;
+                let n = r.count(4)?;
+                let mut args = Vec::with_capacity(n);
+                for _ in 0..n {
+                    args.push(r.bytes()?);
+                }
+                crate::types::check(&args).map_err(|_| OpDecodeError::Invalid("data command"))?;
+                WriteCmd::Data { args, seed }
+            }
+            T_EXEC if top => {
+                let n = r.count_or_zero(12)?;
+                let mut watched = Vec::with_capacity(n);
+                for _ in 0..n {
+                    watched.push((r.bytes()?, r.u64()?));
+                }
+                let n = r.count_or_zero(1)?;
+                let mut cmds = Vec::with_capacity(n);
+                for _ in 0..n {
+                    let tag = r.u8()?;
+                    cmds.push(WriteCmd::decode_body(tag, r, false)?);
+                }
+                WriteCmd::Exec { watched, cmds }
+            }
+            T_EXEC => return Err(OpDecodeError::Invalid("nested exec")),
+            T_QUERY if !top => {
+                let seed = r.u64()?;
+                let n = r.count(4)?;
+                let mut args = Vec::with_capacity(n);
+                for _ in 0..n {
+                    args.push(r.bytes()?);
+                }
+                if !crate::commands::is_query(&args) {
+                    return Err(OpDecodeError::Invalid("query command"));
+                }
+                WriteCmd::Query { args, seed }
+            }
+            T_QUERY => return Err(OpDecodeError::Invalid("query outside exec")),
             t => return Err(OpDecodeError::UnknownTag(t)),
-        };
-        if !r.b.is_empty() {
-            return Err(OpDecodeError::Trailing(r.b.len()));
-        }
-        Ok(WriteOp { ts_ms, cmd })
+        })
     }
 }
 
@@ -399,7 +521,39 @@ pub(crate) mod tests {
             (bytes(), any::<u64>()).prop_map(|(key, at_ms)| WriteCmd::ExpireAt { key, at_ms }),
             bytes().prop_map(|key| WriteCmd::Persist { key }),
             Just(WriteCmd::FlushDb),
+            (
+                prop_oneof![
+                    Just(vec!["HSET", "h", "f", "v"]),
+                    Just(vec!["RPUSH", "l", "a", "b"]),
+                    Just(vec!["SPOP", "s", "2"]),
+                    Just(vec!["ZADD", "z", "NX", "1.5", "m"]),
+                    Just(vec!["RENAME", "a", "b"]),
+                ],
+                any::<u64>()
+            )
+                .prop_map(|(words, seed)| WriteCmd::Data {
+                    args: words.iter().map(|w| w.as_bytes().to_vec()).collect(),
+                    seed
+                }),
         ];
+        let query = (
+            prop_oneof![
+                Just(vec!["GET", "k"]),
+                Just(vec!["PING"]),
+                Just(vec!["SRANDMEMBER", "s", "2"]),
+            ],
+            any::<u64>(),
+        )
+            .prop_map(|(words, seed)| WriteCmd::Query {
+                args: words.iter().map(|w| w.as_bytes().to_vec()).collect(),
+                seed,
+            });
+        let exec = (
+            proptest::collection::vec((bytes(), any::<u64>()), 0..3),
+            proptest::collection::vec(prop_oneof![cmd.clone(), query], 0..3),
+        )
+            .prop_map(|(watched, cmds)| WriteCmd::Exec { watched, cmds });
+        let cmd = prop_oneof![4 => cmd, 1 => exec];
         (any::<u64>(), cmd).prop_map(|(ts_ms, cmd)| WriteOp { ts_ms, cmd })
     }
 

@@ -12,6 +12,7 @@
 use crate::commands::{classify, Action};
 use crate::replicator::{ReplicaError, Replicator};
 use crate::resp::{Limits, Parser, Reply};
+use crate::txn::Step;
 use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
@@ -60,18 +61,68 @@ pub fn replica_error_reply(e: &ReplicaError, key: Option<&[u8]>) -> Reply {
 }
 
 /// What a connection has asked for about itself.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Session {
     /// After `READONLY` (as in Redis Cluster, for reads from replicas):
     /// reads are served from this member's state as it is, without the
     /// read-index round trip — possibly stale on a follower, never torn.
     /// `READWRITE` turns it off again (the default: linearizable reads).
     pub readonly: bool,
+    /// `MULTI`/`EXEC`/`WATCH` state.
+    pub txn: crate::txn::Txn,
+    /// `CLIENT ID`: unique in this process (0 for a default session).
+    pub id: u64,
+    /// `CLIENT SETNAME`.
+    pub name: Option<Vec<u8>>,
+}
+
+impl Session {
+    /// A new connection's session, with the next `CLIENT ID`.
+    pub fn new() -> Session {
+        static NEXT: AtomicU64 = AtomicU64::new(1);
+        Session {
+            id: NEXT.fetch_add(1, Ordering::Relaxed),
+            ..Session::default()
+        }
+    }
+}
+
+/// `CLIENT SETNAME`'s refusal of a name with spaces or special characters.
+pub const ERR_CLIENT_NAME: &str =
+    "ERR Client names cannot contain spaces, newlines or special characters.";
+
+/// `CLIENT SETNAME`, `GETNAME` and `ID`: the connection's own.
+fn client_command(session: &mut Session, args: &crate::resp::Command) -> Option<Reply> {
+    let sub = args.get(1)?.to_ascii_lowercase();
+    Some(match sub.as_slice() {
+        b"setname" => match args.get(2) {
+            Some(name) if args.len() == 3 => {
+                if name.iter().any(|&c| !(b'!'..=b'~').contains(&c)) {
+                    Reply::err(ERR_CLIENT_NAME)
+                } else {
+                    session.name = (!name.is_empty()).then(|| name.clone());
+                    Reply::ok()
+                }
+            }
+            _ => crate::commands::arity_error("client|setname"),
+        },
+        b"getname" if args.len() == 2 => Reply::Bulk(session.name.clone()),
+        b"id" if args.len() == 2 => Reply::Integer(session.id as i64),
+        _ => return None,
+    })
 }
 
 /// Answers the commands about the connection itself (`READONLY`,
-/// `READWRITE`); `None` for every other command.
+/// `READWRITE`, `CLIENT SETNAME/GETNAME/ID`); `None` for every other
+/// command.
 pub fn session_command(session: &mut Session, args: &crate::resp::Command) -> Option<Reply> {
+    if args
+        .first()
+        .is_some_and(|n| n.eq_ignore_ascii_case(b"client"))
+        && !session.txn.in_multi()
+    {
+        return client_command(session, args);
+    }
     if let [name] = &args[..] {
         if name.eq_ignore_ascii_case(b"readonly") || name.eq_ignore_ascii_case(b"readwrite") {
             session.readonly = name.eq_ignore_ascii_case(b"readonly");
@@ -91,6 +142,38 @@ pub fn handle(
 ) -> (Reply, bool) {
     if let Some(r) = session_command(session, args) {
         return (r, false);
+    }
+    match session.txn.step(args, now) {
+        Step::Pass => {}
+        Step::Reply(r) => return (r, false),
+        Step::Watch(keys) => {
+            if !session.readonly {
+                if let Err(e) = repl.read_barrier() {
+                    return (
+                        replica_error_reply(&e, keys.first().map(|k| k.as_slice())),
+                        false,
+                    );
+                }
+            }
+            return match repl.store().read() {
+                Ok(s) => {
+                    let v = keys.into_iter().map(|k| {
+                        let v = s.version(&k, now);
+                        (k, v)
+                    });
+                    session.txn.watch(v.collect());
+                    (Reply::ok(), false)
+                }
+                Err(_) => (Reply::err("ERR store lock poisoned"), false),
+            };
+        }
+        Step::Exec(op) => {
+            let key = op.cmd.first_key().map(<[u8]>::to_vec);
+            return match repl.propose(op) {
+                Ok(r) => (r, false),
+                Err(e) => (replica_error_reply(&e, key.as_deref()), false),
+            };
+        }
     }
     match classify(args, now) {
         Action::Reply(r) => (r, false),
@@ -287,7 +370,7 @@ fn connection(
 ) -> std::io::Result<()> {
     let _ = stream.set_nodelay(true);
     let mut parser = Parser::new(limits);
-    let mut session = Session::default();
+    let mut session = Session::new();
     let mut chunk = vec![0u8; 64 << 10];
     let mut out = Vec::with_capacity(16 << 10);
     loop {
@@ -382,6 +465,34 @@ mod tests {
             handle(&r, &mut s, &cmd(&["READONLY", "x"]), 1).0,
             Reply::Error(_)
         ));
+    }
+
+    /// CLIENT SETNAME/GETNAME/ID answer per connection.
+    #[test]
+    fn client_name_and_id_are_the_connections() {
+        let mut s = [Session::new(), Session::new()];
+        assert_ne!(s[0].id, s[1].id);
+        for (c, line, want) in [
+            (0, "CLIENT GETNAME", Reply::nil()),
+            (0, "CLIENT SETNAME app", Reply::ok()),
+            (0, "CLIENT GETNAME", Reply::bulk("app")),
+            (1, "CLIENT GETNAME", Reply::nil()),
+            (1, "CLIENT SETNAME \"a b\"", Reply::err(ERR_CLIENT_NAME)),
+            (
+                1,
+                "CLIENT SETNAME",
+                Reply::err("ERR wrong number of arguments for 'client|setname' command"),
+            ),
+            (0, "CLIENT SETNAME \"\"", Reply::ok()),
+            (0, "CLIENT GETNAME", Reply::nil()),
+        ] {
+            let args = crate::resp::split_inline(line.as_bytes()).expect("parses");
+            assert_eq!(session_command(&mut s[c], &args), Some(want), "{line}");
+        }
+        let id = s[0].id as i64;
+        let args = cmd(&["client", "id"]);
+        assert_eq!(session_command(&mut s[0], &args), Some(Reply::Integer(id)));
+        assert_eq!(session_command(&mut s[0], &cmd(&["client", "list"])), None);
     }
 
     #[test]

@@ -1,0 +1,172 @@
+//! [`Txn`]: a connection's transaction state — `MULTI`, `EXEC`,
+//! `DISCARD`, `WATCH`, `UNWATCH` — sans I/O, shared by the single-node
+//! server and a cluster member's client loop.
+//!
+//! Between `MULTI` and `EXEC` every command is checked as it arrives
+//! (Redis' errors before `EXEC`: an unknown command or a wrong argument
+//! count — answered at once, and `EXEC` then answers `EXECABORT`) and
+//! queued (`+QUEUED`); a command's own errors (syntax, a bad number) come
+//! in `EXEC`'s reply, as Redis gives them. `EXEC` becomes one op,
+//! [`WriteCmd::Exec`], replicated as one log entry and applied at once on
+//! every member: writes as their ops, reads and other commands as
+//! [`WriteCmd::Query`] so they answer at their place in the transaction.
+//! Errors while it runs (WRONGTYPE, ...) are per command, in the reply
+//! array, as in Redis.
+//!
+//! `WATCH` records each key's version ([`crate::store::Store::version`],
+//! the applied count of its last write; 0 when absent) from the member's
+//! state; `EXEC` carries them and applies nothing (nil reply) when one
+//! moved. A version read on a member that lags can only make `EXEC` abort,
+//! never let a write between `WATCH` and `EXEC` through. Unlike Redis, a
+//! key created and deleted again between `WATCH` and `EXEC` (absent at
+//! both ends) does not abort it.
+
+use crate::commands::{arity_error, classify, precheck, Action, ReadCmd};
+use crate::op::{WriteCmd, WriteOp};
+use crate::resp::{Command, Reply};
+
+/// `EXECABORT Transaction discarded because of previous errors.`
+pub const ERR_EXECABORT: &str = "EXECABORT Transaction discarded because of previous errors.";
+
+/// What the connection does with a command, per its transaction state.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Step {
+    /// Not a transaction matter: run the command as usual.
+    Pass,
+    /// Answer this (QUEUED, OK, an error).
+    Reply(Reply),
+    /// `WATCH keys`: read each key's version from the store, hand them to
+    /// [`Txn::watch`], answer `+OK`.
+    Watch(Vec<Vec<u8>>),
+    /// `EXEC`: replicate this op; its reply is `EXEC`'s.
+    Exec(WriteOp),
+}
+
+/// A connection's transaction state. See the module docs.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Txn {
+    /// The queued commands, `Some` between MULTI and EXEC/DISCARD.
+    queue: Option<Vec<WriteCmd>>,
+    /// A command was refused while queuing: EXEC aborts.
+    failed: bool,
+    watched: Vec<(Vec<u8>, u64)>,
+}
+
+/// Refused inside MULTI (pub/sub, membership, settings, QUIT).
+const ERR_NOT_IN_MULTI: &str = "ERR Command not allowed inside a transaction";
+
+impl Txn {
+    /// True between `MULTI` and `EXEC`/`DISCARD`.
+    pub fn in_multi(&self) -> bool {
+        self.queue.is_some()
+    }
+
+    /// Records the versions `WATCH` read (key, version).
+    pub fn watch(&mut self, versions: Vec<(Vec<u8>, u64)>) {
+        for (k, v) in versions {
+            if !self.watched.iter().any(|(w, _)| *w == k) {
+                self.watched.push((k, v));
+            }
+        }
+    }
+
+    /// Decides what a command means for the transaction; `now` is this
+    /// node's clock (stamps the `EXEC` op).
+    pub fn step(&mut self, args: &Command, now: u64) -> Step {
+        let Some(first) = args.first() else {
+            return Step::Pass;
+        };
+        let name = first.to_ascii_lowercase();
+        let is = |n: &str| name == n.as_bytes();
+        if is("multi") {
+            if args.len() != 1 {
+                return self.refuse(arity_error("multi"));
+            }
+            if self.in_multi() {
+                return Step::Reply(Reply::err("ERR MULTI calls can not be nested"));
+            }
+            self.queue = Some(Vec::new());
+            self.failed = false;
+            return Step::Reply(Reply::ok());
+        }
+        if is("exec") {
+            if args.len() != 1 {
+                return self.refuse(arity_error("exec"));
+            }
+            let Some(cmds) = self.queue.take() else {
+                return Step::Reply(Reply::err("ERR EXEC without MULTI"));
+            };
+            let watched = std::mem::take(&mut self.watched);
+            if std::mem::take(&mut self.failed) {
+                return Step::Reply(Reply::err(ERR_EXECABORT));
+            }
+            if cmds.is_empty() && watched.is_empty() {
+                return Step::Reply(Reply::Array(Some(Vec::new())));
+            }
+            return Step::Exec(WriteOp::new(now, WriteCmd::Exec { watched, cmds }));
+        }
+        if is("discard") {
+            if args.len() != 1 {
+                return self.refuse(arity_error("discard"));
+            }
+            if self.queue.take().is_none() {
+                return Step::Reply(Reply::err("ERR DISCARD without MULTI"));
+            }
+            self.failed = false;
+            self.watched.clear();
+            return Step::Reply(Reply::ok());
+        }
+        if is("watch") {
+            if args.len() < 2 {
+                return self.refuse(arity_error("watch"));
+            }
+            if self.in_multi() {
+                return Step::Reply(Reply::err("ERR WATCH inside MULTI is not allowed"));
+            }
+            return Step::Watch(args[1..].to_vec());
+        }
+        if is("unwatch") && !self.in_multi() {
+            if args.len() != 1 {
+                return Step::Reply(arity_error("unwatch"));
+            }
+            self.watched.clear();
+            return Step::Reply(Reply::ok());
+        }
+        let Some(queue) = self.queue.as_mut() else {
+            return Step::Pass;
+        };
+        if let Err(r) = precheck(args) {
+            return self.refuse(r);
+        }
+        let cmd = match classify(args, now) {
+            Action::Write(op) => op.cmd,
+            Action::Read(ReadCmd::Data { args, seed }) => WriteCmd::Query { args, seed },
+            Action::Read(_) | Action::Reply(_) => WriteCmd::Query {
+                args: args.clone(),
+                seed: 0,
+            },
+            Action::Quit => {
+                // QUIT discards the transaction and closes.
+                *self = Txn::default();
+                return Step::Pass;
+            }
+            Action::Member(_) | Action::PubSub(_) | Action::Setting(_) => {
+                return self.refuse(Reply::err(ERR_NOT_IN_MULTI));
+            }
+        };
+        queue.push(cmd);
+        Step::Reply(Reply::Simple("QUEUED".into()))
+    }
+
+    /// An error before EXEC: answered now, and EXEC will abort (when in
+    /// MULTI).
+    fn refuse(&mut self, r: Reply) -> Step {
+        if self.in_multi() {
+            self.failed = true;
+        }
+        Step::Reply(r)
+    }
+}
+
+#[cfg(test)]
+mod tests;

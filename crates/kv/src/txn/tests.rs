@@ -1,0 +1,172 @@
+//! Transactions, table-driven: each row is a request on one connection and
+//! the reply it gets (EXEC's from a store that applies the op).
+
+use super::*;
+use crate::resp::split_inline;
+use crate::store::Store;
+use crate::value::ERR_WRONGTYPE;
+
+fn ok() -> Reply {
+    Reply::ok()
+}
+fn q() -> Reply {
+    Reply::Simple("QUEUED".into())
+}
+fn i(v: i64) -> Reply {
+    Reply::Integer(v)
+}
+fn b(s: &str) -> Reply {
+    Reply::bulk(s)
+}
+fn e(s: &str) -> Reply {
+    Reply::err(s)
+}
+fn arr(v: Vec<Reply>) -> Reply {
+    Reply::Array(Some(v))
+}
+
+/// One connection (`c` 0) and another (`c` 1) on one store.
+fn run(name: &str, table: &[(usize, &str, Reply)]) {
+    let mut store = Store::new();
+    let mut txns = [Txn::default(), Txn::default()];
+    for (n, (c, line, want)) in table.iter().enumerate() {
+        let args = split_inline(line.as_bytes()).expect("parses");
+        let now = 1_700_000_000_000 + n as u64;
+        let got = match txns[*c].step(&args, now) {
+            Step::Pass => crate::commands::execute_local(&mut store, &args, now),
+            Step::Reply(r) => r,
+            Step::Watch(keys) => {
+                let v = keys
+                    .into_iter()
+                    .map(|k| {
+                        let v = store.version(&k, now);
+                        (k, v)
+                    })
+                    .collect();
+                txns[*c].watch(v);
+                ok()
+            }
+            Step::Exec(op) => {
+                let wire = op.encode();
+                assert_eq!(WriteOp::decode(&wire).as_ref(), Ok(&op), "{name}: {line}");
+                store.apply(&op)
+            }
+        };
+        assert_eq!(&got, want, "{name}: step {n}: {line}");
+    }
+}
+
+#[test]
+fn multi_exec_discard() {
+    run(
+        "multi",
+        &[
+            (0, "EXEC", e("ERR EXEC without MULTI")),
+            (0, "DISCARD", e("ERR DISCARD without MULTI")),
+            (0, "MULTI", ok()),
+            (0, "MULTI", e("ERR MULTI calls can not be nested")),
+            (0, "SET a 1", q()),
+            (0, "INCR a", q()),
+            (0, "GET a", q()),
+            (0, "HSET a f v", q()),
+            (0, "PING", q()),
+            (
+                0,
+                "EXEC",
+                arr(vec![
+                    ok(),
+                    i(2),
+                    b("2"),
+                    e(ERR_WRONGTYPE),
+                    Reply::Simple("PONG".into()),
+                ]),
+            ),
+            (0, "MULTI", ok()),
+            (0, "SET a 5", q()),
+            (0, "DISCARD", ok()),
+            (0, "GET a", b("2")),
+            (0, "MULTI", ok()),
+            (0, "EXEC", arr(vec![])),
+        ],
+    );
+}
+
+#[test]
+fn errors_before_exec_abort_it() {
+    run(
+        "execabort",
+        &[
+            (0, "MULTI", ok()),
+            (0, "SET a 1", q()),
+            (
+                0,
+                "NOPE x",
+                e("ERR unknown command 'NOPE', with args beginning with: 'x' "),
+            ),
+            (
+                0,
+                "GET",
+                e("ERR wrong number of arguments for 'get' command"),
+            ),
+            (0, "ZADD z NX XX 1 a", q()),
+            (
+                0,
+                "SUBSCRIBE ch",
+                e("ERR Command not allowed inside a transaction"),
+            ),
+            (0, "EXEC", e(ERR_EXECABORT)),
+            (0, "GET a", Reply::nil()),
+            (0, "MULTI", ok()),
+            (0, "WATCH a", e("ERR WATCH inside MULTI is not allowed")),
+            (0, "EXEC", arr(vec![])),
+        ],
+    );
+}
+
+#[test]
+fn watch_aborts_when_a_watched_key_changes() {
+    run(
+        "watch",
+        &[
+            (0, "SET a 1", ok()),
+            (0, "WATCH a b", ok()),
+            (1, "SET a 2", ok()),
+            (0, "MULTI", ok()),
+            (0, "SET a 3", q()),
+            (0, "EXEC", Reply::Array(None)),
+            (0, "GET a", b("2")),
+            // The watch is gone after EXEC.
+            (0, "MULTI", ok()),
+            (0, "SET a 3", q()),
+            (0, "EXEC", arr(vec![ok()])),
+            // A key that appears aborts too; UNWATCH forgets.
+            (0, "WATCH b", ok()),
+            (1, "SET b 1", ok()),
+            (0, "UNWATCH", ok()),
+            (0, "MULTI", ok()),
+            (0, "GET b", q()),
+            (0, "EXEC", arr(vec![b("1")])),
+            (0, "WATCH b", ok()),
+            (1, "DEL b", i(1)),
+            (0, "MULTI", ok()),
+            (0, "UNWATCH", q()),
+            (0, "EXEC", Reply::Array(None)),
+            // Unchanged keys let it through.
+            (0, "WATCH a", ok()),
+            (1, "GET a", b("3")),
+            (0, "MULTI", ok()),
+            (0, "INCR a", q()),
+            (0, "SET a 1 NX XX", q()),
+            (0, "INCRBY a x", q()),
+            (
+                0,
+                "EXEC",
+                arr(vec![
+                    i(4),
+                    e("ERR syntax error"),
+                    e("ERR value is not an integer or out of range"),
+                ]),
+            ),
+        ],
+    );
+}

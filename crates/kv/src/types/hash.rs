@@ -1,0 +1,257 @@
+//! Hashes: HSET, HMSET, HSETNX, HGET, HMGET, HGETALL, HDEL, HEXISTS,
+//! HINCRBY, HINCRBYFLOAT, HKEYS, HVALS, HLEN, HSTRLEN, HSCAN.
+
+use super::{bulks, empty, int, parse_scan, scan_reply, syntax, ScanOpts};
+use crate::commands::{arity_error, spec, CommandSpec, R, WF};
+use crate::pubsub::{glob_match, NotifyFlags};
+use crate::resp::Reply;
+use crate::store::{Store, ERR_OVERFLOW};
+use crate::value::{fmt_float, parse_double, scan_page, wrongtype, Value};
+use imbl::OrdMap;
+
+pub(super) const SPECS: &[CommandSpec] = &[
+    spec("hset", -4, WF, 1, 1, 1),
+    spec("hmset", -4, WF, 1, 1, 1),
+    spec("hsetnx", 4, WF, 1, 1, 1),
+    spec("hget", 3, R, 1, 1, 1),
+    spec("hmget", -3, R, 1, 1, 1),
+    spec("hgetall", 2, &["readonly"], 1, 1, 1),
+    spec("hdel", -3, &["write", "fast"], 1, 1, 1),
+    spec("hexists", 3, R, 1, 1, 1),
+    spec("hincrby", 4, WF, 1, 1, 1),
+    spec("hincrbyfloat", 4, WF, 1, 1, 1),
+    spec("hkeys", 2, &["readonly"], 1, 1, 1),
+    spec("hvals", 2, &["readonly"], 1, 1, 1),
+    spec("hlen", 2, R, 1, 1, 1),
+    spec("hstrlen", 3, R, 1, 1, 1),
+    spec("hscan", -3, &["readonly"], 1, 1, 1),
+];
+
+type Hash = OrdMap<Vec<u8>, Vec<u8>>;
+
+pub(super) enum Cmd {
+    Set {
+        key: Vec<u8>,
+        pairs: Vec<(Vec<u8>, Vec<u8>)>,
+        /// HMSET: reply +OK.
+        ok: bool,
+    },
+    SetNx(Vec<u8>, Vec<u8>, Vec<u8>),
+    Del(Vec<u8>, Vec<Vec<u8>>),
+    IncrBy(Vec<u8>, Vec<u8>, i64),
+    IncrByFloat(Vec<u8>, Vec<u8>, f64),
+    Get(Vec<u8>, Vec<u8>),
+    MGet(Vec<u8>, Vec<Vec<u8>>),
+    GetAll(Vec<u8>),
+    Exists(Vec<u8>, Vec<u8>),
+    Keys(Vec<u8>),
+    Vals(Vec<u8>),
+    Len(Vec<u8>),
+    StrLen(Vec<u8>, Vec<u8>),
+    Scan(Vec<u8>, ScanOpts),
+}
+
+pub(super) fn parse(name: &str, a: &[Vec<u8>]) -> Option<Result<Cmd, Reply>> {
+    let k = || a[1].clone();
+    Some(Ok(match name {
+        "hset" | "hmset" => {
+            if a.len() % 2 != 0 {
+                return Some(Err(arity_error(name)));
+            }
+            let pairs = a[2..]
+                .chunks_exact(2)
+                .map(|p| (p[0].clone(), p[1].clone()))
+                .collect();
+            Cmd::Set {
+                key: k(),
+                pairs,
+                ok: name == "hmset",
+            }
+        }
+        "hsetnx" => Cmd::SetNx(k(), a[2].clone(), a[3].clone()),
+        "hdel" => Cmd::Del(k(), a[2..].to_vec()),
+        "hincrby" => match int(&a[3]) {
+            Ok(d) => Cmd::IncrBy(k(), a[2].clone(), d),
+            Err(e) => return Some(Err(e)),
+        },
+        "hincrbyfloat" => match parse_double(&a[3]) {
+            Some(d) => Cmd::IncrByFloat(k(), a[2].clone(), d),
+            None => return Some(Err(Reply::err("ERR value is not a valid float"))),
+        },
+        "hget" => Cmd::Get(k(), a[2].clone()),
+        "hmget" => Cmd::MGet(k(), a[2..].to_vec()),
+        "hgetall" => Cmd::GetAll(k()),
+        "hexists" => Cmd::Exists(k(), a[2].clone()),
+        "hkeys" => Cmd::Keys(k()),
+        "hvals" => Cmd::Vals(k()),
+        "hlen" => Cmd::Len(k()),
+        "hstrlen" => Cmd::StrLen(k(), a[2].clone()),
+        "hscan" => match parse_scan(a, 2, false) {
+            Ok(o) => Cmd::Scan(k(), o),
+            Err(e) => return Some(Err(e)),
+        },
+        _ => return None,
+    }))
+}
+
+fn get(v: Option<&Value>) -> Result<Option<&Hash>, Reply> {
+    match v {
+        None => Ok(None),
+        Some(Value::Hash(h)) => Ok(Some(h)),
+        Some(_) => Err(wrongtype()),
+    }
+}
+
+/// The hash at `key` to change, created empty when absent.
+fn get_mut<'a>(st: &'a mut Store, key: &[u8]) -> Result<&'a mut Hash, Reply> {
+    match st.cur(key) {
+        None => st.put_value(key, Value::Hash(Hash::new()), None),
+        Some(Value::Hash(_)) => {}
+        Some(_) => return Err(wrongtype()),
+    }
+    match st.cur_mut(key) {
+        Some(Value::Hash(h)) => Ok(h),
+        _ => Err(wrongtype()),
+    }
+}
+
+impl Cmd {
+    pub(super) fn apply(&self, st: &mut Store, now: u64) -> Reply {
+        let r = self.apply_inner(st);
+        match self {
+            Cmd::Set { key, .. }
+            | Cmd::SetNx(key, ..)
+            | Cmd::Del(key, _)
+            | Cmd::IncrBy(key, ..)
+            | Cmd::IncrByFloat(key, ..) => st.drop_if_empty(key),
+            _ => return self.read(st, now),
+        }
+        r.unwrap_or_else(|e| e)
+    }
+
+    fn apply_inner(&self, st: &mut Store) -> Result<Reply, Reply> {
+        Ok(match self {
+            Cmd::Set { key, pairs, ok } => {
+                let h = get_mut(st, key)?;
+                let mut added = 0;
+                for (f, v) in pairs {
+                    if h.insert(f.clone(), v.clone()).is_none() {
+                        added += 1;
+                    }
+                }
+                st.notify(NotifyFlags::HASH, "hset", key);
+                if *ok {
+                    Reply::ok()
+                } else {
+                    Reply::Integer(added)
+                }
+            }
+            Cmd::SetNx(key, f, v) => {
+                let h = get_mut(st, key)?;
+                if h.contains_key(f) {
+                    Reply::Integer(0)
+                } else {
+                    h.insert(f.clone(), v.clone());
+                    st.notify(NotifyFlags::HASH, "hset", key);
+                    Reply::Integer(1)
+                }
+            }
+            Cmd::Del(key, fields) => {
+                if get(st.cur(key))?.is_none() {
+                    return Ok(Reply::Integer(0));
+                }
+                let h = get_mut(st, key)?;
+                let n = fields.iter().filter(|f| h.remove(*f).is_some()).count();
+                if n > 0 {
+                    st.notify(NotifyFlags::HASH, "hdel", key);
+                }
+                Reply::Integer(n as i64)
+            }
+            Cmd::IncrBy(key, f, d) => {
+                let h = get_mut(st, key)?;
+                let cur = match h.get(f) {
+                    None => 0,
+                    Some(v) => crate::resp::parse_i64_strict(v)
+                        .ok_or_else(|| Reply::err("ERR hash value is not an integer"))?,
+                };
+                let new = cur
+                    .checked_add(*d)
+                    .ok_or_else(|| Reply::err(ERR_OVERFLOW))?;
+                h.insert(f.clone(), new.to_string().into_bytes());
+                st.notify(NotifyFlags::HASH, "hincrby", key);
+                Reply::Integer(new)
+            }
+            Cmd::IncrByFloat(key, f, d) => {
+                let h = get_mut(st, key)?;
+                let cur = match h.get(f) {
+                    None => 0.0,
+                    Some(v) => parse_double(v)
+                        .ok_or_else(|| Reply::err("ERR hash value is not a float"))?,
+                };
+                let new = cur + d;
+                if !new.is_finite() {
+                    return Err(Reply::err("ERR increment would produce NaN or Infinity"));
+                }
+                let text = fmt_float(new).into_bytes();
+                h.insert(f.clone(), text.clone());
+                st.notify(NotifyFlags::HASH, "hincrbyfloat", key);
+                Reply::bulk(text)
+            }
+            _ => return Err(syntax()),
+        })
+    }
+
+    pub(super) fn read(&self, st: &Store, now: u64) -> Reply {
+        self.read_inner(st, now).unwrap_or_else(|e| e)
+    }
+
+    fn read_inner(&self, st: &Store, now: u64) -> Result<Reply, Reply> {
+        let h = |k: &[u8]| get(st.value(k, now));
+        Ok(match self {
+            Cmd::Get(k, f) => Reply::Bulk(h(k)?.and_then(|h| h.get(f)).cloned()),
+            Cmd::MGet(k, fs) => {
+                let h = h(k)?;
+                Reply::Array(Some(
+                    fs.iter()
+                        .map(|f| Reply::Bulk(h.and_then(|h| h.get(f)).cloned()))
+                        .collect(),
+                ))
+            }
+            Cmd::GetAll(k) => match h(k)? {
+                None => empty(),
+                Some(h) => bulks(h.iter().flat_map(|(f, v)| [f.as_slice(), v.as_slice()])),
+            },
+            Cmd::Exists(k, f) => Reply::Integer(h(k)?.is_some_and(|h| h.contains_key(f)) as i64),
+            Cmd::Keys(k) => bulks(
+                h(k)?
+                    .into_iter()
+                    .flat_map(|h| h.keys().map(|f| f.as_slice())),
+            ),
+            Cmd::Vals(k) => bulks(
+                h(k)?
+                    .into_iter()
+                    .flat_map(|h| h.values().map(|v| v.as_slice())),
+            ),
+            Cmd::Len(k) => Reply::Integer(h(k)?.map_or(0, |h| h.len()) as i64),
+            Cmd::StrLen(k, f) => {
+                Reply::Integer(h(k)?.and_then(|h| h.get(f)).map_or(0, |v| v.len()) as i64)
+            }
+            Cmd::Scan(k, o) => {
+                let Some(h) = h(k)? else {
+                    return Ok(scan_reply(0, Vec::new()));
+                };
+                let (next, page) = scan_page(h.keys().map(|f| f.as_slice()), o.cursor, o.count);
+                let mut out = Vec::new();
+                for f in page {
+                    if o.pattern.as_ref().is_some_and(|p| !glob_match(p, f, false)) {
+                        continue;
+                    }
+                    out.push(Reply::bulk(f.to_vec()));
+                    out.push(Reply::Bulk(h.get(f).cloned()));
+                }
+                scan_reply(next, out)
+            }
+            _ => return Err(syntax()),
+        })
+    }
+}

@@ -1,0 +1,462 @@
+//! Lists: LPUSH, RPUSH, LPUSHX, RPUSHX, LPOP, RPOP (with count), LRANGE,
+//! LLEN, LINDEX, LSET, LREM, LTRIM, LINSERT, LPOS, LMOVE, RPOPLPUSH.
+
+use super::{eq, index_range, int, pos_count, syntax};
+use crate::commands::{spec, CommandSpec, R, W, WF};
+use crate::pubsub::NotifyFlags;
+use crate::resp::Reply;
+use crate::store::Store;
+use crate::value::{wrongtype, Value};
+use imbl::Vector;
+
+pub(super) const SPECS: &[CommandSpec] = &[
+    spec("lpush", -3, WF, 1, 1, 1),
+    spec("rpush", -3, WF, 1, 1, 1),
+    spec("lpushx", -3, WF, 1, 1, 1),
+    spec("rpushx", -3, WF, 1, 1, 1),
+    spec("lpop", -2, &["write", "fast"], 1, 1, 1),
+    spec("rpop", -2, &["write", "fast"], 1, 1, 1),
+    spec("lrange", 4, &["readonly"], 1, 1, 1),
+    spec("llen", 2, R, 1, 1, 1),
+    spec("lindex", 3, &["readonly"], 1, 1, 1),
+    spec("lset", 4, W, 1, 1, 1),
+    spec("lrem", 4, &["write"], 1, 1, 1),
+    spec("ltrim", 4, &["write"], 1, 1, 1),
+    spec("linsert", 5, W, 1, 1, 1),
+    spec("lpos", -3, &["readonly"], 1, 1, 1),
+    spec("lmove", 5, W, 1, 2, 1),
+    spec("rpoplpush", 3, W, 1, 2, 1),
+];
+
+type List = Vector<Vec<u8>>;
+
+pub(super) enum Cmd {
+    Push {
+        key: Vec<u8>,
+        left: bool,
+        only_existing: bool,
+        values: Vec<Vec<u8>>,
+    },
+    Pop {
+        key: Vec<u8>,
+        left: bool,
+        count: Option<usize>,
+    },
+    /// The index is parsed after the key's lookup, as Redis does.
+    Set(Vec<u8>, Vec<u8>, Vec<u8>),
+    Rem(Vec<u8>, i64, Vec<u8>),
+    Trim(Vec<u8>, i64, i64),
+    Insert {
+        key: Vec<u8>,
+        before: bool,
+        pivot: Vec<u8>,
+        value: Vec<u8>,
+    },
+    Move {
+        src: Vec<u8>,
+        dst: Vec<u8>,
+        from_left: bool,
+        to_left: bool,
+    },
+    Range(Vec<u8>, i64, i64),
+    Len(Vec<u8>),
+    /// The index is parsed after the key's lookup, as Redis does.
+    Index(Vec<u8>, Vec<u8>),
+    Pos {
+        key: Vec<u8>,
+        elem: Vec<u8>,
+        rank: i64,
+        count: Option<usize>,
+        maxlen: usize,
+    },
+}
+
+fn side(b: &[u8]) -> Result<bool, Reply> {
+    if eq(b, "left") {
+        Ok(true)
+    } else if eq(b, "right") {
+        Ok(false)
+    } else {
+        Err(syntax())
+    }
+}
+
+pub(super) fn parse(name: &str, a: &[Vec<u8>]) -> Option<Result<Cmd, Reply>> {
+    SPECS
+        .iter()
+        .any(|s| s.name == name)
+        .then(|| parse_known(name, a))
+}
+
+fn parse_known(name: &str, a: &[Vec<u8>]) -> Result<Cmd, Reply> {
+    let k = || a[1].clone();
+    {
+        Ok(match name {
+            "lpush" | "rpush" | "lpushx" | "rpushx" => Cmd::Push {
+                key: k(),
+                left: name.starts_with('l'),
+                only_existing: name.ends_with('x'),
+                values: a[2..].to_vec(),
+            },
+            "lpop" | "rpop" => {
+                if a.len() > 3 {
+                    return Err(crate::commands::arity_error(name));
+                }
+                Cmd::Pop {
+                    key: k(),
+                    left: name == "lpop",
+                    count: a.get(2).map(|c| pos_count(c)).transpose()?,
+                }
+            }
+            "lset" => Cmd::Set(k(), a[2].clone(), a[3].clone()),
+            "lrem" => Cmd::Rem(k(), int(&a[2])?, a[3].clone()),
+            "ltrim" => Cmd::Trim(k(), int(&a[2])?, int(&a[3])?),
+            "linsert" => {
+                let before = if eq(&a[2], "before") {
+                    true
+                } else if eq(&a[2], "after") {
+                    false
+                } else {
+                    return Err(syntax());
+                };
+                Cmd::Insert {
+                    key: k(),
+                    before,
+                    pivot: a[3].clone(),
+                    value: a[4].clone(),
+                }
+            }
+            "lmove" => Cmd::Move {
+                src: k(),
+                dst: a[2].clone(),
+                from_left: side(&a[3])?,
+                to_left: side(&a[4])?,
+            },
+            "rpoplpush" => Cmd::Move {
+                src: k(),
+                dst: a[2].clone(),
+                from_left: false,
+                to_left: true,
+            },
+            "lrange" => Cmd::Range(k(), int(&a[2])?, int(&a[3])?),
+            "llen" => Cmd::Len(k()),
+            "lindex" => Cmd::Index(k(), a[2].clone()),
+            "lpos" => {
+                let (mut rank, mut count, mut maxlen) = (1, None, 0);
+                let mut i = 3;
+                while i < a.len() {
+                    let v = a.get(i + 1).ok_or_else(syntax)?;
+                    if eq(&a[i], "rank") {
+                        rank = int(v)?;
+                        if rank == 0 {
+                            return Err(Reply::err(
+                                "ERR RANK can't be zero: use 1 to start from the first match, \
+                                 2 from the second ... or use negative to start from the end \
+                                 of the list",
+                            ));
+                        }
+                    } else if eq(&a[i], "count") {
+                        // Any value but a non-negative integer gets this text.
+                        count = Some(
+                            pos_count(v).map_err(|_| Reply::err("ERR COUNT can't be negative"))?,
+                        );
+                    } else if eq(&a[i], "maxlen") {
+                        maxlen =
+                            pos_count(v).map_err(|_| Reply::err("ERR MAXLEN can't be negative"))?;
+                    } else {
+                        return Err(syntax());
+                    }
+                    i += 2;
+                }
+                if rank == i64::MIN {
+                    return Err(Reply::err(
+                        "ERR value is out of range, value must between -9223372036854775807 \
+                         and 9223372036854775807",
+                    ));
+                }
+                Cmd::Pos {
+                    key: k(),
+                    elem: a[2].clone(),
+                    rank,
+                    count,
+                    maxlen,
+                }
+            }
+            _ => return Err(syntax()),
+        })
+    }
+}
+
+fn get(v: Option<&Value>) -> Result<Option<&List>, Reply> {
+    match v {
+        None => Ok(None),
+        Some(Value::List(l)) => Ok(Some(l)),
+        Some(_) => Err(wrongtype()),
+    }
+}
+
+/// The list at `key` to change (created empty when absent and `create`).
+fn get_mut<'a>(st: &'a mut Store, key: &[u8], create: bool) -> Result<Option<&'a mut List>, Reply> {
+    match st.cur(key) {
+        None if create => st.put_value(key, Value::List(List::new()), None),
+        None => return Ok(None),
+        Some(Value::List(_)) => {}
+        Some(_) => return Err(wrongtype()),
+    }
+    match st.cur_mut(key) {
+        Some(Value::List(l)) => Ok(Some(l)),
+        _ => Err(wrongtype()),
+    }
+}
+
+/// The index of `i` (negative: from the end) in a list of `len`.
+fn at(i: i64, len: usize) -> Option<usize> {
+    let i = if i < 0 { len as i64 + i } else { i };
+    (0..len as i64).contains(&i).then_some(i as usize)
+}
+
+impl Cmd {
+    pub(super) fn apply(&self, st: &mut Store, now: u64) -> Reply {
+        let r = match self {
+            Cmd::Push { .. }
+            | Cmd::Pop { .. }
+            | Cmd::Set(..)
+            | Cmd::Rem(..)
+            | Cmd::Trim(..)
+            | Cmd::Insert { .. }
+            | Cmd::Move { .. } => self.apply_inner(st),
+            _ => return self.read(st, now),
+        };
+        match self {
+            Cmd::Move { src, dst, .. } => {
+                st.drop_if_empty(src);
+                st.drop_if_empty(dst);
+            }
+            Cmd::Push { key, .. }
+            | Cmd::Pop { key, .. }
+            | Cmd::Set(key, ..)
+            | Cmd::Rem(key, ..)
+            | Cmd::Trim(key, ..)
+            | Cmd::Insert { key, .. } => st.drop_if_empty(key),
+            _ => {}
+        }
+        r.unwrap_or_else(|e| e)
+    }
+
+    fn apply_inner(&self, st: &mut Store) -> Result<Reply, Reply> {
+        Ok(match self {
+            Cmd::Push {
+                key,
+                left,
+                only_existing,
+                values,
+            } => {
+                let Some(l) = get_mut(st, key, !only_existing)? else {
+                    return Ok(Reply::Integer(0));
+                };
+                for v in values {
+                    if *left {
+                        l.push_front(v.clone());
+                    } else {
+                        l.push_back(v.clone());
+                    }
+                }
+                let n = l.len();
+                st.notify(
+                    NotifyFlags::LIST,
+                    if *left { "lpush" } else { "rpush" },
+                    key,
+                );
+                Reply::Integer(n as i64)
+            }
+            Cmd::Pop { key, left, count } => {
+                let Some(l) = get_mut(st, key, false)? else {
+                    return Ok(match count {
+                        None => Reply::nil(),
+                        Some(_) => Reply::Array(None),
+                    });
+                };
+                let take = count.unwrap_or(1).min(l.len());
+                let mut out = Vec::with_capacity(take);
+                for _ in 0..take {
+                    let v = if *left { l.pop_front() } else { l.pop_back() };
+                    out.extend(v.map(Reply::bulk));
+                }
+                if take > 0 {
+                    st.notify(NotifyFlags::LIST, if *left { "lpop" } else { "rpop" }, key);
+                }
+                match count {
+                    None => out.pop().unwrap_or(Reply::nil()),
+                    Some(_) => Reply::Array(Some(out)),
+                }
+            }
+            Cmd::Set(key, i, v) => {
+                let l = get_mut(st, key, false)?.ok_or_else(|| Reply::err("ERR no such key"))?;
+                let i = at(int(i)?, l.len()).ok_or_else(|| Reply::err("ERR index out of range"))?;
+                l.set(i, v.clone());
+                st.notify(NotifyFlags::LIST, "lset", key);
+                Reply::ok()
+            }
+            Cmd::Rem(key, count, v) => {
+                let Some(l) = get_mut(st, key, false)? else {
+                    return Ok(Reply::Integer(0));
+                };
+                let limit = if *count == 0 {
+                    usize::MAX
+                } else {
+                    count.unsigned_abs() as usize
+                };
+                let mut idx: Vec<usize> = Vec::new();
+                let n = l.len();
+                for j in 0..n {
+                    let i = if *count < 0 { n - 1 - j } else { j };
+                    if idx.len() < limit && l[i] == *v {
+                        idx.push(i);
+                    }
+                }
+                idx.sort_unstable();
+                for i in idx.iter().rev() {
+                    l.remove(*i);
+                }
+                if !idx.is_empty() {
+                    st.notify(NotifyFlags::LIST, "lrem", key);
+                }
+                Reply::Integer(idx.len() as i64)
+            }
+            Cmd::Trim(key, s, e) => {
+                if let Some(l) = get_mut(st, key, false)? {
+                    match index_range(*s, *e, l.len()) {
+                        None => l.clear(),
+                        Some((s, e)) => {
+                            *l = l.clone().slice(s..e + 1);
+                        }
+                    }
+                    st.notify(NotifyFlags::LIST, "ltrim", key);
+                }
+                Reply::ok()
+            }
+            Cmd::Insert {
+                key,
+                before,
+                pivot,
+                value,
+            } => {
+                let Some(l) = get_mut(st, key, false)? else {
+                    return Ok(Reply::Integer(0));
+                };
+                let Some(p) = l.iter().position(|x| x == pivot) else {
+                    return Ok(Reply::Integer(-1));
+                };
+                l.insert(if *before { p } else { p + 1 }, value.clone());
+                let n = l.len();
+                st.notify(NotifyFlags::LIST, "linsert", key);
+                Reply::Integer(n as i64)
+            }
+            Cmd::Move {
+                src,
+                dst,
+                from_left,
+                to_left,
+            } => {
+                if get(st.cur(src))?.is_none() {
+                    return Ok(Reply::nil());
+                }
+                get(st.cur(dst))?;
+                let v = {
+                    let Some(l) = get_mut(st, src, false)? else {
+                        return Ok(Reply::nil());
+                    };
+                    let v = if *from_left {
+                        l.pop_front()
+                    } else {
+                        l.pop_back()
+                    };
+                    v.unwrap_or_default()
+                };
+                st.notify(
+                    NotifyFlags::LIST,
+                    if *from_left { "lpop" } else { "rpop" },
+                    src,
+                );
+                if let Some(d) = get_mut(st, dst, true)? {
+                    if *to_left {
+                        d.push_front(v.clone());
+                    } else {
+                        d.push_back(v.clone());
+                    }
+                }
+                st.notify(
+                    NotifyFlags::LIST,
+                    if *to_left { "lpush" } else { "rpush" },
+                    dst,
+                );
+                Reply::bulk(v)
+            }
+            _ => return Err(syntax()),
+        })
+    }
+
+    pub(super) fn read(&self, st: &Store, now: u64) -> Reply {
+        self.read_inner(st, now).unwrap_or_else(|e| e)
+    }
+
+    fn read_inner(&self, st: &Store, now: u64) -> Result<Reply, Reply> {
+        let l = |k: &[u8]| get(st.value(k, now));
+        Ok(match self {
+            Cmd::Range(k, s, e) => {
+                let Some(l) = l(k)? else {
+                    return Ok(super::empty());
+                };
+                match index_range(*s, *e, l.len()) {
+                    None => super::empty(),
+                    Some((s, e)) => {
+                        super::bulks(l.iter().skip(s).take(e + 1 - s).map(|v| v.as_slice()))
+                    }
+                }
+            }
+            Cmd::Len(k) => Reply::Integer(l(k)?.map_or(0, |l| l.len()) as i64),
+            Cmd::Index(k, i) => match l(k)? {
+                None => Reply::nil(),
+                Some(l) => Reply::Bulk(at(int(i)?, l.len()).map(|i| l[i].clone())),
+            },
+            Cmd::Pos {
+                key,
+                elem,
+                rank,
+                count,
+                maxlen,
+            } => {
+                let list = l(key)?;
+                let mut found = Vec::new();
+                if let Some(list) = list {
+                    let n = list.len();
+                    let limit = if *maxlen == 0 { n } else { (*maxlen).min(n) };
+                    let want = match count {
+                        Some(0) => usize::MAX,
+                        Some(c) => *c,
+                        None => 1,
+                    };
+                    let mut skip = rank.unsigned_abs() - 1;
+                    for j in 0..limit {
+                        let i = if *rank < 0 { n - 1 - j } else { j };
+                        if list[i] == *elem {
+                            if skip > 0 {
+                                skip -= 1;
+                                continue;
+                            }
+                            found.push(Reply::Integer(i as i64));
+                            if found.len() >= want {
+                                break;
+                            }
+                        }
+                    }
+                }
+                match count {
+                    Some(_) => Reply::Array(Some(found)),
+                    None => found.pop().unwrap_or(Reply::nil()),
+                }
+            }
+            _ => return Err(syntax()),
+        })
+    }
+}

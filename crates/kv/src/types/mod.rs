@@ -1,0 +1,227 @@
+//! The commands on hashes, lists, sets and sorted sets, and the keyspace
+//! commands that work on keys of any type, one module per type.
+//!
+//! Each module parses a command's words into its typed form (`parse`:
+//! argument errors come out here, with Redis' texts, before anything is
+//! replicated), then runs it: reads against a store at the reader's clock,
+//! writes inside [`Store::apply`] at the logical clock. A write travels as
+//! [`crate::op::WriteCmd::Data`] — its words and a seed — and every
+//! replica parses and runs it the same way.
+
+mod hash;
+mod keys;
+mod list;
+mod set;
+mod zset;
+
+use crate::commands::CommandSpec;
+use crate::resp::{parse_i64_strict, Reply};
+use crate::store::{Store, ERR_NOT_INTEGER};
+use crate::value::SplitMix;
+
+/// `ERR syntax error`.
+const ERR_SYNTAX: &str = "ERR syntax error";
+
+/// The specs of the commands of this module (`COMMAND` reports them with
+/// [`crate::commands::COMMANDS`]).
+pub fn specs() -> impl Iterator<Item = &'static CommandSpec> {
+    hash::SPECS
+        .iter()
+        .chain(list::SPECS)
+        .chain(set::SPECS)
+        .chain(zset::SPECS)
+        .chain(keys::SPECS)
+}
+
+/// A parsed command of one of the type modules.
+enum Cmd {
+    Hash(hash::Cmd),
+    List(list::Cmd),
+    Set(set::Cmd),
+    ZSet(zset::Cmd),
+    Keys(keys::Cmd),
+}
+
+fn parse(args: &[Vec<u8>]) -> Result<(Cmd, bool), Reply> {
+    let Some(first) = args.first() else {
+        return Err(Reply::err("ERR empty command"));
+    };
+    let name = String::from_utf8_lossy(first).to_ascii_lowercase();
+    let spec = specs()
+        .find(|s| s.name == name)
+        .ok_or_else(|| crate::commands::unknown_command(&args.to_vec()))?;
+    let n = args.len() as i64;
+    if (spec.arity > 0 && n != spec.arity) || (spec.arity < 0 && n < -spec.arity) {
+        return Err(crate::commands::arity_error(spec.name));
+    }
+    let write = spec.flags.contains(&"write");
+    let name = spec.name;
+    let cmd = if let Some(c) = hash::parse(name, args) {
+        Cmd::Hash(c?)
+    } else if let Some(c) = list::parse(name, args) {
+        Cmd::List(c?)
+    } else if let Some(c) = set::parse(name, args) {
+        Cmd::Set(c?)
+    } else if let Some(c) = zset::parse(name, args) {
+        Cmd::ZSet(c?)
+    } else if let Some(c) = keys::parse(name, args) {
+        Cmd::Keys(c?)
+    } else {
+        return Err(crate::commands::unknown_command(&args.to_vec()));
+    };
+    Ok((cmd, write))
+}
+
+/// True when `name` (lower case) is a command of these modules.
+pub fn knows(name: &[u8]) -> bool {
+    specs().any(|s| s.name.as_bytes() == name)
+}
+
+/// Checks a command's words: `Ok(true)` for a write, `Ok(false)` for a
+/// read, or the error reply Redis gives before touching any key.
+pub fn check(args: &[Vec<u8>]) -> Result<bool, Reply> {
+    parse(args).map(|(_, w)| w)
+}
+
+/// Runs a write inside [`Store::apply`] (the store's logical clock is
+/// `now`); a read command given here is answered at `now` too.
+pub(crate) fn apply(st: &mut Store, args: &[Vec<u8>], seed: u64, now: u64) -> Reply {
+    let mut rng = SplitMix::new(seed);
+    match parse(args) {
+        Err(r) => r,
+        Ok((cmd, _)) => match cmd {
+            Cmd::Hash(c) => c.apply(st, now),
+            Cmd::List(c) => c.apply(st, now),
+            Cmd::Set(c) => c.apply(st, now, &mut rng),
+            Cmd::ZSet(c) => c.apply(st, now),
+            Cmd::Keys(c) => c.apply(st, now),
+        },
+    }
+}
+
+/// Answers a read at `now_ms`; `seed` drives random picks
+/// (`SRANDMEMBER`, `RANDOMKEY`).
+pub fn read(st: &Store, args: &[Vec<u8>], seed: u64, now_ms: u64) -> Reply {
+    let mut rng = SplitMix::new(seed);
+    match parse(args) {
+        Err(r) => r,
+        Ok((cmd, _)) => match cmd {
+            Cmd::Hash(c) => c.read(st, now_ms),
+            Cmd::List(c) => c.read(st, now_ms),
+            Cmd::Set(c) => c.read(st, now_ms, &mut rng),
+            Cmd::ZSet(c) => c.read(st, now_ms),
+            Cmd::Keys(c) => c.read(st, now_ms, &mut rng),
+        },
+    }
+}
+
+/// The first key a command names (by its spec), for redirects.
+pub fn first_key(args: &[Vec<u8>]) -> Option<&[u8]> {
+    let name = args.first()?.to_ascii_lowercase();
+    let spec = specs().find(|s| s.name.as_bytes() == name.as_slice())?;
+    match spec.first_key {
+        0 => None,
+        i => args.get(i as usize).map(|k| k.as_slice()),
+    }
+}
+
+fn int(b: &[u8]) -> Result<i64, Reply> {
+    parse_i64_strict(b).ok_or_else(|| Reply::err(ERR_NOT_INTEGER))
+}
+
+fn eq(a: &[u8], b: &str) -> bool {
+    a.eq_ignore_ascii_case(b.as_bytes())
+}
+
+fn syntax() -> Reply {
+    Reply::err(ERR_SYNTAX)
+}
+
+fn bulks<'a>(items: impl IntoIterator<Item = &'a [u8]>) -> Reply {
+    Reply::Array(Some(
+        items.into_iter().map(|b| Reply::bulk(b.to_vec())).collect(),
+    ))
+}
+
+fn empty() -> Reply {
+    Reply::Array(Some(Vec::new()))
+}
+
+/// `count` of `LPOP key count` and friends: non-negative.
+fn pos_count(b: &[u8]) -> Result<usize, Reply> {
+    match parse_i64_strict(b) {
+        Some(n) if n >= 0 => Ok(n as usize),
+        _ => Err(Reply::err("ERR value is out of range, must be positive")),
+    }
+}
+
+/// The options of the `SCAN` family after the cursor.
+struct ScanOpts {
+    cursor: u64,
+    pattern: Option<Vec<u8>>,
+    count: usize,
+    type_name: Option<Vec<u8>>,
+}
+
+fn parse_scan(args: &[Vec<u8>], cursor_at: usize, allow_type: bool) -> Result<ScanOpts, Reply> {
+    let cursor = std::str::from_utf8(&args[cursor_at])
+        .ok()
+        .and_then(|s| s.parse::<u64>().ok())
+        .ok_or_else(|| Reply::err("ERR invalid cursor"))?;
+    let mut o = ScanOpts {
+        cursor,
+        pattern: None,
+        count: 10,
+        type_name: None,
+    };
+    let mut i = cursor_at + 1;
+    while i < args.len() {
+        let v = args.get(i + 1).ok_or_else(syntax)?;
+        if eq(&args[i], "match") {
+            o.pattern = Some(v.clone());
+        } else if eq(&args[i], "count") {
+            let c = int(v)?;
+            if c < 1 {
+                return Err(syntax());
+            }
+            o.count = c as usize;
+        } else if allow_type && eq(&args[i], "type") {
+            o.type_name = Some(v.to_ascii_lowercase());
+        } else {
+            return Err(syntax());
+        }
+        i += 2;
+    }
+    Ok(o)
+}
+
+fn scan_reply(next: u64, items: Vec<Reply>) -> Reply {
+    Reply::Array(Some(vec![
+        Reply::bulk(next.to_string()),
+        Reply::Array(Some(items)),
+    ]))
+}
+
+/// Normalises `start`/`stop` of `LRANGE`/`ZRANGE` against `len`: the
+/// inclusive range of indexes, or `None` when empty.
+fn index_range(start: i64, stop: i64, len: usize) -> Option<(usize, usize)> {
+    let len = len as i64;
+    let s = if start < 0 {
+        (len + start).max(0)
+    } else {
+        start
+    };
+    let e = if stop < 0 {
+        len + stop
+    } else {
+        stop.min(len - 1)
+    };
+    if s > e || s >= len || e < 0 {
+        None
+    } else {
+        Some((s as usize, e as usize))
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,453 @@
+//! The differential test's pieces: a seeded generator of command streams
+//! over every data type, a connection that pipelines a stream in batches,
+//! and the normalisation of replies whose order Redis leaves unspecified
+//! (members of a hash or set, keys of `KEYS`/`SCAN`).
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::time::Duration;
+use xlane_kv::resp::{decode_reply, encode_command, Reply};
+
+/// SplitMix64, seeded: a failing seed replays the same stream.
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed)
+    }
+    pub fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+    pub fn pick<'a>(&mut self, xs: &[&'a str]) -> &'a str {
+        xs[self.below(xs.len())]
+    }
+}
+
+/// A key, mostly of the type the command expects (prefix), sometimes of
+/// another (WRONGTYPE).
+fn key(r: &mut Rng, prefix: &str) -> String {
+    let p = if r.below(12) == 0 {
+        r.pick(&["s", "h", "l", "t", "z"])
+    } else {
+        prefix
+    };
+    format!("{p}{}", r.below(3))
+}
+
+fn any_key(r: &mut Rng) -> String {
+    let p = r.pick(&["s", "h", "l", "t", "z"]);
+    key(r, p)
+}
+
+fn member(r: &mut Rng) -> String {
+    r.pick(&["a", "b", "c", "d", "e", "1", "10", "2"])
+        .to_string()
+}
+
+fn int_arg(r: &mut Rng) -> String {
+    r.pick(&["0", "1", "2", "-1", "-2", "3", "-3", "5", "10", "-100", "x"])
+        .to_string()
+}
+
+fn score(r: &mut Rng) -> String {
+    r.pick(&["1", "2", "2.5", "-1", "0.5", "0", "inf", "-inf", "3", "x"])
+        .to_string()
+}
+
+fn score_bound(r: &mut Rng) -> String {
+    r.pick(&["-inf", "+inf", "0", "1", "(1", "2", "(2.5", "3", "x"])
+        .to_string()
+}
+
+fn lex_bound(r: &mut Rng) -> String {
+    r.pick(&["-", "+", "[a", "(b", "[c", "(e", "x"]).to_string()
+}
+
+/// One random command over strings, hashes, lists, sets, sorted sets and
+/// the keyspace. Only commands whose reply is fully determined by the
+/// stream (after [`normalize`]) are drawn: `SPOP`/`SRANDMEMBER` take a
+/// count that reaches the whole set.
+pub fn command(r: &mut Rng) -> Vec<String> {
+    let c = r.below(62);
+    let mut v: Vec<String> = match c {
+        0 => vec!["SET".into(), key(r, "s"), int_arg(r)],
+        1 => vec!["GET".into(), key(r, "s")],
+        2 => vec!["INCR".into(), key(r, "s")],
+        3 => vec!["APPEND".into(), key(r, "s"), member(r)],
+        4 => vec!["STRLEN".into(), key(r, "s")],
+        5 | 6 => {
+            let mut v = vec!["HSET".into(), key(r, "h")];
+            for _ in 0..=r.below(3) {
+                v.push(member(r));
+                v.push(int_arg(r));
+            }
+            v
+        }
+        7 => vec!["HGET".into(), key(r, "h"), member(r)],
+        8 => vec!["HMGET".into(), key(r, "h"), member(r), member(r)],
+        9 => vec!["HGETALL".into(), key(r, "h")],
+        10 => vec!["HDEL".into(), key(r, "h"), member(r), member(r)],
+        11 => vec!["HEXISTS".into(), key(r, "h"), member(r)],
+        12 => vec!["HINCRBY".into(), key(r, "h"), member(r), int_arg(r)],
+        13 => vec![
+            "HINCRBYFLOAT".into(),
+            key(r, "h"),
+            member(r),
+            r.pick(&["0.5", "1.25", "-2", "3", "x"]).into(),
+        ],
+        14 => vec![r.pick(&["HKEYS", "HVALS", "HLEN"]).into(), key(r, "h")],
+        15 => vec!["HSETNX".into(), key(r, "h"), member(r), member(r)],
+        16 => vec![
+            "HSCAN".into(),
+            key(r, "h"),
+            "0".into(),
+            "COUNT".into(),
+            "1000".into(),
+        ],
+        17 | 18 => {
+            let mut v = vec![
+                r.pick(&["LPUSH", "RPUSH", "LPUSHX", "RPUSHX"]).into(),
+                key(r, "l"),
+            ];
+            for _ in 0..=r.below(3) {
+                v.push(member(r));
+            }
+            v
+        }
+        19 => {
+            let mut v = vec![r.pick(&["LPOP", "RPOP"]).into(), key(r, "l")];
+            if r.below(2) == 0 {
+                v.push(r.pick(&["0", "1", "2", "5", "-1"]).into());
+            }
+            v
+        }
+        20 => vec!["LRANGE".into(), key(r, "l"), int_arg(r), int_arg(r)],
+        21 => vec!["LLEN".into(), key(r, "l")],
+        22 => vec!["LINDEX".into(), key(r, "l"), int_arg(r)],
+        23 => vec!["LSET".into(), key(r, "l"), int_arg(r), member(r)],
+        24 => vec!["LREM".into(), key(r, "l"), int_arg(r), member(r)],
+        25 => vec!["LTRIM".into(), key(r, "l"), int_arg(r), int_arg(r)],
+        26 => vec![
+            "LINSERT".into(),
+            key(r, "l"),
+            r.pick(&["BEFORE", "AFTER", "x"]).into(),
+            member(r),
+            member(r),
+        ],
+        27 => {
+            let mut v = vec!["LPOS".into(), key(r, "l"), member(r)];
+            for _ in 0..r.below(3) {
+                v.push(r.pick(&["RANK", "COUNT", "MAXLEN"]).into());
+                v.push(int_arg(r));
+            }
+            v
+        }
+        28 => vec![
+            "LMOVE".into(),
+            key(r, "l"),
+            key(r, "l"),
+            r.pick(&["LEFT", "RIGHT"]).into(),
+            r.pick(&["LEFT", "RIGHT"]).into(),
+        ],
+        29 | 30 => {
+            let mut v = vec!["SADD".into(), key(r, "t")];
+            for _ in 0..=r.below(3) {
+                v.push(member(r));
+            }
+            v
+        }
+        31 => vec!["SREM".into(), key(r, "t"), member(r), member(r)],
+        32 => vec!["SMEMBERS".into(), key(r, "t")],
+        33 => vec!["SISMEMBER".into(), key(r, "t"), member(r)],
+        34 => vec!["SMISMEMBER".into(), key(r, "t"), member(r), member(r)],
+        35 => vec!["SCARD".into(), key(r, "t")],
+        36 => vec![
+            r.pick(&["SPOP", "SRANDMEMBER"]).into(),
+            key(r, "t"),
+            "100".into(),
+        ],
+        37 => vec![
+            r.pick(&["SINTER", "SUNION", "SDIFF"]).into(),
+            key(r, "t"),
+            key(r, "t"),
+        ],
+        38 => vec![
+            r.pick(&["SINTERSTORE", "SUNIONSTORE", "SDIFFSTORE"]).into(),
+            key(r, "t"),
+            key(r, "t"),
+            key(r, "t"),
+        ],
+        39 => vec!["SMOVE".into(), key(r, "t"), key(r, "t"), member(r)],
+        40 => vec![
+            "SSCAN".into(),
+            key(r, "t"),
+            "0".into(),
+            "COUNT".into(),
+            "1000".into(),
+        ],
+        41..=43 => {
+            let mut v = vec!["ZADD".into(), key(r, "z")];
+            for _ in 0..r.below(3) {
+                v.push(r.pick(&["NX", "XX", "GT", "LT", "CH", "INCR"]).into());
+            }
+            for _ in 0..=r.below(2) {
+                v.push(score(r));
+                v.push(member(r));
+            }
+            v
+        }
+        44 => vec!["ZREM".into(), key(r, "z"), member(r), member(r)],
+        45 => vec!["ZSCORE".into(), key(r, "z"), member(r)],
+        46 => vec!["ZINCRBY".into(), key(r, "z"), score(r), member(r)],
+        47 => vec!["ZCARD".into(), key(r, "z")],
+        48 => vec!["ZCOUNT".into(), key(r, "z"), score_bound(r), score_bound(r)],
+        49 | 50 => {
+            let by = r.below(3);
+            let mut v = vec!["ZRANGE".into(), key(r, "z")];
+            match by {
+                0 => v.extend([int_arg(r), int_arg(r)]),
+                1 => v.extend([score_bound(r), score_bound(r), "BYSCORE".into()]),
+                _ => v.extend([lex_bound(r), lex_bound(r), "BYLEX".into()]),
+            }
+            if r.below(2) == 0 {
+                v.push("REV".into());
+            }
+            if r.below(3) == 0 {
+                v.extend(["LIMIT".into(), int_arg(r), int_arg(r)]);
+            }
+            if r.below(2) == 0 {
+                v.push("WITHSCORES".into());
+            }
+            v
+        }
+        51 => vec![
+            r.pick(&["ZRANK", "ZREVRANK"]).into(),
+            key(r, "z"),
+            member(r),
+        ],
+        52 => {
+            let mut v = vec![r.pick(&["ZPOPMIN", "ZPOPMAX"]).into(), key(r, "z")];
+            if r.below(2) == 0 {
+                v.push(r.pick(&["0", "1", "2", "-1"]).into());
+            }
+            v
+        }
+        53 => vec![
+            "ZRANGESTORE".into(),
+            key(r, "z"),
+            key(r, "z"),
+            int_arg(r),
+            int_arg(r),
+        ],
+        54 => vec![
+            "ZSCAN".into(),
+            key(r, "z"),
+            "0".into(),
+            "COUNT".into(),
+            "1000".into(),
+        ],
+        55 => vec!["TYPE".into(), any_key(r)],
+        56 => vec!["KEYS".into(), r.pick(&["*", "h*", "?1", "[st]*"]).into()],
+        57 => vec![
+            r.pick(&["RENAME", "RENAMENX", "COPY"]).into(),
+            any_key(r),
+            any_key(r),
+        ],
+        58 => vec![r.pick(&["DEL", "UNLINK", "EXISTS"]).into(), any_key(r)],
+        59 => vec![
+            "SCAN".into(),
+            "0".into(),
+            "COUNT".into(),
+            "1000".into(),
+            "TYPE".into(),
+            r.pick(&["string", "hash", "list", "set", "zset"]).into(),
+        ],
+        60 => vec!["ZMSCORE".into(), key(r, "z"), member(r), member(r)],
+        _ => vec!["DBSIZE".into()],
+    };
+    if c == 57 && v[0] == "COPY" && r.below(2) == 0 {
+        v.push("REPLACE".into());
+    }
+    v
+}
+
+/// `n` commands: [`command`]s, with about one in 20 starting a
+/// transaction — an optional `WATCH` of a key (which the stream may then
+/// change), `MULTI`, a few commands (sometimes one Redis refuses before
+/// `EXEC`, which aborts it), then `EXEC` or `DISCARD`.
+pub fn stream(r: &mut Rng, n: usize) -> Vec<Vec<String>> {
+    let mut out = Vec::with_capacity(n + 8);
+    while out.len() < n {
+        if r.below(20) != 0 {
+            out.push(command(r));
+            continue;
+        }
+        if r.below(2) == 0 {
+            out.push(vec!["WATCH".into(), any_key(r)]);
+            for _ in 0..r.below(2) {
+                out.push(command(r));
+            }
+        }
+        out.push(vec!["MULTI".into()]);
+        for _ in 0..r.below(5) {
+            out.push(match r.below(15) {
+                0 => vec!["NOPE".into(), "x".into()],
+                1 => vec!["GET".into()],
+                2 => vec!["UNWATCH".into()],
+                _ => command(r),
+            });
+        }
+        out.push(vec![r.pick(&["EXEC", "EXEC", "EXEC", "DISCARD"]).into()]);
+    }
+    out
+}
+
+fn sorted(mut items: Vec<Reply>) -> Vec<Reply> {
+    items.sort_by_key(|r| format!("{r:?}"));
+    items
+}
+
+fn sorted_pairs(items: Vec<Reply>) -> Vec<Reply> {
+    let mut pairs: Vec<Vec<Reply>> = items.chunks(2).map(|c| c.to_vec()).collect();
+    pairs.sort_by_key(|p| format!("{p:?}"));
+    pairs.into_iter().flatten().collect()
+}
+
+/// The reply with Redis' unspecified orders made canonical (an `EXEC`'s
+/// replies each as its command's, given the commands it ran).
+pub fn normalize(cmd: &[String], reply: Reply) -> Reply {
+    let name = cmd[0].to_ascii_lowercase();
+    match (name.as_str(), reply) {
+        ("hgetall", Reply::Array(Some(a))) => Reply::Array(Some(sorted_pairs(a))),
+        (
+            "hkeys" | "hvals" | "smembers" | "sinter" | "sunion" | "sdiff" | "keys" | "spop"
+            | "srandmember",
+            Reply::Array(Some(a)),
+        ) => Reply::Array(Some(sorted(a))),
+        ("hscan" | "zscan" | "sscan" | "scan", Reply::Array(Some(mut a))) if a.len() == 2 => {
+            if let Reply::Array(Some(items)) = a.pop().unwrap_or(Reply::nil()) {
+                let items = if name == "hscan" || name == "zscan" {
+                    sorted_pairs(items)
+                } else {
+                    sorted(items)
+                };
+                a.push(Reply::Array(Some(items)));
+            }
+            Reply::Array(Some(a))
+        }
+        (_, r) => r,
+    }
+}
+
+/// A connection that pipelines commands in batches.
+pub struct Conn {
+    s: TcpStream,
+    buf: Vec<u8>,
+}
+
+impl Conn {
+    pub fn new(addr: SocketAddr) -> Conn {
+        let s = TcpStream::connect(addr).expect("connect");
+        s.set_read_timeout(Some(Duration::from_secs(30)))
+            .expect("timeout");
+        let _ = s.set_nodelay(true);
+        Conn { s, buf: Vec::new() }
+    }
+
+    /// Sends `cmds` and reads one reply each.
+    pub fn run(&mut self, cmds: &[Vec<String>]) -> Vec<Reply> {
+        let mut wire = Vec::new();
+        for c in cmds {
+            let args: Vec<Vec<u8>> = c.iter().map(|a| a.as_bytes().to_vec()).collect();
+            encode_command(&args, &mut wire);
+        }
+        self.s.write_all(&wire).expect("send");
+        let mut out = Vec::with_capacity(cmds.len());
+        let mut chunk = vec![0u8; 64 << 10];
+        while out.len() < cmds.len() {
+            while let Some((r, used)) = decode_reply(&self.buf).expect("valid reply") {
+                out.push(r);
+                self.buf.drain(..used);
+                if out.len() == cmds.len() {
+                    break;
+                }
+            }
+            if out.len() == cmds.len() {
+                break;
+            }
+            let k = self.s.read(&mut chunk).expect("read");
+            assert!(k > 0, "connection closed after {} replies", out.len());
+            self.buf.extend_from_slice(&chunk[..k]);
+        }
+        out
+    }
+}
+
+/// Runs `cmds` against both servers, batch by batch; the differences, as
+/// lines to print (at most `max`).
+pub fn compare(
+    redis: SocketAddr,
+    ours: SocketAddr,
+    cmds: &[Vec<String>],
+    max: usize,
+) -> (usize, Vec<String>) {
+    let (mut a, mut b) = (Conn::new(redis), Conn::new(ours));
+    let mut n = 0;
+    let mut lines = Vec::new();
+    // The commands queued since MULTI (to normalise EXEC's replies).
+    let mut queued: Option<Vec<Vec<String>>> = None;
+    for (bi, batch) in cmds.chunks(500).enumerate() {
+        let want = a.run(batch);
+        let got = b.run(batch);
+        for (i, c) in batch.iter().enumerate() {
+            let name = c[0].to_ascii_lowercase();
+            let (w, g) = match (name.as_str(), &mut queued) {
+                ("multi", q) if q.is_none() => {
+                    *q = Some(Vec::new());
+                    (want[i].clone(), got[i].clone())
+                }
+                ("exec", q) if q.is_some() => {
+                    let qs = q.take().unwrap_or_default();
+                    let each = |r: &Reply| match r {
+                        Reply::Array(Some(items)) if items.len() == qs.len() => Reply::Array(Some(
+                            qs.iter()
+                                .zip(items)
+                                .map(|(c, r)| normalize(c, r.clone()))
+                                .collect(),
+                        )),
+                        other => other.clone(),
+                    };
+                    (each(&want[i]), each(&got[i]))
+                }
+                ("discard", q) => {
+                    *q = None;
+                    (want[i].clone(), got[i].clone())
+                }
+                (_, Some(q)) => {
+                    q.push(c.clone());
+                    (want[i].clone(), got[i].clone())
+                }
+                _ => (normalize(c, want[i].clone()), normalize(c, got[i].clone())),
+            };
+            let (w, g) = (w, g);
+            if w != g {
+                n += 1;
+                if lines.len() < max {
+                    lines.push(format!(
+                        "#{} {}\n   redis: {w:?}\n   ours:  {g:?}",
+                        bi * 500 + i,
+                        c.join(" ")
+                    ));
+                }
+            }
+        }
+    }
+    (n, lines)
+}

@@ -1,0 +1,2 @@
+//! Shared pieces of the end-to-end tests.
+pub mod differential;
