@@ -51,11 +51,16 @@ enum Cmd {
     /// travel in the raft log and snapshots: --peer is only where a member
     /// starts from.
     ///
-    /// Commands: GET SET(NX XX EX PX EXAT PXAT KEEPTTL GET) DEL EXISTS INCR
-    /// DECR INCRBY DECRBY MGET MSET APPEND STRLEN EXPIRE PEXPIRE EXPIREAT
-    /// PEXPIREAT PERSIST TTL PTTL PING ECHO INFO DBSIZE FLUSHDB FLUSHALL
-    /// COMMAND CONFIG(GET) SELECT(0) HELLO(2) CLIENT READONLY READWRITE QUIT
-    /// RAFT.NODE(ADD REMOVE) RAFT.NODES. One database, strings only. Runs until SIGTERM or SIGINT, which stop it cleanly
+    /// Commands: strings (GET SET(NX XX EX PX EXAT PXAT KEEPTTL GET) INCR
+    /// DECR INCRBY DECRBY MGET MSET APPEND STRLEN ...), hashes (H*), lists
+    /// (L*, R*, LMOVE), sets (S*), sorted sets (Z*), keys (DEL UNLINK
+    /// EXISTS TYPE KEYS SCAN RENAME COPY EXPIRE PEXPIRE EXPIREAT PERSIST TTL
+    /// PTTL RANDOMKEY), transactions (MULTI EXEC DISCARD WATCH UNWATCH),
+    /// server (PING ECHO INFO DBSIZE FLUSHDB FLUSHALL TIME COMMAND
+    /// CONFIG(GET) SELECT(0) HELLO(2) CLIENT READONLY READWRITE QUIT),
+    /// RAFT.NODE(ADD REMOVE) RAFT.NODES; the whole list with how each is
+    /// replicated is docs/kv-commands.md. One database. Runs until SIGTERM
+    /// or SIGINT, which stop it cleanly
     /// (the append-only file synced, controller tunnels given back, exit
     /// status 0), or until killed; with --aof the data survives a
     /// restart.
