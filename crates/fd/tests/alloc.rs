@@ -1,8 +1,6 @@
 //! The hot path allocates nothing: heartbeats in (lane frames), polls, table
 //! and event publication, table reads and event subscription.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
 use std::net::{Ipv4Addr, SocketAddrV4};
 use xlane_fd::{
     AliveTable, HeartbeatPayload, ModelKind, PeerSpec, PhiFd, PhiParams, TableConfig, TableWriter,
@@ -10,46 +8,10 @@ use xlane_fd::{
 };
 use xlane_wire::{FrameBuilder, Schema, MAX_FRAME_LEN};
 
-struct Counting;
-
-thread_local! {
-    static ON: Cell<bool> = const { Cell::new(false) };
-    static COUNT: Cell<u64> = const { Cell::new(0) };
-}
-
-// SAFETY: forwards to the system allocator; only counts on the side.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
-        let _ = ON.try_with(|on| {
-            if on.get() {
-                COUNT.with(|c| c.set(c.get() + 1));
-            }
-        });
-        System.alloc(l)
-    }
-    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
-        System.dealloc(p, l)
-    }
-    unsafe fn realloc(&self, p: *mut u8, l: Layout, n: usize) -> *mut u8 {
-        let _ = ON.try_with(|on| {
-            if on.get() {
-                COUNT.with(|c| c.set(c.get() + 1));
-            }
-        });
-        System.realloc(p, l, n)
-    }
-}
-
 #[global_allocator]
-static A: Counting = Counting;
+static GLOBAL: xlane_alloc_count::Counting = xlane_alloc_count::Counting;
 
-fn counted<R>(f: impl FnOnce() -> R) -> (R, u64) {
-    COUNT.with(|c| c.set(0));
-    ON.with(|o| o.set(true));
-    let r = f();
-    ON.with(|o| o.set(false));
-    (r, COUNT.with(|c| c.get()))
-}
+use xlane_alloc_count::counted;
 
 #[test]
 fn no_allocation_per_heartbeat() {

@@ -6,8 +6,6 @@
 //! so the test harness's own threads do not disturb the count. Everything
 //! the loops need is allocated before arming.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
 use std::net::{Ipv4Addr, SocketAddrV4};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use xlane_host::lane_loop::{FrameSink, LaneLoop, ReceiverSpec, SenderSpec};
@@ -16,49 +14,8 @@ use xlane_host::socket::{realtime_ns, LaneSocket, SocketConfig};
 use xlane_lane::{PeriodicReceiver, PeriodicSender, TunnelParams};
 use xlane_wire::Schema;
 
-struct Counting;
-
-static ALLOCS: AtomicU64 = AtomicU64::new(0);
-
-thread_local! {
-    static ARMED: Cell<bool> = const { Cell::new(false) };
-}
-
-fn counting() -> bool {
-    ARMED.try_with(|a| a.get()).unwrap_or(false)
-}
-
-// SAFETY: forwards to the system allocator; only counts.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
-        if counting() {
-            ALLOCS.fetch_add(1, Ordering::Relaxed);
-        }
-        System.alloc(l)
-    }
-    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
-        System.dealloc(p, l)
-    }
-    unsafe fn realloc(&self, p: *mut u8, l: Layout, n: usize) -> *mut u8 {
-        if counting() {
-            ALLOCS.fetch_add(1, Ordering::Relaxed);
-        }
-        System.realloc(p, l, n)
-    }
-    unsafe fn alloc_zeroed(&self, l: Layout) -> *mut u8 {
-        if counting() {
-            ALLOCS.fetch_add(1, Ordering::Relaxed);
-        }
-        System.alloc_zeroed(l)
-    }
-}
-
 #[global_allocator]
-static GLOBAL: Counting = Counting;
-
-fn arm(on: bool) {
-    ARMED.with(|a| a.set(on));
-}
+static GLOBAL: xlane_alloc_count::Counting = xlane_alloc_count::Counting;
 
 struct Count<'a>(&'a AtomicU64, &'a AtomicU64);
 
@@ -118,9 +75,8 @@ fn the_lane_loop_does_not_allocate() {
         fill,
     });
     let stop = AtomicBool::new(false);
-    arm(true);
-    let r = lane.run(&stop, until + 50_000_000, WaitMode::Interrupt);
-    arm(false);
+    let (r, allocs) =
+        xlane_alloc_count::counted(|| lane.run(&stop, until + 50_000_000, WaitMode::Interrupt));
     r.expect("lane loop");
     let st = lane.stats();
     // How many slots a busy machine lets the loop keep is timing, not what
@@ -139,9 +95,5 @@ fn the_lane_loop_does_not_allocate() {
         2 * accepted.load(Ordering::Relaxed),
         "two chunks per frame"
     );
-    assert_eq!(
-        ALLOCS.load(Ordering::Relaxed),
-        0,
-        "allocations inside the lane loop"
-    );
+    assert_eq!(allocs, 0, "allocations inside the lane loop");
 }

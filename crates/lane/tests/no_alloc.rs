@@ -1,38 +1,12 @@
 //! The hot-path functions never allocate: checked with a counting global allocator.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
 use xlane_lane::{
     PeriodicMulticastSender, PeriodicReceiver, PeriodicSender, Replication, TunnelParams,
 };
 use xlane_wire::{stamp_send_time, Schema, MAX_FRAME_LEN};
 
-thread_local! {
-    static ALLOCS: Cell<u64> = const { Cell::new(0) };
-}
-
-struct Counting;
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCS.with(|c| c.set(c.get() + 1));
-        System.alloc(layout)
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        System.dealloc(ptr, layout)
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        ALLOCS.with(|c| c.set(c.get() + 1));
-        System.realloc(ptr, layout, new_size)
-    }
-}
-
 #[global_allocator]
-static GLOBAL: Counting = Counting;
-
-fn allocs() -> u64 {
-    ALLOCS.with(|c| c.get())
-}
+static GLOBAL: xlane_alloc_count::Counting = xlane_alloc_count::Counting;
 
 #[test]
 fn hot_paths_do_not_allocate() {
@@ -50,43 +24,37 @@ fn hot_paths_do_not_allocate() {
     let mut delivered = 0u64;
 
     // The counter works: a Vec allocates.
-    let probe = allocs();
-    let v = std::hint::black_box(vec![1u8; 10]);
-    assert!(allocs() > probe && v.len() == 10);
+    let (v, n) = xlane_alloc_count::counted(|| std::hint::black_box(vec![1u8; 10]));
+    assert!(n > 0 && v.len() == 10);
 
-    let before = allocs();
-    for round in 0..2_000u64 {
-        let now = round * 1_000 + (round % 7) * 10;
-        for p in 0..(round % 90) as u8 {
-            let _ = tx.enqueue(p, &[p; 13]);
-            let _ = mc.enqueue(p, &[p; 3]);
+    let ((), allocs) = xlane_alloc_count::counted(|| {
+        for round in 0..2_000u64 {
+            let now = round * 1_000 + (round % 7) * 10;
+            for p in 0..(round % 90) as u8 {
+                let _ = tx.enqueue(p, &[p; 13]);
+                let _ = mc.enqueue(p, &[p; 3]);
+            }
+            let _ = tx.enqueue(1, &[0; 99]); // TooLarge path
+            if let Ok(Some(t)) = tx.poll_transmit(now, &mut buf) {
+                let _ = stamp_send_time(&mut buf[..t.len], now + 1);
+                let _ = rx.handle_datagram(now + 500, &buf[..t.len], &mut |d| {
+                    delivered += d.data.len() as u64
+                });
+                // duplicate, corrupted, truncated
+                let _ = rx.handle_datagram(now + 501, &buf[..t.len], &mut |_| {});
+                buf[40] ^= 1;
+                let _ = rx.handle_datagram(now + 502, &buf[..t.len], &mut |_| {});
+                let _ = rx.handle_datagram(now + 503, &buf[..7], &mut |_| {});
+            }
+            let _ = tx.transmit_now(now + 10, &mut buf);
+            if let Ok(Some(m)) = mc.poll_transmit(now, &mut buf) {
+                let _ = m.destinations.iter().count();
+            }
+            let _ = mc.transmit_now(now + 20, &mut buf);
+            let _ = tx.stats();
+            let _ = rx.stats();
         }
-        let _ = tx.enqueue(1, &[0; 99]); // TooLarge path
-        if let Ok(Some(t)) = tx.poll_transmit(now, &mut buf) {
-            let _ = stamp_send_time(&mut buf[..t.len], now + 1);
-            let _ = rx.handle_datagram(now + 500, &buf[..t.len], &mut |d| {
-                delivered += d.data.len() as u64
-            });
-            // duplicate, corrupted, truncated
-            let _ = rx.handle_datagram(now + 501, &buf[..t.len], &mut |_| {});
-            buf[40] ^= 1;
-            let _ = rx.handle_datagram(now + 502, &buf[..t.len], &mut |_| {});
-            let _ = rx.handle_datagram(now + 503, &buf[..7], &mut |_| {});
-        }
-        let _ = tx.transmit_now(now + 10, &mut buf);
-        if let Ok(Some(m)) = mc.poll_transmit(now, &mut buf) {
-            let _ = m.destinations.iter().count();
-        }
-        let _ = mc.transmit_now(now + 20, &mut buf);
-        let _ = tx.stats();
-        let _ = rx.stats();
-    }
-    let after = allocs();
+    });
     assert!(delivered > 0);
-    assert_eq!(
-        after - before,
-        0,
-        "hot path allocated {} times",
-        after - before
-    );
+    assert_eq!(allocs, 0, "hot path allocated {allocs} times");
 }

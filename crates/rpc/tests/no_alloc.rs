@@ -5,52 +5,12 @@
 //!
 //! Only allocations of the thread that armed the counter are counted.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
 use std::net::{Ipv4Addr, SocketAddrV4};
-use std::sync::atomic::{AtomicU64, Ordering};
 use xlane_rpc::wire::MAX_PACKET_LEN;
 use xlane_rpc::{Client, ClientConfig, Outcome, Server, ServerConfig};
 
-struct Counting;
-
-static ALLOCS: AtomicU64 = AtomicU64::new(0);
-
-thread_local! {
-    static ARMED: Cell<bool> = const { Cell::new(false) };
-}
-
-fn counting() -> bool {
-    ARMED.try_with(|a| a.get()).unwrap_or(false)
-}
-
-// SAFETY: forwards to the system allocator; only counts.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
-        if counting() {
-            ALLOCS.fetch_add(1, Ordering::Relaxed);
-        }
-        System.alloc(l)
-    }
-    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
-        System.dealloc(p, l)
-    }
-    unsafe fn realloc(&self, p: *mut u8, l: Layout, n: usize) -> *mut u8 {
-        if counting() {
-            ALLOCS.fetch_add(1, Ordering::Relaxed);
-        }
-        System.realloc(p, l, n)
-    }
-    unsafe fn alloc_zeroed(&self, l: Layout) -> *mut u8 {
-        if counting() {
-            ALLOCS.fetch_add(1, Ordering::Relaxed);
-        }
-        System.alloc_zeroed(l)
-    }
-}
-
 #[global_allocator]
-static GLOBAL: Counting = Counting;
+static GLOBAL: xlane_alloc_count::Counting = xlane_alloc_count::Counting;
 
 const C: SocketAddrV4 = SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 1), 4000);
 const S: SocketAddrV4 = SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 2), 8000);
@@ -126,15 +86,14 @@ fn exchanges_do_not_allocate_once_warm() {
             now = exchange(&mut c, &mut s, &mut buf, q, r, now);
         }
     }
-    ALLOCS.store(0, Ordering::Relaxed);
-    ARMED.with(|a| a.set(true));
-    for _ in 0..200 {
-        for (q, r) in cases {
-            now = exchange(&mut c, &mut s, &mut buf, q, r, now);
+    let ((), allocs) = xlane_alloc_count::counted(|| {
+        for _ in 0..200 {
+            for (q, r) in cases {
+                now = exchange(&mut c, &mut s, &mut buf, q, r, now);
+            }
         }
-    }
-    ARMED.with(|a| a.set(false));
-    assert_eq!(ALLOCS.load(Ordering::Relaxed), 0);
+    });
+    assert_eq!(allocs, 0);
     assert_eq!(c.stats().replies, 3 * 300);
     assert!(c.stats().retransmissions > 0);
     assert!(s.stats().reply_retransmissions > 0);
