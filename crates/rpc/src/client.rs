@@ -4,7 +4,7 @@ use crate::reassembly::{Accepted, MsgError, Reassembly};
 use crate::wire::{
     self, AckError, AckPayload, Header, MsgType, Packet, PacketError, MAX_PACKET_LEN, MAX_PAYLOAD,
 };
-use crate::{Identity, Nanos};
+use crate::{Identity, Nanos, Transmit};
 use std::collections::VecDeque;
 use std::net::SocketAddrV4;
 
@@ -195,15 +195,6 @@ struct Tx {
     generation: u32,
     kind: TxKind,
     dst: SocketAddrV4,
-}
-
-/// One packet built into the caller's buffer by [`Client::poll_transmit`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Transmit {
-    /// Where to send it.
-    pub dst: SocketAddrV4,
-    /// Send `buf[..len]`.
-    pub len: usize,
 }
 
 const NO_SLOT: u32 = u32::MAX;

@@ -83,10 +83,20 @@ pub use client::{Client, ClientConfig, Completion, Outcome, RequestHandle};
 pub use reassembly::MsgError;
 pub use server::{Incoming, Server, ServerConfig, ServerHandle};
 
-use std::net::Ipv4Addr;
+use std::net::{Ipv4Addr, SocketAddrV4};
 
 /// Nanoseconds on the caller's clock; every input that needs time takes one.
 pub type Nanos = u64;
+
+/// One packet a core built into the caller's buffer
+/// ([`Client::poll_transmit`], [`Server::poll_transmit`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Transmit {
+    /// Where to send it.
+    pub dst: SocketAddrV4,
+    /// Send `buf[..len]`.
+    pub len: usize,
+}
 
 /// The identity of one RPC: the client's address and port and the request id
 /// it chose. Two requests are the same request exactly when all three match.

@@ -5,7 +5,7 @@ use crate::wire::{
     self, AckError, AckPayload, Feedback, Header, MsgType, Packet, PacketError, DROP_PAYLOAD,
     MAX_PACKET_LEN, MAX_PAYLOAD,
 };
-use crate::{Identity, Nanos};
+use crate::{Identity, Nanos, Transmit};
 use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddrV4;
 
@@ -194,15 +194,6 @@ enum Tx {
         dst: SocketAddrV4,
         req_id: u16,
     },
-}
-
-/// One packet built into the caller's buffer by [`Server::poll_transmit`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Transmit {
-    /// Where to send it.
-    pub dst: SocketAddrV4,
-    /// Send `buf[..len]`.
-    pub len: usize,
 }
 
 /// FNV-1a over the packet count and REQ0's payload: tells a retransmitted

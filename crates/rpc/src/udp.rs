@@ -15,7 +15,7 @@
 use crate::client::{Client, ClientConfig, Completion, RequestHandle, SendError};
 use crate::server::{Incoming, Server, ServerConfig, ServerHandle};
 use crate::wire::MAX_PACKET_LEN;
-use crate::Nanos;
+use crate::{Nanos, Transmit};
 use std::io;
 use std::net::{SocketAddr, SocketAddrV4, UdpSocket};
 use std::time::{Duration, Instant};
@@ -32,6 +32,47 @@ pub struct DriverStats {
     pub send_errors: u64,
     /// Datagrams from non-IPv4 sources.
     pub foreign: u64,
+}
+
+/// What the driver needs of a core, the client's or the server's: the same
+/// turn serves both.
+trait Core {
+    fn datagram(&mut self, now: Nanos, from: SocketAddrV4, bytes: &[u8]);
+    fn deadline(&self) -> Option<Nanos>;
+    fn timeout(&mut self, now: Nanos);
+    fn transmit(&mut self, buf: &mut [u8]) -> Option<Transmit>;
+}
+
+impl Core for Client {
+    fn datagram(&mut self, now: Nanos, from: SocketAddrV4, bytes: &[u8]) {
+        // Refused datagrams are counted by the core.
+        let _ = self.handle_datagram(now, from, bytes);
+    }
+    fn deadline(&self) -> Option<Nanos> {
+        self.poll_timeout()
+    }
+    fn timeout(&mut self, now: Nanos) {
+        self.handle_timeout(now)
+    }
+    fn transmit(&mut self, buf: &mut [u8]) -> Option<Transmit> {
+        self.poll_transmit(buf)
+    }
+}
+
+impl Core for Server {
+    fn datagram(&mut self, now: Nanos, from: SocketAddrV4, bytes: &[u8]) {
+        // Refused datagrams are counted by the core.
+        let _ = self.handle_datagram(now, from, bytes);
+    }
+    fn deadline(&self) -> Option<Nanos> {
+        self.poll_timeout()
+    }
+    fn timeout(&mut self, now: Nanos) {
+        self.handle_timeout(now)
+    }
+    fn transmit(&mut self, buf: &mut [u8]) -> Option<Transmit> {
+        self.poll_transmit(buf)
+    }
 }
 
 /// The socket half shared by both drivers.
@@ -84,6 +125,34 @@ impl Io {
                 Err(e) => return Err(e),
             }
         }
+    }
+
+    /// Sends every packet `core` has queued.
+    fn flush(&mut self, core: &mut impl Core) {
+        while let Some(t) = core.transmit(&mut self.tx) {
+            self.send(t.dst, t.len);
+        }
+    }
+
+    /// One turn without sleeping: every waiting datagram into `core`, its
+    /// due timers, then what it queued out.
+    fn turn(&mut self, core: &mut impl Core) -> io::Result<()> {
+        self.drain(|now, from, b| core.datagram(now, from, b))?;
+        let now = self.now();
+        if core.deadline().is_some_and(|t| t <= now) {
+            core.timeout(now);
+        }
+        self.flush(core);
+        Ok(())
+    }
+
+    /// Sleeps until a datagram comes, `core`'s next deadline or `max`
+    /// passes, then one [`Io::turn`].
+    fn wait(&mut self, core: &mut impl Core, max: Duration) -> io::Result<()> {
+        let limit = self.now().saturating_add(max.as_nanos() as Nanos);
+        let until = core.deadline().map_or(limit, |t| t.min(limit));
+        self.sleep_until(until)?;
+        self.turn(core)
     }
 
     fn send(&mut self, dst: SocketAddrV4, len: usize) {
@@ -168,33 +237,19 @@ impl RpcClient {
     }
 
     fn flush(&mut self) {
-        while let Some(t) = self.core.poll_transmit(&mut self.io.tx) {
-            self.io.send(t.dst, t.len);
-        }
+        self.io.flush(&mut self.core);
     }
 
     /// One turn without sleeping: reads every waiting datagram, runs due
     /// timers, sends what the core queued.
     pub fn poll(&mut self) -> io::Result<()> {
-        let core = &mut self.core;
-        self.io.drain(|now, from, b| {
-            let _ = core.handle_datagram(now, from, b);
-        })?;
-        let now = self.io.now();
-        if self.core.poll_timeout().is_some_and(|t| t <= now) {
-            self.core.handle_timeout(now);
-        }
-        self.flush();
-        Ok(())
+        self.io.turn(&mut self.core)
     }
 
     /// Sleeps until a datagram comes, the core's next deadline, or `max`
     /// passes (whichever is first), then runs one [`poll`](Self::poll).
     pub fn wait(&mut self, max: Duration) -> io::Result<()> {
-        let limit = self.io.now().saturating_add(max.as_nanos() as Nanos);
-        let until = self.core.poll_timeout().map_or(limit, |t| t.min(limit));
-        self.io.sleep_until(until)?;
-        self.poll()
+        self.io.wait(&mut self.core, max)
     }
 
     /// The next completed request (each completes exactly once).
@@ -246,33 +301,19 @@ impl RpcServer {
     }
 
     fn flush(&mut self) {
-        while let Some(t) = self.core.poll_transmit(&mut self.io.tx) {
-            self.io.send(t.dst, t.len);
-        }
+        self.io.flush(&mut self.core);
     }
 
     /// One turn without sleeping: reads every waiting datagram, runs due
     /// timers, sends what the core queued.
     pub fn poll(&mut self) -> io::Result<()> {
-        let core = &mut self.core;
-        self.io.drain(|now, from, b| {
-            let _ = core.handle_datagram(now, from, b);
-        })?;
-        let now = self.io.now();
-        if self.core.poll_timeout().is_some_and(|t| t <= now) {
-            self.core.handle_timeout(now);
-        }
-        self.flush();
-        Ok(())
+        self.io.turn(&mut self.core)
     }
 
     /// Sleeps until a datagram comes, the core's next deadline, or `max`
     /// passes, then runs one [`poll`](Self::poll).
     pub fn wait(&mut self, max: Duration) -> io::Result<()> {
-        let limit = self.io.now().saturating_add(max.as_nanos() as Nanos);
-        let until = self.core.poll_timeout().map_or(limit, |t| t.min(limit));
-        self.io.sleep_until(until)?;
-        self.poll()
+        self.io.wait(&mut self.core, max)
     }
 
     /// The next request to execute.
