@@ -1,7 +1,7 @@
 //! Hashes: HSET, HMSET, HSETNX, HGET, HMGET, HGETALL, HDEL, HEXISTS,
 //! HINCRBY, HINCRBYFLOAT, HKEYS, HVALS, HLEN, HSTRLEN, HSCAN.
 
-use super::{bulks, empty, int, parse_scan, scan_reply, syntax, ScanOpts};
+use super::{bulks, empty, int, parse_scan, scan_reply, syntax, typed, typed_mut, ScanOpts};
 use crate::commands::{arity_error, spec, CommandSpec, R, WF};
 use crate::pubsub::{glob_match, NotifyFlags};
 use crate::resp::Reply;
@@ -95,24 +95,12 @@ pub(super) fn parse(name: &str, a: &[Vec<u8>]) -> Option<Result<Cmd, Reply>> {
 }
 
 fn get(v: Option<&Value>) -> Result<Option<&Hash>, Reply> {
-    match v {
-        None => Ok(None),
-        Some(Value::Hash(h)) => Ok(Some(h)),
-        Some(_) => Err(wrongtype()),
-    }
+    typed(v)
 }
 
 /// The hash at `key` to change, created empty when absent.
 fn get_mut<'a>(st: &'a mut Store, key: &[u8]) -> Result<&'a mut Hash, Reply> {
-    match st.cur(key) {
-        None => st.put_value(key, Value::Hash(Hash::new()), None),
-        Some(Value::Hash(_)) => {}
-        Some(_) => return Err(wrongtype()),
-    }
-    match st.cur_mut(key) {
-        Some(Value::Hash(h)) => Ok(h),
-        _ => Err(wrongtype()),
-    }
+    typed_mut(st, key, true)?.ok_or_else(wrongtype)
 }
 
 impl Cmd {

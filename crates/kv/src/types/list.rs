@@ -1,12 +1,12 @@
 //! Lists: LPUSH, RPUSH, LPUSHX, RPUSHX, LPOP, RPOP (with count), LRANGE,
 //! LLEN, LINDEX, LSET, LREM, LTRIM, LINSERT, LPOS, LMOVE, RPOPLPUSH.
 
-use super::{eq, index_range, int, pos_count, syntax};
+use super::{eq, index_range, int, pos_count, syntax, typed, typed_mut};
 use crate::commands::{spec, CommandSpec, R, W, WF};
 use crate::pubsub::NotifyFlags;
 use crate::resp::Reply;
 use crate::store::Store;
-use crate::value::{wrongtype, Value};
+use crate::value::Value;
 use imbl::Vector;
 
 pub(super) const SPECS: &[CommandSpec] = &[
@@ -188,25 +188,12 @@ fn parse_known(name: &str, a: &[Vec<u8>]) -> Result<Cmd, Reply> {
 }
 
 fn get(v: Option<&Value>) -> Result<Option<&List>, Reply> {
-    match v {
-        None => Ok(None),
-        Some(Value::List(l)) => Ok(Some(l)),
-        Some(_) => Err(wrongtype()),
-    }
+    typed(v)
 }
 
 /// The list at `key` to change (created empty when absent and `create`).
 fn get_mut<'a>(st: &'a mut Store, key: &[u8], create: bool) -> Result<Option<&'a mut List>, Reply> {
-    match st.cur(key) {
-        None if create => st.put_value(key, Value::List(List::new()), None),
-        None => return Ok(None),
-        Some(Value::List(_)) => {}
-        Some(_) => return Err(wrongtype()),
-    }
-    match st.cur_mut(key) {
-        Some(Value::List(l)) => Ok(Some(l)),
-        _ => Err(wrongtype()),
-    }
+    typed_mut(st, key, create)
 }
 
 /// The index of `i` (negative: from the end) in a list of `len`.

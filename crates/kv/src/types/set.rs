@@ -5,7 +5,9 @@
 //! of its read: the members are drawn from the set in its (ordered)
 //! iteration order, so every replica removes the same members.
 
-use super::{bulks, empty, int, parse_scan, pos_count, scan_reply, syntax, ScanOpts};
+use super::{
+    bulks, empty, int, parse_scan, pos_count, scan_reply, syntax, typed, typed_mut, ScanOpts,
+};
 use crate::commands::{spec, CommandSpec, R, W, WF};
 use crate::pubsub::{glob_match, NotifyFlags};
 use crate::resp::Reply;
@@ -111,24 +113,11 @@ fn parse_known(name: &str, a: &[Vec<u8>]) -> Result<Cmd, Reply> {
 }
 
 fn get(v: Option<&Value>) -> Result<Option<&Set>, Reply> {
-    match v {
-        None => Ok(None),
-        Some(Value::Set(s)) => Ok(Some(s)),
-        Some(_) => Err(wrongtype()),
-    }
+    typed(v)
 }
 
 fn get_mut<'a>(st: &'a mut Store, key: &[u8], create: bool) -> Result<Option<&'a mut Set>, Reply> {
-    match st.cur(key) {
-        None if create => st.put_value(key, Value::Set(Set::new()), None),
-        None => return Ok(None),
-        Some(Value::Set(_)) => {}
-        Some(_) => return Err(wrongtype()),
-    }
-    match st.cur_mut(key) {
-        Some(Value::Set(s)) => Ok(Some(s)),
-        _ => Err(wrongtype()),
-    }
+    typed_mut(st, key, create)
 }
 
 /// SINTER / SUNION / SDIFF of the sets at `keys` (every key's type is

@@ -5,7 +5,10 @@
 //! `ZPOPMIN`/`ZPOPMAX` need no seed: the members with the lowest (highest)
 //! scores, ties by member bytes, are the same on every replica.
 
-use super::{empty, eq, index_range, int, parse_scan, pos_count, scan_reply, syntax, ScanOpts};
+use super::{
+    empty, eq, index_range, int, parse_scan, pos_count, scan_reply, syntax, typed, typed_mut,
+    ScanOpts,
+};
 use crate::commands::{spec, CommandSpec, R, W, WF};
 use crate::pubsub::{glob_match, NotifyFlags};
 use crate::resp::Reply;
@@ -293,24 +296,11 @@ fn parse_known(name: &str, a: &[Vec<u8>]) -> Result<Cmd, Reply> {
 }
 
 fn get(v: Option<&Value>) -> Result<Option<&ZSet>, Reply> {
-    match v {
-        None => Ok(None),
-        Some(Value::ZSet(z)) => Ok(Some(z)),
-        Some(_) => Err(wrongtype()),
-    }
+    typed(v)
 }
 
 fn get_mut<'a>(st: &'a mut Store, key: &[u8], create: bool) -> Result<Option<&'a mut ZSet>, Reply> {
-    match st.cur(key) {
-        None if create => st.put_value(key, Value::ZSet(ZSet::default()), None),
-        None => return Ok(None),
-        Some(Value::ZSet(_)) => {}
-        Some(_) => return Err(wrongtype()),
-    }
-    match st.cur_mut(key) {
-        Some(Value::ZSet(z)) => Ok(Some(z)),
-        _ => Err(wrongtype()),
-    }
+    typed_mut(st, key, create)
 }
 
 fn score_reply(s: f64) -> Reply {
