@@ -71,8 +71,10 @@ fn topo() -> impl Strategy<Value = (Vec<Node>, Vec<LinkSpec>)> {
                     links.push(spec(format!("s{s}"), format!("s{}", s - 1)));
                 }
             }
+            // A pair drawn twice is one link (a duplicate is invalid input).
+            let mut seen = std::collections::BTreeSet::new();
             for (a, b) in extra {
-                if a < switches && b < switches && a + 1 < b {
+                if a < switches && b < switches && a + 1 < b && seen.insert((a, b)) {
                     links.push(spec(format!("s{a}"), format!("s{b}")));
                 }
             }
