@@ -490,6 +490,27 @@ impl ClientLoop {
                     }
                 }
                 Action::Member(MemberCmd::List) => c.emit(&nodes_reply(&self.members)),
+                Action::Member(MemberCmd::Transfer { id: to }) => {
+                    c.emit(&if self.members.get(to).is_none() {
+                        Reply::err(format!("ERR node {to} is not a member"))
+                    } else if to == self.me && sub.leader() == self.me {
+                        Reply::ok()
+                    } else {
+                        match sub.transfer_leader(to) {
+                            Ok(()) => Reply::ok(),
+                            Err(e) => {
+                                let e = replica_error(e, |h| self.members.client_of(self.me, h));
+                                replica_error_reply(&e, None)
+                            }
+                        }
+                    })
+                }
+                Action::Member(MemberCmd::Cluster(q)) => c.emit(&crate::cluster::reply(
+                    q,
+                    &self.members,
+                    self.me,
+                    sub.leader(),
+                )),
                 Action::Member(cmd) => {
                     let change = member_change(&self.members, &self.check, cmd);
                     let (change, node, context) = match change {
@@ -693,7 +714,9 @@ fn member_change(
             Ok((ConfChangeType::AddNode, id, ctx))
         }
         MemberCmd::Remove { id } => Ok((ConfChangeType::RemoveNode, id, Vec::new())),
-        MemberCmd::List => Err(Reply::err("ERR internal: RAFT.NODES is no change")),
+        MemberCmd::List | MemberCmd::Cluster(_) | MemberCmd::Transfer { .. } => {
+            Err(Reply::err("ERR internal: not a membership change"))
+        }
     }
 }
 

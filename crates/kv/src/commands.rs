@@ -59,6 +59,15 @@ pub enum MemberCmd {
     },
     /// `RAFT.NODES`: every member and its addresses.
     List,
+    /// `RAFT.TRANSFER_LEADER <id>`: the leader hands leadership to member
+    /// `id` (for maintenance: restart the leader last).
+    Transfer {
+        /// The member to lead.
+        id: u64,
+    },
+    /// `CLUSTER SLOTS/SHARDS/NODES/INFO/MYID`: the group as one Redis
+    /// Cluster shard ([`crate::cluster`]).
+    Cluster(crate::cluster::ClusterCmd),
 }
 
 /// The reply to a membership request outside a cluster.
@@ -278,6 +287,8 @@ pub const COMMANDS: &[CommandSpec] = &[
     ),
     spec("raft.node", -2, &["admin"], 0, 0, 0),
     spec("raft.nodes", 1, &["admin", "loading", "stale"], 0, 0, 0),
+    spec("cluster", -2, &["loading", "stale"], 0, 0, 0),
+    spec("raft.transfer_leader", 2, &["admin"], 0, 0, 0),
 ];
 
 /// `ERR wrong number of arguments for '<name>' command`.
@@ -475,18 +486,30 @@ fn classify_inner(args: &Command, now: u64) -> Result<Action, Reply> {
         "client" => Err(client_cmd(args)),
         "raft.node" => Ok(Action::Member(raft_node(args)?)),
         "raft.nodes" => Ok(Action::Member(MemberCmd::List)),
+        "raft.transfer_leader" => Ok(Action::Member(MemberCmd::Transfer {
+            id: node_id_arg(&args[1])?,
+        })),
+        "cluster" => Ok(Action::Member(MemberCmd::Cluster(crate::cluster::parse(
+            args,
+        )?))),
         _ => Err(unknown_command(args)),
+    }
+}
+
+/// A member id argument: positive, and an integer a RESP reply can carry
+/// (RAFT.NODES).
+fn node_id_arg(b: &[u8]) -> Result<u64, Reply> {
+    let text = String::from_utf8_lossy(b);
+    match parse_id(&text) {
+        Ok(id) if i64::try_from(id).is_ok() => Ok(id),
+        _ => Err(Reply::err(format!("ERR invalid node id '{text}'"))),
     }
 }
 
 /// `RAFT.NODE ADD <id> <raft>/<client>` or `RAFT.NODE REMOVE <id>`.
 fn raft_node(args: &Command) -> Result<MemberCmd, Reply> {
     let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
-    // Positive, and an integer a RESP reply can carry (RAFT.NODES).
-    let id = |b: &[u8]| match parse_id(&text(b)) {
-        Ok(id) if i64::try_from(id).is_ok() => Ok(id),
-        _ => Err(Reply::err(format!("ERR invalid node id '{}'", text(b)))),
-    };
+    let id = node_id_arg;
     let sub = &args[1];
     if eq(sub, "add") {
         if args.len() != 4 {
@@ -789,7 +812,7 @@ fn info_text(store: &Store, now_ms: u64, names: &[Vec<u8>]) -> String {
         (
             "Server",
             format!(
-                "redis_version:7.0.0\r\nredis_mode:standalone\r\nxlane_kv:{}\r\n",
+                "redis_version:7.0.0\r\nredis_mode:cluster\r\nxlane_kv:{}\r\n",
                 env!("CARGO_PKG_VERSION")
             ),
         ),
@@ -803,6 +826,9 @@ fn info_text(store: &Store, now_ms: u64, names: &[Vec<u8>]) -> String {
                 store.events_dropped()
             ),
         ),
+        // One shard of Redis Cluster (crate::cluster): what cluster-aware
+        // clients check before they ask CLUSTER SLOTS.
+        ("Cluster", "cluster_enabled:1\r\n".to_string()),
         (
             "Keyspace",
             if keys > 0 {

@@ -376,6 +376,19 @@ fn membership_requests() {
         ("RAFT.NODE REMOVE 3", member(MemberCmd::Remove { id: 3 })),
         ("RAFT.NODES", member(MemberCmd::List)),
         (
+            "RAFT.TRANSFER_LEADER 2",
+            member(MemberCmd::Transfer { id: 2 }),
+        ),
+        ("raft.transfer_leader 0", err("ERR invalid node id '0'")),
+        (
+            "RAFT.TRANSFER_LEADER",
+            err("ERR wrong number of arguments for 'raft.transfer_leader' command"),
+        ),
+        (
+            "CLUSTER SLOTS",
+            member(MemberCmd::Cluster(crate::cluster::ClusterCmd::Slots)),
+        ),
+        (
             "RAFT.NODE ADD 0 127.0.0.1:7004/127.0.0.1:6384",
             err("ERR invalid node id '0'"),
         ),

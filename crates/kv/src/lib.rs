@@ -20,6 +20,8 @@
 //!   network between members (UDP/TCP, or the lane) is `xlane-xraft-net`.
 //! * [`state_machine`]: [`state_machine::KvStateMachine`], what X-Raft
 //!   replicates: the store and the member table, and their snapshot.
+//! * [`cluster`]: the group as one Redis Cluster shard (`CLUSTER SLOTS`
+//!   and friends), for cluster-aware clients that follow `-MOVED`.
 //! * [`members`]: the member table ([`members::Members`]) and the binary
 //!   form of member addresses carried by membership changes.
 //! * [`server`]: the TCP server of a single node, thread per connection.
@@ -30,6 +32,7 @@
 #![warn(missing_docs)]
 
 pub mod client_loop;
+pub mod cluster;
 pub mod commands;
 pub mod members;
 pub mod op;

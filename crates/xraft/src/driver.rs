@@ -88,6 +88,14 @@ pub trait Submit {
     fn propose(&mut self, op: Vec<u8>, token: u64) -> Result<(), ReplicateError>;
     /// Starts a linearizable read barrier (ReadIndex).
     fn read_barrier(&mut self, token: u64);
+    /// The leader as this node knows it now (0: none known).
+    fn leader(&self) -> u64;
+    /// Asks this node, the leader, to hand leadership to `to` (raft's
+    /// leader transfer: `to` is brought up to date, then told to campaign
+    /// at once). Fails at once with [`ReplicateError::NotLeader`] on a
+    /// follower; whether the transfer happens shows in [`Submit::leader`]
+    /// later (it is abandoned after an election timeout).
+    fn transfer_leader(&mut self, to: u64) -> Result<(), ReplicateError>;
     /// Proposes a membership change with `context`
     /// ([`RaftNode::propose_conf_change_with_context`]); its outcome is
     /// [`Outcome::Applied`] with no bytes once the change is applied here. Fails at once
@@ -162,6 +170,19 @@ struct NodeSubmit<'a, S: StateMachine> {
 }
 
 impl<S: StateMachine> Submit for NodeSubmit<'_, S> {
+    fn leader(&self) -> u64 {
+        self.node.leader_id()
+    }
+
+    fn transfer_leader(&mut self, to: u64) -> Result<(), ReplicateError> {
+        if !self.node.is_leader() {
+            return Err(ReplicateError::NotLeader(self.node.leader_id()));
+        }
+        self.node.transfer_leader(to);
+        self.count += 1;
+        Ok(())
+    }
+
     fn propose(&mut self, op: Vec<u8>, token: u64) -> Result<(), ReplicateError> {
         let id = propose(self.node, op)?;
         self.proposals.insert(id, Waiter::Token(token));
