@@ -3,6 +3,7 @@
 //! seam.
 //!
 //! * [`resp`]: the incremental sans-IO RESP2 parser and the reply encoder.
+//! * [`resp3`]: the shape of each reply for `HELLO 3` connections.
 //! * [`op`]: [`op::WriteOp`], the versioned binary form of a write, with
 //!   absolute times: what is logged and replicated.
 //! * [`store`]: [`store::Store`], the deterministic state machine.
@@ -20,6 +21,7 @@
 //!   network between members (UDP/TCP, or the lane) is `xlane-xraft-net`.
 //! * [`state_machine`]: [`state_machine::KvStateMachine`], what X-Raft
 //!   replicates: the store and the member table, and their snapshot.
+//! * [`client_list`]: `CLIENT LIST` / `CLIENT INFO` lines.
 //! * [`cluster`]: the group as one Redis Cluster shard (`CLUSTER SLOTS`
 //!   and friends), for cluster-aware clients that follow `-MOVED`.
 //! * [`members`]: the member table ([`members::Members`]) and the binary
@@ -31,6 +33,7 @@
 //!   `notify-keyspace-events`), fired on every member as writes apply.
 #![warn(missing_docs)]
 
+pub mod client_list;
 pub mod client_loop;
 pub mod cluster;
 pub mod commands;
@@ -40,6 +43,7 @@ pub mod pubsub;
 pub mod raft;
 pub mod replicator;
 pub mod resp;
+pub mod resp3;
 pub mod server;
 pub mod state_machine;
 pub mod store;

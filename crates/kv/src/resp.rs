@@ -500,7 +500,10 @@ pub fn write_bulk(b: &[u8], out: &mut Vec<u8>) {
     out.extend_from_slice(b"\r\n");
 }
 
-/// A RESP2 reply.
+/// A reply, in RESP2's types and the three RESP3 adds for xlane kv's
+/// commands (map, set, double). [`Reply::encode`] writes RESP2 (a map or a
+/// set as an array, a double as a bulk string); [`Reply::encode_resp3`]
+/// writes RESP3 (nil as `_`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Reply {
     /// `+OK`: a status line (no `\r` or `\n` inside).
@@ -513,6 +516,13 @@ pub enum Reply {
     Bulk(Option<Vec<u8>>),
     /// `*2 ...`, or `*-1` for `None` (nil array).
     Array(Option<Vec<Reply>>),
+    /// RESP3 `%2 ...`: field/value pairs (RESP2: a flat array).
+    Map(Vec<(Reply, Reply)>),
+    /// RESP3 `~2 ...` (RESP2: an array).
+    Set(Vec<Reply>),
+    /// RESP3 `,1.5`: a double in Redis' text (`%.17g`, `inf`, `-inf`;
+    /// RESP2: a bulk string).
+    Double(String),
 }
 
 impl Reply {
@@ -551,11 +561,49 @@ impl Reply {
             Reply::Bulk(None) => out.extend_from_slice(b"$-1\r\n"),
             Reply::Bulk(Some(b)) => write_bulk(b, out),
             Reply::Array(None) => out.extend_from_slice(b"*-1\r\n"),
-            Reply::Array(Some(items)) => {
+            Reply::Array(Some(items)) | Reply::Set(items) => {
                 write_header(b'*', items.len() as i64, out);
                 for i in items {
                     i.encode(out);
                 }
+            }
+            Reply::Map(pairs) => {
+                write_header(b'*', 2 * pairs.len() as i64, out);
+                for (k, v) in pairs {
+                    k.encode(out);
+                    v.encode(out);
+                }
+            }
+            Reply::Double(d) => write_bulk(d.as_bytes(), out),
+        }
+    }
+
+    /// Appends the RESP3 wire form (`HELLO 3` connections).
+    pub fn encode_resp3(&self, out: &mut Vec<u8>) {
+        match self {
+            Reply::Bulk(None) | Reply::Array(None) => out.extend_from_slice(b"_\r\n"),
+            Reply::Array(Some(items)) => {
+                write_header(b'*', items.len() as i64, out);
+                for i in items {
+                    i.encode_resp3(out);
+                }
+            }
+            Reply::Set(items) => {
+                write_header(b'~', items.len() as i64, out);
+                for i in items {
+                    i.encode_resp3(out);
+                }
+            }
+            Reply::Map(pairs) => {
+                write_header(b'%', pairs.len() as i64, out);
+                for (k, v) in pairs {
+                    k.encode_resp3(out);
+                    v.encode_resp3(out);
+                }
+            }
+            Reply::Double(d) => line(b',', d, out),
+            Reply::Simple(_) | Reply::Error(_) | Reply::Integer(_) | Reply::Bulk(Some(_)) => {
+                self.encode(out)
             }
         }
     }
@@ -580,7 +628,7 @@ fn line(prefix: u8, s: &str, out: &mut Vec<u8>) {
 /// Why a reply could not be decoded ([`decode_reply`], the client side).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ReplyDecodeError {
-    /// The first byte is not one of `+ - : $ *`.
+    /// The first byte is not a RESP2 or RESP3 type byte.
     #[error("unknown reply type byte {0:#04x}")]
     UnknownType(u8),
     /// A length or integer that does not parse.
@@ -604,7 +652,7 @@ impl fmt::Display for Reply {
             Reply::Integer(i) => write!(f, "(integer) {i}"),
             Reply::Bulk(None) | Reply::Array(None) => write!(f, "(nil)"),
             Reply::Bulk(Some(b)) => write!(f, "\"{}\"", String::from_utf8_lossy(b)),
-            Reply::Array(Some(items)) => {
+            Reply::Array(Some(items)) | Reply::Set(items) => {
                 write!(f, "[")?;
                 for (i, it) in items.iter().enumerate() {
                     if i > 0 {
@@ -614,6 +662,17 @@ impl fmt::Display for Reply {
                 }
                 write!(f, "]")
             }
+            Reply::Map(pairs) => {
+                write!(f, "{{")?;
+                for (i, (k, v)) in pairs.iter().enumerate() {
+                    if i > 0 {
+                        write!(f, ", ")?;
+                    }
+                    write!(f, "{k}: {v}")?;
+                }
+                write!(f, "}}")
+            }
+            Reply::Double(d) => write!(f, "(double) {d}"),
         }
     }
 }
@@ -651,7 +710,9 @@ fn decode_at(
         b'+' => Ok(Some((Reply::Simple(text()), next))),
         b'-' => Ok(Some((Reply::Error(text()), next))),
         b':' => Ok(Some((Reply::Integer(int()?), next))),
-        b'$' => {
+        // RESP3 verbatim string (`=<len>\r\ntxt:...`): its text, as a
+        // bulk string.
+        b'$' | b'=' => {
             let n = int()?;
             if n < 0 {
                 return Ok(Some((Reply::Bulk(None), next)));
@@ -664,16 +725,31 @@ fn decode_at(
             if &buf[end..end + 2] != b"\r\n" {
                 return Err(ReplyDecodeError::Framing);
             }
-            Ok(Some((Reply::Bulk(Some(buf[next..end].to_vec())), end + 2)))
+            let skip = if t == b'=' { n.min(4) } else { 0 };
+            Ok(Some((
+                Reply::Bulk(Some(buf[next + skip..end].to_vec())),
+                end + 2,
+            )))
         }
-        b'*' => {
+        // RESP3 null, boolean (as 1/0), double, big number (as text).
+        b'_' => Ok(Some((Reply::Bulk(None), next))),
+        b'#' => match body {
+            b"t" => Ok(Some((Reply::Integer(1), next))),
+            b"f" => Ok(Some((Reply::Integer(0), next))),
+            _ => Err(ReplyDecodeError::Framing),
+        },
+        b',' => Ok(Some((Reply::Double(text()), next))),
+        b'(' => Ok(Some((Reply::Bulk(Some(body.to_vec())), next))),
+        // Arrays, RESP3 sets and pushes (a push as an array), and maps.
+        b'*' | b'~' | b'>' | b'%' => {
             let n = int()?;
             if n < 0 {
                 return Ok(Some((Reply::Array(None), next)));
             }
-            let mut items = Vec::with_capacity((n as usize).min(64));
+            let count = if t == b'%' { n.saturating_mul(2) } else { n };
+            let mut items = Vec::with_capacity((count as usize).min(64));
             let mut pos = next;
-            for _ in 0..n {
+            for _ in 0..count {
                 match decode_at(buf, pos, depth + 1)? {
                     Some((r, p)) => {
                         items.push(r);
@@ -682,7 +758,19 @@ fn decode_at(
                     None => return Ok(None),
                 }
             }
-            Ok(Some((Reply::Array(Some(items)), pos)))
+            let reply = match t {
+                b'~' => Reply::Set(items),
+                b'%' => {
+                    let mut it = items.into_iter();
+                    let mut pairs = Vec::new();
+                    while let (Some(k), Some(v)) = (it.next(), it.next()) {
+                        pairs.push((k, v));
+                    }
+                    Reply::Map(pairs)
+                }
+                _ => Reply::Array(Some(items)),
+            };
+            Ok(Some((reply, pos)))
         }
         other => Err(ReplyDecodeError::UnknownType(other)),
     }
