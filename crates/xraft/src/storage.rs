@@ -39,7 +39,8 @@ mod snapshot_file;
 use snapshot_file::write_snapshot_to;
 pub use snapshot_file::{PreparedSnapshot, SnapshotWriter};
 
-const CRC: crc::Crc<u32> = crc::Crc::<u32>::new(&crc::CRC_32_ISCSI);
+/// CRC-32C, slice-by-16 (a record of a Ready is checksummed on the raft thread).
+const CRC: crc::Crc<u32, crc::Table<16>> = crc::Crc::<u32, crc::Table<16>>::new(&crc::CRC_32_ISCSI);
 const REC_HEADER: usize = 9;
 /// Largest record accepted on replay; anything claiming more is treated as corruption.
 pub const MAX_RECORD_BYTES: usize = 1 << 30;
