@@ -14,7 +14,12 @@
 //!   the connection's queue until every earlier reply is ready;
 //! * a read starts only when nothing earlier is pending, and nothing later
 //!   starts while its read barrier waits, so a read sees every earlier write
-//!   of the same connection and none of its later ones.
+//!   of the same connection and none of its later ones. The read barriers
+//!   of one turn share one read index; on a leader that is its group's only
+//!   voter (a single node) reads need none and are answered at once.
+//!
+//! A single node (`xlane kv serve` without `--peer`) is a group of one
+//! member and is served by this same loop.
 //!
 //! Membership requests (`RAFT.NODE ADD/REMOVE`, [`MemberCmd`]) are proposed
 //! as Raft membership changes carrying the new member's addresses, and
@@ -40,7 +45,7 @@ use crate::pubsub::{subscribed_pong, NotifyFlags, Registry};
 use crate::raft::{replica_error, READ_RETRIES};
 use crate::replicator::{ReplicaError, SharedStore};
 use crate::resp::{Limits, Parser, Reply};
-use crate::server::{now_ms, replica_error_reply, session_command, Session, Stats};
+use crate::session::{now_ms, replica_error_reply, session_command, Session, Stats};
 use crate::txn::Step;
 use std::collections::{HashMap, VecDeque};
 use std::io::{ErrorKind, Read, Write};
@@ -739,7 +744,8 @@ fn nodes_reply(members: &Members) -> Reply {
 }
 
 /// Starts `cmd` on connection `c` (nothing earlier is pending): at once
-/// from the store, or after a read barrier.
+/// from the store (`READONLY`, or a leader that is its group's only voter:
+/// [`Submit::reads_local`]), or after a read barrier.
 fn start_read(
     c: &mut Conn,
     cmd: ReadCmd,
@@ -748,7 +754,7 @@ fn start_read(
     id: u64,
     sub: &mut dyn Submit,
 ) {
-    if cmd.needs_barrier() && !c.session.readonly {
+    if cmd.needs_barrier() && !c.session.readonly && !sub.reads_local() {
         let token = tokens.issue(id);
         sub.read_barrier(token);
         c.queue.push_back(Pending {
@@ -1054,7 +1060,8 @@ mod tests {
             let mut c = connect(a);
             match cmd(&mut c, &["SET", "k", "w"]) {
                 Reply::Error(e) => {
-                    let want = format!("MOVED {} {}", crate::server::hash_slot(b"k"), m.clients[l]);
+                    let want =
+                        format!("MOVED {} {}", crate::session::hash_slot(b"k"), m.clients[l]);
                     assert_eq!(e, want);
                 }
                 r => panic!("follower {i}: {r:?}"),

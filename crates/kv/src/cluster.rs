@@ -57,7 +57,7 @@ pub fn parse(args: &Command) -> Result<ClusterCmd, Reply> {
         b"myid" => arity(2, "myid").map(|_| ClusterCmd::MyId),
         b"keyslot" => {
             arity(3, "keyslot")?;
-            Err(Reply::Integer(i64::from(crate::server::hash_slot(
+            Err(Reply::Integer(i64::from(crate::session::hash_slot(
                 &args[2],
             ))))
         }

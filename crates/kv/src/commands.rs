@@ -735,7 +735,7 @@ fn hello_cmd(args: &Command) -> Reply {
 fn client_cmd(args: &Command) -> Reply {
     let sub = &args[1];
     // SETNAME, GETNAME and ID are the connection's
-    // (crate::server::session_command); here only where no connection
+    // (crate::session::session_command); here only where no connection
     // keeps them (execute_local, inside MULTI).
     if eq(sub, "setname") || eq(sub, "setinfo") {
         Reply::ok()

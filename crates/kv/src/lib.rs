@@ -15,10 +15,11 @@
 //! * [`commands`]: request → write op / read / immediate reply, with Redis'
 //!   error texts.
 //! * [`replicator`]: the [`replicator::Replicator`] trait (propose, read
-//!   barrier) and [`replicator::LocalReplicator`] (single node, optional
-//!   append-only file).
+//!   barrier).
 //! * [`raft`]: [`raft::RaftReplicator`], replication over X-Raft; the
 //!   network between members (UDP/TCP, or the lane) is `xlane-xraft-net`.
+//!   A single node is a group of one member ([`raft::RaftConfig::single`]),
+//!   its raft log the append-only file.
 //! * [`state_machine`]: [`state_machine::KvStateMachine`], what X-Raft
 //!   replicates: the store and the member table, and their snapshot.
 //! * [`client_list`]: `CLIENT LIST` / `CLIENT INFO` lines.
@@ -26,9 +27,11 @@
 //!   and friends), for cluster-aware clients that follow `-MOVED`.
 //! * [`members`]: the member table ([`members::Members`]) and the binary
 //!   form of member addresses carried by membership changes.
-//! * [`server`]: the TCP server of a single node, thread per connection.
-//! * [`client_loop`]: a cluster member's RESP clients, served on its raft
-//!   driver's thread (one event loop per member), pub/sub included.
+//! * [`session`]: a connection's session and the commands about it, the
+//!   server's counters, hash slots and redirect replies.
+//! * [`client_loop`]: the RESP server: a member's clients, served on its
+//!   raft driver's thread (one event loop per member, single node
+//!   included), pub/sub included.
 //! * [`pubsub`]: channels, patterns and keyspace notifications (Redis'
 //!   `notify-keyspace-events`), fired on every member as writes apply.
 #![warn(missing_docs)]
@@ -44,7 +47,7 @@ pub mod raft;
 pub mod replicator;
 pub mod resp;
 pub mod resp3;
-pub mod server;
+pub mod session;
 pub mod state_machine;
 pub mod store;
 pub mod txn;
@@ -54,7 +57,7 @@ pub mod value;
 pub use commands::{classify, Action, MemberCmd, PubSubCmd, ReadCmd};
 pub use op::{OpDecodeError, SetCond, SetTtl, WriteCmd, WriteOp};
 pub use raft::{Peer, RaftConfig, RaftReplicator, RaftStartError};
-pub use replicator::{FsyncPolicy, LocalReplicator, ReplicaError, Replicator, SharedStore};
+pub use replicator::{ReplicaError, Replicator, SharedStore};
 pub use resp::{Limits, Parser, Reply, RespError};
-pub use server::{Server, ServerHandle};
+pub use session::{Session, Stats};
 pub use store::Store;

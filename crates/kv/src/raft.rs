@@ -24,7 +24,7 @@ pub use crate::members::{parse_peer, Members, Peer, PeerParseError};
 use crate::op::WriteOp;
 use crate::replicator::{ReplicaError, Replicator, SharedStore};
 use crate::resp::{decode_reply, Limits, Reply};
-use crate::server::Stats;
+use crate::session::Stats;
 pub use crate::state_machine::{KvStateMachine, SmStats};
 use crate::store::Store;
 use std::collections::BTreeMap;
@@ -39,10 +39,9 @@ use xlane_xraft::node::NewNodeError;
 use xlane_xraft::storage::OpenError;
 /// The raft log's storage settings and fsync policy, re-exported for
 /// callers that do not depend on `xlane-xraft` themselves.
-pub use xlane_xraft::{timeouts_from_bounds, FsyncPolicy as LogFsync, StorageConfig};
+pub use xlane_xraft::{timeouts_from_bounds, FsyncPolicy as LogFsync, OpenReport, StorageConfig};
 use xlane_xraft::{
-    DiskStorage, Input, MessageEndpoint, NodeConfig, OpenReport, RaftNode, Readiness, TrafficClass,
-    Transport,
+    DiskStorage, Input, MessageEndpoint, NodeConfig, RaftNode, Readiness, TrafficClass, Transport,
 };
 /// The network's settings and counters, re-exported for callers that do
 /// not depend on `xlane-xraft-net` themselves.
@@ -112,6 +111,30 @@ impl RaftConfig {
             peers,
             join: false,
         })
+    }
+}
+
+/// The raft id of a single node ([`RaftConfig::single`]).
+pub const SINGLE_ID: u64 = 1;
+
+impl RaftConfig {
+    /// A single node: a group of one member (id [`SINGLE_ID`]) serving
+    /// clients at `client`, its raft log in `storage`. Its raft socket
+    /// binds an ephemeral loopback port (`127.0.0.1:0`): a group of one
+    /// sends no raft messages, and this keeps the single node on the very
+    /// code path of a member (no second transport to maintain) without
+    /// asking the user for an address or exposing a port beyond the host.
+    /// A one-member group elects itself at start, and its reads need no
+    /// read index ([`xlane_xraft::RaftNode::reads_local`]).
+    pub fn single(
+        client: String,
+        storage: StorageConfig,
+        period_ns: u64,
+        max_latency_ns: u64,
+    ) -> Result<Self, RaftStartError> {
+        let raft = SocketAddr::from(([127, 0, 0, 1], 0));
+        let peers = [(SINGLE_ID, Peer { raft, client })].into_iter().collect();
+        Self::new(SINGLE_ID, peers, storage, period_ns, max_latency_ns)
     }
 }
 
@@ -210,7 +233,11 @@ impl RaftReplicator {
         };
         let mut node_cfg = cfg.node.clone();
         node_cfg.id = cfg.id;
-        let node = RaftNode::new(node_cfg, storage, sm, &voters)?;
+        let mut node = RaftNode::new(node_cfg, storage, sm, &voters)?;
+        // The only voter need not wait for an election timeout: it wins at once.
+        if node.conf_state().voters == [cfg.id] && !node.is_leader() {
+            let _ = node.campaign();
+        }
         // Fragment ids must not repeat across restarts (peers remember
         // recently completed ids): start from the wall clock.
         let first_msg_id = SystemTime::now()

@@ -1,5 +1,5 @@
 //! End-to-end tests with the real Redis tools (Debian `redis-tools` and
-//! `redis-server`): redis-cli scripts, redis-benchmark, an AOF restart, and
+//! `redis-server`): redis-cli scripts, redis-benchmark, a restart, and
 //! a reply-by-reply comparison with a real redis-server. A missing tool is
 //! a test failure, not a skip.
 
@@ -9,11 +9,9 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use xlane_kv::raft::{LogFsync, StorageConfig};
-use xlane_kv::replicator::{FsyncPolicy, LocalReplicator, ReplicaError, Replicator, SharedStore};
+use xlane_kv::raft::{LogFsync, OpenReport, StorageConfig};
 use xlane_kv::resp::{decode_reply, encode_command, split_inline, Limits, Reply};
-use xlane_kv::server::{Server, ServerHandle};
-use xlane_kv::{Peer, RaftConfig, RaftReplicator, WriteOp};
+use xlane_kv::{Peer, RaftConfig, RaftReplicator, Replicator, Stats};
 
 mod support;
 use support::differential;
@@ -32,19 +30,17 @@ fn tool(name: &str, package: &str) -> PathBuf {
     );
 }
 
-fn start(repl: Arc<dyn Replicator>, limits: Limits) -> ServerHandle {
-    Server::bind("127.0.0.1:0", repl, limits)
-        .expect("bind loopback")
-        .spawn()
-        .expect("spawn server")
-}
-
-/// What a test talks to: the single-node server, or a one-member raft
-/// group serving its clients on the raft driver's thread.
+/// What a test talks to: a single node (a one-member raft group), or a
+/// three-member group; both serve their clients on the raft driver's
+/// thread.
 enum Target {
-    Single(ServerHandle),
-    /// The member and its log directory (removed when the target is).
-    Raft(RaftReplicator, #[allow(dead_code)] tempfile::TempDir),
+    /// The single node, its counters and its log directory (removed when
+    /// the target is).
+    Single(
+        Box<RaftReplicator>,
+        Arc<Stats>,
+        #[allow(dead_code)] tempfile::TempDir,
+    ),
     /// A three-member raft group (clients talk to its first leader) and
     /// the members' log directories.
     Cluster(
@@ -64,41 +60,32 @@ fn free_raft_addr() -> std::net::SocketAddr {
     }
 }
 
+/// A single node on `dir` with `fsync`, as `xlane kv serve` starts it.
+fn single_node(
+    dir: &std::path::Path,
+    fsync: LogFsync,
+    limits: Limits,
+) -> (RaftReplicator, OpenReport, Arc<Stats>) {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("listen");
+    let client = listener.local_addr().expect("addr").to_string();
+    let mut st = StorageConfig::new(dir);
+    st.fsync = fsync;
+    let cfg = RaftConfig::single(client, st, 10_000_000, 20_000_000).expect("cfg");
+    let stats = Arc::new(Stats::default());
+    let (node, report) =
+        RaftReplicator::start_serving(cfg, listener, limits, stats.clone()).expect("start");
+    (node, report, stats)
+}
+
 impl Target {
     fn single() -> Target {
-        Target::Single(start(
-            Arc::new(LocalReplicator::in_memory()),
-            Limits::default(),
-        ))
+        Target::single_with(Limits::default())
     }
 
-    fn raft() -> Target {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("listen");
-        let client = listener.local_addr().expect("addr").to_string();
-        let raft = loop {
-            let u = std::net::UdpSocket::bind("127.0.0.1:0").expect("udp");
-            let a = u.local_addr().expect("addr");
-            if TcpListener::bind(a).is_ok() {
-                break a;
-            }
-        };
+    fn single_with(limits: Limits) -> Target {
         let dir = tempfile::tempdir().expect("dir");
-        let mut st = StorageConfig::new(dir.path());
-        st.fsync = LogFsync::Never;
-        let peers = [(1, Peer { raft, client })].into_iter().collect();
-        let cfg = RaftConfig::new(1, peers, st, 10_000_000, 20_000_000).expect("cfg");
-        let stats = Arc::new(xlane_kv::server::Stats::default());
-        let (node, _) =
-            RaftReplicator::start_serving(cfg, listener, Limits::default(), stats).expect("start");
-        let t = Target::Raft(node, dir);
-        // A lone member elects itself after its election timeout (the
-        // probe, a write, leaves no key behind).
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while cli(t.port(), &["del", "up"]) != "0\n" {
-            assert!(Instant::now() < deadline, "the raft member never led");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        t
+        let (node, _, stats) = single_node(dir.path(), LogFsync::Never, limits);
+        Target::Single(Box::new(node), stats, dir)
     }
 
     /// Three members on loopback; returns once one leads (a write through
@@ -131,7 +118,7 @@ impl Target {
                 st.fsync = LogFsync::Never;
                 let cfg =
                     RaftConfig::new(id, peers.clone(), st, 10_000_000, 20_000_000).expect("cfg");
-                let stats = Arc::new(xlane_kv::server::Stats::default());
+                let stats = Arc::new(Stats::default());
                 RaftReplicator::start_serving(cfg, l, Limits::default(), stats)
                     .expect("start")
                     .0
@@ -150,8 +137,7 @@ impl Target {
     /// leader (member 1 until one is known).
     fn port(&self) -> u16 {
         match self {
-            Target::Single(s) => s.addr().port(),
-            Target::Raft(n, _) => n.client_addr().expect("serving").port(),
+            Target::Single(n, ..) => n.client_addr().expect("serving").port(),
             Target::Cluster(ns, _) => {
                 let leader = ns[0].leader_id();
                 let n = ns.iter().find(|n| n.id() == leader).unwrap_or(&ns[0]);
@@ -190,8 +176,7 @@ impl Target {
 
     fn stop(self) {
         match self {
-            Target::Single(s) => s.shutdown(),
-            Target::Raft(n, _) => n.shutdown(),
+            Target::Single(n, ..) => n.shutdown(),
             Target::Cluster(ns, _) => ns.iter().for_each(|n| n.shutdown()),
         }
     }
@@ -233,9 +218,7 @@ fn cli(port: u16, args: &[&str]) -> String {
 
 #[test]
 fn redis_cli_sequences() {
-    for t in [Target::single(), Target::raft()] {
-        redis_cli_sequence(t);
-    }
+    redis_cli_sequence(Target::single());
 }
 
 /// redis-cli, unmodified, on one connection: a hash, a list, a sorted set,
@@ -272,11 +255,10 @@ WRONGTYPE Operation against a key holding the wrong kind of value\n\n\
 OK\napp\nhash\n1\nx\n";
     let redis = start_redis_server();
     assert_eq!(cli_script(redis.port, script), want, "redis-server itself");
-    for srv in [Target::single(), Target::raft()] {
-        let got = cli_script(srv.port(), script);
-        assert_eq!(got, want, "redis-cli output:\n{got}");
-        srv.stop();
-    }
+    let srv = Target::single();
+    let got = cli_script(srv.port(), script);
+    assert_eq!(got, want, "redis-cli output:\n{got}");
+    srv.stop();
 }
 
 /// The Debian interpreter with the `redis` package (`python3-redis`).
@@ -334,7 +316,7 @@ fn python_redis_package_works_unmodified() {
     };
     let redis = start_redis_server();
     run(redis.port);
-    for srv in [Target::single(), Target::raft(), Target::cluster()] {
+    for srv in [Target::single(), Target::cluster()] {
         run(srv.port());
         srv.stop();
     }
@@ -369,7 +351,7 @@ fn rust_redis_crate_works_unmodified() {
     };
     let redis = start_redis_server();
     run(redis.port).expect("against redis-server");
-    for srv in [Target::single(), Target::raft(), Target::cluster()] {
+    for srv in [Target::single(), Target::cluster()] {
         run(srv.port()).expect("against xlane kv");
         srv.stop();
     }
@@ -468,12 +450,7 @@ fn bench(port: u16, extra: &[&str]) -> String {
 
 #[test]
 fn redis_benchmark_runs_clean() {
-    for (srv, what) in [
-        (Target::single(), "single node"),
-        (Target::raft(), "raft member"),
-    ] {
-        redis_benchmark_run(srv, what);
-    }
+    redis_benchmark_run(Target::single(), "single node");
 }
 
 /// `redis-benchmark` with its default test list (every test of Redis
@@ -554,42 +531,42 @@ fn redis_benchmark_run(srv: Target, what: &str) {
     srv.stop();
 }
 
+/// A single node's raft log is its append-only file: what was written
+/// before a stop is there after a restart on the same directory, and a
+/// torn tail (a crash in the middle of a record) is cut and reported.
 #[test]
-fn aof_restart_restores_data() {
+fn single_node_restart_restores_data() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().join("kv.aof");
     {
-        let (repl, replay) = LocalReplicator::with_aof(&path, FsyncPolicy::Always).expect("aof");
-        assert_eq!(replay.ops, 0);
-        let srv = start(Arc::new(repl), Limits::default());
+        let (node, report, _) = single_node(dir.path(), LogFsync::Always, Limits::default());
+        assert!(!report.snapshot_loaded);
+        let port = node.client_addr().expect("serving").port();
         let out = cli_script(
-            srv.addr().port(),
+            port,
             "SET a 1\nINCR a\nSET b hello\nAPPEND b !\nSET gone x\nDEL gone\nSET t v EX 1000\n",
         );
         assert_eq!(out, "OK\n2\nOK\n6\nOK\n1\nOK\n");
-        srv.shutdown();
+        node.shutdown();
     }
-    // Simulate a crash in the middle of a record.
-    let len = std::fs::metadata(&path).expect("aof metadata").len();
-    {
-        let mut f = std::fs::OpenOptions::new()
-            .append(true)
-            .open(&path)
-            .expect("open aof");
-        f.write_all(&[40, 0, 0, 0, 1, 2, 3])
-            .expect("append torn record");
-    }
-    let (repl, replay) = LocalReplicator::with_aof(&path, FsyncPolicy::EverySec).expect("reopen");
-    assert_eq!(replay.ops, 7);
-    assert_eq!(replay.truncated_bytes, 7);
-    assert_eq!(std::fs::metadata(&path).expect("aof metadata").len(), len);
-    let srv = start(Arc::new(repl), Limits::default());
-    let out = cli_script(
-        srv.addr().port(),
-        "GET a\nGET b\nEXISTS gone\nTTL t\nINCR a\n",
-    );
+    // Simulate a crash in the middle of a record of the newest segment.
+    let newest = std::fs::read_dir(dir.path())
+        .expect("log dir")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "seg"))
+        .max()
+        .expect("a log segment");
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(&newest)
+        .expect("open segment")
+        .write_all(&[40, 0, 0, 0, 1, 2, 3])
+        .expect("append torn record");
+    let (node, report, _) = single_node(dir.path(), LogFsync::EverySec, Limits::default());
+    assert!(report.torn_tail.is_some(), "{report:?}");
+    let port = node.client_addr().expect("serving").port();
+    let out = cli_script(port, "GET a\nGET b\nEXISTS gone\nTTL t\nINCR a\n");
     assert_eq!(out, "2\nhello!\n0\n1000\n3\n");
-    srv.shutdown();
+    node.shutdown();
 }
 
 /// Sends raw bytes and reads replies until `n` decoded or EOF.
@@ -623,14 +600,11 @@ fn raw(addr: std::net::SocketAddr, bytes: &[u8], n: usize) -> (Vec<Reply>, bool)
 
 #[test]
 fn oversized_and_bad_requests_close_only_that_connection() {
-    let srv = start(
-        Arc::new(LocalReplicator::in_memory()),
-        Limits {
-            max_bulk: 1 << 20,
-            ..Limits::default()
-        },
-    );
-    let addr = srv.addr();
+    let srv = Target::single_with(Limits {
+        max_bulk: 1 << 20,
+        ..Limits::default()
+    });
+    let addr = std::net::SocketAddr::from(([127, 0, 0, 1], srv.port()));
     // A 2 GiB bulk header: refused at once.
     let (r, _) = raw(
         addr,
@@ -673,66 +647,52 @@ fn oversized_and_bad_requests_close_only_that_connection() {
             Reply::bulk("inline")
         ]
     );
+    let Target::Single(_, stats, _) = &srv else {
+        unreachable!("a single node")
+    };
     assert_eq!(
-        srv.stats()
+        stats
             .protocol_errors
             .load(std::sync::atomic::Ordering::Relaxed),
         3
     );
-    srv.shutdown();
+    srv.stop();
 }
 
-/// A follower: every write and read is redirected.
-struct Follower {
-    store: SharedStore,
-    leader: Option<String>,
-}
-
-impl Replicator for Follower {
-    fn propose(&self, _op: WriteOp) -> Result<Reply, ReplicaError> {
-        Err(ReplicaError::NotLeader {
-            leader: self.leader.clone(),
-        })
-    }
-    fn read_barrier(&self) -> Result<(), ReplicaError> {
-        Err(ReplicaError::NotLeader {
-            leader: self.leader.clone(),
-        })
-    }
-    fn store(&self) -> &SharedStore {
-        &self.store
-    }
-}
-
+/// A follower redirects writes to the leader with `-MOVED` (which
+/// `redis-cli -c` follows); a member that knows no leader answers
+/// `-TRYAGAIN`.
 #[test]
 fn follower_redirects_and_redis_cli_c_follows() {
-    let leader = start(Arc::new(LocalReplicator::in_memory()), Limits::default());
-    let follower = start(
-        Arc::new(Follower {
-            store: Default::default(),
-            leader: Some(leader.addr().to_string()),
-        }),
-        Limits::default(),
-    );
-    let fport = follower.addr().port();
-    let moved = format!("MOVED 12182 {}", leader.addr());
+    let Target::Cluster(nodes, _dirs) = Target::cluster() else {
+        unreachable!("a cluster")
+    };
+    let leader = nodes[0].leader_id();
+    let lead = nodes.iter().find(|n| n.id() == leader).expect("leader");
+    let follower = nodes.iter().find(|n| n.id() != leader).expect("follower");
+    let laddr = lead.client_addr().expect("serving");
+    let fport = follower.client_addr().expect("serving").port();
+    let moved = format!("MOVED 12182 {laddr}");
     assert_eq!(cli(fport, &["set", "foo", "1"]), format!("{moved}\n\n"));
-    assert_eq!(cli(fport, &["get", "foo"]), format!("{moved}\n\n"));
     assert_eq!(cli(fport, &["ping"]), "PONG\n");
     // redis-cli -c follows MOVED to the leader.
     assert_eq!(cli(fport, &["-c", "set", "foo", "bar"]), "OK\n");
-    assert_eq!(cli(leader.addr().port(), &["get", "foo"]), "bar\n");
-    let nobody = start(
-        Arc::new(Follower {
-            store: Default::default(),
-            leader: None,
-        }),
-        Limits::default(),
-    );
-    assert_eq!(
-        cli(nobody.addr().port(), &["incr", "x"]),
-        "TRYAGAIN no leader known, retry later\n\n"
-    );
+    assert_eq!(cli(laddr.port(), &["get", "foo"]), "bar\n");
+    // With the two others gone, the last member campaigns and forgets the
+    // leader.
+    for n in nodes.iter().filter(|n| n.id() != follower.id()) {
+        n.shutdown();
+    }
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let r = cli(fport, &["incr", "x"]);
+        if r == "TRYAGAIN no leader known, retry later\n\n" {
+            break;
+        }
+        assert!(Instant::now() < deadline, "still {r:?}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    follower.shutdown();
 }
 
 struct RedisServer {
@@ -789,7 +749,7 @@ fn start_redis_server() -> RedisServer {
 #[test]
 fn same_replies_as_real_redis_server() {
     let redis = start_redis_server();
-    let ours = start(Arc::new(LocalReplicator::in_memory()), Limits::default());
+    let ours = Target::single();
     let table = [
         "FLUSHDB",
         "GET a",
@@ -884,7 +844,8 @@ fn same_replies_as_real_redis_server() {
     }
     let redis_addr = format!("127.0.0.1:{}", redis.port).parse().expect("addr");
     let (want, _) = raw(redis_addr, &wire, table.len());
-    let (got, _) = raw(ours.addr(), &wire, table.len());
+    let ours_addr = std::net::SocketAddr::from(([127, 0, 0, 1], ours.port()));
+    let (got, _) = raw(ours_addr, &wire, table.len());
     assert_eq!(want.len(), table.len());
     let mut diffs = Vec::new();
     for (i, line) in table.iter().enumerate() {
@@ -902,7 +863,7 @@ fn same_replies_as_real_redis_server() {
         diffs.len(),
         diffs.join("\n")
     );
-    ours.shutdown();
+    ours.stop();
 }
 
 /// Seeded random command streams over strings, hashes, lists, sets, sorted
@@ -927,7 +888,7 @@ fn random_streams_over_all_types_match_redis_server() {
     let seed = env("XLANE_KV_DIFF_SEED", 14);
     let redis = start_redis_server();
     let redis_addr = format!("127.0.0.1:{}", redis.port).parse().expect("addr");
-    for (i, target) in [Target::single(), Target::raft(), Target::cluster()]
+    for (i, target) in [Target::single(), Target::cluster()]
         .into_iter()
         .enumerate()
     {
@@ -970,7 +931,7 @@ fn random_streams_over_all_types_match_redis_server() {
 /// key-event messages of writes as they apply, in Redis' form.
 #[test]
 fn redis_cli_receives_keyspace_notifications() {
-    let t = Target::raft();
+    let t = Target::single();
     let port = t.port();
     assert_eq!(
         cli(port, &["config", "set", "notify-keyspace-events", "KEA"]),

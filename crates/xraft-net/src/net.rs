@@ -182,6 +182,25 @@ fn spawn_sender(
     Ok((tx, t))
 }
 
+/// Binds the UDP socket and the TCP listener on one port. With port 0 (e.g. a single
+/// node's raft socket), an ephemeral port free for both: the kernel's pick for UDP may be
+/// taken for TCP, so that is retried a bounded number of times.
+fn bind_udp_tcp(bind: SocketAddr) -> std::io::Result<(UdpSocket, TcpListener)> {
+    let mut tries = 0;
+    loop {
+        let sock = UdpSocket::bind(bind)?;
+        match TcpListener::bind(sock.local_addr()?) {
+            Ok(l) => return Ok((sock, l)),
+            Err(e)
+                if bind.port() == 0 && e.kind() == std::io::ErrorKind::AddrInUse && tries < 64 =>
+            {
+                tries += 1;
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
 fn spawn(name: &str, f: impl FnOnce() + Send + 'static) -> Result<JoinHandle<()>, NetError> {
     std::thread::Builder::new()
         .name(name.into())
@@ -199,9 +218,9 @@ impl NetTransport {
             source,
         };
         let others = || cfg.peers.iter().filter(|(pid, _)| *pid != cfg.me);
-        let (express, addr) = match cfg.lane {
+        let (express, addr, listener) = match cfg.lane {
             None => {
-                let sock = UdpSocket::bind(cfg.bind).map_err(bind_err)?;
+                let (sock, listener) = bind_udp_tcp(cfg.bind).map_err(bind_err)?;
                 let addr = sock.local_addr().map_err(bind_err)?;
                 // Read between the driver's turns; a send that finds the
                 // buffer full is dropped like a lost datagram (raft resends).
@@ -214,7 +233,7 @@ impl NetTransport {
                     batch: Box::new(UdpBatch::new(UDP_BUF)),
                     out: SendQueue::default(),
                 };
-                (express, addr)
+                (express, addr, Some(listener))
             }
             Some(timing) => {
                 if cfg.bind.port() == 0 {
@@ -223,10 +242,13 @@ impl NetTransport {
                     ));
                 }
                 let link = LaneLink::new(cfg.me, cfg.bind, &cfg.peers, timing, &cfg.trees)?;
-                (Express::Lane(Box::new(link)), cfg.bind)
+                (Express::Lane(Box::new(link)), cfg.bind, None)
             }
         };
-        let listener = TcpListener::bind(addr).map_err(bind_err)?;
+        let listener = match listener {
+            Some(l) => l,
+            None => TcpListener::bind(addr).map_err(bind_err)?,
+        };
         let stats = Arc::new(TransportStats::default());
         let mut threads = Vec::new();
         let mut tcp = HashMap::new();

@@ -96,6 +96,10 @@ pub trait Submit {
     /// follower; whether the transfer happens shows in [`Submit::leader`]
     /// later (it is abandoned after an election timeout).
     fn transfer_leader(&mut self, to: u64) -> Result<(), ReplicateError>;
+    /// Whether a read may be served from the local state machine now, with no read
+    /// barrier, and stay linearizable ([`RaftNode::reads_local`]: a leader that is its
+    /// group's only voter).
+    fn reads_local(&self) -> bool;
     /// Proposes a membership change with `context`
     /// ([`RaftNode::propose_conf_change_with_context`]); its outcome is
     /// [`Outcome::Applied`] with no bytes once the change is applied here. Fails at once
@@ -204,6 +208,10 @@ impl<S: StateMachine> Submit for NodeSubmit<'_, S> {
             Waiter::Token(token)
         };
         self.reads.insert(id, w);
+    }
+
+    fn reads_local(&self) -> bool {
+        self.node.reads_local()
     }
 
     fn propose_conf_change(
@@ -513,6 +521,9 @@ impl Driver {
                                 let _ = reply.send(Err(e));
                             }
                         },
+                        Cmd::Read(reply) if node.reads_local() => {
+                            let _ = reply.send(Ok(()));
+                        }
                         Cmd::Read(reply) => {
                             let id = node.read_index();
                             reads.insert(id, Waiter::Caller(reply));
@@ -563,7 +574,7 @@ impl Driver {
                 if let Some(f) = frontend.as_mut() {
                     pass.frontend_turn(f.as_mut(), frontend_readable, &mut busy);
                 }
-                if pass.ready().is_err() {
+                if pass.ready().is_err() || pass.node.sync_due().is_err() {
                     break; // storage failure: stop; waiters see Stopped
                 }
                 thread_leader.store(pass.node.leader_id(), Ordering::Relaxed);
@@ -573,6 +584,9 @@ impl Driver {
                     busy |= f.flush();
                 }
             }
+            // A clean stop (or a failed write, which this retries): what was written
+            // reaches the disk under every policy but `Never`.
+            let _ = node.sync_now();
         });
         Self {
             handle: DriverHandle { tx, waker, leader },

@@ -30,4 +30,5 @@ pub use raft;
 pub use raft::eraftpb::{ConfChangeType, Message};
 pub use storage::{
     DiskStorage, FsyncPolicy, OpenReport, PreparedSnapshot, SnapshotWriter, StorageConfig,
+    UnknownFsyncPolicy,
 };

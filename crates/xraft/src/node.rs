@@ -249,6 +249,39 @@ impl<S: StateMachine> RaftNode<S> {
         self.raw.store()
     }
 
+    /// Whether the local state machine may be read now, linearizably, without a read
+    /// index: this node leads, it is the only voter, it has committed an entry of its own
+    /// term, and every committed entry is applied.
+    ///
+    /// Why that is linearizable: with one voter, an entry commits as soon as this node
+    /// has it, and no other node can win an election (it would need this node's vote,
+    /// and voting for a newer term makes this node a follower first). So while it leads,
+    /// no entry commits anywhere but here, and once an entry of its term is committed its
+    /// commit index covers every entry committed before (Raft's leader completeness). A
+    /// read served from the applied state then sees every write acknowledged before it
+    /// started, which is all a read index would wait for. Adding a voter goes through
+    /// this node's log, and the answer turns false once that change is applied.
+    pub fn reads_local(&self) -> bool {
+        let r = &self.raw.raft;
+        r.state == StateRole::Leader
+            && r.prs().is_singleton()
+            && r.prs().conf().voters().contains(self.cfg.id)
+            && r.raft_log.term(r.raft_log.committed).ok() == Some(r.term)
+            && self.applied >= r.raft_log.committed
+    }
+
+    /// Fsyncs the log if [`crate::FsyncPolicy::EverySec`] says it is due
+    /// ([`DiskStorage::sync_due`]); the driver calls it every turn.
+    pub fn sync_due(&mut self) -> Result<(), crate::storage::WriteError> {
+        self.raw.mut_store().sync_due()
+    }
+
+    /// Writes and fsyncs the log now under any policy but `Never`
+    /// ([`DiskStorage::sync_now`]): a clean stop.
+    pub fn sync_now(&mut self) -> Result<(), crate::storage::WriteError> {
+        self.raw.mut_store().sync_now()
+    }
+
     /// Current voters.
     pub fn voters(&self) -> Vec<u64> {
         self.raw.store().conf_state().voters.clone()

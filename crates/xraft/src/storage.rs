@@ -20,7 +20,12 @@
 //! Records still queued when the storage is dropped were never acknowledged.
 //!
 //! Durability: [`FsyncPolicy::Always`] syncs after every write call, [`FsyncPolicy::Batch`]
-//! only in [`DiskStorage::sync`], [`FsyncPolicy::Never`] never (RAM disk / tests).
+//! only in [`DiskStorage::sync`], [`FsyncPolicy::EverySec`] at most once a second (in
+//! [`DiskStorage::sync`] or [`DiskStorage::sync_due`], which the driver calls every turn,
+//! and in [`DiskStorage::sync_now`] at a clean stop), [`FsyncPolicy::Never`] never (RAM
+//! disk / tests). Every policy writes the records of a Ready before its messages and
+//! replies leave, so a process crash loses nothing acknowledged; the policies differ on a
+//! machine crash.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Write};
@@ -34,7 +39,8 @@ mod snapshot_file;
 use snapshot_file::write_snapshot_to;
 pub use snapshot_file::{PreparedSnapshot, SnapshotWriter};
 
-const CRC: crc::Crc<u32> = crc::Crc::<u32>::new(&crc::CRC_32_ISCSI);
+/// CRC-32C, slice-by-16 (a record of a Ready is checksummed on the raft thread).
+const CRC: crc::Crc<u32, crc::Table<16>> = crc::Crc::<u32, crc::Table<16>>::new(&crc::CRC_32_ISCSI);
 const REC_HEADER: usize = 9;
 /// Largest record accepted on replay; anything claiming more is treated as corruption.
 pub const MAX_RECORD_BYTES: usize = 1 << 30;
@@ -52,9 +58,33 @@ pub enum FsyncPolicy {
     Always,
     /// Only when [`DiskStorage::sync`] is called (once per Ready).
     Batch,
+    /// At most once a second (Redis' `appendfsync everysec`): a machine crash may lose
+    /// about the last second of acknowledged writes, a process crash none.
+    EverySec,
     /// Never (RAM disk, tests).
     Never,
 }
+
+/// An fsync policy name that is none of `always`, `batch`, `everysec`, `never`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown fsync policy {0:?} (always, batch, everysec, never)")]
+pub struct UnknownFsyncPolicy(pub String);
+
+impl std::str::FromStr for FsyncPolicy {
+    type Err = UnknownFsyncPolicy;
+    fn from_str(s: &str) -> Result<Self, UnknownFsyncPolicy> {
+        match s {
+            "always" => Ok(FsyncPolicy::Always),
+            "batch" => Ok(FsyncPolicy::Batch),
+            "everysec" => Ok(FsyncPolicy::EverySec),
+            "never" => Ok(FsyncPolicy::Never),
+            o => Err(UnknownFsyncPolicy(o.to_string())),
+        }
+    }
+}
+
+/// How long [`FsyncPolicy::EverySec`] waits between two fsyncs.
+pub const EVERYSEC_INTERVAL: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// Storage configuration.
 #[derive(Debug, Clone)]
@@ -183,6 +213,8 @@ pub struct DiskStorage {
     active_seq: u64,
     active_len: u64,
     dirty: bool,
+    /// When the active segment was last fsynced ([`FsyncPolicy::EverySec`]).
+    last_fsync: std::time::Instant,
     /// Records not yet written to `active` (one write call per flush).
     pending: Vec<u8>,
     /// Set when raft asked for a snapshot that is missing or staler than the conf state.
@@ -400,6 +432,7 @@ impl DiskStorage {
             active_seq,
             active_len,
             dirty: false,
+            last_fsync: std::time::Instant::now(),
             pending: Vec::new(),
             snapshot_wanted: std::cell::Cell::new(false),
         };
@@ -543,10 +576,48 @@ impl DiskStorage {
 
     /// Writes the queued records ([`DiskStorage::flush`]) and fsyncs unless the policy
     /// is `Never`.
+    /// (Under [`FsyncPolicy::EverySec`] only if the last fsync is a second old.)
     pub fn sync(&mut self) -> Result<(), WriteError> {
         self.flush()?;
-        if self.dirty && self.cfg.fsync != FsyncPolicy::Never {
+        match self.cfg.fsync {
+            FsyncPolicy::EverySec => self.sync_due(),
+            FsyncPolicy::Never => {
+                self.dirty = false;
+                Ok(())
+            }
+            FsyncPolicy::Always | FsyncPolicy::Batch => self.fsync_dirty(),
+        }
+    }
+
+    /// Under [`FsyncPolicy::EverySec`]: fsyncs what was written since the last fsync if
+    /// that was [`EVERYSEC_INTERVAL`] ago. Nothing under the other policies. Call it
+    /// regularly (the driver does, every turn) so a write is synced within about a second
+    /// even if no other write follows.
+    pub fn sync_due(&mut self) -> Result<(), WriteError> {
+        if self.cfg.fsync == FsyncPolicy::EverySec
+            && self.dirty
+            && self.last_fsync.elapsed() >= EVERYSEC_INTERVAL
+        {
+            self.fsync_dirty()?;
+        }
+        Ok(())
+    }
+
+    /// Writes the queued records and fsyncs them now under any policy but
+    /// [`FsyncPolicy::Never`] (a clean stop).
+    pub fn sync_now(&mut self) -> Result<(), WriteError> {
+        self.flush()?;
+        if self.cfg.fsync == FsyncPolicy::Never {
+            self.dirty = false;
+            return Ok(());
+        }
+        self.fsync_dirty()
+    }
+
+    fn fsync_dirty(&mut self) -> Result<(), WriteError> {
+        if self.dirty {
             self.active.sync_data()?;
+            self.last_fsync = std::time::Instant::now();
         }
         self.dirty = false;
         Ok(())

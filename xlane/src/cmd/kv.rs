@@ -1,23 +1,24 @@
 //! `xlane kv`: a Redis-compatible (RESP2) key-value server.
 //!
 //! * `xlane kv serve` — serves GET/SET/INCR/EXPIRE/... to any Redis client
-//!   (redis-cli, redis-benchmark, client libraries), either on one node
-//!   (optionally with an append-only file) or, with `--peer`, as a member of
-//!   a Raft-replicated cluster (X-Raft over UDP/TCP). Prints one JSON line
+//!   (redis-cli, redis-benchmark, client libraries), either on one node (a
+//!   raft group of one member, its log the append-only file) or, with
+//!   `--peer`, as a member of a Raft-replicated cluster (X-Raft over UDP/TCP
+//!   or the lane). Both are served by the same event loop. Prints one JSON line
 //!   `{"event":"ready",...}` once listening; runs until SIGTERM/SIGINT
 //!   (then a clean stop and `{"event":"stopped",...}`) or until killed.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use xlane_kv::raft::{
     parse_peer, timeouts_from_bounds, LaneTiming, LogFsync, Peer, RaftConfig, RaftReplicator,
     StorageConfig, Tree,
 };
-use xlane_kv::replicator::{FsyncPolicy, LocalReplicator, Replicator};
 use xlane_kv::resp::Limits;
-use xlane_kv::server::{Server, Stats};
+use xlane_kv::session::Stats;
 use xlane_xraft_net::session::{Grant, Session, SessionConfig, SessionEvent};
 
 /// Arguments of `xlane kv`.
@@ -31,7 +32,13 @@ pub struct Args {
 enum Cmd {
     /// Serve the Redis protocol (RESP2) on TCP: single node, or replicated.
     ///
-    /// Without --peer: one node, data in memory or in --aof. With --peer
+    /// Without --peer: a single node, which is a raft group of one member
+    /// (id 1) served by the same event loop as a cluster member; its raft
+    /// log in --data is its append-only file (a restart on the same
+    /// directory recovers the data), or, without --data, a fresh directory
+    /// in /dev/shm removed at a clean stop (the data lives in memory only).
+    /// It needs no raft address: its raft socket binds an ephemeral
+    /// loopback port and sends nothing. With --peer
     /// (one per member, this node included) and --id: a Raft cluster
     /// member. The cluster bootstraps itself the first time the members
     /// start with empty --data directories; a restarted member recovers
@@ -60,10 +67,8 @@ enum Cmd {
     /// CONFIG(GET) SELECT(0) HELLO(2) CLIENT READONLY READWRITE QUIT),
     /// RAFT.NODE(ADD REMOVE) RAFT.NODES; the whole list with how each is
     /// replicated is docs/kv-commands.md. One database. Runs until SIGTERM
-    /// or SIGINT, which stop it cleanly
-    /// (the append-only file synced, controller tunnels given back, exit
-    /// status 0), or until killed; with --aof the data survives a
-    /// restart.
+    /// or SIGINT, which stop it cleanly (the raft log written and fsynced,
+    /// controller tunnels given back, exit status 0), or until killed.
     Serve(ServeArgs),
 }
 
@@ -85,19 +90,25 @@ struct ServeArgs {
     /// this node included. Raft packets from other addresses are ignored.
     #[arg(long = "peer", value_name = "ID=RAFT/RESP")]
     peers: Vec<String>,
-    /// Directory of the raft log and snapshots (cluster mode; created if
-    /// missing). Not needed with --ram-disk.
+    /// Directory of the raft log and snapshots (created if missing). A
+    /// cluster member needs it or --ram-disk; a single node without it
+    /// keeps its data in memory only.
     #[arg(long)]
     data: Option<PathBuf>,
-    /// When the raft log is fsynced: after every write (always), once per
-    /// Raft ready cycle, before the messages and replies that depend on it
-    /// (batch), or never.
-    #[arg(long, default_value = "batch", value_parser = ["always", "batch", "never"])]
+    /// When the raft log in --data is fsynced: after every write (always),
+    /// once per Raft ready cycle, before the messages and replies that
+    /// depend on it (batch), at most once a second and at a clean stop
+    /// (everysec, as Redis' appendfsync everysec: a machine crash may lose
+    /// the last second of acknowledged writes), or never. Under every
+    /// policy a write reaches the log file before it is acknowledged, so a
+    /// crash of the process alone loses nothing acknowledged.
+    #[arg(long, default_value = "batch", value_parser = ["always", "batch", "everysec", "never"])]
     fsync: String,
-    /// Keep the raft log in /dev/shm/xlane-kv-<id>-<raft port> without
-    /// fsync (as the X-Lane paper's evaluation does) instead of --data;
-    /// --fsync is then ignored. The raft port in the name keeps two
-    /// clusters on one machine from sharing a log.
+    /// Keep a member's raft log in /dev/shm/xlane-kv-<id>-<raft port>
+    /// without fsync (as the X-Lane paper's evaluation does) instead of
+    /// --data; --fsync is then ignored. The raft port in the name keeps two
+    /// clusters on one machine from sharing a log. (A single node without
+    /// --data always keeps its log in /dev/shm.)
     #[arg(long, conflicts_with = "data")]
     ram_disk: bool,
     /// How raft's express traffic travels between members: plain UDP on
@@ -185,15 +196,6 @@ struct ServeArgs {
     /// (over TCP).
     #[arg(long, default_value_t = 10_000)]
     snapshot_interval: u64,
-    /// Append-only file: every write is appended before it is acknowledged
-    /// and the file is replayed at start (a torn tail is cut and reported).
-    /// Without it the data lives in memory only.
-    #[arg(long)]
-    aof: Option<PathBuf>,
-    /// When the append-only file is fsynced: before each reply (always),
-    /// once a second (everysec), or by the OS (never).
-    #[arg(long, default_value = "everysec", value_parser = ["always", "everysec", "never"])]
-    appendfsync: String,
     /// Largest bulk string a client may send, in bytes (requests above it
     /// get an error and the connection is closed).
     #[arg(long, default_value_t = 512 << 20)]
@@ -208,67 +210,126 @@ pub fn run(args: Args) -> super::CmdResult {
 }
 
 fn serve(a: ServeArgs) -> super::CmdResult {
-    if !a.peers.is_empty()
-        || a.id.is_some()
-        || a.raft.is_some()
-        || a.data.is_some()
-        || a.ram_disk
-        || a.join
-    {
-        return serve_raft(a);
-    }
-    let policy: FsyncPolicy = a.appendfsync.parse()?;
-    let (local, replayed) = match &a.aof {
-        Some(path) => {
-            let (r, replay) = LocalReplicator::with_aof(path, policy)?;
-            if replay.truncated_bytes > 0 {
-                eprintln!(
-                    "xlane kv: warning: {}: cut {} bytes of torn or corrupt tail after {} ops",
-                    path.display(),
-                    replay.truncated_bytes,
-                    replay.ops
-                );
-            }
-            (Arc::new(r), Some(replay))
+    let fsync: LogFsync = a.fsync.parse()?;
+    if a.peers.is_empty() {
+        if a.id.is_some() || a.join || a.raft.is_some() || a.controller.is_some() {
+            return Err(
+                "--id, --join, --raft and --controller are for cluster members: \
+                 give a --peer per member (a single node needs none)"
+                    .into(),
+            );
         }
-        None => (Arc::new(LocalReplicator::in_memory()), None),
+        if a.transport == "lane" {
+            return Err("--transport lane needs cluster members (--peer)".into());
+        }
+        return serve_single(a, fsync);
+    }
+    serve_raft(a, fsync)
+}
+
+/// A single node: a raft group of one member (id 1), served as a member is.
+fn serve_single(a: ServeArgs, fsync: LogFsync) -> super::CmdResult {
+    let bind = a.bind.clone().unwrap_or_else(|| "127.0.0.1:6380".into());
+    // The client port is bound first so a taken port fails before raft starts.
+    let listener = std::net::TcpListener::bind(&bind)?;
+    let addr = listener.local_addr()?;
+    let (storage, scratch) = match &a.data {
+        Some(dir) => {
+            let mut s = StorageConfig::new(dir.clone());
+            s.fsync = fsync;
+            (s, None)
+        }
+        None => {
+            // Memory only: a fresh log directory in /dev/shm, gone at a
+            // clean stop (a kill leaves it; its name has the process id).
+            let s = StorageConfig::ram_disk(&format!("xlane-kv-single-{}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&s.dir);
+            let dir = s.dir.clone();
+            (s, Some(dir))
+        }
     };
-    let repl: Arc<dyn Replicator> = local.clone();
+    std::fs::create_dir_all(&storage.dir).map_err(|e| format!("{}: {e}", storage.dir.display()))?;
+    let storage_dir = storage.dir.display().to_string();
+    let fsync_name = if scratch.is_some() {
+        "never"
+    } else {
+        a.fsync.as_str()
+    };
+    let mut cfg = RaftConfig::single(
+        addr.to_string(),
+        storage,
+        a.tick_ms.max(1) * 1_000_000,
+        a.max_latency_ms * 1_000_000,
+    )?;
+    cfg.node.snapshot_interval = a.snapshot_interval;
     let limits = Limits {
         max_bulk: a.max_bulk,
         ..Limits::default()
     };
-    let bind = a.bind.as_deref().unwrap_or("127.0.0.1:6380");
-    let server = Server::bind(bind, repl, limits)?;
-    let addr = server.local_addr()?;
+    let (repl, report) =
+        RaftReplicator::start_serving(cfg, listener, limits, Arc::new(Stats::default()))?;
+    warn_torn_tail(&report);
+    let repl = Arc::new(repl);
     println!(
         "{}",
         serde_json::json!({
             "event": "ready",
             "mode": "single",
             "bind": addr.to_string(),
-            "aof": a.aof.as_ref().map(|p| p.display().to_string()),
-            "appendfsync": a.appendfsync,
-            "replayed_ops": replayed.as_ref().map(|r| r.ops),
-            "truncated_bytes": replayed.as_ref().map(|r| r.truncated_bytes),
+            "data": a.data.as_ref().map(|_| storage_dir.clone()),
+            "log_dir": storage_dir,
+            "fsync": fsync_name,
+            "log_records_replayed": report.records,
+            "snapshot_loaded": report.snapshot_loaded,
         })
     );
-    exit_on_termination(
-        move || serde_json::json!({ "aof_synced": local.sync().map_err(|e| e.to_string()).err().is_none() }),
-    );
-    server.serve()?;
-    Ok(())
+    let stopping = Arc::new(AtomicBool::new(false));
+    let r = repl.clone();
+    exit_on_termination(stopping.clone(), move || {
+        r.shutdown();
+        if let Some(dir) = &scratch {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+        serde_json::json!({ "log_synced": true })
+    });
+    watch_driver(&repl, &stopping)
 }
 
-/// On SIGTERM or SIGINT: runs `finish` (what a clean stop owes: the
-/// append-only file synced, controller tunnels given back), prints a JSON
-/// `stopped` line with what it returned, and exits with status 0.
-fn exit_on_termination(finish: impl FnOnce() -> serde_json::Value + Send + 'static) {
+/// Warns about a torn tail cut from the raft log at start.
+fn warn_torn_tail(report: &xlane_kv::raft::OpenReport) {
+    if let Some(t) = &report.torn_tail {
+        eprintln!(
+            "xlane kv: warning: raft log {}: cut {} bytes of torn tail at offset {}",
+            t.segment.display(),
+            t.dropped_bytes,
+            t.offset
+        );
+    }
+}
+
+/// The clients are served on the raft driver's thread; this one only
+/// watches it until a clean stop takes over.
+fn watch_driver(repl: &RaftReplicator, stopping: &AtomicBool) -> super::CmdResult {
+    while repl.running() || stopping.load(Ordering::Acquire) {
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    Err("the raft driver stopped (the raft log could not be written)".into())
+}
+
+/// On SIGTERM or SIGINT: sets `stopping`, runs `finish` (what a clean stop
+/// owes: the raft log written and fsynced, controller tunnels given back),
+/// prints a JSON `stopped` line with what it returned, and exits with
+/// status 0.
+fn exit_on_termination(
+    stopping: Arc<AtomicBool>,
+    finish: impl FnOnce() -> serde_json::Value + Send + 'static,
+) {
     let stop = xlane_host::tuning::install_termination_flag();
     std::thread::spawn(move || {
-        while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+        while !stop.load(Ordering::Relaxed) {
             std::thread::sleep(std::time::Duration::from_millis(50));
         }
+        stopping.store(true, Ordering::Release);
         let detail = finish();
         // Whoever read the ready line may have closed stdout since.
         use std::io::Write;
@@ -281,12 +342,9 @@ fn exit_on_termination(finish: impl FnOnce() -> serde_json::Value + Send + 'stat
     });
 }
 
-fn serve_raft(a: ServeArgs) -> super::CmdResult {
+fn serve_raft(a: ServeArgs, fsync: LogFsync) -> super::CmdResult {
     let id =
         a.id.ok_or("cluster mode needs --id (this node's raft id) and a --peer per member")?;
-    if a.aof.is_some() {
-        return Err("--aof is for single-node mode; a cluster keeps its raft log in --data".into());
-    }
     let mut peers: BTreeMap<u64, Peer> = BTreeMap::new();
     for p in &a.peers {
         let (pid, peer) = parse_peer(p).map_err(|e| format!("--peer {p:?}: {e}"))?;
@@ -306,11 +364,7 @@ fn serve_raft(a: ServeArgs) -> super::CmdResult {
             .clone()
             .ok_or("cluster mode needs --data DIR (or --ram-disk)")?;
         let mut s = StorageConfig::new(dir);
-        s.fsync = match a.fsync.as_str() {
-            "always" => LogFsync::Always,
-            "never" => LogFsync::Never,
-            _ => LogFsync::Batch,
-        };
+        s.fsync = fsync;
         s
     };
     std::fs::create_dir_all(&storage.dir).map_err(|e| format!("{}: {e}", storage.dir.display()))?;
@@ -371,14 +425,7 @@ fn serve_raft(a: ServeArgs) -> super::CmdResult {
     let addr = listener.local_addr()?;
     let (repl, report) =
         RaftReplicator::start_serving(cfg, listener, limits, Arc::new(Stats::default()))?;
-    if let Some(t) = &report.torn_tail {
-        eprintln!(
-            "xlane kv: warning: raft log {}: cut {} bytes of torn tail at offset {}",
-            t.segment.display(),
-            t.dropped_bytes,
-            t.offset
-        );
-    }
+    warn_torn_tail(&report);
     let raft_addr = repl.raft_addr();
     let repl = Arc::new(repl);
     println!(
@@ -410,9 +457,15 @@ fn serve_raft(a: ServeArgs) -> super::CmdResult {
         })
     );
     let release = session.as_ref().map(Session::release);
-    exit_on_termination(move || match release {
-        Some(r) => serde_json::json!({ "tunnels_released": r.run() }),
-        None => serde_json::json!({}),
+    let stopping = Arc::new(AtomicBool::new(false));
+    let r = repl.clone();
+    exit_on_termination(stopping.clone(), move || {
+        let released = release.map(|rel| rel.run());
+        r.shutdown();
+        match released {
+            Some(t) => serde_json::json!({ "log_synced": true, "tunnels_released": t }),
+            None => serde_json::json!({ "log_synced": true }),
+        }
     });
     if let Some(s) = session {
         let repl = repl.clone();
@@ -428,12 +481,7 @@ fn serve_raft(a: ServeArgs) -> super::CmdResult {
                 });
             })?;
     }
-    // The clients are served on the raft driver's thread; this one only
-    // watches it.
-    while repl.running() {
-        std::thread::sleep(std::time::Duration::from_millis(200));
-    }
-    Err("the raft driver stopped (the raft log could not be written)".into())
+    watch_driver(&repl, &stopping)
 }
 
 /// Every member's controller host name, by raft id.

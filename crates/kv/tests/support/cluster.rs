@@ -86,7 +86,7 @@ impl Cluster {
         let mut st = StorageConfig::new(self.dirs[id as usize - 1].path());
         st.fsync = LogFsync::Never;
         let cfg = RaftConfig::new(id, self.peers.clone(), st, 10_000_000, 20_000_000).expect("cfg");
-        let stats = Arc::new(xlane_kv::server::Stats::default());
+        let stats = Arc::new(xlane_kv::session::Stats::default());
         RaftReplicator::start_serving(cfg, listener, Limits::default(), stats)
             .expect("start")
             .0

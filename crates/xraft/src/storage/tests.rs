@@ -229,3 +229,42 @@ fn corrupt_middle_segment_is_error_and_rotation_replays() {
         Err(OpenError::Corrupt { .. })
     ));
 }
+
+/// Under `everysec` every Ready's records are written at its sync (a process crash
+/// loses none of them) whether or not the fsync is due; `sync_now` fsyncs them.
+#[test]
+fn everysec_writes_every_sync_and_syncs_on_demand() {
+    let d = tempfile::tempdir().unwrap();
+    let mut c = cfg(d.path());
+    c.fsync = FsyncPolicy::EverySec;
+    {
+        let (mut s, _) = DiskStorage::open(c.clone()).unwrap();
+        for i in 1..=3 {
+            s.append(&[ent(i, 1, b"x")]).unwrap();
+            s.sync().unwrap();
+            s.sync_due().unwrap();
+        }
+        s.set_hard_state(&hs(1, 1, 3)).unwrap();
+        s.sync_now().unwrap();
+        assert!(!s.dirty);
+    }
+    let (s, _) = DiskStorage::open(c).unwrap();
+    assert_eq!(s.last_index().unwrap(), 3);
+    assert_eq!(s.hard_state(), &hs(1, 1, 3));
+}
+
+#[test]
+fn fsync_policies_parse() {
+    for (name, want) in [
+        ("always", FsyncPolicy::Always),
+        ("batch", FsyncPolicy::Batch),
+        ("everysec", FsyncPolicy::EverySec),
+        ("never", FsyncPolicy::Never),
+    ] {
+        assert_eq!(name.parse::<FsyncPolicy>(), Ok(want));
+    }
+    assert_eq!(
+        "sometimes".parse::<FsyncPolicy>(),
+        Err(UnknownFsyncPolicy("sometimes".into()))
+    );
+}
