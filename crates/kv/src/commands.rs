@@ -707,29 +707,17 @@ pub fn config_get(patterns: &[Vec<u8>], notify: NotifyFlags) -> Reply {
     Reply::Array(Some(out))
 }
 
+/// `HELLO` where no connection keeps a session (inside `MULTI`): protocol
+/// 2 only ([`crate::session::hello`] serves connections).
 fn hello_cmd(args: &Command) -> Reply {
-    if let Some(v) = args.get(1) {
-        match parse_i64_strict(v) {
-            Some(2) => {}
-            Some(_) => return Reply::err("NOPROTO unsupported protocol version"),
-            None => return Reply::err("ERR Protocol version is not an integer or out of range"),
+    let mut s = crate::session::Session::default();
+    match crate::session::hello(&mut s, args) {
+        r if s.resp3 => {
+            let _ = r;
+            Reply::err("NOPROTO unsupported protocol version")
         }
+        r => r,
     }
-    let kv = |k: &str, v: Reply| [Reply::bulk(k), v];
-    Reply::Array(Some(
-        [
-            kv("server", Reply::bulk("redis")),
-            kv("version", Reply::bulk("7.0.0")),
-            kv("proto", Reply::Integer(2)),
-            kv("id", Reply::Integer(1)),
-            kv("mode", Reply::bulk("standalone")),
-            kv("role", Reply::bulk("master")),
-            kv("modules", Reply::Array(Some(Vec::new()))),
-        ]
-        .into_iter()
-        .flatten()
-        .collect(),
-    ))
 }
 
 fn client_cmd(args: &Command) -> Reply {

@@ -58,6 +58,8 @@ pub struct Session {
     pub id: u64,
     /// `CLIENT SETNAME`.
     pub name: Option<Vec<u8>>,
+    /// After `HELLO 3`: replies in RESP3 ([`crate::resp3`]).
+    pub resp3: bool,
 }
 
 impl Session {
@@ -96,10 +98,76 @@ fn client_command(session: &mut Session, args: &crate::resp::Command) -> Option<
     })
 }
 
-/// Answers the commands about the connection itself (`READONLY`,
+/// `HELLO [protover [AUTH user pass] [SETNAME name]]`: switches the
+/// connection to RESP2 or RESP3 and describes the server (a map). There
+/// are no passwords: `AUTH` is taken for the `default` user only, as a
+/// Redis without `requirepass` takes it.
+pub fn hello(session: &mut Session, args: &crate::resp::Command) -> Reply {
+    let mut resp3 = session.resp3;
+    if let Some(v) = args.get(1) {
+        match crate::resp::parse_i64_strict(v) {
+            Some(2) => resp3 = false,
+            Some(3) => resp3 = true,
+            Some(_) => return Reply::err("NOPROTO unsupported protocol version"),
+            None => return Reply::err("ERR Protocol version is not an integer or out of range"),
+        }
+    }
+    let mut name = None;
+    let mut i = 2;
+    while i < args.len() {
+        let opt = args[i].to_ascii_lowercase();
+        match opt.as_slice() {
+            b"auth" if i + 2 < args.len() => {
+                if !args[i + 1].eq_ignore_ascii_case(b"default") {
+                    return Reply::err(
+                        "WRONGPASS invalid username-password pair or user is disabled.",
+                    );
+                }
+                i += 3;
+            }
+            b"setname" if i + 1 < args.len() => {
+                let n = &args[i + 1];
+                if n.iter().any(|&c| !(b'!'..=b'~').contains(&c)) {
+                    return Reply::err(ERR_CLIENT_NAME);
+                }
+                name = Some(n.clone());
+                i += 2;
+            }
+            _ => {
+                return Reply::err(format!(
+                    "ERR Syntax error in HELLO option '{}'",
+                    String::from_utf8_lossy(&args[i])
+                ))
+            }
+        }
+    }
+    session.resp3 = resp3;
+    if let Some(n) = name {
+        session.name = (!n.is_empty()).then_some(n);
+    }
+    let kv = |k: &str, v: Reply| (Reply::bulk(k), v);
+    Reply::Map(vec![
+        kv("server", Reply::bulk("redis")),
+        kv("version", Reply::bulk("7.0.0")),
+        kv("proto", Reply::Integer(if resp3 { 3 } else { 2 })),
+        kv("id", Reply::Integer(session.id as i64)),
+        kv("mode", Reply::bulk("cluster")),
+        kv("role", Reply::bulk("master")),
+        kv("modules", Reply::Array(Some(Vec::new()))),
+    ])
+}
+
+/// Answers the commands about the connection itself (`HELLO`, `READONLY`,
 /// `READWRITE`, `CLIENT SETNAME/GETNAME/ID`); `None` for every other
 /// command.
 pub fn session_command(session: &mut Session, args: &crate::resp::Command) -> Option<Reply> {
+    if args
+        .first()
+        .is_some_and(|n| n.eq_ignore_ascii_case(b"hello"))
+        && !session.txn.in_multi()
+    {
+        return Some(hello(session, args));
+    }
     if args
         .first()
         .is_some_and(|n| n.eq_ignore_ascii_case(b"client"))
