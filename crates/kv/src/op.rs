@@ -124,7 +124,7 @@ pub enum WriteCmd {
     /// watched key's version ([`crate::store::Store::version`]) is not the
     /// one recorded at `WATCH`, nothing runs and the reply is a nil array.
     Exec {
-        /// (key, version at WATCH time; 0: absent).
+        /// (key, version at WATCH time; see [`crate::store::Store::version`]).
         watched: Vec<(Vec<u8>, u64)>,
         /// The queued commands, in order (no `Exec` inside).
         cmds: Vec<WriteCmd>,
