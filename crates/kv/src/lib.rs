@@ -31,6 +31,7 @@
 
 pub mod client_loop;
 pub mod commands;
+pub mod expiry;
 pub mod members;
 pub mod op;
 pub mod pubsub;

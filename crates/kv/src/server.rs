@@ -147,6 +147,7 @@ pub fn handle(
         Step::Pass => {}
         Step::Reply(r) => return (r, false),
         Step::Watch(keys) => {
+            expire_due(repl, now);
             if !session.readonly {
                 if let Err(e) = repl.read_barrier() {
                     return (
@@ -194,6 +195,7 @@ pub fn handle(
             }
         }
         Action::Read(cmd) => {
+            expire_due(repl, now);
             if cmd.needs_barrier() && !session.readonly {
                 if let Err(e) = repl.read_barrier() {
                     return (replica_error_reply(&e, cmd.first_key()), false);
@@ -203,6 +205,23 @@ pub fn handle(
                 Ok(s) => (cmd.execute(&s, now), false),
                 Err(_) => (Reply::err("ERR store lock poisoned"), false),
             }
+        }
+    }
+}
+
+/// Lazy expiry before a read: proposes the removal of every key due at
+/// `now` ([`crate::expiry::due`], in bounded batches), so a read never
+/// meets a key this server's leader clock has expired. On a follower the
+/// first proposal is refused and the read goes on.
+fn expire_due(repl: &dyn Replicator, now: u64) {
+    loop {
+        let op = match repl.store().read() {
+            Ok(s) => crate::expiry::due(&s, now),
+            Err(_) => None,
+        };
+        let Some(op) = op else { break };
+        if repl.propose(op).is_err() {
+            break;
         }
     }
 }

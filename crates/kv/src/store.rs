@@ -4,9 +4,16 @@
 //! Writes go only through [`Store::apply`], which takes its time from the
 //! op ([`WriteOp::ts_ms`]) and keeps a logical clock, the maximum `ts_ms`
 //! applied so far; keys whose expiry is not after that clock are removed
-//! (in a deterministic order) before each op runs. Reads take the reader's
-//! clock, but never look earlier than the logical clock, so a key a write
-//! has seen expire is never read back.
+//! (in a deterministic order) before each op runs, and the leader removes
+//! the others it finds expired with [`WriteCmd::DelExpired`] ops
+//! ([`crate::expiry`]).
+//!
+//! Reads judge existence by the applied state alone — a key exists while it
+//! is in the map, whatever the reader's clock — so every member that has
+//! applied the same ops gives the same answer: a linearizable read (after
+//! a ReadIndex round) on a follower and on the leader agree, and a key the
+//! leader expired is gone everywhere at the same log position. The reader's
+//! clock only says how much time a key has left (`TTL`, never below 0).
 //!
 //! Beside the replicated state a store keeps this member's own: the event
 //! classes to report ([`Store::set_notifications`]) and a bounded queue of
@@ -235,8 +242,10 @@ impl Store {
         });
     }
 
-    fn now(&self, now_ms: u64) -> u64 {
-        now_ms.max(self.clock_ms)
+    /// The instant existence is judged at: the logical clock, never the
+    /// reader's `now_ms` (see the module docs).
+    fn now(&self, _now_ms: u64) -> u64 {
+        self.clock_ms
     }
 
     fn live(&self, key: &[u8], now: u64) -> Option<&Entry> {
@@ -416,10 +425,41 @@ impl Store {
         }
     }
 
+    /// Up to `limit` keys whose expiry is not after `now_ms`, the earliest
+    /// first (what the leader removes with [`WriteCmd::DelExpired`]).
+    pub fn due(&self, now_ms: u64, limit: usize) -> Vec<Vec<u8>> {
+        self.expiries
+            .range(..(now_ms.saturating_add(1), Vec::new()))
+            .take(limit)
+            .map(|(_, k)| k.clone())
+            .collect()
+    }
+
+    /// [`WriteCmd::DelExpired`]: removes each key still due at `at`.
+    fn del_expired(&mut self, keys: &[Vec<u8>], at: u64) -> Reply {
+        let mut n = 0;
+        for k in keys {
+            let due = self
+                .map
+                .get(k.as_slice())
+                .and_then(|e| e.expire_at)
+                .is_some_and(|t| t <= at);
+            if due {
+                self.remove(k);
+                self.event(NotifyFlags::EXPIRED, "expired", k);
+                n += 1;
+            }
+        }
+        Reply::Integer(n)
+    }
+
     /// Applies one write and returns its reply. Deterministic: depends only
     /// on the store and the op.
     pub fn apply(&mut self, op: &WriteOp) -> Reply {
         self.applied += 1;
+        if let WriteCmd::DelExpired { keys } = &op.cmd {
+            return self.del_expired(keys, op.ts_ms);
+        }
         self.clock_ms = self.clock_ms.max(op.ts_ms);
         let now = self.clock_ms;
         self.purge(now);
@@ -568,6 +608,8 @@ impl Store {
             }
             WriteCmd::Data { args, seed } => crate::types::apply(self, args, *seed, now),
             WriteCmd::Query { args, seed } => crate::commands::query(self, args, *seed, now),
+            // Only at the top (`apply`); a decoded op never has it here.
+            WriteCmd::DelExpired { keys } => self.del_expired(keys, now),
             WriteCmd::Exec { watched, cmds } => {
                 if watched.iter().any(|(k, v)| self.version(k, now) != *v) {
                     return Reply::Array(None);
