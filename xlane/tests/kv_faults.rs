@@ -7,10 +7,15 @@
 //! Dropped, duplicated and delayed packets are exercised in the simulator
 //! (`cargo test -p xlane-xraft --test linearizable`): this kernel has no
 //! `netem`.
+//! The clients issue strings (`SET`/`GET`), hashes (`HSET`, `HDEL`,
+//! `HGETALL`), lists (`RPUSH`, `LPOP`, `LRANGE`), sets (`SADD`, `SREM`,
+//! `SMEMBERS`), sorted sets (`ZINCRBY`, `ZREM`, `ZRANGE ... WITHSCORES`)
+//! and `MULTI`/`EXEC` transactions over one key.
 //! Every operation is recorded (call and return times, or an unknown
 //! outcome for writes that timed out or were cut off) and the history is
-//! checked for linearizability with `xlane-lincheck`; after healing, every
-//! member must hold the same value for every key. Each run prints its seed;
+//! checked for linearizability with `xlane-lincheck`'s `TypedModel`; after
+//! healing, every member must hold the same key space (each member's every
+//! key, found by `SCAN`, with its `TYPE` and its value read by type). Each run prints its seed;
 //! `KV_FAULT_SEED=N` repeats one, `KV_FAULT_RUNS=N` sets how many run (3 by
 //! default, to keep CI short: the README's command runs 10).
 //!
@@ -27,11 +32,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use xlane_kv::resp::Reply;
-use xlane_lincheck::{check, CheckOptions, HistoryRecorder, KvInput, KvModel, KvOutput};
+use xlane_lincheck::{
+    check, CheckOptions, HistoryRecorder, TypedCall, TypedInput, TypedModel, TypedOutput,
+};
 use xlane_testbed::{enter_netns, HostInfo, Testbed, TestbedConfig};
 
 const MEMBERS: usize = 3;
-const KEYS: u64 = 4;
+const KEYS: u64 = 3;
 const CLIENTS: usize = 4;
 const FAULT_PHASE: Duration = Duration::from_secs(6);
 const OP_TIMEOUT: Duration = Duration::from_millis(500);
@@ -136,10 +143,154 @@ fn moved_to(members: &[SocketAddr], e: &str) -> Option<usize> {
     members.iter().position(|m| m.to_string() == to)
 }
 
-type Recorder = Arc<Mutex<HistoryRecorder<KvInput, KvOutput>>>;
+type Recorder = Arc<Mutex<HistoryRecorder<TypedInput, TypedOutput>>>;
 
-/// One client: random SETs (unique values) and GETs (linearizable reads)
-/// on a few keys, following `MOVED`, until `stop`.
+/// A random operation: its key, what the model is told, the command words
+/// (several for a transaction), and whether it writes.
+fn draw(rng: &mut Rng, id: u64, n: u64) -> (TypedInput, Vec<Vec<String>>, bool) {
+    let unique = format!("c{id}-{n}");
+    let pick = |rng: &mut Rng, xs: &[&str]| xs[rng.below(xs.len() as u64) as usize].to_string();
+    let ty = rng.below(6);
+    let key = format!(
+        "{}{}",
+        ["k", "h", "l", "s", "z", "l"][ty as usize],
+        rng.below(KEYS)
+    );
+    let w = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<String>>();
+    let b = |s: &str| s.as_bytes().to_vec();
+    // One command on `key`: (model call, words, writes).
+    let one = |rng: &mut Rng, ty: u64| -> (TypedCall, Vec<String>, bool) {
+        let r = rng.below(3);
+        match (ty, r) {
+            (0, 0) => (TypedCall::Get, w(&["GET", key.as_str()]), false),
+            (0, _) => (
+                TypedCall::Set(b(unique.as_str())),
+                w(&["SET", key.as_str(), unique.as_str()]),
+                true,
+            ),
+            (1, 0) => (TypedCall::HGetAll, w(&["HGETALL", key.as_str()]), false),
+            (1, 1) => {
+                let f = pick(rng, &["a", "b", "c"]);
+                (
+                    TypedCall::HDel(b(f.as_str())),
+                    w(&["HDEL", key.as_str(), f.as_str()]),
+                    true,
+                )
+            }
+            (1, _) => {
+                let f = pick(rng, &["a", "b", "c"]);
+                (
+                    TypedCall::HSet(b(f.as_str()), b(unique.as_str())),
+                    w(&["HSET", key.as_str(), f.as_str(), unique.as_str()]),
+                    true,
+                )
+            }
+            (2, 0) => (
+                TypedCall::LRange,
+                w(&["LRANGE", key.as_str(), "0", "-1"]),
+                false,
+            ),
+            (2, 1) => (TypedCall::LPop, w(&["LPOP", key.as_str()]), true),
+            (2, _) => (
+                TypedCall::RPush(b(unique.as_str())),
+                w(&["RPUSH", key.as_str(), unique.as_str()]),
+                true,
+            ),
+            (3, 0) => (TypedCall::SMembers, w(&["SMEMBERS", key.as_str()]), false),
+            (3, 1) => {
+                let m = pick(rng, &["a", "b", "c"]);
+                (
+                    TypedCall::SRem(b(m.as_str())),
+                    w(&["SREM", key.as_str(), m.as_str()]),
+                    true,
+                )
+            }
+            (3, _) => {
+                let m = pick(rng, &["a", "b", "c"]);
+                (
+                    TypedCall::SAdd(b(m.as_str())),
+                    w(&["SADD", key.as_str(), m.as_str()]),
+                    true,
+                )
+            }
+            (4, 0) => (
+                TypedCall::ZRange,
+                w(&["ZRANGE", key.as_str(), "0", "-1", "WITHSCORES"]),
+                false,
+            ),
+            (4, 1) => {
+                let m = pick(rng, &["a", "b"]);
+                (
+                    TypedCall::ZRem(b(m.as_str())),
+                    w(&["ZREM", key.as_str(), m.as_str()]),
+                    true,
+                )
+            }
+            (_, _) => {
+                let m = pick(rng, &["a", "b"]);
+                let d = rng.below(5) as i64 - 2;
+                (
+                    TypedCall::ZIncrBy(d, b(m.as_str())),
+                    w(&["ZINCRBY", key.as_str(), d.to_string().as_str(), m.as_str()]),
+                    true,
+                )
+            }
+        }
+    };
+    if ty == 5 {
+        // A transaction: two to four commands of the list type on one key
+        // (sometimes one of another type: WRONGTYPE inside EXEC).
+        let mut calls = Vec::new();
+        let mut words = vec![w(&["MULTI"])];
+        for _ in 0..2 + rng.below(3) {
+            let t = if rng.below(6) == 0 { 0 } else { 2 };
+            let (c, v, _) = one(rng, t);
+            calls.push(c);
+            words.push(v);
+        }
+        words.push(w(&["EXEC"]));
+        return (
+            TypedInput::new(key.as_bytes(), TypedCall::Multi(calls)),
+            words,
+            true,
+        );
+    }
+    let (c, v, write) = one(rng, ty);
+    (TypedInput::new(key.as_bytes(), c), vec![v], write)
+}
+
+/// What the model sees of a reply (`None`: not a reply the command gives).
+fn output(call: &TypedCall, r: &Reply) -> Option<TypedOutput> {
+    Some(match r {
+        Reply::Simple(s) if s == "OK" => TypedOutput::Ok,
+        Reply::Integer(i) => TypedOutput::Int(*i),
+        Reply::Bulk(v) => TypedOutput::Bulk(v.clone()),
+        Reply::Error(e) if e.starts_with("WRONGTYPE") => TypedOutput::WrongType,
+        Reply::Array(Some(items)) => match call {
+            TypedCall::Multi(calls) if calls.len() == items.len() => TypedOutput::Exec(
+                calls
+                    .iter()
+                    .zip(items)
+                    .map(|(c, r)| output(c, r))
+                    .collect::<Option<_>>()?,
+            ),
+            TypedCall::Multi(_) => return None,
+            _ => TypedOutput::Items(
+                items
+                    .iter()
+                    .map(|i| match i {
+                        Reply::Bulk(Some(b)) => Some(b.clone()),
+                        _ => None,
+                    })
+                    .collect::<Option<_>>()?,
+            ),
+        },
+        _ => return None,
+    })
+}
+
+/// One client: random commands of every type (unique values) and
+/// transactions on a few keys, following `MOVED`, until `stop`.
 fn client(
     id: u64,
     seed: u64,
@@ -163,30 +314,23 @@ fn client(
             }
         }
         let c = conn.as_mut().expect("open");
-        let key = format!("k{}", rng.below(KEYS));
-        let write = rng.below(2) == 0;
         n += 1;
-        let value = format!("c{id}-{n}");
-        let input = if write {
-            KvInput::put(key.as_bytes(), value.as_bytes())
-        } else {
-            KvInput::get(key.as_bytes())
-        };
+        let (input, words, write) = draw(&mut rng, id, n);
+        let call = input.call.clone();
         let h = rec.lock().unwrap().invoke(id, input, now_ns(t0));
-        let reply = if write {
-            c.try_cmd(&["SET".as_bytes(), key.as_bytes(), value.as_bytes()])
-        } else {
-            c.try_cmd(&["GET".as_bytes(), key.as_bytes()])
-        };
+        // A transaction's last reply is EXEC's (MULTI and the queued
+        // commands answer locally).
+        let reply = c.try_pipeline(&words).and_then(|mut r| r.pop());
         let at = now_ns(t0);
         let mut r = rec.lock().unwrap();
-        match reply {
-            Some(Reply::Simple(s)) if write && s == "OK" => {
-                r.complete(h, KvOutput::Ok, at).unwrap();
-                acked += 1;
+        match reply.as_ref().map(|x| (x, output(&call, x))) {
+            Some((_, Some(o))) => {
+                r.complete(h, o, at).unwrap();
+                if write {
+                    acked += 1;
+                }
             }
-            Some(Reply::Bulk(v)) if !write => r.complete(h, KvOutput::Value(v), at).unwrap(),
-            Some(Reply::Error(e)) => {
+            Some((Reply::Error(e), None)) => {
                 // A follower refuses before proposing, and "was not applied"
                 // is definite; anything else may or may not have happened.
                 let definite = e.starts_with("MOVED ") || e.contains("was not applied");
@@ -196,7 +340,7 @@ fn client(
                     r.abandon(h).unwrap();
                     unknown += 1;
                 }
-                if let Some(l) = moved_to(&members, &e) {
+                if let Some(l) = moved_to(&members, e) {
                     target = l;
                     conn = None;
                 }
@@ -218,6 +362,57 @@ fn client(
         }
     }
     (acked, unknown)
+}
+
+/// A member's whole key space from its own state (`READONLY`): every key
+/// `SCAN` finds, sorted, with its `TYPE` and its value read by type.
+fn dump(a: SocketAddr) -> Option<Vec<(Vec<u8>, Reply, Reply)>> {
+    let mut c = Conn::try_open(a, OP_TIMEOUT)?;
+    c.try_cmd(&["READONLY"])?;
+    let mut keys = Vec::new();
+    let mut cursor = b"0".to_vec();
+    loop {
+        let scan = [
+            b"SCAN".to_vec(),
+            cursor.clone(),
+            b"COUNT".to_vec(),
+            b"1000".to_vec(),
+        ];
+        let Reply::Array(Some(mut page)) = c.try_cmd(&scan)? else {
+            return None;
+        };
+        let Some(Reply::Array(Some(ks))) = page.pop() else {
+            return None;
+        };
+        for k in ks {
+            if let Reply::Bulk(Some(k)) = k {
+                keys.push(k);
+            }
+        }
+        match page.pop() {
+            Some(Reply::Bulk(Some(next))) if next != b"0" => cursor = next,
+            _ => break,
+        }
+    }
+    keys.sort();
+    keys.dedup();
+    let mut out = Vec::new();
+    for k in keys {
+        let ty = c.try_cmd(&[b"TYPE".to_vec(), k.clone()])?;
+        let read: &[&str] = match &ty {
+            Reply::Simple(t) if t == "string" => &["GET"],
+            Reply::Simple(t) if t == "hash" => &["HGETALL"],
+            Reply::Simple(t) if t == "list" => &["LRANGE", "0", "-1"],
+            Reply::Simple(t) if t == "set" => &["SMEMBERS"],
+            Reply::Simple(t) if t == "zset" => &["ZRANGE", "0", "-1", "WITHSCORES"],
+            _ => &["TYPE"],
+        };
+        let mut words: Vec<Vec<u8>> = vec![read[0].as_bytes().to_vec(), k.clone()];
+        words.extend(read[1..].iter().map(|w| w.as_bytes().to_vec()));
+        let v = c.try_cmd(&words)?;
+        out.push((k, ty, v));
+    }
+    Some(out)
 }
 
 /// Runs `args` in host `h`'s namespace (`ip netns exec`), which must work.
@@ -313,34 +508,22 @@ fn run(seed: u64) {
         unknown += u;
     }
 
-    // Every member ends with the same value for every key: read each on
-    // every member from its own state (READONLY) until they agree.
+    // Every member ends with the same key space: dump each member's from
+    // its own state (READONLY) until they agree.
     let _ns = enter_netns(&client_host).expect("enter the clients' host");
     let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        let mut views = Vec::new();
-        for a in &addrs {
-            let view: Option<Vec<Option<Reply>>> =
-                Conn::try_open(*a, OP_TIMEOUT).and_then(|mut c| {
-                    c.try_cmd(&["READONLY"])?;
-                    Some(
-                        (0..KEYS)
-                            .map(|k| c.try_cmd(&["GET".to_string(), format!("k{k}")]))
-                            .collect(),
-                    )
-                });
-            views.push(view);
-        }
+    let keys = loop {
+        let views: Vec<_> = addrs.iter().map(|a| dump(*a)).collect();
         let agree = views.iter().all(|v| v.is_some() && *v == views[0]);
         if agree {
-            break;
+            break views[0].as_ref().map_or(0, Vec::len);
         }
         assert!(
             Instant::now() < deadline,
             "seed {seed}: replicas differ after healing: {views:?}"
         );
         std::thread::sleep(Duration::from_millis(200));
-    }
+    };
     drop(_ns);
 
     let history = Arc::try_unwrap(rec)
@@ -348,9 +531,10 @@ fn run(seed: u64) {
         .into_inner()
         .unwrap()
         .finish();
-    let report = check(&KvModel, &history, &CheckOptions::default()).expect("well-formed history");
+    let report =
+        check(&TypedModel, &history, &CheckOptions::default()).expect("well-formed history");
     println!(
-        "seed {seed}: {} kill -9 + restarts, {} link cuts; {} ops, {acked} acknowledged writes, {unknown} writes of unknown outcome; linearizable: {}",
+        "seed {seed}: {} kill -9 + restarts, {} link cuts; {} ops, {acked} acknowledged writes, {unknown} writes of unknown outcome; {keys} keys identical on every member; linearizable: {}",
         faults.kills,
         faults.cuts,
         report.ops,

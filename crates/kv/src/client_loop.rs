@@ -267,6 +267,8 @@ pub struct ClientLoop {
     store_classes: NotifyFlags,
     /// Messages for subscribers, handed out at the end of the turn.
     outbox: Vec<(u64, Vec<u8>)>,
+    /// The leader's active expiry ([`crate::expiry`]).
+    expiry: crate::expiry::ExpiryCycle,
 }
 
 impl ClientLoop {
@@ -307,6 +309,7 @@ impl ClientLoop {
             notify: NotifyFlags::NONE,
             store_classes: NotifyFlags::NONE,
             outbox: Vec::new(),
+            expiry: Default::default(),
         })
     }
 
@@ -780,6 +783,15 @@ impl Frontend for ClientLoop {
     }
 
     fn turn(&mut self, sub: &mut dyn Submit, readable: bool) -> bool {
+        // Expiry as the leader decides it: one bounded batch a turn, token 0
+        // (never issued: its outcome is dropped); a follower's is refused.
+        let op = match self.store.read() {
+            Ok(s) => self.expiry.poll(&s, now_ms()),
+            Err(_) => None,
+        };
+        if let Some(op) = op {
+            let _ = sub.propose(op.encode(), 0);
+        }
         for id in std::mem::take(&mut self.again) {
             self.pump(id, sub);
         }

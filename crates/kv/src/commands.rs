@@ -848,7 +848,9 @@ impl WriteCmd {
             | WriteCmd::ExpireAt { key, .. }
             | WriteCmd::Persist { key } => Some(key),
             WriteCmd::MSet { pairs } => pairs.first().map(|p| p.0.as_slice()),
-            WriteCmd::Del { keys } => keys.first().map(|k| k.as_slice()),
+            WriteCmd::Del { keys } | WriteCmd::DelExpired { keys } => {
+                keys.first().map(|k| k.as_slice())
+            }
             WriteCmd::FlushDb => None,
             WriteCmd::Data { args, .. } => crate::types::first_key(args),
             WriteCmd::Exec { cmds, .. } => cmds.iter().find_map(|c| c.first_key()),
@@ -902,7 +904,13 @@ pub fn execute_local(store: &mut Store, args: &Command, now_ms: u64) -> Reply {
     match classify(args, now_ms) {
         Action::Reply(r) => r,
         Action::Write(op) => store.apply(&op),
-        Action::Read(r) => r.execute(store, now_ms),
+        Action::Read(r) => {
+            // As the single node does: expiry first, as the leader decides it.
+            while let Some(op) = crate::expiry::due(store, now_ms) {
+                store.apply(&op);
+            }
+            r.execute(store, now_ms)
+        }
         Action::Quit => Reply::ok(),
         Action::Member(_) => Reply::err(ERR_NOT_CLUSTER),
         Action::Setting(SettingCmd::ConfigGet(p)) => config_get(&p, NotifyFlags::NONE),

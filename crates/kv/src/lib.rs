@@ -40,6 +40,7 @@ pub mod client_list;
 pub mod client_loop;
 pub mod cluster;
 pub mod commands;
+pub mod expiry;
 pub mod members;
 pub mod op;
 pub mod pubsub;

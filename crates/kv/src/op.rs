@@ -6,8 +6,8 @@
 //! the same sequence of ops to an empty [`crate::store::Store`] gives the
 //! same state and the same replies on every replica, whatever its clock.
 //!
-//! Encoding (version 1; the data-type and transaction tags 9 and 10 were
-//! added without changing the encoding of the others, so earlier logs still
+//! Encoding (version 1; the data-type, transaction, query and expiry tags
+//! 9 to 12 were added without changing the encoding of the others, so earlier logs still
 //! decode), all integers little-endian:
 //! `version:u8 = 1 | tag:u8 | ts_ms:u64 | body`, where byte strings are
 //! `len:u32 | bytes`, lists are `count:u32 | items`, options are
@@ -120,11 +120,21 @@ pub enum WriteCmd {
         /// Seed of its random picks (`SRANDMEMBER`).
         seed: u64,
     },
+    /// Expiry decided by the leader ([`crate::expiry`]): removes each of
+    /// `keys` whose expiry is not after the op's `ts_ms` (a key given a
+    /// later expiry or none since is kept). Bounded work: unlike every
+    /// other op it neither advances the logical clock nor removes any key
+    /// it does not name. Never inside an `Exec`.
+    DelExpired {
+        /// The keys the leader found expired, at most
+        /// [`crate::expiry::BATCH_KEYS`].
+        keys: Vec<Vec<u8>>,
+    },
     /// `EXEC`: a transaction's commands, applied as one entry. When any
     /// watched key's version ([`crate::store::Store::version`]) is not the
     /// one recorded at `WATCH`, nothing runs and the reply is a nil array.
     Exec {
-        /// (key, version at WATCH time; 0: absent).
+        /// (key, version at WATCH time; see [`crate::store::Store::version`]).
         watched: Vec<(Vec<u8>, u64)>,
         /// The queued commands, in order (no `Exec` inside).
         cmds: Vec<WriteCmd>,
@@ -177,6 +187,7 @@ const T_FLUSHDB: u8 = 8;
 const T_DATA: u8 = 9;
 const T_EXEC: u8 = 10;
 const T_QUERY: u8 = 11;
+const T_DELEXPIRED: u8 = 12;
 
 fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
     // Keys and values are bounded by the RESP limits (< 4 GiB).
@@ -302,6 +313,7 @@ impl WriteCmd {
             WriteCmd::Data { .. } => T_DATA,
             WriteCmd::Exec { .. } => T_EXEC,
             WriteCmd::Query { .. } => T_QUERY,
+            WriteCmd::DelExpired { .. } => T_DELEXPIRED,
         }
     }
 
@@ -340,7 +352,7 @@ impl WriteCmd {
                     put_bytes(out, v);
                 }
             }
-            WriteCmd::Del { keys } => {
+            WriteCmd::Del { keys } | WriteCmd::DelExpired { keys } => {
                 out.extend_from_slice(&(keys.len() as u32).to_le_bytes());
                 for k in keys {
                     put_bytes(out, k);
@@ -479,6 +491,15 @@ impl WriteCmd {
                 WriteCmd::Query { args, seed }
             }
             T_QUERY => return Err(OpDecodeError::Invalid("query outside exec")),
+            T_DELEXPIRED if top => {
+                let n = r.count(4)?;
+                let mut keys = Vec::with_capacity(n);
+                for _ in 0..n {
+                    keys.push(r.bytes()?);
+                }
+                WriteCmd::DelExpired { keys }
+            }
+            T_DELEXPIRED => return Err(OpDecodeError::Invalid("expiry inside exec")),
             t => return Err(OpDecodeError::UnknownTag(t)),
         })
     }
@@ -553,7 +574,9 @@ pub(crate) mod tests {
             proptest::collection::vec(prop_oneof![cmd.clone(), query], 0..3),
         )
             .prop_map(|(watched, cmds)| WriteCmd::Exec { watched, cmds });
-        let cmd = prop_oneof![4 => cmd, 1 => exec];
+        let expired =
+            proptest::collection::vec(bytes(), 1..4).prop_map(|keys| WriteCmd::DelExpired { keys });
+        let cmd = prop_oneof![4 => cmd, 1 => exec, 1 => expired];
         (any::<u64>(), cmd).prop_map(|(ts_ms, cmd)| WriteOp { ts_ms, cmd })
     }
 

@@ -322,7 +322,7 @@ mod tests {
             ),
             (
                 "store missing",
-                &good[..good.len() - 30],
+                &good[..good.len() - Store::new().snapshot().len() + 2],
                 KvSnapshotError::Store(SnapshotError::BadHeader),
             ),
         ];

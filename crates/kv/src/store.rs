@@ -4,9 +4,16 @@
 //! Writes go only through [`Store::apply`], which takes its time from the
 //! op ([`WriteOp::ts_ms`]) and keeps a logical clock, the maximum `ts_ms`
 //! applied so far; keys whose expiry is not after that clock are removed
-//! (in a deterministic order) before each op runs. Reads take the reader's
-//! clock, but never look earlier than the logical clock, so a key a write
-//! has seen expire is never read back.
+//! (in a deterministic order) before each op runs, and the leader removes
+//! the others it finds expired with [`WriteCmd::DelExpired`] ops
+//! ([`crate::expiry`]).
+//!
+//! Reads judge existence by the applied state alone — a key exists while it
+//! is in the map, whatever the reader's clock — so every member that has
+//! applied the same ops gives the same answer: a linearizable read (after
+//! a ReadIndex round) on a follower and on the leader agree, and a key the
+//! leader expired is gone everywhere at the same log position. The reader's
+//! clock only says how much time a key has left (`TTL`, never below 0).
 //!
 //! Beside the replicated state a store keeps this member's own: the event
 //! classes to report ([`Store::set_notifications`]) and a bounded queue of
@@ -52,6 +59,8 @@ pub struct Store {
     map: HashMap<Vec<u8>, Entry>,
     /// (expire_at, key) for every key with an expiry.
     expiries: OrdSet<(u64, Vec<u8>)>,
+    /// What `WATCH` sees of absent keys: see [`Tombstones`].
+    tombs: Tombstones,
     clock_ms: u64,
     applied: u64,
     /// Event classes to queue (this member's, not replicated).
@@ -74,8 +83,65 @@ pub enum SnapshotError {
 
 /// Strings only (before data types): still restored.
 const SNAP_MAGIC_V1: &[u8; 8] = b"XLKVSNP1";
-/// Typed values and entry versions.
-const SNAP_MAGIC: &[u8; 8] = b"XLKVSTO2";
+/// Typed values and entry versions, no tombstones: still restored.
+const SNAP_MAGIC_V2: &[u8; 8] = b"XLKVSTO2";
+/// Typed values, entry versions and tombstones.
+const SNAP_MAGIC: &[u8; 8] = b"XLKVSTO3";
+
+/// The bit that marks the [`Store::version`] of an absent key.
+pub const ABSENT: u64 = 1 << 63;
+
+/// Most tombstones a store keeps ([`Tombstones`]).
+pub const MAX_TOMBSTONES: usize = 1 << 16;
+
+/// The applied count at which each recently removed key was removed, so
+/// that `WATCH` of an absent key sees it created and removed again. At
+/// most [`MAX_TOMBSTONES`] are kept; when one more is needed the oldest
+/// goes and `floor` rises to its stamp: a key without a tombstone reads
+/// as removed at `floor`. That can abort an `EXEC` whose watched key was
+/// absent throughout (after that many removals of other keys) — never
+/// let one through that a change should have aborted. Replicated state
+/// (a deterministic function of the applied ops, in the snapshot), so
+/// every member decides an `EXEC` the same way.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Tombstones {
+    stamps: HashMap<Vec<u8>, u64>,
+    /// (stamp, key), the oldest first.
+    order: OrdSet<(u64, Vec<u8>)>,
+    floor: u64,
+}
+
+impl Tombstones {
+    /// The applied count at which `key` was last removed, as far as kept.
+    pub fn stamp(&self, key: &[u8]) -> u64 {
+        self.stamps.get(key).copied().unwrap_or(self.floor)
+    }
+
+    /// Records that `key` was removed at applied count `at`.
+    pub fn bury(&mut self, key: &[u8], at: u64) {
+        if let Some(old) = self.stamps.insert(key.to_vec(), at) {
+            self.order.remove(&(old, key.to_vec()));
+        }
+        self.order.insert((at, key.to_vec()));
+        while self.stamps.len() > MAX_TOMBSTONES {
+            let Some((t, k)) = self.order.remove_min() else {
+                break;
+            };
+            self.stamps.remove(&k);
+            self.floor = self.floor.max(t);
+        }
+    }
+
+    /// How many are kept.
+    pub fn len(&self) -> usize {
+        self.stamps.len()
+    }
+
+    /// True when none is kept.
+    pub fn is_empty(&self) -> bool {
+        self.stamps.is_empty()
+    }
+}
 
 impl Store {
     /// An empty store with its clock at 0.
@@ -136,6 +202,7 @@ impl Store {
         Store {
             map: self.map.clone(),
             expiries: self.expiries.clone(),
+            tombs: self.tombs.clone(),
             clock_ms: self.clock_ms,
             applied: self.applied,
             ..Store::new()
@@ -148,12 +215,14 @@ impl Store {
         let Store {
             map,
             expiries,
+            tombs,
             clock_ms,
             applied,
             ..
         } = new;
         self.map = map;
         self.expiries = expiries;
+        self.tombs = tombs;
         self.clock_ms = clock_ms;
         self.applied = applied;
     }
@@ -173,8 +242,10 @@ impl Store {
         });
     }
 
-    fn now(&self, now_ms: u64) -> u64 {
-        now_ms.max(self.clock_ms)
+    /// The instant existence is judged at: the logical clock, never the
+    /// reader's `now_ms` (see the module docs).
+    fn now(&self, _now_ms: u64) -> u64 {
+        self.clock_ms
     }
 
     fn live(&self, key: &[u8], now: u64) -> Option<&Entry> {
@@ -197,10 +268,18 @@ impl Store {
         self.live(key, self.now(now_ms)).map(|e| &e.value)
     }
 
-    /// The version of `key` at `now_ms` (0: absent): the applied count of
-    /// its last write, what `WATCH` records.
+    /// The version of `key` at `now_ms`, what `WATCH` records and `EXEC`
+    /// compares: for a key that exists, the applied count of its last
+    /// change (below [`ABSENT`]); for an absent one, [`ABSENT`] plus the
+    /// applied count of its last removal (delete, expiry, emptied
+    /// collection) as its tombstone remembers it (see [`Tombstones`]).
+    /// Any change to a key between two reads — including one that leaves
+    /// it as it was, such as a create then a delete — moves its version.
     pub fn version(&self, key: &[u8], now_ms: u64) -> u64 {
-        self.live(key, self.now(now_ms)).map_or(0, |e| e.version)
+        match self.live(key, self.now(now_ms)) {
+            Some(e) => e.version,
+            None => ABSENT | self.tombs.stamp(key),
+        }
     }
 
     /// `None` when `key` does not exist at `now_ms`, else its absolute
@@ -241,6 +320,7 @@ impl Store {
         if let Some(t) = e.expire_at {
             self.expiries.remove(&(t, key.to_vec()));
         }
+        self.tombs.bury(key, self.applied);
         Some(e)
     }
 
@@ -339,15 +419,47 @@ impl Store {
             }
             if let Some((_, k)) = self.expiries.remove_min() {
                 self.map.remove(&k);
+                self.tombs.bury(&k, self.applied);
                 self.event(NotifyFlags::EXPIRED, "expired", &k);
             }
         }
+    }
+
+    /// Up to `limit` keys whose expiry is not after `now_ms`, the earliest
+    /// first (what the leader removes with [`WriteCmd::DelExpired`]).
+    pub fn due(&self, now_ms: u64, limit: usize) -> Vec<Vec<u8>> {
+        self.expiries
+            .range(..(now_ms.saturating_add(1), Vec::new()))
+            .take(limit)
+            .map(|(_, k)| k.clone())
+            .collect()
+    }
+
+    /// [`WriteCmd::DelExpired`]: removes each key still due at `at`.
+    fn del_expired(&mut self, keys: &[Vec<u8>], at: u64) -> Reply {
+        let mut n = 0;
+        for k in keys {
+            let due = self
+                .map
+                .get(k.as_slice())
+                .and_then(|e| e.expire_at)
+                .is_some_and(|t| t <= at);
+            if due {
+                self.remove(k);
+                self.event(NotifyFlags::EXPIRED, "expired", k);
+                n += 1;
+            }
+        }
+        Reply::Integer(n)
     }
 
     /// Applies one write and returns its reply. Deterministic: depends only
     /// on the store and the op.
     pub fn apply(&mut self, op: &WriteOp) -> Reply {
         self.applied += 1;
+        if let WriteCmd::DelExpired { keys } = &op.cmd {
+            return self.del_expired(keys, op.ts_ms);
+        }
         self.clock_ms = self.clock_ms.max(op.ts_ms);
         let now = self.clock_ms;
         self.purge(now);
@@ -496,6 +608,8 @@ impl Store {
             }
             WriteCmd::Data { args, seed } => crate::types::apply(self, args, *seed, now),
             WriteCmd::Query { args, seed } => crate::commands::query(self, args, *seed, now),
+            // Only at the top (`apply`); a decoded op never has it here.
+            WriteCmd::DelExpired { keys } => self.del_expired(keys, now),
             WriteCmd::Exec { watched, cmds } => {
                 if watched.iter().any(|(k, v)| self.version(k, now) != *v) {
                     return Reply::Array(None);
@@ -523,16 +637,26 @@ impl Store {
             out.extend_from_slice(&e.expire_at.map_or(u64::MAX, |t| t).to_le_bytes());
             out.extend_from_slice(&e.version.to_le_bytes());
         }
+        out.extend_from_slice(&self.tombs.floor.to_le_bytes());
+        out.extend_from_slice(&(self.tombs.order.len() as u64).to_le_bytes());
+        for (t, k) in &self.tombs.order {
+            snap::put_bytes(&mut out, k);
+            out.extend_from_slice(&t.to_le_bytes());
+        }
         out
     }
 
-    /// Rebuilds a store from [`Store::snapshot`] bytes (or a strings-only
-    /// snapshot of the earlier format).
+    /// Rebuilds a store from [`Store::snapshot`] bytes (or a snapshot of
+    /// an earlier format: strings only, or without tombstones).
     pub fn restore(b: &[u8]) -> Result<Store, SnapshotError> {
-        let (typed, rest) = match (b.strip_prefix(SNAP_MAGIC), b.strip_prefix(SNAP_MAGIC_V1)) {
-            (Some(r), _) => (true, r),
-            (None, Some(r)) => (false, r),
-            (None, None) => return Err(SnapshotError::BadHeader),
+        let (typed, tombs, rest) = if let Some(r) = b.strip_prefix(SNAP_MAGIC) {
+            (true, true, r)
+        } else if let Some(r) = b.strip_prefix(SNAP_MAGIC_V2) {
+            (true, false, r)
+        } else if let Some(r) = b.strip_prefix(SNAP_MAGIC_V1) {
+            (false, false, r)
+        } else {
+            return Err(SnapshotError::BadHeader);
         };
         let mut r = snap::Reader(rest);
         let clock_ms = r.u64()?;
@@ -556,6 +680,15 @@ impl Store {
             s.put(&k, v, (t != u64::MAX).then_some(t));
         }
         s.applied = applied;
+        if tombs {
+            let floor = r.u64()?;
+            for _ in 0..r.u64()? {
+                let k = r.bytes()?;
+                let t = r.u64()?;
+                s.tombs.bury(&k, t);
+            }
+            s.tombs.floor = floor;
+        }
         if !r.0.is_empty() {
             return Err(SnapshotError::Truncated);
         }
@@ -710,9 +843,16 @@ mod tests {
             s.applied = i as u64 + 1;
             s.put(&[b'k', i as u8], v.clone(), (i == 2).then_some(99));
         }
+        s.applied += 1;
+        s.put(b"gone", Value::Str(b"x".to_vec()), None);
+        s.applied += 1;
+        s.remove(b"gone");
         let b = s.snapshot();
         let r = Store::restore(&b).expect("restore");
         assert_eq!(r.snapshot(), b);
+        // The tombstone travels: WATCH of the removed key reads the same.
+        assert_eq!(r.version(b"gone", 0), s.version(b"gone", 0));
+        assert_eq!(r.version(b"gone", 0), ABSENT | s.applied);
         for (i, v) in values.iter().enumerate() {
             assert_eq!(r.value(&[b'k', i as u8], 0), Some(v));
             assert_eq!(r.version(&[b'k', i as u8], 0), i as u64 + 1);
@@ -720,5 +860,30 @@ mod tests {
         for cut in 0..b.len() {
             assert!(Store::restore(&b[..cut]).is_err());
         }
+    }
+}
+
+#[cfg(test)]
+mod tomb_tests {
+    use super::*;
+
+    /// Past the cap the oldest tombstones go and the floor rises: a key
+    /// whose tombstone went reads as removed at the floor (a possible
+    /// spurious abort, never a missed change).
+    #[test]
+    fn tombstones_are_bounded() {
+        let mut t = Tombstones::default();
+        for i in 0..MAX_TOMBSTONES as u64 + 2 {
+            t.bury(&i.to_le_bytes(), i + 1);
+        }
+        assert_eq!(t.len(), MAX_TOMBSTONES);
+        assert_eq!(t.stamp(&0u64.to_le_bytes()), 2);
+        assert_eq!(t.stamp(&1u64.to_le_bytes()), 2);
+        assert_eq!(t.stamp(&2u64.to_le_bytes()), 3);
+        assert_eq!(t.stamp(b"never"), 2);
+        // Burying again moves a key's stamp without growing the set.
+        t.bury(&2u64.to_le_bytes(), 1_000_000);
+        assert_eq!(t.len(), MAX_TOMBSTONES);
+        assert_eq!(t.stamp(&2u64.to_le_bytes()), 1_000_000);
     }
 }

@@ -13,13 +13,15 @@
 //! Errors while it runs (WRONGTYPE, ...) are per command, in the reply
 //! array, as in Redis.
 //!
-//! `WATCH` records each key's version ([`crate::store::Store::version`],
-//! the applied count of its last write; 0 when absent) from the member's
-//! state; `EXEC` carries them and applies nothing (nil reply) when one
-//! moved. A version read on a member that lags can only make `EXEC` abort,
-//! never let a write between `WATCH` and `EXEC` through. Unlike Redis, a
-//! key created and deleted again between `WATCH` and `EXEC` (absent at
-//! both ends) does not abort it.
+//! `WATCH` records each key's version ([`crate::store::Store::version`]:
+//! the applied count of its last change, or of its last removal when it is
+//! absent) from the member's state; `EXEC` carries them and applies
+//! nothing (nil reply) when one moved. As in Redis, any touch of a watched
+//! key aborts — also one that leaves it as it was (created and deleted
+//! again, deleted and recreated, set to the same value, expired) — and a
+//! command that changes nothing (`SADD` of a member already there) does
+//! not. A version read on a member that lags can only make `EXEC` abort,
+//! never let a write between `WATCH` and `EXEC` through.
 
 use crate::commands::{arity_error, classify, precheck, Action, ReadCmd};
 use crate::op::{WriteCmd, WriteOp};

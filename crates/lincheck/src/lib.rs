@@ -11,6 +11,8 @@
 //!   [`Verdict::Unknown`], never a silent pass. Failures come with the shortest failing
 //!   prefix and the longest partial linearization found.
 //! * [`kv`]: [`KvModel`], a Redis-semantics register map (get/put/incr/delete).
+//! * [`typed`]: [`TypedModel`], strings, hashes, lists, sets and sorted sets per key,
+//!   with `MULTI`/`EXEC` on one key.
 //!
 //! ```
 //! use xlane_lincheck::{check, CheckOptions, KvInput, KvModel, KvOutput, Operation};
@@ -27,12 +29,14 @@
 pub mod check;
 pub mod history;
 pub mod kv;
+pub mod typed;
 
 pub use check::{
     check, CheckOptions, CheckReport, HistoryError, Model, ModelOp, ModelReport, Verdict, Violation,
 };
 pub use history::{HistoryRecorder, OpHandle, Operation, Outcome, RecordError};
 pub use kv::{KvCall, KvInput, KvModel, KvOutput};
+pub use typed::{TypedCall, TypedInput, TypedModel, TypedOutput, TypedValue};
 
 #[cfg(test)]
 mod tests;

@@ -170,3 +170,75 @@ fn watch_aborts_when_a_watched_key_changes() {
         ],
     );
 }
+
+/// Redis marks a watched key touched by any change, even one that leaves
+/// it as it was (created then deleted, deleted then recreated, expired);
+/// a command that changes nothing touches nothing. Each row: the steps
+/// between `WATCH k` (connection 0) and `EXEC` of `MULTI; SET w 1`, and
+/// whether `EXEC` aborts.
+#[test]
+fn watch_sees_every_touch_of_its_key() {
+    let rows: &[(&str, &[&str], &[&str], bool)] = &[
+        ("untouched, absent", &[], &[], false),
+        ("untouched, present", &["SET k 1"], &[], false),
+        ("created", &[], &["SET k 1"], true),
+        ("created then deleted", &[], &["SET k 1", "DEL k"], true),
+        (
+            "deleted then recreated",
+            &["SET k 1"],
+            &["DEL k", "SET k 1"],
+            true,
+        ),
+        ("set to the same value", &["SET k 1"], &["SET k 1"], true),
+        ("another key deleted", &["SET x 1"], &["DEL x"], false),
+        (
+            "collection created and emptied",
+            &[],
+            &["SADD k a", "SREM k a"],
+            true,
+        ),
+        ("member already there", &["SADD k a"], &["SADD k a"], false),
+        ("delete of an absent key", &[], &["DEL k"], false),
+        ("flush, key absent", &["SET x 1"], &["FLUSHDB"], false),
+        ("flush, key present", &["SET k 1"], &["FLUSHDB"], true),
+        // Each step is 1 ms later: PX 1 expires before the next.
+        ("expires", &["SET k 1 PX 2"], &["SET x 1", "SET x 2"], true),
+        ("expiry set", &["SET k 1"], &["PEXPIRE k 100000"], true),
+        (
+            "created with an expiry that passes",
+            &[],
+            &["SET k 1 PX 1", "SET x 1"],
+            true,
+        ),
+    ];
+    for (name, before, between, aborts) in rows {
+        let mut store = Store::new();
+        let mut now = 1_700_000_000_000u64;
+        let exec = |store: &mut Store, line: &str, now: u64| {
+            let args = split_inline(line.as_bytes()).expect("parses");
+            crate::commands::execute_local(store, &args, now)
+        };
+        for l in *before {
+            now += 1;
+            exec(&mut store, l, now);
+        }
+        let mut txn = Txn::default();
+        txn.watch(vec![(b"k".to_vec(), store.version(b"k", now))]);
+        for l in *between {
+            now += 1;
+            exec(&mut store, l, now);
+        }
+        now += 1;
+        for l in ["MULTI", "SET w 1"] {
+            txn.step(&split_inline(l.as_bytes()).expect("parses"), now);
+        }
+        let Step::Exec(op) = txn.step(&split_inline(b"EXEC").expect("parses"), now) else {
+            panic!("{name}: EXEC is an op");
+        };
+        let want = match aborts {
+            true => Reply::Array(None),
+            false => arr(vec![ok()]),
+        };
+        assert_eq!(store.apply(&op), want, "{name}");
+    }
+}

@@ -260,6 +260,11 @@ fn sorted_sets() {
             ("ZRANGEBYLEX w [b +", z(&["b", "c"])),
             ("ZRANGE w (c - BYLEX REV", z(&["b", "a"])),
             ("ZMSCORE w a x", Reply::Array(Some(vec![b("0"), nil()]))),
+            // Mixed scores: Redis walks only if the first member at or
+            // above min is also inside max (here `e` is not), whatever LIMIT.
+            ("ZADD m 1 e 2 a 3 b 4 d", i(4)),
+            ("ZRANGE m [a (e BYLEX LIMIT 1 -1", z(&[])),
+            ("ZRANGE m [a + BYLEX LIMIT 1 -1", z(&["a", "b", "d"])),
             ("SET str v", ok()),
             ("ZADD str 1 a", e(ERR_WRONGTYPE)),
             ("ZRANGE str 0 1", e(ERR_WRONGTYPE)),

@@ -377,8 +377,9 @@ fn lex_key(b: &LexBound) -> (u8, &[u8]) {
 /// A lex range as Redis walks a small sorted set (its listpack form),
 /// over `items` in reply order: meaningful when all scores are equal (what
 /// `BYLEX` is for), and otherwise the same members Redis returns — from
-/// the first member at or above `min` (at or below `max`, reversed), past
-/// `LIMIT`'s offset (skipped unchecked), while the members stay inside.
+/// the first member at or above `min` (at or below `max`, reversed), if it
+/// is inside the other bound too, past `LIMIT`'s offset (skipped
+/// unchecked), while the members stay inside.
 fn lex_walk(
     items: Vec<(Vec<u8>, f64)>,
     min: &LexBound,
@@ -417,6 +418,10 @@ fn lex_walk(
     let Some(start) = items.iter().position(|(m, _)| enter(m)) else {
         return Vec::new();
     };
+    // Redis' walk starts only if that first member is inside at both ends.
+    if !stay(&items[start].0) {
+        return Vec::new();
+    }
     if r.offset < 0 {
         return Vec::new();
     }

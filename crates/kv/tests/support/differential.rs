@@ -2,6 +2,22 @@
 //! over every data type, a connection that pipelines a stream in batches,
 //! and the normalisation of replies whose order Redis leaves unspecified
 //! (members of a hash or set, keys of `KEYS`/`SCAN`).
+//!
+//! Expiries without timing flakiness: the two servers run each batch at
+//! different instants, so no command may run near a key's expiry. The
+//! rule: an expiry is either
+//! - far in the future (`EX 1000`, `PX 2000000`, `PEXPIREAT` in 2100): the
+//!   key outlives the run; `TTL`/`PTTL` replies of at least 0 agree when
+//!   within [`TTL_SLACK_MS`] (the servers set and read them at different
+//!   instants), -1 and -2 exactly;
+//! - in the past (`EXPIRE k 0`, `PEXPIRE k -5`, `PEXPIREAT k 1`): the key
+//!   goes at once, on both alike;
+//! - short (`PX`/`PEXPIRE` 1..1000 ms, `EXPIRE k 1`): drawn only outside
+//!   transactions, always as the last command of a batch, followed by
+//!   [`WAIT`]: the harness runs the batch on both servers, then waits the
+//!   expiry plus [`WAIT_MARGIN_MS`] (a cluster leader's expiry cycle and
+//!   commit) after the later one, so the key is gone on both before any
+//!   command touches it again.
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -34,6 +50,34 @@ fn key(r: &mut Rng, prefix: &str) -> String {
         prefix
     };
     format!("{p}{}", r.below(3))
+}
+
+/// The pseudo-command `[WAIT, ms]`: ends a batch, then waits `ms` plus
+/// [`WAIT_MARGIN_MS`] (see the module docs). Not sent to a server.
+pub const WAIT: &str = "__WAIT";
+
+/// What a short expiry's wait adds.
+pub const WAIT_MARGIN_MS: u64 = 200;
+
+/// How far two `PTTL` replies (or `TTL` × 1000) may be apart.
+pub const TTL_SLACK_MS: i64 = 120_000;
+
+/// A short expiry (within 1 s) and the wait after it.
+fn short_ttl(r: &mut Rng) -> [Vec<String>; 2] {
+    let ms = 1 + r.below(1000);
+    let c = match r.below(3) {
+        0 => vec![
+            "SET".into(),
+            key(r, "s"),
+            int_arg(r),
+            "PX".into(),
+            ms.to_string(),
+        ],
+        1 => vec!["PEXPIRE".into(), any_key(r), ms.to_string()],
+        _ => vec!["EXPIRE".into(), any_key(r), "1".into()],
+    };
+    let wait = if c[0] == "EXPIRE" { 1000 } else { ms };
+    [c, vec![WAIT.into(), wait.to_string()]]
 }
 
 fn any_key(r: &mut Rng) -> String {
@@ -70,7 +114,7 @@ fn lex_bound(r: &mut Rng) -> String {
 /// stream (after [`normalize`]) are drawn: `SPOP`/`SRANDMEMBER` take a
 /// count that reaches the whole set.
 pub fn command(r: &mut Rng) -> Vec<String> {
-    let c = r.below(62);
+    let c = r.below(66);
     let mut v: Vec<String> = match c {
         0 => vec!["SET".into(), key(r, "s"), int_arg(r)],
         1 => vec!["GET".into(), key(r, "s")],
@@ -265,6 +309,32 @@ pub fn command(r: &mut Rng) -> Vec<String> {
             r.pick(&["string", "hash", "list", "set", "zset"]).into(),
         ],
         60 => vec!["ZMSCORE".into(), key(r, "z"), member(r), member(r)],
+        // Expiries far in the future or in the past (module docs).
+        62 => {
+            let mut v = vec!["SET".into(), key(r, "s"), int_arg(r)];
+            v.extend(
+                match r.below(3) {
+                    0 => ["EX", "1000"],
+                    1 => ["PX", "2000000"],
+                    _ => ["KEEPTTL", ""],
+                }
+                .iter()
+                .filter(|w| !w.is_empty())
+                .map(|w| w.to_string()),
+            );
+            v
+        }
+        63 => vec![
+            r.pick(&["EXPIRE", "PEXPIRE"]).into(),
+            any_key(r),
+            r.pick(&["1000", "2000000", "0", "-5"]).into(),
+        ],
+        64 => vec![
+            "PEXPIREAT".into(),
+            any_key(r),
+            r.pick(&["1", "1000", "4102444800000"]).into(),
+        ],
+        65 => vec![r.pick(&["TTL", "PTTL", "PERSIST"]).into(), any_key(r)],
         _ => vec!["DBSIZE".into()],
     };
     if c == 57 && v[0] == "COPY" && r.below(2) == 0 {
@@ -273,13 +343,19 @@ pub fn command(r: &mut Rng) -> Vec<String> {
     v
 }
 
-/// `n` commands: [`command`]s, with about one in 20 starting a
+/// `n` commands (and a [`WAIT`] after each short expiry): [`command`]s, with about one in 20 starting a
 /// transaction — an optional `WATCH` of a key (which the stream may then
 /// change), `MULTI`, a few commands (sometimes one Redis refuses before
 /// `EXEC`, which aborts it), then `EXEC` or `DISCARD`.
 pub fn stream(r: &mut Rng, n: usize) -> Vec<Vec<String>> {
     let mut out = Vec::with_capacity(n + 8);
-    while out.len() < n {
+    let mut waits = 0;
+    while out.len() - waits < n {
+        if r.below(10_000) == 0 {
+            out.extend(short_ttl(r));
+            waits += 1;
+            continue;
+        }
         if r.below(20) != 0 {
             out.push(command(r));
             continue;
@@ -313,6 +389,36 @@ fn sorted_pairs(items: Vec<Reply>) -> Vec<Reply> {
     let mut pairs: Vec<Vec<Reply>> = items.chunks(2).map(|c| c.to_vec()).collect();
     pairs.sort_by_key(|p| format!("{p:?}"));
     pairs.into_iter().flatten().collect()
+}
+
+/// Whether two normalised replies to `cmd` agree: equal, or for
+/// `TTL`/`PTTL` both at least 0 and within [`TTL_SLACK_MS`].
+fn agree(cmd: &[String], a: &Reply, b: &Reply) -> bool {
+    let name = cmd[0].to_ascii_lowercase();
+    match (name.as_str(), a, b) {
+        ("ttl", Reply::Integer(x), Reply::Integer(y)) if *x >= 0 && *y >= 0 => {
+            (x - y).abs() * 1000 <= TTL_SLACK_MS
+        }
+        ("pttl", Reply::Integer(x), Reply::Integer(y)) if *x >= 0 && *y >= 0 => {
+            (x - y).abs() <= TTL_SLACK_MS
+        }
+        _ => a == b,
+    }
+}
+
+/// [`agree`] for an `EXEC` reply, item by item with the queued commands.
+fn agree_exec(queued: &[Vec<String>], a: &Reply, b: &Reply) -> bool {
+    match (a, b) {
+        (Reply::Array(Some(x)), Reply::Array(Some(y)))
+            if x.len() == queued.len() && y.len() == queued.len() =>
+        {
+            queued
+                .iter()
+                .zip(x.iter().zip(y))
+                .all(|(c, (x, y))| agree(c, x, y))
+        }
+        _ => a == b,
+    }
 }
 
 /// The reply with Redis' unspecified orders made canonical (an `EXEC`'s
@@ -385,31 +491,51 @@ impl Conn {
     }
 }
 
-/// Runs `cmds` against both servers, batch by batch; the differences, as
-/// lines to print (at most `max`).
+/// Runs `cmds` against both servers, batch by batch (a batch ends at 500
+/// commands or at a [`WAIT`]); the number of replies compared and the
+/// differences, as lines to print (at most `max`).
 pub fn compare(
     redis: SocketAddr,
     ours: SocketAddr,
     cmds: &[Vec<String>],
     max: usize,
-) -> (usize, Vec<String>) {
+) -> (usize, usize, Vec<String>) {
     let (mut a, mut b) = (Conn::new(redis), Conn::new(ours));
-    let mut n = 0;
+    let (mut n, mut compared) = (0, 0);
     let mut lines = Vec::new();
     // The commands queued since MULTI (to normalise EXEC's replies).
     let mut queued: Option<Vec<Vec<String>>> = None;
-    for (bi, batch) in cmds.chunks(500).enumerate() {
+    // An EXEC's commands, for the report of a difference.
+    let mut ran: Vec<Vec<String>> = Vec::new();
+    let mut batches = Vec::new();
+    let mut start = 0;
+    for (i, c) in cmds.iter().enumerate() {
+        if c[0] == WAIT || i + 1 - start == 500 || i + 1 == cmds.len() {
+            batches.push((start, i + 1));
+            start = i + 1;
+        }
+    }
+    for (from, to) in batches {
+        let (batch, wait) = match cmds[to - 1][0] == WAIT {
+            true => (&cmds[from..to - 1], cmds[to - 1][1].parse::<u64>().ok()),
+            false => (&cmds[from..to], None),
+        };
         let want = a.run(batch);
         let got = b.run(batch);
+        if let Some(ms) = wait {
+            std::thread::sleep(Duration::from_millis(ms + WAIT_MARGIN_MS));
+        }
+        compared += batch.len();
         for (i, c) in batch.iter().enumerate() {
             let name = c[0].to_ascii_lowercase();
-            let (w, g) = match (name.as_str(), &mut queued) {
+            let same = match (name.as_str(), &mut queued) {
                 ("multi", q) if q.is_none() => {
                     *q = Some(Vec::new());
-                    (want[i].clone(), got[i].clone())
+                    want[i] == got[i]
                 }
                 ("exec", q) if q.is_some() => {
                     let qs = q.take().unwrap_or_default();
+                    ran.clone_from(&qs);
                     let each = |r: &Reply| match r {
                         Reply::Array(Some(items)) if items.len() == qs.len() => Reply::Array(Some(
                             qs.iter()
@@ -419,30 +545,39 @@ pub fn compare(
                         )),
                         other => other.clone(),
                     };
-                    (each(&want[i]), each(&got[i]))
+                    agree_exec(&qs, &each(&want[i]), &each(&got[i]))
                 }
                 ("discard", q) => {
                     *q = None;
-                    (want[i].clone(), got[i].clone())
+                    want[i] == got[i]
                 }
                 (_, Some(q)) => {
                     q.push(c.clone());
-                    (want[i].clone(), got[i].clone())
+                    want[i] == got[i]
                 }
-                _ => (normalize(c, want[i].clone()), normalize(c, got[i].clone())),
+                _ => agree(
+                    c,
+                    &normalize(c, want[i].clone()),
+                    &normalize(c, got[i].clone()),
+                ),
             };
-            let (w, g) = (w, g);
-            if w != g {
+            if !same {
                 n += 1;
                 if lines.len() < max {
+                    let inner: Vec<String> = match name.as_str() {
+                        "exec" => ran.iter().map(|c| c.join(" ")).collect(),
+                        _ => Vec::new(),
+                    };
                     lines.push(format!(
-                        "#{} {}\n   redis: {w:?}\n   ours:  {g:?}",
-                        bi * 500 + i,
-                        c.join(" ")
+                        "#{} {} {inner:?}\n   redis: {:?}\n   ours:  {:?}",
+                        from + i,
+                        c.join(" "),
+                        want[i],
+                        got[i]
                     ));
                 }
             }
         }
     }
-    (n, lines)
+    (compared, n, lines)
 }
