@@ -254,8 +254,13 @@ fn run_redis_benchmark(cfg: &RbConfig, port: u16, out_file: &PathBuf) -> Result<
     for t in &DEFAULT_TESTS {
         let found = parsed.rows.iter().find(|(r, _)| r.test == t.name);
         run.tests.push(match found {
-            Some((r, errs)) if errs.is_empty() => (Some(r.rps), 0, None),
-            Some((r, errs)) => (Some(r.rps), errs.len() as u64, errs.first().cloned()),
+            Some((r, errs)) if r.rps.is_none() => (
+                None,
+                errs.len() as u64 + 1,
+                Some("redis-benchmark timed it at 0 ms (rps inf): use more --requests".into()),
+            ),
+            Some((r, errs)) if errs.is_empty() => (r.rps, 0, None),
+            Some((r, errs)) => (r.rps, errs.len() as u64, errs.first().cloned()),
             None => (None, 1, Some("redis-benchmark printed no result".into())),
         });
     }

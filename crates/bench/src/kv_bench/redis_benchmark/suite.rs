@@ -133,8 +133,9 @@ pub fn by_name(name: &str) -> Option<&'static Test> {
 pub struct CsvRow {
     /// The test's name.
     pub test: String,
-    /// Requests per second.
-    pub rps: f64,
+    /// Requests per second; `None` when redis-benchmark printed `inf` (the
+    /// test took less than its millisecond clock's tick).
+    pub rps: Option<f64>,
 }
 
 /// Why a line of redis-benchmark's output is not a result.
@@ -159,12 +160,17 @@ pub fn parse_csv_line(line: &str) -> Result<Option<CsvRow>, CsvError> {
     if fields[0] == "test" && fields[1] == "rps" {
         return Ok(None);
     }
-    let rps: f64 = fields[1]
-        .parse()
-        .map_err(|_| CsvError::BadRps(line.to_string()))?;
-    if !(rps.is_finite() && rps >= 0.0) {
-        return Err(CsvError::BadRps(line.to_string()));
-    }
+    let rps = if fields[1] == "inf" {
+        None
+    } else {
+        let x: f64 = fields[1]
+            .parse()
+            .map_err(|_| CsvError::BadRps(line.to_string()))?;
+        if !(x.is_finite() && x >= 0.0) {
+            return Err(CsvError::BadRps(line.to_string()));
+        }
+        Some(x)
+    };
     Ok(Some(CsvRow {
         test: fields[0].clone(),
         rps,
@@ -238,11 +244,12 @@ mod tests {
     use super::*;
 
     /// redis-benchmark 7.0.15's output (`-P 16 -q -n 200 -c 2 --csv`)
-    /// against redis-server, with two made-up error lines.
+    /// against redis-server, with two made-up error lines; `inf` is what it
+    /// prints for a test shorter than a millisecond.
     const SAMPLE: &str = "\"test\",\"rps\",\"avg_latency_ms\",\"min_latency_ms\",\"p50_latency_ms\",\"p95_latency_ms\",\"p99_latency_ms\",\"max_latency_ms\"\n\
 \"PING_INLINE\",\"69333.34\",\"0.299\",\"0.176\",\"0.207\",\"0.487\",\"1.879\",\"1.879\"\n\
 Error from server: ERR unknown command 'PING'\n\
-\"PING_MBULK\",\"69333.34\",\"0.278\",\"0.128\",\"0.175\",\"0.319\",\"2.199\",\"2.199\"\n\
+\"PING_MBULK\",\"inf\",\"0.278\",\"0.128\",\"0.175\",\"0.319\",\"2.199\",\"2.199\"\n\
 \"LRANGE_100 (first 100 elements)\",\"52000.00\",\"0.423\",\"0.288\",\"0.415\",\"0.615\",\"0.615\",\"0.615\"\n\
 \"MSET (10 keys)\",\"29714.29\",\"1.146\",\"0.712\",\"1.159\",\"1.359\",\"1.359\",\"1.359\"\n\
 Error: Connection reset by peer\n";
@@ -250,7 +257,7 @@ Error: Connection reset by peer\n";
     #[test]
     fn csv_results_and_errors_go_to_their_tests() {
         let p = parse_output(SAMPLE);
-        let got: Vec<(&str, f64, usize)> = p
+        let got: Vec<(&str, Option<f64>, usize)> = p
             .rows
             .iter()
             .map(|(r, e)| (r.test.as_str(), r.rps, e.len()))
@@ -258,10 +265,10 @@ Error: Connection reset by peer\n";
         assert_eq!(
             got,
             vec![
-                ("PING_INLINE", 69333.34, 0),
-                ("PING_MBULK", 69333.34, 1),
-                ("LRANGE_100 (first 100 elements)", 52000.0, 0),
-                ("MSET (10 keys)", 29714.29, 0),
+                ("PING_INLINE", Some(69333.34), 0),
+                ("PING_MBULK", None, 1),
+                ("LRANGE_100 (first 100 elements)", Some(52000.0), 0),
+                ("MSET (10 keys)", Some(29714.29), 0),
             ]
         );
         assert_eq!(p.trailing, vec!["Error: Connection reset by peer"]);
