@@ -55,7 +55,7 @@ enum What {
     /// floor and lane-core load. Needs root, `etcd` and `redis-server`.
     ///
     /// With `--workload redis-benchmark`: the real `redis-benchmark`'s
-    /// default tests (`-P 16 -q -n 100000 -c 50 --csv`) against xlane kv
+    /// default tests (`-q --csv`, by default `-P 16 -n 100000 -c 50`) against xlane kv
     /// (one node, and three members with clients on the leader) and one
     /// real redis-server (AOF, appendfsync everysec), all on loopback; and
     /// a driver replaying the same tests, with `WAIT 2 0` after every
