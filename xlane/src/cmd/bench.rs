@@ -65,8 +65,8 @@ enum What {
     /// take turns, order alternating), errors (a test with errors is not a
     /// result), the ratios xlane-1/redis and xlane-3/redis-wait, the
     /// client's CPU share and the floor. Uses --rounds, --requests,
-    /// --connections, --pipeline, --work-dir, --xlane, --timeout and
-    /// --json; the other options belong to the default workload. Needs
+    /// --connections, --pipeline, --work-dir, --xlane, --timeout, --plots,
+    /// --no-plots and --json; the other options belong to the default workload. Needs
     /// `redis-server` and `redis-benchmark`; the floor needs root.
     Kv(KvArgs),
     /// QJump's application experiment with today's programs: real etcd (3
@@ -544,7 +544,9 @@ struct KvArgs {
     /// Standard deviation of the value size in bytes.
     #[arg(long, default_value_t = 10.0)]
     sd_size: f64,
-    /// Write the Fig. 8 plots, one per scenario (PNG and SVG), into this directory.
+    /// Write the Fig. 8 plots, one per scenario (PNG and SVG), into this directory
+    /// (--workload redis-benchmark: the ratios per test, kv-redis-benchmark.png
+    /// and .svg).
     #[arg(long, default_value = "out/kv")]
     plots: std::path::PathBuf,
     /// Write no plots.
@@ -686,6 +688,7 @@ fn kv_redis_benchmark(a: KvArgs) -> super::CmdResult {
         work_dir: a.work_dir,
         // Starting a cluster may take longer than a stalled test.
         timeout: std::time::Duration::from_secs_f64(a.timeout.max(20.0)),
+        plot_dir: (!a.no_plots).then_some(a.plots),
     };
     let report = redis_benchmark::run(&cfg, &mut |line| eprintln!("[xlane] {line}"))?;
     if a.json {

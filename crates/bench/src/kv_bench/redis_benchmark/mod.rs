@@ -28,6 +28,7 @@
 //! machine's busy share while it ran.
 
 pub mod driver;
+pub mod plot;
 pub mod report;
 pub mod servers;
 pub mod suite;
@@ -136,6 +137,8 @@ pub struct RbConfig {
     pub work_dir: PathBuf,
     /// How long a system may take to start, and a test without any reply.
     pub timeout: Duration,
+    /// Write the ratio figure (`kv-redis-benchmark.png` and `.svg`) here.
+    pub plot_dir: Option<PathBuf>,
 }
 
 impl Default for RbConfig {
@@ -148,6 +151,7 @@ impl Default for RbConfig {
             xlane_bin: None,
             work_dir: PathBuf::from("/dev/shm"),
             timeout: Duration::from_secs(20),
+            plot_dir: None,
         }
     }
 }
@@ -437,15 +441,16 @@ pub fn run(cfg: &RbConfig, log: &mut dyn FnMut(&str)) -> Result<RbReport, KvBenc
         .zip(runs.iter().zip(broken))
         .map(|(&(c, s), (r, b))| RbPair::from_runs(c, s, r, b))
         .collect();
-    Ok(RbReport::new(
-        cfg,
-        pairs,
-        systems,
-        floor,
-        floor_error,
-        seconds,
-        versions,
-    ))
+    let mut report = RbReport::new(cfg, pairs, systems, floor, floor_error, seconds, versions);
+    if let Some(dir) = &cfg.plot_dir {
+        let stem = dir.join("kv-redis-benchmark");
+        let files = plot::plot(&report, &stem).map_err(|e| KvBenchError::Plot {
+            path: stem.display().to_string(),
+            message: e.to_string(),
+        })?;
+        report.plots = files.iter().map(|p| p.display().to_string()).collect();
+    }
+    Ok(report)
 }
 
 fn version_lines(cfg: &RbConfig) -> Vec<String> {

@@ -202,6 +202,8 @@ pub struct RbReport {
     pub seconds: f64,
     /// Versions of the binaries.
     pub versions: Vec<String>,
+    /// Figure files written.
+    pub plots: Vec<String>,
 }
 
 /// The ratios stated: (client, system, versus, target, write tests only).
@@ -296,6 +298,7 @@ impl RbReport {
             rounds: cfg.rounds,
             seconds,
             versions,
+            plots: Vec::new(),
         }
     }
 
@@ -432,6 +435,9 @@ impl RbReport {
             }
         }
         let _ = writeln!(out, "versions: {}", self.versions.join("; "));
+        if !self.plots.is_empty() {
+            let _ = writeln!(out, "plots: {}", self.plots.join(", "));
+        }
         out
     }
 }
@@ -491,5 +497,13 @@ mod tests {
         assert_eq!(json["workload"], "redis-benchmark");
         assert_eq!(json["tests"][2]["systems"][0]["rps"], 200.0);
         assert!(json["ratios"].as_array().is_some_and(|a| !a.is_empty()));
+        // The figure is written, a ratio without a result left out.
+        let dir = std::env::temp_dir().join(format!("xlane-rb-plot-{}", std::process::id()));
+        let files = super::super::plot::plot(&r, &dir.join("fig")).expect("plot");
+        for f in &files {
+            let len = std::fs::metadata(f).map(|m| m.len()).unwrap_or(0);
+            assert!(len > 1000, "{} has {len} bytes", f.display());
+        }
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }
