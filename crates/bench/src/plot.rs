@@ -147,8 +147,9 @@ pub fn outlier_timeseries(
 // ---------------------------------------------------------------------------
 // Output plumbing
 
-/// A figure that can be drawn on any plotters backend.
-trait Figure {
+/// A figure that can be drawn on any plotters backend (the experiments'
+/// own figures implement it and go through [`write_both`]).
+pub(crate) trait Figure {
     fn size(&self) -> (u32, u32);
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String>;
 }
@@ -173,7 +174,9 @@ fn with_suffix(stem: &Path, ext: &str) -> PathBuf {
     PathBuf::from(s)
 }
 
-fn write_both<F: Figure>(fig: &F, stem: &Path) -> Result<[PathBuf; 2], PlotError> {
+/// Writes `fig` as `<stem>.png` and `<stem>.svg` (the font registered,
+/// the directory created).
+pub(crate) fn write_both<F: Figure>(fig: &F, stem: &Path) -> Result<[PathBuf; 2], PlotError> {
     ensure_font()?;
     if stem.file_name().is_none() {
         return Err(PlotError::BadStem(stem.to_path_buf()));
@@ -392,7 +395,7 @@ impl DrawingBackend for PngBackend<'_> {
 }
 
 /// Turns a plotters error into a message.
-fn de<E: std::error::Error + Send + Sync>(e: DrawingAreaErrorKind<E>) -> String {
+pub(crate) fn de<E: std::error::Error + Send + Sync>(e: DrawingAreaErrorKind<E>) -> String {
     e.to_string()
 }
 
@@ -413,13 +416,13 @@ const PALETTE: [RGBColor; 10] = [
     RGBColor(23, 190, 207),
 ];
 
-fn palette(i: usize) -> RGBColor {
+pub(crate) fn palette(i: usize) -> RGBColor {
     PALETTE[i % PALETTE.len()]
 }
 
 const TEXT_GRAY: RGBColor = RGBColor(90, 90, 90);
 
-fn font(size: f64) -> TextStyle<'static> {
+pub(crate) fn font(size: f64) -> TextStyle<'static> {
     (FONT, size).into_font().into()
 }
 
@@ -502,7 +505,7 @@ fn fit_text<DB: DrawingBackend>(
 }
 
 /// Draws the figure title centred at the top and returns the area below it.
-fn title_area<DB: DrawingBackend>(
+pub(crate) fn title_area<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     title: &str,
 ) -> Result<DrawingArea<DB, Shift>, String> {

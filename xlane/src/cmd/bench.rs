@@ -53,6 +53,21 @@ enum What {
     /// notifications; etcd: a watch). Reports mean, p50, p99, p99.9, max,
     /// writes/s, failed writes and leader changes, with each scenario's
     /// floor and lane-core load. Needs root, `etcd` and `redis-server`.
+    ///
+    /// With `--workload redis-benchmark`: the real `redis-benchmark`'s
+    /// default tests (`-q --csv`, by default `-P 16 -n 100000 -c 50`) against xlane kv
+    /// (one node, and three members with clients on the leader) and one
+    /// real redis-server (AOF, appendfsync everysec), all on loopback; and
+    /// a driver replaying the same tests, with `WAIT 2 0` after every
+    /// pipelined batch of a write test, against Redis with 2 replicas, and
+    /// without WAIT against the three xlane kv members and the lone Redis.
+    /// Reports per test the median requests/s over --rounds (the pairs
+    /// take turns, order alternating), errors (a test with errors is not a
+    /// result), the ratios xlane-1/redis and xlane-3/redis-wait, the
+    /// client's CPU share and the floor. Uses --rounds, --requests,
+    /// --connections, --pipeline, --work-dir, --xlane, --timeout, --plots,
+    /// --no-plots and --json; the other options belong to the default workload. Needs
+    /// `redis-server` and `redis-benchmark`; the floor needs root.
     Kv(KvArgs),
     /// QJump's application experiment with today's programs: real etcd (3
     /// members, peer traffic on the level), real Redis with 2 replicas
@@ -468,6 +483,21 @@ struct KvArgs {
     /// Print the report as JSON instead of tables.
     #[arg(long)]
     json: bool,
+    /// What to measure: fig8 (replicated writes in the testbed, X-Lane
+    /// Fig. 8) or redis-benchmark (redis-benchmark's default tests on
+    /// loopback against xlane kv and Redis).
+    #[arg(long, default_value = "fig8", value_parser = ["fig8", "redis-benchmark"])]
+    workload: String,
+    /// Requests per test (--workload redis-benchmark; redis-benchmark -n).
+    #[arg(long, default_value_t = 100_000)]
+    requests: u64,
+    /// Connections (--workload redis-benchmark; redis-benchmark -c).
+    #[arg(long, default_value_t = 50)]
+    connections: usize,
+    /// Requests pipelined per connection (--workload redis-benchmark;
+    /// redis-benchmark -P).
+    #[arg(long, default_value_t = 16)]
+    pipeline: usize,
     /// Scenarios, comma-separated: idle, both (also cross, cpu: one of the
     /// two interferences alone).
     #[arg(long, default_value = "idle,both", value_delimiter = ',')]
@@ -514,7 +544,9 @@ struct KvArgs {
     /// Standard deviation of the value size in bytes.
     #[arg(long, default_value_t = 10.0)]
     sd_size: f64,
-    /// Write the Fig. 8 plots, one per scenario (PNG and SVG), into this directory.
+    /// Write the Fig. 8 plots, one per scenario (PNG and SVG), into this directory
+    /// (--workload redis-benchmark: the ratios per test, kv-redis-benchmark.png
+    /// and .svg).
     #[arg(long, default_value = "out/kv")]
     plots: std::path::PathBuf,
     /// Write no plots.
@@ -528,6 +560,8 @@ struct KvArgs {
     xlane: Option<std::path::PathBuf>,
     /// Seconds a write may take to become visible on every member before
     /// it counts as failed (also bounds a cluster's start, at least 20 s).
+    /// With --workload redis-benchmark: how long a system may take to
+    /// start, and a test may go without any reply (at least 20 s).
     #[arg(long, default_value_t = 10.0)]
     timeout: f64,
     /// The lane core (default: the last CPU).
@@ -548,6 +582,9 @@ struct KvArgs {
 
 fn kv(a: KvArgs) -> super::CmdResult {
     use xlane_bench::kv_bench::{self, KvBenchConfig, Scenario, System};
+    if a.workload == "redis-benchmark" {
+        return kv_redis_benchmark(a);
+    }
     if !(a.seconds > 0.0 && a.seconds <= 3600.0) {
         return Err("--seconds must be in (0, 3600]".into());
     }
@@ -616,6 +653,44 @@ fn kv(a: KvArgs) -> super::CmdResult {
     }
     cfg.best_effort_queue_pkts = a.best_effort_queue;
     let report = kv_bench::run(&cfg, &mut |line| eprintln!("[xlane] {line}"))?;
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print!("{}", report.render());
+    }
+    Ok(())
+}
+
+/// `xlane bench kv --workload redis-benchmark`.
+fn kv_redis_benchmark(a: KvArgs) -> super::CmdResult {
+    use xlane_bench::kv_bench::redis_benchmark::{self, RbConfig};
+    if a.requests == 0 || a.requests > 100_000_000 {
+        return Err("--requests must be 1..=100000000".into());
+    }
+    if a.connections == 0 || a.connections > 10_000 {
+        return Err("--connections must be 1..=10000".into());
+    }
+    if a.pipeline == 0 || a.pipeline > 10_000 {
+        return Err("--pipeline must be 1..=10000".into());
+    }
+    if a.rounds == 0 || a.rounds > 1000 {
+        return Err("--rounds must be 1..=1000".into());
+    }
+    if !(a.timeout > 0.0 && a.timeout <= 600.0) {
+        return Err("--timeout must be in (0, 600] seconds".into());
+    }
+    let cfg = RbConfig {
+        requests: a.requests,
+        connections: a.connections,
+        pipeline: a.pipeline,
+        rounds: a.rounds,
+        xlane_bin: a.xlane.or_else(|| std::env::current_exe().ok()),
+        work_dir: a.work_dir,
+        // Starting a cluster may take longer than a stalled test.
+        timeout: std::time::Duration::from_secs_f64(a.timeout.max(20.0)),
+        plot_dir: (!a.no_plots).then_some(a.plots),
+    };
+    let report = redis_benchmark::run(&cfg, &mut |line| eprintln!("[xlane] {line}"))?;
     if a.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {

@@ -61,6 +61,7 @@
 
 pub mod observe;
 pub mod plot;
+pub mod redis_benchmark;
 pub mod report;
 pub mod systems;
 pub mod wire;
