@@ -85,8 +85,8 @@ impl RbSystem {
             RbSystem::Redis | RbSystem::RedisWait => {
                 "appendonly yes, appendfsync everysec, save ''"
             }
-            RbSystem::Xlane1 => "one-member raft group, log on /dev/shm (--ram-disk, no fsync)",
-            RbSystem::Xlane3 => "raft log in --work-dir, --fsync batch",
+            RbSystem::Xlane1 => "one-member raft group, raft log in --work-dir, --fsync everysec",
+            RbSystem::Xlane3 => "raft log in --work-dir, --fsync everysec",
         }
     }
 }

@@ -28,8 +28,6 @@ pub const REDIS_PORT: u16 = 16380;
 pub const REDIS_WAIT_PORT: u16 = 16390;
 /// Client port of the single xlane kv node.
 pub const XLANE1_RESP_PORT: u16 = 16381;
-/// Raft port of the single xlane kv node (a one-member group).
-pub const XLANE1_RAFT_PORT: u16 = 17381;
 /// Client port of xlane kv member 1 of 3 (members 2 and 3: the next two).
 pub const XLANE3_RESP_PORT: u16 = 16383;
 /// Raft port of member 1 of 3 (members 2 and 3: the next two).
@@ -71,26 +69,25 @@ pub fn redis_args(port: u16, dir: &Path, replicaof: Option<u16>) -> Vec<String> 
     a
 }
 
-/// `xlane`'s arguments for the single node: for now a one-member raft
-/// group with its log on a RAM disk (`--ram-disk`, no fsync); once `kv
-/// serve` runs the single node as a one-member group with `--fsync
-/// everysec`, this becomes `kv serve --bind ADDR --data DIR --fsync
-/// everysec`.
-pub fn xlane_single_args(resp: u16, raft: u16, _dir: &Path) -> Vec<String> {
+/// `xlane`'s arguments for the single node (a one-member raft group),
+/// its log in `dir` fsynced at most once a second (`--fsync everysec`,
+/// Redis' `appendfsync everysec`).
+pub fn xlane_single_args(resp: u16, dir: &Path) -> Vec<String> {
     vec![
         "kv".into(),
         "serve".into(),
-        "--id".into(),
-        "1".into(),
-        "--peer".into(),
-        format!("1=127.0.0.1:{raft}/127.0.0.1:{resp}"),
-        "--ram-disk".into(),
+        "--bind".into(),
+        format!("127.0.0.1:{resp}"),
+        "--data".into(),
+        dir.display().to_string(),
+        "--fsync".into(),
+        "everysec".into(),
     ]
 }
 
 /// `xlane`'s arguments for member `id` (1-based) of a group whose members
 /// are `peers` (raft port, client port), log in `dir` fsynced once per
-/// ready cycle (`--fsync batch`; to become `--fsync everysec`).
+/// at most once a second (`--fsync everysec`).
 pub fn xlane_member_args(id: usize, peers: &[(u16, u16)], dir: &Path) -> Vec<String> {
     let mut a: Vec<String> = vec!["kv".into(), "serve".into(), "--id".into(), id.to_string()];
     for (i, (raft, resp)) in peers.iter().enumerate() {
@@ -101,7 +98,7 @@ pub fn xlane_member_args(id: usize, peers: &[(u16, u16)], dir: &Path) -> Vec<Str
         "--data".into(),
         dir.display().to_string(),
         "--fsync".into(),
-        "batch".into(),
+        "everysec".into(),
     ]);
     a
 }
@@ -120,8 +117,6 @@ pub struct Servers {
     pub command_lines: Vec<String>,
     children: Vec<Child>,
     dir: PathBuf,
-    /// Files to remove when stopped (the single node's RAM-disk log).
-    extra: Vec<PathBuf>,
 }
 
 impl Drop for Servers {
@@ -131,10 +126,6 @@ impl Drop for Servers {
             let _ = c.wait();
         }
         let _ = std::fs::remove_dir_all(&self.dir);
-        for p in &self.extra {
-            let _ = std::fs::remove_dir_all(p);
-            let _ = std::fs::remove_file(p);
-        }
     }
 }
 
@@ -176,7 +167,6 @@ impl Servers {
             command_lines: Vec::new(),
             children: Vec::new(),
             dir,
-            extra: Vec::new(),
         };
         let r = match system {
             RbSystem::Redis => s.start_redis(REDIS_PORT, 0, timeout),
@@ -289,14 +279,8 @@ impl Servers {
         let bin = bin.ok_or("no xlane binary given")?.to_path_buf();
         self.version = format!("xlane {}", env!("CARGO_PKG_VERSION"));
         check_free(XLANE1_RESP_PORT, false)?;
-        check_free(XLANE1_RAFT_PORT, true)?;
-        // --ram-disk keeps the log here (`xlane kv serve --help`); a log
-        // left by an earlier run would be recovered, so it goes first.
-        let ram = PathBuf::from(format!("/dev/shm/xlane-kv-1-{XLANE1_RAFT_PORT}"));
-        let _ = std::fs::remove_dir_all(&ram);
-        self.extra.push(ram);
         let d = self.dir.join("x1");
-        let args = xlane_single_args(XLANE1_RESP_PORT, XLANE1_RAFT_PORT, &d);
+        let args = xlane_single_args(XLANE1_RESP_PORT, &d);
         self.spawn("xlane1", &bin, &args)?;
         self.client = addr(XLANE1_RESP_PORT);
         self.members = vec![self.client];
