@@ -317,6 +317,13 @@ impl Registry {
             .map_or(0, |s| s.channels.len() + s.patterns.len())
     }
 
+    /// Channels and patterns of connection `conn`, apart.
+    pub fn counts(&self, conn: u64) -> (usize, usize) {
+        self.conns
+            .get(&conn)
+            .map_or((0, 0), |s| (s.channels.len(), s.patterns.len()))
+    }
+
     /// Subscribes `conn` to each of `names` (channels, or glob patterns
     /// when `pattern`); the replies, one per name.
     pub fn subscribe(&mut self, conn: u64, names: &[Vec<u8>], pattern: bool) -> Vec<u8> {

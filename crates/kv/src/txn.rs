@@ -63,6 +63,11 @@ impl Txn {
         self.queue.is_some()
     }
 
+    /// Inside `MULTI`: how many commands are queued.
+    pub fn queued(&self) -> Option<usize> {
+        self.queue.as_ref().map(Vec::len)
+    }
+
     /// Records the versions `WATCH` read (key, version).
     pub fn watch(&mut self, versions: Vec<(Vec<u8>, u64)>) {
         for (k, v) in versions {

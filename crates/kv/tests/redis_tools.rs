@@ -888,13 +888,26 @@ fn random_streams_over_all_types_match_redis_server() {
     let seed = env("XLANE_KV_DIFF_SEED", 14);
     let redis = start_redis_server();
     let redis_addr = format!("127.0.0.1:{}", redis.port).parse().expect("addr");
-    for (i, target) in [Target::single(), Target::cluster()]
-        .into_iter()
-        .enumerate()
-    {
+    // The single node and a three-member cluster in RESP2, and the single
+    // node again after `HELLO 3` on both servers (every reply in RESP3's
+    // shape: maps, sets, doubles, pairs, nulls).
+    let runs = [
+        ("single node", false),
+        ("three-member cluster", false),
+        ("single node, RESP3", true),
+    ];
+    for (i, (label, resp3)) in runs.into_iter().enumerate() {
+        let target = if label.starts_with("three") {
+            Target::cluster()
+        } else {
+            Target::single()
+        };
         let seed = seed + i as u64;
         let mut rng = differential::Rng::new(seed);
         let mut cmds = vec![vec!["FLUSHALL".to_string()]];
+        if resp3 {
+            cmds.insert(0, vec!["HELLO".to_string(), "3".to_string()]);
+        }
         for c in differential::stream(&mut rng, n) {
             cmds.push(c);
             // XLANE_KV_DIFF_TRACE=1: after each command, the keys of each
@@ -915,10 +928,7 @@ fn random_streams_over_all_types_match_redis_server() {
             .parse()
             .expect("addr");
         let (compared, bad, lines) = differential::compare(redis_addr, ours, &cmds, 20);
-        println!(
-            "{}: seed {seed}: {compared} commands compared, {bad} mismatches",
-            ["single node", "one-member raft", "three-member cluster"][i]
-        );
+        println!("{label}: seed {seed}: {compared} commands compared, {bad} mismatches");
         assert!(
             bad == 0,
             "seed {seed}: {bad} of {compared} replies differ:\n{}",
@@ -995,5 +1005,92 @@ fn redis_cli_receives_keyspace_notifications() {
     let _ = sub.kill();
     let _ = sub.wait();
     let _ = reader.join();
+    t.stop();
+}
+
+/// `CLIENT LIST`/`CLIENT INFO` describe the connections as Redis does, and
+/// a connection that says `HELLO 3` gets RESP3 (checked with `redis-cli -3`
+/// too, which prints maps as `key => value`).
+#[test]
+fn client_list_and_resp3() {
+    let t = Target::single();
+    let port = t.port();
+    let addr: std::net::SocketAddr = format!("127.0.0.1:{port}").parse().expect("addr");
+    let words = |w: &[&str]| w.iter().map(|s| s.to_string()).collect::<Vec<String>>();
+    let text = |r: &Reply| match r {
+        Reply::Bulk(Some(b)) => String::from_utf8_lossy(b).into_owned(),
+        other => panic!("not a bulk string: {other:?}"),
+    };
+    let mut a = differential::Conn::new(addr);
+    let mut b = differential::Conn::new(addr);
+    let r = a.run(&[
+        words(&["CLIENT", "SETNAME", "alpha"]),
+        words(&["CLIENT", "ID"]),
+    ]);
+    let Reply::Integer(a_id) = r[1] else {
+        panic!("CLIENT ID: {:?}", r[1])
+    };
+    let list = text(&b.run(&[words(&["CLIENT", "LIST"])])[0]);
+    assert_eq!(list.lines().count(), 2, "{list}");
+    let alpha = list
+        .lines()
+        .find(|l| l.contains(" name=alpha "))
+        .unwrap_or_else(|| panic!("no alpha in {list}"));
+    assert!(
+        alpha.starts_with(&format!("id={a_id} addr=127.0.0.1:")),
+        "{alpha}"
+    );
+    assert!(alpha.contains(" cmd=client "), "{alpha}");
+    let only = text(&b.run(&[words(&["CLIENT", "LIST", "ID", &a_id.to_string()])])[0]);
+    assert_eq!(only.lines().collect::<Vec<_>>(), [alpha]);
+    let info = text(&b.run(&[words(&["CLIENT", "INFO"])])[0]);
+    assert!(
+        info.contains(" flags=N ") && info.contains(" cmd=client|info "),
+        "{info}"
+    );
+    assert!(info.ends_with(" resp=2\n"), "{info}");
+    assert_eq!(
+        b.run(&[words(&["CLIENT", "LIST", "TYPE", "bogus"])])[0],
+        Reply::err("ERR Unknown client type 'bogus'")
+    );
+
+    // A subscriber shows under TYPE pubsub.
+    let mut c = differential::Conn::new(addr);
+    c.run(&[words(&["SUBSCRIBE", "news"])]);
+    let subs = text(&b.run(&[words(&["CLIENT", "LIST", "TYPE", "pubsub"])])[0]);
+    assert_eq!(subs.lines().count(), 1, "{subs}");
+    assert!(
+        subs.contains(" flags=P ") && subs.contains(" sub=1 psub=0 "),
+        "{subs}"
+    );
+
+    // RESP3 on this connection: a map, a double, a set, null.
+    let r = b.run(&[
+        words(&["HELLO", "3"]),
+        words(&["HSET", "h", "f", "v"]),
+        words(&["HGETALL", "h"]),
+        words(&["ZADD", "z", "1.5", "m"]),
+        words(&["ZSCORE", "z", "m"]),
+        words(&["SADD", "s", "x"]),
+        words(&["SMEMBERS", "s"]),
+        words(&["GET", "nothing"]),
+        words(&["CLIENT", "INFO"]),
+    ]);
+    assert!(
+        matches!(&r[0], Reply::Map(m) if m.contains(&(Reply::bulk("proto"), Reply::Integer(3)))),
+        "{:?}",
+        r[0]
+    );
+    assert_eq!(r[2], Reply::Map(vec![(Reply::bulk("f"), Reply::bulk("v"))]));
+    assert_eq!(r[4], Reply::Double("1.5".into()));
+    assert_eq!(r[6], Reply::Set(vec![Reply::bulk("x")]));
+    assert_eq!(r[7], Reply::nil());
+    assert!(text(&r[8]).ends_with(" resp=3\n"), "{:?}", r[8]);
+    let out = Command::new(tool("redis-cli", "redis-tools"))
+        .args(["-3", "--no-raw", "-h", "127.0.0.1", "-p", &port.to_string()])
+        .args(["HGETALL", "h"])
+        .output()
+        .expect("run redis-cli");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "1# \"f\" => \"v\"\n");
     t.stop();
 }

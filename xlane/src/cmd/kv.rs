@@ -64,8 +64,9 @@ enum Cmd {
     /// EXISTS TYPE KEYS SCAN RENAME COPY EXPIRE PEXPIRE EXPIREAT PERSIST TTL
     /// PTTL RANDOMKEY), transactions (MULTI EXEC DISCARD WATCH UNWATCH),
     /// server (PING ECHO INFO DBSIZE FLUSHDB FLUSHALL TIME COMMAND
-    /// CONFIG(GET) SELECT(0) HELLO(2) CLIENT READONLY READWRITE QUIT),
-    /// RAFT.NODE(ADD REMOVE) RAFT.NODES; the whole list with how each is
+    /// CONFIG(GET) SELECT(0) HELLO(2 3) CLIENT(LIST INFO SETNAME ...) READONLY
+    /// READWRITE QUIT), CLUSTER(SLOTS SHARDS NODES INFO MYID KEYSLOT),
+    /// RAFT.NODE(ADD REMOVE) RAFT.NODES RAFT.TRANSFER_LEADER; the whole list with how each is
     /// replicated is docs/kv-commands.md. One database. Runs until SIGTERM
     /// or SIGINT, which stop it cleanly (the raft log written and fsynced,
     /// controller tunnels given back, exit status 0), or until killed.

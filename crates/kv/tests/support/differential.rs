@@ -402,6 +402,15 @@ fn agree(cmd: &[String], a: &Reply, b: &Reply) -> bool {
         ("pttl", Reply::Integer(x), Reply::Integer(y)) if *x >= 0 && *y >= 0 => {
             (x - y).abs() <= TTL_SLACK_MS
         }
+        // Servers describe themselves differently; the protocol must agree.
+        ("hello", Reply::Map(x), Reply::Map(y)) => {
+            let proto = |m: &[(Reply, Reply)]| {
+                m.iter()
+                    .find(|(k, _)| *k == Reply::bulk("proto"))
+                    .map(|(_, v)| v.clone())
+            };
+            proto(x) == proto(y)
+        }
         _ => a == b,
     }
 }
@@ -427,11 +436,24 @@ pub fn normalize(cmd: &[String], reply: Reply) -> Reply {
     let name = cmd[0].to_ascii_lowercase();
     match (name.as_str(), reply) {
         ("hgetall", Reply::Array(Some(a))) => Reply::Array(Some(sorted_pairs(a))),
+        // RESP3 (`HELLO 3`): a map's pairs and a set's members in no order.
+        (_, Reply::Map(mut m)) => {
+            m.sort_by_key(|p| format!("{p:?}"));
+            Reply::Map(m)
+        }
+        (_, Reply::Set(a)) => Reply::Set(sorted(a)),
         (
             "hkeys" | "hvals" | "smembers" | "sinter" | "sunion" | "sdiff" | "keys" | "spop"
             | "srandmember",
             Reply::Array(Some(a)),
         ) => Reply::Array(Some(sorted(a))),
+        // RESP3's `HRANDFIELD ... WITHVALUES`: pairs as two-element arrays.
+        ("hrandfield", Reply::Array(Some(a)))
+            if a.iter()
+                .all(|p| matches!(p, Reply::Array(Some(x)) if x.len() == 2)) =>
+        {
+            Reply::Array(Some(sorted(a)))
+        }
         ("hscan" | "zscan" | "sscan" | "scan", Reply::Array(Some(mut a))) if a.len() == 2 => {
             if let Reply::Array(Some(items)) = a.pop().unwrap_or(Reply::nil()) {
                 let items = if name == "hscan" || name == "zscan" {

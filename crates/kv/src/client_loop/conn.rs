@@ -1,0 +1,228 @@
+//! One client connection of the event loop: its session, parser, reply
+//! bytes and the queue of requests waiting for an outcome, and the RESP3
+//! shaping of its replies ([`Shape`]).
+
+use super::{Deferred, Registry, MAX_QUEUED, OUT_HIGH};
+use crate::client_list::ClientFacts;
+use crate::commands::ReadCmd;
+use crate::op::WriteCmd;
+use crate::resp::{decode_reply, Command, Parser, Reply};
+use crate::session::Session;
+use crate::txn::Step;
+use std::collections::VecDeque;
+use std::net::TcpStream;
+use std::os::fd::AsRawFd;
+use std::time::Instant;
+
+/// What an unanswered request waits for.
+pub(super) enum Slot {
+    /// Its write to be applied.
+    Write,
+    /// Its read barrier (attempt `tries` of [`READ_RETRIES`]).
+    Read { cmd: ReadCmd, tries: usize },
+    /// Its membership change to be applied.
+    Member,
+    /// Nothing: the reply is ready, behind an earlier one that is not.
+    Done(Vec<u8>),
+}
+
+pub(super) struct Pending {
+    pub(super) token: u64,
+    pub(super) slot: Slot,
+    /// On a RESP3 connection: the command its reply is shaped by.
+    pub(super) shape: Option<Box<Shape>>,
+}
+
+/// For a RESP3 connection (`HELLO 3`): the command a reply answers, which
+/// decides the reply's RESP3 shape ([`crate::resp3`]).
+#[derive(Clone)]
+pub(super) struct Shape {
+    pub(super) args: Command,
+    /// For `EXEC`: the queued commands' words.
+    pub(super) queued: Vec<Command>,
+}
+
+impl Shape {
+    pub(super) fn of(args: &Command, step: Option<&Step>) -> Box<Shape> {
+        let queued = match step {
+            Some(Step::Exec(op)) => match &op.cmd {
+                WriteCmd::Exec { cmds, .. } => cmds
+                    .iter()
+                    .map(|c| match c {
+                        WriteCmd::Data { args, .. } | WriteCmd::Query { args, .. } => args.clone(),
+                        _ => Vec::new(),
+                    })
+                    .collect(),
+                _ => Vec::new(),
+            },
+            _ => Vec::new(),
+        };
+        Box::new(Shape {
+            args: args.clone(),
+            queued,
+        })
+    }
+
+    pub(super) fn encode(&self, reply: Reply, out: &mut Vec<u8>) {
+        crate::resp3::shape(&self.args, &self.queued, reply).encode_resp3(out);
+    }
+
+    /// A reply encoded as RESP2 (a write's from the state machine, a
+    /// read's), re-encoded for this command in RESP3.
+    pub(super) fn convert(&self, bytes: Vec<u8>) -> Vec<u8> {
+        match decode_reply(&bytes) {
+            Ok(Some((r, n))) if n == bytes.len() => {
+                let mut out = Vec::with_capacity(bytes.len() + 8);
+                self.encode(r, &mut out);
+                out
+            }
+            _ => bytes,
+        }
+    }
+}
+
+/// Pub/sub frames for a RESP3 connection: each top-level array becomes a
+/// push (`>`), as Redis sends subscription replies and messages.
+fn to_push(mut bytes: Vec<u8>) -> Vec<u8> {
+    let mut at = 0;
+    while at < bytes.len() {
+        match decode_reply(&bytes[at..]) {
+            Ok(Some((_, n))) => {
+                if bytes[at] == b'*' {
+                    bytes[at] = b'>';
+                }
+                at += n;
+            }
+            _ => break,
+        }
+    }
+    bytes
+}
+
+pub(super) struct Conn {
+    pub(super) stream: TcpStream,
+    pub(super) parser: Parser,
+    pub(super) session: Session,
+    /// Reply bytes not yet written.
+    pub(super) out: Vec<u8>,
+    /// Unanswered requests, oldest first.
+    pub(super) queue: VecDeque<Pending>,
+    /// A read barrier waits in `queue`: nothing later starts.
+    pub(super) read_waiting: bool,
+    /// A read not started yet: it waits for the earlier replies.
+    pub(super) deferred: Option<Deferred>,
+    /// `QUIT` or a protocol error: close once `out` is written.
+    pub(super) quit: bool,
+    /// The client closed its side: close once everything is answered.
+    pub(super) eof: bool,
+    /// Commands may wait in the parser: the last pump stopped on a stall or
+    /// the turn's budget, not on an empty parser.
+    pub(super) more: bool,
+    /// The epoll events registered now.
+    pub(super) interest: u32,
+    /// Listed in `ClientLoop::dirty`.
+    pub(super) dirty: bool,
+    /// On a RESP3 connection: the command being answered now.
+    pub(super) shape: Option<Box<Shape>>,
+    /// When it connected, and when it last sent bytes (`CLIENT LIST`).
+    pub(super) since: Instant,
+    pub(super) last_input: Instant,
+    /// The first word of its last command (`CLIENT LIST`'s `cmd`).
+    pub(super) last_cmd: Vec<u8>,
+}
+
+impl Conn {
+    pub(super) fn stalled(&self) -> bool {
+        self.quit
+            || self.read_waiting
+            || self.deferred.is_some()
+            || self.queue.len() >= MAX_QUEUED
+            || self.out.len() >= OUT_HIGH
+    }
+
+    /// Queues a reply behind the pending ones (or straight out), in the
+    /// connection's protocol.
+    pub(super) fn emit(&mut self, reply: &Reply) {
+        if let Some(s) = &self.shape {
+            let mut b = Vec::new();
+            s.encode(reply.clone(), &mut b);
+            self.emit_encoded(b);
+        } else if self.queue.is_empty() {
+            reply.encode(&mut self.out);
+        } else {
+            self.queue.push_back(Pending {
+                token: 0,
+                slot: Slot::Done(reply.to_bytes()),
+                shape: None,
+            });
+        }
+    }
+
+    /// Queues pub/sub frames (replies and messages) the same way: pushes
+    /// on a RESP3 connection.
+    pub(super) fn emit_bytes(&mut self, bytes: Vec<u8>) {
+        let bytes = if self.session.resp3 {
+            to_push(bytes)
+        } else {
+            bytes
+        };
+        self.emit_encoded(bytes);
+    }
+
+    pub(super) fn emit_encoded(&mut self, bytes: Vec<u8>) {
+        if self.queue.is_empty() {
+            self.out.extend_from_slice(&bytes);
+        } else {
+            self.queue.push_back(Pending {
+                token: 0,
+                slot: Slot::Done(bytes),
+                shape: None,
+            });
+        }
+    }
+
+    /// Queues a request that waits for `slot`'s outcome.
+    pub(super) fn wait(&mut self, token: u64, slot: Slot) {
+        let shape = self.shape.clone();
+        self.queue.push_back(Pending { token, slot, shape });
+    }
+
+    /// What `CLIENT LIST` says of it.
+    pub(super) fn facts(&self, id: u64, subs: &Registry, now: Instant) -> ClientFacts {
+        let (sub, psub) = subs.counts(id);
+        ClientFacts {
+            id: self.session.id,
+            addr: self.stream.peer_addr().ok(),
+            laddr: self.stream.local_addr().ok(),
+            fd: self.stream.as_raw_fd(),
+            name: self.session.name.clone(),
+            age_s: now.duration_since(self.since).as_secs(),
+            idle_s: now.duration_since(self.last_input).as_secs(),
+            multi: self.session.txn.queued(),
+            sub,
+            psub,
+            readonly: self.session.readonly,
+            qbuf: self.parser.buffered(),
+            obl: self.out.len(),
+            cmd: String::from_utf8_lossy(&self.last_cmd).to_ascii_lowercase(),
+            resp: if self.session.resp3 { 3 } else { 2 },
+        }
+    }
+
+    /// Moves the ready replies at the head of the queue out.
+    pub(super) fn release(&mut self) {
+        while let Some(Pending {
+            slot: Slot::Done(_),
+            ..
+        }) = self.queue.front()
+        {
+            if let Some(Pending {
+                slot: Slot::Done(b),
+                ..
+            }) = self.queue.pop_front()
+            {
+                self.out.extend_from_slice(&b);
+            }
+        }
+    }
+}
