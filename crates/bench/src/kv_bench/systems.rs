@@ -270,12 +270,7 @@ impl Cluster {
 
     /// An error if a member exited.
     pub fn check_alive(&mut self) -> Result<(), String> {
-        for c in &mut self.children {
-            if let Ok(Some(st)) = c.try_wait() {
-                return Err(format!("process {} exited ({st})", c.id()));
-            }
-        }
-        Ok(())
+        children_alive(&mut self.children)
     }
 
     /// A RESP connection to member `i`, made in its host.
@@ -294,22 +289,9 @@ impl Cluster {
         &mut self,
         timeout: Duration,
         what: &str,
-        mut ready: impl FnMut(&mut Cluster) -> Result<bool, String>,
+        ready: impl FnMut(&mut Cluster) -> Result<bool, String>,
     ) -> Result<(), String> {
-        let deadline = Instant::now() + timeout;
-        let mut last = String::new();
-        loop {
-            self.check_alive()?;
-            match ready(self) {
-                Ok(true) => return Ok(()),
-                Ok(false) => {}
-                Err(e) => last = e,
-            }
-            if Instant::now() > deadline {
-                return Err(format!("{what} not in time (last: {last})"));
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        wait_ready(self, timeout, what, Cluster::check_alive, ready)
     }
 
     fn start_redis(&mut self, s: &Start) -> Result<(), String> {
@@ -589,6 +571,41 @@ fn etcd_status(cl: &Cluster) -> Result<EtcdStatus, String> {
         leader: leader.filter(|_| all_know),
         term,
     })
+}
+
+/// An error naming the first of `children` that exited.
+pub(crate) fn children_alive(children: &mut [std::process::Child]) -> Result<(), String> {
+    for c in children {
+        if let Ok(Some(st)) = c.try_wait() {
+            return Err(format!("process {} exited ({st})", c.id()));
+        }
+    }
+    Ok(())
+}
+
+/// Polls `ready` every 50 ms until it says yes; fails when `alive` fails
+/// (a process exited) or after `timeout`, with `ready`'s last error.
+pub(crate) fn wait_ready<T>(
+    fleet: &mut T,
+    timeout: Duration,
+    what: &str,
+    alive: fn(&mut T) -> Result<(), String>,
+    mut ready: impl FnMut(&mut T) -> Result<bool, String>,
+) -> Result<(), String> {
+    let deadline = Instant::now() + timeout;
+    let mut last = String::new();
+    loop {
+        alive(fleet)?;
+        match ready(fleet) {
+            Ok(true) => return Ok(()),
+            Ok(false) => {}
+            Err(e) => last = e,
+        }
+        if Instant::now() > deadline {
+            return Err(format!("{what} not in time (last: {last})"));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }
 
 #[cfg(test)]

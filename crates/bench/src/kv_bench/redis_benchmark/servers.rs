@@ -10,8 +10,9 @@ use std::fs::File;
 use std::net::{SocketAddr, TcpListener, UdpSocket};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use crate::kv_bench::systems::{children_alive, wait_ready};
 use xlane_kv::resp::Reply;
 
 use super::super::systems::which;
@@ -214,34 +215,16 @@ impl Servers {
 
     /// An error if a process exited.
     pub fn check_alive(&mut self) -> Result<(), String> {
-        for c in &mut self.children {
-            if let Ok(Some(st)) = c.try_wait() {
-                return Err(format!("process {} exited ({st})", c.id()));
-            }
-        }
-        Ok(())
+        children_alive(&mut self.children)
     }
 
     fn wait_until(
         &mut self,
         timeout: Duration,
         what: &str,
-        mut ready: impl FnMut(&mut Servers) -> Result<bool, String>,
+        ready: impl FnMut(&mut Servers) -> Result<bool, String>,
     ) -> Result<(), String> {
-        let deadline = Instant::now() + timeout;
-        let mut last = String::new();
-        loop {
-            self.check_alive()?;
-            match ready(self) {
-                Ok(true) => return Ok(()),
-                Ok(false) => {}
-                Err(e) => last = e,
-            }
-            if Instant::now() > deadline {
-                return Err(format!("{what} not in time (last: {last})"));
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        wait_ready(self, timeout, what, Servers::check_alive, ready)
     }
 
     fn start_redis(&mut self, port: u16, replicas: u16, timeout: Duration) -> Result<(), String> {
