@@ -170,7 +170,8 @@ pub fn which(bin: &str) -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
-fn version_of(bin: &Path, arg: &str) -> String {
+/// The first line `bin arg` prints (its version), or empty.
+pub(crate) fn version_of(bin: &Path, arg: &str) -> String {
     Command::new(bin)
         .arg(arg)
         .output()

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use crate::kv_bench::systems::{children_alive, wait_ready};
+use crate::kv_bench::systems::{children_alive, version_of, wait_ready};
 use xlane_kv::resp::Reply;
 
 use super::super::systems::which;
@@ -137,16 +137,6 @@ fn check_free(port: u16, udp: bool) -> Result<(), String> {
         UdpSocket::bind(addr(port)).map_err(|e| format!("UDP port {port} is not free: {e}"))?;
     }
     Ok(())
-}
-
-fn version_of(bin: &Path, arg: &str) -> String {
-    Command::new(bin)
-        .arg(arg)
-        .output()
-        .ok()
-        .and_then(|o| String::from_utf8(o.stdout).ok())
-        .and_then(|s| s.lines().next().map(|l| l.trim().to_string()))
-        .unwrap_or_default()
 }
 
 impl Servers {
