@@ -453,6 +453,29 @@ impl Store {
         Reply::Integer(n)
     }
 
+    /// The reply `op` would get from [`Store::apply`] now if applying it
+    /// changes nothing in the store — no value, expiry, version or event
+    /// (a member already in its set, a pop from an absent key: see
+    /// [`crate::types::unchanged_reply`]; `DEL` of absent keys). Such a
+    /// write can be answered like a linearizable read, without a log entry,
+    /// as Redis neither propagates it nor touches a `WATCH`. `None` when it
+    /// might change something, and whenever some key is due to expire at
+    /// the op's time (applying would remove it first).
+    pub fn unchanged_reply(&self, op: &WriteOp) -> Option<Reply> {
+        let now = self.clock_ms.max(op.ts_ms);
+        if self.expiries.get_min().is_some_and(|(t, _)| *t <= now) {
+            return None;
+        }
+        match &op.cmd {
+            WriteCmd::Data { args, .. } => crate::types::unchanged_reply(self, args),
+            WriteCmd::Del { keys } => keys
+                .iter()
+                .all(|k| !self.map.contains_key(k.as_slice()))
+                .then_some(Reply::Integer(0)),
+            _ => None,
+        }
+    }
+
     /// Applies one write and returns its reply. Deterministic: depends only
     /// on the store and the op.
     pub fn apply(&mut self, op: &WriteOp) -> Reply {

@@ -5,7 +5,7 @@
 use super::{Deferred, Registry, MAX_QUEUED, OUT_HIGH};
 use crate::client_list::ClientFacts;
 use crate::commands::ReadCmd;
-use crate::op::WriteCmd;
+use crate::op::{WriteCmd, WriteOp};
 use crate::resp::{decode_reply, Command, Parser, Reply};
 use crate::session::Session;
 use crate::txn::Step;
@@ -18,12 +18,48 @@ use std::time::Instant;
 pub(super) enum Slot {
     /// Its write to be applied.
     Write,
-    /// Its read barrier (attempt `tries` of [`READ_RETRIES`]).
-    Read { cmd: ReadCmd, tries: usize },
+    /// The read barrier of a group of requests answered from the store
+    /// together (attempt `tries` of [`READ_RETRIES`]).
+    Read { group: Vec<Query>, tries: usize },
     /// Its membership change to be applied.
     Member,
     /// Nothing: the reply is ready, behind an earlier one that is not.
     Done(Vec<u8>),
+}
+
+/// A request answered from the store once its read barrier is through.
+pub(super) enum Ask {
+    /// A read.
+    Read(ReadCmd),
+    /// A write the store showed would change nothing
+    /// ([`crate::store::Store::unchanged_reply`]): answered like a read if
+    /// it still would when its barrier is through, proposed if not.
+    Write(WriteOp),
+}
+
+/// One request of a read group, with the RESP3 shape of its reply.
+pub(super) struct Query {
+    pub(super) ask: Ask,
+    pub(super) shape: Option<Box<Shape>>,
+}
+
+impl Query {
+    /// Whether it waits for a read barrier on a connection that is (not)
+    /// `READONLY`; a write always does.
+    pub(super) fn needs_barrier(&self, readonly: bool) -> bool {
+        match &self.ask {
+            Ask::Read(cmd) => cmd.needs_barrier() && !readonly,
+            Ask::Write(_) => true,
+        }
+    }
+
+    /// Appends `reply` to `out` in the connection's protocol.
+    pub(super) fn encode(&self, reply: Reply, out: &mut Vec<u8>) {
+        match &self.shape {
+            Some(s) => s.encode(reply, out),
+            None => reply.encode(out),
+        }
+    }
 }
 
 pub(super) struct Pending {
@@ -107,10 +143,19 @@ pub(super) struct Conn {
     pub(super) out: Vec<u8>,
     /// Unanswered requests, oldest first.
     pub(super) queue: VecDeque<Pending>,
-    /// A read barrier waits in `queue`: nothing later starts.
+    /// A read barrier waits in `queue`: nothing later starts, but reads
+    /// (and writes that would change nothing) may join its group while
+    /// `joinable`.
     pub(super) read_waiting: bool,
-    /// A read not started yet: it waits for the earlier replies.
+    /// The waiting read barrier started in this pump of the connection: a
+    /// request already received may join its group (its read index is
+    /// taken after the request arrived). Cleared when the pump ends.
+    pub(super) joinable: bool,
+    /// A read group not started yet: it waits for the earlier replies.
     pub(super) deferred: Option<Deferred>,
+    /// A command taken from the parser that could not join the read group
+    /// ahead of it: it runs once that group is answered.
+    pub(super) held: Option<Command>,
     /// `QUIT` or a protocol error: close once `out` is written.
     pub(super) quit: bool,
     /// The client closed its side: close once everything is answered.
@@ -179,6 +224,32 @@ impl Conn {
                 shape: None,
             });
         }
+    }
+
+    /// Whether the request about to be taken may join a read group: the
+    /// deferred one, or the one whose barrier just started.
+    pub(super) fn joining(&self) -> bool {
+        matches!(self.deferred, Some(Deferred::Reads(_))) || (self.read_waiting && self.joinable)
+    }
+
+    /// Adds `q` to the read group it may join ([`Conn::joining`]); gives it
+    /// back when that group is full.
+    pub(super) fn join(&mut self, q: Query) -> Result<(), Query> {
+        let group = match &mut self.deferred {
+            Some(Deferred::Reads(g)) => g,
+            _ => match self.queue.back_mut() {
+                Some(Pending {
+                    slot: Slot::Read { group, .. },
+                    ..
+                }) => group,
+                _ => return Err(q),
+            },
+        };
+        if group.len() >= MAX_QUEUED {
+            return Err(q);
+        }
+        group.push(q);
+        Ok(())
     }
 
     /// Queues a request that waits for `slot`'s outcome.

@@ -12,11 +12,22 @@
 //! Per connection the replies keep the order of the requests:
 //! * writes are pipelined: each is proposed at once and its reply waits in
 //!   the connection's queue until every earlier reply is ready;
-//! * a read starts only when nothing earlier is pending, and nothing later
-//!   starts while its read barrier waits, so a read sees every earlier write
-//!   of the same connection and none of its later ones. The read barriers
-//!   of one turn share one read index; on a leader that is its group's only
-//!   voter (a single node) reads need none and are answered at once.
+//! * reads go in groups: a group starts only when nothing earlier is
+//!   pending, and nothing that is not a read starts while its read barrier
+//!   waits, so a read sees every earlier write of the same connection and
+//!   none of its later ones. The reads that follow in the pipeline and
+//!   were already received when the barrier started join its group (their
+//!   read index is taken after they arrived): one barrier for a pipeline of
+//!   reads. The barriers of one turn share one read index; on a leader that
+//!   is its group's only voter (a single node) reads need none and are
+//!   answered at once;
+//! * a write the leader's store shows would change nothing
+//!   ([`crate::store::Store::unchanged_reply`]: `SADD` of a member already
+//!   there, a pop from an absent key...) is answered like a read, without
+//!   a log entry, as Redis neither propagates such a write nor wakes a
+//!   `WATCH` with it: it joins a read group and is checked again when the
+//!   group's barrier is through; if it would change something by then, it
+//!   is proposed there and the requests behind it wait for it.
 //!
 //! A single node (`xlane kv serve` without `--peer`) is a group of one
 //! member and is served by this same loop.
@@ -40,10 +51,10 @@
 //! [`OUT_HIGH`] unsent reply bytes is not read until it drains.
 
 mod conn;
-use conn::{Conn, Shape, Slot};
+use conn::{Ask, Conn, Pending, Query, Shape, Slot};
 
 use crate::client_list::{command_name, list_reply, ClientFacts, ListFilter};
-use crate::commands::{classify, config_get, Action, MemberCmd, PubSubCmd, ReadCmd, SettingCmd};
+use crate::commands::{classify, config_get, Action, MemberCmd, PubSubCmd, SettingCmd};
 use crate::members::{encode_member, Members, Peer};
 use crate::pubsub::{subscribed_pong, NotifyFlags, Registry};
 use crate::raft::{replica_error, READ_RETRIES};
@@ -130,8 +141,8 @@ impl Epoll {
 /// A request that starts once every earlier one of its connection is
 /// answered.
 enum Deferred {
-    /// A read (its barrier, then the store).
-    Read(ReadCmd),
+    /// A group of reads (one barrier, then the store).
+    Reads(Vec<Query>),
     /// `WATCH`: the keys' versions, read once this connection's earlier
     /// writes have applied (see crate::txn: a version read behind other
     /// connections' writes can only make EXEC abort).
@@ -273,7 +284,9 @@ impl ClientLoop {
                     out: Vec::new(),
                     queue: VecDeque::new(),
                     read_waiting: false,
+                    joinable: false,
                     deferred: None,
+                    held: None,
                     quit: false,
                     eof: false,
                     more: false,
@@ -335,11 +348,19 @@ impl ClientLoop {
             return;
         };
         let mut budget = TURN_COMMANDS;
+        let leader = sub.leader() == self.me;
         loop {
             if c.queue.is_empty() {
                 match c.deferred.take() {
-                    Some(Deferred::Read(cmd)) => {
-                        start_read(c, cmd, &self.store, &mut self.tokens, id, sub);
+                    Some(Deferred::Reads(group)) => {
+                        let mut ctx = Answer {
+                            store: &self.store,
+                            tokens: &mut self.tokens,
+                            members: &self.members,
+                            me: self.me,
+                            id,
+                        };
+                        ctx.start(c, group, sub);
                         continue;
                     }
                     Some(Deferred::Watch(keys)) => {
@@ -361,7 +382,8 @@ impl ClientLoop {
                     None => {}
                 }
             }
-            if c.stalled() {
+            let joining = c.joining() && !c.quit && c.out.len() < OUT_HIGH;
+            if (c.stalled() && !joining) || (joining && c.held.is_some()) {
                 c.more = true;
                 break;
             }
@@ -371,24 +393,46 @@ impl ClientLoop {
                 break;
             }
             budget -= 1;
-            let args = match c.parser.next_command() {
-                Ok(Some(a)) => a,
-                Ok(None) => {
-                    c.more = false;
-                    break;
-                }
-                Err(e) => {
-                    self.stats.protocol_errors.fetch_add(1, Ordering::Relaxed);
-                    c.emit(&Reply::err(format!("ERR {e}")));
-                    c.quit = true;
-                    break;
+            let args = match c.held.take() {
+                Some(a) => a,
+                None => {
+                    let args = match c.parser.next_command() {
+                        Ok(Some(a)) => a,
+                        Ok(None) => {
+                            c.more = false;
+                            break;
+                        }
+                        Err(e) => {
+                            self.stats.protocol_errors.fetch_add(1, Ordering::Relaxed);
+                            c.emit(&Reply::err(format!("ERR {e}")));
+                            c.quit = true;
+                            break;
+                        }
+                    };
+                    self.stats.commands.fetch_add(1, Ordering::Relaxed);
+                    c.last_cmd.clear();
+                    c.last_cmd
+                        .extend_from_slice(&args[0][..args[0].len().min(MAX_CMD_NAME)]);
+                    args
                 }
             };
-            self.stats.commands.fetch_add(1, Ordering::Relaxed);
-            c.last_cmd.clear();
-            c.last_cmd
-                .extend_from_slice(&args[0][..args[0].len().min(MAX_CMD_NAME)]);
             c.shape = c.session.resp3.then(|| Shape::of(&args, None));
+            if joining {
+                let subscribed = self.subs.count(id) > 0;
+                let q = quiet_ask(&args, c, subscribed, &self.store, leader).map(|ask| Query {
+                    ask,
+                    shape: c.shape.clone(),
+                });
+                match q.map(|q| c.join(q)) {
+                    Some(Ok(())) => continue,
+                    _ => {
+                        // Runs once the group ahead of it is answered.
+                        c.held = Some(args);
+                        c.more = true;
+                        break;
+                    }
+                }
+            }
             if is_client_listing(&args) && !c.session.txn.in_multi() {
                 let reply = self.client_listing(id, &args);
                 let Some(again) = self.conns.get_mut(&id) else {
@@ -432,6 +476,25 @@ impl ClientLoop {
                     c.quit = true;
                 }
                 Action::Write(op) => {
+                    // A write that would change nothing, with nothing of
+                    // this connection pending: answered like a read — at
+                    // once where reads need no barrier (nothing is applied
+                    // between the check and the reply), else if it still
+                    // would after its barrier.
+                    let quiet = match leader && c.queue.is_empty() {
+                        true => self.store.read().ok().and_then(|s| s.unchanged_reply(&op)),
+                        false => None,
+                    };
+                    if let Some(r) = quiet {
+                        if sub.reads_local() {
+                            c.emit(&r);
+                        } else {
+                            let shape = c.shape.clone();
+                            let ask = Ask::Write(op);
+                            c.deferred = Some(Deferred::Reads(vec![Query { ask, shape }]));
+                        }
+                        continue;
+                    }
                     let token = self.tokens.issue(id);
                     match sub.propose(op.encode(), token) {
                         Ok(()) => c.wait(token, Slot::Write),
@@ -485,7 +548,11 @@ impl ClientLoop {
                 }
                 // Started at the top of the loop once nothing earlier is
                 // pending (at once if nothing is).
-                Action::Read(cmd) => c.deferred = Some(Deferred::Read(cmd)),
+                Action::Read(cmd) => {
+                    let shape = c.shape.clone();
+                    let ask = Ask::Read(cmd);
+                    c.deferred = Some(Deferred::Reads(vec![Query { ask, shape }]));
+                }
                 Action::PubSub(cmd) => {
                     let bytes = match cmd {
                         PubSubCmd::Subscribe(n) => self.subs.subscribe(id, &n, false),
@@ -509,6 +576,8 @@ impl ClientLoop {
                 }
             }
         }
+        // Requests that arrive from now on take the next barrier.
+        c.joinable = false;
         self.mark(id);
     }
 
@@ -536,7 +605,7 @@ impl ClientLoop {
             }
         }
         c.out.drain(..written);
-        let answered = c.queue.is_empty() && c.deferred.is_none() && !c.more;
+        let answered = c.queue.is_empty() && c.deferred.is_none() && c.held.is_none() && !c.more;
         let done = c.out.is_empty() && (c.quit || (c.eof && answered));
         if broken || done {
             self.close(id);
@@ -719,31 +788,181 @@ fn nodes_reply(members: &Members) -> Reply {
     ))
 }
 
-/// Starts `cmd` on connection `c` (nothing earlier is pending): at once
-/// from the store (`READONLY`, or a leader that is its group's only voter:
-/// [`Submit::reads_local`]), or after a read barrier.
-fn start_read(
-    c: &mut Conn,
-    cmd: ReadCmd,
+/// Whether `op` would change nothing if applied now
+/// ([`crate::store::Store::unchanged_reply`]).
+fn unchanged(store: &SharedStore, op: &crate::op::WriteOp) -> bool {
+    store.read().is_ok_and(|s| s.unchanged_reply(op).is_some())
+}
+
+/// What `args` asks of the store if it may join a read group on `c`: a
+/// read, or (on the leader) a write that would change nothing. `None` for
+/// anything else — commands about the connection or a transaction, every
+/// command inside `MULTI` or of a subscriber, writes that change something.
+fn quiet_ask(
+    args: &Command,
+    c: &Conn,
+    subscribed: bool,
     store: &SharedStore,
-    tokens: &mut Tokens,
-    id: u64,
-    sub: &mut dyn Submit,
-) {
-    if cmd.needs_barrier() && !c.session.readonly && !sub.reads_local() {
-        let token = tokens.issue(id);
-        sub.read_barrier(token);
-        c.wait(token, Slot::Read { cmd, tries: 1 });
-        c.read_waiting = true;
-    } else {
-        c.emit(&read_now(store, &cmd));
+    leader: bool,
+) -> Option<Ask> {
+    const OWN: &[&[u8]] = &[
+        b"hello",
+        b"client",
+        b"readonly",
+        b"readwrite",
+        b"multi",
+        b"exec",
+        b"discard",
+        b"watch",
+        b"unwatch",
+    ];
+    let name = args.first()?;
+    if c.session.txn.in_multi() || subscribed || OWN.iter().any(|o| name.eq_ignore_ascii_case(o)) {
+        return None;
+    }
+    match classify(args, now_ms()) {
+        Action::Read(cmd) => Some(Ask::Read(cmd)),
+        Action::Write(op) if leader && unchanged(store, &op) => Some(Ask::Write(op)),
+        _ => None,
     }
 }
 
-fn read_now(store: &SharedStore, cmd: &ReadCmd) -> Reply {
-    match store.read() {
-        Ok(s) => cmd.execute(&s, now_ms()),
-        Err(_) => Reply::err("ERR store lock poisoned"),
+/// What answering a read group needs of the loop, besides the connection.
+struct Answer<'a> {
+    store: &'a SharedStore,
+    tokens: &'a mut Tokens,
+    members: &'a Members,
+    me: u64,
+    /// The connection's key.
+    id: u64,
+}
+
+impl Answer<'_> {
+    /// Starts `group` on connection `c` (nothing earlier is pending): at
+    /// once from the store when none of it needs a barrier (`READONLY`
+    /// reads, or a leader that is its group's only voter:
+    /// [`Submit::reads_local`]), else after one read barrier for the whole
+    /// group, which the requests already received may still join.
+    fn start(&mut self, c: &mut Conn, group: Vec<Query>, sub: &mut dyn Submit) {
+        let readonly = c.session.readonly;
+        let barrier = !sub.reads_local() && group.iter().any(|q| q.needs_barrier(readonly));
+        let token = if barrier {
+            self.tokens.issue(self.id)
+        } else {
+            0
+        };
+        c.queue.push_back(Pending {
+            token,
+            slot: Slot::Read { group, tries: 1 },
+            shape: None,
+        });
+        if barrier {
+            sub.read_barrier(token);
+            c.read_waiting = true;
+            c.joinable = true;
+        } else {
+            self.answer(c, c.queue.len() - 1, sub);
+            c.release();
+        }
+    }
+
+    /// Answers the read group at `c.queue[at]` from the store, in order. A
+    /// write in it that would now change something is proposed there, and
+    /// the requests after it wait for it as a new deferred group.
+    fn answer(&mut self, c: &mut Conn, at: usize, sub: &mut dyn Submit) {
+        let slot = std::mem::replace(&mut c.queue[at].slot, Slot::Done(Vec::new()));
+        let Slot::Read { group, .. } = slot else {
+            c.queue[at].slot = slot;
+            return;
+        };
+        let leader = sub.leader() == self.me;
+        let mut out = Vec::new();
+        let mut rest = group.into_iter();
+        let mut write = None;
+        match self.store.read() {
+            Ok(s) => {
+                let now = now_ms();
+                for q in rest.by_ref() {
+                    let reply = match &q.ask {
+                        Ask::Read(cmd) => cmd.execute(&s, now),
+                        Ask::Write(op) => match s.unchanged_reply(op) {
+                            Some(r) if leader => r,
+                            _ => {
+                                write = Some(q);
+                                break;
+                            }
+                        },
+                    };
+                    q.encode(reply, &mut out);
+                }
+            }
+            Err(_) => {
+                for q in rest.by_ref() {
+                    q.encode(Reply::err("ERR store lock poisoned"), &mut out);
+                }
+            }
+        }
+        c.queue[at].slot = Slot::Done(out);
+        c.read_waiting = false;
+        let Some(Query {
+            ask: Ask::Write(op),
+            shape,
+        }) = write
+        else {
+            return;
+        };
+        let token = self.tokens.issue(self.id);
+        let pending = match sub.propose(op.encode(), token) {
+            Ok(()) => Pending {
+                token,
+                slot: Slot::Write,
+                shape,
+            },
+            Err(e) => {
+                self.tokens.take(token);
+                let e = replica_error(e, |h| self.members.client_of(self.me, h));
+                let q = Query {
+                    ask: Ask::Write(op.clone()),
+                    shape,
+                };
+                let mut b = Vec::new();
+                q.encode(replica_error_reply(&e, op.cmd.first_key()), &mut b);
+                Pending {
+                    token: 0,
+                    slot: Slot::Done(b),
+                    shape: None,
+                }
+            }
+        };
+        c.queue.insert(at + 1, pending);
+        let mut later: Vec<Query> = rest.collect();
+        if later.is_empty() {
+            return;
+        }
+        // Nothing else is deferred behind a group but reads joining it.
+        match c.deferred.take() {
+            Some(Deferred::Reads(more)) => later.extend(more),
+            Some(Deferred::Watch(keys)) => {
+                for q in &later {
+                    let mut b = Vec::new();
+                    q.encode(Reply::err("ERR internal: request order lost"), &mut b);
+                    c.emit_encoded(b);
+                }
+                c.deferred = Some(Deferred::Watch(keys));
+                return;
+            }
+            None => {}
+        }
+        c.deferred = Some(Deferred::Reads(later));
+    }
+}
+
+/// The same reply for each request of `slot` (one, or each of a read
+/// group's).
+fn each(slot: &Slot, reply: Vec<u8>) -> Vec<u8> {
+    match slot {
+        Slot::Read { group, .. } => reply.repeat(group.len()),
+        _ => reply,
     }
 }
 
@@ -800,13 +1019,14 @@ impl Frontend for ClientLoop {
         let Some(c) = self.conns.get_mut(&id) else {
             return;
         };
-        let Some(p) = c.queue.iter_mut().find(|p| p.token == token) else {
+        let Some(at) = c.queue.iter().position(|p| p.token == token) else {
             return;
         };
         let failed = |e: ReplicateError| {
             let e = replica_error(e, |h| self.members.client_of(self.me, h));
             replica_error_reply(&e, None).to_bytes()
         };
+        let p = &mut c.queue[at];
         match (&mut p.slot, outcome) {
             (Slot::Write, Outcome::Applied(bytes)) => p.slot = Slot::Done(bytes),
             (Slot::Write, Outcome::Failed(e)) => p.slot = Slot::Done(failed(e)),
@@ -820,9 +1040,15 @@ impl Frontend for ClientLoop {
                 p.slot = Slot::Done(r.to_bytes());
             }
             (Slot::Member, Outcome::Failed(e)) => p.slot = Slot::Done(failed(e)),
-            (Slot::Read { cmd, .. }, Outcome::ReadReady) => {
-                p.slot = Slot::Done(read_now(&self.store, cmd).to_bytes());
-                c.read_waiting = false;
+            (Slot::Read { .. }, Outcome::ReadReady) => {
+                let mut ctx = Answer {
+                    store: &self.store,
+                    tokens: &mut self.tokens,
+                    members: &self.members,
+                    me: self.me,
+                    id,
+                };
+                ctx.answer(c, at, sub);
             }
             (Slot::Read { tries, .. }, Outcome::Failed(ReplicateError::ReadFailed))
                 if *tries < READ_RETRIES =>
@@ -834,20 +1060,22 @@ impl Frontend for ClientLoop {
             }
             (Slot::Read { .. }, Outcome::Failed(ReplicateError::ReadFailed)) => {
                 let e = ReplicaError::Unavailable(crate::raft::READ_UNCONFIRMED.into());
-                p.slot = Slot::Done(replica_error_reply(&e, None).to_bytes());
+                p.slot = Slot::Done(each(&p.slot, replica_error_reply(&e, None).to_bytes()));
                 c.read_waiting = false;
             }
             (Slot::Read { .. }, Outcome::Failed(e)) => {
-                p.slot = Slot::Done(failed(e));
+                p.slot = Slot::Done(each(&p.slot, failed(e)));
                 c.read_waiting = false;
             }
             // An outcome of the wrong kind for its request: a driver bug;
             // answer it as an error rather than hang the connection.
             (_, _) => {
-                p.slot = Slot::Done(Reply::err("ERR internal: mismatched outcome").to_bytes());
+                let r = Reply::err("ERR internal: mismatched outcome").to_bytes();
+                p.slot = Slot::Done(each(&p.slot, r));
                 c.read_waiting = false;
             }
         }
+        let p = &mut c.queue[at];
         if let (Some(s), Slot::Done(b)) = (&p.shape, &mut p.slot) {
             *b = s.convert(std::mem::take(b));
         }

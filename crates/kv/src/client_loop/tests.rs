@@ -160,6 +160,82 @@ fn pipelined_requests_are_answered_in_order() {
     assert_eq!(r[10], bulk("2"));
 }
 
+/// Reads pipelined together share a read group; a write that would change
+/// nothing is answered like a read without a log entry, and one that
+/// would change something by the time its group is answered is proposed
+/// then, the requests behind it waiting for it.
+#[test]
+fn read_groups_answer_unchanged_writes_without_the_log() {
+    let m = start(3);
+    let l = leader(&m);
+    let mut c = connect(m.clients[l]);
+    assert_eq!(cmd(&mut c, &["SADD", "s", "a"]), Reply::Integer(1));
+    assert_eq!(cmd(&mut c, &["ZADD", "z", "1", "m"]), Reply::Integer(1));
+    let applied = m.nodes[l].applied_index();
+    // Writes that change nothing, among reads: no log entry.
+    let mut quiet: Vec<&[&str]> = Vec::new();
+    for _ in 0..20 {
+        quiet.extend_from_slice(&[
+            &["SADD", "s", "a"],
+            &["GET", "k"],
+            &["ZADD", "z", "1", "m"],
+            &["SPOP", "none"],
+            &["ZPOPMIN", "none"],
+            &["SISMEMBER", "s", "a"],
+        ]);
+    }
+    send(&mut c, &quiet);
+    let r = replies(&mut c, quiet.len());
+    assert_eq!(r.len(), quiet.len(), "{r:?}");
+    for (i, r) in r.chunks(6).enumerate() {
+        let want = [
+            Reply::Integer(0),
+            Reply::nil(),
+            Reply::Integer(0),
+            Reply::nil(),
+            Reply::Array(Some(Vec::new())),
+            Reply::Integer(1),
+        ];
+        assert_eq!(r, want, "batch {i}");
+    }
+    assert_eq!(
+        m.nodes[l].applied_index(),
+        applied,
+        "no-op writes took log entries"
+    );
+    // SADD s a joins the group deferred behind SREM's write, as a write
+    // that changes nothing by the state before SREM; once its group is
+    // answered it would add `a`: it is proposed then, and SISMEMBER after
+    // it sees its effect.
+    send(
+        &mut c,
+        &[
+            &["SREM", "s", "a"],
+            &["GET", "k"],
+            &["SADD", "s", "a"],
+            &["SISMEMBER", "s", "a"],
+            &["SCARD", "s"],
+        ],
+    );
+    let r = replies(&mut c, 5);
+    let want = [
+        Reply::Integer(1),
+        Reply::nil(),
+        Reply::Integer(1),
+        Reply::Integer(1),
+        Reply::Integer(1),
+    ];
+    assert_eq!(r, want);
+    assert_eq!(m.nodes[l].applied_index(), applied + 2);
+    // A follower proposes what it is sent: the leader decides no-ops.
+    let f = (l + 1) % 3;
+    let mut fc = connect(m.clients[f]);
+    match cmd(&mut fc, &["SADD", "s", "a"]) {
+        Reply::Error(e) => assert!(e.starts_with("MOVED"), "{e}"),
+        r => panic!("follower answered {r:?}"),
+    }
+}
+
 /// Followers redirect writes to the leader's client address and serve
 /// linearizable reads (after a read barrier) and `READONLY` reads.
 #[test]

@@ -104,6 +104,28 @@ fn get_mut<'a>(st: &'a mut Store, key: &[u8]) -> Result<&'a mut Hash, Reply> {
 }
 
 impl Cmd {
+    /// The reply of this write when running it on `st` would change
+    /// nothing (see [`super::unchanged_reply`]); `None` when it might.
+    pub(super) fn unchanged(&self, st: &Store) -> Option<Reply> {
+        match self {
+            Cmd::Del(key, fields) => match st.cur(key) {
+                None => Some(Reply::Integer(0)),
+                Some(Value::Hash(h)) => fields
+                    .iter()
+                    .all(|f| !h.contains_key(f))
+                    .then_some(Reply::Integer(0)),
+                Some(_) => None,
+            },
+            Cmd::SetNx(key, field, _) => match st.cur(key)? {
+                Value::Hash(h) => h.contains_key(field).then_some(Reply::Integer(0)),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+}
+
+impl Cmd {
     pub(super) fn apply(&self, st: &mut Store, now: u64) -> Reply {
         let r = self.apply_inner(st);
         match self {

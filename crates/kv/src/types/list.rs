@@ -203,6 +203,21 @@ fn at(i: i64, len: usize) -> Option<usize> {
 }
 
 impl Cmd {
+    /// The reply of this write when running it on `st` would change
+    /// nothing (see [`super::unchanged_reply`]); `None` when it might.
+    pub(super) fn unchanged(&self, st: &Store) -> Option<Reply> {
+        match self {
+            Cmd::Pop { key, count, .. } => st.cur(key).is_none().then(|| match count {
+                None => Reply::nil(),
+                Some(_) => Reply::Array(None),
+            }),
+            Cmd::Rem(key, ..) => st.cur(key).is_none().then_some(Reply::Integer(0)),
+            _ => None,
+        }
+    }
+}
+
+impl Cmd {
     pub(super) fn apply(&self, st: &mut Store, now: u64) -> Reply {
         let r = match self {
             Cmd::Push { .. }

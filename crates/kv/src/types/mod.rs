@@ -43,39 +43,68 @@ enum Cmd {
     Keys(keys::Cmd),
 }
 
+/// The module a command belongs to.
+#[derive(Clone, Copy)]
+enum Module {
+    Hash,
+    List,
+    Set,
+    ZSet,
+    Keys,
+}
+
+/// The spec and module of command `name` (any case): one hash lookup, as
+/// every request of these types takes this path several times.
+fn lookup(name: &[u8]) -> Option<(&'static CommandSpec, Module)> {
+    static TABLE: std::sync::OnceLock<
+        std::collections::HashMap<&'static [u8], (&'static CommandSpec, Module)>,
+    > = std::sync::OnceLock::new();
+    let table = TABLE.get_or_init(|| {
+        let of = |specs: &'static [CommandSpec], m: Module| {
+            specs.iter().map(move |s| (s.name.as_bytes(), (s, m)))
+        };
+        of(hash::SPECS, Module::Hash)
+            .chain(of(list::SPECS, Module::List))
+            .chain(of(set::SPECS, Module::Set))
+            .chain(of(zset::SPECS, Module::ZSet))
+            .chain(of(keys::SPECS, Module::Keys))
+            .collect()
+    });
+    let mut buf = [0u8; 24];
+    let lower = buf.get_mut(..name.len())?;
+    lower.copy_from_slice(name);
+    lower.make_ascii_lowercase();
+    table.get(&*lower).copied()
+}
+
 fn parse(args: &[Vec<u8>]) -> Result<(Cmd, bool), Reply> {
     let Some(first) = args.first() else {
         return Err(Reply::err("ERR empty command"));
     };
-    let name = String::from_utf8_lossy(first).to_ascii_lowercase();
-    let spec = specs()
-        .find(|s| s.name == name)
-        .ok_or_else(|| crate::commands::unknown_command(&args.to_vec()))?;
+    let (spec, module) =
+        lookup(first).ok_or_else(|| crate::commands::unknown_command(&args.to_vec()))?;
     let n = args.len() as i64;
     if (spec.arity > 0 && n != spec.arity) || (spec.arity < 0 && n < -spec.arity) {
         return Err(crate::commands::arity_error(spec.name));
     }
     let write = spec.flags.contains(&"write");
     let name = spec.name;
-    let cmd = if let Some(c) = hash::parse(name, args) {
-        Cmd::Hash(c?)
-    } else if let Some(c) = list::parse(name, args) {
-        Cmd::List(c?)
-    } else if let Some(c) = set::parse(name, args) {
-        Cmd::Set(c?)
-    } else if let Some(c) = zset::parse(name, args) {
-        Cmd::ZSet(c?)
-    } else if let Some(c) = keys::parse(name, args) {
-        Cmd::Keys(c?)
-    } else {
-        return Err(crate::commands::unknown_command(&args.to_vec()));
+    let cmd = match module {
+        Module::Hash => hash::parse(name, args).map(|c| c.map(Cmd::Hash)),
+        Module::List => list::parse(name, args).map(|c| c.map(Cmd::List)),
+        Module::Set => set::parse(name, args).map(|c| c.map(Cmd::Set)),
+        Module::ZSet => zset::parse(name, args).map(|c| c.map(Cmd::ZSet)),
+        Module::Keys => keys::parse(name, args).map(|c| c.map(Cmd::Keys)),
     };
-    Ok((cmd, write))
+    match cmd {
+        Some(c) => Ok((c?, write)),
+        None => Err(crate::commands::unknown_command(&args.to_vec())),
+    }
 }
 
-/// True when `name` (lower case) is a command of these modules.
+/// True when `name` (any case) is a command of these modules.
 pub fn knows(name: &[u8]) -> bool {
-    specs().any(|s| s.name.as_bytes() == name)
+    lookup(name).is_some()
 }
 
 /// Checks a command's words: `Ok(true)` for a write, `Ok(false)` for a
@@ -100,6 +129,25 @@ pub(crate) fn apply(st: &mut Store, args: &[Vec<u8>], seed: u64, now: u64) -> Re
     }
 }
 
+/// The reply of write `args` when running it on `st` would change
+/// nothing: a member already there (`SADD`, `ZADD` with the same score or
+/// held back by NX/XX/GT/LT, `HSETNX`), nothing there to remove (`SREM`,
+/// `ZREM`, `HDEL`, `LREM`) or a pop from an absent key. `None` when it
+/// might change something, for a wrong type, or for a command not checked
+/// here. The caller makes sure no key is due to expire at the store's
+/// clock (every key is then alive as [`Store::apply`] would see it);
+/// [`Store::unchanged_reply`] is the entry point.
+pub(crate) fn unchanged_reply(st: &Store, args: &[Vec<u8>]) -> Option<Reply> {
+    match parse(args).ok()? {
+        (_, false) => None,
+        (Cmd::Hash(c), true) => c.unchanged(st),
+        (Cmd::List(c), true) => c.unchanged(st),
+        (Cmd::Set(c), true) => c.unchanged(st),
+        (Cmd::ZSet(c), true) => c.unchanged(st),
+        (Cmd::Keys(_), true) => None,
+    }
+}
+
 /// Answers a read at `now_ms`; `seed` drives random picks
 /// (`SRANDMEMBER`, `RANDOMKEY`).
 pub fn read(st: &Store, args: &[Vec<u8>], seed: u64, now_ms: u64) -> Reply {
@@ -118,8 +166,7 @@ pub fn read(st: &Store, args: &[Vec<u8>], seed: u64, now_ms: u64) -> Reply {
 
 /// The first key a command names (by its spec), for redirects.
 pub fn first_key(args: &[Vec<u8>]) -> Option<&[u8]> {
-    let name = args.first()?.to_ascii_lowercase();
-    let spec = specs().find(|s| s.name.as_bytes() == name.as_slice())?;
+    let (spec, _) = lookup(args.first()?)?;
     match spec.first_key {
         0 => None,
         i => args.get(i as usize).map(|k| k.as_slice()),

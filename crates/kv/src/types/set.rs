@@ -158,6 +158,35 @@ fn pick(s: &Set, n: usize, rng: &mut SplitMix) -> Vec<Vec<u8>> {
 }
 
 impl Cmd {
+    /// The reply of this write when running it on `st` would change
+    /// nothing (see [`super::unchanged_reply`]); `None` when it might.
+    pub(super) fn unchanged(&self, st: &Store) -> Option<Reply> {
+        match self {
+            Cmd::Add(k, ms) => match st.cur(k)? {
+                Value::Set(s) => ms
+                    .iter()
+                    .all(|m| s.contains(m))
+                    .then_some(Reply::Integer(0)),
+                _ => None,
+            },
+            Cmd::Rem(k, ms) => match st.cur(k) {
+                None => Some(Reply::Integer(0)),
+                Some(Value::Set(s)) => ms
+                    .iter()
+                    .all(|m| !s.contains(m))
+                    .then_some(Reply::Integer(0)),
+                Some(_) => None,
+            },
+            Cmd::Pop(k, count) => st.cur(k).is_none().then(|| match count {
+                None => Reply::nil(),
+                Some(_) => empty(),
+            }),
+            _ => None,
+        }
+    }
+}
+
+impl Cmd {
     pub(super) fn apply(&self, st: &mut Store, now: u64, rng: &mut SplitMix) -> Reply {
         let r = match self {
             Cmd::Add(..) | Cmd::Rem(..) | Cmd::Pop(..) | Cmd::Store(..) | Cmd::Move(..) => {

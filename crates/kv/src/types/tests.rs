@@ -425,3 +425,96 @@ fn info_sections() {
     assert!(!two.contains("# Stats"));
     assert_eq!(text(&mut s, "INFO nosuch"), "");
 }
+
+/// `Store::unchanged_reply` against `Store::apply`: over seeded random
+/// stores and writes (every type, TTLs that fall due), whenever it gives a
+/// reply, applying the write gives the same reply and changes nothing — no
+/// value, expiry, version or tombstone (the snapshot past its clock and
+/// applied count) and no keyspace event.
+#[test]
+fn unchanged_reply_matches_apply() {
+    use crate::pubsub::NotifyFlags;
+    use crate::value::SplitMix;
+    const WRITES: &[&str] = &[
+        "SADD {k} {m}",
+        "SADD {k} {m} {n}",
+        "SREM {k} {m}",
+        "SPOP {k}",
+        "SPOP {k} 2",
+        "ZADD {k} {s} {m}",
+        "ZADD {k} NX {s} {m}",
+        "ZADD {k} XX {s} {m}",
+        "ZADD {k} GT CH {s} {m}",
+        "ZADD {k} LT {s} {m} {s} {n}",
+        "ZADD {k} XX INCR {s} {m}",
+        "ZREM {k} {m} {n}",
+        "ZPOPMIN {k}",
+        "ZPOPMAX {k} 2",
+        "LPOP {k}",
+        "RPOP {k} 2",
+        "LREM {k} 0 {m}",
+        "RPUSH {k} {m}",
+        "HSET {k} {m} {s}",
+        "HSETNX {k} {m} {s}",
+        "HDEL {k} {m} {n}",
+        "DEL {k}",
+        "DEL {k} {m}",
+        "SET {k} {s}",
+        "PEXPIRE {k} {s}",
+        "INCR {k}",
+    ];
+    let mut rng = SplitMix::new(7);
+    let (mut quiet, mut total) = (0, 0);
+    for round in 0..40u64 {
+        let mut s = Store::new();
+        for step in 0..400u64 {
+            let pick = |rng: &mut SplitMix, from: &[&str]| from[rng.below(from.len())].to_string();
+            let line = pick(&mut rng, WRITES)
+                .replace("{k}", &pick(&mut rng, &["a", "b", "c"]))
+                .replace("{m}", &pick(&mut rng, &["x", "y", "z"]))
+                .replace("{n}", &pick(&mut rng, &["x", "y", "w"]))
+                .replace("{s}", &pick(&mut rng, &["1", "2", "3"]));
+            let args = split_inline(line.as_bytes()).expect("test line parses");
+            let now = T0 + round * 1_000_000 + step;
+            let Action::Write(op) = classify(&args, now) else {
+                panic!("{line}: not a write");
+            };
+            let predicted = s.unchanged_reply(&op);
+            let before = s.snapshot();
+            s.set_notifications(NotifyFlags::ALL);
+            let got = s.apply(&op);
+            let events = s.drain_events().count();
+            s.set_notifications(NotifyFlags::NONE);
+            total += 1;
+            if let Some(want) = predicted {
+                quiet += 1;
+                assert_eq!(got, want, "round {round} step {step}: {line}: reply");
+                assert_eq!(events, 0, "round {round} step {step}: {line}: events");
+                assert_eq!(
+                    s.snapshot()[24..],
+                    before[24..],
+                    "round {round} step {step}: {line}: the store changed"
+                );
+            }
+        }
+    }
+    // The check is not vacuous: a good share of the writes change nothing.
+    assert!(
+        quiet * 10 > total,
+        "{quiet} of {total} writes were unchanged"
+    );
+}
+
+/// Every command of these modules is found by its name in any case, and
+/// nothing else is.
+#[test]
+fn lookup_finds_every_command_by_name() {
+    for spec in super::specs() {
+        let upper = spec.name.to_ascii_uppercase();
+        assert!(super::knows(upper.as_bytes()), "{}", spec.name);
+        assert!(super::knows(spec.name.as_bytes()), "{}", spec.name);
+    }
+    for other in ["get", "zaddd", "", "zrangebyscorezrangebyscorez"] {
+        assert!(!super::knows(other.as_bytes()), "{other}");
+    }
+}

@@ -461,6 +461,42 @@ fn pairs_reply(items: &[(Vec<u8>, f64)], withscores: bool) -> Reply {
 }
 
 impl Cmd {
+    /// The reply of this write when running it on `st` would change
+    /// nothing (see [`super::unchanged_reply`]); `None` when it might.
+    pub(super) fn unchanged(&self, st: &Store) -> Option<Reply> {
+        match self {
+            // INCR changes a score (or adds); NX/XX/GT/LT and equal scores
+            // can leave every member as it was.
+            Cmd::Add(k, f, pairs) if !f.incr => {
+                let z = match st.cur(k) {
+                    None if f.xx => return Some(Reply::Integer(0)),
+                    Some(Value::ZSet(z)) => z,
+                    _ => return None,
+                };
+                let still = pairs.iter().all(|(score, m)| match z.scores.get(m) {
+                    Some(cur) => {
+                        let cur = cur.get();
+                        f.nx || (f.gt && *score <= cur) || (f.lt && *score >= cur) || *score == cur
+                    }
+                    None => f.xx,
+                });
+                still.then_some(Reply::Integer(0))
+            }
+            Cmd::Rem(k, ms) => match st.cur(k) {
+                None => Some(Reply::Integer(0)),
+                Some(Value::ZSet(z)) => ms
+                    .iter()
+                    .all(|m| z.scores.get(m).is_none())
+                    .then_some(Reply::Integer(0)),
+                Some(_) => None,
+            },
+            Cmd::Pop(k, ..) => st.cur(k).is_none().then(empty),
+            _ => None,
+        }
+    }
+}
+
+impl Cmd {
     pub(super) fn apply(&self, st: &mut Store, now: u64) -> Reply {
         let r = match self {
             Cmd::Add(..) | Cmd::Rem(..) | Cmd::Pop(..) | Cmd::RangeStore(..) => {
