@@ -20,7 +20,7 @@
 //! it from other threads share it themselves (e.g. `Arc<Mutex<_>>` inside their
 //! [`StateMachine`] impl) and read after [`DriverHandle::read_barrier`] returns.
 
-use std::collections::HashMap;
+use fxhash::FxHashMap as HashMap;
 use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{mpsc, Arc};
@@ -469,8 +469,8 @@ impl Driver {
             tighten_timer_slack();
             let start = Instant::now();
             let tick = node.config().tick_ns.max(1);
-            let mut proposals: HashMap<ProposalId, Waiter<Vec<u8>>> = HashMap::new();
-            let mut reads: HashMap<ReadId, Waiter<()>> = HashMap::new();
+            let mut proposals: HashMap<ProposalId, Waiter<Vec<u8>>> = HashMap::default();
+            let mut reads: HashMap<ReadId, Waiter<()>> = HashMap::default();
             let mut done: Completions = Vec::new();
             // Commands and datagrams that arrive together are handled together: every
             // proposal waiting joins the same Ready (one log entry batch, one fsync)

@@ -654,9 +654,20 @@ impl<S: StateMachine> RaftNode<S> {
                             self.drop_all(ids, DropReason::Refused);
                         }
                     } else if let Ok(ops) = decode_batch(&e.data) {
+                        // Our ids are the entry's, in its order: one step of
+                        // a cursor each (a search only if they are not).
+                        let mut next = 0;
                         for (id, op) in ops {
                             let result = self.sm.apply(e.index, op);
-                            if mine.as_ref().is_some_and(|m| m.contains(&id)) {
+                            let ours = mine.as_ref().is_some_and(|m| {
+                                if m.get(next) == Some(&id) {
+                                    next += 1;
+                                    true
+                                } else {
+                                    m.contains(&id)
+                                }
+                            });
+                            if ours {
                                 self.events.push(Event::Applied {
                                     id,
                                     index: e.index,

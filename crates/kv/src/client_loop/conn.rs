@@ -19,8 +19,14 @@ pub(super) enum Slot {
     /// Its write to be applied.
     Write,
     /// The read barrier of a group of requests answered from the store
-    /// together (attempt `tries` of [`READ_RETRIES`]).
-    Read { group: Vec<Query>, tries: usize },
+    /// together (attempt `tries` of [`READ_RETRIES`]); `ready` once the
+    /// barrier is through and the rest of the group waits only for the
+    /// loop's answer budget ([`super::ANSWER_BUDGET`]).
+    Read {
+        group: Vec<Query>,
+        tries: usize,
+        ready: bool,
+    },
     /// Its membership change to be applied.
     Member,
     /// Nothing: the reply is ready, behind an earlier one that is not.

@@ -47,7 +47,7 @@
 //!
 //! Work per turn is bounded: at most [`MAX_EVENTS`] ready descriptors,
 //! [`TURN_COMMANDS`] commands and [`READ_BUDGET`] input bytes per
-//! connection. A connection with [`MAX_QUEUED`] unanswered requests or
+//! connection, and [`ANSWER_BUDGET`] reply bytes of read groups. A connection with [`MAX_QUEUED`] unanswered requests or
 //! [`OUT_HIGH`] unsent reply bytes is not read until it drains.
 
 mod conn;
@@ -62,7 +62,7 @@ use crate::replicator::{ReplicaError, SharedStore};
 use crate::resp::{Command, Limits, Parser, Reply};
 use crate::session::{now_ms, replica_error_reply, session_command, Session, Stats};
 use crate::txn::Step;
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::io::{ErrorKind, Read, Write};
 use std::net::TcpListener;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
@@ -93,6 +93,13 @@ pub const READ_BUDGET: usize = 256 << 10;
 pub const MAX_QUEUED: usize = 4096;
 /// Unsent reply bytes per connection before its input is left unread.
 pub const OUT_HIGH: usize = 1 << 20;
+
+/// Reply bytes answered from the store for read groups per driver turn:
+/// a turn whose barriers release many large reads (`LRANGE` of hundreds of
+/// elements, pipelined on every connection) answers the rest in the next
+/// turns, so that no turn delays the raft messages and heartbeats behind
+/// it for long.
+pub const ANSWER_BUDGET: usize = 512 << 10;
 
 /// Unsent bytes of a subscriber before it is disconnected.
 pub const PUBSUB_OUT_LIMIT: usize = 32 << 20;
@@ -153,7 +160,8 @@ enum Deferred {
 #[derive(Default)]
 struct Tokens {
     next: u64,
-    owner: HashMap<u64, u64>,
+    /// Two lookups per request: a hash that costs one multiplication.
+    owner: fxhash::FxHashMap<u64, u64>,
 }
 
 impl Tokens {
@@ -184,7 +192,7 @@ pub struct ClientLoop {
     check: PeerCheck,
     me: u64,
     stats: Arc<Stats>,
-    conns: HashMap<u64, Conn>,
+    conns: fxhash::FxHashMap<u64, Conn>,
     next_conn: u64,
     tokens: Tokens,
     /// Connections with bytes to write or a state to settle this turn.
@@ -203,6 +211,8 @@ pub struct ClientLoop {
     outbox: Vec<(u64, Vec<u8>)>,
     /// The leader's active expiry ([`crate::expiry`]).
     expiry: crate::expiry::ExpiryCycle,
+    /// What is left of this turn's [`ANSWER_BUDGET`].
+    budget: usize,
 }
 
 impl ClientLoop {
@@ -232,7 +242,7 @@ impl ClientLoop {
             check: Box::new(|_, _| Ok(())),
             me,
             stats,
-            conns: HashMap::new(),
+            conns: Default::default(),
             next_conn: LISTENER + 1,
             tokens: Tokens::default(),
             dirty: Vec::new(),
@@ -244,6 +254,7 @@ impl ClientLoop {
             store_classes: NotifyFlags::NONE,
             outbox: Vec::new(),
             expiry: Default::default(),
+            budget: ANSWER_BUDGET,
         })
     }
 
@@ -350,6 +361,36 @@ impl ClientLoop {
         let mut budget = TURN_COMMANDS;
         let leader = sub.leader() == self.me;
         loop {
+            // The rest of a read group whose barrier is through, as the
+            // turn's budget allows.
+            if let Some(Pending {
+                slot: Slot::Read { ready: true, .. },
+                ..
+            }) = c.queue.back()
+            {
+                let left = self.budget == 0 || {
+                    let mut ctx = Answer {
+                        store: &self.store,
+                        tokens: &mut self.tokens,
+                        members: &self.members,
+                        me: self.me,
+                        id,
+                        budget: &mut self.budget,
+                    };
+                    let at = c.queue.len() - 1;
+                    let left = ctx.answer(c, at, sub);
+                    c.release();
+                    left
+                };
+                if left {
+                    if !self.again.contains(&id) {
+                        self.again.push(id);
+                    }
+                    c.more = true;
+                    break;
+                }
+                continue;
+            }
             if c.queue.is_empty() {
                 match c.deferred.take() {
                     Some(Deferred::Reads(group)) => {
@@ -359,8 +400,11 @@ impl ClientLoop {
                             members: &self.members,
                             me: self.me,
                             id,
+                            budget: &mut self.budget,
                         };
-                        ctx.start(c, group, sub);
+                        if ctx.start(c, group, sub) && !self.again.contains(&id) {
+                            self.again.push(id);
+                        }
                         continue;
                     }
                     Some(Deferred::Watch(keys)) => {
@@ -835,6 +879,8 @@ struct Answer<'a> {
     me: u64,
     /// The connection's key.
     id: u64,
+    /// What is left of the turn's [`ANSWER_BUDGET`].
+    budget: &'a mut usize,
 }
 
 impl Answer<'_> {
@@ -842,8 +888,9 @@ impl Answer<'_> {
     /// once from the store when none of it needs a barrier (`READONLY`
     /// reads, or a leader that is its group's only voter:
     /// [`Submit::reads_local`]), else after one read barrier for the whole
-    /// group, which the requests already received may still join.
-    fn start(&mut self, c: &mut Conn, group: Vec<Query>, sub: &mut dyn Submit) {
+    /// group, which the requests already received may still join. True if
+    /// the turn's budget left some of it for a later turn.
+    fn start(&mut self, c: &mut Conn, group: Vec<Query>, sub: &mut dyn Submit) -> bool {
         let readonly = c.session.readonly;
         let barrier = !sub.reads_local() && group.iter().any(|q| q.needs_barrier(readonly));
         let token = if barrier {
@@ -853,7 +900,11 @@ impl Answer<'_> {
         };
         c.queue.push_back(Pending {
             token,
-            slot: Slot::Read { group, tries: 1 },
+            slot: Slot::Read {
+                group,
+                tries: 1,
+                ready: false,
+            },
             shape: None,
         });
         if barrier {
@@ -861,28 +912,38 @@ impl Answer<'_> {
             c.read_waiting = true;
             c.joinable = true;
         } else {
-            self.answer(c, c.queue.len() - 1, sub);
+            c.read_waiting = true;
+            let left = self.answer(c, c.queue.len() - 1, sub);
             c.release();
+            return left;
         }
+        false
     }
 
-    /// Answers the read group at `c.queue[at]` from the store, in order. A
+    /// Answers the read group at `c.queue[at]` (its barrier through) from
+    /// the store, in order, within the turn's budget: what the budget leaves
+    /// waits, ready, in the next pending for a later turn (true then). A
     /// write in it that would now change something is proposed there, and
     /// the requests after it wait for it as a new deferred group.
-    fn answer(&mut self, c: &mut Conn, at: usize, sub: &mut dyn Submit) {
+    fn answer(&mut self, c: &mut Conn, at: usize, sub: &mut dyn Submit) -> bool {
         let slot = std::mem::replace(&mut c.queue[at].slot, Slot::Done(Vec::new()));
-        let Slot::Read { group, .. } = slot else {
+        let Slot::Read { group, tries, .. } = slot else {
             c.queue[at].slot = slot;
-            return;
+            return false;
         };
         let leader = sub.leader() == self.me;
         let mut out = Vec::new();
         let mut rest = group.into_iter();
         let mut write = None;
+        let mut left = None;
         match self.store.read() {
             Ok(s) => {
                 let now = now_ms();
                 for q in rest.by_ref() {
+                    if *self.budget == 0 {
+                        left = Some(q);
+                        break;
+                    }
                     let reply = match &q.ask {
                         Ask::Read(cmd) => cmd.execute(&s, now),
                         Ask::Write(op) => match s.unchanged_reply(op) {
@@ -893,7 +954,9 @@ impl Answer<'_> {
                             }
                         },
                     };
+                    let before = out.len();
                     q.encode(reply, &mut out);
+                    *self.budget = self.budget.saturating_sub(out.len() - before);
                 }
             }
             Err(_) => {
@@ -903,13 +966,31 @@ impl Answer<'_> {
             }
         }
         c.queue[at].slot = Slot::Done(out);
+        if let Some(q) = left {
+            let mut group = vec![q];
+            group.extend(rest);
+            let slot = Slot::Read {
+                group,
+                tries,
+                ready: true,
+            };
+            c.queue.insert(
+                at + 1,
+                Pending {
+                    token: 0,
+                    slot,
+                    shape: None,
+                },
+            );
+            return true;
+        }
         c.read_waiting = false;
         let Some(Query {
             ask: Ask::Write(op),
             shape,
         }) = write
         else {
-            return;
+            return false;
         };
         let token = self.tokens.issue(self.id);
         let pending = match sub.propose(op.encode(), token) {
@@ -937,7 +1018,7 @@ impl Answer<'_> {
         c.queue.insert(at + 1, pending);
         let mut later: Vec<Query> = rest.collect();
         if later.is_empty() {
-            return;
+            return false;
         }
         // Nothing else is deferred behind a group but reads joining it.
         match c.deferred.take() {
@@ -949,11 +1030,12 @@ impl Answer<'_> {
                     c.emit_encoded(b);
                 }
                 c.deferred = Some(Deferred::Watch(keys));
-                return;
+                return false;
             }
             None => {}
         }
         c.deferred = Some(Deferred::Reads(later));
+        false
     }
 }
 
@@ -1047,7 +1129,10 @@ impl Frontend for ClientLoop {
                     members: &self.members,
                     me: self.me,
                     id,
+                    budget: &mut self.budget,
                 };
+                // What the budget leaves is answered by the pump below or
+                // in a later turn.
                 ctx.answer(c, at, sub);
             }
             (Slot::Read { tries, .. }, Outcome::Failed(ReplicateError::ReadFailed))
@@ -1084,6 +1169,7 @@ impl Frontend for ClientLoop {
     }
 
     fn flush(&mut self) -> bool {
+        self.budget = ANSWER_BUDGET;
         self.deliver_messages();
         for id in std::mem::take(&mut self.dirty) {
             self.settle(id);

@@ -236,6 +236,36 @@ fn read_groups_answer_unchanged_writes_without_the_log() {
     }
 }
 
+/// Pipelined reads whose replies pass a turn's answer budget are answered
+/// over several turns, complete and in order, on a member that needs read
+/// barriers (three) and on one that does not (one).
+#[test]
+fn large_read_groups_span_turns() {
+    for n in [1, 3] {
+        let m = start(n);
+        let l = leader(&m);
+        let mut c = connect(m.clients[l]);
+        let items: Vec<String> = (0..1000).map(|i| format!("item-{i:05}")).collect();
+        let mut push = vec!["RPUSH", "big"];
+        push.extend(items.iter().map(|s| s.as_str()));
+        assert_eq!(cmd(&mut c, &push), Reply::Integer(1000));
+        let range: &[&str] = &["LRANGE", "big", "0", "-1"];
+        // 120 replies of about 15 KB: several times ANSWER_BUDGET.
+        let mut cmds: Vec<&[&str]> = vec![range; 120];
+        cmds.push(&["SET", "after", "1"]);
+        cmds.push(&["GET", "after"]);
+        send(&mut c, &cmds);
+        let r = replies(&mut c, cmds.len());
+        assert_eq!(r.len(), cmds.len(), "{n} members");
+        let want = Reply::Array(Some(items.iter().map(|s| bulk(s)).collect()));
+        for (i, got) in r[..120].iter().enumerate() {
+            assert_eq!(got, &want, "{n} members: reply {i}");
+        }
+        assert_eq!(r[120], Reply::ok());
+        assert_eq!(r[121], bulk("1"));
+    }
+}
+
 /// Followers redirect writes to the leader's client address and serve
 /// linearizable reads (after a read barrier) and `READONLY` reads.
 #[test]

@@ -57,7 +57,7 @@ enum Module {
 /// every request of these types takes this path several times.
 fn lookup(name: &[u8]) -> Option<(&'static CommandSpec, Module)> {
     static TABLE: std::sync::OnceLock<
-        std::collections::HashMap<&'static [u8], (&'static CommandSpec, Module)>,
+        fxhash::FxHashMap<&'static [u8], (&'static CommandSpec, Module)>,
     > = std::sync::OnceLock::new();
     let table = TABLE.get_or_init(|| {
         let of = |specs: &'static [CommandSpec], m: Module| {
