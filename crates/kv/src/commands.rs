@@ -336,6 +336,22 @@ fn invalid_expire(cmd: &str) -> Reply {
     Reply::err(format!("ERR invalid expire time in '{cmd}' command"))
 }
 
+/// `name` in lower case in `buf`, if it is short enough to be a command.
+pub(crate) fn lower_name<'a>(name: &[u8], buf: &'a mut [u8; 24]) -> Option<&'a [u8]> {
+    let lower = buf.get_mut(..name.len())?;
+    lower.copy_from_slice(name);
+    lower.make_ascii_lowercase();
+    Some(lower)
+}
+
+/// The spec in [`COMMANDS`] of command `name` (any case): one hash lookup.
+fn spec_of(name: &[u8]) -> Option<&'static CommandSpec> {
+    static TABLE: std::sync::OnceLock<fxhash::FxHashMap<&'static [u8], &'static CommandSpec>> =
+        std::sync::OnceLock::new();
+    let table = TABLE.get_or_init(|| COMMANDS.iter().map(|c| (c.name.as_bytes(), c)).collect());
+    table.get(lower_name(name, &mut [0; 24])?).copied()
+}
+
 /// Turns a request into an [`Action`]. `now_ms` is this node's clock (ms
 /// since the epoch); it stamps writes and makes relative expiries absolute.
 pub fn classify(args: &Command, now_ms: u64) -> Action {
@@ -349,23 +365,18 @@ fn classify_inner(args: &Command, now: u64) -> Result<Action, Reply> {
     let Some(first) = args.first() else {
         return Err(Reply::err("ERR empty command"));
     };
-    let lower = first.to_ascii_lowercase();
-    let Some(spec) = COMMANDS
-        .iter()
-        .find(|c| c.name.as_bytes() == lower.as_slice())
-    else {
-        if crate::types::knows(&lower) {
-            let seed = next_seed(now);
-            let args = args.to_vec();
-            return match crate::types::check(&args)? {
-                true => Ok(Action::Write(WriteOp::new(
-                    now,
-                    WriteCmd::Data { args, seed },
-                ))),
-                false => Ok(Action::Read(ReadCmd::Data { args, seed })),
-            };
-        }
-        return Err(unknown_command(args));
+    let Some(spec) = spec_of(first) else {
+        // A data-type command, or unknown (the error comes from there).
+        let is_write = crate::types::check(args)?;
+        let seed = next_seed(now);
+        let args = args.to_vec();
+        return match is_write {
+            true => Ok(Action::Write(WriteOp::new(
+                now,
+                WriteCmd::Data { args, seed },
+            ))),
+            false => Ok(Action::Read(ReadCmd::Data { args, seed })),
+        };
     };
     let n = args.len() as i64;
     if (spec.arity > 0 && n != spec.arity) || (spec.arity < 0 && n < -spec.arity) {

@@ -70,11 +70,9 @@ fn lookup(name: &[u8]) -> Option<(&'static CommandSpec, Module)> {
             .chain(of(keys::SPECS, Module::Keys))
             .collect()
     });
-    let mut buf = [0u8; 24];
-    let lower = buf.get_mut(..name.len())?;
-    lower.copy_from_slice(name);
-    lower.make_ascii_lowercase();
-    table.get(&*lower).copied()
+    table
+        .get(crate::commands::lower_name(name, &mut [0; 24])?)
+        .copied()
 }
 
 fn parse(args: &[Vec<u8>]) -> Result<(Cmd, bool), Reply> {
@@ -100,11 +98,6 @@ fn parse(args: &[Vec<u8>]) -> Result<(Cmd, bool), Reply> {
         Some(c) => Ok((c?, write)),
         None => Err(crate::commands::unknown_command(&args.to_vec())),
     }
-}
-
-/// True when `name` (any case) is a command of these modules.
-pub fn knows(name: &[u8]) -> bool {
-    lookup(name).is_some()
 }
 
 /// Checks a command's words: `Ok(true)` for a write, `Ok(false)` for a
@@ -138,6 +131,15 @@ pub(crate) fn apply(st: &mut Store, args: &[Vec<u8>], seed: u64, now: u64) -> Re
 /// clock (every key is then alive as [`Store::apply`] would see it);
 /// [`Store::unchanged_reply`] is the entry point.
 pub(crate) fn unchanged_reply(st: &Store, args: &[Vec<u8>]) -> Option<Reply> {
+    // The others cannot leave the store as it was: not worth a parse.
+    const MAYBE: &[&str] = &[
+        "sadd", "srem", "spop", "zadd", "zrem", "zpopmin", "zpopmax", "lpop", "rpop", "lrem",
+        "hdel", "hsetnx",
+    ];
+    let (spec, _) = lookup(args.first()?)?;
+    if !MAYBE.contains(&spec.name) {
+        return None;
+    }
     match parse(args).ok()? {
         (_, false) => None,
         (Cmd::Hash(c), true) => c.unchanged(st),
