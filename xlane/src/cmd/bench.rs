@@ -61,8 +61,9 @@ enum What {
     /// a driver replaying the same tests, with `WAIT 2 0` after every
     /// pipelined batch of a write test, against Redis with 2 replicas, and
     /// without WAIT against the three xlane kv members and the lone Redis.
-    /// Reports per test the median requests/s over --rounds (the pairs
-    /// take turns, order alternating), errors (a test with errors is not a
+    /// Reports per test the median requests/s over --rounds (every pair
+    /// runs a test before the next test starts, order alternating),
+    /// errors (a test with errors is not a
     /// result), the ratios xlane-1/redis and xlane-3/redis-wait, the
     /// client's CPU share and the floor. Uses --rounds, --requests,
     /// --connections, --pipeline, --work-dir, --xlane, --timeout, --plots,
