@@ -178,6 +178,21 @@ impl Tokens {
     }
 }
 
+/// The [`Answer`] of connection `id` from the loop's fields (a macro, so
+/// that the connection itself can stay borrowed from `conns`).
+macro_rules! answer_ctx {
+    ($loop:ident, $id:expr) => {
+        Answer {
+            store: &$loop.store,
+            tokens: &mut $loop.tokens,
+            members: &$loop.members,
+            me: $loop.me,
+            id: $id,
+            budget: &mut $loop.budget,
+        }
+    };
+}
+
 /// Whether this member's network can reach a member about to be added (its
 /// id and addresses); the reason if not.
 pub type PeerCheck = Box<dyn Fn(u64, &Peer) -> Result<(), String> + Send>;
@@ -369,14 +384,7 @@ impl ClientLoop {
             }) = c.queue.back()
             {
                 let left = self.budget == 0 || {
-                    let mut ctx = Answer {
-                        store: &self.store,
-                        tokens: &mut self.tokens,
-                        members: &self.members,
-                        me: self.me,
-                        id,
-                        budget: &mut self.budget,
-                    };
+                    let mut ctx = answer_ctx!(self, id);
                     let at = c.queue.len() - 1;
                     let left = ctx.answer(c, at, sub);
                     c.release();
@@ -394,14 +402,7 @@ impl ClientLoop {
             if c.queue.is_empty() {
                 match c.deferred.take() {
                     Some(Deferred::Reads(group)) => {
-                        let mut ctx = Answer {
-                            store: &self.store,
-                            tokens: &mut self.tokens,
-                            members: &self.members,
-                            me: self.me,
-                            id,
-                            budget: &mut self.budget,
-                        };
+                        let mut ctx = answer_ctx!(self, id);
                         if ctx.start(c, group, sub) && !self.again.contains(&id) {
                             self.again.push(id);
                         }
@@ -1123,14 +1124,7 @@ impl Frontend for ClientLoop {
             }
             (Slot::Member, Outcome::Failed(e)) => p.slot = Slot::Done(failed(e)),
             (Slot::Read { .. }, Outcome::ReadReady) => {
-                let mut ctx = Answer {
-                    store: &self.store,
-                    tokens: &mut self.tokens,
-                    members: &self.members,
-                    me: self.me,
-                    id,
-                    budget: &mut self.budget,
-                };
+                let mut ctx = answer_ctx!(self, id);
                 // What the budget leaves is answered by the pump below or
                 // in a later turn.
                 ctx.answer(c, at, sub);
