@@ -456,7 +456,7 @@ impl Store {
     /// The reply `op` would get from [`Store::apply`] now if applying it
     /// changes nothing in the store — no value, expiry, version or event
     /// (a member already in its set, a pop from an absent key: see
-    /// [`crate::types::unchanged_reply`]; `DEL` of absent keys). Such a
+    /// `types::unchanged_reply`; `DEL` of absent keys). Such a
     /// write can be answered like a linearizable read, without a log entry,
     /// as Redis neither propagates it nor touches a `WATCH`. `None` when it
     /// might change something, and whenever some key is due to expire at
