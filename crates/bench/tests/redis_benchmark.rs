@@ -134,7 +134,7 @@ fn driver_sends_what_redis_benchmark_sends() {
     // that redis-benchmark's millisecond clock times every test (else it
     // prints `inf`).
     let n = 20_003;
-    let runs = run_suite(redis.addr, &cfg(n, None), &|| false).expect("driver");
+    let runs = run_suite(redis.addr, &DEFAULT_TESTS, &cfg(n, None), &|| false).expect("driver");
     let names: Vec<&str> = runs.iter().map(|r| r.name.as_str()).collect();
     let want: Vec<&str> = DEFAULT_TESTS.iter().map(|t| t.name).collect();
     assert_eq!(names, want);

@@ -88,17 +88,15 @@ impl Answer<'_> {
             },
             shape: None,
         });
+        c.read_waiting = true;
         if barrier {
             sub.read_barrier(token);
-            c.read_waiting = true;
             c.joinable = true;
-        } else {
-            c.read_waiting = true;
-            let left = self.answer(c, c.queue.len() - 1, sub);
-            c.release();
-            return left;
+            return false;
         }
-        false
+        let left = self.answer(c, c.queue.len() - 1, sub);
+        c.release();
+        left
     }
 
     /// Answers the read group at `c.queue[at]` (its barrier through) from
@@ -166,11 +164,10 @@ impl Answer<'_> {
             return true;
         }
         c.read_waiting = false;
-        let Some(Query {
-            ask: Ask::Write(op),
-            shape,
-        }) = write
-        else {
+        let Some(q) = write else {
+            return false;
+        };
+        let Ask::Write(op) = &q.ask else {
             return false;
         };
         let token = self.tokens.issue(self.id);
@@ -178,15 +175,11 @@ impl Answer<'_> {
             Ok(()) => Pending {
                 token,
                 slot: Slot::Write,
-                shape,
+                shape: q.shape,
             },
             Err(e) => {
                 self.tokens.take(token);
                 let e = replica_error(e, |h| self.members.client_of(self.me, h));
-                let q = Query {
-                    ask: Ask::Write(op.clone()),
-                    shape,
-                };
                 let mut b = Vec::new();
                 q.encode(replica_error_reply(&e, op.cmd.first_key()), &mut b);
                 Pending {

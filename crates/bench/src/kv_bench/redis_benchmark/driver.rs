@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use xlane_host::budget::ThreadUsage;
 use xlane_kv::resp::{decode_reply, encode_command, Reply};
 
-use super::suite::{Test, DEFAULT_TESTS};
+use super::suite::Test;
 
 /// How the driver loads a server.
 #[derive(Clone, Copy, Debug)]
@@ -104,14 +104,15 @@ struct Conn {
     wait_pending: bool,
 }
 
-/// Runs every default test against `addr`, in order; `interrupted` is
-/// asked between polls.
+/// Runs `tests` (e.g. [`super::suite::DEFAULT_TESTS`], or a run of them) against
+/// `addr`, in order; `interrupted` is asked between polls.
 pub fn run_suite(
     addr: SocketAddr,
+    tests: &[Test],
     cfg: &DriverConfig,
     interrupted: &dyn Fn() -> bool,
 ) -> Result<Vec<TestRun>, DriverError> {
-    DEFAULT_TESTS
+    tests
         .iter()
         .map(|t| run_test(addr, t, cfg, interrupted))
         .collect()

@@ -335,11 +335,9 @@ fn run_driver(cfg: &RbConfig, sys: &Servers, seg: usize) -> Result<PairRun, Stri
         stall: cfg.timeout,
     };
     let start = Instant::now();
-    let runs: Vec<TestRun> = DEFAULT_TESTS[first..first + count]
-        .iter()
-        .map(|t| driver::run_test(sys.client, t, &dcfg, &interrupted))
-        .collect::<Result<_, _>>()
-        .map_err(|e| e.to_string())?;
+    let tests = &DEFAULT_TESTS[first..first + count];
+    let runs: Vec<TestRun> =
+        driver::run_suite(sys.client, tests, &dcfg, &interrupted).map_err(|e| e.to_string())?;
     let mut run = PairRun {
         wall_ns: start.elapsed().as_nanos() as u64,
         ..PairRun::default()
