@@ -354,22 +354,21 @@ fn spec_of(name: &[u8]) -> Option<&'static CommandSpec> {
 
 /// Turns a request into an [`Action`]. `now_ms` is this node's clock (ms
 /// since the epoch); it stamps writes and makes relative expiries absolute.
-pub fn classify(args: &Command, now_ms: u64) -> Action {
+pub fn classify(args: Command, now_ms: u64) -> Action {
     match classify_inner(args, now_ms) {
         Ok(a) => a,
         Err(r) => Action::Reply(r),
     }
 }
 
-fn classify_inner(args: &Command, now: u64) -> Result<Action, Reply> {
+fn classify_inner(args: Command, now: u64) -> Result<Action, Reply> {
     let Some(first) = args.first() else {
         return Err(Reply::err("ERR empty command"));
     };
     let Some(spec) = spec_of(first) else {
         // A data-type command, or unknown (the error comes from there).
-        let is_write = crate::types::check(args)?;
+        let is_write = crate::types::check(&args)?;
         let seed = next_seed(now);
-        let args = args.to_vec();
         return match is_write {
             true => Ok(Action::Write(WriteOp::new(
                 now,
@@ -378,6 +377,7 @@ fn classify_inner(args: &Command, now: u64) -> Result<Action, Reply> {
             false => Ok(Action::Read(ReadCmd::Data { args, seed })),
         };
     };
+    let args = &args;
     let n = args.len() as i64;
     if (spec.arity > 0 && n != spec.arity) || (spec.arity < 0 && n < -spec.arity) {
         return Err(arity_error(spec.name));
@@ -894,13 +894,13 @@ pub fn precheck(args: &Command) -> Result<(), Reply> {
 /// ...), or one whose own error (`SET k v NX XX`) `EXEC` reports.
 pub fn is_query(args: &[Vec<u8>]) -> bool {
     let args = args.to_vec();
-    precheck(&args).is_ok() && matches!(classify(&args, 0), Action::Read(_) | Action::Reply(_))
+    precheck(&args).is_ok() && matches!(classify(args, 0), Action::Read(_) | Action::Reply(_))
 }
 
 /// Answers a [`WriteCmd::Query`] inside a transaction, at the store's
 /// logical clock `now`.
 pub(crate) fn query(store: &Store, args: &[Vec<u8>], seed: u64, now: u64) -> Reply {
-    match classify(&args.to_vec(), now) {
+    match classify(args.to_vec(), now) {
         Action::Read(ReadCmd::Data { args, .. }) => crate::types::read(store, &args, seed, now),
         Action::Read(r) => r.execute(store, now),
         Action::Reply(r) => r,
@@ -912,7 +912,7 @@ pub(crate) fn query(store: &Store, args: &[Vec<u8>], seed: u64, now: u64) -> Rep
 /// at `now_ms`, writes applied with `ts_ms = now_ms`. For tests and
 /// single-threaded tools; `QUIT` gives `+OK`.
 pub fn execute_local(store: &mut Store, args: &Command, now_ms: u64) -> Reply {
-    match classify(args, now_ms) {
+    match classify(args.clone(), now_ms) {
         Action::Reply(r) => r,
         Action::Write(op) => store.apply(&op),
         Action::Read(r) => {

@@ -432,7 +432,7 @@ fn membership_requests() {
     ];
     for (line, want) in rows {
         let args = split_inline(line.as_bytes()).expect("test line parses");
-        let got = match classify(&args, T0) {
+        let got = match classify(args.clone(), T0) {
             Action::Reply(r) => Err(r),
             a => Ok(a),
         };
@@ -448,7 +448,7 @@ fn membership_requests() {
 #[test]
 fn writes_are_absolute() {
     let args = split_inline(b"SET k v EX 10").unwrap();
-    match classify(&args, 1000) {
+    match classify(args.clone(), 1000) {
         Action::Write(op) => {
             assert_eq!(op.ts_ms, 1000);
             assert!(matches!(
@@ -463,7 +463,7 @@ fn writes_are_absolute() {
     }
     let args = split_inline(b"EXPIRE k 5").unwrap();
     assert_eq!(
-        classify(&args, 1000),
+        classify(args.clone(), 1000),
         Action::Write(WriteOp::new(
             1000,
             WriteCmd::ExpireAt {
@@ -473,7 +473,7 @@ fn writes_are_absolute() {
         ))
     );
     assert!(matches!(
-        classify(&split_inline(b"GET k").unwrap(), 0),
+        classify(split_inline(b"GET k").unwrap(), 0),
         Action::Read(ReadCmd::Get(_))
     ));
 }
@@ -611,7 +611,7 @@ fn config_and_pubsub_commands() {
             ),
         ],
     );
-    let c = |l: &str| classify(&split_inline(l.as_bytes()).expect("line"), T0);
+    let c = |l: &str| classify(split_inline(l.as_bytes()).expect("line"), T0);
     assert_eq!(
         c("CONFIG SET notify-keyspace-events K$"),
         Action::Setting(SettingCmd::SetNotify(

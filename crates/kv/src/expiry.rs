@@ -82,7 +82,7 @@ mod tests {
 
     fn run(store: &mut Store, line: &str, now: u64) -> Reply {
         let args = split_inline(line.as_bytes()).expect("parses");
-        match crate::commands::classify(&args, now) {
+        match crate::commands::classify(args.clone(), now) {
             // Reads straight from the state, as a cluster member reads.
             crate::commands::Action::Read(r) => r.execute(store, now),
             _ => execute_local(store, &args, now),
@@ -102,7 +102,7 @@ mod tests {
         {
             let args = split_inline(l.as_bytes()).expect("parses");
             let crate::commands::Action::Write(op) =
-                crate::commands::classify(&args, T0 + i as u64)
+                crate::commands::classify(args.clone(), T0 + i as u64)
             else {
                 panic!("{l} writes");
             };

@@ -274,7 +274,8 @@ impl WriteOp {
 
     /// The binary encoding.
     pub fn encode(&self) -> Vec<u8> {
-        let mut v = Vec::new();
+        // version, tag, time, body: one allocation.
+        let mut v = Vec::with_capacity(2 + 8 + self.cmd.body_len());
         self.encode_into(&mut v);
         v
     }
@@ -314,6 +315,43 @@ impl WriteCmd {
             WriteCmd::Exec { .. } => T_EXEC,
             WriteCmd::Query { .. } => T_QUERY,
             WriteCmd::DelExpired { .. } => T_DELEXPIRED,
+        }
+    }
+
+    /// The length of [`WriteCmd::encode_body`]'s output.
+    fn body_len(&self) -> usize {
+        let bytes = |b: &[u8]| 4 + b.len();
+        match self {
+            WriteCmd::Set {
+                key, value, ttl, ..
+            } => {
+                let ttl = match ttl {
+                    SetTtl::At(_) => 9,
+                    SetTtl::Persist | SetTtl::Keep => 1,
+                };
+                bytes(key) + bytes(value) + 1 + ttl + 1
+            }
+            WriteCmd::MSet { pairs } => {
+                4 + pairs
+                    .iter()
+                    .map(|(k, v)| bytes(k) + bytes(v))
+                    .sum::<usize>()
+            }
+            WriteCmd::Del { keys } | WriteCmd::DelExpired { keys } => {
+                4 + keys.iter().map(|k| bytes(k)).sum::<usize>()
+            }
+            WriteCmd::IncrBy { key, .. } | WriteCmd::ExpireAt { key, .. } => bytes(key) + 8,
+            WriteCmd::Append { key, value } => bytes(key) + bytes(value),
+            WriteCmd::Persist { key } => bytes(key),
+            WriteCmd::FlushDb => 0,
+            WriteCmd::Data { args, .. } | WriteCmd::Query { args, .. } => {
+                8 + 4 + args.iter().map(|a| bytes(a)).sum::<usize>()
+            }
+            WriteCmd::Exec { watched, cmds } => {
+                4 + watched.iter().map(|(k, _)| bytes(k) + 8).sum::<usize>()
+                    + 4
+                    + cmds.iter().map(|c| 1 + c.body_len()).sum::<usize>()
+            }
         }
     }
 
@@ -617,6 +655,8 @@ pub(crate) mod tests {
         #[test]
         fn round_trip(op in arb_op()) {
             let b = op.encode();
+            // The size computed up front is the size written.
+            prop_assert_eq!(b.len(), 2 + 8 + op.cmd.body_len());
             prop_assert_eq!(WriteOp::decode(&b), Ok(op));
             for cut in 0..b.len() {
                 prop_assert!(WriteOp::decode(&b[..cut]).is_err());

@@ -145,7 +145,7 @@ impl Txn {
         if let Err(r) = precheck(args) {
             return self.refuse(r);
         }
-        let cmd = match classify(args, now) {
+        let cmd = match classify(args.clone(), now) {
             Action::Write(op) => op.cmd,
             Action::Read(ReadCmd::Data { args, seed }) => WriteCmd::Query { args, seed },
             Action::Read(_) | Action::Reply(_) => WriteCmd::Query {

@@ -230,6 +230,20 @@ fn parse_seg_name(name: &str) -> Option<u64> {
     u64::from_str_radix(hex, 16).ok()
 }
 
+/// Completes the record whose header space starts at `at` in `out` and
+/// whose payload follows it to the end of `out` ([`encode_record`]'s
+/// layout, without copying the payload).
+fn seal_record(kind: u8, out: &mut [u8], at: usize) {
+    let payload_at = at + REC_HEADER;
+    let mut d = CRC.digest();
+    d.update(&[kind]);
+    d.update(&out[payload_at..]);
+    let len = (out.len() - payload_at) as u32;
+    out[at..at + 4].copy_from_slice(&len.to_le_bytes());
+    out[at + 4..at + 8].copy_from_slice(&d.finalize().to_le_bytes());
+    out[at + 8] = kind;
+}
+
 fn encode_record(kind: u8, payload: &[u8], out: &mut Vec<u8>) {
     let mut d = CRC.digest();
     d.update(&[kind]);
@@ -546,7 +560,11 @@ impl DiskStorage {
             });
         }
         for e in ents {
-            encode_record(K_ENTRY, &e.write_to_bytes()?, &mut self.pending);
+            // Encoded in place behind a header filled in after (one copy).
+            let at = self.pending.len();
+            self.pending.resize(at + REC_HEADER, 0);
+            e.write_to_vec(&mut self.pending)?;
+            seal_record(K_ENTRY, &mut self.pending, at);
         }
         self.entries
             .truncate((first - self.base_index - 1) as usize);

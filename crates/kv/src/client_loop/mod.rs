@@ -378,6 +378,11 @@ impl ClientLoop {
         };
         let mut budget = TURN_COMMANDS;
         let leader = sub.leader() == self.me;
+        // One clock read for the commands of this pass (at most
+        // TURN_COMMANDS, all received before it started): their time of
+        // arrival to the millisecond. Read when the first one needs it:
+        // most passes (one per completed write) run no command.
+        let mut clock = None;
         loop {
             // The rest of a read group whose barrier is through, as the
             // turn's budget allows.
@@ -414,7 +419,7 @@ impl ClientLoop {
                     Some(Deferred::Watch(keys)) => {
                         let reply = match self.store.read() {
                             Ok(s) => {
-                                let now = now_ms();
+                                let now = *clock.get_or_insert_with(now_ms);
                                 let v = keys.into_iter().map(|k| {
                                     let v = s.version(&k, now);
                                     (k, v)
@@ -502,9 +507,9 @@ impl ClientLoop {
                 c.emit(&r);
                 continue;
             }
-            let now = now_ms();
+            let now = *clock.get_or_insert_with(now_ms);
             let action = match c.session.txn.step(&args, now) {
-                Step::Pass => classify(&args, now),
+                Step::Pass => classify(args, now),
                 Step::Reply(r) => Action::Reply(r),
                 Step::Exec(op) => {
                     if c.session.resp3 {

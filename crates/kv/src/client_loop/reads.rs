@@ -45,7 +45,7 @@ pub(super) fn quiet_ask(
     if c.session.txn.in_multi() || subscribed || OWN.iter().any(|o| name.eq_ignore_ascii_case(o)) {
         return None;
     }
-    match classify(args, now_ms()) {
+    match classify(args.to_vec(), now_ms()) {
         Action::Read(cmd) => Some(Ask::Read(cmd)),
         Action::Write(op) if leader && unchanged(store, &op) => Some(Ask::Write(op)),
         _ => None,

@@ -29,69 +29,68 @@ pub(super) const SPECS: &[CommandSpec] = &[
 
 type Hash = OrdMap<Vec<u8>, Vec<u8>>;
 
-pub(super) enum Cmd {
+pub(super) enum Cmd<'a> {
     Set {
-        key: Vec<u8>,
-        pairs: Vec<(Vec<u8>, Vec<u8>)>,
+        key: &'a [u8],
+        /// Field, value, field, value, ...
+        pairs: &'a [Vec<u8>],
         /// HMSET: reply +OK.
         ok: bool,
     },
-    SetNx(Vec<u8>, Vec<u8>, Vec<u8>),
-    Del(Vec<u8>, Vec<Vec<u8>>),
-    IncrBy(Vec<u8>, Vec<u8>, i64),
-    IncrByFloat(Vec<u8>, Vec<u8>, f64),
-    Get(Vec<u8>, Vec<u8>),
-    MGet(Vec<u8>, Vec<Vec<u8>>),
-    GetAll(Vec<u8>),
-    Exists(Vec<u8>, Vec<u8>),
-    Keys(Vec<u8>),
-    Vals(Vec<u8>),
-    Len(Vec<u8>),
-    StrLen(Vec<u8>, Vec<u8>),
-    Scan(Vec<u8>, ScanOpts),
+    SetNx(&'a [u8], &'a [u8], &'a [u8]),
+    Del(&'a [u8], &'a [Vec<u8>]),
+    IncrBy(&'a [u8], &'a [u8], i64),
+    IncrByFloat(&'a [u8], &'a [u8], f64),
+    Get(&'a [u8], &'a [u8]),
+    MGet(&'a [u8], &'a [Vec<u8>]),
+    GetAll(&'a [u8]),
+    Exists(&'a [u8], &'a [u8]),
+    Keys(&'a [u8]),
+    Vals(&'a [u8]),
+    Len(&'a [u8]),
+    StrLen(&'a [u8], &'a [u8]),
+    Scan(&'a [u8], ScanOpts),
 }
 
-pub(super) fn parse(name: &str, a: &[Vec<u8>]) -> Option<Result<Cmd, Reply>> {
-    let k = || a[1].clone();
-    Some(Ok(match name {
+/// Parses command `name` of this module (its arity already checked).
+pub(super) fn parse<'a>(name: &str, a: &'a [Vec<u8>]) -> Result<Cmd<'a>, Reply> {
+    let k = || a[1].as_slice();
+    Ok(match name {
         "hset" | "hmset" => {
             if a.len() % 2 != 0 {
-                return Some(Err(arity_error(name)));
+                return Err(arity_error(name));
             }
-            let pairs = a[2..]
-                .chunks_exact(2)
-                .map(|p| (p[0].clone(), p[1].clone()))
-                .collect();
+            let pairs = &a[2..];
             Cmd::Set {
                 key: k(),
                 pairs,
                 ok: name == "hmset",
             }
         }
-        "hsetnx" => Cmd::SetNx(k(), a[2].clone(), a[3].clone()),
-        "hdel" => Cmd::Del(k(), a[2..].to_vec()),
+        "hsetnx" => Cmd::SetNx(k(), &a[2], &a[3]),
+        "hdel" => Cmd::Del(k(), &a[2..]),
         "hincrby" => match int(&a[3]) {
-            Ok(d) => Cmd::IncrBy(k(), a[2].clone(), d),
-            Err(e) => return Some(Err(e)),
+            Ok(d) => Cmd::IncrBy(k(), &a[2], d),
+            Err(e) => return Err(e),
         },
         "hincrbyfloat" => match parse_double(&a[3]) {
-            Some(d) => Cmd::IncrByFloat(k(), a[2].clone(), d),
-            None => return Some(Err(Reply::err("ERR value is not a valid float"))),
+            Some(d) => Cmd::IncrByFloat(k(), &a[2], d),
+            None => return Err(Reply::err("ERR value is not a valid float")),
         },
-        "hget" => Cmd::Get(k(), a[2].clone()),
-        "hmget" => Cmd::MGet(k(), a[2..].to_vec()),
+        "hget" => Cmd::Get(k(), &a[2]),
+        "hmget" => Cmd::MGet(k(), &a[2..]),
         "hgetall" => Cmd::GetAll(k()),
-        "hexists" => Cmd::Exists(k(), a[2].clone()),
+        "hexists" => Cmd::Exists(k(), &a[2]),
         "hkeys" => Cmd::Keys(k()),
         "hvals" => Cmd::Vals(k()),
         "hlen" => Cmd::Len(k()),
-        "hstrlen" => Cmd::StrLen(k(), a[2].clone()),
+        "hstrlen" => Cmd::StrLen(k(), &a[2]),
         "hscan" => match parse_scan(a, 2, false) {
             Ok(o) => Cmd::Scan(k(), o),
-            Err(e) => return Some(Err(e)),
+            Err(e) => return Err(e),
         },
-        _ => return None,
-    }))
+        _ => return Err(syntax()),
+    })
 }
 
 fn get(v: Option<&Value>) -> Result<Option<&Hash>, Reply> {
@@ -103,7 +102,7 @@ fn get_mut<'a>(st: &'a mut Store, key: &[u8]) -> Result<&'a mut Hash, Reply> {
     typed_mut(st, key, true)?.ok_or_else(wrongtype)
 }
 
-impl Cmd {
+impl Cmd<'_> {
     /// The reply of this write when running it on `st` would change
     /// nothing (see [`super::unchanged_reply`]); `None` when it might.
     pub(super) fn unchanged(&self, st: &Store) -> Option<Reply> {
@@ -117,7 +116,7 @@ impl Cmd {
                 Some(_) => None,
             },
             Cmd::SetNx(key, field, _) => match st.cur(key)? {
-                Value::Hash(h) => h.contains_key(field).then_some(Reply::Integer(0)),
+                Value::Hash(h) => h.contains_key(*field).then_some(Reply::Integer(0)),
                 _ => None,
             },
             _ => None,
@@ -125,7 +124,7 @@ impl Cmd {
     }
 }
 
-impl Cmd {
+impl Cmd<'_> {
     pub(super) fn apply(&self, st: &mut Store, now: u64) -> Reply {
         let r = self.apply_inner(st);
         match self {
@@ -144,8 +143,8 @@ impl Cmd {
             Cmd::Set { key, pairs, ok } => {
                 let h = get_mut(st, key)?;
                 let mut added = 0;
-                for (f, v) in pairs {
-                    if h.insert(f.clone(), v.clone()).is_none() {
+                for p in pairs.chunks_exact(2) {
+                    if h.insert(p[0].clone(), p[1].clone()).is_none() {
                         added += 1;
                     }
                 }
@@ -158,10 +157,10 @@ impl Cmd {
             }
             Cmd::SetNx(key, f, v) => {
                 let h = get_mut(st, key)?;
-                if h.contains_key(f) {
+                if h.contains_key(*f) {
                     Reply::Integer(0)
                 } else {
-                    h.insert(f.clone(), v.clone());
+                    h.insert(f.to_vec(), v.to_vec());
                     st.notify(NotifyFlags::HASH, "hset", key);
                     Reply::Integer(1)
                 }
@@ -179,7 +178,7 @@ impl Cmd {
             }
             Cmd::IncrBy(key, f, d) => {
                 let h = get_mut(st, key)?;
-                let cur = match h.get(f) {
+                let cur = match h.get(*f) {
                     None => 0,
                     Some(v) => crate::resp::parse_i64_strict(v)
                         .ok_or_else(|| Reply::err("ERR hash value is not an integer"))?,
@@ -187,13 +186,13 @@ impl Cmd {
                 let new = cur
                     .checked_add(*d)
                     .ok_or_else(|| Reply::err(ERR_OVERFLOW))?;
-                h.insert(f.clone(), new.to_string().into_bytes());
+                h.insert(f.to_vec(), new.to_string().into_bytes());
                 st.notify(NotifyFlags::HASH, "hincrby", key);
                 Reply::Integer(new)
             }
             Cmd::IncrByFloat(key, f, d) => {
                 let h = get_mut(st, key)?;
-                let cur = match h.get(f) {
+                let cur = match h.get(*f) {
                     None => 0.0,
                     Some(v) => parse_double(v)
                         .ok_or_else(|| Reply::err("ERR hash value is not a float"))?,
@@ -203,7 +202,7 @@ impl Cmd {
                     return Err(Reply::err("ERR increment would produce NaN or Infinity"));
                 }
                 let text = fmt_float(new).into_bytes();
-                h.insert(f.clone(), text.clone());
+                h.insert(f.to_vec(), text.clone());
                 st.notify(NotifyFlags::HASH, "hincrbyfloat", key);
                 Reply::bulk(text)
             }
@@ -218,7 +217,7 @@ impl Cmd {
     fn read_inner(&self, st: &Store, now: u64) -> Result<Reply, Reply> {
         let h = |k: &[u8]| get(st.value(k, now));
         Ok(match self {
-            Cmd::Get(k, f) => Reply::Bulk(h(k)?.and_then(|h| h.get(f)).cloned()),
+            Cmd::Get(k, f) => Reply::Bulk(h(k)?.and_then(|h| h.get(*f)).cloned()),
             Cmd::MGet(k, fs) => {
                 let h = h(k)?;
                 Reply::Array(Some(
@@ -231,7 +230,7 @@ impl Cmd {
                 None => empty(),
                 Some(h) => bulks(h.iter().flat_map(|(f, v)| [f.as_slice(), v.as_slice()])),
             },
-            Cmd::Exists(k, f) => Reply::Integer(h(k)?.is_some_and(|h| h.contains_key(f)) as i64),
+            Cmd::Exists(k, f) => Reply::Integer(h(k)?.is_some_and(|h| h.contains_key(*f)) as i64),
             Cmd::Keys(k) => bulks(
                 h(k)?
                     .into_iter()
@@ -244,7 +243,7 @@ impl Cmd {
             ),
             Cmd::Len(k) => Reply::Integer(h(k)?.map_or(0, |h| h.len()) as i64),
             Cmd::StrLen(k, f) => {
-                Reply::Integer(h(k)?.and_then(|h| h.get(f)).map_or(0, |v| v.len()) as i64)
+                Reply::Integer(h(k)?.and_then(|h| h.get(*f)).map_or(0, |v| v.len()) as i64)
             }
             Cmd::Scan(k, o) => {
                 let Some(h) = h(k)? else {

@@ -18,39 +18,33 @@ pub(super) const SPECS: &[CommandSpec] = &[
     spec("copy", -3, W, 1, 2, 1),
 ];
 
-pub(super) enum Cmd {
-    Type(Vec<u8>),
-    Keys(Vec<u8>),
+pub(super) enum Cmd<'a> {
+    Type(&'a [u8]),
+    Keys(&'a [u8]),
     Scan(ScanOpts),
     RandomKey,
     Rename {
-        src: Vec<u8>,
-        dst: Vec<u8>,
+        src: &'a [u8],
+        dst: &'a [u8],
         nx: bool,
     },
     Copy {
-        src: Vec<u8>,
-        dst: Vec<u8>,
+        src: &'a [u8],
+        dst: &'a [u8],
         replace: bool,
     },
 }
 
-pub(super) fn parse(name: &str, a: &[Vec<u8>]) -> Option<Result<Cmd, Reply>> {
-    SPECS
-        .iter()
-        .any(|s| s.name == name)
-        .then(|| parse_known(name, a))
-}
-
-fn parse_known(name: &str, a: &[Vec<u8>]) -> Result<Cmd, Reply> {
+/// Parses command `name` of this module (its arity already checked).
+pub(super) fn parse<'a>(name: &str, a: &'a [Vec<u8>]) -> Result<Cmd<'a>, Reply> {
     Ok(match name {
-        "type" => Cmd::Type(a[1].clone()),
-        "keys" => Cmd::Keys(a[1].clone()),
+        "type" => Cmd::Type(&a[1]),
+        "keys" => Cmd::Keys(&a[1]),
         "scan" => Cmd::Scan(parse_scan(a, 1, true)?),
         "randomkey" => Cmd::RandomKey,
         "rename" | "renamenx" => Cmd::Rename {
-            src: a[1].clone(),
-            dst: a[2].clone(),
+            src: &a[1],
+            dst: &a[2],
             nx: name == "renamenx",
         },
         "copy" => {
@@ -70,8 +64,8 @@ fn parse_known(name: &str, a: &[Vec<u8>]) -> Result<Cmd, Reply> {
                 i += 1;
             }
             Cmd::Copy {
-                src: a[1].clone(),
-                dst: a[2].clone(),
+                src: &a[1],
+                dst: &a[2],
                 replace,
             }
         }
@@ -79,7 +73,7 @@ fn parse_known(name: &str, a: &[Vec<u8>]) -> Result<Cmd, Reply> {
     })
 }
 
-impl Cmd {
+impl Cmd<'_> {
     pub(super) fn apply(&self, st: &mut Store, now: u64) -> Reply {
         match self {
             Cmd::Rename { src, dst, nx } => {

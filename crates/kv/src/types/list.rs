@@ -30,41 +30,41 @@ pub(super) const SPECS: &[CommandSpec] = &[
 
 type List = Vector<Vec<u8>>;
 
-pub(super) enum Cmd {
+pub(super) enum Cmd<'a> {
     Push {
-        key: Vec<u8>,
+        key: &'a [u8],
         left: bool,
         only_existing: bool,
-        values: Vec<Vec<u8>>,
+        values: &'a [Vec<u8>],
     },
     Pop {
-        key: Vec<u8>,
+        key: &'a [u8],
         left: bool,
         count: Option<usize>,
     },
     /// The index is parsed after the key's lookup, as Redis does.
-    Set(Vec<u8>, Vec<u8>, Vec<u8>),
-    Rem(Vec<u8>, i64, Vec<u8>),
-    Trim(Vec<u8>, i64, i64),
+    Set(&'a [u8], &'a [u8], &'a [u8]),
+    Rem(&'a [u8], i64, &'a [u8]),
+    Trim(&'a [u8], i64, i64),
     Insert {
-        key: Vec<u8>,
+        key: &'a [u8],
         before: bool,
-        pivot: Vec<u8>,
-        value: Vec<u8>,
+        pivot: &'a [u8],
+        value: &'a [u8],
     },
     Move {
-        src: Vec<u8>,
-        dst: Vec<u8>,
+        src: &'a [u8],
+        dst: &'a [u8],
         from_left: bool,
         to_left: bool,
     },
-    Range(Vec<u8>, i64, i64),
-    Len(Vec<u8>),
+    Range(&'a [u8], i64, i64),
+    Len(&'a [u8]),
     /// The index is parsed after the key's lookup, as Redis does.
-    Index(Vec<u8>, Vec<u8>),
+    Index(&'a [u8], &'a [u8]),
     Pos {
-        key: Vec<u8>,
-        elem: Vec<u8>,
+        key: &'a [u8],
+        elem: &'a [u8],
         rank: i64,
         count: Option<usize>,
         maxlen: usize,
@@ -81,22 +81,16 @@ fn side(b: &[u8]) -> Result<bool, Reply> {
     }
 }
 
-pub(super) fn parse(name: &str, a: &[Vec<u8>]) -> Option<Result<Cmd, Reply>> {
-    SPECS
-        .iter()
-        .any(|s| s.name == name)
-        .then(|| parse_known(name, a))
-}
-
-fn parse_known(name: &str, a: &[Vec<u8>]) -> Result<Cmd, Reply> {
-    let k = || a[1].clone();
+/// Parses command `name` of this module (its arity already checked).
+pub(super) fn parse<'a>(name: &str, a: &'a [Vec<u8>]) -> Result<Cmd<'a>, Reply> {
+    let k = || a[1].as_slice();
     {
         Ok(match name {
             "lpush" | "rpush" | "lpushx" | "rpushx" => Cmd::Push {
                 key: k(),
                 left: name.starts_with('l'),
                 only_existing: name.ends_with('x'),
-                values: a[2..].to_vec(),
+                values: &a[2..],
             },
             "lpop" | "rpop" => {
                 if a.len() > 3 {
@@ -108,8 +102,8 @@ fn parse_known(name: &str, a: &[Vec<u8>]) -> Result<Cmd, Reply> {
                     count: a.get(2).map(|c| pos_count(c)).transpose()?,
                 }
             }
-            "lset" => Cmd::Set(k(), a[2].clone(), a[3].clone()),
-            "lrem" => Cmd::Rem(k(), int(&a[2])?, a[3].clone()),
+            "lset" => Cmd::Set(k(), &a[2], &a[3]),
+            "lrem" => Cmd::Rem(k(), int(&a[2])?, &a[3]),
             "ltrim" => Cmd::Trim(k(), int(&a[2])?, int(&a[3])?),
             "linsert" => {
                 let before = if eq(&a[2], "before") {
@@ -122,25 +116,25 @@ fn parse_known(name: &str, a: &[Vec<u8>]) -> Result<Cmd, Reply> {
                 Cmd::Insert {
                     key: k(),
                     before,
-                    pivot: a[3].clone(),
-                    value: a[4].clone(),
+                    pivot: &a[3],
+                    value: &a[4],
                 }
             }
             "lmove" => Cmd::Move {
                 src: k(),
-                dst: a[2].clone(),
+                dst: &a[2],
                 from_left: side(&a[3])?,
                 to_left: side(&a[4])?,
             },
             "rpoplpush" => Cmd::Move {
                 src: k(),
-                dst: a[2].clone(),
+                dst: &a[2],
                 from_left: false,
                 to_left: true,
             },
             "lrange" => Cmd::Range(k(), int(&a[2])?, int(&a[3])?),
             "llen" => Cmd::Len(k()),
-            "lindex" => Cmd::Index(k(), a[2].clone()),
+            "lindex" => Cmd::Index(k(), &a[2]),
             "lpos" => {
                 let (mut rank, mut count, mut maxlen) = (1, None, 0);
                 let mut i = 3;
@@ -176,7 +170,7 @@ fn parse_known(name: &str, a: &[Vec<u8>]) -> Result<Cmd, Reply> {
                 }
                 Cmd::Pos {
                     key: k(),
-                    elem: a[2].clone(),
+                    elem: &a[2],
                     rank,
                     count,
                     maxlen,
@@ -202,7 +196,7 @@ fn at(i: i64, len: usize) -> Option<usize> {
     (0..len as i64).contains(&i).then_some(i as usize)
 }
 
-impl Cmd {
+impl Cmd<'_> {
     /// The reply of this write when running it on `st` would change
     /// nothing (see [`super::unchanged_reply`]); `None` when it might.
     pub(super) fn unchanged(&self, st: &Store) -> Option<Reply> {
@@ -217,7 +211,7 @@ impl Cmd {
     }
 }
 
-impl Cmd {
+impl Cmd<'_> {
     pub(super) fn apply(&self, st: &mut Store, now: u64) -> Reply {
         let r = match self {
             Cmd::Push { .. }
@@ -256,7 +250,7 @@ impl Cmd {
                 let Some(l) = get_mut(st, key, !only_existing)? else {
                     return Ok(Reply::Integer(0));
                 };
-                for v in values {
+                for v in values.iter() {
                     if *left {
                         l.push_front(v.clone());
                     } else {
@@ -295,7 +289,7 @@ impl Cmd {
             Cmd::Set(key, i, v) => {
                 let l = get_mut(st, key, false)?.ok_or_else(|| Reply::err("ERR no such key"))?;
                 let i = at(int(i)?, l.len()).ok_or_else(|| Reply::err("ERR index out of range"))?;
-                l.set(i, v.clone());
+                l.set(i, v.to_vec());
                 st.notify(NotifyFlags::LIST, "lset", key);
                 Reply::ok()
             }
@@ -312,7 +306,7 @@ impl Cmd {
                 let n = l.len();
                 for j in 0..n {
                     let i = if *count < 0 { n - 1 - j } else { j };
-                    if idx.len() < limit && l[i] == *v {
+                    if idx.len() < limit && l[i] == **v {
                         idx.push(i);
                     }
                 }
@@ -349,7 +343,7 @@ impl Cmd {
                 let Some(p) = l.iter().position(|x| x == pivot) else {
                     return Ok(Reply::Integer(-1));
                 };
-                l.insert(if *before { p } else { p + 1 }, value.clone());
+                l.insert(if *before { p } else { p + 1 }, value.to_vec());
                 let n = l.len();
                 st.notify(NotifyFlags::LIST, "linsert", key);
                 Reply::Integer(n as i64)

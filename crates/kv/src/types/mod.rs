@@ -35,12 +35,12 @@ pub fn specs() -> impl Iterator<Item = &'static CommandSpec> {
 }
 
 /// A parsed command of one of the type modules.
-enum Cmd {
-    Hash(hash::Cmd),
-    List(list::Cmd),
-    Set(set::Cmd),
-    ZSet(zset::Cmd),
-    Keys(keys::Cmd),
+enum Cmd<'a> {
+    Hash(hash::Cmd<'a>),
+    List(list::Cmd<'a>),
+    Set(set::Cmd<'a>),
+    ZSet(zset::Cmd<'a>),
+    Keys(keys::Cmd<'a>),
 }
 
 /// The module a command belongs to.
@@ -75,7 +75,7 @@ fn lookup(name: &[u8]) -> Option<(&'static CommandSpec, Module)> {
         .copied()
 }
 
-fn parse(args: &[Vec<u8>]) -> Result<(Cmd, bool), Reply> {
+fn parse(args: &[Vec<u8>]) -> Result<(Cmd<'_>, bool), Reply> {
     let Some(first) = args.first() else {
         return Err(Reply::err("ERR empty command"));
     };
@@ -88,16 +88,13 @@ fn parse(args: &[Vec<u8>]) -> Result<(Cmd, bool), Reply> {
     let write = spec.flags.contains(&"write");
     let name = spec.name;
     let cmd = match module {
-        Module::Hash => hash::parse(name, args).map(|c| c.map(Cmd::Hash)),
-        Module::List => list::parse(name, args).map(|c| c.map(Cmd::List)),
-        Module::Set => set::parse(name, args).map(|c| c.map(Cmd::Set)),
-        Module::ZSet => zset::parse(name, args).map(|c| c.map(Cmd::ZSet)),
-        Module::Keys => keys::parse(name, args).map(|c| c.map(Cmd::Keys)),
+        Module::Hash => hash::parse(name, args).map(Cmd::Hash),
+        Module::List => list::parse(name, args).map(Cmd::List),
+        Module::Set => set::parse(name, args).map(Cmd::Set),
+        Module::ZSet => zset::parse(name, args).map(Cmd::ZSet),
+        Module::Keys => keys::parse(name, args).map(Cmd::Keys),
     };
-    match cmd {
-        Some(c) => Ok((c?, write)),
-        None => Err(crate::commands::unknown_command(&args.to_vec())),
-    }
+    Ok((cmd?, write))
 }
 
 /// Checks a command's words: `Ok(true)` for a write, `Ok(false)` for a

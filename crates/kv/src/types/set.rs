@@ -43,26 +43,19 @@ pub(super) enum Algebra {
     Diff,
 }
 
-pub(super) enum Cmd {
-    Add(Vec<u8>, Vec<Vec<u8>>),
-    Rem(Vec<u8>, Vec<Vec<u8>>),
-    Pop(Vec<u8>, Option<usize>),
-    Store(Algebra, Vec<u8>, Vec<Vec<u8>>),
-    Move(Vec<u8>, Vec<u8>, Vec<u8>),
-    Members(Vec<u8>),
-    IsMember(Vec<u8>, Vec<u8>),
-    MIsMember(Vec<u8>, Vec<Vec<u8>>),
-    Card(Vec<u8>),
-    RandMember(Vec<u8>, Option<i64>),
-    Combine(Algebra, Vec<Vec<u8>>),
-    Scan(Vec<u8>, ScanOpts),
-}
-
-pub(super) fn parse(name: &str, a: &[Vec<u8>]) -> Option<Result<Cmd, Reply>> {
-    SPECS
-        .iter()
-        .any(|s| s.name == name)
-        .then(|| parse_known(name, a))
+pub(super) enum Cmd<'a> {
+    Add(&'a [u8], &'a [Vec<u8>]),
+    Rem(&'a [u8], &'a [Vec<u8>]),
+    Pop(&'a [u8], Option<usize>),
+    Store(Algebra, &'a [u8], &'a [Vec<u8>]),
+    Move(&'a [u8], &'a [u8], &'a [u8]),
+    Members(&'a [u8]),
+    IsMember(&'a [u8], &'a [u8]),
+    MIsMember(&'a [u8], &'a [Vec<u8>]),
+    Card(&'a [u8]),
+    RandMember(&'a [u8], Option<i64>),
+    Combine(Algebra, &'a [Vec<u8>]),
+    Scan(&'a [u8], ScanOpts),
 }
 
 fn algebra(name: &str) -> Algebra {
@@ -75,11 +68,12 @@ fn algebra(name: &str) -> Algebra {
     }
 }
 
-fn parse_known(name: &str, a: &[Vec<u8>]) -> Result<Cmd, Reply> {
-    let k = || a[1].clone();
+/// Parses command `name` of this module (its arity already checked).
+pub(super) fn parse<'a>(name: &str, a: &'a [Vec<u8>]) -> Result<Cmd<'a>, Reply> {
+    let k = || a[1].as_slice();
     Ok(match name {
-        "sadd" => Cmd::Add(k(), a[2..].to_vec()),
-        "srem" => Cmd::Rem(k(), a[2..].to_vec()),
+        "sadd" => Cmd::Add(k(), &a[2..]),
+        "srem" => Cmd::Rem(k(), &a[2..]),
         "spop" => {
             if a.len() > 3 {
                 return Err(syntax());
@@ -98,14 +92,12 @@ fn parse_known(name: &str, a: &[Vec<u8>]) -> Result<Cmd, Reply> {
             }
             Cmd::RandMember(k(), c)
         }
-        "sinterstore" | "sunionstore" | "sdiffstore" => {
-            Cmd::Store(algebra(name), k(), a[2..].to_vec())
-        }
-        "sinter" | "sunion" | "sdiff" => Cmd::Combine(algebra(name), a[1..].to_vec()),
-        "smove" => Cmd::Move(k(), a[2].clone(), a[3].clone()),
+        "sinterstore" | "sunionstore" | "sdiffstore" => Cmd::Store(algebra(name), k(), &a[2..]),
+        "sinter" | "sunion" | "sdiff" => Cmd::Combine(algebra(name), &a[1..]),
+        "smove" => Cmd::Move(k(), &a[2], &a[3]),
         "smembers" => Cmd::Members(k()),
-        "sismember" => Cmd::IsMember(k(), a[2].clone()),
-        "smismember" => Cmd::MIsMember(k(), a[2..].to_vec()),
+        "sismember" => Cmd::IsMember(k(), &a[2]),
+        "smismember" => Cmd::MIsMember(k(), &a[2..]),
         "scard" => Cmd::Card(k()),
         "sscan" => Cmd::Scan(k(), parse_scan(a, 2, false)?),
         _ => return Err(syntax()),
@@ -157,7 +149,7 @@ fn pick(s: &Set, n: usize, rng: &mut SplitMix) -> Vec<Vec<u8>> {
     pool.into_iter().take(n).cloned().collect()
 }
 
-impl Cmd {
+impl Cmd<'_> {
     /// The reply of this write when running it on `st` would change
     /// nothing (see [`super::unchanged_reply`]); `None` when it might.
     pub(super) fn unchanged(&self, st: &Store) -> Option<Reply> {
@@ -186,7 +178,7 @@ impl Cmd {
     }
 }
 
-impl Cmd {
+impl Cmd<'_> {
     pub(super) fn apply(&self, st: &mut Store, now: u64, rng: &mut SplitMix) -> Reply {
         let r = match self {
             Cmd::Add(..) | Cmd::Rem(..) | Cmd::Pop(..) | Cmd::Store(..) | Cmd::Move(..) => {
@@ -270,18 +262,18 @@ impl Cmd {
                     return Ok(Reply::Integer(0));
                 };
                 get(st.cur(dst))?;
-                if !s.contains(m) {
+                if !s.contains(*m) {
                     return Ok(Reply::Integer(0));
                 }
                 if src == dst {
                     return Ok(Reply::Integer(1));
                 }
                 if let Some(s) = get_mut(st, src, false)? {
-                    s.remove(m);
+                    s.remove(*m);
                 }
                 st.notify(NotifyFlags::SET, "srem", src);
                 if let Some(d) = get_mut(st, dst, true)? {
-                    d.insert(m.clone());
+                    d.insert(m.to_vec());
                 }
                 st.notify(NotifyFlags::SET, "sadd", dst);
                 Reply::Integer(1)
@@ -302,7 +294,7 @@ impl Cmd {
                     .into_iter()
                     .flat_map(|s| s.iter().map(|m| m.as_slice())),
             ),
-            Cmd::IsMember(k, m) => Reply::Integer(s(k)?.is_some_and(|s| s.contains(m)) as i64),
+            Cmd::IsMember(k, m) => Reply::Integer(s(k)?.is_some_and(|s| s.contains(*m)) as i64),
             Cmd::MIsMember(k, ms) => {
                 let set = s(k)?;
                 Reply::Array(Some(

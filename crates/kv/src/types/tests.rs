@@ -345,7 +345,7 @@ fn data_writes_replicate_by_seeded_ops() {
     .enumerate()
     {
         let args = split_inline(line.as_bytes()).expect("parses");
-        let Action::Write(op) = classify(&args, T0 + n as u64) else {
+        let Action::Write(op) = classify(args.clone(), T0 + n as u64) else {
             panic!("{line} is a write");
         };
         assert!(matches!(op.cmd, WriteCmd::Data { .. }), "{line}");
@@ -476,7 +476,7 @@ fn unchanged_reply_matches_apply() {
                 .replace("{s}", &pick(&mut rng, &["1", "2", "3"]));
             let args = split_inline(line.as_bytes()).expect("test line parses");
             let now = T0 + round * 1_000_000 + step;
-            let Action::Write(op) = classify(&args, now) else {
+            let Action::Write(op) = classify(args.clone(), now) else {
                 panic!("{line}: not a write");
             };
             let predicted = s.unchanged_reply(&op);

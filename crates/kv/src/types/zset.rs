@@ -81,25 +81,18 @@ pub(super) struct AddFlags {
     incr: bool,
 }
 
-pub(super) enum Cmd {
-    Add(Vec<u8>, AddFlags, Vec<(f64, Vec<u8>)>),
-    Rem(Vec<u8>, Vec<Vec<u8>>),
-    Pop(Vec<u8>, bool, Option<usize>),
-    RangeStore(Vec<u8>, Vec<u8>, RangeSpec),
-    Score(Vec<u8>, Vec<u8>),
-    MScore(Vec<u8>, Vec<Vec<u8>>),
-    Card(Vec<u8>),
-    Count(Vec<u8>, ScoreBound, ScoreBound),
-    Range(Vec<u8>, RangeSpec),
-    Rank(Vec<u8>, Vec<u8>, bool),
-    Scan(Vec<u8>, ScanOpts),
-}
-
-pub(super) fn parse(name: &str, a: &[Vec<u8>]) -> Option<Result<Cmd, Reply>> {
-    SPECS
-        .iter()
-        .any(|s| s.name == name)
-        .then(|| parse_known(name, a))
+pub(super) enum Cmd<'a> {
+    Add(&'a [u8], AddFlags, Vec<(f64, &'a [u8])>),
+    Rem(&'a [u8], &'a [Vec<u8>]),
+    Pop(&'a [u8], bool, Option<usize>),
+    RangeStore(&'a [u8], &'a [u8], RangeSpec),
+    Score(&'a [u8], &'a [u8]),
+    MScore(&'a [u8], &'a [Vec<u8>]),
+    Card(&'a [u8]),
+    Count(&'a [u8], ScoreBound, ScoreBound),
+    Range(&'a [u8], RangeSpec),
+    Rank(&'a [u8], &'a [u8], bool),
+    Scan(&'a [u8], ScanOpts),
 }
 
 fn score_bound(b: &[u8]) -> Option<ScoreBound> {
@@ -200,8 +193,9 @@ fn parse_range(
     })
 }
 
-fn parse_known(name: &str, a: &[Vec<u8>]) -> Result<Cmd, Reply> {
-    let k = || a[1].clone();
+/// Parses command `name` of this module (its arity already checked).
+pub(super) fn parse<'a>(name: &str, a: &'a [Vec<u8>]) -> Result<Cmd<'a>, Reply> {
+    let k = || a[1].as_slice();
     Ok(match name {
         "zadd" => {
             let mut f = AddFlags::default();
@@ -248,7 +242,7 @@ fn parse_known(name: &str, a: &[Vec<u8>]) -> Result<Cmd, Reply> {
             let mut pairs = Vec::with_capacity(rest.len() / 2);
             for p in rest.chunks_exact(2) {
                 let s = parse_double(&p[0]).ok_or_else(|| Reply::err(ERR_FLOAT))?;
-                pairs.push((s, p[1].clone()));
+                pairs.push((s, p[1].as_slice()));
             }
             Cmd::Add(k(), f, pairs)
         }
@@ -258,9 +252,9 @@ fn parse_known(name: &str, a: &[Vec<u8>]) -> Result<Cmd, Reply> {
                 incr: true,
                 ..AddFlags::default()
             };
-            Cmd::Add(k(), f, vec![(s, a[3].clone())])
+            Cmd::Add(k(), f, vec![(s, &a[3])])
         }
-        "zrem" => Cmd::Rem(k(), a[2..].to_vec()),
+        "zrem" => Cmd::Rem(k(), &a[2..]),
         "zpopmin" | "zpopmax" => {
             if a.len() > 3 {
                 return Err(syntax());
@@ -271,13 +265,9 @@ fn parse_known(name: &str, a: &[Vec<u8>]) -> Result<Cmd, Reply> {
                 a.get(2).map(|c| pos_count(c)).transpose()?,
             )
         }
-        "zrangestore" => Cmd::RangeStore(
-            k(),
-            a[2].clone(),
-            parse_range(a, 3, Kind::Auto, None, true)?,
-        ),
-        "zscore" => Cmd::Score(k(), a[2].clone()),
-        "zmscore" => Cmd::MScore(k(), a[2..].to_vec()),
+        "zrangestore" => Cmd::RangeStore(k(), &a[2], parse_range(a, 3, Kind::Auto, None, true)?),
+        "zscore" => Cmd::Score(k(), &a[2]),
+        "zmscore" => Cmd::MScore(k(), &a[2..]),
         "zcard" => Cmd::Card(k()),
         "zcount" => match (score_bound(&a[2]), score_bound(&a[3])) {
             (Some(x), Some(y)) => Cmd::Count(k(), x, y),
@@ -289,7 +279,7 @@ fn parse_known(name: &str, a: &[Vec<u8>]) -> Result<Cmd, Reply> {
         "zrevrange" => Cmd::Range(k(), parse_range(a, 2, Kind::Rank, Some(true), false)?),
         "zrangebylex" => Cmd::Range(k(), parse_range(a, 2, Kind::Lex, Some(false), false)?),
         "zrevrangebylex" => Cmd::Range(k(), parse_range(a, 2, Kind::Lex, Some(true), false)?),
-        "zrank" | "zrevrank" => Cmd::Rank(k(), a[2].clone(), name == "zrevrank"),
+        "zrank" | "zrevrank" => Cmd::Rank(k(), &a[2], name == "zrevrank"),
         "zscan" => Cmd::Scan(k(), parse_scan(a, 2, false)?),
         _ => return Err(syntax()),
     })
@@ -460,7 +450,7 @@ fn pairs_reply(items: &[(Vec<u8>, f64)], withscores: bool) -> Reply {
     Reply::Array(Some(out))
 }
 
-impl Cmd {
+impl Cmd<'_> {
     /// The reply of this write when running it on `st` would change
     /// nothing (see [`super::unchanged_reply`]); `None` when it might.
     pub(super) fn unchanged(&self, st: &Store) -> Option<Reply> {
@@ -473,7 +463,7 @@ impl Cmd {
                     Some(Value::ZSet(z)) => z,
                     _ => return None,
                 };
-                let still = pairs.iter().all(|(score, m)| match z.scores.get(m) {
+                let still = pairs.iter().all(|(score, m)| match z.scores.get(*m) {
                     Some(cur) => {
                         let cur = cur.get();
                         f.nx || (f.gt && *score <= cur) || (f.lt && *score >= cur) || *score == cur
@@ -496,7 +486,7 @@ impl Cmd {
     }
 }
 
-impl Cmd {
+impl Cmd<'_> {
     pub(super) fn apply(&self, st: &mut Store, now: u64) -> Reply {
         let r = match self {
             Cmd::Add(..) | Cmd::Rem(..) | Cmd::Pop(..) | Cmd::RangeStore(..) => {
@@ -526,7 +516,7 @@ impl Cmd {
                 let (mut added, mut updated, mut processed) = (0, 0, 0);
                 let mut last = 0.0;
                 for (score, m) in pairs {
-                    match z.scores.get(m).map(|s| s.get()) {
+                    match z.scores.get(*m).map(|s| s.get()) {
                         Some(cur) => {
                             if f.nx {
                                 continue;
@@ -541,7 +531,7 @@ impl Cmd {
                                 continue;
                             }
                             if new != cur {
-                                z.insert(m.clone(), new_s);
+                                z.insert(m.to_vec(), new_s);
                                 updated += 1;
                             }
                             processed += 1;
@@ -556,7 +546,7 @@ impl Cmd {
                                     "ERR resulting score is not a number (NaN)",
                                 ));
                             };
-                            z.insert(m.clone(), s);
+                            z.insert(m.to_vec(), s);
                             added += 1;
                             processed += 1;
                             last = *score;
@@ -645,7 +635,7 @@ impl Cmd {
     fn read_inner(&self, st: &Store, now: u64) -> Result<Reply, Reply> {
         let z = |k: &[u8]| get(st.value(k, now));
         Ok(match self {
-            Cmd::Score(k, m) => match z(k)?.and_then(|z| z.scores.get(m)) {
+            Cmd::Score(k, m) => match z(k)?.and_then(|z| z.scores.get(*m)) {
                 Some(s) => score_reply(s.get()),
                 None => Reply::nil(),
             },

@@ -268,3 +268,28 @@ fn fsync_policies_parse() {
         Err(UnknownFsyncPolicy("sometimes".into()))
     );
 }
+
+/// A record sealed in place is byte for byte the record built from a
+/// separate payload, and parses back to that payload.
+#[test]
+fn sealed_record_matches_encoded_record() {
+    for payload in [&b""[..], b"x", &[7u8; 300], b"entry bytes"] {
+        let mut built = vec![1, 2, 3];
+        encode_record(K_ENTRY, payload, &mut built);
+        let mut sealed = vec![1, 2, 3];
+        sealed.resize(3 + REC_HEADER, 0);
+        sealed.extend_from_slice(payload);
+        seal_record(K_ENTRY, &mut sealed, 3);
+        assert_eq!(sealed, built);
+        match parse_record(&sealed, 3) {
+            Parsed::Record {
+                kind,
+                payload: p,
+                next,
+            } => {
+                assert_eq!((kind, p, next), (K_ENTRY, payload, sealed.len()));
+            }
+            _ => panic!("sealed record does not parse"),
+        }
+    }
+}
