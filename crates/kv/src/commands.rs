@@ -336,20 +336,37 @@ fn invalid_expire(cmd: &str) -> Reply {
     Reply::err(format!("ERR invalid expire time in '{cmd}' command"))
 }
 
-/// `name` in lower case in `buf`, if it is short enough to be a command.
-pub(crate) fn lower_name<'a>(name: &[u8], buf: &'a mut [u8; 24]) -> Option<&'a [u8]> {
-    let lower = buf.get_mut(..name.len())?;
-    lower.copy_from_slice(name);
-    lower.make_ascii_lowercase();
-    Some(lower)
+/// A command name of at most 23 bytes, in any case, as a fixed-size key:
+/// its first 16 bytes lower-cased, then the next 7 and its length. `None`
+/// for a longer name (no command has one). The command tables are looked
+/// up several times per request: two integers hash and compare faster than
+/// a copied byte string.
+pub(crate) fn name_key(name: &[u8]) -> Option<(u128, u64)> {
+    if name.len() > 23 {
+        return None;
+    }
+    let (mut head, mut tail) = (0u128, (name.len() as u64) << 56);
+    for (i, b) in name.iter().enumerate() {
+        let b = b.to_ascii_lowercase();
+        match i {
+            0..16 => head |= u128::from(b) << (8 * i),
+            _ => tail |= u64::from(b) << (8 * (i - 16)),
+        }
+    }
+    Some((head, tail))
 }
 
 /// The spec in [`COMMANDS`] of command `name` (any case): one hash lookup.
 fn spec_of(name: &[u8]) -> Option<&'static CommandSpec> {
-    static TABLE: std::sync::OnceLock<fxhash::FxHashMap<&'static [u8], &'static CommandSpec>> =
+    static TABLE: std::sync::OnceLock<fxhash::FxHashMap<(u128, u64), &'static CommandSpec>> =
         std::sync::OnceLock::new();
-    let table = TABLE.get_or_init(|| COMMANDS.iter().map(|c| (c.name.as_bytes(), c)).collect());
-    table.get(lower_name(name, &mut [0; 24])?).copied()
+    let table = TABLE.get_or_init(|| {
+        COMMANDS
+            .iter()
+            .filter_map(|c| Some((name_key(c.name.as_bytes())?, c)))
+            .collect()
+    });
+    table.get(&name_key(name)?).copied()
 }
 
 /// Turns a request into an [`Action`]. `now_ms` is this node's clock (ms

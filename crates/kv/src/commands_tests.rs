@@ -627,3 +627,43 @@ fn config_and_pubsub_commands() {
         Action::PubSub(PubSubCmd::Unsubscribe(vec![]))
     );
 }
+
+/// Every command is found by its name in any case (the type modules'
+/// table has its own test), and none is in both tables; names differing only past a byte, by a trailing NUL
+/// or by length are different keys.
+#[test]
+fn every_command_name_is_found() {
+    let flip = |n: &str| -> Vec<u8> {
+        n.bytes()
+            .enumerate()
+            .map(|(i, b)| {
+                if i % 2 == 0 {
+                    b.to_ascii_uppercase()
+                } else {
+                    b
+                }
+            })
+            .collect()
+    };
+    for c in COMMANDS {
+        let found = spec_of(&flip(c.name)).map(|s| s.name);
+        assert_eq!(found, Some(c.name), "{}", c.name);
+    }
+    for s in crate::types::specs() {
+        assert!(
+            spec_of(s.name.as_bytes()).is_none(),
+            "{} in both tables",
+            s.name
+        );
+    }
+    for (a, b) in [
+        (&b"get"[..], &b"get\0"[..]),
+        (b"get", b"ge"),
+        (b"zrevrangebyscore", b"zrevrangebyscorE\0"),
+        (b"raft.transfer_leader", b"raft.transfer_leadeR"),
+    ] {
+        let (ka, kb) = (name_key(a), name_key(b));
+        assert_eq!(ka == kb, a.eq_ignore_ascii_case(b), "{a:?} {b:?}");
+    }
+    assert_eq!(name_key(&[b'a'; 24]), None);
+}

@@ -472,10 +472,12 @@ impl ClientLoop {
             c.shape = c.session.resp3.then(|| Shape::of(&args, None));
             if joining {
                 let subscribed = self.subs.count(id) > 0;
-                let q = quiet_ask(&args, c, subscribed, &self.store, leader).map(|ask| Query {
-                    ask,
-                    shape: c.shape.clone(),
-                });
+                let now = *clock.get_or_insert_with(now_ms);
+                let q =
+                    quiet_ask(&args, c, subscribed, &self.store, leader, now).map(|ask| Query {
+                        ask,
+                        shape: c.shape.clone(),
+                    });
                 match q.map(|q| c.join(q)) {
                     Some(Ok(())) => continue,
                     _ => {

@@ -22,13 +22,14 @@ pub(super) fn unchanged(store: &SharedStore, op: &crate::op::WriteOp) -> bool {
 /// What `args` asks of the store if it may join a read group on `c`: a
 /// read, or (on the leader) a write that would change nothing. `None` for
 /// anything else — commands about the connection or a transaction, every
-/// command inside `MULTI` or of a subscriber, writes that change something.
+/// command inside `MULTI` or of a subscriber, writes that change something. `now`: when it arrived.
 pub(super) fn quiet_ask(
     args: &Command,
     c: &Conn,
     subscribed: bool,
     store: &SharedStore,
     leader: bool,
+    now: u64,
 ) -> Option<Ask> {
     const OWN: &[&[u8]] = &[
         b"hello",
@@ -45,7 +46,7 @@ pub(super) fn quiet_ask(
     if c.session.txn.in_multi() || subscribed || OWN.iter().any(|o| name.eq_ignore_ascii_case(o)) {
         return None;
     }
-    match classify(args.to_vec(), now_ms()) {
+    match classify(args.to_vec(), now) {
         Action::Read(cmd) => Some(Ask::Read(cmd)),
         Action::Write(op) if leader && unchanged(store, &op) => Some(Ask::Write(op)),
         _ => None,

@@ -56,12 +56,13 @@ enum Module {
 /// The spec and module of command `name` (any case): one hash lookup, as
 /// every request of these types takes this path several times.
 fn lookup(name: &[u8]) -> Option<(&'static CommandSpec, Module)> {
-    static TABLE: std::sync::OnceLock<
-        fxhash::FxHashMap<&'static [u8], (&'static CommandSpec, Module)>,
-    > = std::sync::OnceLock::new();
+    type Table = fxhash::FxHashMap<(u128, u64), (&'static CommandSpec, Module)>;
+    static TABLE: std::sync::OnceLock<Table> = std::sync::OnceLock::new();
     let table = TABLE.get_or_init(|| {
         let of = |specs: &'static [CommandSpec], m: Module| {
-            specs.iter().map(move |s| (s.name.as_bytes(), (s, m)))
+            specs
+                .iter()
+                .filter_map(move |s| Some((crate::commands::name_key(s.name.as_bytes())?, (s, m))))
         };
         of(hash::SPECS, Module::Hash)
             .chain(of(list::SPECS, Module::List))
@@ -70,9 +71,7 @@ fn lookup(name: &[u8]) -> Option<(&'static CommandSpec, Module)> {
             .chain(of(keys::SPECS, Module::Keys))
             .collect()
     });
-    table
-        .get(crate::commands::lower_name(name, &mut [0; 24])?)
-        .copied()
+    table.get(&crate::commands::name_key(name)?).copied()
 }
 
 fn parse(args: &[Vec<u8>]) -> Result<(Cmd<'_>, bool), Reply> {
@@ -81,6 +80,15 @@ fn parse(args: &[Vec<u8>]) -> Result<(Cmd<'_>, bool), Reply> {
     };
     let (spec, module) =
         lookup(first).ok_or_else(|| crate::commands::unknown_command(&args.to_vec()))?;
+    parse_as(spec, module, args)
+}
+
+/// [`parse`] for the command `lookup` found.
+fn parse_as<'a>(
+    spec: &'static CommandSpec,
+    module: Module,
+    args: &'a [Vec<u8>],
+) -> Result<(Cmd<'a>, bool), Reply> {
     let n = args.len() as i64;
     if (spec.arity > 0 && n != spec.arity) || (spec.arity < 0 && n < -spec.arity) {
         return Err(crate::commands::arity_error(spec.name));
@@ -128,16 +136,27 @@ pub(crate) fn apply(st: &mut Store, args: &[Vec<u8>], seed: u64, now: u64) -> Re
 /// clock (every key is then alive as [`Store::apply`] would see it);
 /// [`Store::unchanged_reply`] is the entry point.
 pub(crate) fn unchanged_reply(st: &Store, args: &[Vec<u8>]) -> Option<Reply> {
+    let (spec, module) = lookup(args.first()?)?;
     // The others cannot leave the store as it was: not worth a parse.
-    const MAYBE: &[&str] = &[
-        "sadd", "srem", "spop", "zadd", "zrem", "zpopmin", "zpopmax", "lpop", "rpop", "lrem",
-        "hdel", "hsetnx",
-    ];
-    let (spec, _) = lookup(args.first()?)?;
-    if !MAYBE.contains(&spec.name) {
+    let maybe = matches!(
+        spec.name,
+        "sadd"
+            | "srem"
+            | "spop"
+            | "zadd"
+            | "zrem"
+            | "zpopmin"
+            | "zpopmax"
+            | "lpop"
+            | "rpop"
+            | "lrem"
+            | "hdel"
+            | "hsetnx"
+    );
+    if !maybe {
         return None;
     }
-    match parse(args).ok()? {
+    match parse_as(spec, module, args).ok()? {
         (_, false) => None,
         (Cmd::Hash(c), true) => c.unchanged(st),
         (Cmd::List(c), true) => c.unchanged(st),
