@@ -1,5 +1,5 @@
 //! Fuzz target: arbitrary bytes through the R2P2 packet parser and the
-//! client and server cores.
+//! client, server and router cores.
 //!
 //! Byte 0 even: the rest is one datagram. Whatever `Packet::new_checked`
 //! accepts must emit back to the same bytes (reserved flag bits cleared),
@@ -12,12 +12,16 @@
 //! time (op bit 2) so the reassembly paths are reached. Checked: no panic,
 //! every refused datagram counted exactly once, the client never reports
 //! more completions than requests, the server never more executions than
-//! requests it held.
+//! requests it held. Every record's bytes also reach a `jbsq:1` router
+//! over two servers, from a client or (op bit 3) the first server: every
+//! refusal counted once, every packet it sends parses, no server ever has
+//! more than one request outstanding.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 use std::net::{Ipv4Addr, SocketAddrV4};
 use xlane_rpc::wire::{field, AckPayload, Feedback, Packet, HEADER_LEN, MAGIC, MAX_PACKET_LEN};
+use xlane_rpc::router::{Policy, Router, RouterConfig};
 use xlane_rpc::{Client, ClientConfig, Server, ServerConfig};
 
 const SERVER: SocketAddrV4 = SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 2), 8000);
@@ -62,6 +66,14 @@ fuzz_target!(|data: &[u8]| {
         max_message_len: 8000,
         ..ServerConfig::default()
     });
+    let mut router = Router::new(RouterConfig {
+        max_tracked: 8,
+        max_queued: 2,
+        feedback_timeout_ns: 1_000_000,
+        sticky_ns: 2_000_000,
+        ..RouterConfig::new(vec![SERVER, client_addr(1)], Policy::Jbsq(1))
+    });
+    let mut router_err = 0u64;
     let mut now = 0u64;
     let mut sent = 0u64;
     let (mut client_err, mut server_err) = (0u64, 0u64);
@@ -80,6 +92,16 @@ fuzz_target!(|data: &[u8]| {
             bytes[field::REQ_ID.start] = 0;
             bytes[field::REQ_ID.start + 1] %= 4;
         }
+        let from = if op & 8 != 0 { SERVER } else { client_addr(op) };
+        if router.handle_datagram(now, from, &bytes).is_err() {
+            router_err += 1;
+        }
+        router.handle_timeout(now);
+        while let Some(f) = router.poll_transmit(&mut buf) {
+            assert!(Packet::new_checked(&buf[..f.len]).is_ok());
+        }
+        assert_eq!(router.stats().refused, router_err);
+        assert!(router.outstanding().iter().all(|&o| o <= 1));
         match op % 4 {
             0 | 1 => {
                 if server

@@ -11,6 +11,9 @@
 //!   the time (u64 ns) go in; packets to send ([`Client::poll_transmit`]),
 //!   events ([`Client::poll_event`], [`Server::poll_event`]) and the next
 //!   deadline (`poll_timeout`) come out;
+//! * [`router::Router`]: where REQ0 goes: a server picked by policy
+//!   (`random`, `round-robin`, `jsq`, `jbsq:N`), kept for retransmissions,
+//!   freed by the server's FEEDBACK;
 //! * [`udp`]: a Linux UDP driver (one non-blocking `std` socket, one thread)
 //!   with a small library API: [`udp::RpcClient`] (send a request, poll a
 //!   completion) and [`udp::RpcServer`] (poll a request, respond).
@@ -75,6 +78,7 @@
 
 pub mod client;
 mod reassembly;
+pub mod router;
 pub mod server;
 pub mod udp;
 pub mod wire;

@@ -3,7 +3,9 @@
 //!
 //! Each module parses a command's words into its typed form (`parse`:
 //! argument errors come out here, with Redis' texts, before anything is
-//! replicated), then runs it: reads against a store at the reader's clock,
+//! replicated; the form borrows the words, so the leader's check copies
+//! nothing and a replica copies a value once, into the store), then runs
+//! it: reads against a store at the reader's clock,
 //! writes inside [`Store::apply`] at the logical clock. A write travels as
 //! [`crate::op::WriteCmd::Data`] — its words and a seed — and every
 //! replica parses and runs it the same way.
