@@ -352,12 +352,8 @@ impl Router {
                 self.push_forward(server, from, p.as_bytes());
             }
             None if self.waiting.len() < self.cfg.max_queued => {
-                let mut bytes = self
-                    .spare
-                    .pop()
-                    .unwrap_or_else(|| Box::new([0; MAX_PACKET_LEN]));
                 let raw = p.as_bytes();
-                bytes[..raw.len()].copy_from_slice(raw);
+                let bytes = self.copy_of(raw);
                 self.waiting.push_back(Waiting {
                     id,
                     origin: from,
@@ -462,12 +458,18 @@ impl Router {
             .push_back((now.saturating_add(self.cfg.feedback_timeout_ns), id, epoch));
     }
 
-    fn push_forward(&mut self, server: usize, origin: SocketAddrV4, raw: &[u8]) {
+    /// `raw` (one packet) in a spare buffer.
+    fn copy_of(&mut self, raw: &[u8]) -> Box<[u8; MAX_PACKET_LEN]> {
         let mut bytes = self
             .spare
             .pop()
             .unwrap_or_else(|| Box::new([0; MAX_PACKET_LEN]));
         bytes[..raw.len()].copy_from_slice(raw);
+        bytes
+    }
+
+    fn push_forward(&mut self, server: usize, origin: SocketAddrV4, raw: &[u8]) {
+        let bytes = self.copy_of(raw);
         self.tx.push_back(Out::Forward {
             server,
             origin,

@@ -5,6 +5,7 @@
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::net::{Ipv4Addr, SocketAddrV4};
+use xlane_lane::sim::SimRng;
 use xlane_rpc::router::{Policy, Router, RouterConfig, RouterRecvError, RouterStats};
 use xlane_rpc::wire::{Feedback, Header, MsgType, Packet, MAX_PACKET_LEN};
 use xlane_rpc::{Client, ClientConfig, Outcome, RequestHandle, Server, ServerConfig, ServerHandle};
@@ -298,20 +299,6 @@ fn packets_the_router_does_not_route_are_refused_and_counted() {
 // ---------------------------------------------------------------------
 // Simulation: clients, router and servers as cores, seeded.
 
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
-
 /// What the simulated network carries: (to, from, bytes) at a time.
 type Net = BTreeMap<(u64, u64), (SocketAddrV4, SocketAddrV4, Vec<u8>)>;
 
@@ -322,7 +309,7 @@ type Net = BTreeMap<(u64, u64), (SocketAddrV4, SocketAddrV4, Vec<u8>)>;
 /// under `jbsq:N` that no server ever held more than N; returns the
 /// router's counters.
 fn simulate(policy: Policy, seed: u64, requests: u64) -> RouterStats {
-    let mut rng = Rng(seed);
+    let mut rng = SimRng::new(seed);
     let router_addr = addr(50, 9000);
     let srv = servers(3);
     let clients: Vec<SocketAddrV4> = (0..4).map(|i| addr(1 + i, 4000)).collect();
@@ -357,7 +344,7 @@ fn simulate(policy: Policy, seed: u64, requests: u64) -> RouterStats {
     let mut most = 0u32;
     let mut now = 0u64;
     let mut buf = [0u8; MAX_PACKET_LEN];
-    let mut push = |net: &mut Net, rng: &mut Rng, now: u64, to, from, b: &[u8]| {
+    let mut push = |net: &mut Net, rng: &mut SimRng, now: u64, to, from, b: &[u8]| {
         if rng.below(100) == 0 {
             return;
         }
