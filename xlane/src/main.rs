@@ -37,6 +37,8 @@ enum Command {
     Ctl(cmd::ctl::Args),
     /// A Redis-compatible (RESP2) key-value server.
     Kv(cmd::kv::Args),
+    /// R2P2 request-reply RPCs on the regular lane: the router.
+    Rpc(cmd::rpc::Args),
     /// Run an unmodified program on a QJump level: its sockets marked
     /// (preloaded, or by port for static and Go binaries), the level paced
     /// to its rate, the level's latency bound printed.
@@ -53,6 +55,7 @@ fn main() -> ExitCode {
         Command::Fd(a) => cmd::fd::run(a),
         Command::Ctl(a) => cmd::ctl::run(a),
         Command::Kv(a) => cmd::kv::run(a),
+        Command::Rpc(a) => cmd::rpc::run(a),
         Command::Run(a) => cmd::run::run(a),
     };
     match result {

@@ -128,6 +128,9 @@ pub struct Forward {
     /// The client the packet is about: a server must take a forwarded REQ0
     /// as sent by this address.
     pub origin: SocketAddrV4,
+    /// True for a client's REQ0 forwarded to a server (to be sent as from
+    /// `origin`), false for the router's own packet (a DROP to `dst`).
+    pub forwarded: bool,
     /// Send `buf[..len]`.
     pub len: usize,
 }
@@ -582,7 +585,12 @@ impl Router {
                     };
                     to.copy_from_slice(&bytes[..len]);
                     self.spare.push(bytes);
-                    return Some(Forward { dst, origin, len });
+                    return Some(Forward {
+                        dst,
+                        origin,
+                        len,
+                        forwarded: true,
+                    });
                 }
                 Out::Drop { to, req_id } => {
                     let h =
@@ -592,6 +600,7 @@ impl Router {
                             dst: to,
                             origin: to,
                             len,
+                            forwarded: false,
                         });
                     }
                 }

@@ -1,7 +1,9 @@
 //! A Linux UDP driver around the cores: one `std::net::UdpSocket`, one
 //! thread, no async runtime.
 //!
-//! [`RpcClient`] and [`RpcServer`] own a socket and a core each. The caller
+//! [`RpcClient`] and [`RpcServer`] own a socket and a core each;
+//! [`RpcRouter`] a socket, a raw socket to forward REQ0 as from its client,
+//! and a router core. The caller
 //! drives them from its own loop: [`RpcClient::poll`] (or
 //! [`RpcClient::wait`], which sleeps in the socket until a datagram or the
 //! core's next deadline) reads every datagram waiting, runs the core's
@@ -11,6 +13,9 @@
 //! Time is the nanoseconds since the driver was made (`Instant`, monotonic).
 //! UDP checksums are the kernel's (kept). IPv6 datagrams are not R2P2 here:
 //! they are counted in `foreign` and dropped.
+
+mod router;
+pub use router::RpcRouter;
 
 use crate::client::{Client, ClientConfig, Completion, RequestHandle, SendError};
 use crate::server::{Incoming, Server, ServerConfig, ServerHandle};

@@ -1,0 +1,149 @@
+//! `xlane rpc`: R2P2 on the regular lane.
+//!
+//! * `xlane rpc router --bind ADDR --server ADDR ... [--policy P]` routes
+//!   REQ0 to the servers (`random`, `round-robin`, `jsq`, `jbsq:N`),
+//!   freed by their FEEDBACK; prints `{"event":"ready",...}` once bound, a
+//!   status line every `--status-every` seconds and a final one at the stop
+//!   (SIGTERM, SIGINT or `--seconds`).
+
+use super::CmdResult;
+use clap::{Parser, Subcommand};
+use std::net::SocketAddrV4;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+use xlane_host::tuning::install_termination_flag;
+use xlane_rpc::router::{Policy, RouterConfig};
+use xlane_rpc::udp::RpcRouter;
+
+/// R2P2 request-reply RPCs (see docs/rpc.md).
+#[derive(Parser)]
+pub struct Args {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// The R2P2 router: clients send each request's first packet (REQ0) to
+    /// it; it forwards the packet to a server picked by --policy, as sent by
+    /// the client (a raw IPv4 socket: needs root or CAP_NET_RAW), so the
+    /// server answers the client directly; the rest of a request and the
+    /// reply never cross the router. Servers send it a FEEDBACK after each
+    /// reply (xlane's R2P2 server with feedback_to set to --bind). A
+    /// retransmitted REQ0 goes to the server that took the first. A new
+    /// request gets a DROP when --max-tracked requests are tracked or
+    /// --max-queued wait.
+    Router(RouterArgs),
+}
+
+#[derive(Parser)]
+struct RouterArgs {
+    /// Address clients send REQ0 to and servers FEEDBACK to (IPv4).
+    #[arg(long)]
+    bind: SocketAddrV4,
+    /// A server (IPv4 address and port); repeat for each.
+    #[arg(long = "server", required = true)]
+    servers: Vec<SocketAddrV4>,
+    /// random, round-robin (rr), jsq (fewest outstanding requests), or
+    /// jbsq:N (as jsq, at most N outstanding per server; the rest wait at
+    /// the router, first come first served).
+    #[arg(long, default_value = "jbsq:1")]
+    policy: Policy,
+    /// Seed of random picks and tie breaks.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Requests tracked at most (outstanding, remembered for
+    /// retransmissions, or waiting).
+    #[arg(long, default_value_t = 65_536)]
+    max_tracked: usize,
+    /// Requests waiting at the router at most (jbsq:N).
+    #[arg(long, default_value_t = 4_096)]
+    max_queued: usize,
+    /// A request stops counting against its server this many milliseconds
+    /// after its forwarding if no FEEDBACK came (a few times the longest
+    /// service time).
+    #[arg(long, default_value_t = 100)]
+    feedback_timeout_ms: u64,
+    /// A finished request's server is remembered this many milliseconds,
+    /// for retransmitted REQ0s (at least the clients' request timeout).
+    #[arg(long, default_value_t = 1_000)]
+    sticky_ms: u64,
+    /// Seconds between status lines (0: only the final one).
+    #[arg(long, default_value_t = 0)]
+    status_every: u64,
+    /// Stop after this many seconds (0: until SIGTERM/SIGINT).
+    #[arg(long, default_value_t = 0)]
+    seconds: u64,
+}
+
+/// Runs the `rpc` subcommand.
+pub fn run(a: Args) -> CmdResult {
+    match a.cmd {
+        Cmd::Router(r) => router(r),
+    }
+}
+
+fn router(a: RouterArgs) -> CmdResult {
+    if a.servers.contains(&a.bind) {
+        return Err(format!("--server {} is the router's own --bind", a.bind).into());
+    }
+    let cfg = RouterConfig {
+        servers: a.servers.clone(),
+        policy: a.policy,
+        seed: a.seed,
+        max_tracked: a.max_tracked.max(1),
+        max_queued: a.max_queued,
+        feedback_timeout_ns: a.feedback_timeout_ms.max(1) * 1_000_000,
+        sticky_ns: a.sticky_ms * 1_000_000,
+    };
+    let mut r = RpcRouter::bind(a.bind, cfg).map_err(|e| format!("router on {}: {e}", a.bind))?;
+    let stop = install_termination_flag();
+    println!(
+        "{}",
+        serde_json::json!({
+            "event": "ready",
+            "bind": r.local_addr().to_string(),
+            "policy": a.policy.to_string(),
+            "servers": a.servers.iter().map(|s| s.to_string()).collect::<Vec<_>>(),
+        })
+    );
+    let start = Instant::now();
+    let mut next_status = Duration::from_secs(a.status_every);
+    loop {
+        r.wait(Duration::from_millis(50))?;
+        let t = start.elapsed();
+        if stop.load(Ordering::Relaxed) || (a.seconds > 0 && t.as_secs() >= a.seconds) {
+            break;
+        }
+        if a.status_every > 0 && t >= next_status {
+            println!("{}", status(&r, "status", t));
+            next_status += Duration::from_secs(a.status_every);
+        }
+    }
+    println!("{}", status(&r, "stopped", start.elapsed()));
+    Ok(())
+}
+
+fn status(r: &RpcRouter, event: &str, t: Duration) -> serde_json::Value {
+    let s = r.core().stats();
+    let d = r.stats();
+    serde_json::json!({
+        "event": event,
+        "seconds": t.as_secs_f64(),
+        "forwarded": s.forwarded,
+        "retransmits": s.retransmits,
+        "duplicate_waiting": s.duplicate_waiting,
+        "queued": s.queued,
+        "waiting": r.core().waiting(),
+        "dropped": s.dropped,
+        "feedbacks": s.feedbacks,
+        "feedback_timeouts": s.feedback_timeouts,
+        "refused": s.refused,
+        "send_errors": d.send_errors,
+        "servers": r.core().config().servers.iter().enumerate().map(|(i, a)| serde_json::json!({
+            "addr": a.to_string(),
+            "forwarded": s.per_server[i],
+            "outstanding": r.core().outstanding()[i],
+        })).collect::<Vec<_>>(),
+    })
+}
