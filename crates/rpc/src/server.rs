@@ -194,6 +194,12 @@ enum Tx {
         dst: SocketAddrV4,
         req_id: u16,
     },
+    /// FEEDBACK for a request refused with DROP: the router stops counting
+    /// it against this server at once.
+    DropFeedback {
+        client: SocketAddrV4,
+        req_id: u16,
+    },
 }
 
 /// FNV-1a over the packet count and REQ0's payload: tells a retransmitted
@@ -305,6 +311,18 @@ impl Server {
     /// Requests held (being received, executing, or answered and kept).
     pub fn held(&self) -> usize {
         self.by_id.len()
+    }
+
+    /// DROP for a new request `req_id` of `client`, and its FEEDBACK to the
+    /// router if there is one.
+    fn refuse(&mut self, client: SocketAddrV4, req_id: u16) {
+        self.push_tx(Tx::Drop {
+            dst: client,
+            req_id,
+        });
+        if self.cfg.feedback_to.is_some() {
+            self.push_tx(Tx::DropFeedback { client, req_id });
+        }
     }
 
     fn push_tx(&mut self, tx: Tx) {
@@ -462,10 +480,7 @@ impl Server {
         let count = p.packet_order();
         let max_count = wire::packet_count(MsgType::Request, self.cfg.max_message_len);
         if max_count.is_some_and(|m| count > m) {
-            self.push_tx(Tx::Drop {
-                dst: from,
-                req_id: id.req_id,
-            });
+            self.refuse(from, id.req_id);
             return Err(ServerRecvError::TooLong { id, count });
         }
         // Announced size: what the request may occupy once all of it is in.
@@ -476,10 +491,7 @@ impl Server {
         }
         let slot = if over(self) { None } else { self.free.pop() };
         let Some(slot) = slot else {
-            self.push_tx(Tx::Drop {
-                dst: from,
-                req_id: id.req_id,
-            });
+            self.refuse(from, id.req_id);
             return Err(ServerRecvError::Full(id));
         };
         let s = &mut self.slots[slot as usize];
@@ -635,6 +647,24 @@ impl Server {
                     let h =
                         Header::for_packet(MsgType::Drop, wire::policy::FIXED_ROUTE, req_id, 0, 1);
                     (dst, h.emit(DROP_PAYLOAD, buf))
+                }
+                Tx::DropFeedback { client, req_id } => {
+                    let Some(router) = self.cfg.feedback_to else {
+                        continue;
+                    };
+                    let fb = Feedback {
+                        req_id,
+                        port: client.port(),
+                        ip: *client.ip(),
+                    };
+                    let h = Header::for_packet(
+                        MsgType::Feedback,
+                        wire::policy::FIXED_ROUTE,
+                        req_id,
+                        0,
+                        1,
+                    );
+                    (router, h.emit(&fb.to_bytes(), buf))
                 }
                 Tx::Slot {
                     slot,

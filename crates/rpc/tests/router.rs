@@ -477,3 +477,42 @@ fn every_request_is_answered_once_under_every_policy_with_loss() {
         );
     }
 }
+
+/// A server that refuses a forwarded request (full) sends the client its
+/// DROP and the router a FEEDBACK, so the router stops counting the
+/// request at once instead of after its FEEDBACK timeout.
+#[test]
+fn a_server_drop_frees_the_routers_place() {
+    let c = addr(1, 4000);
+    let router_addr = addr(50, 9000);
+    let srv = servers(1);
+    let mut router = Router::new(RouterConfig::new(srv.clone(), Policy::Jbsq(2)));
+    let mut server = Server::new(ServerConfig {
+        max_requests: 1,
+        feedback_to: Some(router_addr),
+        ..ServerConfig::default()
+    });
+    let mut buf = [0u8; MAX_PACKET_LEN];
+    for rid in 0..2 {
+        router.handle_datagram(0, c, &req0(rid)).unwrap();
+        while let Some(f) = router.poll_transmit(&mut buf) {
+            assert!(f.forwarded);
+            let _ = server.handle_datagram(1, f.origin, &buf[..f.len]);
+        }
+    }
+    assert_eq!(router.outstanding(), &[2]);
+    let mut kinds = Vec::new();
+    while let Some(t) = server.poll_transmit(&mut buf) {
+        let p = Packet::new_checked(&buf[..t.len]).unwrap();
+        kinds.push((p.msg_type(), t.dst));
+        if t.dst == router_addr {
+            router.handle_datagram(2, srv[0], &buf[..t.len]).unwrap();
+        }
+    }
+    assert_eq!(
+        kinds,
+        [(MsgType::Drop, c), (MsgType::Feedback, router_addr)]
+    );
+    assert_eq!(router.outstanding(), &[1]);
+    assert_eq!(router.stats().feedbacks, 1);
+}
