@@ -272,11 +272,7 @@ impl Client {
     }
 
     fn identity(&self, req_id: u16) -> Identity {
-        Identity {
-            ip: *self.cfg.local.ip(),
-            port: self.cfg.local.port(),
-            req_id,
-        }
+        Identity::of(self.cfg.local, req_id)
     }
 
     /// Sends `payload` as a request to `dest` (a server or a router): queues

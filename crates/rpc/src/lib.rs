@@ -113,3 +113,14 @@ pub struct Identity {
     /// The request id.
     pub req_id: u16,
 }
+
+impl Identity {
+    /// Request `req_id` of the client at `addr`.
+    pub fn of(addr: SocketAddrV4, req_id: u16) -> Self {
+        Identity {
+            ip: *addr.ip(),
+            port: addr.port(),
+            req_id,
+        }
+    }
+}

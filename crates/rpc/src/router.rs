@@ -330,11 +330,7 @@ impl Router {
         if p.policy() != wire::policy::LB_ROUTE {
             return Err(RouterRecvError::Policy(p.policy()));
         }
-        let id = Identity {
-            ip: *from.ip(),
-            port: from.port(),
-            req_id: p.req_id(),
-        };
+        let id = Identity::of(from, p.req_id());
         if let Some(t) = self.tracked.get(&id) {
             if t.phase == Phase::Waiting {
                 self.stats.duplicate_waiting += 1;
@@ -389,18 +385,13 @@ impl Router {
         from: SocketAddrV4,
         p: &Packet<'_>,
     ) -> Result<(), RouterRecvError> {
-        let fb = Feedback::parse(p.payload())?;
+        let id = Identity::from(Feedback::parse(p.payload())?);
         let server = self
             .cfg
             .servers
             .iter()
             .position(|s| *s == from)
             .ok_or(RouterRecvError::NotAServer(from))?;
-        let id = Identity {
-            ip: fb.ip,
-            port: fb.port,
-            req_id: fb.req_id,
-        };
         match self.tracked.get(&id) {
             Some(t) if t.server == server && t.phase == Phase::Outstanding => {}
             _ => return Err(RouterRecvError::UnknownFeedback { server: from, id }),

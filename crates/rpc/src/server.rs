@@ -196,10 +196,7 @@ enum Tx {
     },
     /// FEEDBACK for a request refused with DROP: the router stops counting
     /// it against this server at once.
-    DropFeedback {
-        client: SocketAddrV4,
-        req_id: u16,
-    },
+    DropFeedback(Identity),
 }
 
 /// FNV-1a over the packet count and REQ0's payload: tells a retransmitted
@@ -321,7 +318,7 @@ impl Server {
             req_id,
         });
         if self.cfg.feedback_to.is_some() {
-            self.push_tx(Tx::DropFeedback { client, req_id });
+            self.push_tx(Tx::DropFeedback(Identity::of(client, req_id)));
         }
     }
 
@@ -390,11 +387,7 @@ impl Server {
         bytes: &[u8],
     ) -> Result<(), ServerRecvError> {
         let p = Packet::new_checked(bytes)?;
-        let id = Identity {
-            ip: *from.ip(),
-            port: from.port(),
-            req_id: p.req_id(),
-        };
+        let id = Identity::of(from, p.req_id());
         match p.msg_type() {
             MsgType::Request => self.on_request(now, from, id, &p),
             MsgType::Ack => {
@@ -648,23 +641,11 @@ impl Server {
                         Header::for_packet(MsgType::Drop, wire::policy::FIXED_ROUTE, req_id, 0, 1);
                     (dst, h.emit(DROP_PAYLOAD, buf))
                 }
-                Tx::DropFeedback { client, req_id } => {
+                Tx::DropFeedback(id) => {
                     let Some(router) = self.cfg.feedback_to else {
                         continue;
                     };
-                    let fb = Feedback {
-                        req_id,
-                        port: client.port(),
-                        ip: *client.ip(),
-                    };
-                    let h = Header::for_packet(
-                        MsgType::Feedback,
-                        wire::policy::FIXED_ROUTE,
-                        req_id,
-                        0,
-                        1,
-                    );
-                    (router, h.emit(&fb.to_bytes(), buf))
+                    (router, emit_feedback(id, buf))
                 }
                 Tx::Slot {
                     slot,
@@ -710,13 +691,7 @@ impl Server {
                             let Some(router) = self.cfg.feedback_to else {
                                 continue;
                             };
-                            let fb = Feedback {
-                                req_id: rid,
-                                port: s.id.port,
-                                ip: s.id.ip,
-                            };
-                            let h = Header::for_packet(MsgType::Feedback, fixed, rid, 0, 1);
-                            (router, h.emit(&fb.to_bytes(), buf))
+                            (router, emit_feedback(s.id, buf))
                         }
                     }
                 }
@@ -728,4 +703,16 @@ impl Server {
         }
         None
     }
+}
+
+/// The FEEDBACK naming request `id`, built into `buf`.
+fn emit_feedback(id: Identity, buf: &mut [u8]) -> Result<usize, wire::EmitError> {
+    let h = Header::for_packet(
+        MsgType::Feedback,
+        wire::policy::FIXED_ROUTE,
+        id.req_id,
+        0,
+        1,
+    );
+    h.emit(&Feedback::from(id).to_bytes(), buf)
 }

@@ -387,6 +387,26 @@ pub struct Feedback {
 #[error("FEEDBACK payload of {0} bytes, expected 8")]
 pub struct FeedbackError(pub usize);
 
+impl From<crate::Identity> for Feedback {
+    fn from(id: crate::Identity) -> Self {
+        Feedback {
+            req_id: id.req_id,
+            port: id.port,
+            ip: id.ip,
+        }
+    }
+}
+
+impl From<Feedback> for crate::Identity {
+    fn from(fb: Feedback) -> Self {
+        crate::Identity {
+            ip: fb.ip,
+            port: fb.port,
+            req_id: fb.req_id,
+        }
+    }
+}
+
 impl Feedback {
     /// Decodes a FEEDBACK packet's payload (exactly [`FEEDBACK_LEN`] bytes).
     pub fn parse(payload: &[u8]) -> Result<Self, FeedbackError> {

@@ -8,7 +8,9 @@ use std::net::{Ipv4Addr, SocketAddrV4};
 use xlane_lane::sim::SimRng;
 use xlane_rpc::router::{Policy, Router, RouterConfig, RouterRecvError, RouterStats};
 use xlane_rpc::wire::{Feedback, Header, MsgType, Packet, MAX_PACKET_LEN};
-use xlane_rpc::{Client, ClientConfig, Outcome, RequestHandle, Server, ServerConfig, ServerHandle};
+use xlane_rpc::{
+    Client, ClientConfig, Identity, Outcome, RequestHandle, Server, ServerConfig, ServerHandle,
+};
 
 const MS: u64 = 1_000_000;
 
@@ -20,27 +22,23 @@ fn servers(n: u8) -> Vec<SocketAddrV4> {
     (0..n).map(|i| addr(100 + i, 8000)).collect()
 }
 
-fn req0(rid: u16) -> Vec<u8> {
+/// Packet `index` of `count` of a message of type `t`, policy `policy`.
+fn packet(t: MsgType, policy: u8, rid: u16, index: u16, count: u16, payload: &[u8]) -> Vec<u8> {
     let mut b = vec![0u8; MAX_PACKET_LEN];
-    let n = Header::for_packet(MsgType::Request, 0, rid, 0, 1)
-        .emit(b"hello", &mut b)
+    let n = Header::for_packet(t, policy, rid, index, count)
+        .emit(payload, &mut b)
         .unwrap();
     b.truncate(n);
     b
 }
 
+fn req0(rid: u16) -> Vec<u8> {
+    packet(MsgType::Request, 0, rid, 0, 1, b"hello")
+}
+
 fn feedback(client: SocketAddrV4, rid: u16) -> Vec<u8> {
-    let fb = Feedback {
-        req_id: rid,
-        port: client.port(),
-        ip: *client.ip(),
-    };
-    let mut b = vec![0u8; MAX_PACKET_LEN];
-    let n = Header::for_packet(MsgType::Feedback, 1, rid, 0, 1)
-        .emit(&fb.to_bytes(), &mut b)
-        .unwrap();
-    b.truncate(n);
-    b
+    let fb = Feedback::from(Identity::of(client, rid));
+    packet(MsgType::Feedback, 1, rid, 0, 1, &fb.to_bytes())
 }
 
 /// Every packet the router queued: (destination, origin, type).
@@ -259,22 +257,8 @@ fn packets_the_router_does_not_route_are_refused_and_counted() {
     let mut r = Router::new(RouterConfig::new(servers(2), Policy::Jsq));
     let mut fixed = req0(1);
     fixed[2] = (MsgType::Request.as_u8() << 4) | 1;
-    let reply = {
-        let mut b = vec![0u8; MAX_PACKET_LEN];
-        let n = Header::for_packet(MsgType::Response, 0, 1, 0, 1)
-            .emit(b"x", &mut b)
-            .unwrap();
-        b.truncate(n);
-        b
-    };
-    let later = {
-        let mut b = vec![0u8; MAX_PACKET_LEN];
-        let n = Header::for_packet(MsgType::Request, 0, 1, 1, 3)
-            .emit(b"x", &mut b)
-            .unwrap();
-        b.truncate(n);
-        b
-    };
+    let reply = packet(MsgType::Response, 0, 1, 0, 1, b"x");
+    let later = packet(MsgType::Request, 0, 1, 1, 3, b"x");
     let short_fb = {
         let mut b = feedback(c, 1);
         b.pop();
