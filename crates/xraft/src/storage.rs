@@ -231,8 +231,9 @@ fn parse_seg_name(name: &str) -> Option<u64> {
 }
 
 /// Completes the record whose header space starts at `at` in `out` and
-/// whose payload follows it to the end of `out` ([`encode_record`]'s
-/// layout, without copying the payload).
+/// whose payload follows it to the end of `out`: its length (u32 LE), the
+/// CRC of kind and payload (u32 LE) and its kind. A payload encoded in
+/// place behind the header is not copied again.
 fn seal_record(kind: u8, out: &mut [u8], at: usize) {
     let payload_at = at + REC_HEADER;
     let mut d = CRC.digest();
@@ -245,13 +246,10 @@ fn seal_record(kind: u8, out: &mut [u8], at: usize) {
 }
 
 fn encode_record(kind: u8, payload: &[u8], out: &mut Vec<u8>) {
-    let mut d = CRC.digest();
-    d.update(&[kind]);
-    d.update(payload);
-    out.extend_from_slice(&(payload.len() as u32).to_le_bytes());
-    out.extend_from_slice(&d.finalize().to_le_bytes());
-    out.push(kind);
+    let at = out.len();
+    out.resize(at + REC_HEADER, 0);
     out.extend_from_slice(payload);
+    seal_record(kind, out, at);
 }
 
 /// Outcome of parsing one record from a buffer.

@@ -269,27 +269,27 @@ fn fsync_policies_parse() {
     );
 }
 
-/// A record sealed in place is byte for byte the record built from a
-/// separate payload, and parses back to that payload.
+/// A record sealed behind its payload has the layout the reader expects:
+/// length and kind where `parse_record` looks, a CRC it accepts, and a
+/// payload it gives back; one changed payload byte is caught.
 #[test]
-fn sealed_record_matches_encoded_record() {
+fn sealed_record_parses_back() {
     for payload in [&b""[..], b"x", &[7u8; 300], b"entry bytes"] {
-        let mut built = vec![1, 2, 3];
-        encode_record(K_ENTRY, payload, &mut built);
-        let mut sealed = vec![1, 2, 3];
-        sealed.resize(3 + REC_HEADER, 0);
-        sealed.extend_from_slice(payload);
-        seal_record(K_ENTRY, &mut sealed, 3);
-        assert_eq!(sealed, built);
-        match parse_record(&sealed, 3) {
-            Parsed::Record {
-                kind,
-                payload: p,
-                next,
-            } => {
-                assert_eq!((kind, p, next), (K_ENTRY, payload, sealed.len()));
+        let mut out = vec![1, 2, 3];
+        encode_record(K_ENTRY, payload, &mut out);
+        assert_eq!(out.len(), 3 + REC_HEADER + payload.len());
+        assert_eq!(out[3..7], (payload.len() as u32).to_le_bytes());
+        assert_eq!(out[3 + 8], K_ENTRY);
+        match parse_record(&out, 3) {
+            Parsed::Record { kind, payload: p, next } => {
+                assert_eq!((kind, p, next), (K_ENTRY, payload, out.len()));
             }
             _ => panic!("sealed record does not parse"),
+        }
+        if !payload.is_empty() {
+            let last = out.len() - 1;
+            out[last] ^= 1;
+            assert!(matches!(parse_record(&out, 3), Parsed::Bad(_)));
         }
     }
 }
