@@ -19,10 +19,11 @@ pub(super) fn unchanged(store: &SharedStore, op: &crate::op::WriteOp) -> bool {
     store.read().is_ok_and(|s| s.unchanged_reply(op).is_some())
 }
 
-/// What `args` asks of the store if it may join a read group on `c`: a
-/// read, or (on the leader) a write that would change nothing. `None` for
-/// anything else — commands about the connection or a transaction, every
-/// command inside `MULTI` or of a subscriber, writes that change something. `now`: when it arrived.
+/// What `args` (arrived at `now`) asks of the store if it may join a read
+/// group on `c`: a read, or (on the leader) a write that would change
+/// nothing. `None` for anything else — commands about the connection or a
+/// transaction, every command inside `MULTI` or of a subscriber, writes
+/// that change something.
 pub(super) fn quiet_ask(
     args: &Command,
     c: &Conn,

@@ -281,7 +281,11 @@ fn sealed_record_parses_back() {
         assert_eq!(out[3..7], (payload.len() as u32).to_le_bytes());
         assert_eq!(out[3 + 8], K_ENTRY);
         match parse_record(&out, 3) {
-            Parsed::Record { kind, payload: p, next } => {
+            Parsed::Record {
+                kind,
+                payload: p,
+                next,
+            } => {
                 assert_eq!((kind, p, next), (K_ENTRY, payload, out.len()));
             }
             _ => panic!("sealed record does not parse"),

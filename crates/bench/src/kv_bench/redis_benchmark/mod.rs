@@ -51,7 +51,7 @@ use crate::interference::{Cores, FloorSet};
 use driver::{DriverConfig, TestRun};
 use report::{RbPair, RbReport, RbSystemInfo};
 use servers::Servers;
-use suite::DEFAULT_TESTS;
+use suite::{Test, DEFAULT_TESTS};
 
 /// A system of the redis-benchmark workload.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -163,27 +163,35 @@ impl Default for RbConfig {
 }
 
 /// The default tests as redis-benchmark's `-t` selects them, in its
-/// order: (selector, first test in [`DEFAULT_TESTS`], number of tests). The
-/// LRANGE tests go together: any of them makes redis-benchmark run its
-/// "LPUSH (needed to benchmark LRANGE)" first, once.
-pub const SEGMENTS: [(&str, usize, usize); 16] = [
-    ("ping_inline", 0, 1),
-    ("ping_mbulk", 1, 1),
-    ("set", 2, 1),
-    ("get", 3, 1),
-    ("incr", 4, 1),
-    ("lpush", 5, 1),
-    ("rpush", 6, 1),
-    ("lpop", 7, 1),
-    ("rpop", 8, 1),
-    ("sadd", 9, 1),
-    ("hset", 10, 1),
-    ("spop", 11, 1),
-    ("zadd", 12, 1),
-    ("zpopmin", 13, 1),
-    ("lrange_100,lrange_300,lrange_500,lrange_600", 14, 5),
-    ("mset", 19, 1),
+/// order: (selector, number of [`DEFAULT_TESTS`] it runs). The LRANGE tests
+/// go together: any of them makes redis-benchmark run its "LPUSH (needed to
+/// benchmark LRANGE)" first, once.
+pub const SEGMENTS: [(&str, usize); 16] = [
+    ("ping_inline", 1),
+    ("ping_mbulk", 1),
+    ("set", 1),
+    ("get", 1),
+    ("incr", 1),
+    ("lpush", 1),
+    ("rpush", 1),
+    ("lpop", 1),
+    ("rpop", 1),
+    ("sadd", 1),
+    ("hset", 1),
+    ("spop", 1),
+    ("zadd", 1),
+    ("zpopmin", 1),
+    ("lrange_100,lrange_300,lrange_500,lrange_600", 5),
+    ("mset", 1),
 ];
+
+/// Segment `seg` of [`SEGMENTS`]: its `-t` selector and its tests (the
+/// segments before it take the tests before them).
+pub fn segment(seg: usize) -> (&'static str, &'static [Test]) {
+    let first: usize = SEGMENTS[..seg].iter().map(|s| s.1).sum();
+    let (selector, count) = SEGMENTS[seg];
+    (selector, &DEFAULT_TESTS[first..first + count])
+}
 
 /// The redis-benchmark command line for `port` (without the program),
 /// running the tests `tests` selects (`-t`).
@@ -240,18 +248,17 @@ fn children_cpu_ns() -> u64 {
     tv(ru.ru_utime) + tv(ru.ru_stime)
 }
 
-/// Runs the real redis-benchmark against `port`: its standard output and
+/// Runs segment `seg` of [`SEGMENTS`] with the real redis-benchmark against
+/// `port`: a [`PairRun`] of that segment's tests. Its standard output and
 /// error go, line-buffered (`stdbuf -oL`), to one file, so that an error
 /// line lands before the CSV line of the test it happened in.
-/// Runs segment `seg` of [`SEGMENTS`] with redis-benchmark against `port`:
-/// a [`PairRun`] of that segment's tests.
 fn run_redis_benchmark(
     cfg: &RbConfig,
     port: u16,
     out_file: &PathBuf,
     seg: usize,
 ) -> Result<PairRun, String> {
-    let (selector, first, count) = SEGMENTS[seg];
+    let (selector, tests) = segment(seg);
     let bin = servers_which("redis-benchmark")?;
     let out =
         std::fs::File::create(out_file).map_err(|e| format!("{}: {e}", out_file.display()))?;
@@ -295,7 +302,7 @@ fn run_redis_benchmark(
         wall_ns,
         ..PairRun::default()
     };
-    for t in &DEFAULT_TESTS[first..first + count] {
+    for t in tests {
         let found = parsed.rows.iter().find(|(r, _)| r.test == t.name);
         run.tests.push(match found {
             Some((r, errs)) if r.rps.is_none() => (
@@ -326,7 +333,7 @@ fn servers_which(bin: &'static str) -> Result<PathBuf, String> {
 
 /// Runs segment `seg` of [`SEGMENTS`] with the driver against `sys`.
 fn run_driver(cfg: &RbConfig, sys: &Servers, seg: usize) -> Result<PairRun, String> {
-    let (_, first, count) = SEGMENTS[seg];
+    let (_, tests) = segment(seg);
     let dcfg = DriverConfig {
         connections: cfg.connections,
         pipeline: cfg.pipeline,
@@ -335,7 +342,6 @@ fn run_driver(cfg: &RbConfig, sys: &Servers, seg: usize) -> Result<PairRun, Stri
         stall: cfg.timeout,
     };
     let start = Instant::now();
-    let tests = &DEFAULT_TESTS[first..first + count];
     let runs: Vec<TestRun> =
         driver::run_suite(sys.client, tests, &dcfg, &interrupted).map_err(|e| e.to_string())?;
     let mut run = PairRun {
@@ -539,4 +545,32 @@ fn version_lines(cfg: &RbConfig) -> Vec<String> {
         v.push(format!("xlane {}", env!("CARGO_PKG_VERSION")));
     }
     v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The segments run every default test once, in order, and each
+    /// selector names its own tests (the LRANGE one starts with the LPUSH
+    /// redis-benchmark runs before them).
+    #[test]
+    fn segments_tile_the_default_tests() {
+        let all: Vec<&str> = (0..SEGMENTS.len())
+            .flat_map(|s| segment(s).1.iter().map(|t| t.name))
+            .collect();
+        let want: Vec<&str> = DEFAULT_TESTS.iter().map(|t| t.name).collect();
+        assert_eq!(all, want);
+        for seg in 0..SEGMENTS.len() {
+            let (selector, tests) = segment(seg);
+            for t in tests.iter().filter(|t| !t.name.starts_with("LPUSH (")) {
+                let short = t.name.split(' ').next().unwrap_or("").to_lowercase();
+                assert!(
+                    selector.split(',').any(|s| s == short),
+                    "{selector}: {}",
+                    t.name
+                );
+            }
+        }
+    }
 }
