@@ -154,10 +154,15 @@ impl Io {
     /// Sleeps until a datagram comes, `core`'s next deadline or `max`
     /// passes, then one [`Io::turn`].
     fn wait(&mut self, core: &mut impl Core, max: Duration) -> io::Result<()> {
-        let limit = self.now().saturating_add(max.as_nanos() as Nanos);
-        let until = core.deadline().map_or(limit, |t| t.min(limit));
-        self.sleep_until(until)?;
+        self.sleep_for(core.deadline(), max)?;
         self.turn(core)
+    }
+
+    /// Sleeps until a datagram is readable, `deadline` (a core's next
+    /// timer, ns) or `max` from now, whichever comes first.
+    fn sleep_for(&mut self, deadline: Option<Nanos>, max: Duration) -> io::Result<()> {
+        let limit = self.now().saturating_add(max.as_nanos() as Nanos);
+        self.sleep_until(deadline.map_or(limit, |t| t.min(limit)))
     }
 
     fn send(&mut self, dst: SocketAddrV4, len: usize) {

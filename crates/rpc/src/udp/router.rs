@@ -87,9 +87,7 @@ impl RpcRouter {
     /// Sleeps until a datagram comes, the core's next deadline or `max`
     /// passes, then one [`poll`](Self::poll).
     pub fn wait(&mut self, max: Duration) -> io::Result<()> {
-        let limit = self.io.now().saturating_add(max.as_nanos() as u64);
-        let until = self.core.poll_timeout().map_or(limit, |t| t.min(limit));
-        self.io.sleep_until(until)?;
+        self.io.sleep_for(self.core.poll_timeout(), max)?;
         self.poll()
     }
 
