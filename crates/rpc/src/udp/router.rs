@@ -28,8 +28,6 @@ pub struct RpcRouter {
     raw: Socket,
     core: Router,
     out: Vec<u8>,
-    /// Forwarded REQ0s the kernel refused.
-    forward_errors: u64,
 }
 
 impl RpcRouter {
@@ -47,7 +45,6 @@ impl RpcRouter {
             raw,
             core: Router::new(cfg),
             out: vec![0; HEADERS + MAX_PACKET_LEN],
-            forward_errors: 0,
         })
     }
 
@@ -63,9 +60,7 @@ impl RpcRouter {
 
     /// The driver's counters (`send_errors` counts refused forwards too).
     pub fn stats(&self) -> DriverStats {
-        let mut s = self.io.stats;
-        s.send_errors += self.forward_errors;
-        s
+        self.io.stats
     }
 
     /// One turn without sleeping: every waiting datagram into the core, its
@@ -101,7 +96,7 @@ impl RpcRouter {
             let to = SockAddr::from(SocketAddr::V4(SocketAddrV4::new(*f.dst.ip(), 0)));
             match self.raw.send_to(&self.out[..n], &to) {
                 Ok(_) => self.io.stats.sent += 1,
-                Err(_) => self.forward_errors += 1,
+                Err(_) => self.io.stats.send_errors += 1,
             }
         }
     }
