@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Install what the tests need on a fresh Debian machine, then run every check.
 # Usage: bash scripts/test.sh            (as root: the testbed tests create network namespaces)
-# Env:   XLANE_FUZZ_SECONDS=N  seconds per fuzz target (default 15; 0 skips fuzzing)
+# Env:   XLANE_FUZZ_SECONDS=N  seconds per fuzz target (default 10; 0 skips fuzzing)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -44,7 +44,7 @@ cargo test --workspace --no-fail-fast 2>&1 | tee target/test.log
 counts=$(awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($i ~ /^passed;?$/) p += $(i-1); if ($i ~ /^failed;?$/) f += $(i-1) } } END { printf "%d %d", p, f }' target/test.log)
 passed=${counts% *}; failed=${counts#* }
 
-fuzz_secs="${XLANE_FUZZ_SECONDS:-15}"
+fuzz_secs="${XLANE_FUZZ_SECONDS:-10}"
 if [ "$fuzz_secs" -gt 0 ]; then
     step "fuzz (${fuzz_secs}s per target)"
     command -v cargo-fuzz >/dev/null || cargo install -q cargo-fuzz --locked

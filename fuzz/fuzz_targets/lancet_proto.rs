@@ -1,7 +1,10 @@
 //! Fuzz target: arbitrary bytes through every parser of network input in
 //! xlane-lancet: the synthetic header (as a datagram and as a byte stream
 //! cut into messages), the client's response parsers for echo, sockperf and
-//! synthetic, and the sockperf output parser.
+//! synthetic, the sockperf output parser, and the R2P2 agent's reading of
+//! a datagram (the input as one packet, and as a run of 4-byte records
+//! `[index hi, index lo, count or 0, _]` through one reply's progress: it
+//! completes at most once, and only when every index below its count came).
 //!
 //! Each input is also tried with a valid synthetic header prefix (magic,
 //! version, kind, length patched in) so that the length and reserved-field
@@ -10,6 +13,7 @@
 
 use libfuzzer_sys::fuzz_target;
 use xlane_lancet::proto::{self, App, MAX_MESSAGE_LEN, SYN_HEADER_LEN, SYN_MAGIC, SYN_VERSION};
+use xlane_lancet::r2p2;
 
 fn check(data: &[u8]) {
     if let Ok(h) = proto::parse_synthetic(data) {
@@ -36,6 +40,36 @@ fn check(data: &[u8]) {
     }
     if let Ok(s) = std::str::from_utf8(data) {
         let _ = xlane_lancet::sockperf::parse(s);
+    }
+    if let Ok(r2p2::Incoming::Reply { payload, .. }) = r2p2::parse_incoming(data) {
+        assert!(payload.len() + 8 == data.len());
+    }
+    let mut p = r2p2::ReplyProgress::default();
+    let mut count = None;
+    let mut seen = std::collections::BTreeSet::new();
+    let mut done = false;
+    for rec in data.chunks_exact(4) {
+        let index = u16::from_be_bytes([rec[0], rec[1]]);
+        let c = (rec[2] != 0).then_some(u16::from(rec[2]));
+        match p.add(index, c) {
+            r2p2::Progress::Complete => {
+                assert!(!done, "a reply completes once");
+                done = true;
+            }
+            r2p2::Progress::Duplicate => assert!(seen.contains(&index)),
+            _ => {}
+        }
+        if c.is_some_and(|c| c <= r2p2::MAX_REPLY_PACKETS) {
+            count = c;
+        }
+        if index < r2p2::MAX_REPLY_PACKETS {
+            seen.insert(index);
+        }
+        if done {
+            let n = count.expect("completion needs the first packet");
+            assert!((0..n).all(|i| seen.contains(&i)));
+            return;
+        }
     }
 }
 

@@ -23,5 +23,6 @@ pub mod kv_bench;
 pub mod lane_bench;
 pub mod plot;
 pub mod qjump;
+pub mod rpc_bench;
 pub mod stats;
 pub mod table;

@@ -118,6 +118,8 @@ pub struct RunFacts<'a> {
     pub sent: u64,
     /// Requests never answered.
     pub lost: u64,
+    /// Requests refused (R2P2 DROP): answered, but without a latency.
+    pub dropped: u64,
     /// From the start to the end of sending, ns.
     pub window_ns: u64,
     /// Send gaps above the floor, less the floor, in units of the agent's
@@ -571,7 +573,7 @@ pub fn analyze(samples: &[Sample], facts: &RunFacts<'_>, params: &AnalysisParams
         1e-3
     };
     let frac = if facts.sent > 0 {
-        facts.lost as f64 / facts.sent as f64
+        (facts.lost + facts.dropped) as f64 / facts.sent as f64
     } else {
         0.0
     };
@@ -586,8 +588,8 @@ pub fn analyze(samples: &[Sample], facts: &RunFacts<'_>, params: &AnalysisParams
         statistic: Some(frac),
         threshold: Some(allowed),
         detail: format!(
-            "{} of {} requests unanswered ({:.4} %, at most {:.4} % allowed)",
-            facts.lost,
+            "{} of {} requests unanswered or dropped ({:.4} %, at most {:.4} % allowed)",
+            facts.lost + facts.dropped,
             facts.sent,
             frac * 100.0,
             allowed * 100.0
@@ -595,8 +597,8 @@ pub fn analyze(samples: &[Sample], facts: &RunFacts<'_>, params: &AnalysisParams
     });
     if !resp_ok {
         verdicts.push(format!(
-            "responses: {} of {} requests got no response ({:.4} % > {:.4} %): the tail of the latency distribution is unknown; lower --rate, check the server, or raise --drain-ms if responses are only slow",
-            facts.lost,
+            "responses: {} of {} requests got no response or a DROP ({:.4} % > {:.4} %): the tail of the latency distribution is unknown; lower --rate, check the server, or raise --drain-ms if responses are only slow",
+            facts.lost + facts.dropped,
             facts.sent,
             frac * 100.0,
             allowed * 100.0
@@ -658,6 +660,7 @@ mod tests {
         RunFacts {
             sent: n as u64,
             lost: 0,
+            dropped: 0,
             window_ns: n as u64 * 1_000_000,
             gaps,
             gap_floor_ns: 0.0,

@@ -20,6 +20,8 @@
 //! - [`cross_check`]: `xlane lancet cross-check`, lancet against
 //!   `sockperf ping-pong` on one real `sockperf server`, with the floor.
 //! - [`proto`]: the wire formats (echo, sockperf, synthetic).
+//! - [`r2p2`]: the R2P2 agent's framing and the R2P2 synthetic server's
+//!   workers (one port and one FIFO each, for a router to pick from).
 //! - [`tstamp`]: matching kernel transmit stamps to requests (datagram and
 //!   stream numbering), and the stamping calls of a TCP connection.
 //!
@@ -32,6 +34,7 @@ pub mod cross_check;
 pub mod dist;
 pub mod mmc;
 pub mod proto;
+pub mod r2p2;
 pub mod report;
 pub mod rng;
 pub mod sched;
@@ -60,6 +63,9 @@ pub enum Transport {
     Udp,
     /// A byte stream per connection.
     Tcp,
+    /// R2P2 over UDP ([`r2p2`]): request-reply messages of one or more
+    /// datagrams, through a router or straight to a server.
+    R2p2,
 }
 
 impl std::str::FromStr for Transport {
@@ -68,7 +74,10 @@ impl std::str::FromStr for Transport {
         match s {
             "udp" => Ok(Transport::Udp),
             "tcp" => Ok(Transport::Tcp),
-            _ => Err(format!("unknown transport {s:?}: expected udp or tcp")),
+            "r2p2" => Ok(Transport::R2p2),
+            _ => Err(format!(
+                "unknown transport {s:?}: expected udp, tcp or r2p2"
+            )),
         }
     }
 }
@@ -78,6 +87,7 @@ impl fmt::Display for Transport {
         f.write_str(match self {
             Transport::Udp => "udp",
             Transport::Tcp => "tcp",
+            Transport::R2p2 => "r2p2",
         })
     }
 }

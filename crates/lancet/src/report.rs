@@ -15,6 +15,9 @@ pub struct Counts {
     /// Requests never answered (after the drain time, or pushed out of the
     /// in-flight table).
     pub lost: u64,
+    /// Requests refused with an R2P2 DROP (a full server or router):
+    /// answered, never a sample.
+    pub dropped: u64,
     /// Responses matching no outstanding request (duplicates, too late).
     pub unmatched: u64,
     /// Responses that did not parse.
@@ -58,6 +61,7 @@ impl Counts {
         self.sent += o.sent;
         self.received += o.received;
         self.lost += o.lost;
+        self.dropped += o.dropped;
         self.unmatched += o.unmatched;
         self.malformed += o.malformed;
         self.send_errors += o.send_errors;
@@ -237,6 +241,20 @@ impl Report {
             k.malformed,
             k.send_errors
         );
+        if c.transport == crate::Transport::R2p2 {
+            let _ = writeln!(
+                s,
+                "r2p2: {} requests refused with DROP (answered, not samples); goodput {:.0}/s",
+                k.dropped, self.completion_rate
+            );
+        }
+        if !c.more_targets.is_empty() {
+            let _ = writeln!(
+                s,
+                "targets: {} servers, one picked at random per request",
+                1 + c.more_targets.len()
+            );
+        }
         if let Some(p) = c.rt_priority {
             let _ = writeln!(
                 s,

@@ -12,6 +12,9 @@
 //! Echo mode: every UDP datagram is sent back unchanged to its sender from
 //! the receiving thread; a TCP connection gets its byte stream back.
 //!
+//! R2P2 ([`crate::Transport::R2p2`]): each worker has its own port and FIFO
+//! and waits out service times asleep; see [`crate::r2p2`].
+//!
 //! Idle workers sleep on a condition variable (they do not spin), so a
 //! request that finds a worker idle pays one thread wake-up; a
 //! zero-service-time run measures that cost together with the network stack.
@@ -69,6 +72,8 @@ pub struct ServeConfig {
     /// still leaves 5 % of each CPU to others, but an overloaded server
     /// with real-time workers will make the machine sluggish.
     pub rt_priority: Option<i32>,
+    /// R2P2: where each worker sends FEEDBACK after a reply (the router).
+    pub feedback_to: Option<SocketAddrV4>,
 }
 
 impl ServeConfig {
@@ -82,6 +87,7 @@ impl ServeConfig {
             seed: 1,
             queue_cap: 1 << 16,
             rt_priority: None,
+            feedback_to: None,
         }
     }
 
@@ -95,6 +101,7 @@ impl ServeConfig {
             seed: 1,
             queue_cap: 1 << 16,
             rt_priority: None,
+            feedback_to: None,
         }
     }
 }
@@ -142,14 +149,14 @@ pub struct ServerStats {
 }
 
 #[derive(Default)]
-struct Counters {
-    requests: AtomicU64,
-    responses: AtomicU64,
-    malformed: AtomicU64,
-    dropped: AtomicU64,
-    send_errors: AtomicU64,
-    connections: AtomicU64,
-    rt_denied: AtomicU64,
+pub(crate) struct Counters {
+    pub(crate) requests: AtomicU64,
+    pub(crate) responses: AtomicU64,
+    pub(crate) malformed: AtomicU64,
+    pub(crate) dropped: AtomicU64,
+    pub(crate) send_errors: AtomicU64,
+    pub(crate) connections: AtomicU64,
+    pub(crate) rt_denied: AtomicU64,
 }
 
 impl Counters {
@@ -167,7 +174,7 @@ impl Counters {
     }
 }
 
-fn bump(a: &AtomicU64) {
+pub(crate) fn bump(a: &AtomicU64) {
     a.fetch_add(1, Ordering::Relaxed);
 }
 
@@ -235,7 +242,7 @@ impl Queue {
 
 /// A running server; stops (and joins its threads) on [`Server::stop`] or drop.
 pub struct Server {
-    addr: SocketAddrV4,
+    addrs: Vec<SocketAddrV4>,
     stop: Arc<AtomicBool>,
     counters: Arc<Counters>,
     threads: Vec<JoinHandle<()>>,
@@ -277,7 +284,7 @@ impl Server {
             cap: cfg.queue_cap.max(1),
         });
         let mut threads = Vec::new();
-        let addr;
+        let mut addrs = Vec::new();
         let mut udp_out: Option<Arc<UdpSocket>> = None;
         match cfg.transport {
             Transport::Udp => {
@@ -285,7 +292,7 @@ impl Server {
                 sc.rcvbuf = 4 << 20;
                 sc.recv_timeout_us = STOP_POLL.as_micros() as u64;
                 let sock = LaneSocket::open(&sc)?;
-                addr = sock.local_addr()?;
+                addrs.push(sock.local_addr()?);
                 // A second descriptor of the same socket for the workers' sends.
                 // SAFETY: dup(2) of a descriptor we own; the result is checked.
                 let dup = unsafe { libc::dup(sock.as_raw_fd()) };
@@ -318,10 +325,10 @@ impl Server {
             Transport::Tcp => {
                 let l = TcpListener::bind(cfg.bind).map_err(io_err("bind (tcp)"))?;
                 l.set_nonblocking(true).map_err(io_err("set_nonblocking"))?;
-                addr = match l.local_addr().map_err(io_err("local_addr"))? {
+                addrs.push(match l.local_addr().map_err(io_err("local_addr"))? {
                     SocketAddr::V4(a) => a,
                     SocketAddr::V6(_) => return Err(ServeError::Config("IPv6 bind".into())),
-                };
+                });
                 let sh = TcpShared {
                     mode: cfg.mode,
                     seed: cfg.seed,
@@ -341,8 +348,52 @@ impl Server {
                         .map_err(io_err("spawn"))?,
                 );
             }
+            Transport::R2p2 => {
+                for w in 0..cfg.workers {
+                    let port = match cfg.bind.port() {
+                        0 => 0,
+                        p => p.checked_add(w as u16).ok_or_else(|| {
+                            ServeError::Config(format!(
+                                "{} workers from port {p} pass port 65535",
+                                cfg.workers
+                            ))
+                        })?,
+                    };
+                    let bind = SocketAddrV4::new(*cfg.bind.ip(), port);
+                    let rcfg = xlane_rpc::ServerConfig {
+                        feedback_to: cfg.feedback_to,
+                        ..xlane_rpc::ServerConfig::default()
+                    };
+                    let srv = xlane_rpc::udp::RpcServer::bind(bind, rcfg)
+                        .map_err(io_err("bind (r2p2 worker)"))?;
+                    addrs.push(srv.local_addr());
+                    let (echo, service) = match cfg.mode {
+                        ServeMode::Echo => (true, None),
+                        ServeMode::Synthetic(s) => (false, Some(s)),
+                    };
+                    let worker = crate::r2p2::Worker {
+                        srv,
+                        echo,
+                        service,
+                        rng: Rng::stream(cfg.seed, SERVER_STREAM + w as u64),
+                        queue_cap: cfg.queue_cap.max(1),
+                    };
+                    let (stop2, c2) = (stop.clone(), counters.clone());
+                    threads.push(
+                        std::thread::Builder::new()
+                            .name(format!("lancet-r2p2-{w}"))
+                            .spawn(move || {
+                                apply_rt(rt, 0, &c2);
+                                worker.run(&stop2, &c2)
+                            })
+                            .map_err(io_err("spawn"))?,
+                    );
+                }
+            }
         }
-        if let ServeMode::Synthetic(_) = cfg.mode {
+        if let (ServeMode::Synthetic(_), Transport::Udp | Transport::Tcp) =
+            (cfg.mode, cfg.transport)
+        {
             for w in 0..cfg.workers {
                 let (stop2, c2, q2, out) = (
                     stop.clone(),
@@ -362,7 +413,7 @@ impl Server {
             }
         }
         Ok(Server {
-            addr,
+            addrs,
             stop,
             counters,
             threads,
@@ -370,9 +421,16 @@ impl Server {
         })
     }
 
-    /// The address the server listens on (with the port chosen if 0 was asked).
+    /// The address the server listens on (with the port chosen if 0 was
+    /// asked); with R2P2, the first worker's.
     pub fn local_addr(&self) -> SocketAddrV4 {
-        self.addr
+        self.addrs[0]
+    }
+
+    /// Every address the server listens on: one, or with R2P2 one per
+    /// worker (a router's servers).
+    pub fn addrs(&self) -> &[SocketAddrV4] {
+        &self.addrs
     }
 
     /// The counters so far.

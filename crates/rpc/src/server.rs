@@ -133,6 +133,8 @@ pub struct ServerStats {
     pub dropped_full: u64,
     /// Requests answered with DROP because REQ0 announced too many packets.
     pub dropped_too_long: u64,
+    /// Requests the application refused with [`Server::decline`] (DROP).
+    pub declined: u64,
     /// Half-received requests forgotten after the reassembly timeout.
     pub reassembly_timeouts: u64,
     /// Answered requests forgotten after the reply hold time.
@@ -582,6 +584,21 @@ impl Server {
             self.push_slot_tx(h.slot, TxKind::Feedback);
         }
         self.stats.replied += 1;
+        Ok(())
+    }
+
+    /// Refuses the request behind `h` instead of answering it (the
+    /// application's queue is full): the client gets a DROP, the router
+    /// its FEEDBACK, and the identity is forgotten at once, so the
+    /// request counts as never executed and may be sent again.
+    pub fn decline(&mut self, h: ServerHandle) -> Result<(), RespondError> {
+        let Some(s) = self.executing(h) else {
+            return Err(RespondError::StaleHandle);
+        };
+        let (src, rid) = (s.src, s.id.req_id);
+        self.free_slot(h.slot);
+        self.refuse(src, rid);
+        self.stats.declined += 1;
         Ok(())
     }
 

@@ -21,8 +21,12 @@ use crate::client::{Client, ClientConfig, Completion, RequestHandle, SendError};
 use crate::server::{Incoming, Server, ServerConfig, ServerHandle};
 use crate::wire::MAX_PACKET_LEN;
 use crate::{Nanos, Transmit};
+use nix::errno::Errno;
+use nix::poll::{ppoll, PollFd, PollFlags};
+use nix::sys::time::TimeSpec;
 use std::io;
 use std::net::{SocketAddr, SocketAddrV4, UdpSocket};
+use std::os::fd::AsFd;
 use std::time::{Duration, Instant};
 
 /// Counters of a driver (beside its core's).
@@ -172,32 +176,21 @@ impl Io {
         }
     }
 
-    /// Sleeps until a datagram is readable or `until` (ns) passes.
+    /// Sleeps until a datagram is readable or `until` (ns) passes: one
+    /// `ppoll`, whose timer is the kernel's high-resolution one (a socket
+    /// receive timeout would round up to the scheduler tick, milliseconds).
+    /// The thread's timer slack still applies: drivers of sub-millisecond
+    /// timers set it low (`prctl(PR_SET_TIMERSLACK)`).
     fn sleep_until(&mut self, until: Nanos) -> io::Result<()> {
         let now = self.now();
         if until <= now {
             return Ok(());
         }
-        let wait = Duration::from_nanos((until - now).max(1_000));
-        self.sock.set_nonblocking(false)?;
-        self.sock.set_read_timeout(Some(wait))?;
-        // Peek so that the datagram stays for `drain`.
-        let r = self.sock.peek_from(&mut self.rx[..1]);
-        self.sock.set_nonblocking(true)?;
-        match r {
-            Ok(_) => Ok(()),
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    io::ErrorKind::WouldBlock
-                        | io::ErrorKind::TimedOut
-                        | io::ErrorKind::Interrupted
-                        | io::ErrorKind::ConnectionRefused
-                ) =>
-            {
-                Ok(())
-            }
-            Err(e) => Err(e),
+        let wait = Duration::from_nanos(until - now);
+        let mut fds = [PollFd::new(self.sock.as_fd(), PollFlags::POLLIN)];
+        match ppoll(&mut fds, Some(TimeSpec::from_duration(wait)), None) {
+            Ok(_) | Err(Errno::EINTR) => Ok(()),
+            Err(e) => Err(e.into()),
         }
     }
 }
@@ -334,6 +327,13 @@ impl RpcServer {
     /// The request behind `h`, while it awaits its reply.
     pub fn request(&self, h: ServerHandle) -> Option<&[u8]> {
         self.core.request(h)
+    }
+
+    /// Refuses `h` with a DROP ([`Server::decline`]) and sends it now.
+    pub fn decline(&mut self, h: ServerHandle) -> Result<(), crate::server::RespondError> {
+        self.core.decline(h)?;
+        self.flush();
+        Ok(())
     }
 
     /// Answers `h` and sends the reply now.

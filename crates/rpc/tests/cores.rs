@@ -4,8 +4,8 @@
 
 use std::net::{Ipv4Addr, SocketAddrV4};
 use xlane_rpc::client::{ClientRecvError, SendError};
-use xlane_rpc::server::ServerRecvError;
-use xlane_rpc::wire::{Header, MsgType, Packet, MAX_PACKET_LEN, MAX_PAYLOAD};
+use xlane_rpc::server::{RespondError, ServerRecvError};
+use xlane_rpc::wire::{Feedback, Header, MsgType, Packet, MAX_PACKET_LEN, MAX_PAYLOAD};
 use xlane_rpc::{Client, ClientConfig, Identity, Outcome, Server, ServerConfig};
 
 const C1: SocketAddrV4 = SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 1), 4000);
@@ -81,6 +81,39 @@ fn server_drops_when_full_and_takes_work_again_after_the_hold() {
         .unwrap();
     assert_eq!(s.stats().dropped_full, 1);
     assert_eq!(s.stats().expired, 2);
+}
+
+#[test]
+fn a_declined_request_gets_drop_and_feedback_and_is_forgotten() {
+    let router = SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 3), 9000);
+    let mut s = Server::new(ServerConfig {
+        feedback_to: Some(router),
+        ..ServerConfig::default()
+    });
+    s.handle_datagram(0, C1, &packet(MsgType::Request, 5, 0, 1, b"x"))
+        .unwrap();
+    let inc = s.poll_event().unwrap();
+    s.decline(inc.handle).unwrap();
+    assert_eq!(s.decline(inc.handle), Err(RespondError::StaleHandle));
+    assert_eq!(
+        s.respond(inc.handle, b"late", MS),
+        Err(RespondError::StaleHandle)
+    );
+    let out = drain_server(&mut s);
+    assert_eq!(
+        kinds(&out),
+        vec![(MsgType::Drop, 0), (MsgType::Feedback, 0)]
+    );
+    assert_eq!(out[0].0, C1);
+    assert_eq!(out[1].0, router);
+    let fb = Feedback::parse(Packet::new_checked(&out[1].1).unwrap().payload()).unwrap();
+    assert_eq!((fb.port, fb.req_id), (C1.port(), 5));
+    assert_eq!(s.held(), 0);
+    assert_eq!(s.stats().declined, 1);
+    // Not executed, so not held: the same request runs when sent again.
+    s.handle_datagram(MS, C1, &packet(MsgType::Request, 5, 0, 1, b"x"))
+        .unwrap();
+    assert!(s.poll_event().is_some());
 }
 
 /// Helper trait: run `handle_timeout` and return how many requests are held.

@@ -80,6 +80,16 @@ enum What {
     /// redis-server, sockperf, iptables, and libxlane_preload.so beside
     /// the xlane binary.
     Apps(super::bench_apps::AppsArgs),
+    /// R2P2 on the regular lane (Lancet's R2P2 experiment scaled to this
+    /// machine): synthetic R2P2 servers (4 × 2 workers, bimodal service)
+    /// behind the router under each policy (random, round-robin, jsq,
+    /// jbsq:1, jbsq:2) and without a router (the client picks a worker at random),
+    /// Poisson load from 0.1 to 0.9 of capacity measured by Lancet's R2P2
+    /// agent; p50/p99/p99.9 and drops per point, the floor, the targets
+    /// (jbsq:1 p99 ≤ ½ random at 0.8; jsq/jbsq below random above 0.5),
+    /// and a plot of p99 against load. About 5 minutes with the defaults.
+    /// Needs root (the router forwards on a raw socket).
+    Rpc(super::bench_rpc::RpcArgs),
 }
 
 #[derive(clap::Args)]
@@ -227,6 +237,7 @@ pub fn run(args: Args) -> super::CmdResult {
         What::Fd(a) => fd(a),
         What::Kv(a) => kv(a),
         What::Apps(a) => super::bench_apps::apps(a),
+        What::Rpc(a) => super::bench_rpc::rpc(a),
     }
 }
 

@@ -71,10 +71,14 @@ enum Sub {
 
 #[derive(clap::Args)]
 struct ClientArgs {
-    /// The server, IPv4:port.
+    /// The server, IPv4:port. Repeat it (UDP, R2P2) to spread the requests
+    /// over several servers, one picked at random per request.
     #[arg(long, required = true)]
-    target: Option<SocketAddrV4>,
-    /// Transport: udp or tcp.
+    target: Vec<SocketAddrV4>,
+    /// Transport: udp, tcp, or r2p2 (R2P2 over UDP: the target is an
+    /// `xlane rpc router` or R2P2 servers; replies and DROPs come from the
+    /// servers, REQ1…REQn of a long request go to the server that sent the
+    /// REQRDY).
     #[arg(long, default_value = "udp")]
     proto: Transport,
     /// Request/response protocol: echo (the server sends the request back; the
@@ -159,9 +163,14 @@ struct ServeArgs {
     /// Address to listen on, IPv4:port.
     #[arg(long)]
     bind: SocketAddrV4,
-    /// Transport: udp or tcp.
+    /// Transport: udp, tcp, or r2p2 (each worker then has its own UDP port,
+    /// --bind's and the next ones, and its own FIFO, for a router to pick
+    /// from; it waits out service times asleep instead of spinning).
     #[arg(long, default_value = "udp")]
     proto: Transport,
+    /// R2P2: send FEEDBACK after every reply to this router, IPv4:port.
+    #[arg(long, value_name = "ROUTER")]
+    feedback_to: Option<SocketAddrV4>,
     /// Service time: fixed:D, exp:D (mean D) or bimodal:D (90 % take D, 10 %
     /// take 10·D; mean 1.9·D), D like 20us or 1ms.
     #[arg(long, required_unless_present = "echo", conflicts_with = "echo")]
@@ -297,7 +306,7 @@ pub fn run(args: Args) -> super::CmdResult {
 }
 
 fn measure(a: ClientArgs) -> super::CmdResult {
-    let target = a.target.ok_or("--target is required")?;
+    let (&target, more_targets) = a.target.split_first().ok_or("--target is required")?;
     if let Some(iface) = &a.hw_stamps {
         xlane_host::socket::enable_hw_timestamping(iface)?;
         eprintln!("xlane lancet: {iface} stamps every packet in hardware");
@@ -328,6 +337,7 @@ fn measure(a: ClientArgs) -> super::CmdResult {
         drain_ns: a.drain_ms.saturating_mul(1_000_000),
         spin_ns: a.spin_us.saturating_mul(1_000),
         rt_priority: a.rt_priority,
+        more_targets: more_targets.to_vec(),
         ..ClientConfig::new(target)
     };
     cfg.validate()?;
@@ -377,7 +387,11 @@ fn serve(a: ServeArgs) -> super::CmdResult {
         seed: a.seed,
         queue_cap: 1 << 16,
         rt_priority: a.rt_priority,
+        feedback_to: a.feedback_to,
     };
+    if cfg.feedback_to.is_some() && cfg.transport != Transport::R2p2 {
+        return Err("--feedback-to needs --proto r2p2".into());
+    }
     let srv = Server::start(&cfg)?;
     let what = match mode {
         ServeMode::Echo => "echo".to_string(),
@@ -387,7 +401,8 @@ fn serve(a: ServeArgs) -> super::CmdResult {
             a.workers
         ),
     };
-    eprintln!("lancet serve: {} {what} on {}", a.proto, srv.local_addr());
+    let on: Vec<String> = srv.addrs().iter().map(|a| a.to_string()).collect();
+    eprintln!("lancet serve: {} {what} on {}", a.proto, on.join(" "));
     let start = Instant::now();
     while !stop.load(Ordering::Relaxed)
         && !matches!(limit, Some(l) if start.elapsed() >= Duration::from_nanos(l))

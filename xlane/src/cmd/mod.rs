@@ -2,6 +2,7 @@
 
 pub mod bench;
 pub mod bench_apps;
+pub mod bench_rpc;
 pub mod ctl;
 pub mod doctor;
 pub mod fd;

@@ -40,6 +40,8 @@ use crate::report::{Counts, Report};
 use crate::rng::Rng;
 use crate::tstamp::{self, CmsgBuf, Numbering, StampedRead, TxMatch, CMSG_WORDS};
 use crate::Transport;
+
+mod r2p2;
 use serde::Serialize;
 use std::io::{self, Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, TcpStream};
@@ -48,7 +50,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 use xlane_host::socket::{
-    monotonic_ns, realtime_ns, LaneSocket, SocketConfig, SocketError, TxStamp,
+    monotonic_ns, realtime_ns, LaneSocket, RxStamps, SocketConfig, SocketError, TxStamp,
 };
 
 /// Most sends per loop iteration before the agent looks at responses.
@@ -65,6 +67,9 @@ pub const MAX_STAMP_TRACE: usize = 1_000_000;
 /// Generator stream of agent i's schedule: `CLIENT_STREAM + i` (the server
 /// uses other streams, see [`crate::server`]).
 pub const CLIENT_STREAM: u64 = 1000;
+/// Generator stream of agent i's choice among several targets:
+/// `TARGET_STREAM + i`.
+pub const TARGET_STREAM: u64 = 2000;
 const TCP_BUF: usize = 4 * MAX_MESSAGE_LEN;
 const FLUSH_NS: u64 = 20_000_000;
 /// Up to this many sockets, busy-polling tries each socket directly instead
@@ -232,6 +237,10 @@ pub struct ClientConfig {
     /// Keep the raw stamps of the first this many answered requests of each
     /// measuring agent ([`run_traced`]), to check the stamping; 0: none.
     pub stamp_trace: usize,
+    /// More servers (UDP, R2P2): each request goes to one of `target` and
+    /// these, picked uniformly at random from a seeded stream (R2P2's
+    /// baseline without a router: the client picks a server at random).
+    pub more_targets: Vec<SocketAddrV4>,
 }
 
 impl ClientConfig {
@@ -261,6 +270,7 @@ impl ClientConfig {
             max_samples: 20_000_000,
             rt_priority: None,
             stamp_trace: 0,
+            more_targets: Vec::new(),
         }
     }
 
@@ -336,6 +346,9 @@ impl ClientConfig {
             return Err(ConfigError::StampTrace(self.stamp_trace));
         }
         self.app.check_size(self.size).map_err(ConfigError::Size)?;
+        if self.transport == Transport::Tcp && !self.more_targets.is_empty() {
+            return Err(ConfigError::TcpTargets);
+        }
         Ok(())
     }
 }
@@ -409,6 +422,11 @@ pub enum ConfigError {
     /// Request size does not fit the protocol.
     #[error("--size: {0}")]
     Size(ProtoError),
+    /// Several targets over TCP.
+    #[error(
+        "several --target addresses need --proto udp or r2p2 (a TCP connection has one server)"
+    )]
+    TcpTargets,
 }
 
 /// Why a run could not be done (as opposed to a run whose checks failed,
@@ -492,6 +510,10 @@ struct Slot {
     tx_user_rt: u64,
     tx_sw: u64,
     tx_hw: u64,
+    /// R2P2: the rest of the request (REQ1…) waits for the server's REQRDY.
+    rest_due: bool,
+    /// R2P2: the reply packets seen.
+    reply: crate::r2p2::ReplyProgress,
 }
 
 const EMPTY: u64 = u64::MAX;
@@ -505,6 +527,8 @@ impl Default for Slot {
             tx_user_rt: 0,
             tx_sw: 0,
             tx_hw: 0,
+            rest_due: false,
+            reply: Default::default(),
         }
     }
 }
@@ -632,6 +656,19 @@ impl Tracker {
         self.measure && slot.id == id && slot.tx_sw == 0 && slot.tx_hw == 0
     }
 
+    /// Request `id` was refused with an R2P2 DROP: answered, counted in
+    /// `dropped`, never a sample.
+    fn refused(&mut self, id: u64) {
+        let si = Self::slot_of(id);
+        if self.inflight[si].id != id {
+            self.counts.unmatched += 1;
+            return;
+        }
+        self.inflight[si].id = EMPTY;
+        self.outstanding = self.outstanding.saturating_sub(1);
+        self.counts.dropped += 1;
+    }
+
     /// A response to `id` arrived (counted unmatched if it matches nothing).
     fn complete(
         &mut self,
@@ -739,7 +776,12 @@ impl Tracker {
 
 struct Agent {
     plan: AgentPlan,
-    target: SocketAddrV4,
+    /// The servers (or router) requests go to; more than one: picked at
+    /// random by `pick`.
+    targets: Vec<SocketAddrV4>,
+    pick: Rng,
+    /// R2P2 framing: the packet buffer (empty without R2P2).
+    pkt: Vec<u8>,
     conns: Vec<Conn>,
     pollfds: Vec<libc::pollfd>,
     tracker: Tracker,
@@ -871,11 +913,17 @@ impl Agent {
             sched_ns,
             send_mono,
             tx_user_rt,
-            tx_sw: 0,
-            tx_hw: 0,
+            ..Slot::default()
+        };
+        let target = match self.targets.len() {
+            1 => self.targets[0],
+            n => self.targets[(self.pick.next_u64() % n as u64) as usize],
         };
         let ok = match &mut self.conns[ci] {
-            Conn::Udp(u) => match u.sock.send_to(&self.req, self.target) {
+            Conn::Udp(u) if !self.pkt.is_empty() => {
+                r2p2::send_first(u, &mut self.tracker, &self.req, &mut self.pkt, id, target)
+            }
+            Conn::Udp(u) => match u.sock.send_to(&self.req, target) {
                 Ok(_) => {
                     if self.tracker.measure {
                         u.tx.push(id);
@@ -917,6 +965,13 @@ impl Agent {
             // per socket per pass, as a `recvfrom` loop).
             for c in &mut self.conns {
                 match c {
+                    Conn::Udp(u) if !self.pkt.is_empty() => r2p2::receive(
+                        u,
+                        &mut self.tracker,
+                        &mut self.rbuf,
+                        &mut self.req,
+                        &mut self.pkt,
+                    ),
                     Conn::Udp(u) => udp_receive(u, &mut self.tracker, &mut self.rbuf),
                     Conn::Tcp(t) => {
                         if t.out_at < t.out.len() {
@@ -966,7 +1021,15 @@ impl Agent {
                     if self.tracker.measure && rev & libc::POLLERR != 0 {
                         udp_drain_tx(u, &mut self.tracker);
                     }
-                    if rev & libc::POLLIN != 0 {
+                    if rev & libc::POLLIN != 0 && !self.pkt.is_empty() {
+                        r2p2::receive(
+                            u,
+                            &mut self.tracker,
+                            &mut self.rbuf,
+                            &mut self.req,
+                            &mut self.pkt,
+                        );
+                    } else if rev & libc::POLLIN != 0 {
                         udp_receive(u, &mut self.tracker, &mut self.rbuf);
                     }
                 }
@@ -990,23 +1053,32 @@ fn udp_drain_tx(u: &mut UdpConn, tr: &mut Tracker) {
     tr.drain_tx_stamps(&mut u.tx, || u.sock.recv_tx_stamp());
 }
 
+/// The next whole datagram waiting on `u`, with its stamps; `None` when
+/// none waits or the socket reports an error (counted in `recv_errors`:
+/// e.g. ECONNREFUSED from an ICMP error, not fatal). Datagrams cut by the
+/// buffer are counted malformed and skipped (at most [`RECV_BUDGET`]).
+fn udp_next(u: &mut UdpConn, tr: &mut Tracker, rbuf: &mut [u8]) -> Option<RxStamps> {
+    for _ in 0..RECV_BUDGET {
+        match u.sock.recv_stamps(rbuf) {
+            Ok(Some(g)) if g.received.truncated => tr.counts.malformed += 1,
+            Ok(Some(g)) => return Some(g),
+            Ok(None) => return None,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => {
+                tr.counts.recv_errors += 1;
+                return None;
+            }
+        }
+    }
+    None
+}
+
 fn udp_receive(u: &mut UdpConn, tr: &mut Tracker, rbuf: &mut [u8]) {
     for _ in 0..RECV_BUDGET {
-        let got = match u.sock.recv_stamps(rbuf) {
-            Ok(Some(g)) => g,
-            Ok(None) => return,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(_) => {
-                // E.g. ECONNREFUSED from an ICMP error: counted, not fatal.
-                tr.counts.recv_errors += 1;
-                return;
-            }
+        let Some(got) = udp_next(u, tr, rbuf) else {
+            return;
         };
         let r = got.received;
-        if r.truncated {
-            tr.counts.malformed += 1;
-            continue;
-        }
         let resp = match tr.app.parse_response(&rbuf[..r.len], tr.size) {
             Ok(resp) => resp,
             Err(_) => {
@@ -1207,7 +1279,7 @@ fn open_conns(cfg: &ClientConfig, plan: &AgentPlan) -> Result<Vec<Conn>, RunErro
     let mut out = Vec::with_capacity(plan.conns);
     for _ in 0..plan.conns {
         match cfg.transport {
-            Transport::Udp => {
+            Transport::Udp | Transport::R2p2 => {
                 let mut sc = SocketConfig::plain(SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 0));
                 sc.nonblocking = true;
                 sc.rx_timestamps = plan.measure;
@@ -1313,9 +1385,18 @@ pub fn run_traced(cfg: &ClientConfig) -> Result<RunOutput, RunError> {
             })
             .collect();
         let gap_every = ((plan.rate * dur_s / GAPS_PER_AGENT as f64) as u64).max(1);
+        let targets: Vec<SocketAddrV4> = std::iter::once(cfg.target)
+            .chain(cfg.more_targets.iter().copied())
+            .collect();
         agents.push(Agent {
             plan: *plan,
-            target: cfg.target,
+            targets,
+            pick: Rng::stream(cfg.seed, TARGET_STREAM + plan.index as u64),
+            pkt: if cfg.transport == Transport::R2p2 {
+                vec![0u8; crate::r2p2::MAX_PACKET_LEN]
+            } else {
+                Vec::new()
+            },
             conns,
             pollfds,
             tracker: Tracker {
@@ -1420,6 +1501,7 @@ pub fn run_traced(cfg: &ClientConfig) -> Result<RunOutput, RunError> {
     let facts = RunFacts {
         sent: counts.sent,
         lost: counts.lost,
+        dropped: counts.dropped,
         window_ns: stopped.saturating_sub(t0).max(1),
         gaps: &gaps,
         gap_floor_ns: gap_floor,
