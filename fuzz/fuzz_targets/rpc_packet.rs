@@ -13,7 +13,8 @@
 //! every refused datagram counted exactly once, the client never reports
 //! more completions than requests, the server never more executions than
 //! requests it held. Every record's bytes also reach a `jbsq:1` router
-//! over two servers, from a client or (op bit 3) the first server: every
+//! over two servers (with admission control), from a client or (op bit 3)
+//! the first server: every
 //! refusal counted once, every packet it sends parses, no server ever has
 //! more than one request outstanding.
 #![no_main]
@@ -21,7 +22,8 @@
 use libfuzzer_sys::fuzz_target;
 use std::net::{Ipv4Addr, SocketAddrV4};
 use xlane_rpc::wire::{field, AckPayload, Feedback, Packet, HEADER_LEN, MAGIC, MAX_PACKET_LEN};
-use xlane_rpc::router::{Policy, Router, RouterConfig};
+use xlane_rpc::admission::{ControllerKind, Slo};
+use xlane_rpc::router::{AdmissionConfig, Policy, Router, RouterConfig};
 use xlane_rpc::{Client, ClientConfig, Server, ServerConfig};
 
 const SERVER: SocketAddrV4 = SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 2), 8000);
@@ -35,6 +37,13 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     if mode % 2 == 0 {
+        // The SLO of `xlane rpc router --slo`: what parses prints back to
+        // the same objective.
+        if let Ok(slo) = std::str::from_utf8(rest).map(str::parse::<Slo>) {
+            if let Ok(slo) = slo {
+                assert_eq!(slo.to_string().parse::<Slo>(), Ok(slo));
+            }
+        }
         if let Ok(p) = Packet::new_checked(rest) {
             let mut buf = [0u8; MAX_PACKET_LEN];
             let n = p
@@ -71,6 +80,15 @@ fuzz_target!(|data: &[u8]| {
         max_queued: 2,
         feedback_timeout_ns: 1_000_000,
         sticky_ns: 2_000_000,
+        // Admission control on: its bound and periods run on fuzzed time.
+        admission: Some(AdmissionConfig {
+            slo: Slo {
+                quantile: 0.99,
+                latency_ns: 100_000,
+            },
+            controller: ControllerKind::CAP,
+            period_ns: 50_000,
+        }),
         ..RouterConfig::new(vec![SERVER, client_addr(1)], Policy::Jbsq(1))
     });
     let mut router_err = 0u64;

@@ -56,6 +56,8 @@ fn requests_cross_the_router_command() {
     let mut cmd = xlane();
     cmd.args(["rpc", "router", "--bind", &router_addr.to_string()])
         .args(["--policy", "jsq", "--feedback-timeout-ms", "60000"])
+        // Admission control on, with an SLO no request breaks here.
+        .args(["--slo", "p99=60s", "--admission", "cap"])
         .args(["--status-every", "1"]);
     for (a, _) in &servers {
         cmd.args(["--server", &a.to_string()]);
@@ -63,6 +65,7 @@ fn requests_cross_the_router_command() {
     let (mut child, mut out, ready) = common::spawn_until_ready(&mut cmd);
     let ready: serde_json::Value = serde_json::from_str(&ready).unwrap();
     assert_eq!(ready["policy"], "jsq");
+    assert_eq!(ready["slo"], "p99=60s");
 
     let mut client = RpcClient::bind(
         ANY,
@@ -115,6 +118,11 @@ fn requests_cross_the_router_command() {
     assert_eq!(fin["forwarded"], total);
     assert_eq!(fin["feedbacks"], total, "{fin}");
     assert_eq!(fin["dropped"], 0);
+    assert_eq!(fin["admission_drops"], 0, "{fin}");
+    assert!(
+        fin["admission_cap"].as_u64().is_some_and(|c| c >= 1),
+        "{fin}"
+    );
     stop.store(true, Ordering::Relaxed);
     let served: u64 = servers.into_iter().map(|(_, t)| t.join().unwrap()).sum();
     assert_eq!(served, total);
@@ -133,6 +141,26 @@ fn bad_arguments_are_refused_clearly() {
         ),
         (&["--server", "localhost:9"][..], "invalid value"),
         (&[][..], "--server"),
+        (&["--server", "127.0.0.1:9", "--slo", "p99"][..], "bad SLO"),
+        (
+            &["--server", "127.0.0.1:9", "--slo", "p100=1ms"][..],
+            "bad SLO",
+        ),
+        (
+            &[
+                "--server",
+                "127.0.0.1:9",
+                "--slo",
+                "p99=1ms",
+                "--admission",
+                "pid",
+            ][..],
+            "unknown controller",
+        ),
+        (
+            &["--server", "127.0.0.1:9", "--admission", "aiad"][..],
+            "--slo",
+        ),
     ] {
         let out = xlane()
             .args(["rpc", "router", "--bind", "127.0.0.1:0"])

@@ -11,6 +11,8 @@
 //!   the time (u64 ns) go in; packets to send ([`Client::poll_transmit`]),
 //!   events ([`Client::poll_event`], [`Server::poll_event`]) and the next
 //!   deadline (`poll_timeout`) come out;
+//! * [`admission`]: SLO-aware admission control (SVEN): a latency
+//!   histogram and the control loops that turn it into a drop rate;
 //! * [`router::Router`]: where REQ0 goes: a server picked by policy
 //!   (`random`, `round-robin`, `jsq`, `jbsq:N`), kept for retransmissions,
 //!   freed by the server's FEEDBACK;
@@ -76,6 +78,7 @@
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
 
+pub mod admission;
 pub mod client;
 mod reassembly;
 pub mod router;

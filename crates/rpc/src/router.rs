@@ -25,6 +25,7 @@
 //! its server, so a lost FEEDBACK cannot shrink a server's share for ever.
 //! Ties between equally loaded servers are broken by a seeded generator.
 
+use crate::admission::{Controller, ControllerKind, Histogram, Slo};
 use crate::wire::{self, Feedback, Header, MsgType, Packet, PacketError, MAX_PACKET_LEN};
 use crate::{Identity, Nanos};
 use std::collections::{HashMap, VecDeque};
@@ -77,7 +78,7 @@ impl std::fmt::Display for Policy {
 }
 
 /// Settings of a [`Router`].
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct RouterConfig {
     /// The servers, in the order round-robin visits them.
     pub servers: Vec<SocketAddrV4>,
@@ -100,6 +101,20 @@ pub struct RouterConfig {
     /// retransmissions of its REQ0. Keep it at least the clients'
     /// request timeout.
     pub sticky_ns: Nanos,
+    /// SLO-aware admission control (SVEN), if any: new REQ0s the
+    /// controller turns away get DROP before the policy runs.
+    pub admission: Option<AdmissionConfig>,
+}
+
+/// Settings of the router's admission control ([`crate::admission`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct AdmissionConfig {
+    /// The objective.
+    pub slo: Slo,
+    /// The control loop.
+    pub controller: ControllerKind,
+    /// Control period (SVEN: 20 ms).
+    pub period_ns: Nanos,
 }
 
 impl RouterConfig {
@@ -115,6 +130,7 @@ impl RouterConfig {
             max_queued: 4_096,
             feedback_timeout_ns: 100_000_000,
             sticky_ns: 1_000_000_000,
+            admission: None,
         }
     }
 }
@@ -185,6 +201,9 @@ pub struct RouterStats {
     pub feedback_timeouts: u64,
     /// Datagrams refused ([`RouterRecvError`]).
     pub refused: u64,
+    /// New requests the admission controller turned away (answered with
+    /// DROP; not in `dropped`).
+    pub admission_drops: u64,
     /// Per server (in configuration order): requests forwarded.
     pub per_server: Vec<u64>,
 }
@@ -203,6 +222,8 @@ enum Phase {
 struct Tracked {
     server: usize,
     phase: Phase,
+    /// When its REQ0 came (its latency runs to the FEEDBACK).
+    arrived: Nanos,
     /// Bumped at every phase change: older expiry entries are stale.
     epoch: u32,
 }
@@ -234,6 +255,16 @@ pub struct Router {
     rr: usize,
     rng: u64,
     stats: RouterStats,
+    admission: Option<Admission>,
+}
+
+/// The admission controller's state.
+struct Admission {
+    ctl: Controller,
+    /// Latencies closed since the last control period.
+    window: Histogram,
+    next_update: Nanos,
+    period: Nanos,
 }
 
 enum Out {
@@ -267,6 +298,12 @@ impl Router {
                 per_server: vec![0; n],
                 ..RouterStats::default()
             },
+            admission: cfg.admission.map(|a| Admission {
+                ctl: Controller::new(a.controller, a.slo),
+                window: Histogram::default(),
+                next_update: a.period_ns.max(1),
+                period: a.period_ns.max(1),
+            }),
             cfg,
         }
     }
@@ -291,6 +328,25 @@ impl Router {
         self.waiting.len()
     }
 
+    /// The admission controller, if configured (its drop rate or bound).
+    pub fn admission(&self) -> Option<&Controller> {
+        self.admission.as_ref().map(|a| &a.ctl)
+    }
+
+    /// Runs the admission controller's periods that ended by `now`.
+    fn control(&mut self, now: Nanos) {
+        let Some(a) = self.admission.as_mut() else {
+            return;
+        };
+        if now < a.next_update {
+            return;
+        }
+        a.ctl.update(&a.window);
+        a.window.clear();
+        // Periods missed while idle are not replayed: one update, then on.
+        a.next_update = now.saturating_add(a.period);
+    }
+
     /// Takes one datagram from `from`: a client's REQ0 or a server's
     /// FEEDBACK. Bounded work: one header check, one table look-up, one
     /// packet copy, and for a FEEDBACK at most one waiting request sent on.
@@ -300,6 +356,7 @@ impl Router {
         from: SocketAddrV4,
         bytes: &[u8],
     ) -> Result<(), RouterRecvError> {
+        self.control(now);
         let r = self.datagram(now, from, bytes);
         if r.is_err() {
             self.stats.refused += 1;
@@ -345,6 +402,23 @@ impl Router {
             self.refuse(from, id.req_id);
             return Ok(());
         }
+        if self.admission.is_some() {
+            let in_system =
+                self.outstanding.iter().map(|&n| n as usize).sum::<usize>() + self.waiting.len();
+            let coin = (self.next_random() >> 11) as f64 / (1u64 << 53) as f64;
+            let admits = self
+                .admission
+                .as_mut()
+                .is_some_and(|a| a.ctl.admits(in_system, coin));
+            if !admits {
+                self.stats.admission_drops += 1;
+                self.tx.push_back(Out::Drop {
+                    to: from,
+                    req_id: id.req_id,
+                });
+                return Ok(());
+            }
+        }
         match self.pick() {
             Some(server) => {
                 self.start(now, id, server);
@@ -364,6 +438,7 @@ impl Router {
                     Tracked {
                         server: 0,
                         phase: Phase::Waiting,
+                        arrived: now,
                         epoch: 0,
                     },
                 );
@@ -392,9 +467,12 @@ impl Router {
             .iter()
             .position(|s| *s == from)
             .ok_or(RouterRecvError::NotAServer(from))?;
-        match self.tracked.get(&id) {
-            Some(t) if t.server == server && t.phase == Phase::Outstanding => {}
+        let arrived = match self.tracked.get(&id) {
+            Some(t) if t.server == server && t.phase == Phase::Outstanding => t.arrived,
             _ => return Err(RouterRecvError::UnknownFeedback { server: from, id }),
+        };
+        if let Some(a) = self.admission.as_mut() {
+            a.window.record(now.saturating_sub(arrived));
         }
         self.stats.feedbacks += 1;
         self.finish(now, id);
@@ -442,6 +520,7 @@ impl Router {
         let t = self.tracked.entry(id).or_insert(Tracked {
             server,
             phase: Phase::Outstanding,
+            arrived: now,
             epoch: 0,
         });
         t.server = server;
@@ -519,15 +598,14 @@ impl Router {
     pub fn poll_timeout(&self) -> Option<Nanos> {
         let a = self.feedback_due.front().map(|e| e.0);
         let b = self.forget_due.front().map(|e| e.0);
-        match (a, b) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        let c = self.admission.as_ref().map(|a| a.next_update);
+        [a, b, c].into_iter().flatten().min()
     }
 
     /// Releases requests whose FEEDBACK is overdue (sending waiting ones
     /// on) and forgets identities past their stickiness. O(1) amortised.
     pub fn handle_timeout(&mut self, now: Nanos) {
+        self.control(now);
         while let Some(&(at, id, epoch)) = self.feedback_due.front() {
             if at > now {
                 break;

@@ -500,3 +500,91 @@ fn a_server_drop_frees_the_routers_place() {
     assert_eq!(router.outstanding(), &[1]);
     assert_eq!(router.stats().feedbacks, 1);
 }
+
+/// A router over two servers with admission control for p99 ≤ 1 ms,
+/// updated every 10 ms.
+fn admitting(controller: xlane_rpc::admission::ControllerKind) -> Router {
+    Router::new(RouterConfig {
+        admission: Some(xlane_rpc::router::AdmissionConfig {
+            slo: "p99=1ms".parse().unwrap(),
+            controller,
+            period_ns: 10 * MS,
+        }),
+        // Requests held open in a test stay outstanding.
+        feedback_timeout_ns: 60_000 * MS,
+        ..RouterConfig::new(servers(2), Policy::Random)
+    })
+}
+
+/// `n` requests from `c`, each closed by its server's FEEDBACK `lat` after
+/// its REQ0, from `t`; returns how many were forwarded (the rest got DROP).
+fn exchange(r: &mut Router, c: SocketAddrV4, rid0: u16, n: u16, t: u64, lat: u64) -> usize {
+    let mut forwarded = 0;
+    for k in 0..n {
+        let rid = rid0.wrapping_add(k);
+        r.handle_datagram(t, c, &req0(rid)).unwrap();
+        for (dst, _, ty) in drain(r) {
+            if ty == MsgType::Request {
+                forwarded += 1;
+                r.handle_datagram(t + lat, dst, &feedback(c, rid)).unwrap();
+            } else {
+                assert_eq!((dst, ty), (c, MsgType::Drop));
+            }
+        }
+    }
+    forwarded
+}
+
+#[test]
+fn the_cap_turns_requests_away_once_latency_breaks_the_slo() {
+    use xlane_rpc::admission::ControllerKind;
+    let mut r = admitting(ControllerKind::CAP);
+    let c = addr(1, 5000);
+    // Latencies within the SLO: everything goes through, the bound stays.
+    let mut t = 0;
+    for p in 0..5u16 {
+        assert_eq!(exchange(&mut r, c, p * 100, 50, t, 100_000), 50);
+        t += 10 * MS;
+        r.handle_timeout(t);
+    }
+    let first = r.admission().unwrap().cap().unwrap();
+    // 20 periods of 5 ms latencies, with 40 requests held open (the queue
+    // the bound is measured against): the bound shrinks below 40, and new
+    // requests get DROP.
+    for k in 0..40u16 {
+        r.handle_datagram(t, c, &req0(10_000 + k)).unwrap();
+    }
+    assert_eq!(drain(&mut r).len(), 40);
+    for p in 0..20u16 {
+        exchange(&mut r, addr(2, 5000), 20_000 + p * 10, 10, t, 5 * MS);
+        t += 10 * MS;
+        r.handle_timeout(t);
+    }
+    let cap = r.admission().unwrap().cap().unwrap();
+    assert!(cap < first && cap < 40, "bound {first} then {cap}");
+    assert_eq!(exchange(&mut r, addr(3, 5000), 30_000, 5, t, 100_000), 0);
+    assert!(r.stats().admission_drops >= 5);
+    assert_eq!(r.stats().dropped, 0, "admission drops are counted apart");
+}
+
+#[test]
+fn aiad_drops_a_growing_share_while_the_slo_is_broken() {
+    use xlane_rpc::admission::ControllerKind;
+    let mut r = admitting(ControllerKind::AIAD);
+    let c = addr(1, 5000);
+    let mut t = 0;
+    // 50 periods of 5 ms latencies: the drop rate climbs by 0.01 a period.
+    for p in 0..50u16 {
+        exchange(&mut r, c, p * 20, 20, t, 5 * MS);
+        t += 10 * MS;
+        r.handle_timeout(t);
+    }
+    let dr = r.admission().unwrap().drop_rate();
+    assert!((0.45..=0.51).contains(&dr), "{dr}");
+    let before = r.stats().admission_drops;
+    let through = exchange(&mut r, c, 5000, 1000, t, 5 * MS);
+    let dropped = r.stats().admission_drops - before;
+    assert_eq!(through as u64 + dropped, 1000);
+    // About half, from the seeded coin.
+    assert!((400..=600).contains(&dropped), "{dropped}");
+}

@@ -12,7 +12,8 @@ use std::net::SocketAddrV4;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 use xlane_host::tuning::install_termination_flag;
-use xlane_rpc::router::{Policy, RouterConfig};
+use xlane_rpc::admission::{ControllerKind, Slo};
+use xlane_rpc::router::{AdmissionConfig, Policy, RouterConfig};
 use xlane_rpc::udp::RpcRouter;
 
 /// R2P2 request-reply RPCs (see docs/rpc.md).
@@ -68,6 +69,20 @@ struct RouterArgs {
     /// for retransmitted REQ0s (at least the clients' request timeout).
     #[arg(long, default_value_t = 1_000)]
     sticky_ms: u64,
+    /// SLO-aware admission control (SVEN): the objective, pQ=DURATION
+    /// (p99=10ms). New requests the controller turns away get DROP at
+    /// once, before --policy runs. Latency is measured from a REQ0's
+    /// arrival to its FEEDBACK.
+    #[arg(long)]
+    slo: Option<Slo>,
+    /// The admission controller: cap (default: a bound on outstanding
+    /// requests, moved toward the bound that meets the SLO) or aiad
+    /// (SVEN's Listing 1: a drop rate stepped by 0.01 per period).
+    #[arg(long, default_value = "cap", requires = "slo")]
+    admission: ControllerKind,
+    /// The admission controller's period, ms.
+    #[arg(long, default_value_t = 20, requires = "slo")]
+    admission_period_ms: u64,
     /// Seconds between status lines (0: only the final one).
     #[arg(long, default_value_t = 0)]
     status_every: u64,
@@ -95,6 +110,11 @@ fn router(a: RouterArgs) -> CmdResult {
         max_queued: a.max_queued,
         feedback_timeout_ns: a.feedback_timeout_ms.max(1) * 1_000_000,
         sticky_ns: a.sticky_ms * 1_000_000,
+        admission: a.slo.map(|slo| AdmissionConfig {
+            slo,
+            controller: a.admission,
+            period_ns: a.admission_period_ms.max(1) * 1_000_000,
+        }),
     };
     let mut r = RpcRouter::bind(a.bind, cfg).map_err(|e| format!("router on {}: {e}", a.bind))?;
     let stop = install_termination_flag();
@@ -104,6 +124,7 @@ fn router(a: RouterArgs) -> CmdResult {
             "event": "ready",
             "bind": r.local_addr().to_string(),
             "policy": a.policy.to_string(),
+            "slo": a.slo.map(|s| s.to_string()),
             "servers": a.servers.iter().map(|s| s.to_string()).collect::<Vec<_>>(),
         })
     );
@@ -140,6 +161,9 @@ fn status(r: &RpcRouter, event: &str, t: Duration) -> serde_json::Value {
         "feedback_timeouts": s.feedback_timeouts,
         "refused": s.refused,
         "send_errors": d.send_errors,
+        "admission_drops": s.admission_drops,
+        "admission_drop_rate": r.core().admission().map(|c| c.drop_rate()),
+        "admission_cap": r.core().admission().and_then(|c| c.cap()),
         "servers": r.core().config().servers.iter().enumerate().map(|(i, a)| serde_json::json!({
             "addr": a.to_string(),
             "forwarded": s.per_server[i],
