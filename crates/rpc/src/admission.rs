@@ -91,6 +91,19 @@ fn bucket_max(i: usize) -> u64 {
     base.saturating_add((1u64 << (e - SUB_BITS)) - 1)
 }
 
+/// The upper bound of the bucket where the running sum of `counts` (one
+/// per bucket, in order) reaches `rank`.
+fn bucket_at_rank(counts: impl Iterator<Item = f64>, rank: f64) -> u64 {
+    let mut seen = 0.0;
+    for (i, c) in counts.enumerate() {
+        seen += c;
+        if seen >= rank {
+            return bucket_max(i);
+        }
+    }
+    bucket_max(BUCKETS - 1)
+}
+
 impl Histogram {
     /// Counts one latency.
     pub fn record(&mut self, ns: u64) {
@@ -122,14 +135,10 @@ impl Histogram {
             return None;
         }
         let rank = ((q * self.total as f64).ceil() as u64).clamp(1, self.total);
-        let mut seen = 0u64;
-        for (i, &c) in self.counts.iter().enumerate() {
-            seen += u64::from(c);
-            if seen >= rank {
-                return Some(bucket_max(i));
-            }
-        }
-        Some(bucket_max(BUCKETS - 1))
+        Some(bucket_at_rank(
+            self.counts.iter().map(|&c| f64::from(c)),
+            rank as f64,
+        ))
     }
 
     /// Share of the latencies in buckets wholly at or below `ns` (SVEN's
@@ -370,16 +379,10 @@ impl Controller {
                     *d = *d * keep + c as f32;
                     total += f64::from(*d);
                 }
-                let rank = self.slo.quantile * total;
-                let mut seen = 0.0f64;
-                let mut q = bucket_max(BUCKETS - 1);
-                for (i, &d) in self.decayed.iter().enumerate() {
-                    seen += f64::from(d);
-                    if seen >= rank {
-                        q = bucket_max(i);
-                        break;
-                    }
-                }
+                let q = bucket_at_rank(
+                    self.decayed.iter().map(|&d| f64::from(d)),
+                    self.slo.quantile * total,
+                );
                 let e = (aim * self.slo.latency_ns as f64 / q.max(1) as f64).ln();
                 if e < 0.0 {
                     let from = self.cap.min(self.peak.max(1) as f64);

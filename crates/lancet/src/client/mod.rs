@@ -659,14 +659,23 @@ impl Tracker {
     /// Request `id` was refused with an R2P2 DROP: answered, counted in
     /// `dropped`, never a sample.
     fn refused(&mut self, id: u64) {
+        if self.take(id).is_some() {
+            self.counts.dropped += 1;
+        }
+    }
+
+    /// Request `id` is answered: its slot, freed (`None`, counted
+    /// unmatched, if it holds another request or none).
+    fn take(&mut self, id: u64) -> Option<Slot> {
         let si = Self::slot_of(id);
-        if self.inflight[si].id != id {
+        let s = self.inflight[si];
+        if s.id != id {
             self.counts.unmatched += 1;
-            return;
+            return None;
         }
         self.inflight[si].id = EMPTY;
         self.outstanding = self.outstanding.saturating_sub(1);
-        self.counts.dropped += 1;
+        Some(s)
     }
 
     /// A response to `id` arrived (counted unmatched if it matches nothing).
@@ -678,14 +687,9 @@ impl Tracker {
         user_rx_rt: u64,
         server_ns: Option<u64>,
     ) {
-        let si = Self::slot_of(id);
-        let s = self.inflight[si];
-        if s.id != id {
-            self.counts.unmatched += 1;
+        let Some(s) = self.take(id) else {
             return;
-        }
-        self.inflight[si].id = EMPTY;
-        self.outstanding = self.outstanding.saturating_sub(1);
+        };
         self.counts.received += 1;
         if !self.measure {
             return;
@@ -923,27 +927,7 @@ impl Agent {
             Conn::Udp(u) if !self.pkt.is_empty() => {
                 r2p2::send_first(u, &mut self.tracker, &self.req, &mut self.pkt, id, target)
             }
-            Conn::Udp(u) => match u.sock.send_to(&self.req, target) {
-                Ok(_) => {
-                    if self.tracker.measure {
-                        u.tx.push(id);
-                        // A software stamp is usually queued by now (the
-                        // device took the packet inside the call): take it
-                        // before sleeping, or the pending stamp would wake
-                        // the agent's next poll at once.
-                        udp_drain_tx(u, &mut self.tracker);
-                    }
-                    true
-                }
-                Err(e) => {
-                    // Past the socket buffer the kernel has numbered the
-                    // datagram even though it failed; before it, not.
-                    if self.tracker.measure && e.kind() != io::ErrorKind::WouldBlock {
-                        u.tx.skip();
-                    }
-                    false
-                }
-            },
+            Conn::Udp(u) => udp_send(u, &mut self.tracker, &self.req, target, id, true),
             Conn::Tcp(t) => tcp_queue(t, &mut self.tracker, &self.req, id),
         };
         if !ok {
@@ -1045,6 +1029,42 @@ impl Agent {
                     }
                 }
             }
+        }
+    }
+}
+
+/// Sends one datagram of request `id` to `dst`, keeping the socket's
+/// transmit-stamp numbering in step; with `drain`, takes the stamp queued
+/// by now. Whether the kernel took it.
+fn udp_send(
+    u: &mut UdpConn,
+    tr: &mut Tracker,
+    bytes: &[u8],
+    dst: SocketAddrV4,
+    id: u64,
+    drain: bool,
+) -> bool {
+    match u.sock.send_to(bytes, dst) {
+        Ok(_) => {
+            if tr.measure {
+                u.tx.push(id);
+                // A software stamp is usually queued by now (the device
+                // took the packet inside the call): take it before
+                // sleeping, or the pending stamp would wake the agent's
+                // next poll at once.
+                if drain {
+                    udp_drain_tx(u, tr);
+                }
+            }
+            true
+        }
+        Err(e) => {
+            // Past the socket buffer the kernel has numbered the datagram
+            // even though it failed; before it, not.
+            if tr.measure && e.kind() != io::ErrorKind::WouldBlock {
+                u.tx.skip();
+            }
+            false
         }
     }
 }

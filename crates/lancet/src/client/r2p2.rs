@@ -1,9 +1,8 @@
 //! The agent's R2P2 half: sending a request as packets and taking replies,
 //! REQRDYs and DROPs (the framing is [`crate::r2p2`]'s).
 
-use super::{udp_drain_tx, udp_next, Tracker, UdpConn, EMPTY, RECV_BUDGET};
+use super::{udp_drain_tx, udp_next, udp_send, Tracker, UdpConn, EMPTY, RECV_BUDGET};
 use crate::r2p2::{self as frame, Incoming, Progress};
-use std::io;
 use std::net::SocketAddrV4;
 
 /// Sends REQ0 of request `id` (the whole request if it fits one packet) to
@@ -17,23 +16,11 @@ pub(super) fn send_first(
     target: SocketAddrV4,
 ) -> bool {
     let n = frame::emit_request_packet(req, frame::req_id(id), 0, pkt);
-    match u.sock.send_to(&pkt[..n], target) {
-        Ok(_) => {
-            let si = Tracker::slot_of(id);
-            tr.inflight[si].rest_due = frame::request_packets(req.len()) > 1;
-            if tr.measure {
-                u.tx.push(id);
-                udp_drain_tx(u, tr);
-            }
-            true
-        }
-        Err(e) => {
-            if tr.measure && e.kind() != io::ErrorKind::WouldBlock {
-                u.tx.skip();
-            }
-            false
-        }
+    let sent = udp_send(u, tr, &pkt[..n], target, id, true);
+    if sent {
+        tr.inflight[Tracker::slot_of(id)].rest_due = frame::request_packets(req.len()) > 1;
     }
+    sent
 }
 
 /// The server's REQRDY for `id`: REQ1…REQn go to the server that sent it.
@@ -50,18 +37,8 @@ fn send_rest(
     tr.app.set_id(req, id);
     for index in 1..frame::request_packets(req.len()) {
         let n = frame::emit_request_packet(req, frame::req_id(id), index, pkt);
-        match u.sock.send_to(&pkt[..n], server) {
-            Ok(_) => {
-                if tr.measure {
-                    u.tx.push(id);
-                }
-            }
-            Err(e) => {
-                tr.counts.send_errors += 1;
-                if tr.measure && e.kind() != io::ErrorKind::WouldBlock {
-                    u.tx.skip();
-                }
-            }
+        if !udp_send(u, tr, &pkt[..n], server, id, false) {
+            tr.counts.send_errors += 1;
         }
     }
 }
