@@ -88,6 +88,8 @@ fuzz_target!(|data: &[u8]| {
             },
             controller: ControllerKind::CAP,
             period_ns: 50_000,
+            // Fuzzed REQ0s carry any class; class 2 is never dropped.
+            never_drop: 1 << 2,
         }),
         ..RouterConfig::new(vec![SERVER, client_addr(1)], Policy::Jbsq(1))
     });

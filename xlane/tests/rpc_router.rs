@@ -57,7 +57,14 @@ fn requests_cross_the_router_command() {
     cmd.args(["rpc", "router", "--bind", &router_addr.to_string()])
         .args(["--policy", "jsq", "--feedback-timeout-ms", "60000"])
         // Admission control on, with an SLO no request breaks here.
-        .args(["--slo", "p99=60s", "--admission", "cap"])
+        .args([
+            "--slo",
+            "p99=60s",
+            "--admission",
+            "cap",
+            "--never-drop",
+            "0,2",
+        ])
         .args(["--status-every", "1"]);
     for (a, _) in &servers {
         cmd.args(["--server", &a.to_string()]);
@@ -72,6 +79,8 @@ fn requests_cross_the_router_command() {
         ClientConfig {
             request_timeout_ns: 60_000_000_000,
             rid_quarantine_ns: 120_000_000_000,
+            // Request class 2 (the R2P2 policy value), never dropped.
+            policy: 2,
             ..ClientConfig::new(ANY)
         },
     )
@@ -119,10 +128,13 @@ fn requests_cross_the_router_command() {
     assert_eq!(fin["feedbacks"], total, "{fin}");
     assert_eq!(fin["dropped"], 0);
     assert_eq!(fin["admission_drops"], 0, "{fin}");
-    assert!(
-        fin["admission_cap"].as_u64().is_some_and(|c| c >= 1),
-        "{fin}"
-    );
+    // One class seen: 2, with its own controller.
+    let classes = fin["admission_classes"].as_array().expect("classes");
+    assert_eq!(classes.len(), 1, "{fin}");
+    assert_eq!(classes[0]["class"], 2, "{fin}");
+    assert_eq!(classes[0]["requests"], total, "{fin}");
+    assert_eq!(classes[0]["drops"], 0, "{fin}");
+    assert!(classes[0]["cap"].as_u64().is_some_and(|c| c >= 1), "{fin}");
     stop.store(true, Ordering::Relaxed);
     let served: u64 = servers.into_iter().map(|(_, t)| t.join().unwrap()).sum();
     assert_eq!(served, total);
@@ -160,6 +172,28 @@ fn bad_arguments_are_refused_clearly() {
         (
             &["--server", "127.0.0.1:9", "--admission", "aiad"][..],
             "--slo",
+        ),
+        (
+            &[
+                "--server",
+                "127.0.0.1:9",
+                "--slo",
+                "p99=1ms",
+                "--never-drop",
+                "1",
+            ][..],
+            "FIXED_ROUTE",
+        ),
+        (
+            &[
+                "--server",
+                "127.0.0.1:9",
+                "--slo",
+                "p99=1ms",
+                "--never-drop",
+                "16",
+            ][..],
+            "--never-drop 16",
         ),
     ] {
         let out = xlane()

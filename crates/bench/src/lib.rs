@@ -25,4 +25,5 @@ pub mod plot;
 pub mod qjump;
 pub mod rpc_bench;
 pub mod stats;
+pub mod sven_bench;
 pub mod table;

@@ -75,14 +75,22 @@ impl fmt::Display for Arrival {
 
 /// A schedule of send times at a given rate: `next()` gives the next
 /// scheduled time in nanoseconds after the start (fractional nanoseconds are
-/// carried, so a fixed rate does not drift).
+/// carried, so a fixed rate does not drift). The rate may change at given
+/// times ([`Schedule::with_steps`]).
 #[derive(Clone, Debug)]
 pub struct Schedule {
     arrival: Arrival,
+    /// The mean gap at the first rate.
+    base_gap_ns: f64,
     mean_gap_ns: f64,
+    /// Start of the current rate's stretch (a fixed schedule counts from it).
+    from_ns: f64,
     t_ns: f64,
     count: u64,
     rng: Rng,
+    /// Later rates: (from this time, ns; mean gap, ns), in time order.
+    steps: Vec<(u64, f64)>,
+    next_step: usize,
 }
 
 impl Schedule {
@@ -97,22 +105,55 @@ impl Schedule {
     pub fn with_rng(arrival: Arrival, rate: f64, rng: Rng) -> Self {
         Schedule {
             arrival,
+            base_gap_ns: 1e9 / rate,
             mean_gap_ns: 1e9 / rate,
+            from_ns: 0.0,
             t_ns: 0.0,
             count: 0,
             rng,
+            steps: Vec::new(),
+            next_step: 0,
         }
+    }
+
+    /// The same schedule, whose rate becomes `rate` (> 0) at `at_ns` for
+    /// each `(at_ns, rate)` of `steps` (in increasing time order). A
+    /// Poisson schedule crossing a step starts afresh at the step's time
+    /// (exact, the exponential having no memory); a fixed one sends one new
+    /// gap after it.
+    pub fn with_steps(mut self, steps: &[(u64, f64)]) -> Self {
+        self.steps = steps.iter().map(|&(at, r)| (at, 1e9 / r)).collect();
+        self.next_step = 0;
+        self
+    }
+
+    /// The current rate over the first rate (1 without steps).
+    pub fn rate_factor(&self) -> f64 {
+        self.base_gap_ns / self.mean_gap_ns
     }
 
     /// The next scheduled time (ns after the start).
     pub fn next_ns(&mut self) -> u64 {
-        self.count += 1;
-        match self.arrival {
-            Arrival::Poisson => self.t_ns += self.rng.exp(self.mean_gap_ns),
-            // Multiplied, not summed: no rounding drift over long runs.
-            Arrival::Fixed => self.t_ns = self.count as f64 * self.mean_gap_ns,
+        loop {
+            let t = match self.arrival {
+                Arrival::Poisson => self.t_ns + self.rng.exp(self.mean_gap_ns),
+                // Multiplied, not summed: no rounding drift over long runs.
+                Arrival::Fixed => self.from_ns + (self.count + 1) as f64 * self.mean_gap_ns,
+            };
+            if let Some(&(at, gap)) = self.steps.get(self.next_step) {
+                if t >= at as f64 {
+                    self.next_step += 1;
+                    self.mean_gap_ns = gap;
+                    self.from_ns = at as f64;
+                    self.t_ns = at as f64;
+                    self.count = 0;
+                    continue;
+                }
+            }
+            self.count += 1;
+            self.t_ns = t;
+            return t.round() as u64;
         }
-        self.t_ns.round() as u64
     }
 }
 
@@ -266,5 +307,49 @@ mod tests {
         }
         let rate = 100_000.0 / (last as f64 / 1e9);
         assert!((rate / 1000.0 - 1.0).abs() < 0.02, "rate {rate}");
+    }
+
+    /// Each stretch of a stepped schedule has its own rate, for both
+    /// arrival processes and several seeds.
+    #[test]
+    fn stepped_schedule_has_each_rate() {
+        // (from s, to s, rate) of each stretch.
+        let stretches = [
+            (0.0, 20.0, 1000.0),
+            (20.0, 40.0, 3000.0),
+            (40.0, 60.0, 500.0),
+        ];
+        let steps = [(20_000_000_000, 3000.0), (40_000_000_000, 500.0)];
+        for arrival in [Arrival::Poisson, Arrival::Fixed] {
+            for seed in 1..=3 {
+                let mut s = Schedule::new(arrival, 1000.0, seed).with_steps(&steps);
+                let mut counts = [0u64; 3];
+                let mut last = 0;
+                loop {
+                    let t = s.next_ns();
+                    assert!(t >= last, "{arrival} seed {seed}: time went back");
+                    last = t;
+                    let secs = t as f64 / 1e9;
+                    if secs >= 60.0 {
+                        break;
+                    }
+                    let i = stretches.iter().position(|x| secs < x.1).unwrap();
+                    counts[i] += 1;
+                    let want_factor = stretches[i].2 / 1000.0;
+                    assert_eq!(
+                        s.rate_factor(),
+                        want_factor,
+                        "{arrival} seed {seed} at {secs}"
+                    );
+                }
+                for (i, (from, to, rate)) in stretches.iter().enumerate() {
+                    let got = counts[i] as f64 / (to - from);
+                    assert!(
+                        (got / rate - 1.0).abs() < 0.03,
+                        "{arrival} seed {seed} stretch {i}: {got}/s, not {rate}"
+                    );
+                }
+            }
+        }
     }
 }

@@ -44,8 +44,8 @@ pub mod tstamp;
 
 pub use analysis::{Check, CheckStatus};
 pub use client::{
-    run, run_traced, run_with_samples, AgentKind, ClientConfig, ConfigError, RunError, RunOutput,
-    Sample, StampTrace,
+    run, run_traced, run_with_samples, AgentKind, ClientConfig, ConfigError, RateStep, RunError,
+    RunOutput, Sample, StampTrace, TimelineBucket,
 };
 pub use dist::{parse_duration_ns, Arrival, ServiceDist};
 pub use proto::App;

@@ -146,3 +146,75 @@ fn several_targets_over_tcp_are_refused() {
         Err(xlane_lancet::ConfigError::TcpTargets)
     );
 }
+
+/// A stepped rate and a timeline: each bucket counts the requests
+/// scheduled in it (at the step's rate), and every request is in exactly
+/// one bucket as answered, dropped or lost. One worker with a FIFO of one
+/// and 5 ms per request refuses most of the faster stretch.
+#[test]
+fn a_stepped_rate_is_counted_per_bucket() {
+    let srv = r2p2_server(ServeMode::Synthetic(ServiceDist::Fixed(5_000_000)), 1, 1);
+    let cfg = ClientConfig {
+        duration_ns: 2_000_000_000,
+        max_duration_ns: 2_000_000_000,
+        rate_steps: vec![xlane_lancet::RateStep {
+            at_ns: 1_000_000_000,
+            rate: 2000.0,
+        }],
+        timeline_ns: 250_000_000,
+        ..client(&srv, App::Synthetic, 64, 100.0)
+    };
+    let out = run(&cfg);
+    let c = &out.report.counts;
+    let tl = &out.timeline;
+    assert_eq!(tl.len(), 8, "{tl:?}");
+    let sum = |f: fn(&xlane_lancet::TimelineBucket) -> u64| tl.iter().map(f).sum::<u64>();
+    assert_eq!(sum(|b| b.sent), c.sent, "{tl:?} {c:?}");
+    assert_eq!(sum(|b| b.answered), c.received, "{tl:?} {c:?}");
+    assert_eq!(sum(|b| b.dropped), c.dropped, "{tl:?} {c:?}");
+    assert_eq!(sum(|b| b.lost), c.lost, "{tl:?} {c:?}");
+    for b in tl {
+        assert_eq!(b.sent, b.answered + b.dropped + b.lost, "{b:?}");
+    }
+    // The schedule (not the clock) decides the buckets: 25 expected per
+    // bucket at 100/s, 500 at 2000/s (Poisson: well within these bounds).
+    for (i, b) in tl.iter().enumerate() {
+        let (lo, hi) = if i < 4 { (5, 60) } else { (380, 620) };
+        assert!((lo..=hi).contains(&b.sent), "bucket {i}: {b:?}");
+    }
+    // At 2000/s against one 5 ms worker, most are refused.
+    let fast: u64 = tl[4..].iter().map(|b| b.dropped).sum();
+    let fast_sent: u64 = tl[4..].iter().map(|b| b.sent).sum();
+    assert!(fast * 2 > fast_sent, "{tl:?}");
+    // The rate check compares with the stepped schedule's mean over the
+    // run (1050/s over 2 s), not with the first rate (100/s).
+    let rate = out.report.checks.iter().find(|c| c.name == "rate").unwrap();
+    let th = rate.threshold.unwrap();
+    assert!(th > 500.0 && th <= cfg.mean_rate(2_000_000_000), "{th}");
+    srv.stop();
+}
+
+#[test]
+fn bad_rate_steps_and_timelines_are_refused() {
+    let t = SocketAddrV4::new(Ipv4Addr::LOCALHOST, 9);
+    let step = |at_ns, rate| xlane_lancet::RateStep { at_ns, rate };
+    let base = ClientConfig::new(t);
+    let cases: Vec<(Vec<xlane_lancet::RateStep>, u64, bool)> = vec![
+        (vec![step(1_000_000_000, 10.0)], 0, true),
+        (vec![step(0, 10.0)], 0, false),
+        (vec![step(2, 10.0), step(1, 10.0)], 0, false),
+        (vec![step(base.max_duration_ns, 10.0)], 0, false),
+        (vec![step(5, 0.0)], 0, false),
+        (vec![step(5, f64::NAN)], 0, false),
+        (vec![], 1_000_000, true),
+        (vec![], 999_999, false),
+    ];
+    for (steps, timeline_ns, ok) in cases {
+        let cfg = ClientConfig {
+            rate_steps: steps.clone(),
+            timeline_ns,
+            ..base.clone()
+        };
+        assert_eq!(cfg.validate().is_ok(), ok, "{steps:?} {timeline_ns}");
+    }
+}

@@ -107,6 +107,11 @@ pub struct RouterConfig {
 }
 
 /// Settings of the router's admission control ([`crate::admission`]).
+///
+/// Each request class (the REQ0's policy value, [`wire::policy`]) has its
+/// own latency histogram and controller, all aiming at the same SLO; a
+/// class in `never_drop` is always admitted (its requests still count as
+/// load for the others).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct AdmissionConfig {
     /// The objective.
@@ -115,6 +120,20 @@ pub struct AdmissionConfig {
     pub controller: ControllerKind,
     /// Control period (SVEN: 20 ms).
     pub period_ns: Nanos,
+    /// Bit `c` set: class `c` is never dropped.
+    pub never_drop: u16,
+}
+
+impl AdmissionConfig {
+    /// `slo` with `controller`, a 20 ms period, every class droppable.
+    pub fn new(slo: Slo, controller: ControllerKind) -> Self {
+        AdmissionConfig {
+            slo,
+            controller,
+            period_ns: 20_000_000,
+            never_drop: 0,
+        }
+    }
 }
 
 impl RouterConfig {
@@ -204,6 +223,10 @@ pub struct RouterStats {
     /// New requests the admission controller turned away (answered with
     /// DROP; not in `dropped`).
     pub admission_drops: u64,
+    /// The same, per request class.
+    pub admission_drops_by_class: [u64; wire::policy::COUNT],
+    /// New requests per class that reached admission control.
+    pub requests_by_class: [u64; wire::policy::COUNT],
     /// Per server (in configuration order): requests forwarded.
     pub per_server: Vec<u64>,
 }
@@ -224,6 +247,8 @@ struct Tracked {
     phase: Phase,
     /// When its REQ0 came (its latency runs to the FEEDBACK).
     arrived: Nanos,
+    /// Its class (the REQ0's policy value).
+    class: u8,
     /// Bumped at every phase change: older expiry entries are stale.
     epoch: u32,
 }
@@ -231,6 +256,7 @@ struct Tracked {
 /// A REQ0 waiting at the router (the packet, at most one full packet).
 struct Waiting {
     id: Identity,
+    class: u8,
     origin: SocketAddrV4,
     len: usize,
     bytes: Box<[u8; MAX_PACKET_LEN]>,
@@ -258,13 +284,20 @@ pub struct Router {
     admission: Option<Admission>,
 }
 
-/// The admission controller's state.
+/// The admission controllers' state.
 struct Admission {
+    /// One per policy value (the `FIXED_ROUTE` entry stays unused).
+    classes: Vec<ClassAdmission>,
+    never_drop: u16,
+    next_update: Nanos,
+    period: Nanos,
+}
+
+/// One class's controller.
+struct ClassAdmission {
     ctl: Controller,
     /// Latencies closed since the last control period.
     window: Histogram,
-    next_update: Nanos,
-    period: Nanos,
 }
 
 enum Out {
@@ -299,8 +332,13 @@ impl Router {
                 ..RouterStats::default()
             },
             admission: cfg.admission.map(|a| Admission {
-                ctl: Controller::new(a.controller, a.slo),
-                window: Histogram::default(),
+                classes: (0..wire::policy::COUNT)
+                    .map(|_| ClassAdmission {
+                        ctl: Controller::new(a.controller, a.slo),
+                        window: Histogram::default(),
+                    })
+                    .collect(),
+                never_drop: a.never_drop,
                 next_update: a.period_ns.max(1),
                 period: a.period_ns.max(1),
             }),
@@ -328,9 +366,15 @@ impl Router {
         self.waiting.len()
     }
 
-    /// The admission controller, if configured (its drop rate or bound).
-    pub fn admission(&self) -> Option<&Controller> {
-        self.admission.as_ref().map(|a| &a.ctl)
+    /// The admission controller of request class `class` (a policy
+    /// value other than `FIXED_ROUTE`), if configured: its drop rate or
+    /// bound.
+    pub fn admission(&self, class: u8) -> Option<&Controller> {
+        let a = self.admission.as_ref()?;
+        if !wire::policy::is_load_balanced(class) {
+            return None;
+        }
+        a.classes.get(usize::from(class)).map(|c| &c.ctl)
     }
 
     /// Runs the admission controller's periods that ended by `now`.
@@ -341,8 +385,14 @@ impl Router {
         if now < a.next_update {
             return;
         }
-        a.ctl.update(&a.window);
-        a.window.clear();
+        // A class without finished requests in the period keeps its state
+        // (an empty window changes nothing), at the cost of a look at it.
+        for c in &mut a.classes {
+            if !c.window.is_empty() {
+                c.ctl.update(&c.window);
+                c.window.clear();
+            }
+        }
         // Periods missed while idle are not replayed: one update, then on.
         a.next_update = now.saturating_add(a.period);
     }
@@ -384,8 +434,9 @@ impl Router {
         from: SocketAddrV4,
         p: &Packet<'_>,
     ) -> Result<(), RouterRecvError> {
-        if p.policy() != wire::policy::LB_ROUTE {
-            return Err(RouterRecvError::Policy(p.policy()));
+        let class = p.policy();
+        if !wire::policy::is_load_balanced(class) {
+            return Err(RouterRecvError::Policy(class));
         }
         let id = Identity::of(from, p.req_id());
         if let Some(t) = self.tracked.get(&id) {
@@ -403,15 +454,17 @@ impl Router {
             return Ok(());
         }
         if self.admission.is_some() {
+            let ci = usize::from(class);
+            self.stats.requests_by_class[ci] += 1;
             let in_system =
                 self.outstanding.iter().map(|&n| n as usize).sum::<usize>() + self.waiting.len();
             let coin = (self.next_random() >> 11) as f64 / (1u64 << 53) as f64;
-            let admits = self
-                .admission
-                .as_mut()
-                .is_some_and(|a| a.ctl.admits(in_system, coin));
+            let admits = self.admission.as_mut().is_some_and(|a| {
+                a.never_drop & (1 << ci) != 0 || a.classes[ci].ctl.admits(in_system, coin)
+            });
             if !admits {
                 self.stats.admission_drops += 1;
+                self.stats.admission_drops_by_class[ci] += 1;
                 self.tx.push_back(Out::Drop {
                     to: from,
                     req_id: id.req_id,
@@ -421,7 +474,7 @@ impl Router {
         }
         match self.pick() {
             Some(server) => {
-                self.start(now, id, server);
+                self.start(now, id, server, class);
                 self.push_forward(server, from, p.as_bytes());
             }
             None if self.waiting.len() < self.cfg.max_queued => {
@@ -429,6 +482,7 @@ impl Router {
                 let bytes = self.copy_of(raw);
                 self.waiting.push_back(Waiting {
                     id,
+                    class,
                     origin: from,
                     len: raw.len(),
                     bytes,
@@ -439,6 +493,7 @@ impl Router {
                         server: 0,
                         phase: Phase::Waiting,
                         arrived: now,
+                        class,
                         epoch: 0,
                     },
                 );
@@ -467,12 +522,16 @@ impl Router {
             .iter()
             .position(|s| *s == from)
             .ok_or(RouterRecvError::NotAServer(from))?;
-        let arrived = match self.tracked.get(&id) {
-            Some(t) if t.server == server && t.phase == Phase::Outstanding => t.arrived,
+        let (arrived, class) = match self.tracked.get(&id) {
+            Some(t) if t.server == server && t.phase == Phase::Outstanding => (t.arrived, t.class),
             _ => return Err(RouterRecvError::UnknownFeedback { server: from, id }),
         };
-        if let Some(a) = self.admission.as_mut() {
-            a.window.record(now.saturating_sub(arrived));
+        if let Some(c) = self
+            .admission
+            .as_mut()
+            .and_then(|a| a.classes.get_mut(usize::from(class)))
+        {
+            c.window.record(now.saturating_sub(arrived));
         }
         self.stats.feedbacks += 1;
         self.finish(now, id);
@@ -502,7 +561,7 @@ impl Router {
             let Some(w) = self.waiting.pop_front() else {
                 return;
             };
-            self.start(now, w.id, server);
+            self.start(now, w.id, server, w.class);
             self.tx.push_back(Out::Forward {
                 server,
                 origin: w.origin,
@@ -513,7 +572,7 @@ impl Router {
     }
 
     /// Counts `id` against `server` from `now`.
-    fn start(&mut self, now: Nanos, id: Identity, server: usize) {
+    fn start(&mut self, now: Nanos, id: Identity, server: usize, class: u8) {
         self.outstanding[server] += 1;
         self.stats.forwarded += 1;
         self.stats.per_server[server] += 1;
@@ -521,6 +580,7 @@ impl Router {
             server,
             phase: Phase::Outstanding,
             arrived: now,
+            class,
             epoch: 0,
         });
         t.server = server;

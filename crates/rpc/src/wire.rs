@@ -73,11 +73,28 @@ pub mod flags {
 }
 
 /// Routing policies carried in the low nibble (the router reads them).
+///
+/// Every value but [`FIXED_ROUTE`](policy::FIXED_ROUTE) asks the router to
+/// load-balance the request, and names the request's **class** (SVEN's
+/// request types: "R2P2's policy field can encode request types"):
+/// [`LB_ROUTE`](policy::LB_ROUTE) is class 0, and 2…15 are classes an
+/// application defines, which the router's admission control keeps
+/// apart (a latency histogram and a controller per class, some classes
+/// never dropped).
 pub mod policy {
-    /// Load-balance the request across servers (the router picks one).
+    /// Load-balance the request across servers (the router picks one):
+    /// class 0.
     pub const LB_ROUTE: u8 = 0;
     /// Send to the addressed server; replies, ACKs and DROPs use this.
     pub const FIXED_ROUTE: u8 = 1;
+    /// Number of policy values (a nibble); the classes are those other
+    /// than `FIXED_ROUTE`.
+    pub const COUNT: usize = 16;
+
+    /// Whether a REQ0 with this policy is load-balanced (has a class).
+    pub const fn is_load_balanced(policy: u8) -> bool {
+        policy != FIXED_ROUTE && (policy as usize) < COUNT
+    }
 }
 
 /// The R2P2 message types this crate speaks (high nibble of byte 2).

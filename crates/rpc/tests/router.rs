@@ -502,13 +502,13 @@ fn a_server_drop_frees_the_routers_place() {
 }
 
 /// A router over two servers with admission control for p99 ≤ 1 ms,
-/// updated every 10 ms.
-fn admitting(controller: xlane_rpc::admission::ControllerKind) -> Router {
+/// updated every 10 ms, classes in `never_drop` (a bit each) never dropped.
+fn admitting_with(controller: xlane_rpc::admission::ControllerKind, never_drop: u16) -> Router {
     Router::new(RouterConfig {
         admission: Some(xlane_rpc::router::AdmissionConfig {
-            slo: "p99=1ms".parse().unwrap(),
-            controller,
             period_ns: 10 * MS,
+            never_drop,
+            ..xlane_rpc::router::AdmissionConfig::new("p99=1ms".parse().unwrap(), controller)
         }),
         // Requests held open in a test stay outstanding.
         feedback_timeout_ns: 60_000 * MS,
@@ -516,13 +516,31 @@ fn admitting(controller: xlane_rpc::admission::ControllerKind) -> Router {
     })
 }
 
+fn admitting(controller: xlane_rpc::admission::ControllerKind) -> Router {
+    admitting_with(controller, 0)
+}
+
 /// `n` requests from `c`, each closed by its server's FEEDBACK `lat` after
 /// its REQ0, from `t`; returns how many were forwarded (the rest got DROP).
 fn exchange(r: &mut Router, c: SocketAddrV4, rid0: u16, n: u16, t: u64, lat: u64) -> usize {
+    exchange_class(r, c, 0, rid0, n, t, lat)
+}
+
+/// [`exchange`] for requests of class `class` (their policy value).
+fn exchange_class(
+    r: &mut Router,
+    c: SocketAddrV4,
+    class: u8,
+    rid0: u16,
+    n: u16,
+    t: u64,
+    lat: u64,
+) -> usize {
     let mut forwarded = 0;
     for k in 0..n {
         let rid = rid0.wrapping_add(k);
-        r.handle_datagram(t, c, &req0(rid)).unwrap();
+        r.handle_datagram(t, c, &packet(MsgType::Request, class, rid, 0, 1, b"hello"))
+            .unwrap();
         for (dst, _, ty) in drain(r) {
             if ty == MsgType::Request {
                 forwarded += 1;
@@ -547,7 +565,7 @@ fn the_cap_turns_requests_away_once_latency_breaks_the_slo() {
         t += 10 * MS;
         r.handle_timeout(t);
     }
-    let first = r.admission().unwrap().cap().unwrap();
+    let first = r.admission(0).unwrap().cap().unwrap();
     // 20 periods of 5 ms latencies, with 40 requests held open (the queue
     // the bound is measured against): the bound shrinks below 40, and new
     // requests get DROP.
@@ -560,7 +578,7 @@ fn the_cap_turns_requests_away_once_latency_breaks_the_slo() {
         t += 10 * MS;
         r.handle_timeout(t);
     }
-    let cap = r.admission().unwrap().cap().unwrap();
+    let cap = r.admission(0).unwrap().cap().unwrap();
     assert!(cap < first && cap < 40, "bound {first} then {cap}");
     assert_eq!(exchange(&mut r, addr(3, 5000), 30_000, 5, t, 100_000), 0);
     assert!(r.stats().admission_drops >= 5);
@@ -579,7 +597,7 @@ fn aiad_drops_a_growing_share_while_the_slo_is_broken() {
         t += 10 * MS;
         r.handle_timeout(t);
     }
-    let dr = r.admission().unwrap().drop_rate();
+    let dr = r.admission(0).unwrap().drop_rate();
     assert!((0.45..=0.51).contains(&dr), "{dr}");
     let before = r.stats().admission_drops;
     let through = exchange(&mut r, c, 5000, 1000, t, 5 * MS);
@@ -587,4 +605,47 @@ fn aiad_drops_a_growing_share_while_the_slo_is_broken() {
     assert_eq!(through as u64 + dropped, 1000);
     // About half, from the seeded coin.
     assert!((400..=600).contains(&dropped), "{dropped}");
+}
+
+/// Request classes (the REQ0's policy value) are controlled apart: a class
+/// whose latency breaks the SLO is dropped while another class's requests
+/// still pass, and a never-drop class passes whatever its latency.
+#[test]
+fn classes_have_their_own_controllers_and_never_drop_classes_pass() {
+    use xlane_rpc::admission::ControllerKind;
+    // Class 3 never dropped.
+    let mut r = admitting_with(ControllerKind::AIAD, 1 << 3);
+    let c = addr(1, 5000);
+    let mut t = 0;
+    // 60 periods: class 2 at 5 ms (breaks p99 ≤ 1 ms), class 0 at 0.1 ms,
+    // class 3 at 5 ms.
+    for p in 0..60u16 {
+        exchange_class(&mut r, c, 2, p * 30, 10, t, 5 * MS);
+        exchange_class(&mut r, c, 0, p * 30 + 10, 10, t, 100_000);
+        assert_eq!(exchange_class(&mut r, c, 3, p * 30 + 20, 10, t, 5 * MS), 10);
+        t += 10 * MS;
+        r.handle_timeout(t);
+    }
+    let rate = |r: &Router, k: u8| r.admission(k).unwrap().drop_rate();
+    assert!(rate(&r, 2) > 0.4, "class 2: {}", rate(&r, 2));
+    assert_eq!(rate(&r, 0), 0.0);
+    // Class 3's own controller may want to drop; the class passes anyway.
+    assert!(rate(&r, 3) > 0.4, "class 3: {}", rate(&r, 3));
+    let s = r.stats();
+    assert_eq!(s.admission_drops_by_class[0], 0);
+    assert_eq!(s.admission_drops_by_class[3], 0);
+    assert!(s.admission_drops_by_class[2] > 0);
+    assert_eq!(
+        s.admission_drops,
+        s.admission_drops_by_class.iter().sum::<u64>()
+    );
+    assert_eq!(s.requests_by_class[0], 600);
+    assert_eq!(s.requests_by_class[2], 600);
+    // FIXED_ROUTE has no class: refused at the router, no controller.
+    assert!(r.admission(1).is_none());
+    assert!(r.admission(16).is_none());
+    assert_eq!(
+        r.handle_datagram(t, c, &packet(MsgType::Request, 1, 9, 0, 1, b"x")),
+        Err(xlane_rpc::router::RouterRecvError::Policy(1))
+    );
 }

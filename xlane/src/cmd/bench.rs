@@ -90,6 +90,16 @@ enum What {
     /// and a plot of p99 against load. About 5 minutes with the defaults.
     /// Needs root (the router forwards on a raw socket).
     Rpc(super::bench_rpc::RpcArgs),
+    /// SLO-aware admission control (SVEN's Figs. 3 and 4 scaled to this
+    /// machine): one synthetic R2P2 server (4 workers, fixed, exp and
+    /// bimodal service of mean 500 µs) behind the router's `random`
+    /// policy, SLO p99 = 30 × the mean. First p99 against throughput
+    /// without control (the SLO-violating throughput), then a load stepped
+    /// from 0.6 to 1.15 of capacity with no control, SVEN's AIAD loop and
+    /// the router's default: offered, achieved and goodput rates, drop rate
+    /// and p99 every second, the floor per second, the targets, and plots.
+    /// About 8 minutes with the defaults. Needs root (raw socket).
+    Sven(super::bench_sven::SvenArgs),
 }
 
 #[derive(clap::Args)]
@@ -238,6 +248,7 @@ pub fn run(args: Args) -> super::CmdResult {
         What::Kv(a) => kv(a),
         What::Apps(a) => super::bench_apps::apps(a),
         What::Rpc(a) => super::bench_rpc::rpc(a),
+        What::Sven(a) => super::bench_sven::sven(a),
     }
 }
 

@@ -3,6 +3,7 @@
 pub mod bench;
 pub mod bench_apps;
 pub mod bench_rpc;
+pub mod bench_sven;
 pub mod ctl;
 pub mod doctor;
 pub mod fd;

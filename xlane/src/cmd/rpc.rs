@@ -83,6 +83,11 @@ struct RouterArgs {
     /// The admission controller's period, ms.
     #[arg(long, default_value_t = 20, requires = "slo")]
     admission_period_ms: u64,
+    /// Request classes never dropped by admission control, comma-separated
+    /// (a class is the REQ0's R2P2 policy value: 0, or 2 to 15 as the
+    /// application sets them; each other class has its own controller).
+    #[arg(long, value_delimiter = ',', requires = "slo")]
+    never_drop: Vec<u8>,
     /// Seconds between status lines (0: only the final one).
     #[arg(long, default_value_t = 0)]
     status_every: u64,
@@ -102,6 +107,16 @@ fn router(a: RouterArgs) -> CmdResult {
     if a.servers.contains(&a.bind) {
         return Err(format!("--server {} is the router's own --bind", a.bind).into());
     }
+    let mut never_drop = 0u16;
+    for &c in &a.never_drop {
+        if !xlane_rpc::wire::policy::is_load_balanced(c) {
+            return Err(format!(
+                "--never-drop {c}: a class is 0 or 2 to 15 (1 is FIXED_ROUTE, never load-balanced)"
+            )
+            .into());
+        }
+        never_drop |= 1 << c;
+    }
     let cfg = RouterConfig {
         servers: a.servers.clone(),
         policy: a.policy,
@@ -111,9 +126,9 @@ fn router(a: RouterArgs) -> CmdResult {
         feedback_timeout_ns: a.feedback_timeout_ms.max(1) * 1_000_000,
         sticky_ns: a.sticky_ms * 1_000_000,
         admission: a.slo.map(|slo| AdmissionConfig {
-            slo,
-            controller: a.admission,
             period_ns: a.admission_period_ms.max(1) * 1_000_000,
+            never_drop,
+            ..AdmissionConfig::new(slo, a.admission)
         }),
     };
     let mut r = RpcRouter::bind(a.bind, cfg).map_err(|e| format!("router on {}: {e}", a.bind))?;
@@ -162,8 +177,19 @@ fn status(r: &RpcRouter, event: &str, t: Duration) -> serde_json::Value {
         "refused": s.refused,
         "send_errors": d.send_errors,
         "admission_drops": s.admission_drops,
-        "admission_drop_rate": r.core().admission().map(|c| c.drop_rate()),
-        "admission_cap": r.core().admission().and_then(|c| c.cap()),
+        "admission_classes": (0..xlane_rpc::wire::policy::COUNT as u8)
+            .filter_map(|c| {
+                let ctl = r.core().admission(c)?;
+                let i = usize::from(c);
+                (s.requests_by_class[i] > 0).then(|| serde_json::json!({
+                    "class": c,
+                    "requests": s.requests_by_class[i],
+                    "drops": s.admission_drops_by_class[i],
+                    "drop_rate": ctl.drop_rate(),
+                    "cap": ctl.cap(),
+                }))
+            })
+            .collect::<Vec<_>>(),
         "servers": r.core().config().servers.iter().enumerate().map(|(i, a)| serde_json::json!({
             "addr": a.to_string(),
             "forwarded": s.per_server[i],

@@ -241,7 +241,49 @@ pub struct ClientConfig {
     /// these, picked uniformly at random from a seeded stream (R2P2's
     /// baseline without a router: the client picks a server at random).
     pub more_targets: Vec<SocketAddrV4>,
+    /// Changes of the total rate during the run (`rate` is the first rate),
+    /// in time order; every agent keeps its share. Empty: one rate.
+    pub rate_steps: Vec<RateStep>,
+    /// Count every request in [`RunOutput::timeline`] by its scheduled
+    /// time, in buckets this long (ns); 0: no timeline.
+    pub timeline_ns: u64,
 }
+
+/// A change of the total request rate at a time of the run.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct RateStep {
+    /// From this time on, ns after the start...
+    pub at_ns: u64,
+    /// ...the total rate is this, requests/s.
+    pub rate: f64,
+}
+
+/// What became of the requests scheduled in one stretch of a run
+/// ([`ClientConfig::timeline_ns`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct TimelineBucket {
+    /// Requests sent.
+    pub sent: u64,
+    /// Requests answered with a response.
+    pub answered: u64,
+    /// Requests refused with an R2P2 DROP.
+    pub dropped: u64,
+    /// Requests never answered (still outstanding when the run ended, or
+    /// forgotten after [`INFLIGHT`] later ones).
+    pub lost: u64,
+}
+
+impl TimelineBucket {
+    fn add(&mut self, o: &TimelineBucket) {
+        self.sent += o.sent;
+        self.answered += o.answered;
+        self.dropped += o.dropped;
+        self.lost += o.lost;
+    }
+}
+
+/// Most buckets of a timeline.
+pub const MAX_TIMELINE_BUCKETS: u64 = 1 << 20;
 
 impl ClientConfig {
     /// Defaults: UDP echo, 1000 req/s Poisson, 1 connection, 1 thread,
@@ -271,7 +313,38 @@ impl ClientConfig {
             rt_priority: None,
             stamp_trace: 0,
             more_targets: Vec::new(),
+            rate_steps: Vec::new(),
+            timeline_ns: 0,
         }
+    }
+
+    /// The total rate at `t_ns` after the start (the steps applied).
+    pub fn rate_at(&self, t_ns: u64) -> f64 {
+        self.rate_steps
+            .iter()
+            .take_while(|s| s.at_ns <= t_ns)
+            .last()
+            .map_or(self.rate, |s| s.rate)
+    }
+
+    /// The mean scheduled rate over the first `window_ns` of the run.
+    pub fn mean_rate(&self, window_ns: u64) -> f64 {
+        if window_ns == 0 {
+            return self.rate;
+        }
+        let mut total = 0.0;
+        let mut from = 0u64;
+        let mut rate = self.rate;
+        for s in &self.rate_steps {
+            if s.at_ns >= window_ns {
+                break;
+            }
+            total += rate * (s.at_ns - from) as f64;
+            from = s.at_ns;
+            rate = s.rate;
+        }
+        total += rate * (window_ns - from) as f64;
+        total / window_ns as f64
     }
 
     /// The warm-up actually used, ns.
@@ -348,6 +421,22 @@ impl ClientConfig {
         self.app.check_size(self.size).map_err(ConfigError::Size)?;
         if self.transport == Transport::Tcp && !self.more_targets.is_empty() {
             return Err(ConfigError::TcpTargets);
+        }
+        let mut last = 0u64;
+        for s in &self.rate_steps {
+            if s.at_ns <= last || s.at_ns >= self.max_duration_ns {
+                return Err(ConfigError::RateStepTime(s.at_ns));
+            }
+            if !(s.rate.is_finite() && s.rate > 0.0 && s.rate <= 5e6) {
+                return Err(ConfigError::RateStepRate(s.rate));
+            }
+            last = s.at_ns;
+        }
+        if self.timeline_ns != 0
+            && (self.timeline_ns < 1_000_000
+                || self.max_duration_ns / self.timeline_ns >= MAX_TIMELINE_BUCKETS)
+        {
+            return Err(ConfigError::Timeline(self.timeline_ns));
         }
         Ok(())
     }
@@ -427,6 +516,15 @@ pub enum ConfigError {
         "several --target addresses need --proto udp or r2p2 (a TCP connection has one server)"
     )]
     TcpTargets,
+    /// A rate step not after the previous one, at 0, or past the run.
+    #[error("rate step at {0} ns: steps must come in increasing time order, after 0 and before --max-duration")]
+    RateStepTime(u64),
+    /// A rate step's rate is not a positive rate this tool can schedule.
+    #[error("rate step to {0} req/s: must be positive and at most 5000000")]
+    RateStepRate(f64),
+    /// A timeline bucket shorter than 1 ms or too many buckets.
+    #[error("timeline buckets of {0} ns: must be at least 1 ms, and at most {MAX_TIMELINE_BUCKETS} of them in --max-duration")]
+    Timeline(u64),
 }
 
 /// Why a run could not be done (as opposed to a run whose checks failed,
@@ -591,6 +689,9 @@ struct Tracker {
     /// Raw stamps of the first `trace_cap` answered requests.
     trace: Vec<StampTrace>,
     trace_cap: usize,
+    /// [`ClientConfig::timeline_ns`] and the buckets (allocated up front).
+    timeline_ns: u64,
+    timeline: Vec<TimelineBucket>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -656,11 +757,41 @@ impl Tracker {
         self.measure && slot.id == id && slot.tx_sw == 0 && slot.tx_hw == 0
     }
 
+    /// The timeline bucket of a request scheduled at `sched_ns`, if any.
+    fn bucket(&mut self, sched_ns: u64) -> Option<&mut TimelineBucket> {
+        if self.timeline_ns == 0 {
+            return None;
+        }
+        self.timeline
+            .get_mut((sched_ns / self.timeline_ns) as usize)
+    }
+
     /// Request `id` was refused with an R2P2 DROP: answered, counted in
     /// `dropped`, never a sample.
     fn refused(&mut self, id: u64) {
-        if self.take(id).is_some() {
+        if let Some(s) = self.take(id) {
             self.counts.dropped += 1;
+            if let Some(b) = self.bucket(s.sched_ns) {
+                b.dropped += 1;
+            }
+        }
+    }
+
+    /// Every request still outstanding is lost (the run is over).
+    fn lose_outstanding(&mut self) {
+        self.counts.lost += self.outstanding;
+        self.outstanding = 0;
+        if self.timeline_ns == 0 {
+            return;
+        }
+        for i in 0..self.inflight.len() {
+            if self.inflight[i].id != EMPTY {
+                let t = self.inflight[i].sched_ns;
+                self.inflight[i].id = EMPTY;
+                if let Some(b) = self.bucket(t) {
+                    b.lost += 1;
+                }
+            }
         }
     }
 
@@ -691,6 +822,9 @@ impl Tracker {
             return;
         };
         self.counts.received += 1;
+        if let Some(b) = self.bucket(s.sched_ns) {
+            b.answered += 1;
+        }
         if !self.measure {
             return;
         }
@@ -809,6 +943,7 @@ struct AgentResult {
     gaps: Vec<f64>,
     stopped_at: u64,
     trace: Vec<StampTrace>,
+    timeline: Vec<TimelineBucket>,
 }
 
 impl Agent {
@@ -840,7 +975,10 @@ impl Agent {
                         && n % self.gap_every == 0
                         && self.gaps.len() < self.gaps.capacity()
                     {
-                        self.gaps.push(m.saturating_sub(last_send_mono) as f64);
+                        // In units of the first rate's gaps (a stepped
+                        // schedule changes the mean gap).
+                        let g = m.saturating_sub(last_send_mono) as f64;
+                        self.gaps.push(g * self.schedule.rate_factor());
                     }
                     last_send_mono = m;
                 }
@@ -871,14 +1009,14 @@ impl Agent {
             self.poll_and_receive((end - now).min(1_000_000));
         }
         self.tracker.flush();
-        let c = &mut self.tracker.counts;
-        c.lost += self.tracker.outstanding;
+        self.tracker.lose_outstanding();
         AgentResult {
             rate: self.plan.rate,
             counts: self.tracker.counts.clone(),
             gaps: self.gaps,
             stopped_at,
             trace: std::mem::take(&mut self.tracker.trace),
+            timeline: std::mem::take(&mut self.tracker.timeline),
         }
     }
 
@@ -906,6 +1044,10 @@ impl Agent {
             self.tracker.counts.lost += 1;
             self.tracker.outstanding = self.tracker.outstanding.saturating_sub(1);
             self.tracker.inflight[si].id = EMPTY;
+            let t = self.tracker.inflight[si].sched_ns;
+            if let Some(b) = self.tracker.bucket(t) {
+                b.lost += 1;
+            }
         }
         self.tracker.app.set_id(&mut self.req, id);
         let send_mono = monotonic_ns();
@@ -937,6 +1079,9 @@ impl Agent {
         }
         self.tracker.outstanding += 1;
         self.tracker.counts.sent += 1;
+        if let Some(b) = self.tracker.bucket(sched_ns) {
+            b.sent += 1;
+        }
         let lag = send_mono.saturating_sub(self.tracker.t0 + sched_ns);
         self.tracker.counts.max_lag_ns = self.tracker.counts.max_lag_ns.max(lag);
         Some(send_mono)
@@ -1369,6 +1514,11 @@ pub struct RunOutput {
     /// The raw stamps of the first [`ClientConfig::stamp_trace`] answered
     /// requests of each measuring agent (all of the run, warm-up included).
     pub trace: Vec<StampTrace>,
+    /// With [`ClientConfig::timeline_ns`]: what became of the requests
+    /// scheduled in each bucket, all agents together (empty otherwise).
+    pub timeline: Vec<TimelineBucket>,
+    /// The start of the run (scheduled time 0) on `CLOCK_REALTIME`, ns.
+    pub start_realtime_ns: u64,
 }
 
 /// [`run_with_samples`], also returning the raw stamps of
@@ -1386,7 +1536,10 @@ pub fn run_traced(cfg: &ClientConfig) -> Result<RunOutput, RunError> {
     for plan in &plans {
         let conns = open_conns(cfg, plan)?;
         let shared_cap = if plan.measure {
-            ((plan.rate * max_s * 1.1) as usize + 4096).min(cfg.max_samples / n_measuring + 1)
+            // Room for the highest rate of a stepped schedule.
+            let peak = cfg.rate_steps.iter().fold(cfg.rate, |m, s| m.max(s.rate));
+            ((plan.rate * peak / cfg.rate * max_s * 1.1) as usize + 4096)
+                .min(cfg.max_samples / n_measuring + 1)
         } else {
             0
         };
@@ -1432,6 +1585,11 @@ pub fn run_traced(cfg: &ClientConfig) -> Result<RunOutput, RunError> {
                 shared_cap,
                 trace: Vec::with_capacity(if plan.measure { cfg.stamp_trace } else { 0 }),
                 trace_cap: if plan.measure { cfg.stamp_trace } else { 0 },
+                timeline_ns: cfg.timeline_ns,
+                timeline: match cfg.max_duration_ns.checked_div(cfg.timeline_ns) {
+                    None => Vec::new(),
+                    Some(n) => vec![TimelineBucket::default(); n as usize + 1],
+                },
             },
             req,
             rbuf: vec![0u8; MAX_MESSAGE_LEN + 1],
@@ -1439,6 +1597,12 @@ pub fn run_traced(cfg: &ClientConfig) -> Result<RunOutput, RunError> {
                 cfg.arrival,
                 plan.rate,
                 Rng::stream(cfg.seed, CLIENT_STREAM + plan.index as u64),
+            )
+            .with_steps(
+                &cfg.rate_steps
+                    .iter()
+                    .map(|s| (s.at_ns, plan.rate * s.rate / cfg.rate))
+                    .collect::<Vec<_>>(),
             ),
             stop_at: stop_at.clone(),
             drain_ns: cfg.drain_ns,
@@ -1452,6 +1616,7 @@ pub fn run_traced(cfg: &ClientConfig) -> Result<RunOutput, RunError> {
     }
     // A common start a little ahead, so every thread is up before it.
     let t0 = monotonic_ns() + 50_000_000;
+    let start_realtime_ns = realtime_ns() + (t0 - monotonic_ns());
     stop_at.store(t0 + cfg.max_duration_ns, Ordering::Relaxed);
     let mut handles = Vec::new();
     for mut a in agents {
@@ -1465,7 +1630,7 @@ pub fn run_traced(cfg: &ClientConfig) -> Result<RunOutput, RunError> {
             })?;
         handles.push(h);
     }
-    let params = AnalysisParams::from_config(cfg);
+    let mut params = AnalysisParams::from_config(cfg);
     let warmup = cfg.warmup();
     // The coordinator: after --duration, look at the samples; keep going
     // while some confidence interval is too wide and time remains.
@@ -1497,6 +1662,7 @@ pub fn run_traced(cfg: &ClientConfig) -> Result<RunOutput, RunError> {
     let mut gap_floor = 0.0f64;
     let mut stopped = t0;
     let mut trace = Vec::new();
+    let mut timeline: Vec<TimelineBucket> = Vec::new();
     for h in handles {
         let r = h
             .join()
@@ -1515,6 +1681,17 @@ pub fn run_traced(cfg: &ClientConfig) -> Result<RunOutput, RunError> {
         );
         stopped = stopped.max(r.stopped_at);
         trace.extend_from_slice(&r.trace);
+        if timeline.len() < r.timeline.len() {
+            timeline.resize(r.timeline.len(), TimelineBucket::default());
+        }
+        for (t, b) in timeline.iter_mut().zip(&r.timeline) {
+            t.add(b);
+        }
+    }
+    // Buckets after the end of sending hold nothing.
+    if cfg.timeline_ns != 0 {
+        let n = (stopped.saturating_sub(t0)).div_ceil(cfg.timeline_ns) as usize;
+        timeline.truncate(n);
     }
     let samples = collect(&stores, warmup);
     let collected: usize = stores.iter().map(|(_, s)| lock(s).len()).sum();
@@ -1527,12 +1704,16 @@ pub fn run_traced(cfg: &ClientConfig) -> Result<RunOutput, RunError> {
         gap_floor_ns: gap_floor,
         measuring: measuring_run,
     };
+    // The rate check compares with what the (stepped) schedule asked for.
+    params.rate = cfg.mean_rate(facts.window_ns);
     let a = analysis::analyze(&samples, &facts, &params);
     let report = Report::build(cfg, counts, collected, samples.len(), &facts, a);
     Ok(RunOutput {
         report,
         samples,
         trace,
+        timeline,
+        start_realtime_ns,
     })
 }
 
