@@ -1,0 +1,39 @@
+//! 1Pipe: totally ordered scattering (Li et al., SIGCOMM 2021), as
+//! sans-IO cores with time passed in.
+//!
+//! A **scattering** is a set of ⟨receiver, message⟩ sent at once with one
+//! timestamp from the sender's clock. Every receiver delivers the messages
+//! it gets in one order, by timestamp and then by sender, so that any two
+//! receivers of two scatterings see them in the same order. What makes
+//! that possible without a sequencer is the **barrier**: each packet and
+//! each beacon carries a lower bound on the timestamps still to come on
+//! its link, every hop forwards the minimum over its input links
+//! ([`Aggregator`]), and a receiver delivers what lies below the barrier
+//! it last saw ([`Receiver`]).
+//!
+//! - [`wire`]: the header (message timestamp, best-effort barrier, commit
+//!   barrier) as a packet view.
+//! - [`Sender`]: stamping, ACKs, best-effort loss reports (`send_fail`),
+//!   reliable retransmission and the sender's commit barrier, aborting a
+//!   failed receiver's scatterings.
+//! - [`Receiver`]: the priority queue, delivery below the barriers, NAK of
+//!   late messages, discard of a failed sender's uncommitted messages.
+//! - [`Aggregator`]: a hop's barriers, link removal after silent beacon
+//!   intervals, admission of new links, beacons on idle outputs.
+//!
+//! The design, where it differs from the paper, and what is still to
+//! come are in `docs/pipe.md`.
+
+#![warn(missing_docs)]
+
+pub mod aggregator;
+pub mod receiver;
+pub mod sender;
+pub mod wire;
+
+pub use aggregator::{AggConfig, AggError, AggEvent, Aggregator, LinkId};
+pub use receiver::{Delivery, Receiver, ReceiverConfig, ReceiverStats, RecvError};
+pub use sender::{FailReason, Outgoing, SendError, SendEvent, Sender, SenderConfig, SenderStats};
+
+/// Time in nanoseconds (the caller's clock; timestamps are read from it).
+pub type Nanos = u64;

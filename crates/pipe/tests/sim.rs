@@ -1,0 +1,612 @@
+//! The 1Pipe cores in a seeded simulated datacenter: processes in racks,
+//! each rack's ToR split into an up and a down hop, spines between them,
+//! every packet up to a spine picked at random (multipath) and down again.
+//! Links are FIFO with random delays; data packets are lost at random on
+//! the hosts' uplinks; process clocks are skewed. Hops forward the
+//! minimum barrier of their input links and send beacons on idle outputs.
+//!
+//! Checked at every receiver: delivery in (timestamp, sender) order, so no
+//! two receivers disagree (ordering violations must be 0); best effort:
+//! every message delivered or reported failed, exactly once; reliable:
+//! every message delivered exactly once despite losses; a crashed process
+//! in reliable mode: each of its scatterings delivered by every correct
+//! receiver or by none (atomicity), and delivery resumes.
+
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap, HashMap, HashSet};
+use xlane_lane::sim::SimRng;
+use xlane_pipe::wire::{Header, Kind};
+use xlane_pipe::{
+    AggConfig, AggError, AggEvent, Aggregator, Delivery, Receiver, ReceiverConfig, SendEvent,
+    Sender, SenderConfig,
+};
+
+const US: u64 = 1_000;
+const BEACON: u64 = 20 * US;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+enum Node {
+    Host(u32),
+    TorUp(u32),
+    Spine(u32),
+    TorDown(u32),
+}
+
+struct Setup {
+    procs: u32,
+    racks: u32,
+    spines: u32,
+    loss: f64,
+    reliable: bool,
+    scatterings: u32,
+    /// Process that crashes, and when.
+    crash: Option<(u32, u64)>,
+    seed: u64,
+}
+
+#[derive(Clone, Debug)]
+enum Ev {
+    /// A packet arrives at `to` over the link from `from`.
+    Arrive {
+        from: Node,
+        to: Node,
+        h: Header,
+        payload: Vec<u8>,
+    },
+    /// A reply (ACK/NAK) reaches a sender out of band.
+    Reply {
+        to: u32,
+        h: Header,
+    },
+    Tick,
+    Scatter(u32),
+}
+
+struct World {
+    s: Setup,
+    rng: SimRng,
+    now: u64,
+    seq: u64,
+    queue: BinaryHeap<Reverse<(u64, u64)>>,
+    events: HashMap<u64, Ev>,
+    /// Last arrival time per link (FIFO).
+    last_arrival: HashMap<(Node, Node), u64>,
+    aggs: BTreeMap<Node, Aggregator>,
+    senders: Vec<Sender>,
+    receivers: Vec<Receiver>,
+    skew: Vec<u64>,
+    host_sent: Vec<u64>,
+    delivered: Vec<Vec<Delivery>>,
+    failed: HashSet<(u64, u32, u32)>,
+    /// Every message sent: (ts, src, dst).
+    sent: HashSet<(u64, u32, u32)>,
+    scatterings: BTreeMap<(u64, u32), Vec<u32>>,
+    crashed: Option<u32>,
+    /// The crash has been detected and recovered from.
+    recovered: bool,
+    left: Vec<u32>,
+}
+
+fn rack(s: &Setup, p: u32) -> u32 {
+    p % s.racks
+}
+
+fn link_id(n: Node) -> u32 {
+    match n {
+        Node::Host(p) => p,
+        Node::TorUp(t) => 1000 + t,
+        Node::Spine(x) => 2000 + x,
+        Node::TorDown(t) => 3000 + t,
+    }
+}
+
+impl World {
+    fn new(s: Setup) -> World {
+        let cfg = AggConfig {
+            beacon_interval_ns: BEACON,
+            dead_after: 10,
+            hold_silent: s.reliable,
+        };
+        let mut aggs = BTreeMap::new();
+        for t in 0..s.racks {
+            let mut up = Aggregator::new(cfg);
+            for p in (0..s.procs).filter(|&p| rack(&s, p) == t) {
+                up.add_input(link_id(Node::Host(p)), 0).unwrap();
+            }
+            for x in 0..s.spines {
+                up.add_output(link_id(Node::Spine(x)), 0).unwrap();
+            }
+            aggs.insert(Node::TorUp(t), up);
+            let mut down = Aggregator::new(cfg);
+            for x in 0..s.spines {
+                down.add_input(link_id(Node::Spine(x)), 0).unwrap();
+            }
+            for p in (0..s.procs).filter(|&p| rack(&s, p) == t) {
+                down.add_output(link_id(Node::Host(p)), 0).unwrap();
+            }
+            aggs.insert(Node::TorDown(t), down);
+        }
+        for x in 0..s.spines {
+            let mut sp = Aggregator::new(cfg);
+            for t in 0..s.racks {
+                sp.add_input(link_id(Node::TorUp(t)), 0).unwrap();
+                sp.add_output(link_id(Node::TorDown(t)), 0).unwrap();
+            }
+            aggs.insert(Node::Spine(x), sp);
+        }
+        let mut rng = SimRng::new(s.seed);
+        let n = s.procs as usize;
+        let skew = (0..n).map(|_| rng.range(0, 3 * US)).collect();
+        let mut w = World {
+            rng,
+            now: 0,
+            seq: 0,
+            queue: BinaryHeap::new(),
+            events: HashMap::new(),
+            last_arrival: HashMap::new(),
+            aggs,
+            senders: (0..s.procs)
+                .map(|p| {
+                    Sender::new(
+                        p,
+                        SenderConfig {
+                            ack_timeout_ns: 5_000 * US,
+                            rto_ns: 500 * US,
+                            max_outstanding: 1 << 20,
+                        },
+                    )
+                })
+                .collect(),
+            receivers: (0..s.procs)
+                .map(|p| Receiver::new(p, ReceiverConfig::default()))
+                .collect(),
+            skew,
+            host_sent: vec![0; n],
+            delivered: vec![Vec::new(); n],
+            failed: HashSet::new(),
+            sent: HashSet::new(),
+            scatterings: BTreeMap::new(),
+            crashed: None,
+            recovered: false,
+            left: vec![s.scatterings; n],
+            s,
+        };
+        w.at(0, Ev::Tick);
+        for p in 0..w.s.procs {
+            let t = w.rng.range(0, 10 * US);
+            w.at(t, Ev::Scatter(p));
+        }
+        w
+    }
+
+    fn at(&mut self, t: u64, ev: Ev) {
+        self.seq += 1;
+        self.events.insert(self.seq, ev);
+        self.queue.push(Reverse((t, self.seq)));
+    }
+
+    /// Sends over the link `from → to`: FIFO, 2–5 µs.
+    fn send(&mut self, from: Node, to: Node, h: Header, payload: Vec<u8>) {
+        let t = self.now + self.rng.range(2 * US, 5 * US);
+        let last = self.last_arrival.entry((from, to)).or_insert(0);
+        let t = t.max(*last);
+        *last = t;
+        self.at(
+            t,
+            Ev::Arrive {
+                from,
+                to,
+                h,
+                payload,
+            },
+        );
+    }
+
+    fn clock(&self, p: u32) -> u64 {
+        self.now + self.skew[p as usize]
+    }
+
+    fn alive(&self, p: u32) -> bool {
+        self.crashed != Some(p)
+    }
+
+    fn host_out(&mut self, p: u32) {
+        while let Some(o) = self.senders[p as usize].poll_transmit() {
+            let lossy = o.header.kind == Kind::Data && self.rng.chance(self.s.loss);
+            self.host_sent[p as usize] = self.now;
+            if !lossy {
+                let up = Node::TorUp(rack(&self.s, p));
+                self.send(Node::Host(p), up, o.header, o.payload);
+            }
+        }
+    }
+
+    fn run(&mut self) {
+        while let Some(Reverse((t, id))) = self.queue.pop() {
+            self.now = t;
+            let ev = self.events.remove(&id).unwrap();
+            match ev {
+                Ev::Scatter(p) => self.scatter(p),
+                Ev::Tick => {
+                    if self.tick() {
+                        self.at(self.now + BEACON / 2, Ev::Tick);
+                    }
+                }
+                Ev::Reply { to, h } => {
+                    if self.alive(to) {
+                        self.senders[to as usize].on_reply(&h);
+                    }
+                }
+                Ev::Arrive {
+                    from,
+                    to,
+                    h,
+                    payload,
+                } => self.arrive(from, to, h, payload),
+            }
+        }
+    }
+
+    fn scatter(&mut self, p: u32) {
+        if !self.alive(p) || self.left[p as usize] == 0 {
+            return;
+        }
+        if let Some((cp, at)) = self.s.crash {
+            if cp == p && self.now >= at {
+                self.crashed = Some(p);
+                return;
+            }
+        }
+        self.left[p as usize] -= 1;
+        let k = self.rng.range(1, 3) as usize;
+        let mut dsts: Vec<u32> = Vec::new();
+        while dsts.len() < k {
+            let d = self.rng.below(self.s.procs as u64) as u32;
+            // After recovery nobody sends to the failed process.
+            let known_failed = self.recovered && self.crashed == Some(d);
+            if !dsts.contains(&d) && !known_failed {
+                dsts.push(d);
+            }
+        }
+        let bodies: Vec<Vec<u8>> = dsts
+            .iter()
+            .map(|d| format!("{p}->{d}").into_bytes())
+            .collect();
+        let msgs: Vec<(u32, &[u8])> = dsts
+            .iter()
+            .zip(&bodies)
+            .map(|(d, b)| (*d, &b[..]))
+            .collect();
+        let now = self.clock(p);
+        let ts = self.senders[p as usize]
+            .scatter(now, &msgs, self.s.reliable)
+            .unwrap();
+        for &d in &dsts {
+            assert!(self.sent.insert((ts, p, d)), "(ts, src) reused");
+        }
+        self.scatterings.insert((ts, p), dsts);
+        self.host_out(p);
+        let next = self.now + self.rng.range(5 * US, 40 * US);
+        self.at(next, Ev::Scatter(p));
+    }
+
+    /// Timers of every hop and host; false once everything is quiet.
+    fn tick(&mut self) -> bool {
+        let now = self.now;
+        let nodes: Vec<Node> = self.aggs.keys().copied().collect();
+        for n in nodes {
+            let a = self.aggs.get_mut(&n).unwrap();
+            a.handle_timeout(now);
+            let mut silent = Vec::new();
+            while let Some(e) = a.poll_event() {
+                if let AggEvent::LinkSilent { link, commit, .. } = e {
+                    silent.push((link, commit));
+                }
+            }
+            let mut beacons = Vec::new();
+            while let Some(o) = a.poll_beacon(now) {
+                beacons.push((o, a.barriers()));
+            }
+            for (link, commit) in silent {
+                self.recover(n, link, commit);
+            }
+            for (o, (b, c)) in beacons {
+                let to = self.node_of_output(n, o);
+                let h = Header {
+                    kind: Kind::Beacon,
+                    reliable: false,
+                    src: 0,
+                    dst: 0,
+                    seq: 0,
+                    ts: 0,
+                    barrier: b,
+                    commit: c,
+                };
+                self.send(n, to, h, Vec::new());
+            }
+        }
+        for p in 0..self.s.procs {
+            if !self.alive(p) {
+                continue;
+            }
+            let c = self.clock(p);
+            self.senders[p as usize].handle_timeout(c);
+            self.host_out(p);
+            if self.now.saturating_sub(self.host_sent[p as usize]) >= BEACON {
+                let h = self.senders[p as usize].beacon(c);
+                self.host_sent[p as usize] = self.now;
+                let up = Node::TorUp(rack(&self.s, p));
+                self.send(Node::Host(p), up, h, Vec::new());
+            }
+        }
+        let busy = self
+            .left
+            .iter()
+            .enumerate()
+            .any(|(p, &l)| l > 0 && self.alive(p as u32))
+            || self
+                .senders
+                .iter()
+                .enumerate()
+                .any(|(p, s)| self.alive(p as u32) && s.outstanding() > 0)
+            || self
+                .receivers
+                .iter()
+                .enumerate()
+                .any(|(p, r)| self.alive(p as u32) && r.held() > 0);
+        busy && self.now < 10_000_000 * US
+    }
+
+    /// The crashed process's uplink fell silent: the "controller" takes
+    /// its failure timestamp (the last commit barrier its link carried),
+    /// has every correct process discard and abort, then removes the link.
+    fn recover(&mut self, hop: Node, link: u32, commit: u64) {
+        let Some(p) = self.crashed else {
+            panic!("link {link} at {hop:?} silent without a crash");
+        };
+        assert_eq!((hop, link), (Node::TorUp(rack(&self.s, p)), p));
+        if !self.s.reliable {
+            // Best effort: the hop removed the link itself; senders learn
+            // of their lost messages from missing ACKs.
+            self.recovered = true;
+            return;
+        }
+        for q in 0..self.s.procs {
+            if q != p {
+                self.receivers[q as usize].discard(p, commit);
+                let c = self.clock(q);
+                self.senders[q as usize].proc_failed(p, c);
+                self.host_out(q);
+            }
+        }
+        self.aggs.get_mut(&hop).unwrap().remove_input(link).unwrap();
+        self.recovered = true;
+    }
+
+    fn node_of_output(&self, n: Node, o: u32) -> Node {
+        match n {
+            Node::TorUp(_) => Node::Spine(o - 2000),
+            Node::Spine(_) => Node::TorDown(o - 3000),
+            Node::TorDown(_) => Node::Host(o),
+            Node::Host(_) => unreachable!(),
+        }
+    }
+
+    fn arrive(&mut self, from: Node, to: Node, mut h: Header, payload: Vec<u8>) {
+        match to {
+            Node::Host(p) => {
+                if !self.alive(p) {
+                    return;
+                }
+                self.receivers[p as usize].on_packet(&h, &payload).unwrap();
+                while let Some(r) = self.receivers[p as usize].poll_reply() {
+                    let t = self.now + self.rng.range(5 * US, 15 * US);
+                    let to = r.dst;
+                    self.at(t, Ev::Reply { to, h: r });
+                }
+                while let Some(d) = self.receivers[p as usize].poll_deliver() {
+                    self.delivered[p as usize].push(d);
+                }
+            }
+            hop => {
+                let a = self.aggs.get_mut(&hop).unwrap();
+                let (b, c) = match a.on_packet(link_id(from), h.barrier, h.commit, self.now) {
+                    Ok(bc) => bc,
+                    // A packet from a link already removed (the crashed
+                    // host's last packets): dropped.
+                    Err(AggError::UnknownLink(_)) if self.crashed.is_some() => return,
+                    Err(e) => panic!("{hop:?} from {from:?}: {e}"),
+                };
+                if h.kind == Kind::Beacon {
+                    return;
+                }
+                h.barrier = b;
+                h.commit = c;
+                let next = match hop {
+                    Node::TorUp(_) => Node::Spine(self.rng.below(self.s.spines as u64) as u32),
+                    Node::Spine(_) => Node::TorDown(rack(&self.s, h.dst)),
+                    Node::TorDown(_) => Node::Host(h.dst),
+                    Node::Host(_) => unreachable!(),
+                };
+                self.aggs
+                    .get_mut(&hop)
+                    .unwrap()
+                    .on_sent(link_id(next), self.now);
+                self.send(hop, next, h, payload);
+            }
+        }
+    }
+
+    fn collect_failures(&mut self) {
+        for p in 0..self.s.procs {
+            while let Some(SendEvent::Failed { ts, dst, .. }) =
+                self.senders[p as usize].poll_event()
+            {
+                assert!(self.failed.insert((ts, p, dst)), "reported twice");
+            }
+        }
+    }
+}
+
+/// Deliveries in (timestamp, sender) order at every receiver, each kind.
+fn ordering_violations(w: &World) -> usize {
+    // With FIFO links and correct barriers no message is ever late.
+    for r in &w.receivers {
+        assert_eq!(r.stats().late, 0, "a message came below the barrier");
+    }
+    let mut bad = 0;
+    for ds in &w.delivered {
+        for kind in [false, true] {
+            let keys: Vec<(u64, u32)> = ds
+                .iter()
+                .filter(|d| d.reliable == kind)
+                .map(|d| (d.ts, d.src))
+                .collect();
+            bad += keys.windows(2).filter(|w| w[0] >= w[1]).count();
+        }
+    }
+    bad
+}
+
+fn delivered_set(w: &World) -> HashMap<(u64, u32, u32), usize> {
+    let mut m = HashMap::new();
+    for (p, ds) in w.delivered.iter().enumerate() {
+        for d in ds {
+            assert_eq!(d.payload, format!("{}->{}", d.src, p).into_bytes());
+            *m.entry((d.ts, d.src, p as u32)).or_insert(0) += 1;
+        }
+    }
+    m
+}
+
+fn run(s: Setup) -> World {
+    let mut w = World::new(s);
+    w.run();
+    w.collect_failures();
+    w
+}
+
+#[test]
+fn best_effort_orders_everything_and_reports_every_loss() {
+    for seed in 1..=3 {
+        let w = run(Setup {
+            procs: 8,
+            racks: 2,
+            spines: 2,
+            loss: 0.01,
+            reliable: false,
+            scatterings: 5_000,
+            crash: None,
+            seed,
+        });
+        assert_eq!(ordering_violations(&w), 0, "seed {seed}");
+        let got = delivered_set(&w);
+        assert!(
+            got.values().all(|&n| n == 1),
+            "seed {seed}: delivered twice"
+        );
+        // Every message delivered or reported failed, never both.
+        for m in &w.sent {
+            let d = got.contains_key(m);
+            let f = w.failed.contains(m);
+            assert!(d != f, "seed {seed}: {m:?} delivered {d} failed {f}");
+        }
+        let lost = w.failed.len() as f64 / w.sent.len() as f64;
+        assert!(lost > 0.0 && lost < 0.05, "seed {seed}: {lost}");
+    }
+}
+
+#[test]
+fn reliable_delivers_every_message_once_despite_loss() {
+    for seed in 1..=3 {
+        let w = run(Setup {
+            procs: 8,
+            racks: 2,
+            spines: 2,
+            loss: 0.02,
+            reliable: true,
+            scatterings: 3_000,
+            crash: None,
+            seed,
+        });
+        assert_eq!(ordering_violations(&w), 0, "seed {seed}");
+        let got = delivered_set(&w);
+        assert!(w.failed.is_empty(), "seed {seed}: {:?}", w.failed.len());
+        for m in &w.sent {
+            assert_eq!(got.get(m), Some(&1), "seed {seed}: {m:?}");
+        }
+        assert!(w.senders.iter().map(|s| s.stats().retransmits).sum::<u64>() > 0);
+    }
+}
+
+#[test]
+fn a_crashed_process_s_scatterings_are_all_or_nothing_and_delivery_resumes() {
+    for seed in 1..=3 {
+        let crashed = 3;
+        let w = run(Setup {
+            procs: 8,
+            racks: 2,
+            spines: 2,
+            loss: 0.02,
+            reliable: true,
+            scatterings: 2_000,
+            crash: Some((crashed, 4_000 * US)),
+            seed,
+        });
+        assert_eq!(w.crashed, Some(crashed), "seed {seed}");
+        let got = delivered_set(&w);
+        // Atomicity among correct receivers, for every scattering.
+        for ((ts, src), dsts) in &w.scatterings {
+            let correct: Vec<u32> = dsts.iter().copied().filter(|&d| d != crashed).collect();
+            let n = correct
+                .iter()
+                .filter(|&&d| got.contains_key(&(*ts, *src, d)))
+                .count();
+            assert!(
+                n == 0 || n == correct.len(),
+                "seed {seed}: scattering ({ts}, {src}) reached {n} of {correct:?}"
+            );
+            if *src != crashed && !dsts.contains(&crashed) {
+                assert_eq!(n, correct.len(), "seed {seed}: ({ts}, {src}) not delivered");
+            }
+        }
+        // Delivery resumed after the crash: every correct process finished.
+        for p in (0..8).filter(|&p| p != crashed) {
+            assert_eq!(w.left[p as usize], 0, "seed {seed}: process {p}");
+        }
+    }
+}
+
+#[test]
+fn best_effort_goes_on_past_a_crashed_process() {
+    for seed in 1..=3 {
+        let crashed = 5;
+        let w = run(Setup {
+            procs: 8,
+            racks: 2,
+            spines: 2,
+            loss: 0.01,
+            reliable: false,
+            scatterings: 2_000,
+            crash: Some((crashed, 4_000 * US)),
+            seed,
+        });
+        assert!(w.recovered, "seed {seed}: the silent link was not noticed");
+        assert_eq!(ordering_violations(&w), 0, "seed {seed}");
+        let got = delivered_set(&w);
+        // Between correct processes: delivered or reported, never both.
+        for m in w.sent.iter().filter(|m| m.1 != crashed && m.2 != crashed) {
+            assert!(
+                got.contains_key(m) != w.failed.contains(m),
+                "seed {seed}: {m:?}"
+            );
+        }
+        // Messages to the crashed process after the crash are reported.
+        for m in w.sent.iter().filter(|m| m.2 == crashed && m.0 > 4_100 * US) {
+            assert!(w.failed.contains(m), "seed {seed}: {m:?}");
+        }
+        for p in (0..8).filter(|&p| p != crashed) {
+            assert_eq!(w.left[p as usize], 0, "seed {seed}: process {p}");
+        }
+    }
+}
