@@ -20,6 +20,7 @@
 //!   late messages, discard of a failed sender's uncommitted messages.
 //! - [`Aggregator`]: a hop's barriers, link removal after silent beacon
 //!   intervals, admission of new links, beacons on idle outputs.
+//! - [`udp`]: the endpoint and the hop on UDP sockets.
 //!
 //! The design, where it differs from the paper, and what is still to
 //! come are in `docs/pipe.md`.
@@ -29,6 +30,7 @@
 pub mod aggregator;
 pub mod receiver;
 pub mod sender;
+pub mod udp;
 pub mod wire;
 
 pub use aggregator::{AggConfig, AggError, AggEvent, Aggregator, LinkId};

@@ -1,0 +1,405 @@
+//! The cores on UDP sockets: an endpoint (a process's sender and receiver
+//! on one socket) and a hop (an [`Aggregator`] that forwards), each driven
+//! from its caller's thread.
+//!
+//! Data, recalls and beacons go from an endpoint to its hop, from hop to
+//! hop along the routes, and from the last hop to the receiver; ACKs and
+//! NAKs go straight back to the sender (they carry no order). A hop knows
+//! its input links by the address they come from, and each output by the
+//! address it sends to. Timestamps are `CLOCK_MONOTONIC` in ns: one clock
+//! for every process on a machine. Across machines the clocks must be
+//! synchronized (PTP), and skew only delays delivery (`docs/pipe.md`).
+
+use std::collections::HashMap;
+use std::io;
+use std::net::{SocketAddr, SocketAddrV4, UdpSocket};
+use std::os::fd::AsFd;
+use std::time::Duration;
+
+use nix::poll::{ppoll, PollFd, PollFlags};
+use nix::sys::time::TimeSpec;
+
+use crate::wire::{Header, Kind, Packet, HEADER_LEN, MAX_PAYLOAD};
+use crate::{
+    AggConfig, Aggregator, Delivery, LinkId, Nanos, Receiver, ReceiverConfig, SendError, SendEvent,
+    Sender, SenderConfig,
+};
+
+/// `CLOCK_MONOTONIC`, ns.
+pub fn now_ns() -> Nanos {
+    let t = nix::time::clock_gettime(nix::time::ClockId::CLOCK_MONOTONIC)
+        .map(|t| t.tv_sec() as u64 * 1_000_000_000 + t.tv_nsec() as u64);
+    t.unwrap_or(0)
+}
+
+/// Most datagrams read per turn.
+const RECV_BUDGET: usize = 256;
+
+/// Counters of a driver.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DriverStats {
+    /// Datagrams read.
+    pub received: u64,
+    /// Datagrams sent.
+    pub sent: u64,
+    /// Datagrams refused: not 1Pipe, from an unknown address, or a
+    /// barrier that went back.
+    pub refused: u64,
+    /// Sends that failed.
+    pub send_errors: u64,
+}
+
+fn bind(addr: SocketAddrV4) -> io::Result<UdpSocket> {
+    let s = UdpSocket::bind(addr)?;
+    s.set_nonblocking(true)?;
+    Ok(s)
+}
+
+fn local(s: &UdpSocket) -> io::Result<SocketAddrV4> {
+    match s.local_addr()? {
+        SocketAddr::V4(a) => Ok(a),
+        SocketAddr::V6(_) => Err(io::Error::other("an IPv6 socket")),
+    }
+}
+
+/// Sleeps until `sock` is readable or `until` (monotonic ns).
+fn sleep_until(sock: &UdpSocket, until: Nanos) -> io::Result<()> {
+    let now = now_ns();
+    if until <= now {
+        return Ok(());
+    }
+    let wait = Duration::from_nanos(until - now);
+    let mut fds = [PollFd::new(sock.as_fd(), PollFlags::POLLIN)];
+    match ppoll(&mut fds, Some(TimeSpec::from_duration(wait)), None) {
+        Ok(_) | Err(nix::errno::Errno::EINTR) => Ok(()),
+        Err(e) => Err(io::Error::from(e)),
+    }
+}
+
+fn send_to(sock: &UdpSocket, bytes: &[u8], to: SocketAddrV4, stats: &mut DriverStats) {
+    match sock.send_to(bytes, to) {
+        Ok(_) => stats.sent += 1,
+        Err(_) => stats.send_errors += 1,
+    }
+}
+
+/// A process on a UDP socket.
+pub struct UdpEndpoint {
+    sock: UdpSocket,
+    hop: SocketAddrV4,
+    peers: HashMap<u32, SocketAddrV4>,
+    sender: Sender,
+    receiver: Receiver,
+    beacon_interval_ns: Nanos,
+    last_sent: Nanos,
+    buf: Vec<u8>,
+    stats: DriverStats,
+}
+
+impl UdpEndpoint {
+    /// Process `me` on `addr`, sending through `hop`; `peers` maps every
+    /// process it replies to onto its address. Idle, it sends a beacon
+    /// every `beacon_interval_ns`.
+    pub fn bind(
+        addr: SocketAddrV4,
+        me: u32,
+        hop: SocketAddrV4,
+        peers: HashMap<u32, SocketAddrV4>,
+        beacon_interval_ns: Nanos,
+        cfg: (SenderConfig, ReceiverConfig),
+    ) -> io::Result<Self> {
+        Ok(UdpEndpoint {
+            sock: bind(addr)?,
+            hop,
+            peers,
+            sender: Sender::new(me, cfg.0),
+            receiver: Receiver::new(me, cfg.1),
+            beacon_interval_ns: beacon_interval_ns.max(1),
+            last_sent: 0,
+            buf: vec![0u8; HEADER_LEN + MAX_PAYLOAD + 1],
+            stats: DriverStats::default(),
+        })
+    }
+
+    /// The socket's address.
+    pub fn local_addr(&self) -> io::Result<SocketAddrV4> {
+        local(&self.sock)
+    }
+
+    /// The sender core.
+    pub fn sender(&self) -> &Sender {
+        &self.sender
+    }
+
+    /// The receiver core.
+    pub fn receiver(&self) -> &Receiver {
+        &self.receiver
+    }
+
+    /// The driver's counters.
+    pub fn stats(&self) -> DriverStats {
+        self.stats
+    }
+
+    /// Sends a scattering now; returns its timestamp.
+    pub fn scatter(&mut self, msgs: &[(u32, &[u8])], reliable: bool) -> Result<u64, SendError> {
+        let ts = self.sender.scatter(now_ns(), msgs, reliable)?;
+        self.flush(now_ns());
+        Ok(ts)
+    }
+
+    /// Process `proc` failed (the coordinator says so): abort what must be
+    /// aborted, discard its messages above `t_fail`.
+    pub fn proc_failed(&mut self, proc: u32, t_fail: u64) {
+        self.receiver.discard(proc, t_fail);
+        self.sender.proc_failed(proc, now_ns());
+        self.flush(now_ns());
+    }
+
+    fn flush(&mut self, now: Nanos) {
+        while let Some(o) = self.sender.poll_transmit() {
+            if let Ok(n) = o.header.emit(&o.payload, &mut self.buf) {
+                send_to(&self.sock, &self.buf[..n], self.hop, &mut self.stats);
+                self.last_sent = now;
+            }
+        }
+        while let Some(r) = self.receiver.poll_reply() {
+            let Some(&to) = self.peers.get(&r.dst) else {
+                continue;
+            };
+            if let Ok(n) = r.emit(&[], &mut self.buf) {
+                send_to(&self.sock, &self.buf[..n], to, &mut self.stats);
+            }
+        }
+    }
+
+    /// Reads what came, runs the timers, sends what is due. Bounded:
+    /// at most 256 datagrams.
+    pub fn turn(&mut self) -> io::Result<()> {
+        for _ in 0..RECV_BUDGET {
+            let (n, from) = match self.sock.recv_from(&mut self.buf) {
+                Ok(x) => x,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) => return Err(e),
+            };
+            self.stats.received += 1;
+            let SocketAddr::V4(from) = from else {
+                self.stats.refused += 1;
+                continue;
+            };
+            let Ok(p) = Packet::new_checked(&self.buf[..n]) else {
+                self.stats.refused += 1;
+                continue;
+            };
+            let h = *p.header();
+            match h.kind {
+                Kind::Ack | Kind::Nak => self.sender.on_reply(&h),
+                _ if from == self.hop => {
+                    let payload = p.payload().to_vec();
+                    if self.receiver.on_packet(&h, &payload).is_err() {
+                        self.stats.refused += 1;
+                    }
+                }
+                _ => self.stats.refused += 1,
+            }
+        }
+        let now = now_ns();
+        self.sender.handle_timeout(now);
+        self.flush(now);
+        if now.saturating_sub(self.last_sent) >= self.beacon_interval_ns {
+            let b = self.sender.beacon(now);
+            if let Ok(n) = b.emit(&[], &mut self.buf) {
+                send_to(&self.sock, &self.buf[..n], self.hop, &mut self.stats);
+            }
+            self.last_sent = now;
+        }
+        Ok(())
+    }
+
+    /// Sleeps until a datagram comes, a timer is due or `max` passed,
+    /// then takes a turn.
+    pub fn wait(&mut self, max: Duration) -> io::Result<()> {
+        let beacon = self.last_sent.saturating_add(self.beacon_interval_ns);
+        let timer = self.sender.poll_timeout().map_or(beacon, |t| t.min(beacon));
+        let limit = now_ns().saturating_add(max.as_nanos() as Nanos);
+        sleep_until(&self.sock, timer.min(limit))?;
+        self.turn()
+    }
+
+    /// The next delivered message.
+    pub fn poll_deliver(&mut self) -> Option<Delivery> {
+        self.receiver.poll_deliver()
+    }
+
+    /// The next send event (`send_fail`).
+    pub fn poll_event(&mut self) -> Option<SendEvent> {
+        self.sender.poll_event()
+    }
+}
+
+/// A hop's links and routes.
+#[derive(Clone, Debug)]
+pub struct HopConfig {
+    /// Beacons and silent links.
+    pub agg: AggConfig,
+    /// Addresses whose datagrams are input links (endpoints or hops).
+    pub inputs: Vec<SocketAddrV4>,
+    /// Where each process's data goes next (an endpoint or a hop); every
+    /// such address is an output link and gets beacons when idle.
+    pub routes: Vec<(u32, SocketAddrV4)>,
+}
+
+/// A hop on a UDP socket: 1Pipe's switch logic, run by the switch's host
+/// representative.
+pub struct UdpHop {
+    sock: UdpSocket,
+    agg: Aggregator,
+    inputs: HashMap<SocketAddrV4, LinkId>,
+    outputs: Vec<SocketAddrV4>,
+    routes: HashMap<u32, usize>,
+    buf: Vec<u8>,
+    stats: DriverStats,
+}
+
+impl UdpHop {
+    /// A hop on `addr`.
+    pub fn bind(addr: SocketAddrV4, cfg: HopConfig) -> io::Result<Self> {
+        let now = now_ns();
+        let mut agg = Aggregator::new(cfg.agg);
+        let mut inputs = HashMap::new();
+        for (i, a) in cfg.inputs.iter().enumerate() {
+            agg.add_input(i as LinkId, now)
+                .map_err(|e| io::Error::other(e.to_string()))?;
+            inputs.insert(*a, i as LinkId);
+        }
+        let mut outputs: Vec<SocketAddrV4> = Vec::new();
+        let mut routes = HashMap::new();
+        for (proc, a) in &cfg.routes {
+            let i = match outputs.iter().position(|o| o == a) {
+                Some(i) => i,
+                None => {
+                    agg.add_output(outputs.len() as LinkId, now)
+                        .map_err(|e| io::Error::other(e.to_string()))?;
+                    outputs.push(*a);
+                    outputs.len() - 1
+                }
+            };
+            routes.insert(*proc, i);
+        }
+        Ok(UdpHop {
+            sock: bind(addr)?,
+            agg,
+            inputs,
+            outputs,
+            routes,
+            buf: vec![0u8; HEADER_LEN + MAX_PAYLOAD + 1],
+            stats: DriverStats::default(),
+        })
+    }
+
+    /// The socket's address.
+    pub fn local_addr(&self) -> io::Result<SocketAddrV4> {
+        local(&self.sock)
+    }
+
+    /// The hop core.
+    pub fn core(&self) -> &Aggregator {
+        &self.agg
+    }
+
+    /// The hop core, to remove a held link after a recovery.
+    pub fn core_mut(&mut self) -> &mut Aggregator {
+        &mut self.agg
+    }
+
+    /// The driver's counters.
+    pub fn stats(&self) -> DriverStats {
+        self.stats
+    }
+
+    /// Reads and forwards what came, sends beacons that are due.
+    /// Bounded: at most 256 datagrams.
+    pub fn turn(&mut self) -> io::Result<()> {
+        for _ in 0..RECV_BUDGET {
+            let (n, from) = match self.sock.recv_from(&mut self.buf) {
+                Ok(x) => x,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) => return Err(e),
+            };
+            self.stats.received += 1;
+            let link = match from {
+                SocketAddr::V4(a) => self.inputs.get(&a).copied(),
+                SocketAddr::V6(_) => None,
+            };
+            let (Some(link), Ok(p)) = (link, Packet::new_checked(&self.buf[..n])) else {
+                self.stats.refused += 1;
+                continue;
+            };
+            let h: Header = *p.header();
+            let now = now_ns();
+            let Ok((b, c)) = self.agg.on_packet(link, h.barrier, h.commit, now) else {
+                // A barrier that went back, or a link removed.
+                self.stats.refused += 1;
+                continue;
+            };
+            if !matches!(h.kind, Kind::Data | Kind::Recall) {
+                continue;
+            }
+            let Some(&out) = self.routes.get(&h.dst) else {
+                self.stats.refused += 1;
+                continue;
+            };
+            // The hop's barriers in place of the packet's; the rest of the
+            // datagram goes on as it came.
+            self.write_barriers(b, c);
+            send_to(
+                &self.sock,
+                &self.buf[..n],
+                self.outputs[out],
+                &mut self.stats,
+            );
+            self.agg.on_sent(out as LinkId, now);
+        }
+        let now = now_ns();
+        self.agg.handle_timeout(now);
+        while self.agg.poll_event().is_some() {}
+        while let Some(out) = self.agg.poll_beacon(now) {
+            let (b, c) = self.agg.barriers();
+            let h = Header {
+                kind: Kind::Beacon,
+                reliable: false,
+                src: 0,
+                dst: 0,
+                seq: 0,
+                ts: 0,
+                barrier: b,
+                commit: c,
+            };
+            let mut bytes = [0u8; HEADER_LEN];
+            if h.emit(&[], &mut bytes).is_ok() {
+                send_to(
+                    &self.sock,
+                    &bytes,
+                    self.outputs[out as usize],
+                    &mut self.stats,
+                );
+            }
+        }
+        Ok(())
+    }
+
+    fn write_barriers(&mut self, barrier: u64, commit: u64) {
+        use crate::wire::field;
+        self.buf[field::BARRIER].copy_from_slice(&barrier.to_be_bytes());
+        self.buf[field::COMMIT].copy_from_slice(&commit.to_be_bytes());
+    }
+
+    /// Sleeps until a datagram comes, a timer is due or `max` passed,
+    /// then takes a turn.
+    pub fn wait(&mut self, max: Duration) -> io::Result<()> {
+        let limit = now_ns().saturating_add(max.as_nanos() as Nanos);
+        let t = self.agg.poll_timeout().map_or(limit, |t| t.min(limit));
+        sleep_until(&self.sock, t)?;
+        self.turn()
+    }
+}

@@ -1,0 +1,159 @@
+//! The endpoint and hop drivers over real UDP sockets on 127.0.0.1: four
+//! processes behind one hop exchange scatterings, best effort and
+//! reliable. Every receiver delivers in (timestamp, sender) order, none
+//! late; every reliable message is delivered exactly once; every
+//! best-effort one is delivered or reported. No time is asserted.
+
+use std::collections::{HashMap, HashSet};
+use std::net::{Ipv4Addr, SocketAddrV4, UdpSocket};
+use std::time::{Duration, Instant};
+use xlane_lane::sim::SimRng;
+use xlane_pipe::udp::{HopConfig, UdpEndpoint, UdpHop};
+use xlane_pipe::{AggConfig, ReceiverConfig, SendEvent, SenderConfig};
+
+const PROCS: u32 = 4;
+
+fn free_addrs(n: usize) -> Vec<SocketAddrV4> {
+    let socks: Vec<UdpSocket> = (0..n)
+        .map(|_| UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).unwrap())
+        .collect();
+    socks
+        .iter()
+        .map(|s| match s.local_addr().unwrap() {
+            std::net::SocketAddr::V4(a) => a,
+            _ => unreachable!(),
+        })
+        .collect()
+}
+
+fn exchange(reliable: bool, per_proc: u32, seed: u64) {
+    let addrs = free_addrs(PROCS as usize + 1);
+    let (hop_addr, eps) = addrs.split_last().unwrap();
+    let peers: HashMap<u32, SocketAddrV4> = eps
+        .iter()
+        .enumerate()
+        .map(|(i, a)| (i as u32, *a))
+        .collect();
+    let mut hop = UdpHop::bind(
+        *hop_addr,
+        HopConfig {
+            agg: AggConfig {
+                beacon_interval_ns: 200_000,
+                dead_after: 1_000,
+                hold_silent: reliable,
+            },
+            inputs: eps.to_vec(),
+            routes: peers.iter().map(|(p, a)| (*p, *a)).collect(),
+        },
+    )
+    .unwrap();
+    let mut ends: Vec<UdpEndpoint> = (0..PROCS)
+        .map(|p| {
+            UdpEndpoint::bind(
+                eps[p as usize],
+                p,
+                *hop_addr,
+                peers.clone(),
+                200_000,
+                (
+                    SenderConfig {
+                        ack_timeout_ns: 5_000_000_000,
+                        rto_ns: 50_000_000,
+                        max_outstanding: 1 << 16,
+                    },
+                    ReceiverConfig::default(),
+                ),
+            )
+            .unwrap()
+        })
+        .collect();
+    let mut rng = SimRng::new(seed);
+    let mut sent: HashSet<(u64, u32, u32)> = HashSet::new();
+    let mut delivered: Vec<Vec<(u64, u32, bool)>> = vec![Vec::new(); PROCS as usize];
+    let mut got: HashMap<(u64, u32, u32), u32> = HashMap::new();
+    let mut failed: HashSet<(u64, u32, u32)> = HashSet::new();
+    let mut left = vec![per_proc; PROCS as usize];
+    let start = Instant::now();
+    loop {
+        for p in 0..PROCS {
+            if left[p as usize] > 0 && rng.chance(0.5) {
+                let k = rng.range(1, 3) as usize;
+                let mut dsts = Vec::new();
+                while dsts.len() < k {
+                    let d = rng.below(PROCS as u64) as u32;
+                    if !dsts.contains(&d) {
+                        dsts.push(d);
+                    }
+                }
+                let bodies: Vec<Vec<u8>> = dsts
+                    .iter()
+                    .map(|d| format!("{p}->{d}").into_bytes())
+                    .collect();
+                let msgs: Vec<(u32, &[u8])> = dsts
+                    .iter()
+                    .zip(&bodies)
+                    .map(|(d, b)| (*d, &b[..]))
+                    .collect();
+                let ts = ends[p as usize].scatter(&msgs, reliable).unwrap();
+                for d in dsts {
+                    sent.insert((ts, p, d));
+                }
+                left[p as usize] -= 1;
+            }
+        }
+        hop.wait(Duration::from_micros(50)).unwrap();
+        for (p, e) in ends.iter_mut().enumerate() {
+            e.turn().unwrap();
+            while let Some(d) = e.poll_deliver() {
+                assert_eq!(d.payload, format!("{}->{p}", d.src).into_bytes());
+                delivered[p].push((d.ts, d.src, d.reliable));
+                *got.entry((d.ts, d.src, p as u32)).or_insert(0) += 1;
+            }
+            while let Some(SendEvent::Failed { ts, dst, .. }) = e.poll_event() {
+                assert!(failed.insert((ts, p as u32, dst)));
+            }
+        }
+        let settled = sent
+            .iter()
+            .all(|m| got.contains_key(m) || failed.contains(m));
+        if left.iter().all(|&l| l == 0) && settled {
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(120),
+            "stuck: {} of {} messages settled",
+            got.len() + failed.len(),
+            sent.len()
+        );
+    }
+    for (p, ds) in delivered.iter().enumerate() {
+        assert!(
+            ds.windows(2).all(|w| (w[0].0, w[0].1) < (w[1].0, w[1].1)),
+            "receiver {p} out of order"
+        );
+        assert_eq!(ends[p].receiver().stats().late, 0);
+    }
+    assert!(got.values().all(|&n| n == 1), "delivered twice");
+    if reliable {
+        assert!(
+            failed.is_empty(),
+            "{} reliable messages failed",
+            failed.len()
+        );
+    }
+    for m in &sent {
+        assert!(got.contains_key(m) != failed.contains(m), "{m:?}");
+    }
+    assert_eq!(hop.stats().refused, 0);
+    assert!(sent.len() as u32 >= per_proc * PROCS);
+}
+
+#[test]
+fn best_effort_scatterings_cross_a_hop_in_order() {
+    exchange(false, 1_000, 1);
+}
+
+#[test]
+fn reliable_scatterings_cross_a_hop_in_order() {
+    exchange(true, 1_000, 2);
+}
