@@ -394,6 +394,22 @@ impl DrawingBackend for PngBackend<'_> {
     }
 }
 
+/// Draws a chart's legend at `pos` in `size`-point type, on a light box.
+pub(crate) fn draw_legend<'a, DB: DrawingBackend + 'a, CT: plotters::coord::CoordTranslate>(
+    chart: &mut ChartContext<'a, DB, CT>,
+    pos: SeriesLabelPosition,
+    size: f64,
+) -> Result<(), String> {
+    chart
+        .configure_series_labels()
+        .position(pos)
+        .label_font(font(size))
+        .background_style(WHITE.mix(0.9))
+        .border_style(RGBColor(200, 200, 200))
+        .draw()
+        .map_err(de)
+}
+
 /// Turns a plotters error into a message.
 pub(crate) fn de<E: std::error::Error + Send + Sync>(e: DrawingAreaErrorKind<E>) -> String {
     e.to_string()

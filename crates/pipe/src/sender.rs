@@ -388,16 +388,7 @@ impl Sender {
     /// A beacon from this process (its barriers at `now`).
     pub fn beacon(&mut self, now: Nanos) -> Header {
         let commit = self.commit_barrier(now);
-        Header {
-            kind: Kind::Beacon,
-            reliable: false,
-            src: self.me,
-            dst: 0,
-            seq: 0,
-            ts: 0,
-            barrier: self.barrier(now),
-            commit,
-        }
+        Header::beacon(self.me, self.barrier(now), commit)
     }
 
     /// The next packet to send.

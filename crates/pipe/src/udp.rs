@@ -76,6 +76,27 @@ fn sleep_until(sock: &UdpSocket, until: Nanos) -> io::Result<()> {
     }
 }
 
+/// One datagram if one is waiting: its length and IPv4 source (`None`
+/// source: an IPv6 one). `Ok(None)` when nothing is.
+fn recv(
+    sock: &UdpSocket,
+    buf: &mut [u8],
+    stats: &mut DriverStats,
+) -> io::Result<Option<(usize, Option<SocketAddrV4>)>> {
+    match sock.recv_from(buf) {
+        Ok((n, from)) => {
+            stats.received += 1;
+            let from = match from {
+                SocketAddr::V4(a) => Some(a),
+                SocketAddr::V6(_) => None,
+            };
+            Ok(Some((n, from)))
+        }
+        Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
 fn send_to(sock: &UdpSocket, bytes: &[u8], to: SocketAddrV4, stats: &mut DriverStats) {
     match sock.send_to(bytes, to) {
         Ok(_) => stats.sent += 1,
@@ -177,13 +198,10 @@ impl UdpEndpoint {
     /// at most 256 datagrams.
     pub fn turn(&mut self) -> io::Result<()> {
         for _ in 0..RECV_BUDGET {
-            let (n, from) = match self.sock.recv_from(&mut self.buf) {
-                Ok(x) => x,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                Err(e) => return Err(e),
+            let Some((n, from)) = recv(&self.sock, &mut self.buf, &mut self.stats)? else {
+                break;
             };
-            self.stats.received += 1;
-            let SocketAddr::V4(from) = from else {
+            let Some(from) = from else {
                 self.stats.refused += 1;
                 continue;
             };
@@ -321,16 +339,10 @@ impl UdpHop {
     /// Bounded: at most 256 datagrams.
     pub fn turn(&mut self) -> io::Result<()> {
         for _ in 0..RECV_BUDGET {
-            let (n, from) = match self.sock.recv_from(&mut self.buf) {
-                Ok(x) => x,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                Err(e) => return Err(e),
+            let Some((n, from)) = recv(&self.sock, &mut self.buf, &mut self.stats)? else {
+                break;
             };
-            self.stats.received += 1;
-            let link = match from {
-                SocketAddr::V4(a) => self.inputs.get(&a).copied(),
-                SocketAddr::V6(_) => None,
-            };
+            let link = from.and_then(|a| self.inputs.get(&a).copied());
             let (Some(link), Ok(p)) = (link, Packet::new_checked(&self.buf[..n])) else {
                 self.stats.refused += 1;
                 continue;
@@ -365,16 +377,7 @@ impl UdpHop {
         while self.agg.poll_event().is_some() {}
         while let Some(out) = self.agg.poll_beacon(now) {
             let (b, c) = self.agg.barriers();
-            let h = Header {
-                kind: Kind::Beacon,
-                reliable: false,
-                src: 0,
-                dst: 0,
-                seq: 0,
-                ts: 0,
-                barrier: b,
-                commit: c,
-            };
+            let h = Header::beacon(0, b, c);
             let mut bytes = [0u8; HEADER_LEN];
             if h.emit(&[], &mut bytes).is_ok() {
                 send_to(

@@ -166,6 +166,20 @@ pub struct Header {
 }
 
 impl Header {
+    /// A beacon from `src` (0 for a hop) with these barriers.
+    pub fn beacon(src: u32, barrier: u64, commit: u64) -> Header {
+        Header {
+            kind: Kind::Beacon,
+            reliable: false,
+            src,
+            dst: 0,
+            seq: 0,
+            ts: 0,
+            barrier,
+            commit,
+        }
+    }
+
     /// Writes the header and `payload` into `buf`; returns the length.
     pub fn emit(&self, payload: &[u8], buf: &mut [u8]) -> Result<usize, WireError> {
         self.check(payload.len())?;

@@ -312,17 +312,7 @@ impl World {
             }
             for (o, (b, c)) in beacons {
                 let to = self.node_of_output(n, o);
-                let h = Header {
-                    kind: Kind::Beacon,
-                    reliable: false,
-                    src: 0,
-                    dst: 0,
-                    seq: 0,
-                    ts: 0,
-                    barrier: b,
-                    commit: c,
-                };
-                self.send(n, to, h, Vec::new());
+                self.send(n, to, Header::beacon(0, b, c), Vec::new());
             }
         }
         for p in 0..self.s.procs {

@@ -42,15 +42,8 @@ pub struct RpcArgs {
     /// Seed of schedules, service times and random picks.
     #[arg(long, default_value_t = 1)]
     seed: u64,
-    /// Run a point again when a CPU's floor probe saw a gap longer than
-    /// this many ms during it (the machine held a CPU; the client's sends
-    /// and the replies behind them waited it out); the attempt with the
-    /// shortest gap is kept, the others are reported.
-    #[arg(long, default_value_t = 10.0)]
-    max_gap_ms: f64,
-    /// Most extra attempts per point (0: never run a point again).
-    #[arg(long, default_value_t = 2)]
-    retries: usize,
+    #[command(flatten)]
+    retry: RetryArgs,
     /// Write the plot (PNG and SVG) into this directory.
     #[arg(long, default_value = "out/rpc")]
     plots: std::path::PathBuf,
@@ -62,6 +55,33 @@ pub struct RpcArgs {
     /// samples, floor; `targets`; `capacity_rps`).
     #[arg(long)]
     json: bool,
+}
+
+/// When a measured point runs again (shared by `bench rpc` and `bench sven`).
+#[derive(clap::Args)]
+pub(super) struct RetryArgs {
+    /// Run a point (in `bench sven`, a point of the curve without control)
+    /// again when a CPU's floor probe saw a gap longer than this many ms
+    /// during it (the machine held a CPU; the requests sent
+    /// and answered meanwhile waited it out); the attempt with the
+    /// shortest gap is kept, the others are reported.
+    #[arg(long, default_value_t = 10.0)]
+    max_gap_ms: f64,
+    /// Most extra attempts per point (0: never run a point again).
+    #[arg(long, default_value_t = 2)]
+    pub(super) retries: usize,
+}
+
+impl RetryArgs {
+    /// `--max-gap-ms` in ns (a positive number of ms).
+    pub(super) fn max_gap_ns(&self) -> Result<u64, String> {
+        let ms = self.max_gap_ms;
+        if ms.is_finite() && ms > 0.0 {
+            Ok((ms * 1e6) as u64)
+        } else {
+            Err(format!("--max-gap-ms must be a positive number, got {ms}"))
+        }
+    }
 }
 
 /// Runs the bench.
@@ -76,16 +96,8 @@ pub fn rpc(a: RpcArgs) -> super::CmdResult {
         seconds: a.seconds,
         warmup: a.warmup,
         seed: a.seed,
-        max_gap_ns: if a.max_gap_ms.is_finite() && a.max_gap_ms > 0.0 {
-            (a.max_gap_ms * 1e6) as u64
-        } else {
-            return Err(format!(
-                "--max-gap-ms must be a positive number, got {}",
-                a.max_gap_ms
-            )
-            .into());
-        },
-        retries: a.retries,
+        max_gap_ns: a.retry.max_gap_ns()?,
+        retries: a.retry.retries,
     };
     let report = rpc_bench::run(&cfg, &mut |line| eprintln!("[xlane] {line}"))?;
     if !a.no_plots {

@@ -50,15 +50,8 @@ pub struct SvenArgs {
     /// Seed of schedules, service times and random picks.
     #[arg(long, default_value_t = 1)]
     seed: u64,
-    /// Run a curve point again when a CPU's floor probe saw a gap longer
-    /// than this many ms during it (the machine held a CPU, and the
-    /// requests behind it waited); the attempt with the shortest gap is
-    /// kept, the others are reported.
-    #[arg(long, default_value_t = 10.0)]
-    max_gap_ms: f64,
-    /// Most extra attempts per curve point (0: never again).
-    #[arg(long, default_value_t = 2)]
-    retries: usize,
+    #[command(flatten)]
+    retry: super::bench_rpc::RetryArgs,
     /// Write the plots (PNG and SVG) into this directory.
     #[arg(long, default_value = "out/sven")]
     plots: std::path::PathBuf,
@@ -93,16 +86,8 @@ pub fn sven(a: SvenArgs) -> super::CmdResult {
         controllers: list::<Control>(&a.controllers).map_err(|e| format!("--controllers: {e}"))?,
         period_ns: parse_duration_ns(&a.period)?,
         seed: a.seed,
-        max_gap_ns: if a.max_gap_ms.is_finite() && a.max_gap_ms > 0.0 {
-            (a.max_gap_ms * 1e6) as u64
-        } else {
-            return Err(format!(
-                "--max-gap-ms must be a positive number, got {}",
-                a.max_gap_ms
-            )
-            .into());
-        },
-        retries: a.retries,
+        max_gap_ns: a.retry.max_gap_ns()?,
+        retries: a.retry.retries,
     };
     let report = sven_bench::run(&cfg, &mut |line| eprintln!("[xlane] {line}"))?;
     if !a.no_plots {

@@ -7,7 +7,9 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 
 use super::RpcReport;
-use crate::plot::{de, fmt_ns, font, palette, title_area, write_both, Figure, PlotError};
+use crate::plot::{
+    de, draw_legend, fmt_ns, font, palette, title_area, write_both, Figure, PlotError,
+};
 
 const W: u32 = 1200;
 const H: u32 = 700;
@@ -106,14 +108,7 @@ impl Figure for LoadFigure {
                 ))
                 .map_err(de)?;
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
-            .label_font(font(16.0))
-            .background_style(WHITE.mix(0.9))
-            .border_style(RGBColor(200, 200, 200))
-            .draw()
-            .map_err(de)?;
+        draw_legend(&mut chart, SeriesLabelPosition::UpperLeft, 16.0)?;
         Ok(())
     }
 }

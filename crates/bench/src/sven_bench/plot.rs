@@ -10,7 +10,9 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 
 use super::{Control, Shape, SvenReport};
-use crate::plot::{de, fmt_ns, font, palette, title_area, write_both, Figure, PlotError};
+use crate::plot::{
+    de, draw_legend, fmt_ns, font, palette, title_area, write_both, Figure, PlotError,
+};
 
 const SLO_RED: RGBColor = RGBColor(214, 39, 40);
 const GREY: RGBColor = RGBColor(150, 150, 150);
@@ -110,14 +112,7 @@ impl Figure for CurveFigure<'_> {
                 ))
                 .map_err(de)?;
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
-            .label_font(font(16.0))
-            .background_style(WHITE.mix(0.9))
-            .border_style(RGBColor(200, 200, 200))
-            .draw()
-            .map_err(de)?;
+        draw_legend(&mut chart, SeriesLabelPosition::UpperLeft, 16.0)?;
         Ok(())
     }
 }
@@ -131,13 +126,10 @@ impl StepsFigure<'_> {
         self.0.config.distributions.clone()
     }
 
-    fn throughput<DB: DrawingBackend>(
-        &self,
-        area: &DrawingArea<DB, Shift>,
-        shape: Shape,
-    ) -> Result<(), String> {
-        let r = self.0;
-        let runs: Vec<_> = r
+    /// The stepped runs of `shape`, and the longest one's seconds.
+    fn runs(&self, shape: Shape) -> (Vec<&super::ControllerRun>, f64) {
+        let runs: Vec<_> = self
+            .0
             .controllers
             .iter()
             .filter(|c| c.distribution == shape)
@@ -148,6 +140,16 @@ impl StepsFigure<'_> {
             .max()
             .unwrap_or(1)
             .max(1) as f64;
+        (runs, tmax)
+    }
+
+    fn throughput<DB: DrawingBackend>(
+        &self,
+        area: &DrawingArea<DB, Shift>,
+        shape: Shape,
+    ) -> Result<(), String> {
+        let r = self.0;
+        let (runs, tmax) = self.runs(shape);
         let ymax = runs
             .iter()
             .flat_map(|c| c.seconds.iter().map(|s| s.offered_rps))
@@ -228,14 +230,7 @@ impl StepsFigure<'_> {
                 ))
                 .map_err(de)?;
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::LowerRight)
-            .label_font(font(12.0))
-            .background_style(WHITE.mix(0.9))
-            .border_style(RGBColor(200, 200, 200))
-            .draw()
-            .map_err(de)?;
+        draw_legend(&mut chart, SeriesLabelPosition::LowerRight, 12.0)?;
         Ok(())
     }
 
@@ -245,17 +240,7 @@ impl StepsFigure<'_> {
         shape: Shape,
     ) -> Result<(), String> {
         let r = self.0;
-        let runs: Vec<_> = r
-            .controllers
-            .iter()
-            .filter(|c| c.distribution == shape)
-            .collect();
-        let tmax = runs
-            .iter()
-            .map(|c| c.seconds.len())
-            .max()
-            .unwrap_or(1)
-            .max(1) as f64;
+        let (runs, tmax) = self.runs(shape);
         let (lo, hi) = lat_range(
             runs.iter().flat_map(|c| c.seconds.iter().map(|s| s.p99_ns)),
             r.slo_ns,
@@ -304,14 +289,7 @@ impl StepsFigure<'_> {
                     PathElement::new(vec![(x, y), (x + 20, y)], col.stroke_width(2))
                 });
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
-            .label_font(font(12.0))
-            .background_style(WHITE.mix(0.9))
-            .border_style(RGBColor(200, 200, 200))
-            .draw()
-            .map_err(de)?;
+        draw_legend(&mut chart, SeriesLabelPosition::UpperLeft, 12.0)?;
         Ok(())
     }
 }
