@@ -39,6 +39,8 @@ enum Command {
     Kv(cmd::kv::Args),
     /// R2P2 request-reply RPCs on the regular lane: the router.
     Rpc(cmd::rpc::Args),
+    /// 1Pipe, totally ordered scattering: the hop daemon.
+    Pipe(cmd::pipe::Args),
     /// Run an unmodified program on a QJump level: its sockets marked
     /// (preloaded, or by port for static and Go binaries), the level paced
     /// to its rate, the level's latency bound printed.
@@ -56,6 +58,7 @@ fn main() -> ExitCode {
         Command::Ctl(a) => cmd::ctl::run(a),
         Command::Kv(a) => cmd::kv::run(a),
         Command::Rpc(a) => cmd::rpc::run(a),
+        Command::Pipe(a) => cmd::pipe::run(a),
         Command::Run(a) => cmd::run::run(a),
     };
     match result {

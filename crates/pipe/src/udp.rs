@@ -21,8 +21,8 @@ use nix::sys::time::TimeSpec;
 
 use crate::wire::{Header, Kind, Packet, HEADER_LEN, MAX_PAYLOAD};
 use crate::{
-    AggConfig, Aggregator, Delivery, LinkId, Nanos, Receiver, ReceiverConfig, SendError, SendEvent,
-    Sender, SenderConfig,
+    AggConfig, AggError, AggEvent, Aggregator, Delivery, LinkId, Nanos, Receiver, ReceiverConfig,
+    SendError, SendEvent, Sender, SenderConfig,
 };
 
 /// `CLOCK_MONOTONIC`, ns.
@@ -47,6 +47,9 @@ pub struct DriverStats {
     pub refused: u64,
     /// Sends that failed.
     pub send_errors: u64,
+    /// Input links that spoke again after they were removed as silent
+    /// (they join again: they count once their barrier catches up).
+    pub rejoined: u64,
 }
 
 fn bind(addr: SocketAddrV4) -> io::Result<UdpSocket> {
@@ -335,6 +338,17 @@ impl UdpHop {
         self.stats
     }
 
+    /// The next link event, with the address of the link (poll it after
+    /// each turn: silent links are reported here).
+    pub fn poll_event(&mut self) -> Option<(AggEvent, Option<SocketAddrV4>)> {
+        let e = self.agg.poll_event()?;
+        let id = match e {
+            AggEvent::LinkSilent { link, .. } | AggEvent::LinkUp(link) => link,
+        };
+        let addr = self.inputs.iter().find(|(_, &l)| l == id).map(|(a, _)| *a);
+        Some((e, addr))
+    }
+
     /// Reads and forwards what came, sends beacons that are due.
     /// Bounded: at most 256 datagrams.
     pub fn turn(&mut self) -> io::Result<()> {
@@ -349,8 +363,14 @@ impl UdpHop {
             };
             let h: Header = *p.header();
             let now = now_ns();
-            let Ok((b, c)) = self.agg.on_packet(link, h.barrier, h.commit, now) else {
-                // A barrier that went back, or a link removed.
+            let mut r = self.agg.on_packet(link, h.barrier, h.commit, now);
+            if r == Err(AggError::UnknownLink(link)) && self.agg.add_input(link, now).is_ok() {
+                // Removed as silent, speaking again: it joins anew.
+                self.stats.rejoined += 1;
+                r = self.agg.on_packet(link, h.barrier, h.commit, now);
+            }
+            let Ok((b, c)) = r else {
+                // A barrier that went back.
                 self.stats.refused += 1;
                 continue;
             };
@@ -374,7 +394,6 @@ impl UdpHop {
         }
         let now = now_ns();
         self.agg.handle_timeout(now);
-        while self.agg.poll_event().is_some() {}
         while let Some(out) = self.agg.poll_beacon(now) {
             let (b, c) = self.agg.barriers();
             let h = Header::beacon(0, b, c);

@@ -157,3 +157,65 @@ fn best_effort_scatterings_cross_a_hop_in_order() {
 fn reliable_scatterings_cross_a_hop_in_order() {
     exchange(true, 1_000, 2);
 }
+
+/// An input removed as silent that speaks again joins anew: it counts once
+/// its barrier passes the hop's, and nothing it sends is refused.
+#[test]
+fn a_silent_input_that_speaks_again_rejoins() {
+    use xlane_pipe::AggEvent;
+    let addrs = free_addrs(3);
+    let (hop_addr, eps) = addrs.split_last().unwrap();
+    let peers: HashMap<u32, SocketAddrV4> =
+        eps.iter().enumerate().map(|(i, a)| (i as u32, *a)).collect();
+    let mut hop = UdpHop::bind(
+        *hop_addr,
+        HopConfig {
+            agg: AggConfig {
+                beacon_interval_ns: 1_000_000,
+                dead_after: 2,
+                hold_silent: false,
+            },
+            inputs: eps.to_vec(),
+            routes: peers.iter().map(|(p, a)| (*p, *a)).collect(),
+        },
+    )
+    .unwrap();
+    let mut ends: Vec<UdpEndpoint> = (0..2)
+        .map(|p| {
+            UdpEndpoint::bind(
+                eps[p as usize],
+                p,
+                *hop_addr,
+                peers.clone(),
+                1_000_000,
+                (SenderConfig::default(), ReceiverConfig::default()),
+            )
+            .unwrap()
+        })
+        .collect();
+    // Only endpoint 0 speaks until the hop finds 1 silent.
+    let mut events = Vec::new();
+    let start = Instant::now();
+    while !events.iter().any(|e| matches!(e, AggEvent::LinkSilent { .. })) {
+        ends[0].wait(Duration::from_micros(500)).unwrap();
+        hop.wait(Duration::from_micros(500)).unwrap();
+        while let Some((e, _)) = hop.poll_event() {
+            events.push(e);
+        }
+        assert!(start.elapsed() < Duration::from_secs(60), "never silent");
+    }
+    assert_eq!(hop.core().live_inputs(), 1);
+    // Endpoint 1 speaks again (its clock is past the hop's barrier).
+    while !events.iter().any(|e| matches!(e, AggEvent::LinkUp(_))) {
+        ends[1].wait(Duration::from_micros(500)).unwrap();
+        ends[0].wait(Duration::from_micros(500)).unwrap();
+        hop.wait(Duration::from_micros(500)).unwrap();
+        while let Some((e, _)) = hop.poll_event() {
+            events.push(e);
+        }
+        assert!(start.elapsed() < Duration::from_secs(60), "never rejoined");
+    }
+    assert_eq!(hop.stats().rejoined, 1);
+    assert_eq!(hop.core().live_inputs(), 2);
+    assert_eq!(hop.stats().refused, 0);
+}

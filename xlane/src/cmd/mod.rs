@@ -9,6 +9,7 @@ pub mod doctor;
 pub mod fd;
 pub mod kv;
 pub mod lancet;
+pub mod pipe;
 pub mod rpc;
 pub mod run;
 pub mod testbed;

@@ -1,0 +1,181 @@
+//! `xlane pipe switchd` as users run it: three library endpoints on
+//! loopback scatter through the hop command; every receiver delivers in
+//! (timestamp, sender) order and, with reliable messages, gets each
+//! exactly once. An endpoint that goes quiet is reported silent and
+//! removed, and delivery between the others goes on. SIGTERM by PID ends
+//! the hop with a final status line. Bad arguments get a clear error.
+
+mod common;
+
+use std::collections::{HashMap, HashSet};
+use std::io::BufRead;
+use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, UdpSocket};
+use std::process::Command;
+use std::time::{Duration, Instant};
+use xlane_pipe::udp::UdpEndpoint;
+use xlane_pipe::{ReceiverConfig, SenderConfig};
+
+fn xlane() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_xlane"))
+}
+
+fn free_addrs(n: usize) -> Vec<SocketAddrV4> {
+    let socks: Vec<UdpSocket> = (0..n)
+        .map(|_| UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).unwrap())
+        .collect();
+    socks
+        .iter()
+        .map(|s| match s.local_addr().unwrap() {
+            SocketAddr::V4(a) => a,
+            SocketAddr::V6(_) => unreachable!(),
+        })
+        .collect()
+}
+
+#[test]
+fn scatterings_cross_the_hop_command_in_order() {
+    let addrs = free_addrs(5);
+    let (hop, eps) = (addrs[0], &addrs[1..]);
+    let mut cmd = xlane();
+    cmd.args(["pipe", "switchd", "--bind", &hop.to_string()])
+        // Silent after 200 ms: longer than a busy machine holds a thread.
+        .args(["--beacon-us", "500", "--dead-after", "400"]);
+    for (p, a) in eps.iter().enumerate() {
+        cmd.args(["--input", &a.to_string(), "--route", &format!("{p}={a}")]);
+    }
+    let (mut child, out, ready) = common::spawn_until_ready(&mut cmd);
+    assert!(ready.contains(&hop.to_string()), "{ready}");
+    let peers: HashMap<u32, SocketAddrV4> = eps
+        .iter()
+        .enumerate()
+        .map(|(i, a)| (i as u32, *a))
+        .collect();
+    let mut ends: Vec<UdpEndpoint> = (0..4u32)
+        .map(|p| {
+            UdpEndpoint::bind(
+                eps[p as usize],
+                p,
+                hop,
+                peers.clone(),
+                500_000,
+                (
+                    SenderConfig {
+                        rto_ns: 50_000_000,
+                        ..SenderConfig::default()
+                    },
+                    ReceiverConfig::default(),
+                ),
+            )
+            .unwrap()
+        })
+        .collect();
+    // Process 3 stays quiet from the start: no beacon, no data. The hop
+    // reports it silent and goes on without it.
+    let live = 3u32;
+    let mut sent: HashSet<(u64, u32, u32)> = HashSet::new();
+    let mut got: HashMap<u32, Vec<(u64, u32)>> = HashMap::new();
+    let start = Instant::now();
+    let mut k = 0u32;
+    loop {
+        if k < 300 {
+            let p = k % live;
+            let (a, b) = ((p + 1) % live, (p + 2) % live);
+            let msgs: Vec<(u32, &[u8])> = vec![(a, b"x"), (b, b"y")];
+            let ts = ends[p as usize].scatter(&msgs, true).unwrap();
+            sent.insert((ts, p, a));
+            sent.insert((ts, p, b));
+            k += 1;
+        }
+        for (p, e) in ends.iter_mut().enumerate().take(live as usize) {
+            e.wait(Duration::from_micros(200)).unwrap();
+            while let Some(d) = e.poll_deliver() {
+                got.entry(p as u32).or_default().push((d.ts, d.src));
+            }
+        }
+        let n: usize = got.values().map(Vec::len).sum();
+        if k == 300 && n == sent.len() {
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(120),
+            "{n} of {} delivered",
+            sent.len()
+        );
+    }
+    for (p, ds) in &got {
+        assert!(
+            ds.windows(2).all(|w| w[0] < w[1]),
+            "receiver {p} out of order"
+        );
+        for &(ts, src) in ds {
+            assert!(sent.contains(&(ts, src, *p)), "unknown message");
+        }
+    }
+    assert_eq!(
+        unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) },
+        0
+    );
+    assert!(child.wait().unwrap().success());
+    let lines: Vec<serde_json::Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(&l.unwrap()).unwrap())
+        .collect();
+    let silent: Vec<&serde_json::Value> = lines
+        .iter()
+        .filter(|l| l["event"] == "link_silent")
+        .collect();
+    assert_eq!(silent.len(), 1, "{lines:?}");
+    assert_eq!(silent[0]["input"], eps[3].to_string());
+    let fin = lines.last().unwrap();
+    assert_eq!(fin["event"], "stopped");
+    assert_eq!(fin["refused"], 0, "{fin}");
+    assert_eq!(fin["live_inputs"], 3, "{fin}");
+    assert_eq!(fin["rejoined"], 0, "{fin}");
+    assert!(fin["received"].as_u64().unwrap() >= 600, "{fin}");
+}
+
+#[test]
+fn bad_arguments_are_refused_clearly() {
+    for (args, says) in [
+        (&["--input", "127.0.0.1:9"][..], "--route"),
+        (
+            &["--input", "127.0.0.1:9", "--route", "x=127.0.0.1:9"][..],
+            "bad route",
+        ),
+        (
+            &[
+                "--input",
+                "127.0.0.1:9",
+                "--route",
+                "1=127.0.0.1:9",
+                "--route",
+                "1=127.0.0.1:8",
+            ][..],
+            "routed twice",
+        ),
+        (
+            &["--input", "127.0.0.1:0", "--route", "1=127.0.0.1:9"][..],
+            "own --bind",
+        ),
+        (
+            &[
+                "--input",
+                "127.0.0.1:9",
+                "--route",
+                "1=127.0.0.1:9",
+                "--beacon-us",
+                "0",
+            ][..],
+            "--beacon-us",
+        ),
+    ] {
+        let out = xlane()
+            .args(["pipe", "switchd", "--bind", "127.0.0.1:0"])
+            .args(args)
+            .output()
+            .expect("run xlane");
+        assert!(!out.status.success(), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+}
