@@ -165,8 +165,11 @@ fn a_silent_input_that_speaks_again_rejoins() {
     use xlane_pipe::AggEvent;
     let addrs = free_addrs(3);
     let (hop_addr, eps) = addrs.split_last().unwrap();
-    let peers: HashMap<u32, SocketAddrV4> =
-        eps.iter().enumerate().map(|(i, a)| (i as u32, *a)).collect();
+    let peers: HashMap<u32, SocketAddrV4> = eps
+        .iter()
+        .enumerate()
+        .map(|(i, a)| (i as u32, *a))
+        .collect();
     let mut hop = UdpHop::bind(
         *hop_addr,
         HopConfig {
@@ -196,7 +199,10 @@ fn a_silent_input_that_speaks_again_rejoins() {
     // Only endpoint 0 speaks until the hop finds 1 silent.
     let mut events = Vec::new();
     let start = Instant::now();
-    while !events.iter().any(|e| matches!(e, AggEvent::LinkSilent { .. })) {
+    while !events
+        .iter()
+        .any(|e| matches!(e, AggEvent::LinkSilent { .. }))
+    {
         ends[0].wait(Duration::from_micros(500)).unwrap();
         hop.wait(Duration::from_micros(500)).unwrap();
         while let Some((e, _)) = hop.poll_event() {
