@@ -26,47 +26,56 @@ fn free_addrs(n: usize) -> Vec<SocketAddrV4> {
         .collect()
 }
 
-fn exchange(reliable: bool, per_proc: u32, seed: u64) {
-    let addrs = free_addrs(PROCS as usize + 1);
+/// `n` endpoints behind one hop on loopback, beacons every beacon
+/// interval of `agg`.
+fn rig(n: u32, agg: AggConfig, sender: SenderConfig) -> (UdpHop, Vec<UdpEndpoint>) {
+    let addrs = free_addrs(n as usize + 1);
     let (hop_addr, eps) = addrs.split_last().unwrap();
     let peers: HashMap<u32, SocketAddrV4> = eps
         .iter()
         .enumerate()
         .map(|(i, a)| (i as u32, *a))
         .collect();
-    let mut hop = UdpHop::bind(
+    let beacon = agg.beacon_interval_ns;
+    let hop = UdpHop::bind(
         *hop_addr,
         HopConfig {
-            agg: AggConfig {
-                beacon_interval_ns: 200_000,
-                dead_after: 1_000,
-                hold_silent: reliable,
-            },
+            agg,
             inputs: eps.to_vec(),
             routes: peers.iter().map(|(p, a)| (*p, *a)).collect(),
         },
     )
     .unwrap();
-    let mut ends: Vec<UdpEndpoint> = (0..PROCS)
+    let ends = (0..n)
         .map(|p| {
             UdpEndpoint::bind(
                 eps[p as usize],
                 p,
                 *hop_addr,
                 peers.clone(),
-                200_000,
-                (
-                    SenderConfig {
-                        ack_timeout_ns: 5_000_000_000,
-                        rto_ns: 50_000_000,
-                        max_outstanding: 1 << 16,
-                    },
-                    ReceiverConfig::default(),
-                ),
+                beacon,
+                (sender, ReceiverConfig::default()),
             )
             .unwrap()
         })
         .collect();
+    (hop, ends)
+}
+
+fn exchange(reliable: bool, per_proc: u32, seed: u64) {
+    let (mut hop, mut ends) = rig(
+        PROCS,
+        AggConfig {
+            beacon_interval_ns: 200_000,
+            dead_after: 1_000,
+            hold_silent: reliable,
+        },
+        SenderConfig {
+            ack_timeout_ns: 5_000_000_000,
+            rto_ns: 50_000_000,
+            max_outstanding: 1 << 16,
+        },
+    );
     let mut rng = SimRng::new(seed);
     let mut sent: HashSet<(u64, u32, u32)> = HashSet::new();
     let mut delivered: Vec<Vec<(u64, u32, bool)>> = vec![Vec::new(); PROCS as usize];
@@ -163,39 +172,15 @@ fn reliable_scatterings_cross_a_hop_in_order() {
 #[test]
 fn a_silent_input_that_speaks_again_rejoins() {
     use xlane_pipe::AggEvent;
-    let addrs = free_addrs(3);
-    let (hop_addr, eps) = addrs.split_last().unwrap();
-    let peers: HashMap<u32, SocketAddrV4> = eps
-        .iter()
-        .enumerate()
-        .map(|(i, a)| (i as u32, *a))
-        .collect();
-    let mut hop = UdpHop::bind(
-        *hop_addr,
-        HopConfig {
-            agg: AggConfig {
-                beacon_interval_ns: 1_000_000,
-                dead_after: 2,
-                hold_silent: false,
-            },
-            inputs: eps.to_vec(),
-            routes: peers.iter().map(|(p, a)| (*p, *a)).collect(),
+    let (mut hop, mut ends) = rig(
+        2,
+        AggConfig {
+            beacon_interval_ns: 1_000_000,
+            dead_after: 2,
+            hold_silent: false,
         },
-    )
-    .unwrap();
-    let mut ends: Vec<UdpEndpoint> = (0..2)
-        .map(|p| {
-            UdpEndpoint::bind(
-                eps[p as usize],
-                p,
-                *hop_addr,
-                peers.clone(),
-                1_000_000,
-                (SenderConfig::default(), ReceiverConfig::default()),
-            )
-            .unwrap()
-        })
-        .collect();
+        SenderConfig::default(),
+    );
     // Only endpoint 0 speaks until the hop finds 1 silent.
     let mut events = Vec::new();
     let start = Instant::now();

@@ -11,8 +11,7 @@
 use super::CmdResult;
 use clap::{Parser, Subcommand};
 use std::net::SocketAddrV4;
-use std::sync::atomic::Ordering;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use xlane_host::tuning::install_termination_flag;
 use xlane_pipe::udp::{HopConfig, UdpHop};
 use xlane_pipe::{AggConfig, AggEvent};
@@ -111,37 +110,33 @@ fn switchd(a: SwitchdArgs) -> CmdResult {
             "beacon_us": a.beacon_us,
         })
     );
-    let start = Instant::now();
-    let mut next_status = Duration::from_secs(a.status_every);
-    loop {
-        hop.wait(Duration::from_millis(50))?;
-        while let Some((e, addr)) = hop.poll_event() {
-            if let AggEvent::LinkSilent {
-                barrier, commit, ..
-            } = e
-            {
-                println!(
-                    "{}",
-                    serde_json::json!({
-                        "event": "link_silent",
-                        "input": addr.map(|a| a.to_string()),
-                        "barrier": barrier,
-                        "commit": commit,
-                    })
-                );
+    super::status_loop(
+        &mut hop,
+        stop,
+        a.status_every,
+        a.seconds,
+        |hop| {
+            hop.wait(Duration::from_millis(50))?;
+            while let Some((e, addr)) = hop.poll_event() {
+                if let AggEvent::LinkSilent {
+                    barrier, commit, ..
+                } = e
+                {
+                    println!(
+                        "{}",
+                        serde_json::json!({
+                            "event": "link_silent",
+                            "input": addr.map(|a| a.to_string()),
+                            "barrier": barrier,
+                            "commit": commit,
+                        })
+                    );
+                }
             }
-        }
-        let t = start.elapsed();
-        if stop.load(Ordering::Relaxed) || (a.seconds > 0 && t.as_secs() >= a.seconds) {
-            break;
-        }
-        if a.status_every > 0 && t >= next_status {
-            println!("{}", status(&hop, "status", t));
-            next_status += Duration::from_secs(a.status_every);
-        }
-    }
-    println!("{}", status(&hop, "stopped", start.elapsed()));
-    Ok(())
+            Ok(())
+        },
+        status,
+    )
 }
 
 fn status(h: &UdpHop, event: &str, t: Duration) -> serde_json::Value {

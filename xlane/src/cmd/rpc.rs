@@ -9,8 +9,7 @@
 use super::CmdResult;
 use clap::{Parser, Subcommand};
 use std::net::SocketAddrV4;
-use std::sync::atomic::Ordering;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use xlane_host::tuning::install_termination_flag;
 use xlane_rpc::admission::{ControllerKind, Slo};
 use xlane_rpc::router::{AdmissionConfig, Policy, RouterConfig};
@@ -143,21 +142,14 @@ fn router(a: RouterArgs) -> CmdResult {
             "servers": a.servers.iter().map(|s| s.to_string()).collect::<Vec<_>>(),
         })
     );
-    let start = Instant::now();
-    let mut next_status = Duration::from_secs(a.status_every);
-    loop {
-        r.wait(Duration::from_millis(50))?;
-        let t = start.elapsed();
-        if stop.load(Ordering::Relaxed) || (a.seconds > 0 && t.as_secs() >= a.seconds) {
-            break;
-        }
-        if a.status_every > 0 && t >= next_status {
-            println!("{}", status(&r, "status", t));
-            next_status += Duration::from_secs(a.status_every);
-        }
-    }
-    println!("{}", status(&r, "stopped", start.elapsed()));
-    Ok(())
+    super::status_loop(
+        &mut r,
+        stop,
+        a.status_every,
+        a.seconds,
+        |r| Ok(r.wait(Duration::from_millis(50))?),
+        status,
+    )
 }
 
 fn status(r: &RpcRouter, event: &str, t: Duration) -> serde_json::Value {
