@@ -4,6 +4,8 @@
 # Env:   XLANE_FUZZ_SECONDS=N  seconds per fuzz target (default 10; 0 skips fuzzing)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# A one-off build gains nothing from incremental state but its disk space.
+export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
 
 step() { printf '\n==> %s\n' "$*"; }
 
