@@ -42,7 +42,7 @@ fuzz_target!(|data: &[u8]| {
         assert_eq!(out, want);
         assert!(bytes.len() >= HEADER_LEN);
         let h = *p.header();
-        let _ = receiver.on_packet(&h, p.payload());
+        let _ = receiver.on_packet(&h, p.payload(), now);
         while receiver.poll_deliver().is_some() {}
         while receiver.poll_reply().is_some() {}
         if let Ok(b) = hop.on_packet(u32::from(len & 1), h.barrier, h.commit, now) {

@@ -21,6 +21,7 @@ pub mod interference;
 pub mod jitter;
 pub mod kv_bench;
 pub mod lane_bench;
+pub mod pipe_bench;
 pub mod plot;
 pub mod qjump;
 pub mod rpc_bench;

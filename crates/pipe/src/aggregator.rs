@@ -83,6 +83,12 @@ pub enum AggError {
     /// A packet on a link the hop does not have.
     #[error("no input link {0}")]
     UnknownLink(LinkId),
+    /// A packet on a held silent link: the link is fenced until
+    /// [`Aggregator::remove_input`], so that its last barriers (the failed
+    /// process's failure timestamp) stay final even if the process was
+    /// only held back and speaks again.
+    #[error("input link {0} was reported silent: fenced until removed")]
+    Fenced(LinkId),
     /// A link added twice.
     #[error("link {0} exists already")]
     Exists(LinkId),
@@ -201,8 +207,10 @@ impl Aggregator {
             .iter_mut()
             .find(|l| l.id == link)
             .ok_or(AggError::UnknownLink(link))?;
+        if l.silent {
+            return Err(AggError::Fenced(link));
+        }
         l.heard = now;
-        l.silent = false;
         if barrier < l.barrier || commit < l.commit {
             return Err(AggError::Backwards {
                 link,
@@ -428,6 +436,10 @@ mod tests {
             })
         );
         assert_eq!(a.poll_event(), None);
+        assert_eq!(a.barriers(), (10, 5));
+        // The process was only held back and speaks again: fenced, its
+        // failure timestamp (commit 5) stays final.
+        assert_eq!(a.on_packet(0, 60, 45, 41), Err(AggError::Fenced(0)));
         assert_eq!(a.barriers(), (10, 5));
         a.remove_input(0).unwrap();
         assert_eq!(a.barriers(), (50, 40));

@@ -6,19 +6,26 @@
 //! it. Each kind is one total order: by timestamp, then by sender. A
 //! best-effort message that arrives below the barrier already used for
 //! delivery is late: it is refused with a NAK (its sender reports it),
-//! never delivered out of order. A reliable message seen again (a
-//! retransmission whose ACK was lost) is acknowledged again and kept
-//! once. Every held message is acknowledged, which is how senders find
-//! losses.
+//! never delivered out of order. A message seen again (a reliable
+//! retransmission whose ACK was lost, or a copy the network duplicated)
+//! is acknowledged again and kept once: held messages are known by
+//! ⟨sender, timestamp⟩, delivered reliable ones lie at or below the commit
+//! barrier, and the last 4 096 delivered best-effort ones are remembered.
+//! Every held message is acknowledged, which is how senders find losses.
 //!
 //! Memory is bounded (`max_held` messages, `max_bytes` of payload): a
 //! best-effort message beyond them is refused with a NAK; a reliable one
 //! is not acknowledged, so its sender retransmits it later.
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashSet, VecDeque};
+use std::collections::{BTreeSet, BinaryHeap, HashSet, VecDeque};
+
+/// Delivered best-effort messages remembered, to know a late duplicate
+/// from a late original.
+const RECENT: usize = 4096;
 
 use crate::wire::{Header, Kind};
+use crate::Nanos;
 
 /// Settings of a receiver.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -50,6 +57,9 @@ pub struct Delivery {
     pub reliable: bool,
     /// The payload.
     pub payload: Vec<u8>,
+    /// When it arrived (the caller's clock): delivery minus arrival is the
+    /// wait for the barrier, the price of the order.
+    pub arrived: Nanos,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -58,6 +68,7 @@ struct Held {
     src: u32,
     seq: u32,
     payload: Vec<u8>,
+    arrived: Nanos,
 }
 
 /// Why a packet was not taken.
@@ -99,8 +110,16 @@ pub struct Receiver {
     cfg: ReceiverConfig,
     best_effort: BinaryHeap<Reverse<Held>>,
     reliable: BinaryHeap<Reverse<Held>>,
-    /// (sender, timestamp) of the reliable messages held.
-    held_reliable: HashSet<(u32, u64)>,
+    /// (sender, timestamp) of the messages held.
+    held_keys: HashSet<(u32, u64)>,
+    /// (sender, timestamp) of the last [`RECENT`] best-effort deliveries,
+    /// oldest first, and the same as a set.
+    recent: VecDeque<(u32, u64)>,
+    recent_keys: HashSet<(u32, u64)>,
+    /// (timestamp, sender) of reliable messages recalled and not yet
+    /// under the commit barrier: a copy that comes after its RECALL (the
+    /// network reordered them) is not held.
+    recalled: BTreeSet<(u64, u32)>,
     bytes: usize,
     barrier: u64,
     commit: u64,
@@ -116,7 +135,10 @@ impl Receiver {
             cfg,
             best_effort: BinaryHeap::new(),
             reliable: BinaryHeap::new(),
-            held_reliable: HashSet::new(),
+            held_keys: HashSet::new(),
+            recent: VecDeque::with_capacity(RECENT),
+            recent_keys: HashSet::with_capacity(RECENT),
+            recalled: BTreeSet::new(),
             bytes: 0,
             barrier: 0,
             commit: 0,
@@ -154,8 +176,9 @@ impl Receiver {
     }
 
     /// A packet from the last hop: a message, a beacon or a recall (with
-    /// its payload). Its barriers apply after the message is held.
-    pub fn on_packet(&mut self, h: &Header, payload: &[u8]) -> Result<(), RecvError> {
+    /// its payload), arrived at `now`. Its barriers apply after the
+    /// message is held.
+    pub fn on_packet(&mut self, h: &Header, payload: &[u8], now: Nanos) -> Result<(), RecvError> {
         match h.kind {
             Kind::Data => {
                 if h.dst != self.me {
@@ -164,7 +187,7 @@ impl Receiver {
                         me: self.me,
                     });
                 }
-                self.message(h, payload);
+                self.message(h, payload, now);
             }
             Kind::Recall => {
                 if h.dst != self.me {
@@ -174,6 +197,9 @@ impl Receiver {
                     });
                 }
                 self.recall(h.src, h.ts);
+                if h.ts > self.commit {
+                    self.recalled.insert((h.ts, h.src));
+                }
                 self.reply(Kind::Ack, h);
             }
             Kind::Beacon => {}
@@ -183,15 +209,22 @@ impl Receiver {
         Ok(())
     }
 
-    fn message(&mut self, h: &Header, payload: &[u8]) {
-        if h.reliable {
-            if h.ts <= self.commit || self.held_reliable.contains(&(h.src, h.ts)) {
-                // Delivered or held already: the ACK was lost.
-                self.stats.duplicates += 1;
-                self.reply(Kind::Ack, h);
-                return;
-            }
-        } else if h.ts < self.barrier {
+    fn message(&mut self, h: &Header, payload: &[u8], now: Nanos) {
+        let key = (h.src, h.ts);
+        let seen = self.held_keys.contains(&key)
+            || if h.reliable {
+                h.ts <= self.commit || self.recalled.contains(&(h.ts, h.src))
+            } else {
+                self.recent_keys.contains(&key)
+            };
+        if seen {
+            // Held or delivered already: the ACK was lost, or the network
+            // made a copy.
+            self.stats.duplicates += 1;
+            self.reply(Kind::Ack, h);
+            return;
+        }
+        if !h.reliable && h.ts < self.barrier {
             self.stats.late += 1;
             self.reply(Kind::Nak, h);
             return;
@@ -208,10 +241,11 @@ impl Receiver {
             src: h.src,
             seq: h.seq,
             payload: payload.to_vec(),
+            arrived: now,
         };
         self.bytes += payload.len();
+        self.held_keys.insert(key);
         if h.reliable {
-            self.held_reliable.insert((h.src, h.ts));
             self.reliable.push(Reverse(held));
         } else {
             self.best_effort.push(Reverse(held));
@@ -223,6 +257,14 @@ impl Receiver {
     pub fn on_barriers(&mut self, barrier: u64, commit: u64) {
         self.barrier = self.barrier.max(barrier);
         self.commit = self.commit.max(commit.min(self.barrier));
+        // Copies at or below the commit barrier count as seen anyway.
+        while self
+            .recalled
+            .first()
+            .is_some_and(|&(ts, _)| ts <= self.commit)
+        {
+            self.recalled.pop_first();
+        }
     }
 
     /// The next deliverable message: best effort below the barrier first,
@@ -244,8 +286,15 @@ impl Receiver {
             return None;
         };
         let Reverse(m) = heap.pop()?;
-        if reliable {
-            self.held_reliable.remove(&(m.src, m.ts));
+        self.held_keys.remove(&(m.src, m.ts));
+        if !reliable {
+            if self.recent.len() == RECENT {
+                if let Some(old) = self.recent.pop_front() {
+                    self.recent_keys.remove(&old);
+                }
+            }
+            self.recent.push_back((m.src, m.ts));
+            self.recent_keys.insert((m.src, m.ts));
         }
         self.bytes -= m.payload.len();
         self.stats.delivered += 1;
@@ -254,6 +303,7 @@ impl Receiver {
             src: m.src,
             reliable,
             payload: m.payload,
+            arrived: m.arrived,
         })
     }
 
@@ -278,24 +328,18 @@ impl Receiver {
     fn retain(&mut self, keep: impl Fn(&Held) -> bool) {
         let mut gone = 0usize;
         let mut bytes = 0usize;
-        let held = &mut self.held_reliable;
-        self.reliable.retain(|Reverse(m)| {
-            let k = keep(m);
-            if !k {
-                gone += 1;
-                bytes += m.payload.len();
-                held.remove(&(m.src, m.ts));
-            }
-            k
-        });
-        self.best_effort.retain(|Reverse(m)| {
-            let k = keep(m);
-            if !k {
-                gone += 1;
-                bytes += m.payload.len();
-            }
-            k
-        });
+        let held = &mut self.held_keys;
+        for heap in [&mut self.reliable, &mut self.best_effort] {
+            heap.retain(|Reverse(m)| {
+                let k = keep(m);
+                if !k {
+                    gone += 1;
+                    bytes += m.payload.len();
+                    held.remove(&(m.src, m.ts));
+                }
+                k
+            });
+        }
         self.bytes -= bytes;
         self.stats.discarded += gone as u64;
     }
@@ -334,9 +378,9 @@ mod tests {
     fn messages_wait_for_the_barrier_and_go_in_timestamp_then_sender_order() {
         let mut r = Receiver::new(1, ReceiverConfig::default());
         // Out of order arrivals; the barriers they carry lag.
-        r.on_packet(&data(3, 0, 30, false, 5, 0), b"c").unwrap();
-        r.on_packet(&data(2, 0, 20, false, 5, 0), b"b").unwrap();
-        r.on_packet(&data(4, 0, 20, false, 5, 0), b"b'").unwrap();
+        r.on_packet(&data(3, 0, 30, false, 5, 0), b"c", 0).unwrap();
+        r.on_packet(&data(2, 0, 20, false, 5, 0), b"b", 0).unwrap();
+        r.on_packet(&data(4, 0, 20, false, 5, 0), b"b'", 0).unwrap();
         assert_eq!(drain(&mut r), []);
         r.on_barriers(21, 0);
         assert_eq!(drain(&mut r), [(20, 2, false), (20, 4, false)]);
@@ -355,7 +399,8 @@ mod tests {
     fn a_late_best_effort_message_is_refused_with_a_nak() {
         let mut r = Receiver::new(1, ReceiverConfig::default());
         r.on_barriers(100, 0);
-        r.on_packet(&data(2, 7, 99, false, 100, 0), b"x").unwrap();
+        r.on_packet(&data(2, 7, 99, false, 100, 0), b"x", 0)
+            .unwrap();
         assert_eq!(replies(&mut r), [(Kind::Nak, 2, 7)]);
         assert_eq!(drain(&mut r), []);
         assert_eq!(r.stats().late, 1);
@@ -364,13 +409,13 @@ mod tests {
     #[test]
     fn reliable_messages_go_at_the_commit_barrier_once() {
         let mut r = Receiver::new(1, ReceiverConfig::default());
-        r.on_packet(&data(2, 0, 10, true, 10, 0), b"a").unwrap();
-        r.on_packet(&data(2, 0, 10, true, 10, 0), b"a").unwrap(); // again
-        r.on_packet(&data(3, 0, 10, true, 12, 0), b"b").unwrap();
+        r.on_packet(&data(2, 0, 10, true, 10, 0), b"a", 0).unwrap();
+        r.on_packet(&data(2, 0, 10, true, 10, 0), b"a", 0).unwrap(); // again
+        r.on_packet(&data(3, 0, 10, true, 12, 0), b"b", 0).unwrap();
         assert_eq!(drain(&mut r), []);
         r.on_barriers(50, 10); // ≤ commit: both at 10
         assert_eq!(drain(&mut r), [(10, 2, true), (10, 3, true)]);
-        r.on_packet(&data(2, 0, 10, true, 50, 10), b"a").unwrap(); // after delivery
+        r.on_packet(&data(2, 0, 10, true, 50, 10), b"a", 0).unwrap(); // after delivery
         assert_eq!(drain(&mut r), []);
         assert_eq!(r.stats().duplicates, 2);
         assert_eq!(
@@ -385,10 +430,47 @@ mod tests {
     }
 
     #[test]
+    fn best_effort_copies_are_kept_once_and_acknowledged() {
+        let mut r = Receiver::new(1, ReceiverConfig::default());
+        r.on_packet(&data(2, 0, 10, false, 0, 0), b"a", 0).unwrap();
+        r.on_packet(&data(2, 0, 10, false, 0, 0), b"a", 0).unwrap(); // held copy
+        r.on_barriers(20, 0);
+        assert_eq!(drain(&mut r), [(10, 2, false)]);
+        r.on_packet(&data(2, 0, 10, false, 20, 0), b"a", 0).unwrap(); // delivered copy
+        r.on_packet(&data(3, 0, 15, false, 20, 0), b"b", 0).unwrap(); // truly late
+        assert_eq!(drain(&mut r), []);
+        assert_eq!(
+            replies(&mut r),
+            [
+                (Kind::Ack, 2, 0),
+                (Kind::Ack, 2, 0),
+                (Kind::Ack, 2, 0),
+                (Kind::Nak, 3, 0)
+            ]
+        );
+        assert_eq!(r.stats().duplicates, 2);
+        assert_eq!(r.stats().late, 1);
+    }
+
+    #[test]
+    fn a_delivery_carries_its_arrival() {
+        let mut r = Receiver::new(1, ReceiverConfig::default());
+        r.on_packet(&data(2, 0, 10, false, 0, 0), b"a", 700)
+            .unwrap();
+        r.on_packet(&data(3, 0, 5, false, 0, 0), b"b", 900).unwrap();
+        r.on_barriers(20, 0);
+        let got: Vec<_> = std::iter::from_fn(|| r.poll_deliver())
+            .map(|d| (d.ts, d.arrived))
+            .collect();
+        assert_eq!(got, [(5, 900), (10, 700)]);
+    }
+
+    #[test]
     fn discard_and_recall_drop_what_must_not_be_delivered() {
         let mut r = Receiver::new(1, ReceiverConfig::default());
         for (src, ts) in [(2, 10), (2, 20), (2, 30), (3, 25)] {
-            r.on_packet(&data(src, 0, ts, true, ts, 0), b"m").unwrap();
+            r.on_packet(&data(src, 0, ts, true, ts, 0), b"m", 0)
+                .unwrap();
         }
         r.discard(2, 20); // 2 failed at 20: its 30 goes
         r.on_packet(
@@ -397,6 +479,7 @@ mod tests {
                 ..data(3, 0, 25, true, 30, 0)
             },
             b"",
+            0,
         )
         .unwrap();
         r.on_barriers(100, 100);
@@ -414,10 +497,10 @@ mod tests {
                 max_bytes: 100,
             },
         );
-        r.on_packet(&data(2, 0, 10, false, 0, 0), b"a").unwrap();
-        r.on_packet(&data(2, 1, 11, true, 0, 0), b"b").unwrap();
-        r.on_packet(&data(2, 2, 12, false, 0, 0), b"c").unwrap(); // NAK
-        r.on_packet(&data(2, 3, 13, true, 0, 0), b"d").unwrap(); // silence
+        r.on_packet(&data(2, 0, 10, false, 0, 0), b"a", 0).unwrap();
+        r.on_packet(&data(2, 1, 11, true, 0, 0), b"b", 0).unwrap();
+        r.on_packet(&data(2, 2, 12, false, 0, 0), b"c", 0).unwrap(); // NAK
+        r.on_packet(&data(2, 3, 13, true, 0, 0), b"d", 0).unwrap(); // silence
         assert_eq!(
             replies(&mut r),
             [(Kind::Ack, 2, 0), (Kind::Ack, 2, 1), (Kind::Nak, 2, 2)]
@@ -429,7 +512,8 @@ mod tests {
                     dst: 5,
                     ..data(2, 0, 1, false, 0, 0)
                 },
-                b""
+                b"",
+                0
             ),
             Err(RecvError::NotMine { dst: 5, me: 1 })
         );
@@ -439,7 +523,8 @@ mod tests {
                     kind: Kind::Ack,
                     ..data(2, 0, 1, false, 0, 0)
                 },
-                b""
+                b"",
+                0
             ),
             Err(RecvError::Kind(Kind::Ack))
         );

@@ -50,12 +50,21 @@ pub struct DriverStats {
     /// Input links that spoke again after they were removed as silent
     /// (they join again: they count once their barrier catches up).
     pub rejoined: u64,
+    /// Beacons sent (of `sent`).
+    pub beacons: u64,
 }
 
 fn bind(addr: SocketAddrV4) -> io::Result<UdpSocket> {
     let s = UdpSocket::bind(addr)?;
     s.set_nonblocking(true)?;
     Ok(s)
+}
+
+/// Sets the TOS byte (DSCP << 2) of everything `s` sends: a class of the
+/// express lane, say, instead of best effort.
+fn set_tos(s: &UdpSocket, tos: u8) -> io::Result<()> {
+    nix::sys::socket::setsockopt(s, nix::sys::socket::sockopt::IpTos, &i32::from(tos))
+        .map_err(io::Error::from)
 }
 
 fn local(s: &UdpSocket) -> io::Result<SocketAddrV4> {
@@ -150,6 +159,11 @@ impl UdpEndpoint {
         local(&self.sock)
     }
 
+    /// Sends everything with this TOS byte (DSCP << 2).
+    pub fn set_tos(&self, tos: u8) -> io::Result<()> {
+        set_tos(&self.sock, tos)
+    }
+
     /// The sender core.
     pub fn sender(&self) -> &Sender {
         &self.sender
@@ -216,8 +230,7 @@ impl UdpEndpoint {
             match h.kind {
                 Kind::Ack | Kind::Nak => self.sender.on_reply(&h),
                 _ if from == self.hop => {
-                    let payload = p.payload().to_vec();
-                    if self.receiver.on_packet(&h, &payload).is_err() {
+                    if self.receiver.on_packet(&h, p.payload(), now_ns()).is_err() {
                         self.stats.refused += 1;
                     }
                 }
@@ -231,6 +244,7 @@ impl UdpEndpoint {
             let b = self.sender.beacon(now);
             if let Ok(n) = b.emit(&[], &mut self.buf) {
                 send_to(&self.sock, &self.buf[..n], self.hop, &mut self.stats);
+                self.stats.beacons += 1;
             }
             self.last_sent = now;
         }
@@ -323,19 +337,28 @@ impl UdpHop {
         local(&self.sock)
     }
 
+    /// Sends everything with this TOS byte (DSCP << 2).
+    pub fn set_tos(&self, tos: u8) -> io::Result<()> {
+        set_tos(&self.sock, tos)
+    }
+
     /// The hop core.
     pub fn core(&self) -> &Aggregator {
         &self.agg
     }
 
-    /// The hop core, to remove a held link after a recovery.
-    pub fn core_mut(&mut self) -> &mut Aggregator {
-        &mut self.agg
-    }
-
     /// The driver's counters.
     pub fn stats(&self) -> DriverStats {
         self.stats
+    }
+
+    /// Removes the input link from `addr` (a held silent link, once the
+    /// recovery is done), so that the barrier moves on. If it speaks
+    /// again it joins anew. False if no live input comes from `addr`.
+    pub fn remove_input(&mut self, addr: SocketAddrV4) -> bool {
+        self.inputs
+            .get(&addr)
+            .is_some_and(|&link| self.agg.remove_input(link).is_ok())
     }
 
     /// The next link event, with the address of the link (poll it after
@@ -350,10 +373,14 @@ impl UdpHop {
     }
 
     /// Reads and forwards what came, sends beacons that are due.
-    /// Bounded: at most 256 datagrams.
+    /// Bounded: at most 256 datagrams. Silent links are looked for only
+    /// once the socket is drained: after the machine held the hop back,
+    /// a link whose packets still wait in the socket is not silent.
     pub fn turn(&mut self) -> io::Result<()> {
+        let mut drained = false;
         for _ in 0..RECV_BUDGET {
             let Some((n, from)) = recv(&self.sock, &mut self.buf, &mut self.stats)? else {
+                drained = true;
                 break;
             };
             let link = from.and_then(|a| self.inputs.get(&a).copied());
@@ -393,7 +420,9 @@ impl UdpHop {
             self.agg.on_sent(out as LinkId, now);
         }
         let now = now_ns();
-        self.agg.handle_timeout(now);
+        if drained {
+            self.agg.handle_timeout(now);
+        }
         while let Some(out) = self.agg.poll_beacon(now) {
             let (b, c) = self.agg.barriers();
             let h = Header::beacon(0, b, c);
@@ -405,6 +434,7 @@ impl UdpHop {
                     self.outputs[out as usize],
                     &mut self.stats,
                 );
+                self.stats.beacons += 1;
             }
         }
         Ok(())

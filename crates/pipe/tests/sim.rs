@@ -2,8 +2,14 @@
 //! each rack's ToR split into an up and a down hop, spines between them,
 //! every packet up to a spine picked at random (multipath) and down again.
 //! Links are FIFO with random delays; data packets are lost at random on
-//! the hosts' uplinks; process clocks are skewed. Hops forward the
-//! minimum barrier of their input links and send beacons on idle outputs.
+//! the hosts' uplinks; process clocks are skewed. Some setups also
+//! duplicate data packets on the uplinks and let packets on any link skip
+//! ahead of FIFO order (a hop drops a packet whose barrier went back; a
+//! receiver NAKs one that came late). Hops forward the minimum barrier of
+//! their input links and send beacons on idle outputs. A process may
+//! crash, or only stall long enough to be found silent and then speak
+//! again; the "controller" recovers some time after the hop's report,
+//! and until then the hop fences the silent link.
 //!
 //! Checked at every receiver: delivery in (timestamp, sender) order, so no
 //! two receivers disagree (ordering violations must be 0); best effort:
@@ -41,8 +47,36 @@ struct Setup {
     scatterings: u32,
     /// Process that crashes, and when.
     crash: Option<(u32, u64)>,
+    /// Instead of crashing, that process stalls this long, then runs on.
+    stall: Option<u64>,
+    /// Chance a data packet on an uplink is sent twice.
+    dup: f64,
+    /// Chance a packet on any link skips ahead of FIFO order.
+    reorder: f64,
     seed: u64,
 }
+
+impl Setup {
+    /// 8 processes in 2 racks, 2 spines; no crash, copy or reordering.
+    fn new(reliable: bool, loss: f64, scatterings: u32, seed: u64) -> Setup {
+        Setup {
+            procs: 8,
+            racks: 2,
+            spines: 2,
+            loss,
+            reliable,
+            scatterings,
+            crash: None,
+            stall: None,
+            dup: 0.0,
+            reorder: 0.0,
+            seed,
+        }
+    }
+}
+
+/// From the hop's report of a silent link to the controller's recovery.
+const RECOVERY_DELAY: u64 = 300 * US;
 
 #[derive(Clone, Debug)]
 enum Ev {
@@ -60,6 +94,12 @@ enum Ev {
     },
     Tick,
     Scatter(u32),
+    /// The controller recovers from the silent link `link` of `hop`.
+    Recover {
+        hop: Node,
+        link: u32,
+        commit: u64,
+    },
 }
 
 struct World {
@@ -84,6 +124,12 @@ struct World {
     crashed: Option<u32>,
     /// The crash has been detected and recovered from.
     recovered: bool,
+    /// A stalled process, frozen until the time given.
+    stalled: Option<(u32, u64)>,
+    /// Packets a hop dropped: from a fenced (silent, held) link, or with a
+    /// barrier that went back (reordered).
+    fenced_drops: u64,
+    backwards_drops: u64,
     left: Vec<u32>,
 }
 
@@ -168,6 +214,9 @@ impl World {
             scatterings: BTreeMap::new(),
             crashed: None,
             recovered: false,
+            stalled: None,
+            fenced_drops: 0,
+            backwards_drops: 0,
             left: vec![s.scatterings; n],
             s,
         };
@@ -185,12 +234,18 @@ impl World {
         self.queue.push(Reverse((t, self.seq)));
     }
 
-    /// Sends over the link `from → to`: FIFO, 2–5 µs.
+    /// Sends over the link `from → to`: FIFO, 2–5 µs (or, by chance, out
+    /// of order: 1–20 µs, ahead of what is queued).
     fn send(&mut self, from: Node, to: Node, h: Header, payload: Vec<u8>) {
-        let t = self.now + self.rng.range(2 * US, 5 * US);
-        let last = self.last_arrival.entry((from, to)).or_insert(0);
-        let t = t.max(*last);
-        *last = t;
+        let t = if self.rng.chance(self.s.reorder) {
+            self.now + self.rng.range(US, 20 * US)
+        } else {
+            let t = self.now + self.rng.range(2 * US, 5 * US);
+            let last = self.last_arrival.entry((from, to)).or_insert(0);
+            let t = t.max(*last);
+            *last = t;
+            t
+        };
         self.at(
             t,
             Ev::Arrive {
@@ -210,12 +265,21 @@ impl World {
         self.crashed != Some(p)
     }
 
+    /// Alive and not stalled right now.
+    fn running(&self, p: u32) -> bool {
+        self.alive(p) && !matches!(self.stalled, Some((q, until)) if q == p && self.now < until)
+    }
+
     fn host_out(&mut self, p: u32) {
         while let Some(o) = self.senders[p as usize].poll_transmit() {
-            let lossy = o.header.kind == Kind::Data && self.rng.chance(self.s.loss);
+            let data = o.header.kind == Kind::Data;
+            let lossy = data && self.rng.chance(self.s.loss);
             self.host_sent[p as usize] = self.now;
             if !lossy {
                 let up = Node::TorUp(rack(&self.s, p));
+                if data && self.rng.chance(self.s.dup) {
+                    self.send(Node::Host(p), up, o.header, o.payload.clone());
+                }
                 self.send(Node::Host(p), up, o.header, o.payload);
             }
         }
@@ -233,10 +297,11 @@ impl World {
                     }
                 }
                 Ev::Reply { to, h } => {
-                    if self.alive(to) {
+                    if self.running(to) {
                         self.senders[to as usize].on_reply(&h);
                     }
                 }
+                Ev::Recover { hop, link, commit } => self.recover(hop, link, commit),
                 Ev::Arrive {
                     from,
                     to,
@@ -251,9 +316,21 @@ impl World {
         if !self.alive(p) || self.left[p as usize] == 0 {
             return;
         }
+        if let Some((q, until)) = self.stalled {
+            if q == p && self.now < until {
+                self.at(until, Ev::Scatter(p));
+                return;
+            }
+        }
         if let Some((cp, at)) = self.s.crash {
-            if cp == p && self.now >= at {
-                self.crashed = Some(p);
+            if cp == p && self.now >= at && self.stalled.is_none() {
+                match self.s.stall {
+                    Some(d) => {
+                        self.stalled = Some((p, self.now + d));
+                        self.at(self.now + d, Ev::Scatter(p));
+                    }
+                    None => self.crashed = Some(p),
+                }
                 return;
             }
         }
@@ -308,7 +385,21 @@ impl World {
                 beacons.push((o, a.barriers()));
             }
             for (link, commit) in silent {
-                self.recover(n, link, commit);
+                if self.s.reliable {
+                    // Reliable: the link stays fenced until the
+                    // controller is done.
+                    let t = self.now + RECOVERY_DELAY;
+                    self.at(
+                        t,
+                        Ev::Recover {
+                            hop: n,
+                            link,
+                            commit,
+                        },
+                    );
+                } else {
+                    self.recover(n, link, commit);
+                }
             }
             for (o, (b, c)) in beacons {
                 let to = self.node_of_output(n, o);
@@ -316,7 +407,7 @@ impl World {
             }
         }
         for p in 0..self.s.procs {
-            if !self.alive(p) {
+            if !self.running(p) {
                 continue;
             }
             let c = self.clock(p);
@@ -351,10 +442,12 @@ impl World {
     /// its failure timestamp (the last commit barrier its link carried),
     /// has every correct process discard and abort, then removes the link.
     fn recover(&mut self, hop: Node, link: u32, commit: u64) {
-        let Some(p) = self.crashed else {
+        let Some(p) = self.crashed.or(self.stalled.map(|(q, _)| q)) else {
             panic!("link {link} at {hop:?} silent without a crash");
         };
         assert_eq!((hop, link), (Node::TorUp(rack(&self.s, p)), p));
+        // A stalled process is out from now on (fenced), like a crashed one.
+        self.crashed = Some(p);
         if !self.s.reliable {
             // Best effort: the hop removed the link itself; senders learn
             // of their lost messages from missing ACKs.
@@ -385,10 +478,12 @@ impl World {
     fn arrive(&mut self, from: Node, to: Node, mut h: Header, payload: Vec<u8>) {
         match to {
             Node::Host(p) => {
-                if !self.alive(p) {
+                if !self.running(p) {
                     return;
                 }
-                self.receivers[p as usize].on_packet(&h, &payload).unwrap();
+                self.receivers[p as usize]
+                    .on_packet(&h, &payload, self.now)
+                    .unwrap();
                 while let Some(r) = self.receivers[p as usize].poll_reply() {
                     let t = self.now + self.rng.range(5 * US, 15 * US);
                     let to = r.dst;
@@ -405,6 +500,14 @@ impl World {
                     // A packet from a link already removed (the crashed
                     // host's last packets): dropped.
                     Err(AggError::UnknownLink(_)) if self.crashed.is_some() => return,
+                    Err(AggError::Fenced(_)) => {
+                        self.fenced_drops += 1;
+                        return;
+                    }
+                    Err(AggError::Backwards { .. }) if self.s.reorder > 0.0 => {
+                        self.backwards_drops += 1;
+                        return;
+                    }
                     Err(e) => panic!("{hop:?} from {from:?}: {e}"),
                 };
                 if h.kind == Kind::Beacon {
@@ -441,8 +544,10 @@ impl World {
 /// Deliveries in (timestamp, sender) order at every receiver, each kind.
 fn ordering_violations(w: &World) -> usize {
     // With FIFO links and correct barriers no message is ever late.
-    for r in &w.receivers {
-        assert_eq!(r.stats().late, 0, "a message came below the barrier");
+    if w.s.reorder == 0.0 {
+        for r in &w.receivers {
+            assert_eq!(r.stats().late, 0, "a message came below the barrier");
+        }
     }
     let mut bad = 0;
     for ds in &w.delivered {
@@ -479,16 +584,7 @@ fn run(s: Setup) -> World {
 #[test]
 fn best_effort_orders_everything_and_reports_every_loss() {
     for seed in 1..=3 {
-        let w = run(Setup {
-            procs: 8,
-            racks: 2,
-            spines: 2,
-            loss: 0.01,
-            reliable: false,
-            scatterings: 5_000,
-            crash: None,
-            seed,
-        });
+        let w = run(Setup::new(false, 0.01, 5_000, seed));
         assert_eq!(ordering_violations(&w), 0, "seed {seed}");
         let got = delivered_set(&w);
         assert!(
@@ -509,16 +605,7 @@ fn best_effort_orders_everything_and_reports_every_loss() {
 #[test]
 fn reliable_delivers_every_message_once_despite_loss() {
     for seed in 1..=3 {
-        let w = run(Setup {
-            procs: 8,
-            racks: 2,
-            spines: 2,
-            loss: 0.02,
-            reliable: true,
-            scatterings: 3_000,
-            crash: None,
-            seed,
-        });
+        let w = run(Setup::new(true, 0.02, 3_000, seed));
         assert_eq!(ordering_violations(&w), 0, "seed {seed}");
         let got = delivered_set(&w);
         assert!(w.failed.is_empty(), "seed {seed}: {:?}", w.failed.len());
@@ -534,36 +621,99 @@ fn a_crashed_process_s_scatterings_are_all_or_nothing_and_delivery_resumes() {
     for seed in 1..=3 {
         let crashed = 3;
         let w = run(Setup {
-            procs: 8,
-            racks: 2,
-            spines: 2,
-            loss: 0.02,
-            reliable: true,
-            scatterings: 2_000,
             crash: Some((crashed, 4_000 * US)),
-            seed,
+            ..Setup::new(true, 0.02, 2_000, seed)
         });
         assert_eq!(w.crashed, Some(crashed), "seed {seed}");
-        let got = delivered_set(&w);
-        // Atomicity among correct receivers, for every scattering.
-        for ((ts, src), dsts) in &w.scatterings {
-            let correct: Vec<u32> = dsts.iter().copied().filter(|&d| d != crashed).collect();
-            let n = correct
-                .iter()
-                .filter(|&&d| got.contains_key(&(*ts, *src, d)))
-                .count();
-            assert!(
-                n == 0 || n == correct.len(),
-                "seed {seed}: scattering ({ts}, {src}) reached {n} of {correct:?}"
-            );
-            if *src != crashed && !dsts.contains(&crashed) {
-                assert_eq!(n, correct.len(), "seed {seed}: ({ts}, {src}) not delivered");
-            }
+        assert_all_or_nothing(&w, crashed, seed);
+    }
+}
+
+/// Every scattering reached all of its correct receivers or none; those
+/// not involving the failed process reached all; every correct process
+/// finished (delivery resumed after the failure).
+fn assert_all_or_nothing(w: &World, failed: u32, seed: u64) {
+    assert_eq!(ordering_violations(w), 0, "seed {seed}");
+    let got = delivered_set(w);
+    assert!(
+        got.values().all(|&n| n == 1),
+        "seed {seed}: delivered twice"
+    );
+    for ((ts, src), dsts) in &w.scatterings {
+        let correct: Vec<u32> = dsts.iter().copied().filter(|&d| d != failed).collect();
+        let n = correct
+            .iter()
+            .filter(|&&d| got.contains_key(&(*ts, *src, d)))
+            .count();
+        assert!(
+            n == 0 || n == correct.len(),
+            "seed {seed}: scattering ({ts}, {src}) reached {n} of {correct:?}"
+        );
+        if *src != failed && !dsts.contains(&failed) {
+            assert_eq!(n, correct.len(), "seed {seed}: ({ts}, {src}) not delivered");
         }
-        // Delivery resumed after the crash: every correct process finished.
-        for p in (0..8).filter(|&p| p != crashed) {
-            assert_eq!(w.left[p as usize], 0, "seed {seed}: process {p}");
+    }
+    for p in (0..w.s.procs).filter(|&p| p != failed) {
+        assert_eq!(w.left[p as usize], 0, "seed {seed}: process {p}");
+    }
+}
+
+#[test]
+fn copies_and_reordering_never_break_the_order() {
+    for seed in 1..=3 {
+        let be = run(Setup {
+            dup: 0.02,
+            reorder: 0.02,
+            ..Setup::new(false, 0.01, 3_000, seed)
+        });
+        assert_eq!(ordering_violations(&be), 0, "seed {seed}");
+        let got = delivered_set(&be);
+        assert!(
+            got.values().all(|&n| n == 1),
+            "seed {seed}: delivered twice"
+        );
+        for m in &be.sent {
+            let d = got.contains_key(m);
+            let f = be.failed.contains(m);
+            assert!(d != f, "seed {seed}: {m:?} delivered {d} failed {f}");
         }
+        let dups: u64 = be.receivers.iter().map(|r| r.stats().duplicates).sum();
+        assert!(dups > 0, "seed {seed}: no copy reached a receiver");
+        assert!(be.backwards_drops > 0, "seed {seed}: nothing reordered");
+
+        let rel = run(Setup {
+            dup: 0.02,
+            reorder: 0.02,
+            ..Setup::new(true, 0.01, 2_000, seed)
+        });
+        assert_eq!(ordering_violations(&rel), 0, "seed {seed}");
+        let got = delivered_set(&rel);
+        assert!(rel.failed.is_empty(), "seed {seed}");
+        for m in &rel.sent {
+            assert_eq!(got.get(m), Some(&1), "seed {seed}: {m:?}");
+        }
+    }
+}
+
+#[test]
+fn a_stalled_process_is_fenced_and_its_scatterings_stay_all_or_nothing() {
+    for seed in 1..=3 {
+        let stalled = 2;
+        let w = run(Setup {
+            crash: Some((stalled, 4_000 * US)),
+            // Found silent after 10 beacon intervals (200 µs); it runs
+            // again before the controller recovers (300 µs later).
+            stall: Some(400 * US),
+            dup: 0.01,
+            reorder: 0.01,
+            ..Setup::new(true, 0.01, 2_000, seed)
+        });
+        assert_eq!(w.crashed, Some(stalled), "seed {seed}: not fenced");
+        assert!(
+            w.fenced_drops > 0,
+            "seed {seed}: it never spoke while fenced"
+        );
+        assert_all_or_nothing(&w, stalled, seed);
     }
 }
 
@@ -572,14 +722,8 @@ fn best_effort_goes_on_past_a_crashed_process() {
     for seed in 1..=3 {
         let crashed = 5;
         let w = run(Setup {
-            procs: 8,
-            racks: 2,
-            spines: 2,
-            loss: 0.01,
-            reliable: false,
-            scatterings: 2_000,
             crash: Some((crashed, 4_000 * US)),
-            seed,
+            ..Setup::new(false, 0.01, 2_000, seed)
         });
         assert!(w.recovered, "seed {seed}: the silent link was not noticed");
         assert_eq!(ordering_violations(&w), 0, "seed {seed}");

@@ -6,7 +6,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::net::{Ipv4Addr, SocketAddrV4, UdpSocket};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use xlane_lane::sim::SimRng;
 use xlane_pipe::udp::{HopConfig, UdpEndpoint, UdpHop};
 use xlane_pipe::{AggConfig, ReceiverConfig, SendEvent, SenderConfig};
@@ -82,8 +82,13 @@ fn exchange(reliable: bool, per_proc: u32, seed: u64) {
     let mut got: HashMap<(u64, u32, u32), u32> = HashMap::new();
     let mut failed: HashSet<(u64, u32, u32)> = HashSet::new();
     let mut left = vec![per_proc; PROCS as usize];
-    let start = Instant::now();
+    // A pass waits at most 50 µs for the hop (less when packets come),
+    // so this many passes are 120 s of waiting at most; a run settles in
+    // far fewer.
+    const MAX_PASSES: u32 = 2_400_000;
+    let mut passes = 0u32;
     loop {
+        passes += 1;
         for p in 0..PROCS {
             if left[p as usize] > 0 && rng.chance(0.5) {
                 let k = rng.range(1, 3) as usize;
@@ -128,12 +133,20 @@ fn exchange(reliable: bool, per_proc: u32, seed: u64) {
         if left.iter().all(|&l| l == 0) && settled {
             break;
         }
-        assert!(
-            start.elapsed() < Duration::from_secs(120),
-            "stuck: {} of {} messages settled",
-            got.len() + failed.len(),
-            sent.len()
-        );
+        if passes >= MAX_PASSES {
+            let missing: Vec<&(u64, u32, u32)> = sent
+                .iter()
+                .filter(|m| !got.contains_key(m) && !failed.contains(m))
+                .take(10)
+                .collect();
+            panic!(
+                "stuck after {passes} passes: {} of {} messages settled, \
+                 scatterings still to send {left:?}, unsettled (ts, src, dst) \
+                 include {missing:?}",
+                got.len() + failed.len(),
+                sent.len()
+            );
+        }
     }
     for (p, ds) in delivered.iter().enumerate() {
         assert!(
@@ -176,37 +189,62 @@ fn a_silent_input_that_speaks_again_rejoins() {
         2,
         AggConfig {
             beacon_interval_ns: 1_000_000,
-            dead_after: 2,
+            dead_after: 4,
             hold_silent: false,
         },
         SenderConfig::default(),
     );
-    // Only endpoint 0 speaks until the hop finds 1 silent.
-    let mut events = Vec::new();
-    let start = Instant::now();
-    while !events
-        .iter()
-        .any(|e| matches!(e, AggEvent::LinkSilent { .. }))
-    {
+    let quiet = ends[1].local_addr().unwrap();
+    // Events of the quiet endpoint's link. (On a loaded machine this one
+    // thread may be held back long enough for endpoint 0 to be found
+    // silent too; it rejoins the same way, so only link 1 is followed.)
+    let mut silent = false;
+    let mut up = false;
+    let note = |hop: &mut UdpHop, silent: &mut bool, up: &mut bool| {
+        while let Some((e, addr)) = hop.poll_event() {
+            if addr == Some(quiet) {
+                match e {
+                    AggEvent::LinkSilent { .. } => *silent = true,
+                    AggEvent::LinkUp(_) => *up = true,
+                }
+            }
+        }
+    };
+    // Only endpoint 0 speaks until the hop finds 1 silent. A pass waits
+    // at most 1 ms (two waits of 500 µs, less when packets come), so this
+    // many passes are 60 s of waiting at most; silence comes after a few
+    // beacon intervals.
+    const MAX_SILENT_PASSES: u32 = 60_000;
+    let mut passes = 0u32;
+    while !silent {
+        passes += 1;
+        assert!(
+            passes <= MAX_SILENT_PASSES,
+            "input 1 never found silent in {MAX_SILENT_PASSES} passes"
+        );
         ends[0].wait(Duration::from_micros(500)).unwrap();
         hop.wait(Duration::from_micros(500)).unwrap();
-        while let Some((e, _)) = hop.poll_event() {
-            events.push(e);
-        }
-        assert!(start.elapsed() < Duration::from_secs(60), "never silent");
+        note(&mut hop, &mut silent, &mut up);
     }
-    assert_eq!(hop.core().live_inputs(), 1);
-    // Endpoint 1 speaks again (its clock is past the hop's barrier).
-    while !events.iter().any(|e| matches!(e, AggEvent::LinkUp(_))) {
+    let live_while_quiet = hop.core().live_inputs();
+    assert!(live_while_quiet <= 1, "{live_while_quiet} live inputs");
+    // Endpoint 1 speaks again (its clock is past the hop's barrier), and
+    // joins; then both count. A pass waits at most 1.5 ms (three waits of
+    // 500 µs): 60 s at most.
+    const MAX_REJOIN_PASSES: u32 = 40_000;
+    let mut passes = 0u32;
+    while !up || hop.core().live_inputs() < 2 {
+        passes += 1;
+        assert!(
+            passes <= MAX_REJOIN_PASSES,
+            "input 1 never rejoined in {MAX_REJOIN_PASSES} passes (rejoined {up}, live {})",
+            hop.core().live_inputs()
+        );
         ends[1].wait(Duration::from_micros(500)).unwrap();
         ends[0].wait(Duration::from_micros(500)).unwrap();
         hop.wait(Duration::from_micros(500)).unwrap();
-        while let Some((e, _)) = hop.poll_event() {
-            events.push(e);
-        }
-        assert!(start.elapsed() < Duration::from_secs(60), "never rejoined");
+        note(&mut hop, &mut silent, &mut up);
     }
-    assert_eq!(hop.stats().rejoined, 1);
-    assert_eq!(hop.core().live_inputs(), 2);
+    assert!(hop.stats().rejoined >= 1);
     assert_eq!(hop.stats().refused, 0);
 }

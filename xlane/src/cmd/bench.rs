@@ -100,6 +100,17 @@ enum What {
     /// and p99 every second, the floor per second, the targets, and plots.
     /// About 8 minutes with the defaults. Needs root (raw socket).
     Sven(super::bench_sven::SvenArgs),
+    /// 1Pipe's totally ordered scattering (its Figs. 9a, 10, 12, 13
+    /// scaled to this machine): `xlane pipe switchd` in the switch
+    /// namespace, 2–16 processes in the hosts. Latency of best-effort and
+    /// reliable scatterings against the same messages unordered, idle and
+    /// beside saturating background flows (1Pipe on the regular class and
+    /// on the express class); beacon CPU and bandwidth against the
+    /// interval; detection and recovery of a killed process and a cut
+    /// link; ordering and atomicity violations counted at every receiver
+    /// over at least 10⁶ messages with kills and a cut. Plots, targets,
+    /// --json. About 3 minutes with the defaults. Needs root.
+    Pipe(super::bench_pipe::PipeArgs),
 }
 
 #[derive(clap::Args)]
@@ -249,6 +260,7 @@ pub fn run(args: Args) -> super::CmdResult {
         What::Apps(a) => super::bench_apps::apps(a),
         What::Rpc(a) => super::bench_rpc::rpc(a),
         What::Sven(a) => super::bench_sven::sven(a),
+        What::Pipe(a) => super::bench_pipe::pipe(a),
     }
 }
 

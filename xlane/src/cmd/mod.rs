@@ -2,6 +2,7 @@
 
 pub mod bench;
 pub mod bench_apps;
+pub mod bench_pipe;
 pub mod bench_rpc;
 pub mod bench_sven;
 pub mod ctl;

@@ -31,8 +31,9 @@ enum Cmd {
     /// inputs written in, and sends beacons on outputs idle for
     /// --beacon-us. An input silent for --dead-after beacon intervals is
     /// removed, so that the barrier moves on; if it speaks again it joins
-    /// anew, counting once its barrier catches up (best effort; a reliable
-    /// deployment's recovery coordinator is not built yet).
+    /// anew, counting once its barrier catches up. With --hold-silent (a
+    /// reliable deployment) a silent input keeps holding the barriers until
+    /// the recovery coordinator writes `remove ADDR` on standard input.
     Switchd(SwitchdArgs),
 }
 
@@ -55,6 +56,15 @@ struct SwitchdArgs {
     /// An input silent this many beacon intervals is removed.
     #[arg(long, default_value_t = 10)]
     dead_after: u32,
+    /// Keep a silent input holding the barriers (reliable mode: its
+    /// uncommitted messages must be discarded everywhere first) until a
+    /// line `remove ADDR` on standard input removes it.
+    #[arg(long)]
+    hold_silent: bool,
+    /// DSCP of everything the hop sends (0: best effort; 46, the
+    /// testbed's express class, puts barriers and beacons on the lane).
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..64))]
+    dscp: u8,
     /// Seconds between status lines (0: only the final one).
     #[arg(long, default_value_t = 0)]
     status_every: u64,
@@ -92,12 +102,14 @@ fn switchd(a: SwitchdArgs) -> CmdResult {
         agg: AggConfig {
             beacon_interval_ns: a.beacon_us * 1_000,
             dead_after: a.dead_after,
-            hold_silent: false,
+            hold_silent: a.hold_silent,
         },
         inputs: a.inputs.clone(),
         routes: a.routes.clone(),
     };
     let mut hop = UdpHop::bind(a.bind, cfg).map_err(|e| format!("hop on {}: {e}", a.bind))?;
+    hop.set_tos(a.dscp << 2)
+        .map_err(|e| format!("--dscp {}: {e}", a.dscp))?;
     xlane_host::runtime::tighten_timer_slack();
     let stop = install_termination_flag();
     println!(
@@ -110,6 +122,7 @@ fn switchd(a: SwitchdArgs) -> CmdResult {
             "beacon_us": a.beacon_us,
         })
     );
+    let commands = stdin_lines();
     super::status_loop(
         &mut hop,
         stop,
@@ -117,6 +130,9 @@ fn switchd(a: SwitchdArgs) -> CmdResult {
         a.seconds,
         |hop| {
             hop.wait(Duration::from_millis(50))?;
+            while let Ok(line) = commands.try_recv() {
+                command(hop, line.trim());
+            }
             while let Some((e, addr)) = hop.poll_event() {
                 if let AggEvent::LinkSilent {
                     barrier, commit, ..
@@ -139,6 +155,49 @@ fn switchd(a: SwitchdArgs) -> CmdResult {
     )
 }
 
+/// Lines of standard input, read on their own thread (none once it
+/// closes).
+fn stdin_lines() -> std::sync::mpsc::Receiver<String> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::stdin().lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    rx
+}
+
+/// One command from standard input: `remove ADDR`. Its outcome is a JSON
+/// line; a bad command is reported, never fatal.
+fn command(hop: &mut UdpHop, line: &str) {
+    if line.is_empty() {
+        return;
+    }
+    let out = match line.split_once(' ') {
+        Some(("remove", a)) => match a.trim().parse::<SocketAddrV4>() {
+            Ok(addr) if hop.remove_input(addr) => {
+                serde_json::json!({"event": "removed", "input": addr.to_string()})
+            }
+            Ok(addr) => serde_json::json!({
+                "event": "error",
+                "error": format!("no live input from {addr}"),
+            }),
+            Err(_) => serde_json::json!({
+                "event": "error",
+                "error": format!("bad address {a:?}: expected IPv4:PORT"),
+            }),
+        },
+        _ => serde_json::json!({
+            "event": "error",
+            "error": format!("unknown command {line:?}: expected `remove ADDR`"),
+        }),
+    };
+    println!("{out}");
+}
+
 fn status(h: &UdpHop, event: &str, t: Duration) -> serde_json::Value {
     let d = h.stats();
     let (barrier, commit) = h.core().barriers();
@@ -150,6 +209,7 @@ fn status(h: &UdpHop, event: &str, t: Duration) -> serde_json::Value {
         "refused": d.refused,
         "send_errors": d.send_errors,
         "rejoined": d.rejoined,
+        "beacons": d.beacons,
         "live_inputs": h.core().live_inputs(),
         "barrier": barrier,
         "commit": commit,
