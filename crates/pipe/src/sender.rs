@@ -272,26 +272,7 @@ impl Sender {
         let ts = self.barrier(now);
         self.last_ts = ts;
         for &(dst, m) in msgs {
-            let seq = self.next_seq.entry(dst).or_insert(0);
-            let s = *seq;
-            *seq = seq.wrapping_add(1);
-            self.pending.insert(
-                (ts, dst),
-                Pending {
-                    seq: s,
-                    reliable,
-                    recall: false,
-                    payload: m.to_vec(),
-                    sent_at: now,
-                },
-            );
-            let entry = Reverse((now, ts, dst));
-            if reliable {
-                *self.reliable_ts.entry(ts).or_insert(0) += 1;
-                self.rto_queue.push(entry);
-            } else {
-                self.ack_queue.push(entry);
-            }
+            let s = self.track(ts, dst, reliable, false, m.to_vec(), now);
             self.tx.push_back(Outgoing {
                 header: Header {
                     kind: Kind::Data,
@@ -314,6 +295,41 @@ impl Sender {
         self.compact_queues();
         self.stats.scatterings += 1;
         Ok(ts)
+    }
+
+    /// Makes a message (or a recall) to `dst` at `ts` pending, sent at
+    /// `now`, with the next sequence to `dst`: the reliable index and the
+    /// timeout queues follow. Returns the sequence.
+    fn track(
+        &mut self,
+        ts: u64,
+        dst: u32,
+        reliable: bool,
+        recall: bool,
+        payload: Vec<u8>,
+        now: Nanos,
+    ) -> u32 {
+        let next = self.next_seq.entry(dst).or_insert(0);
+        let seq = *next;
+        *next = next.wrapping_add(1);
+        self.pending.insert(
+            (ts, dst),
+            Pending {
+                seq,
+                reliable,
+                recall,
+                payload,
+                sent_at: now,
+            },
+        );
+        let entry = Reverse((now, ts, dst));
+        if reliable {
+            *self.reliable_ts.entry(ts).or_insert(0) += 1;
+            self.rto_queue.push(entry);
+        } else {
+            self.ack_queue.push(entry);
+        }
+        seq
     }
 
     /// Removes the pending message `key`, keeping the reliable index.
@@ -525,21 +541,7 @@ impl Sender {
                 // pending like a reliable message until acknowledged.
                 self.remove_pending((ts, dst));
                 self.fail(ts, dst, FailReason::Aborted);
-                let seq = self.next_seq.entry(dst).or_insert(0);
-                let s = *seq;
-                *seq = seq.wrapping_add(1);
-                self.pending.insert(
-                    (ts, dst),
-                    Pending {
-                        seq: s,
-                        reliable: true,
-                        recall: true,
-                        payload: Vec::new(),
-                        sent_at: now,
-                    },
-                );
-                *self.reliable_ts.entry(ts).or_insert(0) += 1;
-                self.rto_queue.push(Reverse((now, ts, dst)));
+                let s = self.track(ts, dst, true, true, Vec::new(), now);
                 self.tx.push_back(Outgoing {
                     header: Header {
                         kind: Kind::Recall,
