@@ -197,11 +197,6 @@ impl Switchd {
         }
     }
 
-    /// Its PID.
-    pub fn pid(&self) -> u32 {
-        self.child.id()
-    }
-
     /// The next line, waiting at most `wait`.
     pub fn next_event(&mut self, wait: Duration) -> Option<(u64, serde_json::Value)> {
         self.events.recv_timeout(wait).ok()
