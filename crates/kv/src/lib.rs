@@ -34,6 +34,8 @@
 //!   included), pub/sub included.
 //! * [`pubsub`]: channels, patterns and keyspace notifications (Redis'
 //!   `notify-keyspace-events`), fired on every member as writes apply.
+//! * [`xshard`]: transactions across shards (Raft groups) ordered by
+//!   1Pipe: the RESP proxy, the plan by shard, the shard appliers.
 #![warn(missing_docs)]
 
 pub mod client_list;
@@ -54,6 +56,7 @@ pub mod store;
 pub mod txn;
 pub mod types;
 pub mod value;
+pub mod xshard;
 
 pub use commands::{classify, Action, MemberCmd, PubSubCmd, ReadCmd};
 pub use op::{OpDecodeError, SetCond, SetTtl, WriteCmd, WriteOp};

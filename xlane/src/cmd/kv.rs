@@ -70,7 +70,25 @@ enum Cmd {
     /// replicated is docs/kv-commands.md. One database. Runs until SIGTERM
     /// or SIGINT, which stop it cleanly (the raft log written and fsynced,
     /// controller tunnels given back, exit status 0), or until killed.
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
+    /// The RESP front of a sharded deployment: multi-key commands
+    /// (MSET, MGET, DEL, UNLINK, EXISTS, TOUCH) and MULTI/EXEC whose keys
+    /// live on different shards run atomically and serializably, ordered
+    /// by 1Pipe. A key's shard is its hash slot modulo --shards. Each
+    /// request becomes one reliable 1Pipe scattering, one part per shard
+    /// it touches, through the hop (`xlane pipe switchd`) to every shard's
+    /// `xlane kv txn-shard`. Commands without a key (DBSIZE, KEYS, ...),
+    /// WATCH and pub/sub are refused: send those to a shard. Every
+    /// command of a MULTI is checked as it is queued (an unknown command
+    /// or a wrong arity makes EXEC abort, as in Redis). A shard's part must
+    /// fit one 1Pipe message (about 1.4 KB). Design: docs/pipe.md.
+    TxnProxy(super::kv_txn::ProxyArgs),
+    /// A shard's 1Pipe receiver: runs the parts of transactions it
+    /// delivers, in 1Pipe's order, on the shard's Raft group (its
+    /// --member list, following -MOVED), each as one MULTI/EXEC exactly
+    /// once across leader changes (it writes the marker key
+    /// __xlane:pipe:<shard> with each part), and answers the proxies.
+    TxnShard(super::kv_txn::ShardArgs),
 }
 
 #[derive(clap::Args)]
@@ -206,7 +224,9 @@ struct ServeArgs {
 /// Runs `xlane kv`.
 pub fn run(args: Args) -> super::CmdResult {
     match args.cmd {
-        Cmd::Serve(a) => serve(a),
+        Cmd::Serve(a) => serve(*a),
+        Cmd::TxnProxy(a) => super::kv_txn::proxy(a),
+        Cmd::TxnShard(a) => super::kv_txn::shard(a),
     }
 }
 

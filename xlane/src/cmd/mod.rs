@@ -9,6 +9,7 @@ pub mod ctl;
 pub mod doctor;
 pub mod fd;
 pub mod kv;
+pub mod kv_txn;
 pub mod lancet;
 pub mod pipe;
 pub mod rpc;

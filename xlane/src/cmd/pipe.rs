@@ -73,7 +73,7 @@ struct SwitchdArgs {
     seconds: u64,
 }
 
-fn parse_route(s: &str) -> Result<(u32, SocketAddrV4), String> {
+pub(super) fn parse_route(s: &str) -> Result<(u32, SocketAddrV4), String> {
     let bad = || format!("bad route {s:?}: expected PROC=IPv4:PORT, like 3=10.0.0.3:7400");
     let (p, a) = s.split_once('=').ok_or_else(bad)?;
     Ok((p.parse().map_err(|_| bad())?, a.parse().map_err(|_| bad())?))

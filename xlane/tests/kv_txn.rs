@@ -1,0 +1,523 @@
+//! Transactions across shards, ordered by 1Pipe, under leader kills.
+//!
+//! Two shards, each a three-member `xlane kv serve` group of real
+//! processes on loopback; a real `xlane pipe switchd` hop; a `xlane kv
+//! txn-shard` applier per shard and two `xlane kv txn-proxy` fronts.
+//! Four clients run `MULTI`/`EXEC` transactions of the list-append
+//! workload through the proxies (each appends its unique id to 1–3 keys
+//! with `RPUSH` and reads 0–2 other keys whole with `LRANGE`; the six keys
+//! are spread over both shards), while the test kills each shard's Raft
+//! leader (`kill -9`) and restarts it, so the appliers lose replies and
+//! must find out through their marker key whether a part ran.
+//! Afterwards every key is read in one ordered transaction, and the
+//! history is checked with `xlane_lincheck::check_serializable`: no
+//! dependency cycle (serializable), no transaction present on some of its
+//! keys and absent from others (atomic), no lost or impossible write.
+//! Seeded (`KV_TXN_SEED`, printed).
+
+mod common;
+
+use common::Conn;
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader};
+use std::net::{SocketAddr, SocketAddrV4, TcpListener, UdpSocket};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use xlane_kv::resp::Reply;
+use xlane_kv::xshard::shard_of;
+use xlane_lincheck::{check_serializable, Txn, TxnOutcome};
+
+const SHARDS: u32 = 2;
+const CLIENTS: usize = 4;
+const KEYS_PER_SHARD: usize = 3;
+const PER_CLIENT: usize = 600;
+const PACE: Duration = Duration::from_millis(12);
+
+fn free_udp() -> SocketAddrV4 {
+    let u = UdpSocket::bind("127.0.0.1:0").expect("udp");
+    match u.local_addr().expect("addr") {
+        SocketAddr::V4(a) => a,
+        SocketAddr::V6(_) => unreachable!("bound on IPv4"),
+    }
+}
+
+fn free_raft() -> SocketAddr {
+    loop {
+        let a = SocketAddr::V4(free_udp());
+        if TcpListener::bind(a).is_ok() {
+            return a;
+        }
+    }
+}
+
+fn free_tcp() -> SocketAddr {
+    TcpListener::bind("127.0.0.1:0")
+        .expect("tcp")
+        .local_addr()
+        .expect("addr")
+}
+
+/// The processes this test started, ended by PID when it ends.
+#[derive(Default)]
+struct Procs {
+    children: Vec<(String, Option<Child>)>,
+}
+
+impl Procs {
+    /// Starts `cmd` and waits for its ready line.
+    fn start(&mut self, name: &str, cmd: &mut Command) -> usize {
+        let mut child = cmd
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("spawn xlane");
+        let mut out = BufReader::new(child.stdout.take().expect("stdout"));
+        let mut line = String::new();
+        out.read_line(&mut line).expect("ready line");
+        assert!(line.contains("\"event\":\"ready\""), "{name}: {line}");
+        // Keep the pipe drained; the last line (the `stopped` one) is kept.
+        let last = Arc::new(Mutex::new(String::new()));
+        let keep = last.clone();
+        std::thread::spawn(move || {
+            for l in out.lines().map_while(Result::ok) {
+                *keep.lock().expect("lock") = l;
+            }
+        });
+        LAST.lock().expect("lock").push((name.to_string(), last));
+        self.children.push((name.to_string(), Some(child)));
+        self.children.len() - 1
+    }
+
+    fn kill(&mut self, i: usize) {
+        if let Some(mut c) = self.children[i].1.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// SIGTERM by PID and wait; the process's last stdout line.
+    fn terminate(&mut self, i: usize) -> serde_json::Value {
+        let name = self.children[i].0.clone();
+        let mut c = self.children[i].1.take().expect("running");
+        // SAFETY: a plain syscall on the PID of a child this test started.
+        unsafe { libc::kill(c.id() as libc::pid_t, libc::SIGTERM) };
+        let status = c.wait().expect("wait");
+        assert!(status.success(), "{name}: {status}");
+        std::thread::sleep(Duration::from_millis(100));
+        let last = LAST.lock().expect("lock");
+        let line = last
+            .iter()
+            .rev()
+            .find(|(n, _)| *n == name)
+            .map(|(_, l)| l.lock().expect("lock").clone())
+            .unwrap_or_default();
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("{name}: {e}: {line}"))
+    }
+}
+
+type LastLines = Vec<(String, Arc<Mutex<String>>)>;
+static LAST: Mutex<LastLines> = Mutex::new(Vec::new());
+
+impl Drop for Procs {
+    fn drop(&mut self) {
+        for i in 0..self.children.len() {
+            self.kill(i);
+        }
+    }
+}
+
+/// A shard: three members.
+struct Shard {
+    peers: Vec<String>,
+    clients: Vec<SocketAddr>,
+    dirs: Vec<PathBuf>,
+    procs: Vec<usize>,
+}
+
+impl Shard {
+    fn new(root: &std::path::Path, s: u32) -> Shard {
+        let mut peers = Vec::new();
+        let mut clients = Vec::new();
+        let mut dirs = Vec::new();
+        for id in 1..=3 {
+            let client = free_tcp();
+            peers.push(format!("{id}={}/{client}", free_raft()));
+            clients.push(client);
+            dirs.push(root.join(format!("s{s}n{id}")));
+        }
+        Shard {
+            peers,
+            clients,
+            dirs,
+            procs: Vec::new(),
+        }
+    }
+
+    fn command(&self, id: usize) -> Command {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_xlane"));
+        cmd.args(["kv", "serve", "--id", &id.to_string()]);
+        for p in &self.peers {
+            cmd.args(["--peer", p]);
+        }
+        cmd.arg("--data")
+            .arg(&self.dirs[id - 1])
+            .args(["--fsync", "never"]);
+        cmd
+    }
+
+    /// The member that leads now (a write through it succeeds), by index.
+    fn leader(&self) -> Option<usize> {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while Instant::now() < deadline {
+            for (i, a) in self.clients.iter().enumerate() {
+                let Some(mut c) = Conn::try_open(*a, Duration::from_millis(500)) else {
+                    continue;
+                };
+                if c.try_cmd(&["SET", "probe", "1"]) == Some(Reply::ok()) {
+                    return Some(i);
+                }
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        None
+    }
+}
+
+/// Keys, `KEYS_PER_SHARD` on each shard.
+fn keys() -> Vec<String> {
+    let mut per = vec![Vec::new(); SHARDS as usize];
+    for i in 0.. {
+        let k = format!("x{i}");
+        let s = shard_of(k.as_bytes(), SHARDS) as usize;
+        if per[s].len() < KEYS_PER_SHARD {
+            per[s].push(k);
+        }
+        if per.iter().all(|p| p.len() == KEYS_PER_SHARD) {
+            break;
+        }
+    }
+    per.concat()
+}
+
+struct Rng(u64);
+impl Rng {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % n
+    }
+}
+
+fn list(r: &Reply) -> Option<Vec<u64>> {
+    match r {
+        Reply::Array(Some(items)) => items
+            .iter()
+            .map(|i| match i {
+                Reply::Bulk(Some(b)) => std::str::from_utf8(b).ok()?.parse().ok(),
+                _ => None,
+            })
+            .collect(),
+        _ => None,
+    }
+}
+
+/// What the client learned from an EXEC's reply.
+fn outcome(exec: Option<&Reply>, reads: &[String]) -> (TxnOutcome, Vec<(String, Vec<u64>)>) {
+    let failed = |e: &str| e.starts_with("ABORTED") || e.starts_with("TRYAGAIN not sent");
+    match exec {
+        Some(Reply::Array(Some(items))) if items.iter().all(|r| !r.is_error()) => {
+            let n = items.len() - reads.len();
+            let seen: Option<Vec<_>> = reads
+                .iter()
+                .zip(&items[n..])
+                .map(|(k, r)| list(r).map(|l| (k.clone(), l)))
+                .collect();
+            match seen {
+                Some(s) => (TxnOutcome::Committed, s),
+                None => panic!("unexpected replies {items:?}"),
+            }
+        }
+        Some(Reply::Error(e)) if failed(e) => (TxnOutcome::Failed, Vec::new()),
+        _ => (TxnOutcome::Unknown, Vec::new()),
+    }
+}
+
+#[test]
+fn cross_shard_transactions_are_atomic_and_serializable_under_leader_kills() {
+    let seed = std::env::var("KV_TXN_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0x5eed_u64);
+    println!("seed {seed} (KV_TXN_SEED)");
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let root = std::env::temp_dir().join(format!("xlane-kv-txn-{}-{nanos}", std::process::id()));
+    std::fs::create_dir_all(&root).expect("dir");
+    let mut procs = Procs::default();
+    let bin = env!("CARGO_BIN_EXE_xlane");
+
+    // The shards' groups.
+    let mut shards: Vec<Shard> = (0..SHARDS).map(|s| Shard::new(&root, s)).collect();
+    for (s, sh) in shards.iter_mut().enumerate() {
+        for id in 1..=3 {
+            let p = procs.start(&format!("s{s}n{id}"), &mut sh.command(id));
+            sh.procs.push(p);
+        }
+    }
+    for sh in &shards {
+        sh.leader().expect("each shard elects a leader");
+    }
+
+    // 1Pipe: the hop, the appliers (ids 1, 2) and the proxies (3, 4).
+    let hop = free_udp();
+    let applier_pipes: Vec<SocketAddrV4> = (0..SHARDS).map(|_| free_udp()).collect();
+    let proxy_pipes: Vec<SocketAddrV4> = (0..2).map(|_| free_udp()).collect();
+    let mut switchd = Command::new(bin);
+    // Dead after 2 s of silence: only a stall that long (none is expected
+    // here; the test kills no 1Pipe process) would count as a failure.
+    switchd.args(["pipe", "switchd", "--bind", &hop.to_string()]);
+    switchd.args(["--beacon-us", "1000", "--dead-after", "2000"]);
+    for (i, a) in applier_pipes.iter().chain(&proxy_pipes).enumerate() {
+        switchd.args([
+            "--input",
+            &a.to_string(),
+            "--route",
+            &format!("{}={a}", i + 1),
+        ]);
+    }
+    procs.start("switchd", &mut switchd);
+    let mut appliers = Vec::new();
+    for (s, sh) in shards.iter().enumerate() {
+        let mut c = Command::new(bin);
+        c.args(["kv", "txn-shard", "--shard", &s.to_string()]);
+        c.args([
+            "--pipe",
+            &applier_pipes[s].to_string(),
+            "--hop",
+            &hop.to_string(),
+        ]);
+        for (i, p) in proxy_pipes.iter().enumerate() {
+            c.args(["--proxy", &format!("{}={p}", SHARDS as usize + 1 + i)]);
+        }
+        for m in &sh.clients {
+            c.args(["--member", &m.to_string()]);
+        }
+        appliers.push(procs.start(&format!("txn-shard{s}"), &mut c));
+    }
+    let mut proxies = Vec::new();
+    let mut fronts = Vec::new();
+    for (i, p) in proxy_pipes.iter().enumerate() {
+        let bind = free_tcp();
+        let mut c = Command::new(bin);
+        c.args([
+            "kv",
+            "txn-proxy",
+            "--id",
+            &(SHARDS as usize + 1 + i).to_string(),
+        ]);
+        c.args(["--shards", &SHARDS.to_string(), "--bind", &bind.to_string()]);
+        c.args(["--pipe", &p.to_string(), "--replies", "127.0.0.1:0"]);
+        c.args(["--hop", &hop.to_string()]);
+        proxies.push(procs.start(&format!("txn-proxy{i}"), &mut c));
+        fronts.push(bind);
+    }
+
+    // Before the load: what the proxy refuses, it refuses clearly.
+    let mut c = Conn::open(fronts[0]);
+    let ks = keys();
+    let r = c.cmd(&["RENAME", &ks[0], &ks[KEYS_PER_SHARD]]);
+    assert!(
+        matches!(&r, Reply::Error(e) if e.starts_with("CROSSSLOT")),
+        "{r:?}"
+    );
+    let r = c.cmd(&["DBSIZE"]);
+    assert!(
+        matches!(&r, Reply::Error(e) if e.contains("names no key")),
+        "{r:?}"
+    );
+    // A cross-shard MSET and MGET, as redis-cli would send them.
+    let (a, b) = (&ks[0], &ks[KEYS_PER_SHARD]);
+    assert_eq!(
+        c.cmd(&["MSET", "m:a", "1", "m:b", "2", "m:c", "3"]),
+        Reply::ok()
+    );
+    assert_eq!(
+        c.cmd(&["MGET", "m:c", "m:a", "m:b"]),
+        Reply::Array(Some(vec![
+            Reply::bulk("3"),
+            Reply::bulk("1"),
+            Reply::bulk("2")
+        ]))
+    );
+    assert_eq!(
+        c.cmd(&["DEL", "m:a", "m:b", "m:c", a, b]),
+        Reply::Integer(3)
+    );
+
+    // The load.
+    let stop = Arc::new(AtomicBool::new(false));
+    let next_id = Arc::new(AtomicU64::new(1));
+    let history = Arc::new(Mutex::new(Vec::<Txn>::new()));
+    let workers: Vec<_> = (0..CLIENTS)
+        .map(|w| {
+            let (stop, next_id, history, ks) =
+                (stop.clone(), next_id.clone(), history.clone(), ks.clone());
+            let front = fronts[w % fronts.len()];
+            let mut rng = Rng(seed.wrapping_mul(31).wrapping_add(w as u64 + 1) | 1);
+            std::thread::spawn(move || {
+                let mut conn: Option<Conn> = None;
+                // At most PER_CLIENT each, so that a shard's reply to a
+                // read of whole lists stays within one datagram, one every
+                // PACE, so that the load spans both leader kills.
+                let start = Instant::now();
+                for n in 0..PER_CLIENT {
+                    if stop.load(Ordering::Relaxed) {
+                        break;
+                    }
+                    if let Some(w) = (PACE * n as u32).checked_sub(start.elapsed()) {
+                        std::thread::sleep(w);
+                    }
+                    let id = next_id.fetch_add(1, Ordering::Relaxed);
+                    let mut pool = ks.clone();
+                    let mut pick = |n: u64| -> Vec<String> {
+                        let n = (n as usize).min(pool.len());
+                        (0..n)
+                            .map(|_| pool.remove(rng.below(pool.len() as u64) as usize))
+                            .collect()
+                    };
+                    let appends = pick(1 + id % 3);
+                    let reads = pick(id % 3);
+                    let mut cmds = vec![vec!["MULTI".to_string()]];
+                    for k in &appends {
+                        cmds.push(vec!["RPUSH".into(), k.clone(), id.to_string()]);
+                    }
+                    for k in &reads {
+                        cmds.push(vec!["LRANGE".into(), k.clone(), "0".into(), "-1".into()]);
+                    }
+                    cmds.push(vec!["EXEC".into()]);
+                    if conn.is_none() {
+                        conn = Conn::try_open(front, Duration::from_secs(10));
+                    }
+                    let replies = conn.as_mut().and_then(|c| c.try_pipeline(&cmds));
+                    if replies.is_none() {
+                        conn = None;
+                    }
+                    let (outcome, seen) = outcome(replies.as_ref().and_then(|r| r.last()), &reads);
+                    history.lock().expect("lock").push(Txn {
+                        id,
+                        appends,
+                        reads: seen,
+                        outcome,
+                    });
+                }
+            })
+        })
+        .collect();
+
+    // The faults: each shard's leader killed, then restarted.
+    let t0 = Instant::now();
+    let at = |s: f64| {
+        let d = Duration::from_secs_f64(s);
+        if let Some(w) = d.checked_sub(t0.elapsed()) {
+            std::thread::sleep(w);
+        }
+    };
+    let mut kills = 0;
+    for (s, sh) in shards.iter().enumerate() {
+        at(1.5 + 3.0 * s as f64);
+        let l = sh.leader().expect("a leader before the kill");
+        procs.kill(sh.procs[l]);
+        kills += 1;
+        println!(
+            "{:.1} s: killed shard {s}'s leader (member {})",
+            t0.elapsed().as_secs_f64(),
+            l + 1
+        );
+        at(3.0 + 3.0 * s as f64);
+        let p = procs.start(&format!("s{s}n{}", l + 1), &mut sh.command(l + 1));
+        println!("{:.1} s: restarted it", t0.elapsed().as_secs_f64());
+        let _ = p;
+    }
+    at(7.5);
+    stop.store(true, Ordering::Relaxed);
+    for w in workers {
+        w.join().expect("client");
+    }
+
+    // Every key, read in one ordered transaction once nothing runs.
+    let mut finals = None;
+    for _ in 0..50 {
+        let mut c = Conn::open(fronts[1]);
+        let mut cmds = vec![vec!["MULTI".to_string()]];
+        for k in &ks {
+            cmds.push(vec!["LRANGE".into(), k.clone(), "0".into(), "-1".into()]);
+        }
+        cmds.push(vec!["EXEC".into()]);
+        let r = c.try_pipeline(&cmds).and_then(|mut r| r.pop());
+        if let Some(Reply::Array(Some(items))) = r {
+            let lists: Option<Vec<Vec<u64>>> = items.iter().map(list).collect();
+            if let Some(l) = lists {
+                finals = Some(ks.iter().cloned().zip(l).collect::<BTreeMap<_, _>>());
+                break;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let finals = finals.expect("a final read of every key");
+    let history = history.lock().expect("lock").clone();
+    let count = |o: TxnOutcome| history.iter().filter(|t| t.outcome == o).count();
+    let cross = history
+        .iter()
+        .filter(|t| t.outcome == TxnOutcome::Committed)
+        .filter(|t| {
+            let mut s: Vec<u32> = t
+                .appends
+                .iter()
+                .chain(t.reads.iter().map(|(k, _)| k))
+                .map(|k| shard_of(k.as_bytes(), SHARDS))
+                .collect();
+            s.dedup();
+            s.sort();
+            s.dedup();
+            s.len() > 1
+        })
+        .count();
+    println!(
+        "{} transactions: {} committed ({cross} across both shards), {} failed, {} unknown; {kills} leader kills",
+        history.len(),
+        count(TxnOutcome::Committed),
+        count(TxnOutcome::Failed),
+        count(TxnOutcome::Unknown),
+    );
+    let summary = check_serializable(&history, &finals)
+        .unwrap_or_else(|bad| panic!("not serializable or not atomic: {bad:?}"));
+    println!("serializable: {summary:?}");
+    assert!(
+        cross >= 20,
+        "too few cross-shard transactions committed: {cross}"
+    );
+
+    // Each applier met its leader's death (a lost reply or a refused
+    // connection, resolved through the marker key).
+    for (s, &a) in appliers.iter().enumerate() {
+        let v = procs.terminate(a);
+        println!("txn-shard {s}: {v}");
+        assert!(
+            v["retries"].as_u64().unwrap_or(0) >= 1,
+            "shard {s} saw no failover: {v}"
+        );
+        assert_eq!(v["malformed"], 0, "{v}");
+    }
+    for (i, &p) in proxies.iter().enumerate() {
+        let v = procs.terminate(p);
+        println!("txn-proxy {i}: {v}");
+        assert_eq!(v["stray_replies"], 0, "{v}");
+    }
+    drop(procs);
+    let _ = std::fs::remove_dir_all(&root);
+}
