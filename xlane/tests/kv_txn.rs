@@ -19,7 +19,7 @@ mod common;
 
 use common::Conn;
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader};
+use std::io::BufRead;
 use std::net::{SocketAddr, SocketAddrV4, TcpListener, UdpSocket};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -69,15 +69,7 @@ struct Procs {
 impl Procs {
     /// Starts `cmd` and waits for its ready line.
     fn start(&mut self, name: &str, cmd: &mut Command) -> usize {
-        let mut child = cmd
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("spawn xlane");
-        let mut out = BufReader::new(child.stdout.take().expect("stdout"));
-        let mut line = String::new();
-        out.read_line(&mut line).expect("ready line");
-        assert!(line.contains("\"event\":\"ready\""), "{name}: {line}");
+        let (child, out, _) = common::spawn_until_ready(cmd.stderr(Stdio::inherit()));
         // Keep the pipe drained; the last line (the `stopped` one) is kept.
         let last = Arc::new(Mutex::new(String::new()));
         let keep = last.clone();

@@ -7,6 +7,8 @@
 //!   or the lane). Both are served by the same event loop. Prints one JSON line
 //!   `{"event":"ready",...}` once listening; runs until SIGTERM/SIGINT
 //!   (then a clean stop and `{"event":"stopped",...}`) or until killed.
+//! * `xlane kv txn-proxy` / `xlane kv txn-shard` — transactions across
+//!   shards (Raft groups) ordered by 1Pipe (`kv_txn`).
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;

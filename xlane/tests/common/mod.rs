@@ -9,14 +9,11 @@ use std::process::{Child, ChildStdout, Command, Stdio};
 use std::time::Duration;
 use xlane_kv::resp::{decode_reply, encode_command, Reply};
 
-/// Spawns `cmd` (an `xlane kv serve`) with stdout piped and waits for its
+/// Spawns `cmd` (an `xlane kv ...`) with stdout piped and waits for its
 /// first line, the ready line; returns the child, the rest of its stdout and
 /// that line.
 pub fn spawn_until_ready(cmd: &mut Command) -> (Child, BufReader<ChildStdout>, String) {
-    let mut child = cmd
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("spawn xlane kv serve");
+    let mut child = cmd.stdout(Stdio::piped()).spawn().expect("spawn xlane");
     let mut out = BufReader::new(child.stdout.take().expect("stdout"));
     let mut line = String::new();
     out.read_line(&mut line).expect("ready line");
