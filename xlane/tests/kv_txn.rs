@@ -17,12 +17,11 @@
 
 mod common;
 
+use common::procs::{free_tcp, free_udp, Procs, Shard};
 use common::Conn;
 use std::collections::BTreeMap;
-use std::io::BufRead;
-use std::net::{SocketAddr, SocketAddrV4, TcpListener, UdpSocket};
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::net::SocketAddrV4;
+use std::process::Command;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -31,152 +30,11 @@ use xlane_kv::xshard::shard_of;
 use xlane_lincheck::{check_serializable, Txn, TxnOutcome};
 
 const SHARDS: u32 = 2;
-const CLIENTS: usize = 4;
+const CLIENTS: usize = 6;
+const PROXIES: usize = 3;
 const KEYS_PER_SHARD: usize = 3;
-const PER_CLIENT: usize = 600;
+const PER_CLIENT: usize = 400;
 const PACE: Duration = Duration::from_millis(12);
-
-fn free_udp() -> SocketAddrV4 {
-    let u = UdpSocket::bind("127.0.0.1:0").expect("udp");
-    match u.local_addr().expect("addr") {
-        SocketAddr::V4(a) => a,
-        SocketAddr::V6(_) => unreachable!("bound on IPv4"),
-    }
-}
-
-fn free_raft() -> SocketAddr {
-    loop {
-        let a = SocketAddr::V4(free_udp());
-        if TcpListener::bind(a).is_ok() {
-            return a;
-        }
-    }
-}
-
-fn free_tcp() -> SocketAddr {
-    TcpListener::bind("127.0.0.1:0")
-        .expect("tcp")
-        .local_addr()
-        .expect("addr")
-}
-
-/// The processes this test started, ended by PID when it ends.
-#[derive(Default)]
-struct Procs {
-    children: Vec<(String, Option<Child>)>,
-}
-
-impl Procs {
-    /// Starts `cmd` and waits for its ready line.
-    fn start(&mut self, name: &str, cmd: &mut Command) -> usize {
-        let (child, out, _) = common::spawn_until_ready(cmd.stderr(Stdio::inherit()));
-        // Keep the pipe drained; the last line (the `stopped` one) is kept.
-        let last = Arc::new(Mutex::new(String::new()));
-        let keep = last.clone();
-        std::thread::spawn(move || {
-            for l in out.lines().map_while(Result::ok) {
-                *keep.lock().expect("lock") = l;
-            }
-        });
-        LAST.lock().expect("lock").push((name.to_string(), last));
-        self.children.push((name.to_string(), Some(child)));
-        self.children.len() - 1
-    }
-
-    fn kill(&mut self, i: usize) {
-        if let Some(mut c) = self.children[i].1.take() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-
-    /// SIGTERM by PID and wait; the process's last stdout line.
-    fn terminate(&mut self, i: usize) -> serde_json::Value {
-        let name = self.children[i].0.clone();
-        let mut c = self.children[i].1.take().expect("running");
-        // SAFETY: a plain syscall on the PID of a child this test started.
-        unsafe { libc::kill(c.id() as libc::pid_t, libc::SIGTERM) };
-        let status = c.wait().expect("wait");
-        assert!(status.success(), "{name}: {status}");
-        std::thread::sleep(Duration::from_millis(100));
-        let last = LAST.lock().expect("lock");
-        let line = last
-            .iter()
-            .rev()
-            .find(|(n, _)| *n == name)
-            .map(|(_, l)| l.lock().expect("lock").clone())
-            .unwrap_or_default();
-        serde_json::from_str(&line).unwrap_or_else(|e| panic!("{name}: {e}: {line}"))
-    }
-}
-
-type LastLines = Vec<(String, Arc<Mutex<String>>)>;
-static LAST: Mutex<LastLines> = Mutex::new(Vec::new());
-
-impl Drop for Procs {
-    fn drop(&mut self) {
-        for i in 0..self.children.len() {
-            self.kill(i);
-        }
-    }
-}
-
-/// A shard: three members.
-struct Shard {
-    peers: Vec<String>,
-    clients: Vec<SocketAddr>,
-    dirs: Vec<PathBuf>,
-    procs: Vec<usize>,
-}
-
-impl Shard {
-    fn new(root: &std::path::Path, s: u32) -> Shard {
-        let mut peers = Vec::new();
-        let mut clients = Vec::new();
-        let mut dirs = Vec::new();
-        for id in 1..=3 {
-            let client = free_tcp();
-            peers.push(format!("{id}={}/{client}", free_raft()));
-            clients.push(client);
-            dirs.push(root.join(format!("s{s}n{id}")));
-        }
-        Shard {
-            peers,
-            clients,
-            dirs,
-            procs: Vec::new(),
-        }
-    }
-
-    fn command(&self, id: usize) -> Command {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_xlane"));
-        cmd.args(["kv", "serve", "--id", &id.to_string()]);
-        for p in &self.peers {
-            cmd.args(["--peer", p]);
-        }
-        cmd.arg("--data")
-            .arg(&self.dirs[id - 1])
-            .args(["--fsync", "never"]);
-        cmd
-    }
-
-    /// The member that leads now (a write through it succeeds), by index.
-    fn leader(&self) -> Option<usize> {
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while Instant::now() < deadline {
-            for (i, a) in self.clients.iter().enumerate() {
-                let Some(mut c) = Conn::try_open(*a, Duration::from_millis(500)) else {
-                    continue;
-                };
-                if c.try_cmd(&["SET", "probe", "1"]) == Some(Reply::ok()) {
-                    return Some(i);
-                }
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        None
-    }
-}
 
 /// Keys, `KEYS_PER_SHARD` on each shard.
 fn keys() -> Vec<String> {
@@ -265,15 +123,41 @@ fn cross_shard_transactions_are_atomic_and_serializable_under_leader_kills() {
         sh.leader().expect("each shard elects a leader");
     }
 
-    // 1Pipe: the hop, the appliers (ids 1, 2) and the proxies (3, 4).
+    // 1Pipe: the hop, the appliers (ids 1, 2), the proxies (3, 4, 5) and
+    // two coordinator replicas keeping their decisions in shard 0's group.
     let hop = free_udp();
     let applier_pipes: Vec<SocketAddrV4> = (0..SHARDS).map(|_| free_udp()).collect();
-    let proxy_pipes: Vec<SocketAddrV4> = (0..2).map(|_| free_udp()).collect();
+    let proxy_pipes: Vec<SocketAddrV4> = (0..PROXIES).map(|_| free_udp()).collect();
+    let coords: Vec<SocketAddrV4> = (0..2).map(|_| free_udp()).collect();
+    let mut coord_procs = Vec::new();
+    for (i, c) in coords.iter().enumerate() {
+        let mut cmd = Command::new(bin);
+        cmd.args(["pipe", "coordinator", "--bind", &c.to_string()]);
+        for m in &shards[0].clients {
+            cmd.args(["--store", &m.to_string()]);
+        }
+        for (j, a) in applier_pipes.iter().chain(&proxy_pipes).enumerate() {
+            cmd.args(["--process", &format!("{}={a}", j + 1)]);
+        }
+        coord_procs.push(procs.start(&format!("coordinator{i}"), &mut cmd));
+    }
+    let with_coords = |c: &mut Command| {
+        for a in &coords {
+            c.args(["--coordinator", &a.to_string()]);
+        }
+    };
     let mut switchd = Command::new(bin);
-    // Dead after 2 s of silence: only a stall that long (none is expected
-    // here; the test kills no 1Pipe process) would count as a failure.
-    switchd.args(["pipe", "switchd", "--bind", &hop.to_string()]);
-    switchd.args(["--beacon-us", "1000", "--dead-after", "2000"]);
+    // Silent after 500 ms: far above this machine's stalls, so that only
+    // the killed proxy is found silent.
+    switchd.args([
+        "pipe",
+        "switchd",
+        "--bind",
+        &hop.to_string(),
+        "--hold-silent",
+    ]);
+    switchd.args(["--beacon-us", "1000", "--dead-after", "500"]);
+    with_coords(&mut switchd);
     for (i, a) in applier_pipes.iter().chain(&proxy_pipes).enumerate() {
         switchd.args([
             "--input",
@@ -299,6 +183,7 @@ fn cross_shard_transactions_are_atomic_and_serializable_under_leader_kills() {
         for m in &sh.clients {
             c.args(["--member", &m.to_string()]);
         }
+        with_coords(&mut c);
         appliers.push(procs.start(&format!("txn-shard{s}"), &mut c));
     }
     let mut proxies = Vec::new();
@@ -315,6 +200,7 @@ fn cross_shard_transactions_are_atomic_and_serializable_under_leader_kills() {
         c.args(["--shards", &SHARDS.to_string(), "--bind", &bind.to_string()]);
         c.args(["--pipe", &p.to_string(), "--replies", "127.0.0.1:0"]);
         c.args(["--hop", &hop.to_string()]);
+        with_coords(&mut c);
         proxies.push(procs.start(&format!("txn-proxy{i}"), &mut c));
         fronts.push(bind);
     }
@@ -359,7 +245,8 @@ fn cross_shard_transactions_are_atomic_and_serializable_under_leader_kills() {
         .map(|w| {
             let (stop, next_id, history, ks) =
                 (stop.clone(), next_id.clone(), history.clone(), ks.clone());
-            let front = fronts[w % fronts.len()];
+            let fronts = fronts.clone();
+            let mut front = w % fronts.len();
             let mut rng = Rng(seed.wrapping_mul(31).wrapping_add(w as u64 + 1) | 1);
             std::thread::spawn(move || {
                 let mut conn: Option<Conn> = None;
@@ -393,11 +280,14 @@ fn cross_shard_transactions_are_atomic_and_serializable_under_leader_kills() {
                     }
                     cmds.push(vec!["EXEC".into()]);
                     if conn.is_none() {
-                        conn = Conn::try_open(front, Duration::from_secs(10));
+                        conn = Conn::try_open(fronts[front], Duration::from_secs(10));
                     }
                     let replies = conn.as_mut().and_then(|c| c.try_pipeline(&cmds));
                     if replies.is_none() {
+                        // Its proxy died or hung: the next one, as a
+                        // client with a list of proxies would.
                         conn = None;
+                        front = (front + 1) % fronts.len();
                     }
                     let (outcome, seen) = outcome(replies.as_ref().and_then(|r| r.last()), &reads);
                     history.lock().expect("lock").push(Txn {
@@ -420,21 +310,35 @@ fn cross_shard_transactions_are_atomic_and_serializable_under_leader_kills() {
         }
     };
     let mut kills = 0;
-    for (s, sh) in shards.iter().enumerate() {
-        at(1.5 + 3.0 * s as f64);
-        let l = sh.leader().expect("a leader before the kill");
-        procs.kill(sh.procs[l]);
+    let mut kill_leader = |procs: &mut Procs, s: usize| -> usize {
+        let l = shards[s].leader().expect("a leader before the kill");
+        procs.kill(shards[s].procs[l]);
         kills += 1;
         println!(
             "{:.1} s: killed shard {s}'s leader (member {})",
             t0.elapsed().as_secs_f64(),
             l + 1
         );
-        at(3.0 + 3.0 * s as f64);
-        let p = procs.start(&format!("s{s}n{}", l + 1), &mut sh.command(l + 1));
-        println!("{:.1} s: restarted it", t0.elapsed().as_secs_f64());
-        let _ = p;
-    }
+        l
+    };
+    at(1.5);
+    let l0 = kill_leader(&mut procs, 0);
+    at(2.2);
+    // A proxy dies with transactions in flight: the coordinator has the
+    // shards deliver the ones below its failure timestamp and discard the
+    // rest, everywhere alike.
+    procs.kill(proxies[PROXIES - 1]);
+    println!(
+        "{:.1} s: killed proxy {}",
+        t0.elapsed().as_secs_f64(),
+        PROXIES - 1
+    );
+    at(3.0);
+    procs.start(&format!("s0n{}", l0 + 1), &mut shards[0].command(l0 + 1));
+    at(4.5);
+    let l1 = kill_leader(&mut procs, 1);
+    at(6.0);
+    procs.start(&format!("s1n{}", l1 + 1), &mut shards[1].command(l1 + 1));
     at(7.5);
     stop.store(true, Ordering::Relaxed);
     for w in workers {
@@ -489,6 +393,12 @@ fn cross_shard_transactions_are_atomic_and_serializable_under_leader_kills() {
     let summary = check_serializable(&history, &finals)
         .unwrap_or_else(|bad| panic!("not serializable or not atomic: {bad:?}"));
     println!("serializable: {summary:?}");
+    let unknown_applied = history
+        .iter()
+        .filter(|t| t.outcome == TxnOutcome::Unknown)
+        .filter(|t| t.appends.iter().all(|k| finals[k].contains(&t.id)))
+        .count();
+    println!("unknown outcomes: {unknown_applied} applied on every shard, the rest on none",);
     assert!(
         cross >= 20,
         "too few cross-shard transactions committed: {cross}"
@@ -505,10 +415,17 @@ fn cross_shard_transactions_are_atomic_and_serializable_under_leader_kills() {
         );
         assert_eq!(v["malformed"], 0, "{v}");
     }
-    for (i, &p) in proxies.iter().enumerate() {
+    for (i, &p) in proxies.iter().enumerate().take(PROXIES - 1) {
         let v = procs.terminate(p);
         println!("txn-proxy {i}: {v}");
         assert_eq!(v["stray_replies"], 0, "{v}");
+    }
+    // The killed proxy's failure was recovered (by both replicas, each
+    // running every step).
+    for (i, &c) in coord_procs.iter().enumerate() {
+        let v = procs.terminate(c);
+        println!("coordinator {i}: {v}");
+        assert_eq!(v["recovered"], 1, "{v}");
     }
     drop(procs);
     let _ = std::fs::remove_dir_all(&root);

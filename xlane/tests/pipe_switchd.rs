@@ -181,6 +181,27 @@ fn bad_arguments_are_refused_clearly() {
             ][..],
             "--beacon-us",
         ),
+        (
+            &[
+                "--input",
+                "127.0.0.1:9",
+                "--route",
+                "1=127.0.0.1:9",
+                "--hold-silent",
+            ][..],
+            "needs a --coordinator",
+        ),
+        (
+            &[
+                "--input",
+                "127.0.0.1:9",
+                "--route",
+                "1=127.0.0.1:9",
+                "--coordinator",
+                "127.0.0.1:7",
+            ][..],
+            "needs --hold-silent",
+        ),
     ] {
         let out = xlane()
             .args(["pipe", "switchd", "--bind", "127.0.0.1:0"])

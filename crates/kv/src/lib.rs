@@ -22,6 +22,8 @@
 //!   its raft log the append-only file.
 //! * [`state_machine`]: [`state_machine::KvStateMachine`], what X-Raft
 //!   replicates: the store and the member table, and their snapshot.
+//! * [`client`]: a blocking RESP client of a group that follows the
+//!   leader, for daemons that keep state in it.
 //! * [`client_list`]: `CLIENT LIST` / `CLIENT INFO` lines.
 //! * [`cluster`]: the group as one Redis Cluster shard (`CLUSTER SLOTS`
 //!   and friends), for cluster-aware clients that follow `-MOVED`.
@@ -38,6 +40,7 @@
 //!   1Pipe: the RESP proxy, the plan by shard, the shard appliers.
 #![warn(missing_docs)]
 
+pub mod client;
 pub mod client_list;
 pub mod client_loop;
 pub mod cluster;

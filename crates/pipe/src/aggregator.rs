@@ -149,7 +149,12 @@ impl Aggregator {
         }
     }
 
-    /// The hop's (best-effort, commit) barriers.
+    /// The settings it runs with.
+    pub fn config(&self) -> AggConfig {
+        self.cfg
+    }
+
+    /// The hop's current barriers (best effort, commit).
     pub fn barriers(&self) -> (u64, u64) {
         (self.barrier, self.commit)
     }

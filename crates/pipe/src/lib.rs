@@ -20,6 +20,10 @@
 //!   late messages, discard of a failed sender's uncommitted messages.
 //! - [`Aggregator`]: a hop's barriers, link removal after silent beacon
 //!   intervals, admission of new links, beacons on idle outputs.
+//! - [`ctl`]: the recovery protocol's messages (silent link, removal,
+//!   `proc_fail` and its confirmation).
+//! - [`Coordinator`]: the recovery coordinator, replicated by running
+//!   several on one decision kept in a Raft group.
 //! - [`udp`]: the endpoint and the hop on UDP sockets.
 //!
 //! The design, where it differs from the paper, and what is still to
@@ -28,12 +32,16 @@
 #![warn(missing_docs)]
 
 pub mod aggregator;
+pub mod coordinator;
+pub mod ctl;
 pub mod receiver;
 pub mod sender;
 pub mod udp;
 pub mod wire;
 
 pub use aggregator::{AggConfig, AggError, AggEvent, Aggregator, LinkId};
+pub use coordinator::{CoordOut, CoordStats, Coordinator};
+pub use ctl::{Ctl, CtlError};
 pub use receiver::{Delivery, Receiver, ReceiverConfig, ReceiverStats, RecvError};
 pub use sender::{FailReason, Outgoing, SendError, SendEvent, Sender, SenderConfig, SenderStats};
 

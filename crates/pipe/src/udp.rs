@@ -10,7 +10,7 @@
 //! for every process on a machine. Across machines the clocks must be
 //! synchronized (PTP), and skew only delays delivery (`docs/pipe.md`).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::io;
 use std::net::{SocketAddr, SocketAddrV4, UdpSocket};
 use std::os::fd::AsFd;
@@ -19,6 +19,7 @@ use std::time::Duration;
 use nix::poll::{ppoll, PollFd, PollFlags};
 use nix::sys::time::TimeSpec;
 
+use crate::ctl::{Ctl, CTL_MAX_LEN};
 use crate::wire::{Header, Kind, Packet, HEADER_LEN, MAX_PAYLOAD};
 use crate::{
     AggConfig, AggError, AggEvent, Aggregator, Delivery, LinkId, Nanos, Receiver, ReceiverConfig,
@@ -127,6 +128,10 @@ pub struct UdpEndpoint {
     last_sent: Nanos,
     buf: Vec<u8>,
     stats: DriverStats,
+    me: u32,
+    coordinators: Vec<SocketAddrV4>,
+    failed: HashSet<u32>,
+    proc_fails: VecDeque<(u32, u64)>,
 }
 
 impl UdpEndpoint {
@@ -151,6 +156,10 @@ impl UdpEndpoint {
             last_sent: 0,
             buf: vec![0u8; HEADER_LEN + MAX_PAYLOAD + 1],
             stats: DriverStats::default(),
+            me,
+            coordinators: Vec::new(),
+            failed: HashSet::new(),
+            proc_fails: VecDeque::new(),
         })
     }
 
@@ -162,6 +171,48 @@ impl UdpEndpoint {
     /// Sends everything with this TOS byte (DSCP << 2).
     pub fn set_tos(&self, tos: u8) -> io::Result<()> {
         set_tos(&self.sock, tos)
+    }
+
+    /// The recovery coordinators whose [`Ctl::ProcFail`] this process
+    /// obeys (control messages from anyone else are refused).
+    pub fn set_coordinators(&mut self, coordinators: Vec<SocketAddrV4>) {
+        self.coordinators = coordinators;
+    }
+
+    /// 1Pipe's `proc_fail(process, ts)` callback: the next process the
+    /// coordinator declared failed, with its failure timestamp, once this
+    /// endpoint has discarded and aborted for it. This process's own id
+    /// means it was declared failed (excluded): it must stop, and come
+    /// back under a new id.
+    pub fn poll_proc_fail(&mut self) -> Option<(u32, u64)> {
+        self.proc_fails.pop_front()
+    }
+
+    fn on_ctl(&mut self, from: SocketAddrV4, n: usize) {
+        let msg = match Ctl::parse(&self.buf[..n]) {
+            Ok(m) if self.coordinators.contains(&from) => m,
+            _ => {
+                self.stats.refused += 1;
+                return;
+            }
+        };
+        let Ctl::ProcFail { proc, t_fail } = msg else {
+            self.stats.refused += 1;
+            return;
+        };
+        if self.failed.insert(proc) {
+            if proc != self.me {
+                self.proc_failed(proc, t_fail);
+            }
+            self.proc_fails.push_back((proc, t_fail));
+        }
+        let mut b = Vec::with_capacity(CTL_MAX_LEN);
+        Ctl::ProcFailAck {
+            proc,
+            from: self.me,
+        }
+        .emit(&mut b);
+        send_to(&self.sock, &b, from, &mut self.stats);
     }
 
     /// The sender core.
@@ -222,6 +273,10 @@ impl UdpEndpoint {
                 self.stats.refused += 1;
                 continue;
             };
+            if Ctl::is_ctl(&self.buf[..n]) {
+                self.on_ctl(from, n);
+                continue;
+            }
             let Ok(p) = Packet::new_checked(&self.buf[..n]) else {
                 self.stats.refused += 1;
                 continue;
@@ -294,7 +349,17 @@ pub struct UdpHop {
     routes: HashMap<u32, usize>,
     buf: Vec<u8>,
     stats: DriverStats,
+    coordinators: Vec<SocketAddrV4>,
+    /// Held silent links waiting for a coordinator's `Remove`, with their
+    /// last barriers.
+    held: HashMap<SocketAddrV4, (u64, u64)>,
+    next_report: Nanos,
+    events: VecDeque<(AggEvent, Option<SocketAddrV4>)>,
+    removed: VecDeque<SocketAddrV4>,
 }
+
+/// How often a hop reports a held link to the coordinators.
+pub const REPORT_EVERY_NS: Nanos = 20_000_000;
 
 impl UdpHop {
     /// A hop on `addr`.
@@ -329,6 +394,11 @@ impl UdpHop {
             routes,
             buf: vec![0u8; HEADER_LEN + MAX_PAYLOAD + 1],
             stats: DriverStats::default(),
+            coordinators: Vec::new(),
+            held: HashMap::new(),
+            next_report: 0,
+            events: VecDeque::new(),
+            removed: VecDeque::new(),
         })
     }
 
@@ -340,6 +410,74 @@ impl UdpHop {
     /// Sends everything with this TOS byte (DSCP << 2).
     pub fn set_tos(&self, tos: u8) -> io::Result<()> {
         set_tos(&self.sock, tos)
+    }
+
+    /// The recovery coordinators: each held silent link is reported to
+    /// them ([`Ctl::Silent`], every [`REPORT_EVERY_NS`]) until one of
+    /// them has it removed ([`Ctl::Remove`]; control messages from anyone
+    /// else are refused).
+    pub fn set_coordinators(&mut self, coordinators: Vec<SocketAddrV4>) {
+        self.coordinators = coordinators;
+    }
+
+    /// The next input a coordinator had removed.
+    pub fn poll_removed(&mut self) -> Option<SocketAddrV4> {
+        self.removed.pop_front()
+    }
+
+    fn on_ctl(&mut self, from: SocketAddrV4, n: usize) {
+        match Ctl::parse(&self.buf[..n]) {
+            Ok(Ctl::Remove { link }) if self.coordinators.contains(&from) => {
+                if self.held.remove(&link).is_some() {
+                    let _ = self.remove_input(link);
+                    self.removed.push_back(link);
+                }
+                let mut b = Vec::with_capacity(CTL_MAX_LEN);
+                Ctl::Removed { link }.emit(&mut b);
+                send_to(&self.sock, &b, from, &mut self.stats);
+            }
+            _ => self.stats.refused += 1,
+        }
+    }
+
+    /// Moves the core's link events to the caller's queue, noting the
+    /// links it holds, and reports those to the coordinators when due.
+    fn report(&mut self, now: Nanos) {
+        while let Some(e) = self.agg.poll_event() {
+            let id = match e {
+                AggEvent::LinkSilent { link, .. } | AggEvent::LinkUp(link) => link,
+            };
+            let addr = self.inputs.iter().find(|(_, &l)| l == id).map(|(a, _)| *a);
+            if let (
+                AggEvent::LinkSilent {
+                    barrier, commit, ..
+                },
+                Some(a),
+                true,
+            ) = (e, addr, self.agg.config().hold_silent)
+            {
+                self.held.insert(a, (barrier, commit));
+                self.next_report = now;
+            }
+            self.events.push_back((e, addr));
+        }
+        if self.held.is_empty() || self.coordinators.is_empty() || now < self.next_report {
+            return;
+        }
+        self.next_report = now + REPORT_EVERY_NS;
+        let mut b = Vec::with_capacity(CTL_MAX_LEN);
+        for (&link, &(barrier, commit)) in &self.held {
+            b.clear();
+            Ctl::Silent {
+                link,
+                barrier,
+                commit,
+            }
+            .emit(&mut b);
+            for &c in &self.coordinators {
+                send_to(&self.sock, &b, c, &mut self.stats);
+            }
+        }
     }
 
     /// The hop core.
@@ -356,6 +494,7 @@ impl UdpHop {
     /// recovery is done), so that the barrier moves on. If it speaks
     /// again it joins anew. False if no live input comes from `addr`.
     pub fn remove_input(&mut self, addr: SocketAddrV4) -> bool {
+        self.held.remove(&addr);
         self.inputs
             .get(&addr)
             .is_some_and(|&link| self.agg.remove_input(link).is_ok())
@@ -364,12 +503,8 @@ impl UdpHop {
     /// The next link event, with the address of the link (poll it after
     /// each turn: silent links are reported here).
     pub fn poll_event(&mut self) -> Option<(AggEvent, Option<SocketAddrV4>)> {
-        let e = self.agg.poll_event()?;
-        let id = match e {
-            AggEvent::LinkSilent { link, .. } | AggEvent::LinkUp(link) => link,
-        };
-        let addr = self.inputs.iter().find(|(_, &l)| l == id).map(|(a, _)| *a);
-        Some((e, addr))
+        self.report(now_ns());
+        self.events.pop_front()
     }
 
     /// Reads and forwards what came, sends beacons that are due.
@@ -383,6 +518,10 @@ impl UdpHop {
                 drained = true;
                 break;
             };
+            if let (Some(a), true) = (from, Ctl::is_ctl(&self.buf[..n])) {
+                self.on_ctl(a, n);
+                continue;
+            }
             let link = from.and_then(|a| self.inputs.get(&a).copied());
             let (Some(link), Ok(p)) = (link, Packet::new_checked(&self.buf[..n])) else {
                 self.stats.refused += 1;
@@ -423,6 +562,7 @@ impl UdpHop {
         if drained {
             self.agg.handle_timeout(now);
         }
+        self.report(now);
         while let Some(out) = self.agg.poll_beacon(now) {
             let (b, c) = self.agg.barriers();
             let h = Header::beacon(0, b, c);
@@ -450,7 +590,10 @@ impl UdpHop {
     /// then takes a turn.
     pub fn wait(&mut self, max: Duration) -> io::Result<()> {
         let limit = now_ns().saturating_add(max.as_nanos() as Nanos);
-        let t = self.agg.poll_timeout().map_or(limit, |t| t.min(limit));
+        let mut t = self.agg.poll_timeout().map_or(limit, |t| t.min(limit));
+        if !self.held.is_empty() && !self.coordinators.is_empty() {
+            t = t.min(self.next_report);
+        }
         sleep_until(&self.sock, t)?;
         self.turn()
     }

@@ -38,6 +38,11 @@ pub struct ProxyArgs {
     /// silent that long answers `TRYAGAIN outcome unknown`.
     #[arg(long, default_value_t = 5000)]
     reply_timeout_ms: u64,
+    /// A 1Pipe recovery coordinator (`xlane pipe coordinator --bind`)
+    /// whose proc_fail it obeys; repeat for each replica. Needed with a hop
+    /// that holds silent links (`switchd --hold-silent`).
+    #[arg(long = "coordinator")]
+    coordinators: Vec<SocketAddrV4>,
 }
 
 /// Arguments of `xlane kv txn-shard`.
@@ -67,6 +72,11 @@ pub struct ShardArgs {
     /// applier tries another.
     #[arg(long, default_value_t = 1000)]
     timeout_ms: u64,
+    /// A 1Pipe recovery coordinator (`xlane pipe coordinator --bind`)
+    /// whose proc_fail it obeys; repeat for each replica. Needed with a hop
+    /// that holds silent links (`switchd --hold-silent`).
+    #[arg(long = "coordinator")]
+    coordinators: Vec<SocketAddrV4>,
 }
 
 fn ready_line(v: serde_json::Value) {
@@ -97,6 +107,7 @@ pub fn proxy(a: ProxyArgs) -> CmdResult {
         hop: a.hop,
         beacon: Duration::from_micros(a.beacon_us),
         reply_timeout: Duration::from_millis(a.reply_timeout_ms.max(1)),
+        coordinators: a.coordinators.clone(),
     };
     let stop = install_termination_flag();
     let bind = listener.local_addr()?;
@@ -130,6 +141,7 @@ pub fn shard(a: ShardArgs) -> CmdResult {
         members: a.members.clone(),
         beacon: Duration::from_micros(a.beacon_us),
         timeout: Duration::from_millis(a.timeout_ms.max(1)),
+        coordinators: a.coordinators.clone(),
     };
     let stop = install_termination_flag();
     let stats = shard::run(&cfg, stop, || {

@@ -12,6 +12,7 @@ pub mod kv;
 pub mod kv_txn;
 pub mod lancet;
 pub mod pipe;
+pub mod pipe_coord;
 pub mod rpc;
 pub mod run;
 pub mod testbed;

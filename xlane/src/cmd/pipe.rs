@@ -7,6 +7,8 @@
 //!   `{"event":"ready",...}` once bound, `link_silent` when an input falls
 //!   silent, a status line every `--status-every` seconds and a final one
 //!   at the stop (SIGTERM, SIGINT or `--seconds`).
+//! * `xlane pipe coordinator --bind ADDR --store RESP ... --process ID=ADDR ...`
+//!   runs a replica of the recovery coordinator (`pipe_coord`).
 
 use super::CmdResult;
 use clap::{Parser, Subcommand};
@@ -33,8 +35,19 @@ enum Cmd {
     /// removed, so that the barrier moves on; if it speaks again it joins
     /// anew, counting once its barrier catches up. With --hold-silent (a
     /// reliable deployment) a silent input keeps holding the barriers until
-    /// the recovery coordinator writes `remove ADDR` on standard input.
+    /// a recovery coordinator (--coordinator) has it removed.
     Switchd(SwitchdArgs),
+    /// A replica of the recovery coordinator of reliable 1Pipe. Hops
+    /// (`switchd --hold-silent --coordinator THIS`) report a held silent
+    /// input; the coordinator has the failed process's failure timestamp
+    /// decided once in an `xlane kv` Raft group (--store: HSETNX on the
+    /// hash --store-key, so every replica gets the same one), tells every
+    /// --process (`proc_fail`: discard, abort, callback) until each
+    /// correct one confirms, then has the hop remove the link. Run several
+    /// replicas, each on its own address and given to every hop and
+    /// process: every step is idempotent, and any live replica finishes a
+    /// recovery. Prints JSON lines: ready, decided, recovered, stopped.
+    Coordinator(super::pipe_coord::CoordArgs),
 }
 
 #[derive(Parser)]
@@ -58,9 +71,14 @@ struct SwitchdArgs {
     dead_after: u32,
     /// Keep a silent input holding the barriers (reliable mode: its
     /// uncommitted messages must be discarded everywhere first) until a
-    /// line `remove ADDR` on standard input removes it.
+    /// --coordinator removes it.
     #[arg(long)]
     hold_silent: bool,
+    /// A recovery coordinator (`xlane pipe coordinator --bind`): held
+    /// silent inputs are reported to it every 20 ms until one removes
+    /// them. Repeat for each replica.
+    #[arg(long = "coordinator")]
+    coordinators: Vec<SocketAddrV4>,
     /// DSCP of everything the hop sends (0: best effort; 46, the
     /// testbed's express class, puts barriers and beacons on the lane).
     #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..64))]
@@ -83,12 +101,20 @@ pub(super) fn parse_route(s: &str) -> Result<(u32, SocketAddrV4), String> {
 pub fn run(a: Args) -> CmdResult {
     match a.cmd {
         Cmd::Switchd(s) => switchd(s),
+        Cmd::Coordinator(c) => super::pipe_coord::run(c),
     }
 }
 
 fn switchd(a: SwitchdArgs) -> CmdResult {
     if a.beacon_us == 0 || a.dead_after == 0 {
         return Err("--beacon-us and --dead-after must be at least 1".into());
+    }
+    if a.coordinators.is_empty() == a.hold_silent {
+        return Err(match a.hold_silent {
+            true => "--hold-silent needs a --coordinator to remove held inputs",
+            false => "--coordinator needs --hold-silent (best effort removes silent inputs itself)",
+        }
+        .into());
     }
     if a.inputs.contains(&a.bind) {
         return Err(format!("--input {} is the hop's own --bind", a.bind).into());
@@ -110,6 +136,7 @@ fn switchd(a: SwitchdArgs) -> CmdResult {
     let mut hop = UdpHop::bind(a.bind, cfg).map_err(|e| format!("hop on {}: {e}", a.bind))?;
     hop.set_tos(a.dscp << 2)
         .map_err(|e| format!("--dscp {}: {e}", a.dscp))?;
+    hop.set_coordinators(a.coordinators.clone());
     xlane_host::runtime::tighten_timer_slack();
     let stop = install_termination_flag();
     println!(
@@ -122,7 +149,6 @@ fn switchd(a: SwitchdArgs) -> CmdResult {
             "beacon_us": a.beacon_us,
         })
     );
-    let commands = stdin_lines();
     super::status_loop(
         &mut hop,
         stop,
@@ -130,8 +156,11 @@ fn switchd(a: SwitchdArgs) -> CmdResult {
         a.seconds,
         |hop| {
             hop.wait(Duration::from_millis(50))?;
-            while let Ok(line) = commands.try_recv() {
-                command(hop, line.trim());
+            while let Some(addr) = hop.poll_removed() {
+                println!(
+                    "{}",
+                    serde_json::json!({"event": "removed", "input": addr.to_string(), "by": "coordinator"})
+                );
             }
             while let Some((e, addr)) = hop.poll_event() {
                 if let AggEvent::LinkSilent {
@@ -153,49 +182,6 @@ fn switchd(a: SwitchdArgs) -> CmdResult {
         },
         status,
     )
-}
-
-/// Lines of standard input, read on their own thread (none once it
-/// closes).
-fn stdin_lines() -> std::sync::mpsc::Receiver<String> {
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in std::io::stdin().lines() {
-            let Ok(line) = line else { break };
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    rx
-}
-
-/// One command from standard input: `remove ADDR`. Its outcome is a JSON
-/// line; a bad command is reported, never fatal.
-fn command(hop: &mut UdpHop, line: &str) {
-    if line.is_empty() {
-        return;
-    }
-    let out = match line.split_once(' ') {
-        Some(("remove", a)) => match a.trim().parse::<SocketAddrV4>() {
-            Ok(addr) if hop.remove_input(addr) => {
-                serde_json::json!({"event": "removed", "input": addr.to_string()})
-            }
-            Ok(addr) => serde_json::json!({
-                "event": "error",
-                "error": format!("no live input from {addr}"),
-            }),
-            Err(_) => serde_json::json!({
-                "event": "error",
-                "error": format!("bad address {a:?}: expected IPv4:PORT"),
-            }),
-        },
-        _ => serde_json::json!({
-            "event": "error",
-            "error": format!("unknown command {line:?}: expected `remove ADDR`"),
-        }),
-    };
-    println!("{out}");
 }
 
 fn status(h: &UdpHop, event: &str, t: Duration) -> serde_json::Value {

@@ -3,6 +3,8 @@
 // Each test file compiles this module on its own and uses part of it.
 #![allow(dead_code)]
 
+pub mod procs;
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::process::{Child, ChildStdout, Command, Stdio};

@@ -27,10 +27,11 @@
 //!
 //! Every point counts ordering violations at every receiver and, in
 //! reliable mode, atomicity violations (a scattering delivered to some
-//! correct receivers and not others). In reliable mode the bench is the
-//! recovery coordinator: on the hop's `link_silent` it fences the
-//! process, has every other process discard and abort (`proc_failed`),
-//! waits for all of them, then removes the link (`remove ADDR`).
+//! correct receivers and not others). In reliable mode the hop holds and
+//! fences a silent link and reports it to a recovery coordinator
+//! (`xlane_pipe::Coordinator`, one replica in the switch namespace that
+//! decides failure timestamps itself): it has every process discard and
+//! abort (`proc_fail`), and once all confirmed, the hop remove the link.
 
 mod check;
 mod plot;
@@ -39,6 +40,7 @@ pub mod rig;
 pub use check::{atomicity, ordering_violations, resumed_after, Atomicity, Sent};
 pub use plot::plot;
 
+use std::collections::HashMap;
 use std::net::SocketAddrV4;
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
@@ -51,7 +53,7 @@ use xlane_testbed::testbed::host_addr;
 use xlane_testbed::Testbed;
 
 use crate::interference::{Cores, FloorSet, Interference};
-use rig::{Order, Proc, ProcOut, ProcSpec, Rec, Switchd, SwitchdSpec, DEAD, QUIET};
+use rig::{BenchCoordinator, Proc, ProcOut, ProcSpec, Rec, Switchd, SwitchdSpec, DEAD, QUIET};
 
 /// Why the bench could not run.
 #[derive(Debug, thiserror::Error)]
@@ -577,39 +579,6 @@ impl Drop for Cuts<'_> {
     }
 }
 
-/// The reliable recovery of one silent process: fence it, have every other
-/// live process discard and abort, wait for all, remove its link.
-fn coordinate(
-    procs: &[Proc],
-    hop: &mut Switchd,
-    done: &std::sync::mpsc::Receiver<u32>,
-    proc: u32,
-    t_fail: u64,
-    addr: SocketAddrV4,
-) -> Result<(), String> {
-    procs[proc as usize].state.store(DEAD, Ordering::SeqCst);
-    let mut waiting = 0;
-    for (q, p) in procs.iter().enumerate() {
-        if q as u32 != proc
-            && p.state.load(Ordering::SeqCst) != DEAD
-            && p.orders.send(Order::ProcFailed { proc, t_fail }).is_ok()
-        {
-            waiting += 1;
-        }
-    }
-    while waiting > 0 {
-        match done.recv_timeout(Duration::from_secs(5)) {
-            Ok(_) => waiting -= 1,
-            Err(_) => {
-                return Err(format!(
-                    "{waiting} processes never confirmed the failure of {proc}"
-                ))
-            }
-        }
-    }
-    hop.remove(addr)
-}
-
 fn run_point(
     cfg: &PipeBenchConfig,
     tb: &Testbed,
@@ -634,27 +603,25 @@ fn run_point(
     // every input from its start; they send once `start` is set.
     let start_at = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(u64::MAX));
     let delivered = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
-    let (done_tx, done) = std::sync::mpsc::channel();
+    let coordinator = reliable.then_some(rig::COORD_ADDR);
     let procs: Vec<Proc> = (0..n)
         .map(|q| {
-            Proc::start(
-                ProcSpec {
-                    id: q as u32,
-                    netns: tb.hosts()[host_of(q)].netns.clone(),
-                    addrs: addrs.clone(),
-                    rate: p.rate,
-                    fanout: cfg.fanout.min(n - 1),
-                    reliable,
-                    beacon_ns: p.beacon_us * 1_000,
-                    payload: cfg.payload,
-                    seed: cfg.seed,
-                    start_ns: start_at.clone(),
-                    delivered: delivered.clone(),
-                    fifo,
-                    dscp,
-                },
-                done_tx.clone(),
-            )
+            Proc::start(ProcSpec {
+                id: q as u32,
+                netns: tb.hosts()[host_of(q)].netns.clone(),
+                addrs: addrs.clone(),
+                rate: p.rate,
+                fanout: cfg.fanout.min(n - 1),
+                reliable,
+                beacon_ns: p.beacon_us * 1_000,
+                payload: cfg.payload,
+                seed: cfg.seed,
+                start_ns: start_at.clone(),
+                delivered: delivered.clone(),
+                fifo,
+                dscp,
+                coordinator,
+            })
         })
         .collect();
     let stop_all = |procs: Vec<Proc>| {
@@ -668,7 +635,7 @@ fn run_point(
         procs: &addrs,
         beacon_us: p.beacon_us,
         dead_after: cfg.dead_after,
-        hold: reliable,
+        coordinator,
         fifo: fifo.map(|p| p + 1),
         dscp,
     }) {
@@ -701,8 +668,16 @@ fn run_point(
         tb,
         hosts: Vec::new(),
     };
-    // The coordinator must not wait behind the processes it coordinates.
+    // The failure schedule and the hop's reports must not wait behind the
+    // processes.
     let rt = rig::RealTime::raise(fifo.map(|p| p + 1));
+    // Reliable: the recovery coordinator, one priority above the
+    // processes, as the hop.
+    let coord =
+        reliable.then(|| BenchCoordinator::start(tb.switch_netns(), &addrs, fifo.map(|p| p + 1)));
+    // Processes reported silent, the failure each went down in (if real),
+    // and when reported.
+    let mut recovering: HashMap<usize, (Option<usize>, u64)> = HashMap::new();
     let mut end = match p.until_messages {
         Some(_) => start + 3 * run_ns,
         None => start + run_ns,
@@ -771,6 +746,14 @@ fn run_point(
                 });
             }
         }
+        // Recoveries the coordinator finished.
+        while let Some(Ok((q, at))) = coord.as_ref().map(|c| c.recovered.try_recv()) {
+            if let Some((Some(w), _)) = recovering.remove(&(q as usize)) {
+                let t0 = start + failures[w].at_ns;
+                let r = failures[w].recovered_ns.get_or_insert(0);
+                *r = (*r).max(at.saturating_sub(t0));
+            }
+        }
         let Some((t, ev)) = hop.next_event(Duration::from_millis(1)) else {
             continue;
         };
@@ -802,16 +785,9 @@ fn run_point(
             failures[w].detected_ns.push(t.saturating_sub(at));
         }
         if reliable {
-            let commit = ev["commit"].as_u64().unwrap_or(0);
+            // Held and fenced at the hop; the coordinator recovers it.
             fenced[q] = true;
-            if let Err(e) = coordinate(&procs, &mut hop, &done, q as u32, commit, addr) {
-                problem = Some(e);
-                break;
-            }
-            if let (true, Some(w)) = (real, which) {
-                let at = start + failures[w].at_ns;
-                failures[w].recovered_ns = Some(now_ns().saturating_sub(at));
-            }
+            recovering.insert(q, (which.filter(|_| real), t));
         } else if let (true, Some(w)) = (real, which) {
             // Best effort: the hop removed the link itself.
             let at = start + failures[w].at_ns;
@@ -819,7 +795,18 @@ fn run_point(
         }
     }
     drop(rt);
-    drop(done_tx);
+    // A recovery still open 5 s after its report never completed.
+    if let Some((q, _)) = recovering
+        .iter()
+        .find(|(_, (_, t))| now_ns().saturating_sub(*t) > 5_000_000_000)
+    {
+        problem.get_or_insert(format!("the recovery of process {q} never completed"));
+    }
+    if let Some(c) = coord {
+        if let Err(e) = c.stop() {
+            problem.get_or_insert(e);
+        }
+    }
     let outs: Vec<ProcOut> = procs.into_iter().map(Proc::join).collect();
     drop(cuts);
     let hop_cpu = hop.cpu_ns().saturating_sub(hop_cpu0);

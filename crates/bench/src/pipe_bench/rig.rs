@@ -1,19 +1,20 @@
 //! The parts of a `bench pipe` point: the hop daemon (`xlane pipe
-//! switchd`) in the switch namespace, and the processes, each a thread in
-//! its host's namespace driving a [`UdpEndpoint`].
+//! switchd`) and the recovery coordinator in the switch namespace, and the
+//! processes, each a thread in its host's namespace driving a
+//! [`UdpEndpoint`].
 
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader};
 use std::net::{Ipv4Addr, SocketAddrV4};
 use std::path::Path;
-use std::process::{Child, ChildStdin, Command, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use xlane_pipe::udp::{now_ns, DriverStats, UdpEndpoint};
-use xlane_pipe::{ReceiverConfig, SendEvent, SenderConfig};
+use xlane_pipe::{CoordOut, CoordStats, Coordinator, Ctl, ReceiverConfig, SendEvent, SenderConfig};
 
 use crate::kv_bench::Rng;
 
@@ -78,12 +79,10 @@ pub fn give_switch_an_address(tb: &xlane_testbed::Testbed) -> Result<(), String>
     Ok(())
 }
 
-/// `xlane pipe switchd` in the switch namespace: its standard input takes
-/// the coordinator's `remove ADDR`, its JSON lines come back stamped with
-/// the monotonic time they were read.
+/// `xlane pipe switchd` in the switch namespace: its JSON lines come back
+/// stamped with the monotonic time they were read.
 pub struct Switchd {
     child: Child,
-    stdin: ChildStdin,
     events: Receiver<(u64, serde_json::Value)>,
 }
 
@@ -99,8 +98,8 @@ pub struct SwitchdSpec<'a> {
     pub beacon_us: u64,
     /// Silent intervals before an input is reported.
     pub dead_after: u32,
-    /// Hold silent inputs until the coordinator removes them (reliable).
-    pub hold: bool,
+    /// Hold silent inputs until this coordinator removes them (reliable).
+    pub coordinator: Option<SocketAddrV4>,
     /// Run at this `SCHED_FIFO` priority (`chrt`), if any (one above the
     /// processes: a hop starved by its own endpoints reports them silent).
     pub fifo: Option<i32>,
@@ -153,17 +152,17 @@ impl Switchd {
         }
         cmd.args(["--beacon-us", &s.beacon_us.to_string()]);
         cmd.args(["--dead-after", &s.dead_after.to_string()]);
-        if s.hold {
-            cmd.arg("--hold-silent");
+        if let Some(c) = s.coordinator {
+            cmd.args(["--hold-silent", "--coordinator", &c.to_string()]);
         }
         cmd.args(["--dscp", &s.dscp.to_string()]);
         let mut child = cmd
-            .stdin(Stdio::piped())
+            .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
             .map_err(|e| format!("cannot start switchd ({}): {e}", s.exe.display()))?;
-        let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+        let Some(stdout) = child.stdout.take() else {
             let _ = child.kill();
             let _ = child.wait();
             return Err("switchd: no pipes".into());
@@ -183,11 +182,7 @@ impl Switchd {
                 }
             }
         });
-        let mut d = Switchd {
-            child,
-            stdin,
-            events,
-        };
+        let mut d = Switchd { child, events };
         match d.next_event(Duration::from_secs(10)) {
             Some((_, v)) if v["event"] == "ready" => Ok(d),
             other => Err(format!(
@@ -200,11 +195,6 @@ impl Switchd {
     /// The next line, waiting at most `wait`.
     pub fn next_event(&mut self, wait: Duration) -> Option<(u64, serde_json::Value)> {
         self.events.recv_timeout(wait).ok()
-    }
-
-    /// Tells it to remove the (held) input from `addr`.
-    pub fn remove(&mut self, addr: SocketAddrV4) -> Result<(), String> {
-        writeln!(self.stdin, "remove {addr}").map_err(|e| format!("switchd stdin: {e}"))
     }
 
     /// CPU time it used so far, ns (`/proc/PID/stat`).
@@ -278,19 +268,6 @@ pub const QUIET: u8 = 1;
 /// fenced by the coordinator).
 pub const DEAD: u8 = 2;
 
-/// What the coordinator tells a process.
-#[derive(Clone, Copy, Debug)]
-pub enum Order {
-    /// 1Pipe's recovery: `proc` failed at `t_fail`; discard its messages
-    /// above it, abort what involves it, then answer.
-    ProcFailed {
-        /// The failed process.
-        proc: u32,
-        /// Its failure timestamp.
-        t_fail: u64,
-    },
-}
-
 /// A process of a point.
 pub struct ProcSpec {
     /// Its id.
@@ -321,6 +298,8 @@ pub struct ProcSpec {
     pub fifo: Option<i32>,
     /// DSCP of what it sends.
     pub dscp: u8,
+    /// The recovery coordinator it obeys (reliable mode).
+    pub coordinator: Option<SocketAddrV4>,
 }
 
 /// One delivery as a receiver saw it.
@@ -369,27 +348,26 @@ pub struct ProcOut {
     pub cpu_ns: u64,
     /// Why it stopped early, if it did.
     pub error: Option<String>,
+    /// The coordinator declared it failed (a false suspicion, or its link
+    /// cut): it stopped.
+    pub excluded: bool,
 }
 
 /// A running process.
 pub struct Proc {
     /// Run, quiet or dead.
     pub state: Arc<AtomicU8>,
-    /// The coordinator's orders.
-    pub orders: Sender<Order>,
     thread: std::thread::JoinHandle<ProcOut>,
 }
 
 impl Proc {
-    /// Starts the process's thread; `done` gets its id for every order
-    /// it carried out.
-    pub fn start(spec: ProcSpec, done: Sender<u32>) -> Proc {
+    /// Starts the process's thread.
+    pub fn start(spec: ProcSpec) -> Proc {
         let state = Arc::new(AtomicU8::new(RUN));
-        let (orders, rx) = mpsc::channel();
         let st = state.clone();
         let thread = std::thread::spawn(move || {
             let id = spec.id;
-            let r = xlane_testbed::in_netns(&spec.netns, || run_proc(&spec, &st, &rx, &done));
+            let r = xlane_testbed::in_netns(&spec.netns, || run_proc(&spec, &st));
             match r {
                 Ok(out) => out,
                 Err(e) => ProcOut {
@@ -399,11 +377,7 @@ impl Proc {
                 },
             }
         });
-        Proc {
-            state,
-            orders,
-            thread,
-        }
+        Proc { state, thread }
     }
 
     /// Stops it and returns what it did.
@@ -416,12 +390,7 @@ impl Proc {
     }
 }
 
-fn run_proc(
-    spec: &ProcSpec,
-    state: &AtomicU8,
-    orders: &Receiver<Order>,
-    done: &Sender<u32>,
-) -> ProcOut {
+fn run_proc(spec: &ProcSpec, state: &AtomicU8) -> ProcOut {
     let mut out = ProcOut {
         id: spec.id,
         ..ProcOut::default()
@@ -463,6 +432,7 @@ fn run_proc(
         out.error = Some(format!("DSCP {}: {e}", spec.dscp));
         return out;
     }
+    ep.set_coordinators(spec.coordinator.into_iter().collect());
     let cpu0 = thread_cpu_ns();
     let n = spec.addrs.len();
     let mut failed = vec![false; n];
@@ -476,12 +446,15 @@ fn run_proc(
         if st == DEAD {
             break;
         }
-        while let Ok(Order::ProcFailed { proc, t_fail }) = orders.try_recv() {
-            ep.proc_failed(proc, t_fail);
+        // proc_fail: the endpoint has discarded and aborted already.
+        while let Some((proc, _)) = ep.poll_proc_fail() {
             if let Some(f) = failed.get_mut(proc as usize) {
                 *f = true;
             }
-            let _ = done.send(spec.id);
+            out.excluded |= proc == spec.id;
+        }
+        if out.excluded {
+            break;
         }
         if next == u64::MAX {
             next = spec.start_ns.load(Ordering::Relaxed);
@@ -550,6 +523,90 @@ fn pick(rng: &mut Rng, me: u32, failed: &[bool], fanout: usize, out: &mut Vec<u3
         live.swap(i, j);
         out.push(live[i]);
     }
+}
+
+/// The bench's recovery coordinator: `xlane_pipe`'s [`Coordinator`] on a
+/// socket in the switch namespace (a cut host link cannot isolate it),
+/// one replica deciding each failure timestamp itself. The replicated
+/// deployment (`xlane pipe coordinator`) adds a store round trip to each
+/// recovery; this one measures the protocol.
+pub struct BenchCoordinator {
+    stop: Arc<std::sync::atomic::AtomicBool>,
+    thread: std::thread::JoinHandle<Result<CoordStats, String>>,
+    /// Each recovery done: the process and when (monotonic ns).
+    pub recovered: Receiver<(u32, u64)>,
+}
+
+/// The coordinator's address.
+pub const COORD_ADDR: SocketAddrV4 = SocketAddrV4::new(SWITCH_ADDR, SWITCH_PORT + 1);
+
+impl BenchCoordinator {
+    /// Starts it for the processes at `procs` (index = id).
+    pub fn start(netns: &str, procs: &[SocketAddrV4], fifo: Option<i32>) -> BenchCoordinator {
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (tx, recovered) = mpsc::channel();
+        let ids: Vec<(u32, SocketAddrV4)> = procs
+            .iter()
+            .enumerate()
+            .map(|(i, a)| (i as u32, *a))
+            .collect();
+        let (st, ns) = (stop.clone(), netns.to_string());
+        let thread = std::thread::spawn(move || {
+            xlane_testbed::in_netns(&ns, || coordinate(&ids, &st, &tx, fifo))
+                .map_err(|e| format!("enter {ns}: {e}"))?
+        });
+        BenchCoordinator {
+            stop,
+            thread,
+            recovered,
+        }
+    }
+
+    /// Stops it: its counters, or why it failed.
+    pub fn stop(self) -> Result<CoordStats, String> {
+        self.stop.store(true, Ordering::SeqCst);
+        self.thread
+            .join()
+            .unwrap_or_else(|_| Err("the coordinator thread panicked".into()))
+    }
+}
+
+fn coordinate(
+    procs: &[(u32, SocketAddrV4)],
+    stop: &std::sync::atomic::AtomicBool,
+    recovered: &Sender<(u32, u64)>,
+    fifo: Option<i32>,
+) -> Result<CoordStats, String> {
+    let _rt = RealTime::raise(fifo);
+    let sock =
+        std::net::UdpSocket::bind(COORD_ADDR).map_err(|e| format!("bind {COORD_ADDR}: {e}"))?;
+    sock.set_read_timeout(Some(Duration::from_millis(1)))
+        .map_err(|e| e.to_string())?;
+    let mut core = Coordinator::new(procs, 5_000_000);
+    let mut buf = [0u8; 64];
+    let mut out = Vec::with_capacity(64);
+    while !stop.load(Ordering::Relaxed) {
+        if let Ok((n, std::net::SocketAddr::V4(from))) = sock.recv_from(&mut buf) {
+            if let Ok(m) = Ctl::parse(&buf[..n]) {
+                core.on_ctl(from, m, now_ns());
+            }
+        }
+        core.handle_timeout(now_ns());
+        while let Some(o) = core.poll() {
+            match o {
+                CoordOut::Decide { proc, t_fail } => core.on_decided(proc, t_fail, now_ns()),
+                CoordOut::Send { to, msg } => {
+                    out.clear();
+                    msg.emit(&mut out);
+                    let _ = sock.send_to(&out, to);
+                }
+                CoordOut::Recovered { proc, .. } => {
+                    let _ = recovered.send((proc, now_ns()));
+                }
+            }
+        }
+    }
+    Ok(core.stats())
 }
 
 #[cfg(test)]

@@ -18,58 +18,14 @@
 //! keeps trying (every 20 ms), and the shard's later parts wait, as
 //! writes to a Raft group without a majority do.
 
-use crate::resp::{decode_reply, encode_command, Command, Reply};
-use std::io::{self, Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use crate::client::Client;
+use crate::resp::{Command, Reply};
+use std::net::SocketAddr;
 use std::time::Duration;
 
 /// The reply of a part that ran but whose replies were lost.
 pub const APPLIED_REPLY_LOST: &str =
     "TRYAGAIN applied, but its replies were lost in a leader change";
-
-/// A blocking RESP connection to one member.
-struct Conn {
-    s: TcpStream,
-    buf: Vec<u8>,
-}
-
-impl Conn {
-    fn open(addr: SocketAddr, timeout: Duration) -> io::Result<Conn> {
-        let s = TcpStream::connect_timeout(&addr, timeout)?;
-        s.set_read_timeout(Some(timeout))?;
-        s.set_write_timeout(Some(timeout))?;
-        s.set_nodelay(true)?;
-        Ok(Conn { s, buf: Vec::new() })
-    }
-
-    /// Sends `cmds` pipelined and reads one reply each.
-    fn call(&mut self, cmds: &[Command]) -> io::Result<Vec<Reply>> {
-        let mut out = Vec::new();
-        for c in cmds {
-            encode_command(c, &mut out);
-        }
-        self.s.write_all(&out)?;
-        let mut replies = Vec::with_capacity(cmds.len());
-        let mut chunk = [0u8; 16 << 10];
-        while replies.len() < cmds.len() {
-            match decode_reply(&self.buf) {
-                Ok(Some((r, used))) => {
-                    self.buf.drain(..used);
-                    replies.push(r);
-                    continue;
-                }
-                Ok(None) => {}
-                Err(e) => return Err(io::Error::new(io::ErrorKind::InvalidData, e.to_string())),
-            }
-            let n = self.s.read(&mut chunk)?;
-            if n == 0 {
-                return Err(io::ErrorKind::UnexpectedEof.into());
-            }
-            self.buf.extend_from_slice(&chunk[..n]);
-        }
-        Ok(replies)
-    }
-}
 
 /// What the applier counts.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -85,10 +41,7 @@ pub struct ApplierStats {
 
 /// Runs one shard's parts on its Raft group.
 pub struct Applier {
-    members: Vec<SocketAddr>,
-    next: usize,
-    conn: Option<Conn>,
-    timeout: Duration,
+    client: Client,
     marker: Vec<u8>,
     stats: ApplierStats,
 }
@@ -102,10 +55,7 @@ impl Applier {
     /// `members`; `timeout` bounds one round trip.
     pub fn new(shard: u32, members: Vec<SocketAddr>, timeout: Duration) -> Self {
         Applier {
-            members,
-            next: 0,
-            conn: None,
-            timeout,
+            client: Client::new(members, timeout),
             marker: format!("__xlane:pipe:{shard}").into_bytes(),
             stats: ApplierStats::default(),
         }
@@ -116,49 +66,12 @@ impl Applier {
         self.stats
     }
 
-    fn call(&mut self, cmds: &[Command]) -> io::Result<Vec<Reply>> {
-        if self.conn.is_none() {
-            let addr = self.members[self.next % self.members.len().max(1)];
-            self.conn = Some(Conn::open(addr, self.timeout)?);
-        }
-        let r = self.conn.as_mut().expect("connected").call(cmds);
-        if r.is_err() {
-            self.drop_conn(None);
-        }
-        r
+    fn call(&mut self, cmds: &[Command]) -> std::io::Result<Vec<Reply>> {
+        self.client.call(cmds)
     }
 
-    /// Leaves the current member: for `to` when a redirect names it, else
-    /// for the next member in the list.
-    fn drop_conn(&mut self, to: Option<SocketAddr>) {
-        self.conn = None;
-        match to.and_then(|a| self.members.iter().position(|m| *m == a)) {
-            Some(i) => self.next = i,
-            None => {
-                if let Some(a) = to {
-                    self.members.push(a);
-                    self.next = self.members.len() - 1;
-                } else {
-                    self.next += 1;
-                }
-            }
-        }
-    }
-
-    /// Whether `r` says to go elsewhere or wait (a redirect, no leader, an
-    /// unavailable group): follows it and returns true.
     fn redirected(&mut self, r: &Reply) -> bool {
-        let Reply::Error(e) = r else { return false };
-        if let Some(rest) = e.strip_prefix("MOVED ") {
-            let to = rest.split(' ').nth(1).and_then(|a| a.parse().ok());
-            self.drop_conn(to);
-            return true;
-        }
-        if e.starts_with("TRYAGAIN") || e.starts_with("ERR replication unavailable") {
-            self.drop_conn(None);
-            return true;
-        }
-        false
+        self.client.redirected(r)
     }
 
     /// Runs `cmds` once on the shard, tagged `tag` (unique per part):

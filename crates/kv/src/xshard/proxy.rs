@@ -39,6 +39,8 @@ pub struct ProxyConfig {
     pub beacon: Duration,
     /// How long a request waits for its shards.
     pub reply_timeout: Duration,
+    /// The 1Pipe recovery coordinators it obeys.
+    pub coordinators: Vec<SocketAddrV4>,
 }
 
 /// What the proxy counts.
@@ -86,6 +88,7 @@ pub fn run(
         cfg.beacon.as_nanos() as u64,
         (SenderConfig::default(), ReceiverConfig::default()),
     )?;
+    ep.set_coordinators(cfg.coordinators.clone());
     let replies = UdpSocket::bind(cfg.replies)?;
     replies.set_nonblocking(true)?;
     listener.set_nonblocking(true)?;
@@ -134,6 +137,7 @@ pub fn run(
             let n = match replies.recv(&mut buf) {
                 Ok(n) => n,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => return Err(e),
             };
             let Ok(r) = ShardReply::decode(&buf[..n]) else {
@@ -145,6 +149,16 @@ pub fn run(
                     p.got.insert(r.shard, r.reply);
                 }
                 _ => stats.stray_replies += 1,
+            }
+        }
+        // proc_fail: a shard's applier failed (its parts are aborted, and
+        // reported below), or this proxy was declared failed: then the
+        // others discard what it sends, and it must stop.
+        while let Some((p, t)) = ep.poll_proc_fail() {
+            if p == cfg.id {
+                return Err(io::Error::other(format!(
+                    "declared failed by the recovery coordinator at {t}: restart under a new --id"
+                )));
             }
         }
         // 1Pipe aborts (reliable: nothing of it is delivered anywhere).

@@ -34,6 +34,8 @@ pub struct ShardConfig {
     /// One round trip to a member at most, before the applier looks for
     /// another.
     pub timeout: Duration,
+    /// The 1Pipe recovery coordinators it obeys.
+    pub coordinators: Vec<SocketAddrV4>,
 }
 
 /// What a shard daemon counts.
@@ -59,6 +61,7 @@ pub fn run(cfg: &ShardConfig, stop: &AtomicBool, ready: impl FnOnce()) -> io::Re
         cfg.beacon.as_nanos() as u64,
         (SenderConfig::default(), ReceiverConfig::default()),
     )?;
+    ep.set_coordinators(cfg.coordinators.clone());
     let out = UdpSocket::bind(SocketAddrV4::new(*cfg.pipe.ip(), 0))?;
     ready();
     let (tx, rx) = mpsc::channel::<(u64, u32, Vec<u8>)>();
@@ -69,6 +72,16 @@ pub fn run(cfg: &ShardConfig, stop: &AtomicBool, ready: impl FnOnce()) -> io::Re
     let mut delivered = 0;
     while !stop.load(Ordering::Relaxed) {
         ep.wait(Duration::from_millis(1))?;
+        // proc_fail: a proxy failed (its messages above the failure
+        // timestamp are discarded, those below delivered: nothing to do
+        // here), or this applier was declared failed and must stop.
+        while let Some((p, t)) = ep.poll_proc_fail() {
+            if p == super::applier_id(cfg.shard) {
+                return Err(io::Error::other(format!(
+                    "declared failed by the recovery coordinator at {t}"
+                )));
+            }
+        }
         while let Some(d) = ep.poll_deliver() {
             delivered += 1;
             if tx.send((d.ts, d.src, d.payload)).is_err() {

@@ -1,0 +1,160 @@
+//! Real processes for the multi-process tests: free loopback ports, a
+//! set of started processes ended by PID, and an `xlane kv serve` group.
+
+use super::{spawn_until_ready, Conn};
+use std::io::BufRead;
+use std::net::{SocketAddr, SocketAddrV4, TcpListener, UdpSocket};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use xlane_kv::resp::Reply;
+
+/// A free loopback UDP address.
+pub fn free_udp() -> SocketAddrV4 {
+    let u = UdpSocket::bind("127.0.0.1:0").expect("udp");
+    match u.local_addr().expect("addr") {
+        SocketAddr::V4(a) => a,
+        SocketAddr::V6(_) => unreachable!("bound on IPv4"),
+    }
+}
+
+/// A free loopback address for both UDP and TCP (a raft address).
+pub fn free_raft() -> SocketAddr {
+    loop {
+        let a = SocketAddr::V4(free_udp());
+        if TcpListener::bind(a).is_ok() {
+            return a;
+        }
+    }
+}
+
+/// A free loopback TCP address.
+pub fn free_tcp() -> SocketAddr {
+    TcpListener::bind("127.0.0.1:0")
+        .expect("tcp")
+        .local_addr()
+        .expect("addr")
+}
+
+/// The processes this test started, ended by PID when it ends.
+#[derive(Default)]
+pub struct Procs {
+    /// Name and process, `None` once ended.
+    pub children: Vec<(String, Option<Child>)>,
+}
+
+impl Procs {
+    /// Starts `cmd` and waits for its ready line.
+    pub fn start(&mut self, name: &str, cmd: &mut Command) -> usize {
+        let (child, out, _) = spawn_until_ready(cmd.stderr(Stdio::inherit()));
+        // Keep the pipe drained; the last line (the `stopped` one) is kept.
+        let last = Arc::new(Mutex::new(String::new()));
+        let keep = last.clone();
+        std::thread::spawn(move || {
+            for l in out.lines().map_while(Result::ok) {
+                *keep.lock().expect("lock") = l;
+            }
+        });
+        LAST.lock().expect("lock").push((name.to_string(), last));
+        self.children.push((name.to_string(), Some(child)));
+        self.children.len() - 1
+    }
+
+    pub fn kill(&mut self, i: usize) {
+        if let Some(mut c) = self.children[i].1.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// SIGTERM by PID and wait; the process's last stdout line.
+    pub fn terminate(&mut self, i: usize) -> serde_json::Value {
+        let name = self.children[i].0.clone();
+        let mut c = self.children[i].1.take().expect("running");
+        // SAFETY: a plain syscall on the PID of a child this test started.
+        unsafe { libc::kill(c.id() as libc::pid_t, libc::SIGTERM) };
+        let status = c.wait().expect("wait");
+        assert!(status.success(), "{name}: {status}");
+        std::thread::sleep(Duration::from_millis(100));
+        let last = LAST.lock().expect("lock");
+        let line = last
+            .iter()
+            .rev()
+            .find(|(n, _)| *n == name)
+            .map(|(_, l)| l.lock().expect("lock").clone())
+            .unwrap_or_default();
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("{name}: {e}: {line}"))
+    }
+}
+
+type LastLines = Vec<(String, Arc<Mutex<String>>)>;
+static LAST: Mutex<LastLines> = Mutex::new(Vec::new());
+
+impl Drop for Procs {
+    fn drop(&mut self) {
+        for i in 0..self.children.len() {
+            self.kill(i);
+        }
+    }
+}
+
+/// An `xlane kv serve` group of three members (a shard).
+pub struct Shard {
+    /// Each member's `--peer` entry.
+    pub peers: Vec<String>,
+    /// Each member's RESP address.
+    pub clients: Vec<SocketAddr>,
+    dirs: Vec<PathBuf>,
+    /// Each member's index in [`Procs`].
+    pub procs: Vec<usize>,
+}
+
+impl Shard {
+    pub fn new(root: &std::path::Path, s: u32) -> Shard {
+        let mut peers = Vec::new();
+        let mut clients = Vec::new();
+        let mut dirs = Vec::new();
+        for id in 1..=3 {
+            let client = free_tcp();
+            peers.push(format!("{id}={}/{client}", free_raft()));
+            clients.push(client);
+            dirs.push(root.join(format!("s{s}n{id}")));
+        }
+        Shard {
+            peers,
+            clients,
+            dirs,
+            procs: Vec::new(),
+        }
+    }
+
+    pub fn command(&self, id: usize) -> Command {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_xlane"));
+        cmd.args(["kv", "serve", "--id", &id.to_string()]);
+        for p in &self.peers {
+            cmd.args(["--peer", p]);
+        }
+        cmd.arg("--data")
+            .arg(&self.dirs[id - 1])
+            .args(["--fsync", "never"]);
+        cmd
+    }
+
+    /// The member that leads now (a write through it succeeds), by index.
+    pub fn leader(&self) -> Option<usize> {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while Instant::now() < deadline {
+            for (i, a) in self.clients.iter().enumerate() {
+                let Some(mut c) = Conn::try_open(*a, Duration::from_millis(500)) else {
+                    continue;
+                };
+                if c.try_cmd(&["SET", "probe", "1"]) == Some(Reply::ok()) {
+                    return Some(i);
+                }
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        None
+    }
+}
