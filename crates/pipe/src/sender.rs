@@ -535,7 +535,13 @@ impl Sender {
             self.remove_pending((ts, proc));
             self.fail(ts, proc, FailReason::ReceiverFailed);
             let others = self.uncommitted.remove(&ts).unwrap_or_default();
-            for dst in others.into_iter().filter(|&d| d != proc) {
+            // No recall to a process that failed before: it would never
+            // be acknowledged, and would hold the commit barrier back.
+            let others: Vec<u32> = others
+                .into_iter()
+                .filter(|&d| d != proc && !self.failed.contains(&d))
+                .collect();
+            for dst in others {
                 // The message becomes its RECALL, with a sequence of its
                 // own (a late ACK of the message must not count for it),
                 // pending like a reliable message until acknowledged.
@@ -904,6 +910,29 @@ mod tests {
             let at = format!("row {i}: {op:?} at {now}");
             check_against_scan(&mut s, now, &at);
             assert_eq!(s.commit_barrier(now), want, "{at}");
+        }
+        assert_eq!(s.outstanding(), 0);
+    }
+
+    /// A receiver that acknowledged, then failed; then another receiver
+    /// of the same scattering fails before acknowledging: the scattering
+    /// is recalled from the one correct receiver only, and nothing stays
+    /// pending (a recall to the first would never be acknowledged).
+    #[test]
+    fn no_recall_goes_to_a_process_that_failed_before() {
+        let mut s = Sender::new(1, SenderConfig::default());
+        let cases: &[(Nanos, Op, u64)] = &[
+            (10, Op::Scatter(&[2, 3, 4], true), 9),
+            (11, Op::Ack(4, 10), 9),
+            (20, Op::ProcFailed(4), 9),
+            // 3's failure aborts the scattering: one recall, to 2.
+            (30, Op::ProcFailed(3), 9),
+            (31, Op::Ack(2, 10), 30),
+        ];
+        for (i, &(now, op, want)) in cases.iter().enumerate() {
+            apply(&mut s, now, op);
+            check_against_scan(&mut s, now, &format!("row {i}"));
+            assert_eq!(s.commit_barrier(now), want, "row {i}: {op:?}");
         }
         assert_eq!(s.outstanding(), 0);
     }

@@ -785,7 +785,11 @@ fn run_point(
             failures[w].detected_ns.push(t.saturating_sub(at));
         }
         if reliable {
-            // Held and fenced at the hop; the coordinator recovers it.
+            // Held and fenced at the hop; the coordinator recovers it. The
+            // process stops too: cut off, it would never hear that it was
+            // declared failed, and would retransmit into the dead link
+            // until the end of the point.
+            procs[q].state.store(DEAD, Ordering::SeqCst);
             fenced[q] = true;
             recovering.insert(q, (which.filter(|_| real), t));
         } else if let (true, Some(w)) = (real, which) {
