@@ -15,6 +15,7 @@ fuzz_target!(|data: &[u8]| {
         ReceiverConfig {
             max_held: 16,
             max_bytes: 4096,
+            skew_ns: Some(500),
         },
     );
     let mut hop = Aggregator::new(AggConfig::default());
@@ -43,7 +44,7 @@ fuzz_target!(|data: &[u8]| {
         assert!(bytes.len() >= HEADER_LEN);
         let h = *p.header();
         let _ = receiver.on_packet(&h, p.payload(), now);
-        while receiver.poll_deliver().is_some() {}
+        while receiver.poll_deliver(now).is_some() {}
         while receiver.poll_reply().is_some() {}
         if let Ok(b) = hop.on_packet(u32::from(len & 1), h.barrier, h.commit, now) {
             assert!(b.0 >= last.0 && b.1 >= last.1 && b.1 <= b.0);

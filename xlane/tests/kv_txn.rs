@@ -184,6 +184,9 @@ fn cross_shard_transactions_are_atomic_and_serializable_under_leader_kills() {
             c.args(["--member", &m.to_string()]);
         }
         with_coords(&mut c);
+        // The skew wait of a multi-host deployment (here one clock, so
+        // it only delays): parts run 0.5 ms after their timestamp.
+        c.args(["--skew-us", "500"]);
         appliers.push(procs.start(&format!("txn-shard{s}"), &mut c));
     }
     let mut proxies = Vec::new();

@@ -34,14 +34,22 @@ pub struct ReceiverConfig {
     pub max_held: usize,
     /// Payload bytes held at most.
     pub max_bytes: usize,
+    /// The bound on clock skew between any two processes, for an order
+    /// consistent with real time: a message of timestamp `ts` is delivered
+    /// only once this receiver's clock reads past `ts + skew` (a commit
+    /// wait, as Spanner's). Then a scattering sent after another was
+    /// delivered anywhere gets a larger timestamp, whatever the clocks.
+    /// `None`: the order only (delivery waits for the barriers alone).
+    pub skew_ns: Option<Nanos>,
 }
 
 impl Default for ReceiverConfig {
-    /// 65 536 messages, 64 MiB.
+    /// 65 536 messages, 64 MiB, no skew wait.
     fn default() -> Self {
         ReceiverConfig {
             max_held: 65_536,
             max_bytes: 64 << 20,
+            skew_ns: None,
         }
     }
 }
@@ -267,19 +275,23 @@ impl Receiver {
         }
     }
 
-    /// The next deliverable message: best effort below the barrier first,
-    /// then reliable at or below the commit barrier.
-    pub fn poll_deliver(&mut self) -> Option<Delivery> {
+    /// The next deliverable message at `now` (this receiver's clock):
+    /// best effort below the barrier first, then reliable at or below the
+    /// commit barrier; with a skew bound, only what is older than `now`
+    /// minus the bound.
+    pub fn poll_deliver(&mut self, now: Nanos) -> Option<Delivery> {
+        // Below `ripe`: old enough for the skew wait.
+        let ripe = self.cfg.skew_ns.map_or(u64::MAX, |s| now.saturating_sub(s));
         let be = self
             .best_effort
             .peek()
-            .is_some_and(|Reverse(m)| m.ts < self.barrier);
+            .is_some_and(|Reverse(m)| m.ts < self.barrier && m.ts < ripe);
         let (heap, reliable) = if be {
             (&mut self.best_effort, false)
         } else if self
             .reliable
             .peek()
-            .is_some_and(|Reverse(m)| m.ts <= self.commit)
+            .is_some_and(|Reverse(m)| m.ts <= self.commit && m.ts < ripe)
         {
             (&mut self.reliable, true)
         } else {
@@ -305,6 +317,27 @@ impl Receiver {
             payload: m.payload,
             arrived: m.arrived,
         })
+    }
+
+    /// With a skew bound: when the oldest message the barriers let
+    /// through becomes old enough to deliver (this receiver's clock).
+    pub fn poll_timeout(&self) -> Option<Nanos> {
+        let skew = self.cfg.skew_ns?;
+        let be = self
+            .best_effort
+            .peek()
+            .filter(|Reverse(m)| m.ts < self.barrier)
+            .map(|Reverse(m)| m.ts);
+        let rel = self
+            .reliable
+            .peek()
+            .filter(|Reverse(m)| m.ts <= self.commit)
+            .map(|Reverse(m)| m.ts);
+        let ts = match (be, rel) {
+            (Some(a), Some(b)) => a.min(b),
+            (a, b) => a.or(b)?,
+        };
+        Some(ts.saturating_add(skew).saturating_add(1))
     }
 
     /// The next ACK or NAK to send.
@@ -363,7 +396,7 @@ mod tests {
     }
 
     fn drain(r: &mut Receiver) -> Vec<(u64, u32, bool)> {
-        std::iter::from_fn(|| r.poll_deliver())
+        std::iter::from_fn(|| r.poll_deliver(0))
             .map(|d| (d.ts, d.src, d.reliable))
             .collect()
     }
@@ -372,6 +405,47 @@ mod tests {
         std::iter::from_fn(|| r.poll_reply())
             .map(|h| (h.kind, h.dst, h.seq))
             .collect()
+    }
+
+    /// With a skew bound of 100, a message is delivered once the
+    /// barriers let it through *and* the receiver's clock reads past its
+    /// timestamp plus 100; the timer says when.
+    #[test]
+    fn the_skew_wait_holds_messages_until_the_clock_passes_ts_plus_skew() {
+        let mut r = Receiver::new(
+            1,
+            ReceiverConfig {
+                skew_ns: Some(100),
+                ..ReceiverConfig::default()
+            },
+        );
+        r.on_packet(&data(2, 0, 50, true, 40, 30), b"r", 0).unwrap();
+        r.on_packet(&data(3, 0, 60, false, 40, 30), b"b", 0)
+            .unwrap();
+        r.on_packet(&data(4, 0, 75, false, 40, 30), b"c", 0)
+            .unwrap();
+        r.on_barriers(80, 70);
+        // (now, what is delivered: (ts, src), the timer after)
+        type Row = (Nanos, &'static [(u64, u32)], Option<Nanos>);
+        let cases: &[Row] = &[
+            (100, &[], Some(151)),
+            (150, &[], Some(151)), // 50 + 100 is not past
+            (151, &[(50, 2)], Some(161)),
+            (170, &[(60, 3)], Some(176)),
+            (1_000, &[(75, 4)], None),
+        ];
+        for (i, &(now, want, timer)) in cases.iter().enumerate() {
+            let got: Vec<(u64, u32)> = std::iter::from_fn(|| r.poll_deliver(now))
+                .map(|d| (d.ts, d.src))
+                .collect();
+            assert_eq!(got, want, "row {i}");
+            assert_eq!(r.poll_timeout(), timer, "row {i}");
+        }
+        // Without a bound there is no timer: the barriers alone decide.
+        assert_eq!(
+            Receiver::new(1, ReceiverConfig::default()).poll_timeout(),
+            None
+        );
     }
 
     #[test]
@@ -459,7 +533,7 @@ mod tests {
             .unwrap();
         r.on_packet(&data(3, 0, 5, false, 0, 0), b"b", 900).unwrap();
         r.on_barriers(20, 0);
-        let got: Vec<_> = std::iter::from_fn(|| r.poll_deliver())
+        let got: Vec<_> = std::iter::from_fn(|| r.poll_deliver(0))
             .map(|d| (d.ts, d.arrived))
             .collect();
         assert_eq!(got, [(5, 900), (10, 700)]);
@@ -495,6 +569,7 @@ mod tests {
             ReceiverConfig {
                 max_held: 2,
                 max_bytes: 100,
+                skew_ns: None,
             },
         );
         r.on_packet(&data(2, 0, 10, false, 0, 0), b"a", 0).unwrap();

@@ -26,11 +26,35 @@ use crate::{
     SendError, SendEvent, Sender, SenderConfig,
 };
 
+/// The clock an endpoint stamps scatterings with (and runs its timers on).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Clock {
+    /// `CLOCK_MONOTONIC`: every process on one machine (the testbed).
+    #[default]
+    Monotonic,
+    /// `CLOCK_TAI`: processes on several hosts whose clocks PTP keeps
+    /// together (`ptp4l` on the NIC, `phc2sys` to the system clock, the
+    /// kernel's TAI offset set; see `docs/pipe.md`). Monotonic clocks of
+    /// two hosts are unrelated, and would hold delivery back forever.
+    Tai,
+}
+
+impl Clock {
+    /// The time, ns.
+    pub fn now(self) -> Nanos {
+        let id = match self {
+            Clock::Monotonic => nix::time::ClockId::CLOCK_MONOTONIC,
+            Clock::Tai => nix::time::ClockId::CLOCK_TAI,
+        };
+        nix::time::clock_gettime(id)
+            .map(|t| t.tv_sec() as u64 * 1_000_000_000 + t.tv_nsec() as u64)
+            .unwrap_or(0)
+    }
+}
+
 /// `CLOCK_MONOTONIC`, ns.
 pub fn now_ns() -> Nanos {
-    let t = nix::time::clock_gettime(nix::time::ClockId::CLOCK_MONOTONIC)
-        .map(|t| t.tv_sec() as u64 * 1_000_000_000 + t.tv_nsec() as u64);
-    t.unwrap_or(0)
+    Clock::Monotonic.now()
 }
 
 /// Most datagrams read per turn.
@@ -75,9 +99,9 @@ fn local(s: &UdpSocket) -> io::Result<SocketAddrV4> {
     }
 }
 
-/// Sleeps until `sock` is readable or `until` (monotonic ns).
-fn sleep_until(sock: &UdpSocket, until: Nanos) -> io::Result<()> {
-    let now = now_ns();
+/// Sleeps until `sock` is readable or `until` (ns on `clock`).
+fn sleep_until(sock: &UdpSocket, until: Nanos, clock: Clock) -> io::Result<()> {
+    let now = clock.now();
     if until <= now {
         return Ok(());
     }
@@ -129,6 +153,7 @@ pub struct UdpEndpoint {
     buf: Vec<u8>,
     stats: DriverStats,
     me: u32,
+    clock: Clock,
     coordinators: Vec<SocketAddrV4>,
     failed: HashSet<u32>,
     proc_fails: VecDeque<(u32, u64)>,
@@ -157,6 +182,7 @@ impl UdpEndpoint {
             buf: vec![0u8; HEADER_LEN + MAX_PAYLOAD + 1],
             stats: DriverStats::default(),
             me,
+            clock: Clock::Monotonic,
             coordinators: Vec::new(),
             failed: HashSet::new(),
             proc_fails: VecDeque::new(),
@@ -171,6 +197,12 @@ impl UdpEndpoint {
     /// Sends everything with this TOS byte (DSCP << 2).
     pub fn set_tos(&self, tos: u8) -> io::Result<()> {
         set_tos(&self.sock, tos)
+    }
+
+    /// Stamps with `clock` from now on (set it before the first
+    /// scattering; [`Clock::Monotonic`] by default).
+    pub fn set_clock(&mut self, clock: Clock) {
+        self.clock = clock;
     }
 
     /// The recovery coordinators whose [`Ctl::ProcFail`] this process
@@ -232,8 +264,8 @@ impl UdpEndpoint {
 
     /// Sends a scattering now; returns its timestamp.
     pub fn scatter(&mut self, msgs: &[(u32, &[u8])], reliable: bool) -> Result<u64, SendError> {
-        let ts = self.sender.scatter(now_ns(), msgs, reliable)?;
-        self.flush(now_ns());
+        let ts = self.sender.scatter(self.clock.now(), msgs, reliable)?;
+        self.flush(self.clock.now());
         Ok(ts)
     }
 
@@ -241,8 +273,8 @@ impl UdpEndpoint {
     /// aborted, discard its messages above `t_fail`.
     pub fn proc_failed(&mut self, proc: u32, t_fail: u64) {
         self.receiver.discard(proc, t_fail);
-        self.sender.proc_failed(proc, now_ns());
-        self.flush(now_ns());
+        self.sender.proc_failed(proc, self.clock.now());
+        self.flush(self.clock.now());
     }
 
     fn flush(&mut self, now: Nanos) {
@@ -285,14 +317,18 @@ impl UdpEndpoint {
             match h.kind {
                 Kind::Ack | Kind::Nak => self.sender.on_reply(&h),
                 _ if from == self.hop => {
-                    if self.receiver.on_packet(&h, p.payload(), now_ns()).is_err() {
+                    if self
+                        .receiver
+                        .on_packet(&h, p.payload(), self.clock.now())
+                        .is_err()
+                    {
                         self.stats.refused += 1;
                     }
                 }
                 _ => self.stats.refused += 1,
             }
         }
-        let now = now_ns();
+        let now = self.clock.now();
         self.sender.handle_timeout(now);
         self.flush(now);
         if now.saturating_sub(self.last_sent) >= self.beacon_interval_ns {
@@ -310,15 +346,18 @@ impl UdpEndpoint {
     /// then takes a turn.
     pub fn wait(&mut self, max: Duration) -> io::Result<()> {
         let beacon = self.last_sent.saturating_add(self.beacon_interval_ns);
-        let timer = self.sender.poll_timeout().map_or(beacon, |t| t.min(beacon));
-        let limit = now_ns().saturating_add(max.as_nanos() as Nanos);
-        sleep_until(&self.sock, timer.min(limit))?;
+        let mut timer = self.sender.poll_timeout().map_or(beacon, |t| t.min(beacon));
+        if let Some(t) = self.receiver.poll_timeout() {
+            timer = timer.min(t);
+        }
+        let limit = self.clock.now().saturating_add(max.as_nanos() as Nanos);
+        sleep_until(&self.sock, timer.min(limit), self.clock)?;
         self.turn()
     }
 
     /// The next delivered message.
     pub fn poll_deliver(&mut self) -> Option<Delivery> {
-        self.receiver.poll_deliver()
+        self.receiver.poll_deliver(self.clock.now())
     }
 
     /// The next send event (`send_fail`).
@@ -594,7 +633,7 @@ impl UdpHop {
         if !self.held.is_empty() && !self.coordinators.is_empty() {
             t = t.min(self.next_report);
         }
-        sleep_until(&self.sock, t)?;
+        sleep_until(&self.sock, t, Clock::Monotonic)?;
         self.turn()
     }
 }

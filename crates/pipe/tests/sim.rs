@@ -489,7 +489,7 @@ impl World {
                     let to = r.dst;
                     self.at(t, Ev::Reply { to, h: r });
                 }
-                while let Some(d) = self.receivers[p as usize].poll_deliver() {
+                while let Some(d) = self.receivers[p as usize].poll_deliver(self.now) {
                     self.delivered[p as usize].push(d);
                 }
             }

@@ -43,6 +43,11 @@ pub struct ProxyArgs {
     /// that holds silent links (`switchd --hold-silent`).
     #[arg(long = "coordinator")]
     coordinators: Vec<SocketAddrV4>,
+    /// The clock 1Pipe stamps with, the same in every proxy and shard:
+    /// `monotonic` when everything runs on one machine, `tai` across
+    /// hosts whose clocks PTP keeps together (docs/pipe.md, "Clocks").
+    #[arg(long, default_value = "monotonic", value_parser = ["monotonic", "tai"])]
+    clock: String,
 }
 
 /// Arguments of `xlane kv txn-shard`.
@@ -77,6 +82,25 @@ pub struct ShardArgs {
     /// that holds silent links (`switchd --hold-silent`).
     #[arg(long = "coordinator")]
     coordinators: Vec<SocketAddrV4>,
+    /// The clock 1Pipe stamps with, the same in every proxy and shard:
+    /// `monotonic` when everything runs on one machine, `tai` across
+    /// hosts whose clocks PTP keeps together (docs/pipe.md, "Clocks").
+    #[arg(long, default_value = "monotonic", value_parser = ["monotonic", "tai"])]
+    clock: String,
+    /// The measured bound on clock skew between any two hosts, µs (with
+    /// --clock tai). Parts run only once this host's clock passes their
+    /// timestamp plus the bound: transactions are then ordered as they
+    /// happened in real time (strictly serializable), at the price of the
+    /// bound in latency. Without it: serializable.
+    #[arg(long)]
+    skew_us: Option<u64>,
+}
+
+fn clock_of(name: &str) -> xlane_pipe::udp::Clock {
+    match name {
+        "tai" => xlane_pipe::udp::Clock::Tai,
+        _ => xlane_pipe::udp::Clock::Monotonic,
+    }
 }
 
 fn ready_line(v: serde_json::Value) {
@@ -108,6 +132,7 @@ pub fn proxy(a: ProxyArgs) -> CmdResult {
         beacon: Duration::from_micros(a.beacon_us),
         reply_timeout: Duration::from_millis(a.reply_timeout_ms.max(1)),
         coordinators: a.coordinators.clone(),
+        clock: clock_of(&a.clock),
     };
     let stop = install_termination_flag();
     let bind = listener.local_addr()?;
@@ -142,12 +167,15 @@ pub fn shard(a: ShardArgs) -> CmdResult {
         beacon: Duration::from_micros(a.beacon_us),
         timeout: Duration::from_millis(a.timeout_ms.max(1)),
         coordinators: a.coordinators.clone(),
+        clock: clock_of(&a.clock),
+        skew: a.skew_us.map(Duration::from_micros),
     };
     let stop = install_termination_flag();
     let stats = shard::run(&cfg, stop, || {
         ready_line(serde_json::json!({
             "event": "ready", "role": "txn-shard", "shard": a.shard,
             "pipe": a.pipe.to_string(), "members": a.members.len(),
+            "clock": a.clock, "skew_us": a.skew_us,
         }))
     })
     .map_err(|e| format!("txn-shard {}: {e}", a.shard))?;

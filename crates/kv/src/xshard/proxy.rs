@@ -18,7 +18,7 @@ use std::net::{SocketAddrV4, TcpListener, TcpStream, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
-use xlane_pipe::udp::UdpEndpoint;
+use xlane_pipe::udp::{Clock, UdpEndpoint};
 use xlane_pipe::wire::MAX_PAYLOAD;
 use xlane_pipe::{ReceiverConfig, SendEvent, SenderConfig};
 
@@ -41,6 +41,8 @@ pub struct ProxyConfig {
     pub reply_timeout: Duration,
     /// The 1Pipe recovery coordinators it obeys.
     pub coordinators: Vec<SocketAddrV4>,
+    /// The clock it stamps with (the appliers' too).
+    pub clock: Clock,
 }
 
 /// What the proxy counts.
@@ -89,6 +91,7 @@ pub fn run(
         (SenderConfig::default(), ReceiverConfig::default()),
     )?;
     ep.set_coordinators(cfg.coordinators.clone());
+    ep.set_clock(cfg.clock);
     let replies = UdpSocket::bind(cfg.replies)?;
     replies.set_nonblocking(true)?;
     listener.set_nonblocking(true)?;

@@ -13,7 +13,7 @@ use std::net::{SocketAddr, SocketAddrV4, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::Duration;
-use xlane_pipe::udp::UdpEndpoint;
+use xlane_pipe::udp::{Clock, UdpEndpoint};
 use xlane_pipe::{ReceiverConfig, SenderConfig};
 
 /// Settings of a shard's applier daemon.
@@ -36,6 +36,13 @@ pub struct ShardConfig {
     pub timeout: Duration,
     /// The 1Pipe recovery coordinators it obeys.
     pub coordinators: Vec<SocketAddrV4>,
+    /// The clock the deployment stamps with.
+    pub clock: Clock,
+    /// The bound on clock skew between hosts: parts are run only once
+    /// this host's clock passes their timestamp plus the bound, so that
+    /// the order of transactions follows real time (strict
+    /// serializability). `None`: serializable only.
+    pub skew: Option<Duration>,
 }
 
 /// What a shard daemon counts.
@@ -59,9 +66,16 @@ pub fn run(cfg: &ShardConfig, stop: &AtomicBool, ready: impl FnOnce()) -> io::Re
         cfg.hop,
         cfg.proxies.clone(),
         cfg.beacon.as_nanos() as u64,
-        (SenderConfig::default(), ReceiverConfig::default()),
+        (
+            SenderConfig::default(),
+            ReceiverConfig {
+                skew_ns: cfg.skew.map(|d| d.as_nanos() as u64),
+                ..ReceiverConfig::default()
+            },
+        ),
     )?;
     ep.set_coordinators(cfg.coordinators.clone());
+    ep.set_clock(cfg.clock);
     let out = UdpSocket::bind(SocketAddrV4::new(*cfg.pipe.ip(), 0))?;
     ready();
     let (tx, rx) = mpsc::channel::<(u64, u32, Vec<u8>)>();
