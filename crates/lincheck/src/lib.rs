@@ -13,9 +13,10 @@
 //! * [`kv`]: [`KvModel`], a Redis-semantics register map (get/put/incr/delete).
 //! * [`typed`]: [`TypedModel`], strings, hashes, lists, sets and sorted sets per key,
 //!   with `MULTI`/`EXEC` on one key.
-//! * [`serial`]: [`check_serializable`], a serializability check of
-//!   multi-key transactions (list-append, as Elle): dependency cycles,
-//!   fractured (non-atomic) transactions, lost and impossible writes.
+//! * [`serial`]: [`check_serializable`] and [`check_strict_serializable`],
+//!   checks of multi-key transactions (list-append, as Elle): dependency
+//!   cycles (with real-time edges for the strict one), fractured
+//!   (non-atomic) transactions, lost and impossible writes.
 //!
 //! ```
 //! use xlane_lincheck::{check, CheckOptions, KvInput, KvModel, KvOutput, Operation};
@@ -40,7 +41,9 @@ pub use check::{
 };
 pub use history::{HistoryRecorder, OpHandle, Operation, Outcome, RecordError};
 pub use kv::{KvCall, KvInput, KvModel, KvOutput};
-pub use serial::{check_serializable, Anomaly, SerialSummary, Txn, TxnOutcome};
+pub use serial::{
+    check_serializable, check_strict_serializable, Anomaly, SerialSummary, Txn, TxnOutcome,
+};
 pub use typed::{TypedCall, TypedInput, TypedModel, TypedOutput, TypedValue};
 
 #[cfg(test)]

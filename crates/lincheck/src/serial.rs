@@ -41,6 +41,10 @@ pub struct Txn {
     pub reads: Vec<(String, Vec<u64>)>,
     /// What its client learned.
     pub outcome: TxnOutcome,
+    /// When its client sent it (any clock shared by the clients, ns).
+    pub call: u64,
+    /// When its client had the answer (committed only).
+    pub ret: Option<u64>,
 }
 
 /// A violation found.
@@ -111,10 +115,57 @@ pub struct SerialSummary {
 }
 
 /// Checks `txns` against `finals`, each key's list read once nothing runs
-/// any more.
+/// any more: serializable.
 pub fn check_serializable(
     txns: &[Txn],
     finals: &BTreeMap<String, Vec<u64>>,
+) -> Result<SerialSummary, Vec<Anomaly>> {
+    check(txns, finals, false)
+}
+
+/// As [`check_serializable`], and the serial order must also follow real
+/// time: a transaction that committed before another was sent comes
+/// first (strict serializability). The real-time edges are those of the
+/// frontier: each transaction gets one from every transaction that
+/// committed before it was sent and was not followed by another such.
+pub fn check_strict_serializable(
+    txns: &[Txn],
+    finals: &BTreeMap<String, Vec<u64>>,
+) -> Result<SerialSummary, Vec<Anomaly>> {
+    check(txns, finals, true)
+}
+
+/// Real-time edges: `(earlier, later)`.
+fn realtime_edges(txns: &[Txn]) -> Vec<(u64, u64)> {
+    // Calls before returns at the same instant: an answer at t does not
+    // precede a call at t.
+    let mut events: Vec<(u64, bool, usize)> = Vec::with_capacity(2 * txns.len());
+    for (i, t) in txns.iter().enumerate() {
+        events.push((t.call, false, i));
+        if let (Some(r), TxnOutcome::Committed) = (t.ret, t.outcome) {
+            events.push((r, true, i));
+        }
+    }
+    events.sort_unstable();
+    let mut frontier: Vec<usize> = Vec::new();
+    let mut edges = Vec::new();
+    for (_, is_ret, i) in events {
+        if is_ret {
+            // Whoever returned before this one was called is implied.
+            let call = txns[i].call;
+            frontier.retain(|&j| txns[j].ret.is_some_and(|r| r >= call));
+            frontier.push(i);
+        } else {
+            edges.extend(frontier.iter().map(|&j| (txns[j].id, txns[i].id)));
+        }
+    }
+    edges
+}
+
+fn check(
+    txns: &[Txn],
+    finals: &BTreeMap<String, Vec<u64>>,
+    realtime: bool,
 ) -> Result<SerialSummary, Vec<Anomaly>> {
     let mut bad = Vec::new();
     let by_id: HashMap<u64, &Txn> = txns.iter().map(|t| (t.id, t)).collect();
@@ -205,6 +256,11 @@ pub fn check_serializable(
             }
         }
     }
+    if realtime {
+        for (a, b) in realtime_edges(txns) {
+            add(a, b);
+        }
+    }
     let n_edges = edges.values().map(|s| s.len()).sum();
     if let Some(c) = find_cycle(&edges) {
         return Err(vec![Anomaly::Cycle(c)]);
@@ -264,6 +320,8 @@ fn find_cycle(g: &BTreeMap<u64, BTreeSet<u64>>) -> Option<Vec<u64>> {
 mod tests {
     use super::*;
 
+    /// A transaction sent at `id * 10` and answered 5 later: the ids
+    /// follow real time, one after another.
     fn t(id: u64, appends: &[&str], reads: &[(&str, &[u64])], outcome: TxnOutcome) -> Txn {
         Txn {
             id,
@@ -273,6 +331,8 @@ mod tests {
                 .map(|(k, l)| (k.to_string(), l.to_vec()))
                 .collect(),
             outcome,
+            call: id * 10,
+            ret: (outcome == TxnOutcome::Committed).then_some(id * 10 + 5),
         }
     }
 
@@ -376,6 +436,10 @@ mod tests {
             ),
         ];
         for (name, txns, fin, want) in cases {
+            // These histories are sequential in real time, and the ones
+            // that are serializable are so in that order.
+            let strict = check_strict_serializable(&txns, &finals(&fin));
+            assert_eq!(strict.is_ok(), want.is_none(), "{name}: strict {strict:?}");
             let got = check_serializable(&txns, &finals(&fin));
             match want {
                 None => assert!(got.is_ok(), "{name}: {got:?}"),
@@ -388,6 +452,77 @@ mod tests {
                 }
                 Some(a) => assert!(got.expect_err(name).contains(&a), "{name}"),
             }
+        }
+    }
+
+    #[test]
+    fn real_time_order_table() {
+        // (name, transactions, finals, serializable, strictly)
+        type Case = (
+            &'static str,
+            Vec<Txn>,
+            Vec<(&'static str, &'static [u64])>,
+            bool,
+            bool,
+        );
+        let at = |mut x: Txn, call: u64, ret: Option<u64>| {
+            x.call = call;
+            x.ret = ret;
+            x
+        };
+        let cases: Vec<Case> = vec![
+            (
+                // 2 was sent after 1 committed, yet did not see it.
+                "stale read",
+                vec![
+                    at(t(1, &["x"], &[], C), 0, Some(10)),
+                    at(t(2, &[], &[("x", &[])], C), 20, Some(30)),
+                ],
+                vec![("x", &[1])],
+                true,
+                false,
+            ),
+            (
+                "overlapping: either order",
+                vec![
+                    at(t(1, &["x"], &[], C), 0, Some(30)),
+                    at(t(2, &[], &[("x", &[])], C), 10, Some(20)),
+                ],
+                vec![("x", &[1])],
+                true,
+                true,
+            ),
+            (
+                // Implied through a third: 1 before 3 before 2.
+                "transitive",
+                vec![
+                    at(t(1, &["x"], &[], C), 0, Some(10)),
+                    at(t(3, &["y"], &[], C), 20, Some(30)),
+                    at(t(2, &[], &[("x", &[])], C), 40, Some(50)),
+                ],
+                vec![("x", &[1]), ("y", &[3])],
+                true,
+                false,
+            ),
+            (
+                "an unknown outcome orders nothing after it",
+                vec![
+                    at(t(1, &["x"], &[], U), 0, None),
+                    at(t(2, &[], &[("x", &[])], C), 20, Some(30)),
+                ],
+                vec![("x", &[1])],
+                true,
+                true,
+            ),
+        ];
+        for (name, txns, fin, ser, strict) in cases {
+            let f = finals(&fin);
+            assert_eq!(check_serializable(&txns, &f).is_ok(), ser, "{name}");
+            assert_eq!(
+                check_strict_serializable(&txns, &f).is_ok(),
+                strict,
+                "{name}"
+            );
         }
     }
 }
