@@ -154,6 +154,7 @@ pub struct UdpEndpoint {
     stats: DriverStats,
     me: u32,
     clock: Clock,
+    downlink: Option<SocketAddrV4>,
     coordinators: Vec<SocketAddrV4>,
     failed: HashSet<u32>,
     proc_fails: VecDeque<(u32, u64)>,
@@ -183,6 +184,7 @@ impl UdpEndpoint {
             stats: DriverStats::default(),
             me,
             clock: Clock::Monotonic,
+            downlink: None,
             coordinators: Vec::new(),
             failed: HashSet::new(),
             proc_fails: VecDeque::new(),
@@ -203,6 +205,13 @@ impl UdpEndpoint {
     /// scattering; [`Clock::Monotonic`] by default).
     pub fn set_clock(&mut self, clock: Clock) {
         self.clock = clock;
+    }
+
+    /// The hop that delivers to this process, when it is not the one it
+    /// sends through: a fabric whose switches have an up hop and a down
+    /// hop, as 1Pipe's (data and beacons are then taken from it alone).
+    pub fn set_downlink(&mut self, hop: SocketAddrV4) {
+        self.downlink = Some(hop);
     }
 
     /// The recovery coordinators whose [`Ctl::ProcFail`] this process
@@ -316,7 +325,7 @@ impl UdpEndpoint {
             let h = *p.header();
             match h.kind {
                 Kind::Ack | Kind::Nak => self.sender.on_reply(&h),
-                _ if from == self.hop => {
+                _ if from == self.downlink.unwrap_or(self.hop) => {
                     if self
                         .receiver
                         .on_packet(&h, p.payload(), self.clock.now())
