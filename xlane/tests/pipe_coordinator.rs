@@ -121,8 +121,9 @@ fn a_failed_process_is_recovered_by_the_replicated_coordinator() {
         c_procs.push(procs.start(&format!("coordinator{i}"), &mut cmd));
     }
     let mut sw = Command::new(bin);
-    // 200 beacon intervals of silence (200 ms): far above this test's own
-    // pauses, so that only the stopped process is found silent.
+    // 500 beacon intervals of silence (500 ms): far above the stalls of a
+    // loaded 2-core machine, so that only the stopped process is found
+    // silent.
     sw.args([
         "pipe",
         "switchd",
@@ -130,7 +131,7 @@ fn a_failed_process_is_recovered_by_the_replicated_coordinator() {
         &hop.to_string(),
         "--hold-silent",
     ]);
-    sw.args(["--beacon-us", "1000", "--dead-after", "200"]);
+    sw.args(["--beacon-us", "1000", "--dead-after", "500"]);
     for (p, a) in addrs.iter().enumerate() {
         sw.args([
             "--input",
