@@ -1,11 +1,13 @@
-//! 1Pipe's recovery messages from the network: the parser refuses with a
-//! typed error or accepts, and what it accepts emits the same bytes; any
-//! message is fed to a coordinator, which must not panic.
+//! 1Pipe's control messages from the network (the recovery protocol, and
+//! the lane beacon): each parser refuses with a typed error or accepts,
+//! and what it accepts encodes to the same bytes; any recovery message is
+//! fed to a coordinator, which must not panic.
 
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 use std::net::SocketAddrV4;
+use xlane_pipe::lane::LaneBeacon;
 use xlane_pipe::{Coordinator, Ctl};
 
 fuzz_target!(|data: &[u8]| {
@@ -22,6 +24,9 @@ fuzz_target!(|data: &[u8]| {
         let (bytes, more) = tail.split_at(n);
         rest = more;
         now += 7;
+        if let Ok(b) = LaneBeacon::decode(bytes) {
+            assert_eq!(&b.encode()[..], bytes);
+        }
         let Ok(m) = Ctl::parse(bytes) else { continue };
         let mut out = Vec::new();
         m.emit(&mut out);

@@ -24,6 +24,9 @@
 //!   `proc_fail` and its confirmation).
 //! - [`Coordinator`]: the recovery coordinator, replicated by running
 //!   several on one decision kept in a Raft group.
+//! - [`lane`]: the first pieces of beacons on the express lane (the lane
+//!   beacon, and the cap that keeps it from overtaking regular data); not
+//!   wired yet.
 //! - [`udp`]: the endpoint and the hop on UDP sockets.
 //!
 //! The design, where it differs from the paper, and what is still to
@@ -34,6 +37,7 @@
 pub mod aggregator;
 pub mod coordinator;
 pub mod ctl;
+pub mod lane;
 pub mod receiver;
 pub mod sender;
 pub mod udp;
