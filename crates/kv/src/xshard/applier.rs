@@ -16,11 +16,14 @@
 //! A part is never given up: the others of its transaction may have run
 //! on their shards already. While its shard has no leader the applier
 //! keeps trying (every 20 ms), and the shard's later parts wait, as
-//! writes to a Raft group without a majority do.
+//! writes to a Raft group without a majority do; only a stop (SIGTERM)
+//! ends the wait, and the stopped applier's shard then misses the part
+//! (the restart of an applier is still to come, docs/pipe.md).
 
 use crate::client::Client;
 use crate::resp::{Command, Reply};
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 /// The reply of a part that ran but whose replies were lost.
@@ -75,8 +78,10 @@ impl Applier {
     }
 
     /// Runs `cmds` once on the shard, tagged `tag` (unique per part):
-    /// one reply per command, or one error for them all.
-    pub fn apply(&mut self, cmds: &[Command], tag: &[u8]) -> Reply {
+    /// one reply per command, or one error for them all. It keeps trying
+    /// while the shard has no leader, until `stop` is set: then the part
+    /// may or may not have run, and the reply says so.
+    pub fn apply(&mut self, cmds: &[Command], tag: &[u8], stop: &AtomicBool) -> Reply {
         let m = self.marker.clone();
         let mut body = vec![words(&[b"MULTI"])];
         body.extend(cmds.iter().cloned());
@@ -84,6 +89,9 @@ impl Applier {
         body.push(words(&[b"EXEC"]));
         let mut first = true;
         loop {
+            if stop.load(Ordering::Relaxed) {
+                return Reply::err("TRYAGAIN the applier is stopping: the part may not have run");
+            }
             let batch = if first {
                 // The tag is new: WATCH the marker and run, one pipeline.
                 first = false;

@@ -58,8 +58,13 @@ pub struct ShardStats {
     pub applier: ApplierStats,
 }
 
-/// Runs until `stop`; `ready` is called once the sockets are bound.
-pub fn run(cfg: &ShardConfig, stop: &AtomicBool, ready: impl FnOnce()) -> io::Result<ShardStats> {
+/// Runs until `stop` (the process's termination flag); `ready` is called
+/// once the sockets are bound.
+pub fn run(
+    cfg: &ShardConfig,
+    stop: &'static AtomicBool,
+    ready: impl FnOnce(),
+) -> io::Result<ShardStats> {
     let mut ep = UdpEndpoint::bind(
         cfg.pipe,
         super::applier_id(cfg.shard),
@@ -82,7 +87,7 @@ pub fn run(cfg: &ShardConfig, stop: &AtomicBool, ready: impl FnOnce()) -> io::Re
     let worker_cfg = cfg.clone();
     let worker = std::thread::Builder::new()
         .name("txn-apply".into())
-        .spawn(move || apply_loop(&worker_cfg, &out, rx))?;
+        .spawn(move || apply_loop(&worker_cfg, &out, rx, stop))?;
     let mut delivered = 0;
     while !stop.load(Ordering::Relaxed) {
         ep.wait(Duration::from_millis(1))?;
@@ -115,6 +120,7 @@ fn apply_loop(
     cfg: &ShardConfig,
     out: &UdpSocket,
     rx: mpsc::Receiver<(u64, u32, Vec<u8>)>,
+    stop: &AtomicBool,
 ) -> ShardStats {
     let mut applier = Applier::new(cfg.shard, cfg.members.clone(), cfg.timeout);
     let mut stats = ShardStats::default();
@@ -128,7 +134,7 @@ fn apply_loop(
             }
         };
         let tag = format!("{ts}-{src}");
-        let mut reply = applier.apply(&t.cmds, tag.as_bytes());
+        let mut reply = applier.apply(&t.cmds, tag.as_bytes(), stop);
         buf.clear();
         let mut r = ShardReply {
             id: t.id,
