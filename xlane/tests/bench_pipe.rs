@@ -1,11 +1,13 @@
 //! `xlane bench pipe` through the real command, scaled down: the hop
 //! daemon in the switch namespace, a few processes in the hosts, every
 //! phase once (latency idle and beside background flows, one beacon
-//! interval, the failure points, a small volume phase). What is asserted
-//! can fail without any timing: the JSON's shape, no delivery out of
-//! order at any receiver, no reliable scattering delivered to some
-//! correct receivers only, the killed process's link reported by the hop,
-//! delivery resuming after each failure, the volume reached, the plots
+//! interval, the failure points, a small volume phase, the lane phase
+//! with the controller granting beacon tunnels). What is asserted can fail
+//! without any timing: the JSON's shape, no delivery out of order at any
+//! receiver, no reliable scattering delivered to some correct receivers
+//! only, the killed process's link reported by the hop, delivery resuming
+//! after each failure, the volume reached, a tunnel granted for every
+//! process and the hop, lane beacons taken with none refused, the plots
 //! written, and clear errors for bad arguments. Needs root.
 
 use std::process::Command;
@@ -58,6 +60,28 @@ fn bench_pipe_orders_every_delivery_and_keeps_reliable_scatterings_atomic() {
     assert!(phases.contains(&("failures", "best-effort", "idle")));
     assert!(phases.contains(&("failures", "reliable", "idle")));
     assert!(phases.contains(&("volume", "reliable", "idle")));
+    // The lane phase: each mode with beacons on the regular path, on the
+    // processes' tunnels, and both ways; the controller granted a tunnel
+    // per process (6) and the hop's multicast tunnel.
+    let tunnels = v["lane_tunnels"].as_array().expect("lane_tunnels");
+    assert_eq!(tunnels.len(), 7, "{tunnels:?}");
+    let hop = tunnels.last().unwrap();
+    assert_eq!(hop["from"], "h3", "{hop}");
+    assert_eq!(hop["to"].as_array().unwrap().len(), 3, "{hop}");
+    for m in ["best-effort", "reliable"] {
+        for b in ["regular", "lane-in", "lane"] {
+            let p = points
+                .iter()
+                .find(|p| p["phase"] == "lane" && p["mode"] == m && p["beacons"] == b)
+                .unwrap_or_else(|| panic!("no lane point {m} {b}"));
+            assert_eq!(p["condition"], "background-quiet-hosts", "{p}");
+            assert!(p["messages"].as_u64().unwrap() > 0, "{p}");
+            assert!(p["wait_p50_ns"].is_u64(), "{p}");
+            let received = p["lane_received"].as_u64().unwrap();
+            assert_eq!(received > 0, b != "regular", "{p}");
+            assert_eq!(p["lane_refused"], 0, "{p}");
+        }
+    }
     // The volume phase reached its messages, or ended early for a named
     // cause: fewer than two correct processes left (kills, the cut, and
     // processes the machine held back past the deadline, fenced).
@@ -101,7 +125,7 @@ fn bench_pipe_orders_every_delivery_and_keeps_reliable_scatterings_atomic() {
             assert!(!p["timeline_per_ms"].as_array().unwrap().is_empty());
         }
     }
-    for f in ["pipe-latency", "pipe-beacons", "pipe-failures"] {
+    for f in ["pipe-latency", "pipe-beacons", "pipe-failures", "pipe-lane"] {
         assert!(plots.join(format!("{f}.png")).is_file(), "{f}.png");
         assert!(plots.join(format!("{f}.svg")).is_file(), "{f}.svg");
     }
@@ -116,6 +140,11 @@ fn bench_pipe_refuses_bad_arguments() {
         (&["--fanout", "0"][..], "--fanout"),
         (&["--procs-failures", "4"][..], "hosts + 2"),
         (&["--beacon-sweep-us", "x"][..], "bad interval"),
+        (
+            &["--hosts", "3", "--procs-failures", "5"][..],
+            "needs at least 4 hosts",
+        ),
+        (&["--lane-period-us", "5"][..], "--lane-period-us"),
     ] {
         let out = xlane()
             .args(["bench", "pipe", "--no-plots"])

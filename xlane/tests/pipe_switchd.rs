@@ -2,8 +2,11 @@
 //! loopback scatter through the hop command; every receiver delivers in
 //! (timestamp, sender) order and, with reliable messages, gets each
 //! exactly once. An endpoint that goes quiet is reported silent and
-//! removed, and delivery between the others goes on. SIGTERM by PID ends
-//! the hop with a final status line. Bad arguments get a clear error.
+//! removed, and delivery between the others goes on. The same with the
+//! endpoints' beacons as lane frames on their tunnels to the hop's lane
+//! port (`--lane-bind`, `--lane-in`): every one taken, none refused.
+//! SIGTERM by PID ends the hop with a final status line. Bad arguments
+//! get a clear error.
 
 mod common;
 
@@ -12,6 +15,7 @@ use std::io::BufRead;
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, UdpSocket};
 use std::process::Command;
 use std::time::Duration;
+use xlane_pipe::lane::{LanePortConfig, LaneTunnel};
 use xlane_pipe::udp::UdpEndpoint;
 use xlane_pipe::{ReceiverConfig, SenderConfig};
 
@@ -34,14 +38,37 @@ fn free_addrs(n: usize) -> Vec<SocketAddrV4> {
 
 #[test]
 fn scatterings_cross_the_hop_command_in_order() {
-    let addrs = free_addrs(5);
-    let (hop, eps) = (addrs[0], &addrs[1..]);
+    cross_the_hop(false);
+}
+
+#[test]
+fn scatterings_cross_the_hop_command_in_order_with_lane_beacons() {
+    cross_the_hop(true);
+}
+
+/// Lane tunnel of process `p` (as a controller would have granted it).
+const fn tunnel(p: u32) -> LaneTunnel {
+    LaneTunnel {
+        tunnel: 40 + p,
+        period_ns: 500_000,
+    }
+}
+
+fn cross_the_hop(lane: bool) {
+    let addrs = free_addrs(6);
+    let (hop, lane_addr, eps) = (addrs[0], addrs[1], &addrs[2..]);
     let mut cmd = xlane();
     cmd.args(["pipe", "switchd", "--bind", &hop.to_string()])
         // Silent after 200 ms: longer than a busy machine holds a thread.
         .args(["--beacon-us", "500", "--dead-after", "400"]);
     for (p, a) in eps.iter().enumerate() {
         cmd.args(["--input", &a.to_string(), "--route", &format!("{p}={a}")]);
+    }
+    if lane {
+        cmd.args(["--lane-bind", &lane_addr.to_string(), "--lane-dscp", "0"]);
+        for p in 0..4 {
+            cmd.args(["--lane-in", &format!("{}:500", tunnel(p).tunnel)]);
+        }
     }
     let (mut child, out, ready) = common::spawn_until_ready(&mut cmd);
     assert!(ready.contains(&hop.to_string()), "{ready}");
@@ -52,7 +79,7 @@ fn scatterings_cross_the_hop_command_in_order() {
         .collect();
     let mut ends: Vec<UdpEndpoint> = (0..4u32)
         .map(|p| {
-            UdpEndpoint::bind(
+            let mut e = UdpEndpoint::bind(
                 eps[p as usize],
                 p,
                 hop,
@@ -66,7 +93,20 @@ fn scatterings_cross_the_hop_command_in_order() {
                     ReceiverConfig::default(),
                 ),
             )
-            .unwrap()
+            .unwrap();
+            if lane {
+                e.set_lane(&LanePortConfig {
+                    bind: SocketAddrV4::new(Ipv4Addr::LOCALHOST, 0),
+                    join: None,
+                    multicast_if: None,
+                    dscp: 0,
+                    tx: Some((tunnel(p), lane_addr)),
+                    rx: Vec::new(),
+                    window_ns: 50_000_000,
+                })
+                .unwrap();
+            }
+            e
         })
         .collect();
     // Process 3 stays quiet from the start: no beacon, no data. The hop
@@ -145,10 +185,59 @@ fn scatterings_cross_the_hop_command_in_order() {
     assert_eq!(fin["live_inputs"], 3, "{fin}");
     assert_eq!(fin["rejoined"], 0, "{fin}");
     assert!(fin["received"].as_u64().unwrap() >= 600, "{fin}");
+    if lane {
+        let l = &fin["lane"];
+        assert!(l["received"].as_u64().unwrap() > 0, "{fin}");
+        assert_eq!(l["refused"], 0, "{fin}");
+        let sent: u64 = ends.iter().map(|e| e.lane_stats().unwrap().sent).sum();
+        assert!(sent >= l["received"].as_u64().unwrap(), "{fin}");
+    } else {
+        assert!(fin["lane"].is_null(), "{fin}");
+    }
 }
 
 #[test]
 fn bad_arguments_are_refused_clearly() {
+    let lane = |extra: &'static [&'static str]| {
+        let mut v = vec!["--input", "127.0.0.1:9", "--route", "1=127.0.0.1:9"];
+        v.extend_from_slice(extra);
+        v
+    };
+    for (args, says) in [
+        (lane(&["--lane-in", "4:500"]), "--lane-bind"),
+        (
+            lane(&["--lane-bind", "127.0.0.1:0", "--lane-in", "4"]),
+            "TUNNEL:PERIOD_US",
+        ),
+        (
+            lane(&["--lane-bind", "127.0.0.1:0", "--lane-in", "4:0"]),
+            "at least 1 µs",
+        ),
+        (
+            lane(&["--lane-bind", "127.0.0.1:0", "--lane-out", "4:500"]),
+            "TUNNEL:PERIOD_US@IPv4:PORT",
+        ),
+        (
+            lane(&[
+                "--lane-bind",
+                "127.0.0.1:0",
+                "--lane-in",
+                "4:500",
+                "--lane-in",
+                "4:600",
+            ]),
+            "given twice",
+        ),
+    ] {
+        let out = xlane()
+            .args(["pipe", "switchd", "--bind", "127.0.0.1:0"])
+            .args(&args)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?} was accepted");
+        assert!(stderr.contains(says), "{args:?}: {stderr}");
+    }
     for (args, says) in [
         (&["--input", "127.0.0.1:9"][..], "--route"),
         (

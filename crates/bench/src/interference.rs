@@ -180,6 +180,25 @@ impl Interference {
         Self::launch(tb, cores, specs, cpu)
     }
 
+    /// Saturating best-effort UDP flows between `hosts` only, each to the
+    /// next around the ring (both ways between two): on links slower than
+    /// the generators (which run out of CPU at a few hundred Mbit/s on a
+    /// two-CPU machine) their uplinks' queues fill up, and the rest of the
+    /// testbed stays idle.
+    pub fn start_between(
+        tb: &Testbed,
+        cores: &Cores,
+        hosts: &[usize],
+    ) -> Result<Self, TestbedError> {
+        let specs = hosts
+            .iter()
+            .enumerate()
+            .map(|(i, &h)| CrossTraffic::udp(h, hosts[(i + 1) % hosts.len()]))
+            .filter(|c| c.from != c.to)
+            .collect();
+        Self::launch(tb, cores, specs, false)
+    }
+
     /// Starts `specs` on the regular cores, and the CPU load if `cpu`.
     fn launch(
         tb: &Testbed,

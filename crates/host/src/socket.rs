@@ -28,7 +28,7 @@
 use std::io;
 use std::mem::{size_of, MaybeUninit};
 use std::net::{Ipv4Addr, SocketAddrV4};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 
 /// DSCP "expedited forwarding" (46), the default express class.
 pub const DSCP_EXPRESS: u8 = 46;
@@ -923,6 +923,12 @@ impl LaneSocket {
     /// The raw descriptor (for polling).
     pub fn as_raw_fd(&self) -> RawFd {
         self.fd.as_raw_fd()
+    }
+}
+
+impl AsFd for LaneSocket {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.fd.as_fd()
     }
 }
 

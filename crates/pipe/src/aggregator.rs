@@ -117,6 +117,9 @@ struct Input {
     joining: bool,
     /// Reported silent (and held).
     silent: bool,
+    /// Its own beacon interval, when above the hop's (a lane period the
+    /// controller raised): its silence limit scales with it.
+    interval: Nanos,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -182,6 +185,7 @@ impl Aggregator {
             heard: now,
             joining: started,
             silent: false,
+            interval: 0,
         });
         Ok(())
     }
@@ -207,6 +211,47 @@ impl Aggregator {
         commit: u64,
         now: Nanos,
     ) -> Result<(u64, u64), AggError> {
+        self.take(link, barrier, commit, now, false)
+    }
+
+    /// A beacon of input `link`. It carries no message, so nothing is lost
+    /// if it comes late: its barriers are taken by maximum, never refused
+    /// as going back. A beacon that came over the express lane, a path
+    /// other than its link's data, may overtake that data (its sender caps
+    /// it, [`crate::lane::BarrierCap`], so that it does not); a beacon on
+    /// the regular path may be overtaken by a lane beacon. Returns the
+    /// hop's barriers.
+    pub fn on_beacon(
+        &mut self,
+        link: LinkId,
+        barrier: u64,
+        commit: u64,
+        now: Nanos,
+    ) -> Result<(u64, u64), AggError> {
+        self.take(link, barrier, commit, now, true)
+    }
+
+    /// Input `link`'s own beacon interval, when it is above the hop's
+    /// (its lane period): it counts as silent after `dead_after` of its
+    /// own intervals.
+    pub fn set_input_interval(&mut self, link: LinkId, interval: Nanos) -> Result<(), AggError> {
+        let l = self
+            .inputs
+            .iter_mut()
+            .find(|l| l.id == link)
+            .ok_or(AggError::UnknownLink(link))?;
+        l.interval = interval;
+        Ok(())
+    }
+
+    fn take(
+        &mut self,
+        link: LinkId,
+        barrier: u64,
+        commit: u64,
+        now: Nanos,
+        by_max: bool,
+    ) -> Result<(u64, u64), AggError> {
         let l = self
             .inputs
             .iter_mut()
@@ -216,13 +261,17 @@ impl Aggregator {
             return Err(AggError::Fenced(link));
         }
         l.heard = now;
-        if barrier < l.barrier || commit < l.commit {
+        let (barrier, commit) = if by_max {
+            (l.barrier.max(barrier), l.commit.max(commit))
+        } else if barrier < l.barrier || commit < l.commit {
             return Err(AggError::Backwards {
                 link,
                 was: l.barrier,
                 now: barrier,
             });
-        }
+        } else {
+            (barrier, commit)
+        };
         l.barrier = barrier;
         l.commit = commit;
         if l.joining && barrier > self.barrier && commit >= self.commit {
@@ -248,15 +297,12 @@ impl Aggregator {
     /// Reports (and, unless `hold_silent`, removes) input links silent for
     /// `dead_after` beacon intervals.
     pub fn handle_timeout(&mut self, now: Nanos) {
-        let limit = self
-            .cfg
-            .beacon_interval_ns
-            .saturating_mul(u64::from(self.cfg.dead_after));
-        let hold = self.cfg.hold_silent;
+        let cfg = self.cfg;
+        let hold = cfg.hold_silent;
         let before = self.inputs.len();
         let events = &mut self.events;
         self.inputs.retain_mut(|l| {
-            let dead = !l.silent && now.saturating_sub(l.heard) >= limit;
+            let dead = !l.silent && now.saturating_sub(l.heard) >= silence_limit(&cfg, l);
             if dead {
                 l.silent = true;
                 events.push(AggEvent::LinkSilent {
@@ -326,15 +372,22 @@ impl Aggregator {
     /// When to call [`Self::handle_timeout`] and [`Self::poll_beacon`] next.
     pub fn poll_timeout(&self) -> Option<Nanos> {
         let iv = self.cfg.beacon_interval_ns;
-        let dead = iv.saturating_mul(u64::from(self.cfg.dead_after));
         let b = self.outputs.iter().map(|o| o.sent.saturating_add(iv));
         let d = self
             .inputs
             .iter()
             .filter(|l| !l.silent)
-            .map(|l| l.heard.saturating_add(dead));
+            .map(|l| l.heard.saturating_add(silence_limit(&self.cfg, l)));
         b.chain(d).min()
     }
+}
+
+/// How long input `l` may be silent: `dead_after` of its beacon
+/// intervals (the hop's, or its own if longer).
+fn silence_limit(cfg: &AggConfig, l: &Input) -> Nanos {
+    cfg.beacon_interval_ns
+        .max(l.interval)
+        .saturating_mul(u64::from(cfg.dead_after))
 }
 
 #[cfg(test)]
@@ -387,6 +440,65 @@ mod tests {
         );
         assert_eq!(a.on_packet(9, 1, 1, 2), Err(AggError::UnknownLink(9)));
         assert_eq!(a.add_input(0, 2), Err(AggError::Exists(0)));
+    }
+
+    /// A lane beacon may overtake data: (link, lane?, barrier, commit) in
+    /// → the hop's barriers, or the packet refused.
+    #[test]
+    fn lane_beacons_are_taken_by_maximum_and_data_behind_them_still_passes() {
+        let mut a = agg();
+        a.add_input(0, 0).unwrap();
+        a.add_input(1, 0).unwrap();
+        type Row = (LinkId, bool, u64, u64, Result<(u64, u64), AggError>);
+        let rows: &[Row] = &[
+            (0, false, 100, 90, Ok((0, 0))),
+            (1, true, 200, 150, Ok((100, 90))),
+            // Data of link 1 sent before its beacon, overtaken: its
+            // barriers are below the register, the packet is refused.
+            (
+                1,
+                false,
+                180,
+                140,
+                Err(AggError::Backwards {
+                    link: 1,
+                    was: 200,
+                    now: 180,
+                }),
+            ),
+            // A lane beacon below the register changes nothing.
+            (1, true, 190, 140, Ok((100, 90))),
+            (0, true, 300, 250, Ok((200, 150))),
+            (1, false, 200, 150, Ok((200, 150))),
+        ];
+        for (i, (l, lane, b, c, want)) in rows.iter().enumerate() {
+            let got = if *lane {
+                a.on_beacon(*l, *b, *c, 1)
+            } else {
+                a.on_packet(*l, *b, *c, 1)
+            };
+            assert_eq!(got, *want, "row {i}");
+        }
+    }
+
+    #[test]
+    fn an_input_with_a_longer_interval_is_silent_after_its_own_intervals() {
+        let mut a = agg();
+        a.add_input(0, 0).unwrap();
+        a.add_input(1, 0).unwrap();
+        // Hop: 3 × 10; link 1's lane period 25: 3 × 25.
+        a.set_input_interval(1, 25).unwrap();
+        assert_eq!(a.set_input_interval(7, 25), Err(AggError::UnknownLink(7)));
+        assert_eq!(a.poll_timeout(), Some(30));
+        a.on_packet(0, 10, 5, 60).unwrap();
+        a.handle_timeout(60);
+        assert_eq!(a.poll_event(), None, "link 1 has until 75");
+        assert_eq!(a.poll_timeout(), Some(75));
+        a.handle_timeout(75);
+        assert!(matches!(
+            a.poll_event(),
+            Some(AggEvent::LinkSilent { link: 1, .. })
+        ));
     }
 
     #[test]

@@ -1,9 +1,10 @@
-//! The first pieces of 1Pipe's beacons on the express lane, sans I/O:
-//! the beacon as it will ride in one lane chunk ([`LaneBeacon`]), and the
-//! cap that keeps a beacon on the lane from overtaking data on the
-//! regular path ([`BarrierCap`]). Not wired to the lane yet: the UDP
-//! drivers still send beacons as 1Pipe packets (docs/pipe.md, "Still to
-//! come").
+//! 1Pipe's beacons on the express lane: the beacon as it rides in one
+//! lane chunk ([`LaneBeacon`]), the cap that keeps a beacon on the lane
+//! from overtaking data on the regular path ([`BarrierCap`]), and the
+//! socket side ([`LanePort`]): a tunnel the controller granted to send
+//! beacons on, the tunnels to take beacons from, each frame checked by the
+//! lane's own receiver core. [`crate::udp::UdpEndpoint::set_lane`] and
+//! [`crate::udp::UdpHop::set_lane`] put it under a process and a hop.
 //!
 //! **Why a cap.** 1Pipe needs FIFO on each link: a barrier promises that
 //! nothing older follows on that link. Beacons on the lane and data on
@@ -17,6 +18,13 @@
 //! lost and reported, never misordered. With no regular packet in the
 //! last `W`, the beacon carries the current barriers: the idle case
 //! beacons exist for.
+
+use std::net::{Ipv4Addr, SocketAddrV4};
+use std::os::fd::{AsFd, BorrowedFd};
+
+use xlane_host::socket::{LaneSocket, SocketConfig, SocketError};
+use xlane_lane::{PeriodicReceiver, PeriodicSender, TunnelParams};
+use xlane_wire::{stamp_send_time, Frame, Schema, HEADER_LEN};
 
 use crate::Nanos;
 
@@ -91,6 +99,274 @@ impl LaneBeacon {
     }
 }
 
+/// The lane chunk schema of beacon frames: one 30-byte chunk holds a
+/// [`LaneBeacon`].
+pub const LANE_SCHEMA: Schema = Schema::Chunk36;
+/// A beacon frame: the lane header and one chunk (68 bytes).
+pub const LANE_FRAME_LEN: usize = HEADER_LEN + LANE_SCHEMA.chunk_len();
+/// σ of a beacon tunnel as the controller counts it: the frame with its
+/// UDP, IPv4 and Ethernet headers (110 bytes).
+pub const LANE_WIRE_BYTES: u32 = (LANE_FRAME_LEN + 8 + 20 + 14) as u32;
+/// The producer id of beacon chunks.
+pub const LANE_PRODUCER: u8 = 0x1F;
+/// Frames read per call of [`LanePort::recv`].
+const LANE_RECV_BUDGET: usize = 64;
+
+/// A beacon tunnel: its id (in every frame) and period, as the controller
+/// granted them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LaneTunnel {
+    /// The tunnel id.
+    pub tunnel: u32,
+    /// The granted period π, ns.
+    pub period_ns: u64,
+}
+
+/// How to open a [`LanePort`].
+#[derive(Debug, Clone)]
+pub struct LanePortConfig {
+    /// Address to bind: the host's address and the lane port, or
+    /// `0.0.0.0:port` to receive a multicast tunnel (several processes of
+    /// one host may bind the same port: each gets every frame).
+    pub bind: SocketAddrV4,
+    /// Join this multicast group on the interface with this address (a
+    /// multicast tunnel's group, `xlane_ctl::fabric::group_of`).
+    pub join: Option<(Ipv4Addr, Ipv4Addr)>,
+    /// Send multicast out of the interface with this address.
+    pub multicast_if: Option<Ipv4Addr>,
+    /// DSCP of the express sub-lane the tunnel was granted on.
+    pub dscp: u8,
+    /// The tunnel to send beacons on, and where its frames go (the hop
+    /// host's lane address, or the group and port).
+    pub tx: Option<(LaneTunnel, SocketAddrV4)>,
+    /// The tunnels to take beacons from.
+    pub rx: Vec<LaneTunnel>,
+    /// `W` of the [`BarrierCap`]: about the regular path's p99.9 delay.
+    pub window_ns: Nanos,
+}
+
+/// Counters of a [`LanePort`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LaneStats {
+    /// Beacon frames sent.
+    pub sent: u64,
+    /// `sendto` failures.
+    pub send_errors: u64,
+    /// Beacons taken.
+    pub received: u64,
+    /// Datagrams refused: no lane frame, a tunnel not taken from, a
+    /// refused frame (duplicate, stale, oversized), no valid beacon in
+    /// it, or a beacon from another sender than the tunnel's first.
+    pub refused: u64,
+    /// Frames missing by sequence number on the tunnels taken from.
+    pub lost: u64,
+    /// Beacons whose barriers the cap held below the current ones.
+    pub capped: u64,
+}
+
+struct Rx {
+    core: PeriodicReceiver,
+    /// The sender the tunnel's first beacon came from.
+    src: Option<u32>,
+}
+
+/// A process's or hop's end of the beacon tunnels: one lane socket, the
+/// tunnel it sends on (one frame per period, always: an idle tunnel is
+/// one the controller takes back), the tunnels it takes from. Bounded
+/// work per call, no allocation after [`LanePort::open`].
+pub struct LanePort {
+    sock: LaneSocket,
+    tx: Option<(PeriodicSender, SocketAddrV4)>,
+    rx: Vec<(u32, Rx)>,
+    cap: BarrierCap,
+    buf: [u8; xlane_wire::MAX_FRAME_LEN],
+    stats: LaneStats,
+}
+
+/// Why a lane port could not open.
+#[derive(Debug, thiserror::Error)]
+pub enum LanePortError {
+    /// The socket.
+    #[error("lane socket: {0}")]
+    Socket(#[from] SocketError),
+    /// A tunnel's parameters.
+    #[error("tunnel {tunnel}: {source}")]
+    Params {
+        /// The tunnel.
+        tunnel: u32,
+        /// Why.
+        source: xlane_lane::ParamsError,
+    },
+}
+
+fn params(t: LaneTunnel) -> Result<TunnelParams, LanePortError> {
+    let p = TunnelParams {
+        tunnel: t.tunnel,
+        period_ns: t.period_ns,
+        max_packet: LANE_FRAME_LEN,
+        schema: LANE_SCHEMA,
+    };
+    p.validate().map_err(|source| LanePortError::Params {
+        tunnel: t.tunnel,
+        source,
+    })?;
+    Ok(p)
+}
+
+impl LanePort {
+    /// Opens the socket (non-blocking, express-marked); the first frame
+    /// goes at `now` (the caller's clock, the one it passes to every
+    /// call).
+    pub fn open(cfg: &LanePortConfig, now: Nanos) -> Result<LanePort, LanePortError> {
+        let sock = LaneSocket::open(&SocketConfig {
+            dscp: cfg.dscp,
+            nonblocking: true,
+            rx_timestamps: false,
+            join: cfg.join,
+            multicast_if: cfg.multicast_if,
+            ..SocketConfig::express(cfg.bind)
+        })?;
+        let tx = match cfg.tx {
+            Some((t, to)) => {
+                let core = PeriodicSender::with_capacity(params(t)?, now, 4).map_err(|source| {
+                    LanePortError::Params {
+                        tunnel: t.tunnel,
+                        source,
+                    }
+                })?;
+                Some((core, to))
+            }
+            None => None,
+        };
+        let mut rx = Vec::with_capacity(cfg.rx.len());
+        for &t in &cfg.rx {
+            rx.push((
+                t.tunnel,
+                Rx {
+                    core: PeriodicReceiver::new(params(t)?),
+                    src: None,
+                },
+            ));
+        }
+        Ok(LanePort {
+            sock,
+            tx,
+            rx,
+            cap: BarrierCap::new(cfg.window_ns),
+            buf: [0u8; xlane_wire::MAX_FRAME_LEN],
+            stats: LaneStats::default(),
+        })
+    }
+
+    /// The socket (to wait on).
+    pub fn as_fd(&self) -> BorrowedFd<'_> {
+        self.sock.as_fd()
+    }
+
+    /// The socket's address.
+    pub fn local_addr(&self) -> Result<SocketAddrV4, SocketError> {
+        self.sock.local_addr()
+    }
+
+    /// The counters.
+    pub fn stats(&self) -> LaneStats {
+        self.stats
+    }
+
+    /// A regular packet carrying these barriers went out at `now`.
+    pub fn on_regular_sent(&mut self, now: Nanos, barrier: u64, commit: u64) {
+        self.cap.on_regular_sent(now, barrier, commit);
+    }
+
+    /// When the next beacon is due (`None`: this port sends none).
+    pub fn poll_timeout(&self) -> Option<Nanos> {
+        self.tx.as_ref().map(|(s, _)| s.poll_timeout())
+    }
+
+    /// Sends the beacon of the due period, if one is due at `now`, with
+    /// the barriers `barriers()` gives (taken at the last moment), capped.
+    pub fn send_due(&mut self, now: Nanos, src: u32, barriers: impl FnOnce() -> (u64, u64)) {
+        let Some((core, to)) = self.tx.as_mut() else {
+            return;
+        };
+        if core.poll_timeout() > now {
+            return;
+        }
+        let (b, c) = barriers();
+        let (cb, cc) = self.cap.cap(now, b, c);
+        if (cb, cc) != (b, c) {
+            self.stats.capped += 1;
+        }
+        let period_us = (core.params().period_ns / 1_000).min(u64::from(u32::MAX)) as u32;
+        let beacon = LaneBeacon {
+            src,
+            period_us,
+            barrier: cb,
+            commit: cc.min(cb),
+        };
+        if core.pending() == 0 && core.enqueue(LANE_PRODUCER, &beacon.encode()).is_err() {
+            return;
+        }
+        let Ok(Some(t)) = core.poll_transmit(now, &mut self.buf) else {
+            return;
+        };
+        let frame = &mut self.buf[..t.len];
+        let _ = stamp_send_time(frame, now);
+        match self.sock.send_to(frame, *to) {
+            Ok(_) => self.stats.sent += 1,
+            Err(_) => self.stats.send_errors += 1,
+        }
+    }
+
+    /// Reads waiting frames (at most 64) and hands each valid beacon to
+    /// `take`, with the period its tunnel was granted (ns).
+    pub fn recv(
+        &mut self,
+        now: Nanos,
+        take: &mut dyn FnMut(LaneBeacon, Nanos),
+    ) -> std::io::Result<()> {
+        for _ in 0..LANE_RECV_BUDGET {
+            let Some(r) = self.sock.recv(&mut self.buf)? else {
+                return Ok(());
+            };
+            let bytes = &self.buf[..r.len];
+            let tunnel = match Frame::new_checked(bytes) {
+                Ok(f) if !r.truncated => f.header().tunnel,
+                _ => {
+                    self.stats.refused += 1;
+                    continue;
+                }
+            };
+            let Some((_, rx)) = self.rx.iter_mut().find(|(t, _)| *t == tunnel) else {
+                self.stats.refused += 1;
+                continue;
+            };
+            let lost = rx.core.stats().lost;
+            let mut got = None;
+            let ok = rx
+                .core
+                .handle_datagram(now, bytes, &mut |d| {
+                    if d.producer == LANE_PRODUCER && got.is_none() {
+                        got = LaneBeacon::decode(d.data).ok();
+                    }
+                })
+                .is_ok();
+            self.stats.lost += rx.core.stats().lost - lost;
+            let Some(b) = got.filter(|_| ok) else {
+                self.stats.refused += 1;
+                continue;
+            };
+            if *rx.src.get_or_insert(b.src) != b.src {
+                self.stats.refused += 1;
+                continue;
+            }
+            self.stats.received += 1;
+            take(b, rx.core.params().period_ns);
+        }
+        Ok(())
+    }
+}
+
 /// Buckets over the window: a bucket per `W / BUCKETS`.
 const BUCKETS: usize = 8;
 
@@ -110,7 +386,7 @@ const EMPTY: Bucket = Bucket {
 };
 
 /// The barriers of the regular packets sent in the last window, in
-/// [`BUCKETS`] fixed buckets (no allocation): a lane beacon is capped at
+/// eight fixed buckets (no allocation): a lane beacon is capped at
 /// the oldest of them. Conservative by up to one bucket: a packet sent
 /// slightly more than `W` ago may still cap.
 #[derive(Debug, Clone)]

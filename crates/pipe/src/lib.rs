@@ -24,9 +24,9 @@
 //!   `proc_fail` and its confirmation).
 //! - [`Coordinator`]: the recovery coordinator, replicated by running
 //!   several on one decision kept in a Raft group.
-//! - [`lane`]: the first pieces of beacons on the express lane (the lane
-//!   beacon, and the cap that keeps it from overtaking regular data); not
-//!   wired yet.
+//! - [`lane`]: beacons on the express lane: the lane beacon, the cap that
+//!   keeps it from overtaking regular data, and the port that sends and
+//!   takes them on tunnels the controller granted.
 //! - [`udp`]: the endpoint and the hop on UDP sockets.
 //!
 //! The design, where it differs from the paper, and what is still to

@@ -13,13 +13,14 @@
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::io;
 use std::net::{SocketAddr, SocketAddrV4, UdpSocket};
-use std::os::fd::AsFd;
+use std::os::fd::{AsFd, BorrowedFd};
 use std::time::Duration;
 
 use nix::poll::{ppoll, PollFd, PollFlags};
 use nix::sys::time::TimeSpec;
 
 use crate::ctl::{Ctl, CTL_MAX_LEN};
+use crate::lane::{LaneBeacon, LanePort, LanePortConfig, LanePortError};
 use crate::wire::{Header, Kind, Packet, HEADER_LEN, MAX_PAYLOAD};
 use crate::{
     AggConfig, AggError, AggEvent, Aggregator, Delivery, LinkId, Nanos, Receiver, ReceiverConfig,
@@ -75,7 +76,8 @@ pub struct DriverStats {
     /// Input links that spoke again after they were removed as silent
     /// (they join again: they count once their barrier catches up).
     pub rejoined: u64,
-    /// Beacons sent (of `sent`).
+    /// Beacons sent (of `sent`; lane beacons are counted by the lane
+    /// port).
     pub beacons: u64,
 }
 
@@ -99,15 +101,25 @@ fn local(s: &UdpSocket) -> io::Result<SocketAddrV4> {
     }
 }
 
-/// Sleeps until `sock` is readable or `until` (ns on `clock`).
-fn sleep_until(sock: &UdpSocket, until: Nanos, clock: Clock) -> io::Result<()> {
+/// Sleeps until `sock` (or the lane port) is readable or `until` (ns on
+/// `clock`).
+fn sleep_until(
+    sock: &UdpSocket,
+    lane: Option<BorrowedFd<'_>>,
+    until: Nanos,
+    clock: Clock,
+) -> io::Result<()> {
     let now = clock.now();
     if until <= now {
         return Ok(());
     }
     let wait = Duration::from_nanos(until - now);
-    let mut fds = [PollFd::new(sock.as_fd(), PollFlags::POLLIN)];
-    match ppoll(&mut fds, Some(TimeSpec::from_duration(wait)), None) {
+    let mut fds = [
+        PollFd::new(sock.as_fd(), PollFlags::POLLIN),
+        PollFd::new(lane.unwrap_or(sock.as_fd()), PollFlags::POLLIN),
+    ];
+    let n = if lane.is_some() { 2 } else { 1 };
+    match ppoll(&mut fds[..n], Some(TimeSpec::from_duration(wait)), None) {
         Ok(_) | Err(nix::errno::Errno::EINTR) => Ok(()),
         Err(e) => Err(io::Error::from(e)),
     }
@@ -158,6 +170,7 @@ pub struct UdpEndpoint {
     coordinators: Vec<SocketAddrV4>,
     failed: HashSet<u32>,
     proc_fails: VecDeque<(u32, u64)>,
+    lane: Option<LanePort>,
 }
 
 impl UdpEndpoint {
@@ -188,7 +201,31 @@ impl UdpEndpoint {
             coordinators: Vec::new(),
             failed: HashSet::new(),
             proc_fails: VecDeque::new(),
+            lane: None,
         })
+    }
+
+    /// Beacons go on the express lane too from now on: one every period
+    /// of the port's tunnel (granted by the controller, to the hop's host),
+    /// capped so that it does not overtake this process's data; the hop's
+    /// beacons are taken from the tunnels the port receives (the hop's
+    /// multicast tunnel). The idle link still gets its regular beacons,
+    /// which need no cap (they travel with the data, in order): the hop
+    /// takes the larger barriers of the two, so the lane can only make the
+    /// barrier move sooner. Set the clock first.
+    pub fn set_lane(&mut self, cfg: &LanePortConfig) -> Result<(), LanePortError> {
+        self.lane = Some(LanePort::open(cfg, self.clock.now())?);
+        Ok(())
+    }
+
+    /// The lane port's counters, if beacons go on the lane.
+    pub fn lane_stats(&self) -> Option<crate::lane::LaneStats> {
+        self.lane.as_ref().map(LanePort::stats)
+    }
+
+    /// The lane port's address, if beacons go on the lane.
+    pub fn lane_addr(&self) -> Option<SocketAddrV4> {
+        self.lane.as_ref().and_then(|l| l.local_addr().ok())
     }
 
     /// The socket's address.
@@ -291,6 +328,9 @@ impl UdpEndpoint {
             if let Ok(n) = o.header.emit(&o.payload, &mut self.buf) {
                 send_to(&self.sock, &self.buf[..n], self.hop, &mut self.stats);
                 self.last_sent = now;
+                if let Some(l) = self.lane.as_mut() {
+                    l.on_regular_sent(now, o.header.barrier, o.header.commit);
+                }
             }
         }
         while let Some(r) = self.receiver.poll_reply() {
@@ -338,8 +378,20 @@ impl UdpEndpoint {
             }
         }
         let now = self.clock.now();
+        if let Some(l) = self.lane.as_mut() {
+            let rx = &mut self.receiver;
+            l.recv(now, &mut |b: LaneBeacon, _| {
+                rx.on_barriers(b.barrier, b.commit)
+            })?;
+        }
         self.sender.handle_timeout(now);
         self.flush(now);
+        if let Some(l) = self.lane.as_mut() {
+            let (me, sender) = (self.me, &mut self.sender);
+            l.send_due(now, me, || {
+                (sender.barrier(now), sender.commit_barrier(now))
+            });
+        }
         if now.saturating_sub(self.last_sent) >= self.beacon_interval_ns {
             let b = self.sender.beacon(now);
             if let Ok(n) = b.emit(&[], &mut self.buf) {
@@ -354,13 +406,17 @@ impl UdpEndpoint {
     /// Sleeps until a datagram comes, a timer is due or `max` passed,
     /// then takes a turn.
     pub fn wait(&mut self, max: Duration) -> io::Result<()> {
-        let beacon = self.last_sent.saturating_add(self.beacon_interval_ns);
+        let mut beacon = self.last_sent.saturating_add(self.beacon_interval_ns);
+        if let Some(t) = self.lane.as_ref().and_then(LanePort::poll_timeout) {
+            beacon = beacon.min(t);
+        }
         let mut timer = self.sender.poll_timeout().map_or(beacon, |t| t.min(beacon));
         if let Some(t) = self.receiver.poll_timeout() {
             timer = timer.min(t);
         }
         let limit = self.clock.now().saturating_add(max.as_nanos() as Nanos);
-        sleep_until(&self.sock, timer.min(limit), self.clock)?;
+        let lane = self.lane.as_ref().map(LanePort::as_fd);
+        sleep_until(&self.sock, lane, timer.min(limit), self.clock)?;
         self.turn()
     }
 
@@ -404,7 +460,18 @@ pub struct UdpHop {
     next_report: Nanos,
     events: VecDeque<(AggEvent, Option<SocketAddrV4>)>,
     removed: VecDeque<SocketAddrV4>,
+    lane: Option<HopLane>,
 }
+
+/// A hop's beacons on the express lane.
+struct HopLane {
+    port: LanePort,
+    /// The input link of each process that sends to this hop directly.
+    by_src: HashMap<u32, LinkId>,
+}
+
+/// The sender id in a hop's lane beacons.
+pub const HOP_SRC: u32 = u32::MAX;
 
 /// How often a hop reports a held link to the coordinators.
 pub const REPORT_EVERY_NS: Nanos = 20_000_000;
@@ -447,6 +514,65 @@ impl UdpHop {
             next_report: 0,
             events: VecDeque::new(),
             removed: VecDeque::new(),
+            lane: None,
+        })
+    }
+
+    /// Beacons on the express lane too from now on: the processes'
+    /// beacons are taken from the tunnels the port receives (each
+    /// process's own, granted by the controller to this hop's host; a
+    /// process is known by the sender id in its beacons, bound to the
+    /// tunnel it first came on), by maximum ([`Aggregator::on_beacon`]),
+    /// and the hop's beacons go out every period on the port's tunnel (a
+    /// multicast tunnel to its processes' hosts), capped so that they do
+    /// not overtake what it forwards. Idle outputs still get their regular
+    /// beacons.
+    pub fn set_lane(&mut self, cfg: &LanePortConfig) -> Result<(), LanePortError> {
+        let port = LanePort::open(cfg, now_ns())?;
+        let by_src = self
+            .routes
+            .iter()
+            .filter_map(|(&proc, &out)| {
+                let link = self.inputs.get(&self.outputs[out])?;
+                Some((proc, *link))
+            })
+            .collect();
+        self.lane = Some(HopLane { port, by_src });
+        Ok(())
+    }
+
+    /// The lane port's counters, if beacons go on the lane.
+    pub fn lane_stats(&self) -> Option<crate::lane::LaneStats> {
+        self.lane.as_ref().map(|l| l.port.stats())
+    }
+
+    /// The lane port's address, if beacons go on the lane.
+    pub fn lane_addr(&self) -> Option<SocketAddrV4> {
+        self.lane.as_ref().and_then(|l| l.port.local_addr().ok())
+    }
+
+    /// Takes the processes' lane beacons.
+    fn lane_recv(&mut self) -> io::Result<()> {
+        let Some(lane) = self.lane.as_mut() else {
+            return Ok(());
+        };
+        let (agg, stats, by_src) = (&mut self.agg, &mut self.stats, &lane.by_src);
+        lane.port.recv(now_ns(), &mut |b: LaneBeacon, period| {
+            let Some(&link) = by_src.get(&b.src) else {
+                stats.refused += 1;
+                return;
+            };
+            let now = now_ns();
+            let mut r = agg.on_beacon(link, b.barrier, b.commit, now);
+            if r == Err(AggError::UnknownLink(link)) && agg.add_input(link, now).is_ok() {
+                stats.rejoined += 1;
+                r = agg.on_beacon(link, b.barrier, b.commit, now);
+            }
+            if r.is_err() {
+                // Fenced: a held silent link.
+                stats.refused += 1;
+            }
+            let _ = agg.set_input_interval(link, period);
         })
     }
 
@@ -577,11 +703,18 @@ impl UdpHop {
             };
             let h: Header = *p.header();
             let now = now_ns();
-            let mut r = self.agg.on_packet(link, h.barrier, h.commit, now);
+            // A beacon carries no message: taken by maximum (a lane
+            // beacon may have overtaken it).
+            let beacon = h.kind == Kind::Beacon;
+            let take = |agg: &mut Aggregator| match beacon {
+                true => agg.on_beacon(link, h.barrier, h.commit, now),
+                false => agg.on_packet(link, h.barrier, h.commit, now),
+            };
+            let mut r = take(&mut self.agg);
             if r == Err(AggError::UnknownLink(link)) && self.agg.add_input(link, now).is_ok() {
                 // Removed as silent, speaking again: it joins anew.
                 self.stats.rejoined += 1;
-                r = self.agg.on_packet(link, h.barrier, h.commit, now);
+                r = take(&mut self.agg);
             }
             let Ok((b, c)) = r else {
                 // A barrier that went back.
@@ -605,12 +738,20 @@ impl UdpHop {
                 &mut self.stats,
             );
             self.agg.on_sent(out as LinkId, now);
+            if let Some(l) = self.lane.as_mut() {
+                l.port.on_regular_sent(now, b, c);
+            }
         }
+        self.lane_recv()?;
         let now = now_ns();
         if drained {
             self.agg.handle_timeout(now);
         }
         self.report(now);
+        if let Some(l) = self.lane.as_mut() {
+            let agg = &mut self.agg;
+            l.port.send_due(now, HOP_SRC, || agg.barriers());
+        }
         while let Some(out) = self.agg.poll_beacon(now) {
             let (b, c) = self.agg.barriers();
             let h = Header::beacon(0, b, c);
@@ -642,7 +783,11 @@ impl UdpHop {
         if !self.held.is_empty() && !self.coordinators.is_empty() {
             t = t.min(self.next_report);
         }
-        sleep_until(&self.sock, t, Clock::Monotonic)?;
+        if let Some(due) = self.lane.as_ref().and_then(|l| l.port.poll_timeout()) {
+            t = t.min(due);
+        }
+        let lane = self.lane.as_ref().map(|l| l.port.as_fd());
+        sleep_until(&self.sock, lane, t, Clock::Monotonic)?;
         self.turn()
     }
 }

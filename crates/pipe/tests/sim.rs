@@ -11,6 +11,13 @@
 //! again; the "controller" recovers some time after the hop's report,
 //! and until then the hop fences the silent link.
 //!
+//! With `lane`, the processes' beacons and the down hops' beacons to their
+//! processes take a faster path of their own (the express lane), capped
+//! by a [`BarrierCap`] over a window `W`, and taken by maximum: they
+//! overtake data sent just before them. With `W` above the data path's
+//! delay nothing is overtaken; with `W` = 0 overtaken data is dropped
+//! (best effort: reported; reliable: sent again), never misordered.
+//!
 //! Checked at every receiver: delivery in (timestamp, sender) order, so no
 //! two receivers disagree (ordering violations must be 0); best effort:
 //! every message delivered or reported failed, exactly once; reliable:
@@ -21,6 +28,7 @@
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, HashMap, HashSet};
 use xlane_lane::sim::SimRng;
+use xlane_pipe::lane::BarrierCap;
 use xlane_pipe::wire::{Header, Kind};
 use xlane_pipe::{
     AggConfig, AggError, AggEvent, Aggregator, Delivery, Receiver, ReceiverConfig, SendEvent,
@@ -53,6 +61,9 @@ struct Setup {
     dup: f64,
     /// Chance a packet on any link skips ahead of FIFO order.
     reorder: f64,
+    /// Beacons to and from processes on the lane, capped over this
+    /// window (ns).
+    lane: Option<u64>,
     seed: u64,
 }
 
@@ -70,6 +81,7 @@ impl Setup {
             stall: None,
             dup: 0.0,
             reorder: 0.0,
+            lane: None,
             seed,
         }
     }
@@ -94,6 +106,13 @@ enum Ev {
     },
     Tick,
     Scatter(u32),
+    /// A lane beacon arrives at `to` from `from`.
+    Lane {
+        from: Node,
+        to: Node,
+        barrier: u64,
+        commit: u64,
+    },
     /// The controller recovers from the silent link `link` of `hop`.
     Recover {
         hop: Node,
@@ -131,6 +150,11 @@ struct World {
     fenced_drops: u64,
     backwards_drops: u64,
     left: Vec<u32>,
+    /// Lane mode: the cap of each process and down hop, and when each
+    /// last sent a lane beacon.
+    caps: HashMap<Node, BarrierCap>,
+    lane_sent: HashMap<Node, u64>,
+    lane_beacons: u64,
 }
 
 fn rack(s: &Setup, p: u32) -> u32 {
@@ -218,8 +242,19 @@ impl World {
             fenced_drops: 0,
             backwards_drops: 0,
             left: vec![s.scatterings; n],
+            caps: HashMap::new(),
+            lane_sent: HashMap::new(),
+            lane_beacons: 0,
             s,
         };
+        if let Some(window) = w.s.lane {
+            for p in 0..w.s.procs {
+                w.caps.insert(Node::Host(p), BarrierCap::new(window));
+            }
+            for t in 0..w.s.racks {
+                w.caps.insert(Node::TorDown(t), BarrierCap::new(window));
+            }
+        }
         w.at(0, Ev::Tick);
         for p in 0..w.s.procs {
             let t = w.rng.range(0, 10 * US);
@@ -275,6 +310,9 @@ impl World {
             let data = o.header.kind == Kind::Data;
             let lossy = data && self.rng.chance(self.s.loss);
             self.host_sent[p as usize] = self.now;
+            if let Some(cap) = self.caps.get_mut(&Node::Host(p)) {
+                cap.on_regular_sent(self.now, o.header.barrier, o.header.commit);
+            }
             if !lossy {
                 let up = Node::TorUp(rack(&self.s, p));
                 if data && self.rng.chance(self.s.dup) {
@@ -302,6 +340,12 @@ impl World {
                     }
                 }
                 Ev::Recover { hop, link, commit } => self.recover(hop, link, commit),
+                Ev::Lane {
+                    from,
+                    to,
+                    barrier,
+                    commit,
+                } => self.lane_arrive(from, to, barrier, commit),
                 Ev::Arrive {
                     from,
                     to,
@@ -403,7 +447,20 @@ impl World {
             }
             for (o, (b, c)) in beacons {
                 let to = self.node_of_output(n, o);
+                if matches!(n, Node::TorDown(_)) && self.s.lane.is_some() {
+                    // On the lane instead (below).
+                    continue;
+                }
                 self.send(n, to, Header::beacon(0, b, c), Vec::new());
+            }
+            if let (Node::TorDown(t), Some(_)) = (n, self.s.lane) {
+                let (b, c) = self.aggs[&n].barriers();
+                let procs: Vec<u32> = (0..self.s.procs)
+                    .filter(|&p| rack(&self.s, p) == t)
+                    .collect();
+                for p in procs {
+                    self.lane_send(n, Node::Host(p), b, c);
+                }
             }
         }
         for p in 0..self.s.procs {
@@ -413,7 +470,11 @@ impl World {
             let c = self.clock(p);
             self.senders[p as usize].handle_timeout(c);
             self.host_out(p);
-            if self.now.saturating_sub(self.host_sent[p as usize]) >= BEACON {
+            if self.s.lane.is_some() {
+                let h = self.senders[p as usize].beacon(c);
+                let up = Node::TorUp(rack(&self.s, p));
+                self.lane_send(Node::Host(p), up, h.barrier, h.commit);
+            } else if self.now.saturating_sub(self.host_sent[p as usize]) >= BEACON {
                 let h = self.senders[p as usize].beacon(c);
                 self.host_sent[p as usize] = self.now;
                 let up = Node::TorUp(rack(&self.s, p));
@@ -436,6 +497,52 @@ impl World {
                 .enumerate()
                 .any(|(p, r)| self.alive(p as u32) && r.held() > 0);
         busy && self.now < 10_000_000 * US
+    }
+
+    /// A lane beacon from `from` (a process, or a down hop to each of its
+    /// processes) every beacon interval, capped: 1–2 µs, not FIFO with
+    /// the data path's 2–5 µs.
+    fn lane_send(&mut self, from: Node, to: Node, barrier: u64, commit: u64) {
+        let last = self.lane_sent.get(&from).copied();
+        if last.is_some_and(|t| self.now.saturating_sub(t) < BEACON && t != self.now) {
+            return;
+        }
+        self.lane_sent.insert(from, self.now);
+        let (barrier, commit) = self.caps[&from].cap(self.now, barrier, commit);
+        self.lane_beacons += 1;
+        let t = self.now + self.rng.range(US, 2 * US);
+        self.at(
+            t,
+            Ev::Lane {
+                from,
+                to,
+                barrier,
+                commit,
+            },
+        );
+    }
+
+    fn lane_arrive(&mut self, from: Node, to: Node, barrier: u64, commit: u64) {
+        match to {
+            Node::Host(p) => {
+                if !self.running(p) {
+                    return;
+                }
+                let r = &mut self.receivers[p as usize];
+                r.on_barriers(barrier, commit);
+                while let Some(d) = r.poll_deliver(self.now) {
+                    self.delivered[p as usize].push(d);
+                }
+            }
+            hop => {
+                let a = self.aggs.get_mut(&hop).unwrap();
+                match a.on_beacon(link_id(from), barrier, commit, self.now) {
+                    Ok(_) | Err(AggError::UnknownLink(_)) => {}
+                    Err(AggError::Fenced(_)) => self.fenced_drops += 1,
+                    Err(e) => panic!("{hop:?} from {from:?}: {e}"),
+                }
+            }
+        }
     }
 
     /// The crashed process's uplink fell silent: the "controller" takes
@@ -504,7 +611,9 @@ impl World {
                         self.fenced_drops += 1;
                         return;
                     }
-                    Err(AggError::Backwards { .. }) if self.s.reorder > 0.0 => {
+                    Err(AggError::Backwards { .. })
+                        if self.s.reorder > 0.0 || self.s.lane.is_some() =>
+                    {
                         self.backwards_drops += 1;
                         return;
                     }
@@ -515,6 +624,9 @@ impl World {
                 }
                 h.barrier = b;
                 h.commit = c;
+                if let Some(cap) = self.caps.get_mut(&hop) {
+                    cap.on_regular_sent(self.now, b, c);
+                }
                 let next = match hop {
                     Node::TorUp(_) => Node::Spine(self.rng.below(self.s.spines as u64) as u32),
                     Node::Spine(_) => Node::TorDown(rack(&self.s, h.dst)),
@@ -543,8 +655,9 @@ impl World {
 
 /// Deliveries in (timestamp, sender) order at every receiver, each kind.
 fn ordering_violations(w: &World) -> usize {
-    // With FIFO links and correct barriers no message is ever late.
-    if w.s.reorder == 0.0 {
+    // With FIFO links, correct barriers and no lane beacon that overtook
+    // data, no message is ever late.
+    if w.s.reorder == 0.0 && w.backwards_drops == 0 && !matches!(w.s.lane, Some(0)) {
         for r in &w.receivers {
             assert_eq!(r.stats().late, 0, "a message came below the barrier");
         }
@@ -741,6 +854,38 @@ fn best_effort_goes_on_past_a_crashed_process() {
         }
         for p in (0..8).filter(|&p| p != crashed) {
             assert_eq!(w.left[p as usize], 0, "seed {seed}: process {p}");
+        }
+    }
+}
+
+/// Beacons on the lane: capped over a window above the data path's delay,
+/// they never overtake data (no drop, nothing late, everything delivered
+/// as without the lane); with no window, data they overtook is dropped at
+/// the hop or refused as late and reported (best effort) or sent again
+/// (reliable), and the order holds either way.
+#[test]
+fn lane_beacons_capped_over_the_window_never_overtake_data() {
+    for seed in 1..=3 {
+        for reliable in [false, true] {
+            for (window, overtakes) in [(10 * US, false), (0, true)] {
+                let w = run(Setup {
+                    lane: Some(window),
+                    ..Setup::new(reliable, 0.0, 2_000, seed)
+                });
+                let what = format!("seed {seed}, reliable {reliable}, window {window}");
+                assert!(w.lane_beacons > 0, "{what}");
+                assert_eq!(ordering_violations(&w), 0, "{what}");
+                let late: u64 = w.receivers.iter().map(|r| r.stats().late).sum();
+                let dropped = w.backwards_drops + late;
+                assert_eq!(dropped > 0, overtakes, "{what}: {dropped} dropped");
+                let got = delivered_set(&w);
+                assert!(got.values().all(|&n| n == 1), "{what}: delivered twice");
+                for m in &w.sent {
+                    let (d, f) = (got.contains_key(m), w.failed.contains(m));
+                    assert!(d != f, "{what}: {m:?} delivered {d} failed {f}");
+                    assert!(d || (!reliable && overtakes), "{what}: {m:?} not delivered");
+                }
+            }
         }
     }
 }

@@ -1,6 +1,7 @@
 //! The endpoint and hop drivers over real UDP sockets on 127.0.0.1: four
 //! processes behind one hop exchange scatterings, best effort and
-//! reliable. Every receiver delivers in (timestamp, sender) order, none
+//! reliable, with beacons on the regular path or on lane tunnels (the
+//! processes' beacons as lane frames to the hop's lane port). Every receiver delivers in (timestamp, sender) order, none
 //! late; every reliable message is delivered exactly once; every
 //! best-effort one is delivered or reported. No time is asserted.
 
@@ -8,6 +9,7 @@ use std::collections::{HashMap, HashSet};
 use std::net::{Ipv4Addr, SocketAddrV4, UdpSocket};
 use std::time::Duration;
 use xlane_lane::sim::SimRng;
+use xlane_pipe::lane::{LanePortConfig, LaneTunnel};
 use xlane_pipe::udp::{HopConfig, UdpEndpoint, UdpHop};
 use xlane_pipe::{AggConfig, ReceiverConfig, SendEvent, SenderConfig};
 
@@ -26,9 +28,25 @@ fn free_addrs(n: usize) -> Vec<SocketAddrV4> {
         .collect()
 }
 
+/// The lane port of a process or the hop on loopback: sending on tunnel
+/// `tx` (to `to`), taking from `rx`.
+fn lane_port(tx: Option<(u32, SocketAddrV4)>, rx: Vec<u32>, period_ns: u64) -> LanePortConfig {
+    let t = |tunnel| LaneTunnel { tunnel, period_ns };
+    LanePortConfig {
+        bind: SocketAddrV4::new(Ipv4Addr::LOCALHOST, 0),
+        join: None,
+        multicast_if: None,
+        dscp: 0,
+        tx: tx.map(|(id, to)| (t(id), to)),
+        rx: rx.into_iter().map(t).collect(),
+        // Far above loopback's delays: a lane beacon never overtakes data.
+        window_ns: 50_000_000,
+    }
+}
+
 /// `n` endpoints behind one hop on loopback, beacons every beacon
-/// interval of `agg`.
-fn rig(n: u32, agg: AggConfig, sender: SenderConfig) -> (UdpHop, Vec<UdpEndpoint>) {
+/// interval of `agg` (on lane tunnels 100 + process if `lane`).
+fn rig(n: u32, agg: AggConfig, sender: SenderConfig, lane: bool) -> (UdpHop, Vec<UdpEndpoint>) {
     let addrs = free_addrs(n as usize + 1);
     let (hop_addr, eps) = addrs.split_last().unwrap();
     let peers: HashMap<u32, SocketAddrV4> = eps
@@ -46,9 +64,15 @@ fn rig(n: u32, agg: AggConfig, sender: SenderConfig) -> (UdpHop, Vec<UdpEndpoint
         },
     )
     .unwrap();
+    let mut hop = hop;
+    let hop_lane = lane.then(|| {
+        hop.set_lane(&lane_port(None, (0..n).map(|p| 100 + p).collect(), beacon))
+            .unwrap();
+        hop.lane_addr().unwrap()
+    });
     let ends = (0..n)
         .map(|p| {
-            UdpEndpoint::bind(
+            let mut e = UdpEndpoint::bind(
                 eps[p as usize],
                 p,
                 *hop_addr,
@@ -56,13 +80,18 @@ fn rig(n: u32, agg: AggConfig, sender: SenderConfig) -> (UdpHop, Vec<UdpEndpoint
                 beacon,
                 (sender, ReceiverConfig::default()),
             )
-            .unwrap()
+            .unwrap();
+            if let Some(to) = hop_lane {
+                e.set_lane(&lane_port(Some((100 + p, to)), Vec::new(), beacon))
+                    .unwrap();
+            }
+            e
         })
         .collect();
     (hop, ends)
 }
 
-fn exchange(reliable: bool, per_proc: u32, seed: u64) {
+fn exchange(reliable: bool, per_proc: u32, seed: u64, lane: bool) {
     let (mut hop, mut ends) = rig(
         PROCS,
         AggConfig {
@@ -75,6 +104,7 @@ fn exchange(reliable: bool, per_proc: u32, seed: u64) {
             rto_ns: 50_000_000,
             max_outstanding: 1 << 16,
         },
+        lane,
     );
     let mut rng = SimRng::new(seed);
     let mut sent: HashSet<(u64, u32, u32)> = HashSet::new();
@@ -168,16 +198,36 @@ fn exchange(reliable: bool, per_proc: u32, seed: u64) {
     }
     assert_eq!(hop.stats().refused, 0);
     assert!(sent.len() as u32 >= per_proc * PROCS);
+    if lane {
+        // Every process's beacons came on its tunnel, each taken.
+        let l = hop.lane_stats().unwrap();
+        assert_eq!((l.refused, l.sent), (0, 0), "{l:?}");
+        assert!(l.received > 0);
+        for e in &ends {
+            let s = e.lane_stats().unwrap();
+            assert!(s.sent > 0 && s.send_errors == 0, "{s:?}");
+        }
+    }
 }
 
 #[test]
 fn best_effort_scatterings_cross_a_hop_in_order() {
-    exchange(false, 1_000, 1);
+    exchange(false, 1_000, 1, false);
 }
 
 #[test]
 fn reliable_scatterings_cross_a_hop_in_order() {
-    exchange(true, 1_000, 2);
+    exchange(true, 1_000, 2, false);
+}
+
+#[test]
+fn best_effort_scatterings_in_order_with_beacons_on_lane_tunnels() {
+    exchange(false, 1_000, 3, true);
+}
+
+#[test]
+fn reliable_scatterings_in_order_with_beacons_on_lane_tunnels() {
+    exchange(true, 1_000, 4, true);
 }
 
 /// An input removed as silent that speaks again joins anew: it counts once
@@ -193,6 +243,7 @@ fn a_silent_input_that_speaks_again_rejoins() {
             hold_silent: false,
         },
         SenderConfig::default(),
+        false,
     );
     let quiet = ends[1].local_addr().unwrap();
     // Events of the quiet endpoint's link. (On a loaded machine this one

@@ -55,6 +55,24 @@ pub struct PipeArgs {
     /// No background-flow points in the latency phase.
     #[arg(long)]
     no_background: bool,
+    /// Skip the lane phase (beacons on tunnels the controller allocates;
+    /// it needs 4 hosts or more, one for the hop).
+    #[arg(long)]
+    no_lane: bool,
+    /// Link rate of the lane phase's own testbed, Mbit/s (slow enough for
+    /// this machine's flows to fill its links).
+    #[arg(long, default_value_t = 100)]
+    lane_link_mbps: u64,
+    /// Period of the beacon tunnels asked of the controller, µs (the
+    /// regular beacon interval by default: the same beacons, another
+    /// path).
+    #[arg(long, default_value_t = 1_000)]
+    lane_period_us: u64,
+    /// W, µs: a lane beacon carries no more than the barriers of the
+    /// oldest packet its sender sent on the regular path in the last W
+    /// (about that path's p99.9 delay).
+    #[arg(long, default_value_t = 2_000)]
+    lane_window_us: u64,
     /// SCHED_FIFO priority of the processes and the hop (0: none).
     #[arg(long, default_value_t = xlane_bench::flows::LANE_PRIORITY - 1)]
     fifo: i32,
@@ -71,10 +89,11 @@ pub struct PipeArgs {
     #[arg(long)]
     no_plots: bool,
     /// Print the report as JSON: `points` (per point: phase, procs, mode,
-    /// condition, latencies, overhead, CPU, beacons, suspicions, failures
-    /// with detection/recovery/resumption, floor) and the totals
-    /// `messages`, `ordering_violations`, `atomicity_violations`, with
-    /// `targets`.
+    /// condition, beacons, latencies, overhead, wait for the barrier, CPU,
+    /// beacons, lane frames, suspicions, failures with
+    /// detection/recovery/resumption, floor), the totals `messages`,
+    /// `ordering_violations`, `atomicity_violations`, with `targets`, and
+    /// the lane phase's `lane_tunnels` and `lane_upcalls`.
     #[arg(long)]
     json: bool,
 }
@@ -110,6 +129,10 @@ pub fn pipe(a: PipeArgs) -> super::CmdResult {
         payload: a.payload,
         background: !a.no_background,
         fifo: a.fifo,
+        lane: !a.no_lane,
+        lane_link_rate_bps: a.lane_link_mbps * 1_000_000,
+        lane_period_us: a.lane_period_us,
+        lane_window_us: a.lane_window_us,
         lane_core: a.lane_core.unwrap_or(ncpu.saturating_sub(1)),
         seed: a.seed,
     };

@@ -6,7 +6,9 @@
 //!   on idle outputs, a silent input link removed. Prints
 //!   `{"event":"ready",...}` once bound, `link_silent` when an input falls
 //!   silent, a status line every `--status-every` seconds and a final one
-//!   at the stop (SIGTERM, SIGINT or `--seconds`).
+//!   at the stop (SIGTERM, SIGINT or `--seconds`). With `--lane-bind`,
+//!   beacons travel on express-lane tunnels the controller granted
+//!   (`--lane-in`, `--lane-out`; see docs/pipe.md).
 //! * `xlane pipe coordinator --bind ADDR --store RESP ... --process ID=ADDR ...`
 //!   runs a replica of the recovery coordinator (`pipe_coord`).
 
@@ -15,6 +17,7 @@ use clap::{Parser, Subcommand};
 use std::net::SocketAddrV4;
 use std::time::Duration;
 use xlane_host::tuning::install_termination_flag;
+use xlane_pipe::lane::{LanePortConfig, LaneTunnel};
 use xlane_pipe::udp::{HopConfig, UdpHop};
 use xlane_pipe::{AggConfig, AggEvent};
 
@@ -83,12 +86,66 @@ struct SwitchdArgs {
     /// testbed's express class, puts barriers and beacons on the lane).
     #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..64))]
     dscp: u8,
+    /// Take beacons from the express lane on this address (the hop
+    /// host's address and a lane port): the processes' beacons come as
+    /// lane frames on their --lane-in tunnels, by maximum (they may
+    /// overtake data), and with --lane-out the hop's beacons go out on its
+    /// own tunnel instead of the regular path.
+    #[arg(long)]
+    lane_bind: Option<SocketAddrV4>,
+    /// TUNNEL:PERIOD_US: a process's beacon tunnel to this hop's host, as
+    /// the controller granted it (`xlane ctl request --to HOP_HOST
+    /// --bytes 110`); repeat for each process.
+    #[arg(long = "lane-in", value_parser = parse_lane_in, requires = "lane_bind")]
+    lane_in: Vec<LaneTunnel>,
+    /// TUNNEL:PERIOD_US@ADDR: the hop's own beacon tunnel and where its
+    /// frames go (a multicast tunnel to the processes' hosts: its group,
+    /// 239.78.x.y from the tunnel id, and the processes' lane port).
+    #[arg(long, value_parser = parse_lane_out, requires = "lane_bind")]
+    lane_out: Option<(LaneTunnel, SocketAddrV4)>,
+    /// DSCP of the lane tunnels' sub-lane (the testbed's express class is
+    /// 46).
+    #[arg(long, default_value_t = 46, value_parser = clap::value_parser!(u8).range(0..64))]
+    lane_dscp: u8,
+    /// W, µs: a lane beacon carries no more than the barriers of the
+    /// oldest packet forwarded in the last W (about the regular path's
+    /// p99.9 delay), so it never overtakes what was forwarded before it
+    /// unless that packet is slower than W.
+    #[arg(long, default_value_t = 2_000)]
+    lane_window_us: u64,
     /// Seconds between status lines (0: only the final one).
     #[arg(long, default_value_t = 0)]
     status_every: u64,
     /// Stop after this many seconds (0: until SIGTERM/SIGINT).
     #[arg(long, default_value_t = 0)]
     seconds: u64,
+}
+
+/// `TUNNEL:PERIOD_US`.
+pub(super) fn parse_lane_in(s: &str) -> Result<LaneTunnel, String> {
+    let bad = || format!("bad lane tunnel {s:?}: expected TUNNEL:PERIOD_US, like 12:500");
+    let (t, p) = s.split_once(':').ok_or_else(bad)?;
+    let period_us: u64 = p.parse().map_err(|_| bad())?;
+    if period_us == 0 {
+        return Err(format!(
+            "lane tunnel {s:?}: the period must be at least 1 µs"
+        ));
+    }
+    Ok(LaneTunnel {
+        tunnel: t.parse().map_err(|_| bad())?,
+        period_ns: period_us * 1_000,
+    })
+}
+
+/// `TUNNEL:PERIOD_US@IPv4:PORT`.
+pub(super) fn parse_lane_out(s: &str) -> Result<(LaneTunnel, SocketAddrV4), String> {
+    let bad = || {
+        format!(
+            "bad lane tunnel {s:?}: expected TUNNEL:PERIOD_US@IPv4:PORT, like 12:500@239.78.0.12:7500"
+        )
+    };
+    let (t, a) = s.split_once('@').ok_or_else(bad)?;
+    Ok((parse_lane_in(t)?, a.parse().map_err(|_| bad())?))
 }
 
 pub(super) fn parse_route(s: &str) -> Result<(u32, SocketAddrV4), String> {
@@ -137,6 +194,26 @@ fn switchd(a: SwitchdArgs) -> CmdResult {
     hop.set_tos(a.dscp << 2)
         .map_err(|e| format!("--dscp {}: {e}", a.dscp))?;
     hop.set_coordinators(a.coordinators.clone());
+    if let Some(bind) = a.lane_bind {
+        for (i, t) in a.lane_in.iter().enumerate() {
+            if a.lane_in[..i].iter().any(|u| u.tunnel == t.tunnel) {
+                return Err(format!("--lane-in: tunnel {} given twice", t.tunnel).into());
+            }
+        }
+        hop.set_lane(&LanePortConfig {
+            bind,
+            join: None,
+            multicast_if: a
+                .lane_out
+                .filter(|(_, to)| to.ip().is_multicast())
+                .map(|_| *bind.ip()),
+            dscp: a.lane_dscp,
+            tx: a.lane_out,
+            rx: a.lane_in.clone(),
+            window_ns: a.lane_window_us * 1_000,
+        })
+        .map_err(|e| format!("--lane-bind {bind}: {e}"))?;
+    }
     xlane_host::runtime::tighten_timer_slack();
     let stop = install_termination_flag();
     println!(
@@ -147,6 +224,11 @@ fn switchd(a: SwitchdArgs) -> CmdResult {
             "inputs": a.inputs.iter().map(|s| s.to_string()).collect::<Vec<_>>(),
             "routes": a.routes.len(),
             "beacon_us": a.beacon_us,
+            "lane": a.lane_bind.map(|b| serde_json::json!({
+                "bind": b.to_string(),
+                "in": a.lane_in.iter().map(|t| t.tunnel).collect::<Vec<_>>(),
+                "out": a.lane_out.map(|(t, to)| serde_json::json!({"tunnel": t.tunnel, "to": to.to_string()})),
+            })),
         })
     );
     super::status_loop(
@@ -187,6 +269,16 @@ fn switchd(a: SwitchdArgs) -> CmdResult {
 fn status(h: &UdpHop, event: &str, t: Duration) -> serde_json::Value {
     let d = h.stats();
     let (barrier, commit) = h.core().barriers();
+    let lane = h.lane_stats().map(|l| {
+        serde_json::json!({
+            "sent": l.sent,
+            "send_errors": l.send_errors,
+            "received": l.received,
+            "refused": l.refused,
+            "lost": l.lost,
+            "capped": l.capped,
+        })
+    });
     serde_json::json!({
         "event": event,
         "seconds": t.as_secs_f64(),
@@ -199,5 +291,6 @@ fn status(h: &UdpHop, event: &str, t: Duration) -> serde_json::Value {
         "live_inputs": h.core().live_inputs(),
         "barrier": barrier,
         "commit": commit,
+        "lane": lane,
     })
 }

@@ -24,6 +24,21 @@
 //!    in both modes: detection, recovery and the deliveries over time.
 //! 4. **Volume**: reliable scatterings with kills and a cut until at least
 //!    `messages` messages were delivered.
+//! 5. **Lane**: beacons on express-lane tunnels the controller allocated
+//!    ([`lane`]), in a testbed of its own with slower links (100 Mbit/s
+//!    by default: the flows this machine can generate fill them, and a
+//!    best-effort queue of 12 ms as the main testbed's). The hop runs on
+//!    a testbed host of its own (the controller allocates between
+//!    hosts); the processes of the first
+//!    host scatter, those of the other hosts only receive, and saturating
+//!    flows run between those other hosts: their beacons queue behind the
+//!    flows on their uplinks (they run on the regular cores, as the flows:
+//!    the testbed gives the lane core a transmit queue of its own), and
+//!    the hop's barrier, the minimum over every input, waits for them. The same point runs with the beacons on the
+//!    regular path, with the processes' beacons on their tunnels
+//!    (`lane-in`), and with the hop's beacons on its multicast tunnel too
+//!    (`lane`); the wait for the barrier (delivery − arrival) tells them
+//!    apart.
 //!
 //! Every point counts ordering violations at every receiver and, in
 //! reliable mode, atomicity violations (a scattering delivered to some
@@ -34,26 +49,23 @@
 //! abort (`proc_fail`), and once all confirmed, the hop remove the link.
 
 mod check;
+pub mod lane;
 mod plot;
+mod point;
+mod report;
 pub mod rig;
 
 pub use check::{atomicity, ordering_violations, resumed_after, Atomicity, Sent};
 pub use plot::plot;
+pub use report::render;
+use report::targets;
 
-use std::collections::HashMap;
-use std::net::SocketAddrV4;
 use std::path::PathBuf;
-use std::sync::atomic::Ordering;
-use std::time::Duration;
 
 use serde::Serialize;
-use xlane_pipe::udp::now_ns;
 use xlane_testbed::probe::quantile;
-use xlane_testbed::testbed::host_addr;
-use xlane_testbed::Testbed;
 
-use crate::interference::{Cores, FloorSet, Interference};
-use rig::{BenchCoordinator, Proc, ProcOut, ProcSpec, Rec, Switchd, SwitchdSpec, DEAD, QUIET};
+use crate::interference::Cores;
 
 /// Why the bench could not run.
 #[derive(Debug, thiserror::Error)]
@@ -107,6 +119,14 @@ pub struct PipeBenchConfig {
     pub background: bool,
     /// `SCHED_FIFO` priority of the processes and the hop (0: none).
     pub fifo: i32,
+    /// Run the lane phase (needs 4 hosts or more: one for the hop).
+    pub lane: bool,
+    /// Link rate of the lane phase's testbed, bits/s.
+    pub lane_link_rate_bps: u64,
+    /// Period of the beacon tunnels asked of the controller, µs.
+    pub lane_period_us: u64,
+    /// W of the lane beacons' cap, µs.
+    pub lane_window_us: u64,
     /// The core the floor reports as the lane's.
     pub lane_core: usize,
     /// Seed of picks and gaps.
@@ -138,6 +158,10 @@ impl Default for PipeBenchConfig {
             payload: 64,
             background: true,
             fifo: crate::flows::LANE_PRIORITY - 1,
+            lane: true,
+            lane_link_rate_bps: 100_000_000,
+            lane_period_us: 1_000,
+            lane_window_us: 2_000,
             lane_core: 0,
             seed: 1,
         }
@@ -175,6 +199,9 @@ pub enum Condition {
     BackgroundRegular,
     /// Saturating flows; 1Pipe's packets in the express class.
     BackgroundExpress,
+    /// Saturating flows between the hosts whose processes only receive
+    /// (the lane phase).
+    BackgroundQuietHosts,
 }
 
 impl Condition {
@@ -184,6 +211,31 @@ impl Condition {
             Condition::Idle => "idle",
             Condition::BackgroundRegular => "background-regular",
             Condition::BackgroundExpress => "background-express",
+            Condition::BackgroundQuietHosts => "background-quiet-hosts",
+        }
+    }
+}
+
+/// How beacons travel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Beacons {
+    /// On the regular path, as 1Pipe packets (every phase but the lane's).
+    Regular,
+    /// The processes' beacons on their lane tunnels to the hop; the hop's
+    /// on the regular path.
+    LaneIn,
+    /// Both ways on lane tunnels (the hop's on its multicast tunnel).
+    Lane,
+}
+
+impl Beacons {
+    /// `regular`, `lane-in`, `lane`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Beacons::Regular => "regular",
+            Beacons::LaneIn => "lane-in",
+            Beacons::Lane => "lane",
         }
     }
 }
@@ -213,6 +265,11 @@ struct Point {
     /// Stop sending once this many messages were delivered (or at three
     /// times `seconds`, whichever comes first).
     until_messages: Option<u64>,
+    /// The hop on this host instead of the switch namespace; the
+    /// processes on the hosts before it, those of host 0 sending, the
+    /// others only receiving (the lane phase).
+    hop_host: Option<usize>,
+    beacons: Beacons,
 }
 
 /// A failure as it went.
@@ -255,6 +312,8 @@ pub struct PointOut {
     pub mode: Mode,
     /// What ran beside it.
     pub condition: Condition,
+    /// How beacons travelled.
+    pub beacons: Beacons,
     /// Beacon interval, µs.
     pub beacon_us: u64,
     /// Scatterings per second per process.
@@ -289,14 +348,29 @@ pub struct PointOut {
     pub delivered_p99_ns: u64,
     /// Median ordered − median unordered, ns.
     pub overhead_p50_ns: u64,
+    /// Median wait for the barrier (delivery − arrival of each message),
+    /// ns.
+    pub wait_p50_ns: u64,
+    /// Its 99th percentile, ns.
+    pub wait_p99_ns: u64,
+    /// Beacon frames on lane tunnels: sent by the processes and the hop.
+    pub lane_sent: u64,
+    /// Taken (by the hop and the processes).
+    pub lane_received: u64,
+    /// Missing by sequence number.
+    pub lane_lost: u64,
+    /// Refused (unknown tunnel, bad frame, wrong sender).
+    pub lane_refused: u64,
+    /// Sent with barriers the cap held back.
+    pub lane_capped: u64,
     /// The hop's CPU, share of one core.
     pub hop_cpu: f64,
     /// The processes' CPU together, share of one core.
     pub procs_cpu: f64,
-    /// Beacons per second (hop and processes).
+    /// Beacons per second (hop and processes, regular and lane).
     pub beacons_per_s: f64,
-    /// Their bandwidth on the wire (82 bytes each with UDP, IP and
-    /// Ethernet headers), bits/s.
+    /// Their bandwidth on the wire (82 bytes a regular beacon, 110 a lane
+    /// beacon frame, with UDP, IP and Ethernet headers), bits/s.
     pub beacon_bps: f64,
     /// Latest a process sent after its schedule, ns (a process that could
     /// not keep up shows here).
@@ -356,6 +430,12 @@ pub struct PipeReport {
     pub atomicity_violations: u64,
     /// The targets.
     pub targets: Vec<Target>,
+    /// The lane phase's testbed's prefix.
+    pub lane_testbed: Option<String>,
+    /// The lane phase's beacon tunnels, as granted.
+    pub lane_tunnels: Vec<lane::TunnelOut>,
+    /// Upcalls the lane phase's hosts got from the controller.
+    pub lane_upcalls: Vec<String>,
 }
 
 fn validate(cfg: &PipeBenchConfig) -> Result<(), PipeBenchError> {
@@ -401,6 +481,15 @@ fn validate(cfg: &PipeBenchConfig) -> Result<(), PipeBenchError> {
             cfg.hosts + 2
         ));
     }
+    if cfg.lane && cfg.hosts < 4 {
+        return bad(format!(
+            "the lane phase needs at least 4 hosts (one for the hop), not {} (or --no-lane)",
+            cfg.hosts
+        ));
+    }
+    if cfg.lane && (cfg.lane_period_us < 10 || cfg.lane_window_us == 0) {
+        return bad("--lane-period-us must be at least 10 and --lane-window-us at least 1".into());
+    }
     if !cfg.exe.is_file() {
         return bad(format!("no xlane binary at {}", cfg.exe.display()));
     }
@@ -425,6 +514,8 @@ fn points(cfg: &PipeBenchConfig) -> Vec<Point> {
         failures: Vec::new(),
         timeline: false,
         until_messages: None,
+        hop_host: None,
+        beacons: Beacons::Regular,
     };
     for &c in &conditions {
         for &n in &cfg.procs {
@@ -476,6 +567,17 @@ fn points(cfg: &PipeBenchConfig) -> Vec<Point> {
             ..base("volume", n, Mode::Reliable, Condition::Idle)
         });
     }
+    if cfg.lane {
+        for m in [Mode::BestEffort, Mode::Reliable] {
+            for b in [Beacons::Regular, Beacons::LaneIn, Beacons::Lane] {
+                v.push(Point {
+                    hop_host: Some(cfg.hosts - 1),
+                    beacons: b,
+                    ..base("lane", n, m, Condition::BackgroundQuietHosts)
+                });
+            }
+        }
+    }
     v
 }
 
@@ -505,9 +607,41 @@ pub fn run(
     ));
     let pts = points(cfg);
     let mut out = Vec::new();
+    let mut grants: Option<lane::LaneGrants> = None;
+    let testbed = tb.prefix().to_string();
+    let mut tb = tb;
+    let mut lane_testbed = None;
     for (i, p) in pts.iter().enumerate() {
+        if let (Some(h), None) = (p.hop_host, &grants) {
+            // The lane phase's own testbed, with links that the flows of
+            // this machine can fill (see `lane`).
+            drop(std::mem::replace(
+                &mut tb,
+                crate::interference::bring_up(
+                    cfg.hosts,
+                    cfg.lane_link_rate_bps,
+                    None,
+                    lane::LANE_QUEUE_PKTS,
+                    cfg.lane_core,
+                    progress,
+                )?,
+            ));
+            rig::give_switch_an_address(&tb).map_err(PipeBenchError::Run)?;
+            tb.measure(200)?;
+            lane_testbed = Some(tb.prefix().to_string());
+            progress("lane phase: asking the controller for the beacon tunnels");
+            let hosts: Vec<usize> = (0..p.procs).map(|q| q % h).collect();
+            grants = Some(lane::LaneGrants::start(
+                &tb,
+                &hosts,
+                h,
+                cfg.lane_period_us * 1_000,
+                cfg.lane_window_us,
+                progress,
+            )?);
+        }
         progress(&format!(
-            "[{}/{}] {}: {} processes, {}, {}, beacons every {} µs, {:.0} s",
+            "[{}/{}] {}: {} processes, {}, {}, beacons every {} µs{}, {:.0} s",
             i + 1,
             pts.len(),
             p.phase,
@@ -515,9 +649,13 @@ pub fn run(
             p.mode.name(),
             p.condition.name(),
             p.beacon_us,
+            match p.beacons {
+                Beacons::Regular => String::new(),
+                b => format!(" ({} on lane tunnels)", b.name()),
+            },
             p.seconds
         ));
-        let o = run_point(cfg, &tb, &cores, p)?;
+        let o = point::run_point(cfg, &tb, &cores, p, grants.as_ref())?;
         progress(&format!(
             "    {} messages, median {} unordered / {} delivered, {} ordering and {} atomicity violations, {} silent links ({} false)",
             o.messages,
@@ -533,615 +671,32 @@ pub fn run(
         }
         out.push(o);
     }
+    // The tunnels released while their testbed still stands.
+    let (lane_tunnels, lane_upcalls) = match grants {
+        Some(mut g) => {
+            g.drain_upcalls();
+            let t = (g.tunnels.clone(), g.upcalls.clone());
+            g.stop()?;
+            t
+        }
+        None => (Vec::new(), Vec::new()),
+    };
+    drop(tb);
     let messages = out.iter().map(|p| p.messages).sum();
     let ordering_violations = out.iter().map(|p| p.ordering_violations).sum();
     let atomicity_violations = out.iter().map(|p| p.atomicity_violations).sum();
     let targets = targets(cfg, &out, floor_hop_p50_ns, messages);
     Ok(PipeReport {
         config: cfg.clone(),
-        testbed: tb.prefix().to_string(),
+        testbed,
         floor_hop_p50_ns,
         points: out,
         messages,
         ordering_violations,
         atomicity_violations,
         targets,
+        lane_testbed,
+        lane_tunnels,
+        lane_upcalls,
     })
-}
-
-/// Brings a cut host's link back up when dropped, whatever happened.
-struct Cuts<'a> {
-    tb: &'a Testbed,
-    hosts: Vec<usize>,
-}
-
-impl Cuts<'_> {
-    fn set(&self, host: usize, up: bool) -> Result<(), String> {
-        let port = self
-            .tb
-            .switch_port(host)
-            .ok_or_else(|| format!("no switch port for host {host}"))?;
-        let state = if up { "up" } else { "down" };
-        xlane_testbed::exec::run(
-            "ip",
-            &["-n", self.tb.switch_netns(), "link", "set", port, state],
-        )
-        .map(|_| ())
-        .map_err(|e| format!("link {port} {state}: {e}"))
-    }
-}
-
-impl Drop for Cuts<'_> {
-    fn drop(&mut self) {
-        for &h in &self.hosts {
-            let _ = self.set(h, true);
-        }
-    }
-}
-
-fn run_point(
-    cfg: &PipeBenchConfig,
-    tb: &Testbed,
-    cores: &Cores,
-    p: &Point,
-) -> Result<PointOut, PipeBenchError> {
-    let err = PipeBenchError::Run;
-    let n = p.procs;
-    let host_of = |q: usize| q % cfg.hosts;
-    let addrs: Vec<SocketAddrV4> = (0..n)
-        .map(|q| SocketAddrV4::new(host_addr(host_of(q)), rig::PROC_PORT + q as u16))
-        .collect();
-    let dscp = match p.condition {
-        Condition::BackgroundExpress => tb.config().express_dscp,
-        _ => 0,
-    };
-    let fifo = (cfg.fifo > 0).then_some(cfg.fifo);
-    let reliable = p.mode == Mode::Reliable;
-    let drain_ns = 300_000_000u64.max(40 * p.beacon_us * 1_000);
-    let run_ns = (p.seconds * 1e9) as u64;
-    // The processes first: they bind and beacon, so that the hop hears
-    // every input from its start; they send once `start` is set.
-    let start_at = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(u64::MAX));
-    let delivered = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
-    let coordinator = reliable.then_some(rig::COORD_ADDR);
-    let procs: Vec<Proc> = (0..n)
-        .map(|q| {
-            Proc::start(ProcSpec {
-                id: q as u32,
-                netns: tb.hosts()[host_of(q)].netns.clone(),
-                addrs: addrs.clone(),
-                rate: p.rate,
-                fanout: cfg.fanout.min(n - 1),
-                reliable,
-                beacon_ns: p.beacon_us * 1_000,
-                payload: cfg.payload,
-                seed: cfg.seed,
-                start_ns: start_at.clone(),
-                delivered: delivered.clone(),
-                fifo,
-                dscp,
-                coordinator,
-            })
-        })
-        .collect();
-    let stop_all = |procs: Vec<Proc>| {
-        for q in procs {
-            q.join();
-        }
-    };
-    let mut hop = match Switchd::start(&SwitchdSpec {
-        exe: &cfg.exe,
-        netns: tb.switch_netns(),
-        procs: &addrs,
-        beacon_us: p.beacon_us,
-        dead_after: cfg.dead_after,
-        coordinator,
-        fifo: fifo.map(|p| p + 1),
-        dscp,
-    }) {
-        Ok(h) => h,
-        Err(e) => {
-            stop_all(procs);
-            return Err(err(e));
-        }
-    };
-    let bg = match p.condition {
-        Condition::Idle => None,
-        _ => match Interference::start_all_ports(tb, cores, true, false) {
-            Ok(b) => Some(b),
-            Err(e) => {
-                stop_all(procs);
-                return Err(e.into());
-            }
-        },
-    };
-    let longest = if p.until_messages.is_some() {
-        3 * run_ns
-    } else {
-        run_ns
-    };
-    let probes = FloorSet::start(cores, longest + drain_ns + 1_000_000_000).ok();
-    let hop_cpu0 = hop.cpu_ns();
-    let start = now_ns() + 50_000_000;
-    start_at.store(start, Ordering::SeqCst);
-    let mut cuts = Cuts {
-        tb,
-        hosts: Vec::new(),
-    };
-    // The failure schedule and the hop's reports must not wait behind the
-    // processes.
-    let rt = rig::RealTime::raise(fifo.map(|p| p + 1));
-    // Reliable: the recovery coordinator, one priority above the
-    // processes, as the hop.
-    let coord =
-        reliable.then(|| BenchCoordinator::start(tb.switch_netns(), &addrs, fifo.map(|p| p + 1)));
-    // Processes reported silent, the failure each went down in (if real),
-    // and when reported.
-    let mut recovering: HashMap<usize, (Option<usize>, u64)> = HashMap::new();
-    let mut end = match p.until_messages {
-        Some(_) => start + 3 * run_ns,
-        None => start + run_ns,
-    };
-    let mut failed_at: Vec<Option<u64>> = vec![None; n];
-    let mut fenced = vec![false; n];
-    let mut suspicions = Vec::new();
-    let mut failures: Vec<FailureOut> = Vec::new();
-    let mut next_failure = 0;
-    let mut quiet = false;
-    let mut ended_early = false;
-    let mut problem = None;
-    loop {
-        let now = now_ns();
-        if now >= end + drain_ns {
-            break;
-        }
-        let enough = p
-            .until_messages
-            .is_some_and(|m| delivered.load(Ordering::Relaxed) >= m);
-        // Nobody left to scatter to: the point ends (and says why).
-        let alive = (0..n)
-            .filter(|&q| failed_at[q].is_none() && !fenced[q])
-            .count();
-        if !quiet && alive < 2 {
-            ended_early = true;
-        }
-        let enough = enough || ended_early;
-        if !quiet && (now >= end || enough) {
-            end = end.min(now);
-            for q in &procs {
-                let _ =
-                    q.state
-                        .compare_exchange(rig::RUN, QUIET, Ordering::SeqCst, Ordering::SeqCst);
-            }
-            quiet = true;
-        }
-        if let Some(&(at, f)) = p.failures.get(next_failure) {
-            if now >= start + (at * 1e9) as u64 {
-                next_failure += 1;
-                let mut t = now_ns();
-                match f {
-                    Failure::Kill(q) => {
-                        procs[q as usize].state.store(DEAD, Ordering::SeqCst);
-                        failed_at[q as usize] = Some(t);
-                    }
-                    Failure::Cut(h) => {
-                        cuts.hosts.push(h);
-                        if let Err(e) = cuts.set(h, false) {
-                            problem = Some(e);
-                            break;
-                        }
-                        // The link is down once `ip` returned.
-                        t = now_ns();
-                        for q in (0..n).filter(|&q| host_of(q) == h) {
-                            failed_at[q].get_or_insert(t);
-                        }
-                    }
-                }
-                failures.push(FailureOut {
-                    failure: f,
-                    at_ns: t - start,
-                    detected_ns: Vec::new(),
-                    recovered_ns: None,
-                    resumed_ns: None,
-                });
-            }
-        }
-        // Recoveries the coordinator finished.
-        while let Some(Ok((q, at))) = coord.as_ref().map(|c| c.recovered.try_recv()) {
-            if let Some((Some(w), _)) = recovering.remove(&(q as usize)) {
-                let t0 = start + failures[w].at_ns;
-                let r = failures[w].recovered_ns.get_or_insert(0);
-                *r = (*r).max(at.saturating_sub(t0));
-            }
-        }
-        let Some((t, ev)) = hop.next_event(Duration::from_millis(1)) else {
-            continue;
-        };
-        if ev["event"] != "link_silent" {
-            continue;
-        }
-        let Some(addr) = ev["input"]
-            .as_str()
-            .and_then(|a| a.parse::<SocketAddrV4>().ok())
-        else {
-            continue;
-        };
-        let Some(q) = addrs.iter().position(|a| *a == addr) else {
-            continue;
-        };
-        let real = failed_at[q].is_some();
-        suspicions.push(Suspicion {
-            proc: q as u32,
-            at_ns: t.saturating_sub(start),
-            real,
-        });
-        // The failure this process went down in.
-        let which = failures.iter().rposition(|f| match f.failure {
-            Failure::Kill(k) => k as usize == q,
-            Failure::Cut(h) => host_of(q) == h,
-        });
-        if let (true, Some(w)) = (real, which) {
-            let at = start + failures[w].at_ns;
-            failures[w].detected_ns.push(t.saturating_sub(at));
-        }
-        if reliable {
-            // Held and fenced at the hop; the coordinator recovers it. The
-            // process stops too: cut off, it would never hear that it was
-            // declared failed, and would retransmit into the dead link
-            // until the end of the point.
-            procs[q].state.store(DEAD, Ordering::SeqCst);
-            fenced[q] = true;
-            recovering.insert(q, (which.filter(|_| real), t));
-        } else if let (true, Some(w)) = (real, which) {
-            // Best effort: the hop removed the link itself.
-            let at = start + failures[w].at_ns;
-            failures[w].recovered_ns = Some(t.saturating_sub(at));
-        }
-    }
-    drop(rt);
-    // A recovery still open 5 s after its report never completed.
-    if let Some((q, _)) = recovering
-        .iter()
-        .find(|(_, (_, t))| now_ns().saturating_sub(*t) > 5_000_000_000)
-    {
-        problem.get_or_insert(format!("the recovery of process {q} never completed"));
-    }
-    if let Some(c) = coord {
-        if let Err(e) = c.stop() {
-            problem.get_or_insert(e);
-        }
-    }
-    let outs: Vec<ProcOut> = procs.into_iter().map(Proc::join).collect();
-    drop(cuts);
-    let hop_cpu = hop.cpu_ns().saturating_sub(hop_cpu0);
-    let hop_end = hop.stop();
-    let background_bps: u64 = bg.map_or(0, |b| b.stop().iter().sum());
-    let floor = probes.map(|f| f.stop().0);
-    if let Some(e) = problem {
-        return Err(err(e));
-    }
-    if let Some(e) = outs.iter().find_map(|o| o.error.clone()) {
-        return Err(err(e));
-    }
-    let correct: Vec<bool> = (0..n)
-        .map(|q| failed_at[q].is_none() && !fenced[q])
-        .collect();
-    let mut o = analyze(p, &outs, &correct, start, end, &mut failures);
-    o.seconds = (end - start) as f64 / 1e9;
-    o.ended_early = ended_early;
-    o.background_bps = background_bps;
-    o.suspicions = suspicions;
-    o.false_suspicions = o.suspicions.iter().filter(|s| !s.real).count() as u64;
-    o.failures = failures;
-    let secs = (end - start + drain_ns) as f64 / 1e9;
-    o.hop_cpu = hop_cpu as f64 / 1e9 / secs;
-    o.procs_cpu = outs.iter().map(|x| x.cpu_ns).sum::<u64>() as f64 / 1e9 / secs;
-    let hop_beacons = hop_end
-        .as_ref()
-        .and_then(|v| v["beacons"].as_u64())
-        .unwrap_or(0);
-    let beacons = hop_beacons + outs.iter().map(|x| x.driver.beacons).sum::<u64>();
-    o.beacons_per_s = beacons as f64 / secs;
-    o.beacon_bps = o.beacons_per_s * 82.0 * 8.0;
-    if let Some(f) = floor {
-        o.floor_stolen = f
-            .cores
-            .iter()
-            .map(|c| c.stolen_fraction)
-            .fold(0.0, f64::max);
-        o.floor_max_gap_ns = f.cores.iter().map(|c| c.max_gap_ns).max().unwrap_or(0);
-    }
-    Ok(o)
-}
-
-/// What the deliveries of a point show.
-fn analyze(
-    p: &Point,
-    outs: &[ProcOut],
-    correct: &[bool],
-    start: u64,
-    end: u64,
-    failures: &mut [FailureOut],
-) -> PointOut {
-    let recs: Vec<&[Rec]> = outs.iter().map(|o| o.recs.as_slice()).collect();
-    let ordering = recs.iter().map(|r| ordering_violations(r)).sum();
-    let atom = if p.mode == Mode::Reliable {
-        let senders: Vec<Sent> = outs
-            .iter()
-            .map(|o| Sent {
-                id: o.id,
-                sent: &o.sent,
-                failed: &o.failed,
-            })
-            .collect();
-        atomicity(&senders, &recs, correct)
-    } else {
-        Atomicity::default()
-    };
-    let ok: Vec<&[Rec]> = recs
-        .iter()
-        .zip(correct)
-        .filter(|(_, c)| **c)
-        .map(|(r, _)| *r)
-        .collect();
-    for f in failures.iter_mut() {
-        f.resumed_ns = resumed_after(&ok, start + f.at_ns);
-    }
-    // Latencies of messages sent after a warm-up of a tenth of the point.
-    let from = start + (end - start) / 10;
-    let (mut un, mut de): (Vec<u64>, Vec<u64>) = ok
-        .iter()
-        .flat_map(|r| r.iter())
-        .filter(|d| d.ts >= from && d.ts < end)
-        .map(|d| {
-            (
-                d.arrived.saturating_sub(d.ts),
-                d.delivered.saturating_sub(d.ts),
-            )
-        })
-        .unzip();
-    un.sort_unstable();
-    de.sort_unstable();
-    let q = |v: &[u64], x| quantile(v, x).unwrap_or(0);
-    let mut timeline = Vec::new();
-    if p.timeline {
-        let ms = ((end - start) / 1_000_000 + 1) as usize;
-        timeline = vec![0u32; ms];
-        for d in ok.iter().flat_map(|r| r.iter()) {
-            if let Some(b) = d
-                .delivered
-                .checked_sub(start)
-                .and_then(|t| timeline.get_mut((t / 1_000_000) as usize))
-            {
-                *b += 1;
-            }
-        }
-    }
-    PointOut {
-        phase: p.phase,
-        procs: p.procs,
-        mode: p.mode,
-        condition: p.condition,
-        beacon_us: p.beacon_us,
-        rate: p.rate,
-        seconds: p.seconds,
-        scatterings: outs.iter().map(|o| o.sent.len() as u64).sum(),
-        messages: recs.iter().map(|r| r.len() as u64).sum(),
-        ordering_violations: ordering,
-        atomicity_violations: atom.violations,
-        lost: atom.lost,
-        send_failed: outs.iter().map(|o| o.failed.len() as u64).sum(),
-        late: outs.iter().map(|o| o.late).sum(),
-        retransmits: outs.iter().map(|o| o.retransmits).sum(),
-        unordered_p50_ns: q(&un, 0.5),
-        unordered_p99_ns: q(&un, 0.99),
-        delivered_p50_ns: q(&de, 0.5),
-        delivered_p99_ns: q(&de, 0.99),
-        overhead_p50_ns: q(&de, 0.5).saturating_sub(q(&un, 0.5)),
-        hop_cpu: 0.0,
-        procs_cpu: 0.0,
-        beacons_per_s: 0.0,
-        beacon_bps: 0.0,
-        max_send_lag_ns: outs.iter().map(|o| o.max_send_lag_ns).max().unwrap_or(0),
-        skipped: outs.iter().map(|o| o.skipped).sum(),
-        suspicions: Vec::new(),
-        false_suspicions: 0,
-        failures: Vec::new(),
-        timeline_per_ms: timeline,
-        floor_stolen: 0.0,
-        floor_max_gap_ns: 0,
-        background_bps: 0,
-        ended_early: false,
-    }
-}
-
-/// The targets on this run: no ordering or atomicity violation
-/// over at least `messages`; per latency point pair, the ordering
-/// overhead of best effort within 3 beacon intervals plus the idle
-/// floor's median hop, and reliable's median within 3× best effort's.
-fn targets(cfg: &PipeBenchConfig, pts: &[PointOut], hop: u64, messages: u64) -> Vec<Target> {
-    let mut t = vec![
-        Target {
-            name: "messages delivered".into(),
-            value: messages as f64,
-            bound: cfg.messages as f64,
-            met: messages >= cfg.messages,
-        },
-        Target {
-            name: "ordering violations".into(),
-            value: pts.iter().map(|p| p.ordering_violations).sum::<u64>() as f64,
-            bound: 0.0,
-            met: pts.iter().all(|p| p.ordering_violations == 0),
-        },
-        Target {
-            name: "atomicity violations (reliable)".into(),
-            value: pts.iter().map(|p| p.atomicity_violations).sum::<u64>() as f64,
-            bound: 0.0,
-            met: pts.iter().all(|p| p.atomicity_violations == 0),
-        },
-    ];
-    let lat = |m: Mode| {
-        pts.iter()
-            .filter(move |p| p.phase == "latency" && p.mode == m)
-    };
-    for be in lat(Mode::BestEffort) {
-        let bound = 3.0 * (be.beacon_us * 1_000) as f64 + hop as f64;
-        t.push(Target {
-            name: format!(
-                "ordering overhead, best effort, {} processes, {}",
-                be.procs,
-                be.condition.name()
-            ),
-            value: be.overhead_p50_ns as f64,
-            bound,
-            met: (be.overhead_p50_ns as f64) <= bound,
-        });
-        if let Some(r) =
-            lat(Mode::Reliable).find(|r| r.procs == be.procs && r.condition == be.condition)
-        {
-            let bound = 3.0 * be.delivered_p50_ns as f64;
-            t.push(Target {
-                name: format!(
-                    "reliable median, {} processes, {}",
-                    r.procs,
-                    r.condition.name()
-                ),
-                value: r.delivered_p50_ns as f64,
-                bound,
-                met: (r.delivered_p50_ns as f64) <= bound,
-            });
-        }
-    }
-    t
-}
-
-/// The report as tables.
-pub fn render(r: &PipeReport) -> String {
-    use crate::table::{fmt_ns, Table};
-    let mut s = format!(
-        "xlane bench pipe: testbed {} ({} hosts, hop `xlane pipe switchd` in the switch namespace), idle median hop {}\n\n",
-        r.testbed,
-        r.config.hosts,
-        fmt_ns(r.floor_hop_p50_ns)
-    );
-    s += "Latency (Figs. 9a, 12): send to arrival (unordered) and to delivery, median / p99\n";
-    let mut t = Table::new(&[
-        "condition",
-        "background",
-        "procs",
-        "mode",
-        "messages",
-        "unordered",
-        "delivered",
-        "overhead p50",
-        "late",
-        "retx",
-        "silent (false)",
-        "send lag max",
-        "skipped",
-        "floor gap",
-    ]);
-    let phase = |name: &'static str| r.points.iter().filter(move |p| p.phase == name);
-    for p in phase("latency") {
-        t.row(vec![
-            p.condition.name().into(),
-            if p.background_bps > 0 {
-                format!("{:.0} Mbit/s", p.background_bps as f64 / 1e6)
-            } else {
-                "-".into()
-            },
-            p.procs.to_string(),
-            p.mode.name().into(),
-            p.messages.to_string(),
-            format!(
-                "{} / {}",
-                fmt_ns(p.unordered_p50_ns),
-                fmt_ns(p.unordered_p99_ns)
-            ),
-            format!(
-                "{} / {}",
-                fmt_ns(p.delivered_p50_ns),
-                fmt_ns(p.delivered_p99_ns)
-            ),
-            fmt_ns(p.overhead_p50_ns),
-            p.late.to_string(),
-            p.retransmits.to_string(),
-            format!("{} ({})", p.suspicions.len(), p.false_suspicions),
-            fmt_ns(p.max_send_lag_ns),
-            p.skipped.to_string(),
-            fmt_ns(p.floor_max_gap_ns),
-        ]);
-    }
-    s += &t.render();
-    if phase("beacons").next().is_some() {
-        s += "\nBeacons (Fig. 13): light traffic, the beacon interval swept\n";
-        let mut t = Table::new(&[
-            "interval",
-            "beacons/s",
-            "bandwidth",
-            "hop CPU",
-            "procs CPU",
-            "overhead p50",
-            "silent (false)",
-        ]);
-        for p in phase("beacons") {
-            t.row(vec![
-                fmt_ns(p.beacon_us * 1_000),
-                format!("{:.0}", p.beacons_per_s),
-                format!("{:.2} Mbit/s", p.beacon_bps / 1e6),
-                format!("{:.1} %", p.hop_cpu * 100.0),
-                format!("{:.1} %", p.procs_cpu * 100.0),
-                fmt_ns(p.overhead_p50_ns),
-                format!("{} ({})", p.suspicions.len(), p.false_suspicions),
-            ]);
-        }
-        s += &t.render();
-    }
-    let fails: Vec<&PointOut> = r.points.iter().filter(|p| !p.failures.is_empty()).collect();
-    if !fails.is_empty() {
-        s += "\nFailures (Fig. 10): from the failure to the silent link reported, to the recovery done, to delivery resumed everywhere\n";
-        let mut t = Table::new(&[
-            "phase",
-            "mode",
-            "failure",
-            "at",
-            "detected",
-            "recovered",
-            "resumed",
-        ]);
-        for p in fails {
-            for f in &p.failures {
-                t.row(vec![
-                    p.phase.into(),
-                    p.mode.name().into(),
-                    match f.failure {
-                        Failure::Kill(q) => format!("kill process {q}"),
-                        Failure::Cut(h) => format!("cut host {h}"),
-                    },
-                    fmt_ns(f.at_ns),
-                    f.detected_ns
-                        .iter()
-                        .max()
-                        .map_or("-".into(), |&d| fmt_ns(d)),
-                    f.recovered_ns.map_or("-".into(), fmt_ns),
-                    f.resumed_ns.map_or("never".into(), fmt_ns),
-                ]);
-            }
-        }
-        s += &t.render();
-    }
-    s += &format!(
-        "\nOver the run: {} messages, {} ordering violations, {} atomicity violations\n\nTargets:\n",
-        r.messages, r.ordering_violations, r.atomicity_violations
-    );
-    for t in &r.targets {
-        s += &format!(
-            "  [{}] {}: {:.0} (bound {:.0})\n",
-            if t.met { "met" } else { "MISSED" },
-            t.name,
-            t.value,
-            t.bound
-        );
-    }
-    s
 }

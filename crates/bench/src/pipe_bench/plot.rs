@@ -3,20 +3,21 @@
 //! condition, after 1Pipe's Figs. 9a and 12), `pipe-beacons` (CPU and
 //! ordering delay against the beacon interval, Fig. 13) and
 //! `pipe-failures` (deliveries per millisecond around a kill and a cut,
-//! Fig. 10).
+//! Fig. 10) and `pipe-lane` (the wait for the barrier with beacons on the
+//! regular path and on lane tunnels, behind the same flows).
 
 use std::path::{Path, PathBuf};
 
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use super::{Condition, Mode, PipeReport, PointOut};
+use super::{Beacons, Condition, Mode, PipeReport, PointOut};
 use crate::plot::{
     de, draw_legend, fmt_ns, font, palette, title_area, write_both, Figure, PlotError,
 };
 
-/// Writes `<dir>/pipe-{latency,beacons,failures}.{png,svg}` (the last two
-/// when the run has those phases); returns the PNGs.
+/// Writes `<dir>/pipe-{latency,beacons,failures,lane}.{png,svg}` (the
+/// last three when the run has those phases); returns the PNGs.
 pub fn plot(r: &PipeReport, dir: &Path) -> Result<Vec<PathBuf>, PlotError> {
     let mut out = vec![write_both(&LatencyFigure(r), &dir.join("pipe-latency"))?[0].clone()];
     if r.points.iter().any(|p| p.phase == "beacons") {
@@ -25,7 +26,101 @@ pub fn plot(r: &PipeReport, dir: &Path) -> Result<Vec<PathBuf>, PlotError> {
     if r.points.iter().any(|p| !p.timeline_per_ms.is_empty()) {
         out.push(write_both(&FailureFigure(r), &dir.join("pipe-failures"))?[0].clone());
     }
+    if r.points.iter().any(|p| p.phase == "lane") {
+        out.push(write_both(&LaneFigure(r), &dir.join("pipe-lane"))?[0].clone());
+    }
     Ok(out)
+}
+
+struct LaneFigure<'a>(&'a PipeReport);
+
+const VARIANTS: [Beacons; 3] = [Beacons::Regular, Beacons::LaneIn, Beacons::Lane];
+
+impl Figure for LaneFigure<'_> {
+    fn size(&self) -> (u32, u32) {
+        (1200, 600)
+    }
+
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String> {
+        let r = self.0;
+        root.fill(&WHITE).map_err(de)?;
+        let body = title_area(
+            root,
+            "1Pipe: wait for the barrier (delivery − arrival) behind flows, by where beacons travel",
+        )?;
+        let pts: Vec<&PointOut> = r.points.iter().filter(|p| p.phase == "lane").collect();
+        let hi = pts.iter().map(|p| p.wait_p99_ns).max().unwrap_or(1).max(1) as f64 * 2.0;
+        let lo = pts.iter().map(|p| p.wait_p50_ns.max(1)).min().unwrap_or(1) as f64 / 2.0;
+        let panels = body.split_evenly((1, 2));
+        for (area, mode) in panels.iter().zip([Mode::BestEffort, Mode::Reliable]) {
+            let mut chart = ChartBuilder::on(area)
+                .margin(12)
+                .caption(mode.name(), font(18.0))
+                .x_label_area_size(40)
+                .y_label_area_size(80)
+                .build_cartesian_2d(-0.5..2.5, (lo..hi).log_scale())
+                .map_err(de)?;
+            chart
+                .configure_mesh()
+                .x_desc("beacons")
+                .y_desc("wait (log)")
+                .x_labels(3)
+                .x_label_formatter(&|x: &f64| {
+                    let i = x.round();
+                    if (*x - i).abs() < 0.01 && (0.0..3.0).contains(&i) {
+                        VARIANTS[i as usize].name().to_string()
+                    } else {
+                        String::new()
+                    }
+                })
+                .y_label_formatter(&|v| fmt_ns(*v))
+                .label_style(font(13.0))
+                .axis_desc_style(font(14.0))
+                .light_line_style(RGBColor(235, 235, 235))
+                .draw()
+                .map_err(de)?;
+            for (i, (name, p99)) in [("median", false), ("p99", true)].into_iter().enumerate() {
+                let col = palette(i);
+                let xs: Vec<(f64, f64)> = VARIANTS
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(x, b)| {
+                        let p = pts.iter().find(|p| p.mode == mode && p.beacons == *b)?;
+                        let v = if p99 { p.wait_p99_ns } else { p.wait_p50_ns };
+                        Some((x as f64, v.max(1) as f64))
+                    })
+                    .collect();
+                dotted_line(&mut chart, &xs, col, 5, name)?;
+            }
+            draw_legend(&mut chart, SeriesLabelPosition::UpperRight, 13.0)?;
+        }
+        Ok(())
+    }
+}
+
+/// A line through `pts` with a dot of `radius` at each, named `name` in
+/// the legend.
+fn dotted_line<'a, DB, X, Y>(
+    chart: &mut ChartContext<'a, DB, Cartesian2d<X, Y>>,
+    pts: &[(f64, f64)],
+    col: RGBColor,
+    radius: u32,
+    name: &str,
+) -> Result<(), String>
+where
+    DB: DrawingBackend + 'a,
+    X: Ranged<ValueType = f64>,
+    Y: Ranged<ValueType = f64>,
+{
+    chart
+        .draw_series(LineSeries::new(pts.to_vec(), col.stroke_width(3)))
+        .map_err(de)?
+        .label(name)
+        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], col.stroke_width(3)));
+    chart
+        .draw_series(pts.iter().map(|&p| Circle::new(p, radius, col.filled())))
+        .map_err(de)?;
+    Ok(())
 }
 
 /// The mesh every panel here draws: axis names, a label format for y.
@@ -108,16 +203,7 @@ impl Figure for LatencyFigure<'_> {
                         (p.procs as f64, v.max(1) as f64)
                     })
                     .collect();
-                chart
-                    .draw_series(LineSeries::new(pts.clone(), col.stroke_width(3)))
-                    .map_err(de)?
-                    .label(name)
-                    .legend(move |(x, y)| {
-                        PathElement::new(vec![(x, y), (x + 20, y)], col.stroke_width(3))
-                    });
-                chart
-                    .draw_series(pts.iter().map(|&p| Circle::new(p, 4, col.filled())))
-                    .map_err(de)?;
+                dotted_line(&mut chart, &pts, col, 4, name)?;
             }
             draw_legend(&mut chart, SeriesLabelPosition::UpperLeft, 13.0)?;
         }
@@ -173,16 +259,7 @@ impl Figure for BeaconFigure<'_> {
         for (i, (name, f)) in lines.into_iter().enumerate() {
             let col = palette(i);
             let v: Vec<(f64, f64)> = pts.iter().map(|p| (p.beacon_us as f64, f(p))).collect();
-            chart
-                .draw_series(LineSeries::new(v.clone(), col.stroke_width(3)))
-                .map_err(de)?
-                .label(name)
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 20, y)], col.stroke_width(3))
-                });
-            chart
-                .draw_series(v.iter().map(|&p| Circle::new(p, 4, col.filled())))
-                .map_err(de)?;
+            dotted_line(&mut chart, &v, col, 4, name)?;
         }
         draw_legend(&mut chart, SeriesLabelPosition::UpperRight, 13.0)?;
         let ohi = pts

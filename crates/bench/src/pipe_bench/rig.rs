@@ -13,6 +13,7 @@ use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use xlane_pipe::lane::{LanePortConfig, LaneStats, LaneTunnel};
 use xlane_pipe::udp::{now_ns, DriverStats, UdpEndpoint};
 use xlane_pipe::{CoordOut, CoordStats, Coordinator, Ctl, ReceiverConfig, SendEvent, SenderConfig};
 
@@ -86,12 +87,31 @@ pub struct Switchd {
     events: Receiver<(u64, serde_json::Value)>,
 }
 
+/// A switchd's beacons on lane tunnels.
+#[derive(Clone, Debug)]
+pub struct SwitchdLane {
+    /// Its lane address.
+    pub bind: SocketAddrV4,
+    /// The processes' beacon tunnels to it.
+    pub inputs: Vec<LaneTunnel>,
+    /// Its own beacon tunnel, and where the frames go.
+    pub out: Option<(LaneTunnel, SocketAddrV4)>,
+    /// DSCP of the tunnels' sub-lane.
+    pub dscp: u8,
+    /// W of its beacon cap, µs.
+    pub window_us: u64,
+}
+
 /// How a switchd is started.
 pub struct SwitchdSpec<'a> {
     /// The xlane binary.
     pub exe: &'a Path,
-    /// The switch namespace.
+    /// Its namespace (the switch's, or the hop host's).
     pub netns: &'a str,
+    /// Its address.
+    pub bind: SocketAddrV4,
+    /// Beacons on lane tunnels.
+    pub lane: Option<SwitchdLane>,
     /// Input links and routes: every process's address.
     pub procs: &'a [SocketAddrV4],
     /// Beacon interval, µs.
@@ -145,7 +165,20 @@ impl Switchd {
             cmd.args(["chrt", "-f", &p.to_string()]);
         }
         cmd.arg(s.exe).args(["pipe", "switchd", "--bind"]);
-        cmd.arg(SocketAddrV4::new(SWITCH_ADDR, SWITCH_PORT).to_string());
+        cmd.arg(s.bind.to_string());
+        if let Some(l) = &s.lane {
+            cmd.args(["--lane-bind", &l.bind.to_string()]);
+            for t in &l.inputs {
+                cmd.arg("--lane-in")
+                    .arg(format!("{}:{}", t.tunnel, t.period_ns / 1_000));
+            }
+            if let Some((t, to)) = l.out {
+                cmd.arg("--lane-out")
+                    .arg(format!("{}:{}@{to}", t.tunnel, t.period_ns / 1_000));
+            }
+            cmd.args(["--lane-dscp", &l.dscp.to_string()]);
+            cmd.args(["--lane-window-us", &l.window_us.to_string()]);
+        }
         for (p, a) in s.procs.iter().enumerate() {
             cmd.arg("--input").arg(a.to_string());
             cmd.arg("--route").arg(format!("{p}={a}"));
@@ -276,7 +309,7 @@ pub struct ProcSpec {
     pub netns: String,
     /// Every process's address (index = id).
     pub addrs: Vec<SocketAddrV4>,
-    /// Scatterings per second (Poisson).
+    /// Scatterings per second (Poisson; 0: it only receives).
     pub rate: f64,
     /// Receivers per scattering.
     pub fanout: usize,
@@ -296,10 +329,16 @@ pub struct ProcSpec {
     pub delivered: Arc<std::sync::atomic::AtomicU64>,
     /// `SCHED_FIFO` priority, if any.
     pub fifo: Option<i32>,
+    /// The core it runs on, if pinned.
+    pub core: Option<usize>,
     /// DSCP of what it sends.
     pub dscp: u8,
     /// The recovery coordinator it obeys (reliable mode).
     pub coordinator: Option<SocketAddrV4>,
+    /// Its hop.
+    pub hop: SocketAddrV4,
+    /// Beacons on lane tunnels.
+    pub lane: Option<LanePortConfig>,
 }
 
 /// One delivery as a receiver saw it.
@@ -351,6 +390,8 @@ pub struct ProcOut {
     /// The coordinator declared it failed (a false suspicion, or its link
     /// cut): it stopped.
     pub excluded: bool,
+    /// Its lane port's counters (beacons on the lane).
+    pub lane: Option<LaneStats>,
 }
 
 /// A running process.
@@ -395,11 +436,12 @@ fn run_proc(spec: &ProcSpec, state: &AtomicU8) -> ProcOut {
         id: spec.id,
         ..ProcOut::default()
     };
-    if let Some(p) = spec.fifo {
-        // Best effort: without it the process runs at normal priority.
+    if spec.fifo.is_some() || spec.core.is_some() {
+        // Best effort: without it the process runs at normal priority,
+        // anywhere.
         let _ = xlane_host::runtime::place_current_thread(xlane_host::runtime::Placement {
-            core: None,
-            fifo: Some(p),
+            core: spec.core,
+            fifo: spec.fifo,
         });
     }
     let peers: HashMap<u32, SocketAddrV4> = spec
@@ -413,11 +455,10 @@ fn run_proc(spec: &ProcSpec, state: &AtomicU8) -> ProcOut {
         rto_ns: 5_000_000,
         max_outstanding: 1 << 16,
     };
-    let hop = SocketAddrV4::new(SWITCH_ADDR, SWITCH_PORT);
     let mut ep = match UdpEndpoint::bind(
         spec.addrs[spec.id as usize],
         spec.id,
-        hop,
+        spec.hop,
         peers,
         spec.beacon_ns,
         (sender, ReceiverConfig::default()),
@@ -433,6 +474,12 @@ fn run_proc(spec: &ProcSpec, state: &AtomicU8) -> ProcOut {
         return out;
     }
     ep.set_coordinators(spec.coordinator.into_iter().collect());
+    if let Some(l) = &spec.lane {
+        if let Err(e) = ep.set_lane(l) {
+            out.error = Some(format!("lane port {}: {e}", l.bind));
+            return out;
+        }
+    }
     let cpu0 = thread_cpu_ns();
     let n = spec.addrs.len();
     let mut failed = vec![false; n];
@@ -460,7 +507,8 @@ fn run_proc(spec: &ProcSpec, state: &AtomicU8) -> ProcOut {
             next = spec.start_ns.load(Ordering::Relaxed);
         }
         let now = now_ns();
-        if st == RUN && now >= next {
+        let sends = st == RUN && spec.rate > 0.0;
+        if sends && now >= next {
             out.max_send_lag_ns = out.max_send_lag_ns.max(now - next);
             if now - next > MAX_LAG_NS {
                 out.skipped += ((now - next) as f64 / gap_ns) as u64;
@@ -479,7 +527,7 @@ fn run_proc(spec: &ProcSpec, state: &AtomicU8) -> ProcOut {
             }
             next += (-rng.unit().ln() * gap_ns) as u64;
         }
-        let wake = if st == RUN { next } else { u64::MAX };
+        let wake = if sends { next } else { u64::MAX };
         let max = Duration::from_nanos(wake.saturating_sub(now_ns()).min(1_000_000));
         if let Err(e) = ep.wait(max) {
             out.error = Some(format!("socket: {e}"));
@@ -505,6 +553,7 @@ fn run_proc(spec: &ProcSpec, state: &AtomicU8) -> ProcOut {
     out.cpu_ns = thread_cpu_ns().saturating_sub(cpu0);
     out.driver = ep.stats();
     out.late = ep.receiver().stats().late;
+    out.lane = ep.lane_stats();
     out.retransmits = ep.sender().stats().retransmits;
     out
 }
