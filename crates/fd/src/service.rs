@@ -25,6 +25,13 @@
 //!
 //! The baseline transport ([`Transport::Plain`]) sends [`PlainHeartbeat`]s on
 //! a best-effort socket (DSCP 0) every period from the same loop.
+//!
+//! With [`RunConfig::auth`], every heartbeat carries a MAC
+//! ([`xlane_auth`]: key id, sender, sequence number, SipHash-2-4 tag) and
+//! every datagram is checked before any decoding: a forged, replayed or
+//! unkeyed one, or one sealed by another sender than its source address,
+//! is counted ([`RunReport::auth`]) and dropped, so it cannot keep a dead
+//! peer alive.
 
 use crate::detector::{Event, PeerSpec, XFd};
 use crate::model::{Anchor, FixedTimeout};
@@ -35,6 +42,7 @@ use std::io;
 use std::net::{Ipv4Addr, SocketAddrV4};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
+use xlane_auth::{KeyRing, Opener, Sealer, TRAILER_LEN};
 use xlane_host::runtime::{
     lock_memory, place_current_thread, wait_readable, wait_until, Placement, RuntimeError, WaitMode,
 };
@@ -93,6 +101,36 @@ pub struct RunConfig {
     pub lock_memory: bool,
     /// Stop at this `CLOCK_REALTIME` instant (`u64::MAX`: never).
     pub until_ns: u64,
+    /// Authenticated heartbeats: seal what is sent, refuse what does not
+    /// open (`None`: source addresses only).
+    pub auth: Option<FdAuth>,
+}
+
+/// The keys of authenticated heartbeats.
+#[derive(Clone, Debug)]
+pub struct FdAuth {
+    /// The keys accepted (every peer's group key).
+    pub ring: KeyRing,
+    /// The key this host seals with (in `ring`).
+    pub key_id: u32,
+}
+
+/// What the MAC check did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct AuthCounts {
+    /// Datagrams that opened.
+    pub accepted: u64,
+    /// Refused: too short to carry a MAC (an unauthenticated sender).
+    pub unsealed: u64,
+    /// Refused: an unknown key.
+    pub unkeyed: u64,
+    /// Refused: a bad tag.
+    pub forged: u64,
+    /// Refused: seen before or too old.
+    pub replayed: u64,
+    /// Refused: sealed by another sender than the source address, or a
+    /// sender table full.
+    pub wrong_sender: u64,
 }
 
 /// Why the runner could not start or stopped with an error.
@@ -147,6 +185,8 @@ pub struct RunReport {
     pub events: u64,
     /// `mlockall` failed (pages may fault in).
     pub memory_unlocked: bool,
+    /// The MAC check (zeros without [`RunConfig::auth`]).
+    pub auth: AuthCounts,
 }
 
 enum Sender {
@@ -171,6 +211,12 @@ pub struct Service {
     sender: Sender,
     incarnation: u64,
     report: RunReport,
+    auth: Option<(Sealer, Opener)>,
+}
+
+/// The sender id a host seals with: its heartbeat address's IPv4 address.
+fn sender_id(addr: SocketAddrV4) -> u32 {
+    u32::from(*addr.ip())
 }
 
 impl Service {
@@ -186,6 +232,18 @@ impl Service {
         if cfg.period_ns == 0 {
             return Err(RunError::Usage("period must be > 0".into()));
         }
+        let auth = match &cfg.auth {
+            Some(a) => {
+                let key = a.ring.get(a.key_id).ok_or_else(|| {
+                    RunError::Usage(format!("key {} is not in the key file", a.key_id))
+                })?;
+                Some((
+                    Sealer::new(a.key_id, key.clone(), sender_id(cfg.addr)),
+                    Opener::new(a.ring.clone()),
+                ))
+            }
+            None => None,
+        };
         let peers: Vec<PeerSpec> = cfg
             .peers
             .iter()
@@ -293,6 +351,7 @@ impl Service {
             sender,
             incarnation: now,
             report: RunReport::default(),
+            auth,
         })
     }
 
@@ -326,7 +385,7 @@ impl Service {
             self.report.memory_unlocked = true;
         }
         place_current_thread(self.cfg.placement)?;
-        let mut buf = Box::new([0u8; MAX_FRAME_LEN + 1]);
+        let mut buf = Box::new([0u8; MAX_FRAME_LEN + TRAILER_LEN + 1]);
         let fd = self.sock.as_raw_fd();
         loop {
             if stop.load(Ordering::Relaxed) {
@@ -373,6 +432,17 @@ impl Service {
             }
         }
         self.report.detector = self.detector.stats();
+        if let Some((_, o)) = &self.auth {
+            let s = o.stats();
+            // Those that opened but came from another sender's address
+            // were refused after all.
+            self.report.auth.accepted = s.accepted.saturating_sub(self.report.auth.wrong_sender);
+            self.report.auth.unsealed = s.unsealed;
+            self.report.auth.unkeyed = s.unkeyed;
+            self.report.auth.forged = s.forged;
+            self.report.auth.replayed = s.replayed;
+            self.report.auth.wrong_sender += s.too_many_senders;
+        }
         if let Sender::Lane { core, .. } = &self.sender {
             let s = core.stats();
             self.report.late_slots = s.late_slots;
@@ -392,17 +462,29 @@ impl Service {
     fn receive(&mut self, buf: &mut [u8]) -> Result<bool, RunError> {
         let transport = self.cfg.transport;
         let (report, detector, table) = (&mut self.report, &mut self.detector, &mut self.table);
+        let mut opener = self.auth.as_mut().map(|(_, o)| o);
         self.sock
             .drain(buf, RX_BURST, &mut |d| {
                 report.datagrams += 1;
                 if !d.kernel_stamped {
                     report.user_stamps += 1;
                 }
-                let Some(bytes) = d.bytes else {
+                let Some(mut bytes) = d.bytes else {
                     report.truncated += 1;
                     detector.note_malformed();
                     return;
                 };
+                // The MAC first: nothing unauthenticated is decoded.
+                if let Some(o) = opener.as_deref_mut() {
+                    match o.open(bytes) {
+                        Ok(x) if x.sender == sender_id(d.src) => bytes = x.payload,
+                        Ok(_) => {
+                            report.auth.wrong_sender += 1;
+                            return;
+                        }
+                        Err(_) => return,
+                    }
+                }
                 let res = match transport {
                     Transport::Lane => detector.on_lane_datagram(d.rx_ns, d.src, bytes),
                     Transport::Plain => detector.on_plain_datagram(d.rx_ns, d.src, bytes),
@@ -436,11 +518,17 @@ impl Service {
                 let Ok(Some(tx)) = core.poll_transmit(now, buf) else {
                     return;
                 };
-                let frame = &mut buf[..tx.transmit.len];
+                let len = tx.transmit.len;
                 for d in tx.destinations.iter() {
                     let Some(dst) = dsts.get(d) else { continue };
-                    let _ = xlane_wire::stamp_send_time(frame, realtime_ns());
-                    match self.sock.send_to(frame, *dst) {
+                    let t = realtime_ns();
+                    let _ = xlane_wire::stamp_send_time(&mut buf[..len], t);
+                    let n = match self.auth.as_mut() {
+                        // The buffer has room for the trailer.
+                        Some((s, _)) => s.seal(buf, len, t).unwrap_or(len),
+                        None => len,
+                    };
+                    match self.sock.send_to(&buf[..n], *dst) {
                         Ok(_) => {}
                         Err(_) => self.report.send_errors += 1,
                     }
@@ -464,8 +552,14 @@ impl Service {
                 };
                 *seq += 1;
                 let bytes = hb.encode();
+                let len = bytes.len();
+                buf[..len].copy_from_slice(&bytes);
                 for dst in dsts.iter() {
-                    if self.sock.send_to(&bytes, *dst).is_err() {
+                    let n = match self.auth.as_mut() {
+                        Some((s, _)) => s.seal(buf, len, realtime_ns()).unwrap_or(len),
+                        None => len,
+                    };
+                    if self.sock.send_to(&buf[..n], *dst).is_err() {
                         self.report.send_errors += 1;
                     }
                 }

@@ -115,6 +115,7 @@ fn child(args: &[String]) {
                 mode: WaitMode::Interrupt,
                 lock_memory: false,
                 until_ns: u64::MAX,
+                auth: None,
             };
             let svc = Service::start(cfg).expect("start");
             svc.run(stop, &mut |_| {}).expect("run");
