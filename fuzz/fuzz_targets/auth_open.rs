@@ -18,17 +18,17 @@ fuzz_target!(|data: &[u8]| {
         let n = (len as usize).min(tail.len());
         let (bytes, more) = tail.split_at(n);
         rest = more;
-        if let Ok(x) = o.open(bytes) {
+        if let Ok(x) = o.open(bytes, 0) {
             assert!(x.payload.len() + xlane_auth::TRAILER_LEN == bytes.len());
-            assert!(o.open(bytes).is_err(), "accepted twice");
+            assert!(o.open(bytes, 0).is_err(), "accepted twice");
         }
     }
     // A datagram sealed here always opens once.
     let mut s = Sealer::new(2, Key::from_bytes([5; 16]), 9);
     let mut buf = vec![0u8; data.len() + xlane_auth::TRAILER_LEN];
     buf[..data.len()].copy_from_slice(data);
-    let n = s.seal(&mut buf, data.len(), u64::MAX / 2).unwrap();
-    assert_eq!(o.open(&buf[..n]).map(|x| x.payload), Ok(data));
+    let n = s.seal(&mut buf, data.len(), 0, u64::MAX / 2).unwrap();
+    assert_eq!(o.open(&buf[..n], 0).map(|x| x.payload), Ok(data));
     if let Ok(text) = std::str::from_utf8(data) {
         if let Ok(r) = KeyRing::from_toml(text) {
             assert_eq!(KeyRing::from_toml(&r.to_toml()), Ok(r));

@@ -8,8 +8,12 @@
 //!
 //! ```text
 //! datagram = payload | key id: u32 | sender: u32 | seq: u64 | tag: u64   (big-endian)
-//! tag      = SipHash-2-4(key, payload | key id | sender | seq)
+//! tag      = SipHash-2-4(key, payload | key id | sender | seq | receiver: u32)
 //! ```
+//!
+//! The receiver is in the tag but not on the wire: a datagram sealed for
+//! one member opens at no other (a member's id; [`ANY_RECEIVER`] for what a
+//! whole group receives, as multicast heartbeats).
 //!
 //! * **The MAC.** SipHash-2-4 (the `siphasher` crate) with a 128-bit key
 //!   and a 64-bit tag. It was designed as a MAC for short inputs: on a
@@ -47,6 +51,8 @@ use std::hash::Hasher;
 pub const TRAILER_LEN: usize = 24;
 /// Most (key, sender) pairs an [`Opener`] tracks.
 pub const MAX_SENDERS: usize = 1024;
+/// The receiver of a datagram for every member of a group.
+pub const ANY_RECEIVER: u32 = 0;
 
 /// Why a datagram was refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -104,10 +110,11 @@ impl AuthStats {
     }
 }
 
-fn tag(key: &Key, payload: &[u8], header: &[u8; 16]) -> u64 {
+fn tag(key: &Key, payload: &[u8], header: &[u8; 16], to: u32) -> u64 {
     let mut h = siphasher::sip::SipHasher24::new_with_key(key.bytes());
     h.write(payload);
     h.write(header);
+    h.write(&to.to_be_bytes());
     h.finish()
 }
 
@@ -165,9 +172,10 @@ impl Sealer {
     }
 
     /// Appends the trailer to the `len`-byte payload at the start of `buf`
-    /// at `now` (ns, any clock that does not go back across restarts, such
-    /// as `CLOCK_REALTIME`); returns the sealed length.
-    pub fn seal(&mut self, buf: &mut [u8], len: usize, now: u64) -> Result<usize, NoRoom> {
+    /// for receiver `to` (or [`ANY_RECEIVER`]) at `now` (ns, any clock that
+    /// does not go back across restarts, such as `CLOCK_REALTIME`); returns
+    /// the sealed length.
+    pub fn seal(&mut self, buf: &mut [u8], len: usize, to: u32, now: u64) -> Result<usize, NoRoom> {
         let need = len + TRAILER_LEN;
         if buf.len() < need {
             return Err(NoRoom {
@@ -177,7 +185,7 @@ impl Sealer {
         }
         self.seq = (self.seq + 1).max(now);
         let h = header(self.key_id, self.sender, self.seq);
-        let t = tag(&self.key, &buf[..len], &h);
+        let t = tag(&self.key, &buf[..len], &h, to);
         buf[len..len + 16].copy_from_slice(&h);
         buf[len + 16..need].copy_from_slice(&t.to_be_bytes());
         Ok(need)
@@ -220,12 +228,13 @@ impl Opener {
         self.stats
     }
 
-    /// Checks the trailer of `bytes`: a known key, the tag, a sequence
-    /// number not seen before. Nothing of the payload is read but by the
+    /// Checks the trailer of `bytes` received by `me` (a datagram sealed
+    /// for [`ANY_RECEIVER`] opens only where `me` is that too): a known
+    /// key, the tag, a sequence number not seen before. Nothing of the payload is read but by the
     /// MAC. No allocation: the sender table's room was taken in
     /// [`Opener::new`].
-    pub fn open<'a>(&mut self, bytes: &'a [u8]) -> Result<Opened<'a>, AuthError> {
-        let r = self.check(bytes);
+    pub fn open<'a>(&mut self, bytes: &'a [u8], me: u32) -> Result<Opened<'a>, AuthError> {
+        let r = self.check(bytes, me);
         match r {
             Ok(_) => self.stats.accepted += 1,
             Err(AuthError::Unsealed(_)) => self.stats.unsealed += 1,
@@ -237,7 +246,7 @@ impl Opener {
         r
     }
 
-    fn check<'a>(&mut self, bytes: &'a [u8]) -> Result<Opened<'a>, AuthError> {
+    fn check<'a>(&mut self, bytes: &'a [u8], me: u32) -> Result<Opened<'a>, AuthError> {
         let Some(len) = bytes.len().checked_sub(TRAILER_LEN) else {
             return Err(AuthError::Unsealed(bytes.len()));
         };
@@ -250,7 +259,7 @@ impl Opener {
         };
         let (key, sender, seq, got) = (be32(0), be32(4), be64(8), be64(16));
         let k = self.ring.get(key).ok_or(AuthError::Unkeyed(key))?;
-        if tag(k, payload, &header(key, sender, seq)) != got {
+        if tag(k, payload, &header(key, sender, seq), me) != got {
             return Err(AuthError::Forged { key, sender });
         }
         let i = match self.windows.iter().position(|(id, _)| *id == (key, sender)) {
@@ -287,10 +296,15 @@ mod tests {
         let mut o = Opener::new(ring());
         let mut buf = [0u8; 64];
         buf[..5].copy_from_slice(b"hello");
-        let n = s.seal(&mut buf, 5, 1_000).unwrap();
+        let n = s.seal(&mut buf, 5, 3, 1_000).unwrap();
         assert_eq!(n, 5 + TRAILER_LEN);
         let sealed = buf[..n].to_vec();
-        let ok = o.open(&sealed).unwrap();
+        assert_eq!(
+            o.open(&sealed, 4),
+            Err(AuthError::Forged { key: 1, sender: 42 }),
+            "sealed for 3, opened at 4"
+        );
+        let ok = o.open(&sealed, 3).unwrap();
         assert_eq!(
             (ok.payload, ok.key, ok.sender, ok.seq),
             (&b"hello"[..], 1, 42, 1_000)
@@ -347,18 +361,18 @@ mod tests {
         for (what, f, want) in cases {
             let mut b = sealed.clone();
             f(&mut b);
-            assert_eq!(o.open(&b), Err(want), "{what}");
+            assert_eq!(o.open(&b, 3), Err(want), "{what}");
         }
         let st = o.stats();
         assert_eq!(
             (st.accepted, st.replayed, st.forged, st.unkeyed, st.unsealed),
-            (1, 1, 5, 1, 2)
+            (1, 1, 6, 1, 2)
         );
-        assert_eq!(st.refused(), 9);
+        assert_eq!(st.refused(), 10);
         // The next datagram opens; so does one from another sender.
-        let n = s.seal(&mut buf, 5, 999).unwrap();
+        let n = s.seal(&mut buf, 5, 3, 999).unwrap();
         assert_eq!(
-            o.open(&buf[..n]).unwrap().seq,
+            o.open(&buf[..n], 3).unwrap().seq,
             1_001,
             "never below the last + 1"
         );
@@ -368,8 +382,11 @@ mod tests {
     fn no_room_for_the_trailer_is_an_error() {
         let mut s = Sealer::new(1, Key::from_bytes([7; 16]), 1);
         let mut buf = [0u8; 30];
-        assert_eq!(s.seal(&mut buf, 10, 1), Err(NoRoom { have: 30, need: 34 }));
-        assert_eq!(s.seal(&mut buf, 6, 1), Ok(30));
+        assert_eq!(
+            s.seal(&mut buf, 10, ANY_RECEIVER, 1),
+            Err(NoRoom { have: 30, need: 34 })
+        );
+        assert_eq!(s.seal(&mut buf, 6, ANY_RECEIVER, 1), Ok(30));
     }
 
     #[test]
@@ -379,8 +396,8 @@ mod tests {
         let mut buf = [0u8; TRAILER_LEN];
         for sender in 0..MAX_SENDERS as u32 + 1 {
             let mut s = Sealer::new(1, key.clone(), sender);
-            let n = s.seal(&mut buf, 0, 1).unwrap();
-            let r = o.open(&buf[..n]);
+            let n = s.seal(&mut buf, 0, ANY_RECEIVER, 1).unwrap();
+            let r = o.open(&buf[..n], ANY_RECEIVER);
             if (sender as usize) < MAX_SENDERS {
                 assert!(r.is_ok(), "sender {sender}");
             } else {

@@ -42,7 +42,7 @@ use std::io;
 use std::net::{Ipv4Addr, SocketAddrV4};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use xlane_auth::{KeyRing, Opener, Sealer, TRAILER_LEN};
+use xlane_auth::{KeyRing, Opener, Sealer, ANY_RECEIVER, TRAILER_LEN};
 use xlane_host::runtime::{
     lock_memory, place_current_thread, wait_readable, wait_until, Placement, RuntimeError, WaitMode,
 };
@@ -476,7 +476,7 @@ impl Service {
                 };
                 // The MAC first: nothing unauthenticated is decoded.
                 if let Some(o) = opener.as_deref_mut() {
-                    match o.open(bytes) {
+                    match o.open(bytes, ANY_RECEIVER) {
                         Ok(x) if x.sender == sender_id(d.src) => bytes = x.payload,
                         Ok(_) => {
                             report.auth.wrong_sender += 1;
@@ -525,7 +525,7 @@ impl Service {
                     let _ = xlane_wire::stamp_send_time(&mut buf[..len], t);
                     let n = match self.auth.as_mut() {
                         // The buffer has room for the trailer.
-                        Some((s, _)) => s.seal(buf, len, t).unwrap_or(len),
+                        Some((s, _)) => s.seal(buf, len, ANY_RECEIVER, t).unwrap_or(len),
                         None => len,
                     };
                     match self.sock.send_to(&buf[..n], *dst) {
@@ -556,7 +556,9 @@ impl Service {
                 buf[..len].copy_from_slice(&bytes);
                 for dst in dsts.iter() {
                     let n = match self.auth.as_mut() {
-                        Some((s, _)) => s.seal(buf, len, realtime_ns()).unwrap_or(len),
+                        Some((s, _)) => {
+                            s.seal(buf, len, ANY_RECEIVER, realtime_ns()).unwrap_or(len)
+                        }
                         None => len,
                     };
                     if self.sock.send_to(&buf[..n], *dst).is_err() {

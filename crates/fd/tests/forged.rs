@@ -161,7 +161,9 @@ fn forged_replayed_and_unsealed_heartbeats_do_not_keep_a_stopped_peer_alive() {
         // The frame sealed afresh under a key A does not trust.
         let frame_len = g.len() - xlane_auth::TRAILER_LEN;
         let mut w = g.clone();
-        let n = wrong_key.seal(&mut w, frame_len, realtime_ns()).unwrap();
+        let n = wrong_key
+            .seal(&mut w, frame_len, xlane_auth::ANY_RECEIVER, realtime_ns())
+            .unwrap();
         attacker.send_to(&w[..n], a).unwrap();
         sent[2] += 1;
         // The bare frame, as before authentication.

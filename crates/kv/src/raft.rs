@@ -47,8 +47,8 @@ use xlane_xraft::{
 /// not depend on `xlane-xraft-net` themselves.
 pub use xlane_xraft_net::net::{BULK_THRESHOLD, EXPRESS_MTU, MAX_FRAME};
 pub use xlane_xraft_net::{
-    frame_sizes, FrameSizes, LaneControl, LaneStats, LaneTiming, NetConfig, NetError, NetTransport,
-    Retune, TcpSide, TransportStats, Tree, TreeIds,
+    frame_sizes, FrameSizes, LaneControl, LaneStats, LaneTiming, NetAuth, NetConfig, NetError,
+    NetTransport, Retune, TcpSide, TransportStats, Tree, TreeIds,
 };
 
 /// How many times a failed read barrier is retried before giving up.
@@ -84,6 +84,8 @@ pub struct RaftConfig {
     /// The members' lane tree ids, e.g. granted by the controller (lane
     /// mode; those missing use [`TreeIds::default_for`]).
     pub trees: BTreeMap<u64, TreeIds>,
+    /// Authenticated raft datagrams (UDP mode).
+    pub auth: Option<NetAuth>,
 }
 
 impl RaftConfig {
@@ -108,6 +110,7 @@ impl RaftConfig {
             bulk_threshold: BULK_THRESHOLD,
             lane: None,
             trees: BTreeMap::new(),
+            auth: None,
             peers,
             join: false,
         })
@@ -215,6 +218,7 @@ impl RaftReplicator {
             express_mtu: cfg.express_mtu,
             lane: cfg.lane,
             trees: cfg.trees.clone(),
+            auth: cfg.auth.clone(),
         };
         let (transport, mut tcp) = NetTransport::open(&net)?;
         let raft_addr = tcp.addr();
@@ -248,7 +252,7 @@ impl RaftReplicator {
             ..ReassemblyLimits::default()
         };
         let endpoint =
-            MessageEndpoint::new(cfg.express_mtu, first_msg_id, cfg.bulk_threshold, limits)
+            MessageEndpoint::new(net.payload_mtu(), first_msg_id, cfg.bulk_threshold, limits)
                 .map_err(|e| RaftStartError::Config(e.to_string()))?;
 
         let (client_addr, frontend) = match clients {

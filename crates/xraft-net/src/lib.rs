@@ -24,4 +24,4 @@ pub use lane::{
     frame_sizes, FrameSizes, LaneControl, LaneError, LaneLink, LaneStats, LaneTiming, Retune, Tree,
     TreeIds,
 };
-pub use net::{NetConfig, NetError, NetTransport, TcpSide, TransportStats};
+pub use net::{NetAuth, NetConfig, NetError, NetTransport, TcpSide, TransportStats};

@@ -18,6 +18,15 @@
 //! Both are fire-and-forget: a message that cannot be sent is dropped and
 //! Raft retransmits. Packets and connections from unknown senders are ignored
 //! and counted in [`TransportStats`].
+//!
+//! With [`NetConfig::auth`], every UDP datagram carries a MAC
+//! ([`xlane_auth`]: the group's key id, the sending member's raft id, a
+//! sequence number, a SipHash-2-4 tag) and every one received is checked
+//! before anything reads it: a forged, replayed or unkeyed datagram, or
+//! one sealed by another member than its source address belongs to, is
+//! counted ([`TransportStats::udp_unauthenticated`]) and dropped, so
+//! raft-rs's decoder only ever sees authenticated bytes. The driver must
+//! then fragment to [`NetConfig::payload_mtu`].
 
 use crate::lane::{LaneControl, LaneError, LaneLink, LaneStats, LaneTiming, TreeIds};
 use crate::udp_batch::{SendQueue, UdpBatch, UDP_BATCH};
@@ -30,6 +39,7 @@ use std::sync::mpsc::{self, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::thread::JoinHandle;
 use std::time::Duration;
+use xlane_auth::{AuthStats, KeyRing, Opener, Sealer, TRAILER_LEN};
 use xlane_xraft::driver::DriverHandle;
 use xlane_xraft::{Input, Readiness, TrafficClass, Transport};
 
@@ -68,6 +78,9 @@ pub struct TransportStats {
     pub tcp_dropped: AtomicU64,
     /// Peers [`NetTransport::set_peers`] could not set up (left out).
     pub peer_errors: AtomicU64,
+    /// UDP datagrams from peers' addresses refused by the MAC check
+    /// (forged, replayed, unkeyed, or sealed by another member).
+    pub udp_unauthenticated: AtomicU64,
 }
 
 fn add(c: &AtomicU64) {
@@ -90,9 +103,29 @@ pub struct NetConfig {
     /// The members' lane tree ids (lane mode; those missing use
     /// [`TreeIds::default_for`]).
     pub trees: BTreeMap<u64, TreeIds>,
+    /// Authenticated UDP datagrams (not in lane mode yet).
+    pub auth: Option<NetAuth>,
+}
+
+/// The group key of authenticated raft datagrams.
+#[derive(Debug, Clone)]
+pub struct NetAuth {
+    /// The keys accepted.
+    pub ring: KeyRing,
+    /// The key this member seals with (the group's, in `ring`).
+    pub key_id: u32,
 }
 
 impl NetConfig {
+    /// The largest raft fragment a datagram carries: the express MTU, less
+    /// the MAC trailer when datagrams are authenticated.
+    pub fn payload_mtu(&self) -> usize {
+        match self.auth {
+            Some(_) => self.express_mtu.saturating_sub(TRAILER_LEN),
+            None => self.express_mtu,
+        }
+    }
+
     /// Whether this member's network can reach member `id` at raft address
     /// `addr` (e.g. before a membership change adds it): the address family
     /// of the socket bound, and in lane mode what the lane needs
@@ -168,6 +201,7 @@ pub struct NetTransport {
     threads: Arc<Mutex<Vec<JoinHandle<()>>>>,
     mtu: usize,
     stats: Arc<TransportStats>,
+    auth: Option<(Sealer, Opener)>,
 }
 
 /// A TCP sender thread for the peer at `addr`, and its queue.
@@ -201,6 +235,14 @@ fn bind_udp_tcp(bind: SocketAddr) -> std::io::Result<(UdpSocket, TcpListener)> {
     }
 }
 
+/// `CLOCK_REALTIME`, ns: sequence numbers of sealed datagrams go on above
+/// a restart's.
+fn wall_ns() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
+}
+
 fn spawn(name: &str, f: impl FnOnce() + Send + 'static) -> Result<JoinHandle<()>, NetError> {
     std::thread::Builder::new()
         .name(name.into())
@@ -218,6 +260,30 @@ impl NetTransport {
             source,
         };
         let others = || cfg.peers.iter().filter(|(pid, _)| *pid != cfg.me);
+        let auth = match &cfg.auth {
+            None => None,
+            Some(_) if cfg.lane.is_some() => {
+                return Err(NetError::Config(
+                    "authenticated raft datagrams need the UDP transport (the lane's are not authenticated yet)".into(),
+                ))
+            }
+            Some(a) => {
+                let key = a.ring.get(a.key_id).ok_or_else(|| {
+                    NetError::Config(format!("key {} is not in the key file", a.key_id))
+                })?;
+                let me = u32::try_from(cfg.me).map_err(|_| {
+                    NetError::Config(format!(
+                        "raft id {} too large for authenticated datagrams (at most {})",
+                        cfg.me,
+                        u32::MAX
+                    ))
+                })?;
+                Some((
+                    Sealer::new(a.key_id, key.clone(), me),
+                    Opener::new(a.ring.clone()),
+                ))
+            }
+        };
         let (express, addr, listener) = match cfg.lane {
             None => {
                 let (sock, listener) = bind_udp_tcp(cfg.bind).map_err(bind_err)?;
@@ -280,9 +346,15 @@ impl NetTransport {
                 threads,
                 mtu: cfg.express_mtu,
                 stats,
+                auth,
             },
             side,
         ))
+    }
+
+    /// The MAC check's counters by kind (`None`: not authenticated).
+    pub fn auth_stats(&self) -> Option<AuthStats> {
+        self.auth.as_ref().map(|(_, o)| o.stats())
     }
 
     /// The peers' raft addresses now (this node not included).
@@ -407,6 +479,16 @@ impl Transport for NetTransport {
             TrafficClass::Express | TrafficClass::Notice => match &mut self.express {
                 Express::Lane(link) => link.send(to, class, &bytes),
                 Express::Udp { to: peers, out, .. } => {
+                    let mut bytes = bytes;
+                    if let Some((s, _)) = self.auth.as_mut() {
+                        let len = bytes.len();
+                        bytes.resize(len + TRAILER_LEN, 0);
+                        // Room made just above.
+                        // For this peer alone (`to` is in the tag); raft ids
+                        // fit 32 bits (checked at open for this member, at
+                        // the peers' for theirs).
+                        let _ = s.seal(&mut bytes, len, to as u32, wall_ns());
+                    }
                     // Queued: the Ready's datagrams leave together at flush.
                     match peers.get(&to) {
                         Some(addr) if bytes.len() <= self.mtu => out.push(*addr, bytes),
@@ -459,6 +541,8 @@ impl Transport for NetTransport {
         ready: Readiness,
         input: &mut dyn FnMut(Input<'_>),
     ) -> usize {
+        let mut opener = self.auth.as_mut().map(|(_, o)| o);
+        let me = self.me as u32;
         let (sock, from, batch) = match &mut self.express {
             Express::Lane(l) => return l.poll(now, max, ready, input),
             Express::Udp {
@@ -483,13 +567,21 @@ impl Transport for NetTransport {
                 let Some((src, bytes)) = batch.get(i) else {
                     break;
                 };
-                match src.and_then(|a| from.get(&a)) {
-                    Some(&id) => {
-                        add(&self.stats.udp_received);
-                        input(Input::Datagram { from: id, bytes });
+                let Some(&id) = src.and_then(|a| from.get(&a)) else {
+                    add(&self.stats.udp_unknown);
+                    continue;
+                };
+                // The MAC before anything reads the datagram.
+                let bytes = match opener.as_deref_mut().map(|o| o.open(bytes, me)) {
+                    None => bytes,
+                    Some(Ok(x)) if u64::from(x.sender) == id => x.payload,
+                    Some(_) => {
+                        add(&self.stats.udp_unauthenticated);
+                        continue;
                     }
-                    None => add(&self.stats.udp_unknown),
-                }
+                };
+                add(&self.stats.udp_received);
+                input(Input::Datagram { from: id, bytes });
             }
             // A short batch found the socket empty.
             if n < UDP_BATCH {
@@ -684,6 +776,7 @@ fn tcp_connection(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use xlane_auth::TRAILER_LEN;
 
     fn udp() -> UdpSocket {
         let s = UdpSocket::bind("127.0.0.1:0").expect("bind");
@@ -721,6 +814,7 @@ mod tests {
             express_mtu: EXPRESS_MTU,
             lane,
             trees: Default::default(),
+            auth: None,
         };
         let (udp, lane) = (cfg(None), cfg(Some(LaneTiming::default())));
         let multicast = cfg(Some(LaneTiming {
@@ -763,6 +857,7 @@ mod tests {
             express_mtu: EXPRESS_MTU,
             lane: None,
             trees: Default::default(),
+            auth: None,
         };
         // The UDP port the kernel picks may be taken for TCP: pick again.
         let (mut t, mut side) = (0..50)
@@ -791,5 +886,84 @@ mod tests {
         assert!(!t.remove_peer(3));
         drop(t);
         side.shutdown();
+    }
+
+    /// Authenticated datagrams: what member 2 sealed reaches member 1 once
+    /// as its payload; the same bytes again (a replay), bytes sealed for
+    /// another member (a redirect), a flipped byte and bare raft bytes, all
+    /// from member 2's own address once it is gone, never reach raft.
+    #[test]
+    fn forged_replayed_and_redirected_datagrams_never_reach_raft() {
+        let ring = KeyRing::from_pairs(&[(1, xlane_auth::Key::random().expect("key"))]);
+        let auth = Some(NetAuth { ring, key_id: 1 });
+        let tap = udp();
+        let tap_addr = tap.local_addr().expect("addr");
+        let any: SocketAddr = "127.0.0.1:0".parse().expect("addr");
+        // Member 2 sends "to 1" and "to 3" to the tap, which records them.
+        let cfg2 = NetConfig {
+            me: 2,
+            bind: any,
+            peers: vec![(2, any), (1, tap_addr), (3, tap_addr)],
+            express_mtu: EXPRESS_MTU,
+            lane: None,
+            trees: Default::default(),
+            auth: auth.clone(),
+        };
+        let (mut t2, mut side2) = (0..50)
+            .find_map(|_| NetTransport::open(&cfg2).ok())
+            .expect("open");
+        let a2 = side2.addr();
+        let cfg1 = NetConfig {
+            me: 1,
+            bind: any,
+            peers: vec![(1, any), (2, a2)],
+            ..cfg2.clone()
+        };
+        let (mut t1, mut side1) = (0..50)
+            .find_map(|_| NetTransport::open(&cfg1).ok())
+            .expect("open");
+        let a1 = side1.addr();
+        assert_eq!(cfg1.payload_mtu(), EXPRESS_MTU - TRAILER_LEN);
+        t2.send(1, TrafficClass::Express, b"for one".to_vec());
+        t2.send(3, TrafficClass::Express, b"for three".to_vec());
+        t2.flush();
+        let mut buf = [0u8; 256];
+        let mut recorded = Vec::new();
+        for _ in 0..2 {
+            let n = tap.recv(&mut buf).expect("the tap records");
+            recorded.push(buf[..n].to_vec());
+        }
+        assert!(recorded.iter().all(|r| r.len() > TRAILER_LEN));
+        drop(t2);
+        side2.shutdown();
+        // The attacker takes member 2's address.
+        let x = UdpSocket::bind(a2).expect("member 2's address is free");
+        let (for_one, for_three) = (&recorded[0], &recorded[1]);
+        let mut flipped = for_one.clone();
+        flipped[0] ^= 1;
+        let sends: [&[u8]; 5] = [for_one, for_one, for_three, &flipped, b"bare raft bytes"];
+        for d in sends {
+            x.send_to(d, a1).expect("send");
+        }
+        let mut got = Vec::new();
+        for _ in 0..200 {
+            t1.poll(0, 16, Readiness::UNKNOWN, &mut |i| {
+                if let Input::Datagram { from, bytes } = i {
+                    got.push((from, bytes.to_vec()));
+                }
+            });
+            let refused = t1.stats().udp_unauthenticated.load(Ordering::Relaxed);
+            if got.len() + refused as usize == sends.len() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert_eq!(got, vec![(2, b"for one".to_vec())]);
+        let st = t1.auth_stats().expect("authenticated");
+        assert_eq!((st.accepted, st.replayed, st.forged), (1, 1, 2), "{st:?}");
+        assert_eq!(st.unkeyed + st.unsealed, 1, "{st:?}");
+        assert_eq!(t1.stats().udp_unauthenticated.load(Ordering::Relaxed), 4);
+        drop(t1);
+        side1.shutdown();
     }
 }

@@ -210,6 +210,13 @@ fn fifo(prio: i32) -> Result<Option<i32>, String> {
     }
 }
 
+/// A cluster key file (`xlane fd keygen`), read and checked.
+pub(super) fn key_ring(f: &std::path::Path) -> Result<xlane_auth::KeyRing, String> {
+    let text =
+        std::fs::read_to_string(f).map_err(|e| format!("--key-file {}: {e}", f.display()))?;
+    xlane_auth::KeyRing::from_toml(&text).map_err(|e| format!("--key-file {}: {e}", f.display()))
+}
+
 /// The first IPv4 address of an interface.
 fn iface_ipv4(name: &str) -> Result<Ipv4Addr, String> {
     let addrs = nix::ifaddrs::getifaddrs().map_err(|e| format!("getifaddrs: {e}"))?;
@@ -273,16 +280,10 @@ fn run_fd(a: RunArgs) -> super::CmdResult {
         lock_memory: !a.no_mlock,
         until_ns,
         auth: match &a.key_file {
-            Some(f) => {
-                let text = std::fs::read_to_string(f)
-                    .map_err(|e| format!("--key-file {}: {e}", f.display()))?;
-                let ring = xlane_auth::KeyRing::from_toml(&text)
-                    .map_err(|e| format!("--key-file {}: {e}", f.display()))?;
-                Some(FdAuth {
-                    ring,
-                    key_id: a.key_id,
-                })
-            }
+            Some(f) => Some(FdAuth {
+                ring: key_ring(f)?,
+                key_id: a.key_id,
+            }),
             None => None,
         },
     };

@@ -221,6 +221,15 @@ struct ServeArgs {
     /// get an error and the connection is closed).
     #[arg(long, default_value_t = 512 << 20)]
     max_bulk: usize,
+    /// Authenticate raft datagrams with the keys of this cluster key file
+    /// (`xlane fd keygen`; UDP transport): each carries a MAC for the
+    /// member it goes to, and a forged, replayed or redirected one is
+    /// counted and dropped before raft reads it.
+    #[arg(long)]
+    key_file: Option<PathBuf>,
+    /// The group's key (every member must hold it).
+    #[arg(long, default_value_t = 1, requires = "key_file")]
+    key_id: u32,
 }
 
 /// Runs `xlane kv`.
@@ -434,6 +443,12 @@ fn serve_raft(a: ServeArgs, fsync: LogFsync) -> super::CmdResult {
     cfg.join = a.join;
     cfg.lane = lane;
     cfg.trees = trees;
+    if let Some(f) = &a.key_file {
+        cfg.auth = Some(xlane_kv::raft::NetAuth {
+            ring: super::fd::key_ring(f)?,
+            key_id: a.key_id,
+        });
+    }
     if let Some(r) = a.raft {
         cfg.bind = r;
     }
@@ -485,9 +500,18 @@ fn serve_raft(a: ServeArgs, fsync: LogFsync) -> super::CmdResult {
     exit_on_termination(stopping.clone(), move || {
         let released = release.map(|rel| rel.run());
         r.shutdown();
+        let st = r.stats();
+        let n = |c: &std::sync::atomic::AtomicU64| c.load(std::sync::atomic::Ordering::Relaxed);
+        let udp = serde_json::json!({
+            "received": n(&st.udp_received),
+            "unknown_sender": n(&st.udp_unknown),
+            "unauthenticated": n(&st.udp_unauthenticated),
+        });
         match released {
-            Some(t) => serde_json::json!({ "log_synced": true, "tunnels_released": t }),
-            None => serde_json::json!({ "log_synced": true }),
+            Some(t) => {
+                serde_json::json!({ "log_synced": true, "tunnels_released": t, "raft_udp": udp })
+            }
+            None => serde_json::json!({ "log_synced": true, "raft_udp": udp }),
         }
     });
     if let Some(s) = session {

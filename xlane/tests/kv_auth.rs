@@ -1,0 +1,96 @@
+//! Authenticated raft datagrams (`xlane kv serve --key-file`) against a
+//! forger: a three-member group shares a key; one follower is killed
+//! (`kill -9`), and from its raft address, now free, a forger sends the
+//! leader and the other follower what would take the group over: append
+//! messages from the dead member as leader of a far higher term, as bare
+//! raft fragments and sealed under a key the group does not hold. Nothing
+//! changes: the same member leads, writes go on, the data is intact, and
+//! each target counted the forgeries as unauthenticated. No time is
+//! asserted.
+
+mod common;
+
+use common::procs::{Procs, Shard};
+use common::Conn;
+use std::net::{SocketAddr, UdpSocket};
+use std::time::Duration;
+use xlane_kv::resp::Reply;
+use xlane_xraft::raft::eraftpb::MessageType;
+use xlane_xraft::Message;
+
+fn raft_addr(peer: &str) -> SocketAddr {
+    let (_, rest) = peer.split_once('=').expect("ID=RAFT/CLIENT");
+    rest.split_once('/')
+        .expect("RAFT/CLIENT")
+        .0
+        .parse()
+        .expect("raft address")
+}
+
+#[test]
+fn forged_raft_messages_from_a_dead_members_address_change_nothing() {
+    let root = std::env::temp_dir().join(format!("xlane-kv-auth-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    std::fs::create_dir_all(&root).unwrap();
+    let ring = xlane_auth::KeyRing::from_pairs(&[(1, xlane_auth::Key::random().unwrap())]);
+    let keys = root.join("keys.toml");
+    std::fs::write(&keys, ring.to_toml()).unwrap();
+    let mut shard = Shard::new(&root, 0);
+    let mut procs = Procs::default();
+    for id in 1..=3 {
+        let mut cmd = shard.command(id);
+        cmd.arg("--key-file").arg(&keys);
+        shard.procs.push(procs.start(&format!("n{id}"), &mut cmd));
+    }
+    let leader = shard.leader().expect("a leader under authenticated raft");
+    let mut c = Conn::open(shard.clients[leader]);
+    assert_eq!(c.cmd(&["SET", "k", "before"]), Reply::ok());
+    // Kill a follower; the forger takes its raft address.
+    let dead = (0..3).find(|&i| i != leader).unwrap();
+    let other = (0..3).find(|&i| i != leader && i != dead).unwrap();
+    procs.kill(shard.procs[dead]);
+    let forger = UdpSocket::bind(raft_addr(&shard.peers[dead])).expect("the dead member's address");
+    let foreign = xlane_auth::Key::random().unwrap();
+    let mut sealer = xlane_auth::Sealer::new(1, foreign, dead as u32 + 1);
+    let mut frag = xlane_xraft::batch::Fragmenter::new(1376, 1).unwrap();
+    let mut forged = 0u64;
+    for round in 0..200u64 {
+        for target in [leader, other] {
+            let mut m = Message::default();
+            m.set_msg_type(MessageType::MsgAppend);
+            m.set_from(dead as u64 + 1);
+            m.set_to(target as u64 + 1);
+            m.set_term(1_000 + round);
+            m.set_commit(0);
+            let bytes = xlane_xraft::batch::encode_message(&m).unwrap();
+            for f in frag.fragment(&bytes).unwrap() {
+                let to = raft_addr(&shard.peers[target]);
+                forger.send_to(&f, to).unwrap();
+                let mut sealed = f.clone();
+                sealed.resize(f.len() + xlane_auth::TRAILER_LEN, 0);
+                let n = sealer
+                    .seal(&mut sealed, f.len(), target as u32 + 1, round + 1)
+                    .unwrap();
+                forger.send_to(&sealed[..n], to).unwrap();
+                forged += 2;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // The same member leads, writes go on, the data is intact.
+    assert_eq!(shard.leader(), Some(leader), "leadership moved");
+    let mut c = Conn::open(shard.clients[leader]);
+    assert_eq!(c.cmd(&["GET", "k"]), Reply::Bulk(Some(b"before".to_vec())));
+    assert_eq!(c.cmd(&["SET", "k", "after"]), Reply::ok());
+    let mut unauthenticated = 0;
+    for i in [leader, other] {
+        let stopped = procs.terminate(shard.procs[i]);
+        let udp = &stopped["detail"]["raft_udp"];
+        let n = udp["unauthenticated"].as_u64().expect("counted");
+        assert!(n > 0, "member {} counted no forgery: {stopped}", i + 1);
+        assert!(udp["received"].as_u64().unwrap() > 0, "{stopped}");
+        unauthenticated += n;
+    }
+    assert!(unauthenticated <= forged, "{unauthenticated} > {forged}");
+    let _ = std::fs::remove_dir_all(&root);
+}
