@@ -28,7 +28,16 @@ fn bench_lane_json_has_both_flows_and_the_floor() {
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
     let configs = v["configs"].as_array().expect("configs");
     let names: Vec<&str> = configs.iter().filter_map(|c| c["name"].as_str()).collect();
-    assert_eq!(names, ["xlane", "plain-udp"]);
+    assert_eq!(names, ["xlane", "plain-udp", "xlane-mac"]);
+    // The authenticated flow: every frame that arrived opened (none
+    // refused), and the cost of sealing and opening was measured.
+    let counters = v["counters"].as_array().expect("counters");
+    assert_eq!(counters[2]["refused"], 0, "{}", counters[2]);
+    assert!(configs[2]["samples"].as_u64().unwrap() > 0);
+    let mac = &v["mac"];
+    assert!(mac["seal_ns"].as_f64().unwrap() > 0.0, "{mac}");
+    assert!(mac["open_ns"].as_f64().unwrap() > 0.0, "{mac}");
+    assert_eq!(mac["frame_bytes"], 58, "{mac}");
     for c in configs {
         for key in [
             "samples",

@@ -531,6 +531,7 @@ pub fn run(cfg: &BoundsConfig, progress: &mut dyn FnMut(&str)) -> Result<BoundsR
                 until_ns,
                 grace_ns: 300_000_000,
                 qjump: None,
+                mac: None,
             }
         })
         .collect();

@@ -1131,6 +1131,7 @@ fn accuracy_part(
                 until_ns,
                 grace_ns: 300_000_000,
                 qjump: None,
+                mac: None,
             }
         };
         let step = cfg.period_ns / n as u64;

@@ -141,6 +141,9 @@ pub struct FlowPlan {
     pub grace_ns: u64,
     /// QJump's host rate limit (for `Qjump`).
     pub qjump: Option<QjumpLimiter>,
+    /// Authenticated frames with this key (`Xlane` only): the sender seals
+    /// each frame, every receiver checks it before its core sees it.
+    pub mac: Option<xlane_auth::Key>,
 }
 
 /// One received frame of a flow.
@@ -182,7 +185,7 @@ pub struct FlowResult {
     pub slots: u64,
     /// Slots the QJump limiter held back.
     pub rate_limited: u64,
-    /// Datagrams the receivers refused.
+    /// Datagrams the receivers refused (their core, or the MAC check).
     pub refused: u64,
     /// Receivers in the flow.
     pub receivers: u64,
@@ -514,6 +517,12 @@ fn run_group(plans: &[FlowPlan], idx: &[usize], stop: &AtomicBool) -> Result<Gro
                     log: SampleLog::with_capacity(cap),
                     slot_by_seq: vec![0u64; cap],
                 },
+                open: plan.mac.as_ref().map(|k| {
+                    xlane_auth::Opener::new(xlane_auth::KeyRing::from_pairs(&[(
+                        plan.tunnel,
+                        k.clone(),
+                    )]))
+                }),
             })
             .map_err(|e| plan.thread_err("receiver", host, e))?;
         }
@@ -535,6 +544,10 @@ fn run_group(plans: &[FlowPlan], idx: &[usize], stop: &AtomicBool) -> Result<Gro
                 limiter: plan.qjump,
                 limited: 0,
             },
+            seal: plan
+                .mac
+                .as_ref()
+                .map(|k| xlane_auth::Sealer::new(plan.tunnel, k.clone(), plan.tunnel)),
         });
     }
     let first = &plans[idx[0]];
@@ -572,7 +585,9 @@ fn run_group(plans: &[FlowPlan], idx: &[usize], stop: &AtomicBool) -> Result<Gro
                 })
                 .collect();
             let drops = r.sock.drops().unwrap_or(0);
-            (r.sink.flow, samples, r.report.refused, drops)
+            // Refused by the core, or before it by the MAC check.
+            let refused = r.report.refused + r.report.unauthenticated;
+            (r.sink.flow, samples, refused, drops)
         })
         .collect();
     Ok(GroupOut {

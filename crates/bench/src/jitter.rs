@@ -271,6 +271,7 @@ pub fn run(
                     // Long enough for a full best-effort queue to drain.
                     grace_ns: queue_drain_ns(cfg) + 50_000_000,
                     qjump: (v == Variant::Qjump).then_some(qjump),
+                    mac: None,
                     dscp: None,
                 };
                 let tuning = if v.host_measures() {

@@ -25,6 +25,12 @@
 //! (epoll is level-triggered) and is read again next turn. So a turn handles
 //! at most `senders + MAX_EVENTS × RECV_BUDGET` datagrams.
 //!
+//! **Authenticated frames** (optional, per end): a sender with a
+//! [`SenderSpec::seal`] appends a MAC trailer ([`xlane_auth`]) to every
+//! frame after its send time is stamped; a receiver with a
+//! [`ReceiverSpec::open`] checks it before its core sees the frame, and
+//! counts a refusal in [`RecvReport::unauthenticated`].
+//!
 //! **No allocation in the loop**: the frame buffer, the receive batch and
 //! the epoll event array are allocated when the loop is made; adding or
 //! removing a tunnel end allocates (it is not the real-time path).
@@ -46,6 +52,7 @@ use std::net::SocketAddrV4;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
+use xlane_auth::{Opener, Sealer, ANY_RECEIVER, TRAILER_LEN};
 use xlane_lane::{Delivery, PeriodicReceiver, PeriodicSender};
 use xlane_wire::MAX_FRAME_LEN;
 
@@ -93,6 +100,8 @@ pub struct SenderSpec<F> {
     pub until_ns: u64,
     /// What enqueues its chunks.
     pub fill: F,
+    /// Seal every frame (for every receiver of its group).
+    pub seal: Option<Sealer>,
 }
 
 /// A receiver to add.
@@ -103,6 +112,8 @@ pub struct ReceiverSpec<S> {
     pub core: PeriodicReceiver,
     /// Where its frames go.
     pub sink: S,
+    /// Check every datagram's MAC first.
+    pub open: Option<Opener>,
 }
 
 /// A sender in the loop, and what it did.
@@ -117,6 +128,8 @@ pub struct SenderEnd<F> {
     pub until_ns: u64,
     /// Its fill.
     pub fill: F,
+    /// Its sealer, if it seals.
+    pub seal: Option<Sealer>,
     /// Frames sent, refused copies, lateness.
     pub report: SendReport,
 }
@@ -129,6 +142,8 @@ pub struct ReceiverEnd<S> {
     pub core: PeriodicReceiver,
     /// Its sink.
     pub sink: S,
+    /// Its opener, if it checks MACs.
+    pub open: Option<Opener>,
     /// Datagrams, refusals, stamps.
     pub report: RecvReport,
 }
@@ -235,7 +250,7 @@ pub struct LaneLoop<F, S> {
     armed_ns: u64,
     senders: Vec<Option<SenderEnd<F>>>,
     receivers: Vec<Option<ReceiverEnd<S>>>,
-    frame: Box<[u8; MAX_FRAME_LEN]>,
+    frame: Box<[u8; MAX_FRAME_LEN + TRAILER_LEN]>,
     batch: Box<RecvBatch>,
     events: Box<[libc::epoll_event; MAX_EVENTS]>,
     control: Option<Arc<ControlShared<F, S>>>,
@@ -269,7 +284,7 @@ impl<F: SlotFill, S: FrameSink> LaneLoop<F, S> {
             armed_ns: 0,
             senders: Vec::new(),
             receivers: Vec::new(),
-            frame: Box::new([0; MAX_FRAME_LEN]),
+            frame: Box::new([0; MAX_FRAME_LEN + TRAILER_LEN]),
             batch: Box::new(RecvBatch::new()),
             events: Box::new([libc::epoll_event { events: 0, u64: 0 }; MAX_EVENTS]),
             control: None,
@@ -314,6 +329,7 @@ impl<F: SlotFill, S: FrameSink> LaneLoop<F, S> {
             dsts: s.dsts,
             until_ns: s.until_ns,
             fill: s.fill,
+            seal: s.seal,
             report: SendReport::default(),
         };
         let i = match self.senders.iter().position(Option::is_none) {
@@ -342,6 +358,7 @@ impl<F: SlotFill, S: FrameSink> LaneLoop<F, S> {
             sock: r.sock,
             core: r.core,
             sink: r.sink,
+            open: r.open,
             report: RecvReport::default(),
         };
         if i == self.receivers.len() {
@@ -443,10 +460,15 @@ impl<F: SlotFill, S: FrameSink> LaneLoop<F, S> {
                 // Nothing to send this slot, or a refusal the core counted.
                 Ok(None) | Err(_) => continue,
             };
-            let f = &mut frame[..tx.len];
+            let t = realtime_ns();
             // The frame was just built by the core, so re-stamping cannot fail.
-            let _ = xlane_wire::stamp_send_time(f, realtime_ns());
-            let ok = s.sock.send_many(f, &s.dsts);
+            let _ = xlane_wire::stamp_send_time(&mut frame[..tx.len], t);
+            let len = match s.seal.as_mut() {
+                // The buffer has room for the trailer.
+                Some(seal) => seal.seal(frame, tx.len, ANY_RECEIVER, t).unwrap_or(tx.len),
+                None => tx.len,
+            };
+            let ok = s.sock.send_many(&frame[..len], &s.dsts);
             self.stats.send_calls += s.dsts.len().div_ceil(crate::socket::SEND_BATCH) as u64;
             self.stats.frames += 1;
             s.report.send_errors += (s.dsts.len() - ok) as u64;
@@ -501,6 +523,15 @@ impl<F: SlotFill, S: FrameSink> LaneLoop<F, S> {
                     r.report.truncated += 1;
                 }
                 let sink = &mut r.sink;
+                // The MAC first: nothing unauthenticated reaches the core.
+                let bytes = match r.open.as_mut().map(|o| o.open(bytes, ANY_RECEIVER)) {
+                    None => bytes,
+                    Some(Ok(x)) => x.payload,
+                    Some(Err(_)) => {
+                        r.report.unauthenticated += 1;
+                        continue;
+                    }
+                };
                 // Stamp first: the arrival time goes in before the bytes are looked at.
                 match r
                     .core

@@ -421,6 +421,9 @@ pub struct RecvReport {
     pub hw_stamps: u64,
     /// Datagrams that carried a kernel software stamp.
     pub kernel_stamps: u64,
+    /// Datagrams refused by the MAC check before the core saw them
+    /// (forged, replayed, unkeyed).
+    pub unauthenticated: u64,
 }
 
 /// The default lane core: the last CPU of the NUMA node the NIC `iface` is

@@ -209,8 +209,8 @@ pub const RECV_BATCH: usize = 16;
 /// Destinations one `sendmmsg` of [`LaneSocket::send_many`] covers.
 pub const SEND_BATCH: usize = 8;
 /// Bytes per datagram buffer of a [`RecvBatch`]: one more than the largest
-/// lane frame, so a longer datagram shows as cut.
-pub const BATCH_BUF_LEN: usize = xlane_wire::MAX_FRAME_LEN + 1;
+/// lane frame with its MAC trailer, so a longer datagram shows as cut.
+pub const BATCH_BUF_LEN: usize = xlane_wire::MAX_FRAME_LEN + xlane_auth::TRAILER_LEN + 1;
 /// `SO_MEMINFO` (not in every libc binding).
 const SO_MEMINFO: libc::c_int = 55;
 

@@ -2,7 +2,8 @@
 //! every frame a sender emits reaches every receiver it addresses, ends
 //! added and removed while the loop runs (from another thread) take part
 //! only while they are in, and an embedding loop can drive it through its
-//! descriptor, deadline and `poll`.
+//! descriptor, deadline and `poll`. Sealed frames reach the receivers that
+//! hold their key and no other.
 
 use std::net::{Ipv4Addr, SocketAddrV4};
 use std::sync::atomic::AtomicBool;
@@ -77,6 +78,7 @@ fn one_loop_serves_every_end_and_ends_come_and_go() {
             sock: s,
             core: PeriodicReceiver::new(params(tunnel)),
             sink,
+            open: None,
         })
         .unwrap();
     }
@@ -88,6 +90,7 @@ fn one_loop_serves_every_end_and_ends_come_and_go() {
         dsts: vec![addr[0], addr[1]],
         until_ns: until,
         fill: fill(1),
+        seal: None,
     });
     lane.add_sender(SenderSpec {
         sock: socket(),
@@ -95,6 +98,7 @@ fn one_loop_serves_every_end_and_ends_come_and_go() {
         dsts: vec![addr[2]],
         until_ns: until,
         fill: fill(2),
+        seal: None,
     });
     let control = lane.control().unwrap();
     let stop = AtomicBool::new(false);
@@ -115,6 +119,7 @@ fn one_loop_serves_every_end_and_ends_come_and_go() {
                 sock: s4,
                 core: PeriodicReceiver::new(params(2)),
                 sink: late.clone(),
+                open: None,
             })
             .expect("add while running");
         let sid = control
@@ -124,6 +129,7 @@ fn one_loop_serves_every_end_and_ends_come_and_go() {
                 dsts: vec![a4],
                 until_ns: u64::MAX,
                 fill: fill(4),
+                seal: None,
             })
             .expect("add sender while running");
         std::thread::sleep(std::time::Duration::from_millis(60));
@@ -174,6 +180,7 @@ fn an_embedding_loop_drives_it_by_descriptor_and_deadline() {
         sock: rx,
         core: PeriodicReceiver::new(params(5)),
         sink: seen.clone(),
+        open: None,
     })
     .unwrap();
     let start = realtime_ns() + 2_000_000;
@@ -184,6 +191,7 @@ fn an_embedding_loop_drives_it_by_descriptor_and_deadline() {
         dsts: vec![dst],
         until_ns: until,
         fill: fill(5),
+        seal: None,
     });
     assert_eq!(lane.next_deadline(), Some(start));
     // The embedding loop's own wait: the lane's descriptor beside its own.
@@ -205,4 +213,68 @@ fn an_embedding_loop_drives_it_by_descriptor_and_deadline() {
         seen.0.lock().unwrap().len() as u64 + unread(&mut receivers[0].sock),
         sent
     );
+}
+
+/// A sealing sender: a receiver with its key gets every frame; one with
+/// another key counts them all unauthenticated; one that checks no MAC
+/// refuses them (too long for a bare frame). Nothing reaches the wrong
+/// sinks.
+#[test]
+fn sealed_frames_reach_only_the_receivers_that_hold_the_key() {
+    use xlane_auth::{Key, KeyRing, Opener, Sealer};
+    let key = Key::from_bytes([1; 16]);
+    let mut lane: LaneLoop<Fill, Seen> = LaneLoop::new().expect("loop");
+    let sinks = [Seen::default(), Seen::default(), Seen::default()];
+    let opens = [
+        Some(Opener::new(KeyRing::from_pairs(&[(1, key.clone())]))),
+        Some(Opener::new(KeyRing::from_pairs(&[(
+            1,
+            Key::from_bytes([2; 16]),
+        )]))),
+        None,
+    ];
+    let mut addr = Vec::new();
+    let mut ids = Vec::new();
+    for (sink, open) in sinks.iter().zip(opens) {
+        let s = socket();
+        addr.push(s.local_addr().unwrap());
+        ids.push(
+            lane.add_receiver(ReceiverSpec {
+                sock: s,
+                core: PeriodicReceiver::new(params(1)),
+                sink: sink.clone(),
+                open,
+            })
+            .unwrap(),
+        );
+    }
+    let start = realtime_ns() + 10_000_000;
+    let until = start + 50 * PERIOD;
+    lane.add_sender(SenderSpec {
+        sock: socket(),
+        core: PeriodicSender::new(params(1), start).unwrap(),
+        dsts: addr,
+        until_ns: until,
+        fill: fill(1),
+        seal: Some(Sealer::new(1, key, 9)),
+    });
+    let stop = AtomicBool::new(false);
+    lane.run(&stop, until + 50_000_000, WaitMode::Interrupt)
+        .expect("run");
+    let sent = lane.stats().frames;
+    assert!(sent > 0);
+    let ends: Vec<_> = ids
+        .iter()
+        .map(|&i| lane.remove_receiver(i).expect("known"))
+        .collect();
+    let keyed = &ends[0].report;
+    assert_eq!((keyed.refused, keyed.unauthenticated), (0, 0));
+    assert!(!sinks[0].0.lock().unwrap().is_empty());
+    let wrong = &ends[1].report;
+    assert_eq!(wrong.unauthenticated, wrong.datagrams);
+    assert!(wrong.datagrams > 0);
+    let plain = &ends[2].report;
+    assert_eq!((plain.refused, plain.unauthenticated), (plain.datagrams, 0));
+    assert!(sinks[1].0.lock().unwrap().is_empty());
+    assert!(sinks[2].0.lock().unwrap().is_empty());
 }

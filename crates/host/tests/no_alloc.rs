@@ -59,6 +59,10 @@ fn the_lane_loop_does_not_allocate() {
             sock: rx,
             core: PeriodicReceiver::new(params),
             sink: Count(&chunks, &accepted),
+            // Authenticated frames: the MAC check allocates nothing either.
+            open: Some(xlane_auth::Opener::new(xlane_auth::KeyRing::from_pairs(&[
+                (1, xlane_auth::Key::from_bytes([7; 16])),
+            ]))),
         })
         .expect("add receiver");
     }
@@ -73,6 +77,11 @@ fn the_lane_loop_does_not_allocate() {
         dsts,
         until_ns: until,
         fill,
+        seal: Some(xlane_auth::Sealer::new(
+            1,
+            xlane_auth::Key::from_bytes([7; 16]),
+            1,
+        )),
     });
     let stop = AtomicBool::new(false);
     let (r, allocs) =

@@ -447,6 +447,7 @@ fn run_sender(
             per_slot: ctx.params.chunks_per_frame(),
             refused: 0,
         },
+        seal: None,
     });
     lane.run(ctx.stop, ctx.until, ctx.mode)
         .map_err(DaemonError::Lane)?;
@@ -487,6 +488,7 @@ fn run_receiver(
                 bridge_full: 0,
                 delivered: 0,
             },
+            open: None,
         })
         .map_err(DaemonError::Lane)?;
     lane.run(ctx.stop, ctx.until, ctx.mode)

@@ -247,6 +247,11 @@ struct LaneArgs {
     /// Do not apply the host measures (RT throttling, C-states, IRQ affinity).
     #[arg(long)]
     no_tuning: bool,
+    /// No authenticated lane flow (`xlane-mac`, every frame sealed with a
+    /// MAC and checked at every receiver: the cost of authentication in the
+    /// same run).
+    #[arg(long)]
+    no_mac: bool,
 }
 
 /// Run `xlane bench`.
@@ -383,6 +388,7 @@ fn lane(a: LaneArgs) -> super::CmdResult {
         cpu_load: !a.no_cpu_load,
         mode: a.mode,
         tuning: !a.no_tuning,
+        mac: !a.no_mac,
         ..LaneBenchConfig::default()
     };
     if let Some(c) = a.lane_core {
