@@ -14,6 +14,7 @@
 use std::net::{Ipv4Addr, SocketAddrV4};
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 use xlane_fd::service::{bump_loop, FdAuth, RunConfig, Service, Transport};
 use xlane_fd::shm::RUN_DIR;
 use xlane_fd::{AliveTable, Anchor, Event, EventItem, LivenessCounter, PeerSpec, Reason, Status};
@@ -137,6 +138,11 @@ struct RunArgs {
     /// The key this host seals with (every peer must hold it).
     #[arg(long, default_value_t = 1, requires = "key_file")]
     key_id: u32,
+    /// Serve Prometheus metrics at http://ADDR/metrics: heartbeats sent
+    /// and received, datagrams ignored by reason, events, peers by status
+    /// (read from the alive table at each scrape).
+    #[arg(long)]
+    metrics: Option<std::net::SocketAddr>,
 }
 
 #[derive(clap::Args)]
@@ -289,6 +295,15 @@ fn run_fd(a: RunArgs) -> super::CmdResult {
     };
     let stop = install_termination_flag();
     let svc = Service::start(cfg)?;
+    let exporter = match a.metrics {
+        Some(m) => {
+            let table = svc.table_path().to_path_buf();
+            let e = xlane_metrics::Exporter::serve(m, Arc::new(move || fd_metrics(&table)))
+                .map_err(|e| format!("--metrics {m}: {e}"))?;
+            Some(e)
+        }
+        None => None,
+    };
     let peers: Vec<String> = svc
         .detector()
         .peers()
@@ -305,6 +320,7 @@ fn run_fd(a: RunArgs) -> super::CmdResult {
             "period_ns": a.period,
             "lambda_ns": a.lambda,
             "pid": std::process::id(),
+            "metrics": exporter.as_ref().map(|e| e.local_addr().to_string()),
         })
     );
     let quiet = a.quiet;
@@ -319,6 +335,78 @@ fn run_fd(a: RunArgs) -> super::CmdResult {
     }
     println!("{}", serde_json::json!({"event": "exit", "report": report}));
     Ok(())
+}
+
+/// The metrics of a running X-FD, from its alive table.
+fn fd_metrics(table: &std::path::Path) -> Vec<xlane_metrics::Family> {
+    use xlane_metrics::{Family, Kind};
+    let Ok(t) = AliveTable::open(table) else {
+        return Vec::new();
+    };
+    let st = t.stats();
+    let (mut alive, mut suspected, mut unknown) = (0.0, 0.0, 0.0);
+    for i in 0..t.len() {
+        match t.entry(i).map(|p| p.status) {
+            Ok(Status::Alive) => alive += 1.0,
+            Ok(Status::Suspected(_)) => suspected += 1.0,
+            _ => unknown += 1.0,
+        }
+    }
+    vec![
+        Family::one(
+            "xlane_fd_heartbeats_sent_total",
+            "Heartbeats this host sent.",
+            Kind::Counter,
+            st.heartbeats_sent as f64,
+        ),
+        Family::one(
+            "xlane_fd_heartbeats_received_total",
+            "Heartbeats accepted from peers.",
+            Kind::Counter,
+            st.accepted as f64,
+        ),
+        Family::by(
+            "xlane_fd_datagrams_ignored_total",
+            "Datagrams ignored, by reason.",
+            Kind::Counter,
+            "reason",
+            &[
+                ("unknown_sender", st.unknown_sender as f64),
+                ("unknown_tunnel", st.unknown_tunnel as f64),
+                ("replay", st.replay as f64),
+                ("malformed", st.malformed as f64),
+            ],
+        ),
+        Family::one(
+            "xlane_fd_send_errors_total",
+            "Heartbeats the socket refused.",
+            Kind::Counter,
+            st.send_errors as f64,
+        ),
+        Family::one(
+            "xlane_fd_events_total",
+            "Detector events published (joined, suspected, recovered, restarted).",
+            Kind::Counter,
+            t.events_published() as f64,
+        ),
+        Family::one(
+            "xlane_fd_events_dropped_total",
+            "Events the detector dropped.",
+            Kind::Counter,
+            st.events_dropped as f64,
+        ),
+        Family::by(
+            "xlane_fd_peers",
+            "Watched peers by status.",
+            Kind::Gauge,
+            "status",
+            &[
+                ("alive", alive),
+                ("suspected", suspected),
+                ("unknown", unknown),
+            ],
+        ),
+    ]
 }
 
 fn event_json(e: &Event) -> serde_json::Value {

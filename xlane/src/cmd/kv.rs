@@ -230,6 +230,11 @@ struct ServeArgs {
     /// The group's key (every member must hold it).
     #[arg(long, default_value_t = 1, requires = "key_file")]
     key_id: u32,
+    /// Serve Prometheus metrics at http://ADDR/metrics: client
+    /// connections and commands, the raft leader, raft datagrams and
+    /// frames sent, received and refused by reason.
+    #[arg(long)]
+    metrics: Option<SocketAddr>,
 }
 
 /// Runs `xlane kv`.
@@ -298,15 +303,17 @@ fn serve_single(a: ServeArgs, fsync: LogFsync) -> super::CmdResult {
         max_bulk: a.max_bulk,
         ..Limits::default()
     };
-    let (repl, report) =
-        RaftReplicator::start_serving(cfg, listener, limits, Arc::new(Stats::default()))?;
+    let stats = Arc::new(Stats::default());
+    let (repl, report) = RaftReplicator::start_serving(cfg, listener, limits, stats.clone())?;
     warn_torn_tail(&report);
     let repl = Arc::new(repl);
+    let exporter = serve_metrics(a.metrics, &repl, &stats)?;
     println!(
         "{}",
         serde_json::json!({
             "event": "ready",
             "mode": "single",
+            "metrics": exporter.as_ref().map(|e| e.local_addr().to_string()),
             "bind": addr.to_string(),
             "data": a.data.as_ref().map(|_| storage_dir.clone()),
             "log_dir": storage_dir,
@@ -325,6 +332,78 @@ fn serve_single(a: ServeArgs, fsync: LogFsync) -> super::CmdResult {
         serde_json::json!({ "log_synced": true })
     });
     watch_driver(&repl, &stopping)
+}
+
+/// Starts the `/metrics` endpoint of a member, if asked for.
+fn serve_metrics(
+    addr: Option<SocketAddr>,
+    repl: &Arc<RaftReplicator>,
+    stats: &Arc<Stats>,
+) -> Result<Option<xlane_metrics::Exporter>, String> {
+    let Some(addr) = addr else { return Ok(None) };
+    let (r, st) = (repl.clone(), stats.clone());
+    xlane_metrics::Exporter::serve(addr, Arc::new(move || kv_metrics(&r, &st)))
+        .map(Some)
+        .map_err(|e| format!("--metrics {addr}: {e}"))
+}
+
+/// The metrics of a member.
+fn kv_metrics(repl: &RaftReplicator, stats: &Stats) -> Vec<xlane_metrics::Family> {
+    use std::sync::atomic::Ordering::Relaxed;
+    use xlane_metrics::{Family, Kind};
+    let t = repl.stats();
+    let n = |c: &std::sync::atomic::AtomicU64| c.load(Relaxed) as f64;
+    vec![
+        Family::one(
+            "xlane_kv_connections_total",
+            "Client connections accepted.",
+            Kind::Counter,
+            n(&stats.connections),
+        ),
+        Family::one(
+            "xlane_kv_commands_total",
+            "Client requests answered.",
+            Kind::Counter,
+            n(&stats.commands),
+        ),
+        Family::one(
+            "xlane_kv_protocol_errors_total",
+            "Client connections closed for a protocol error.",
+            Kind::Counter,
+            n(&stats.protocol_errors),
+        ),
+        Family::one(
+            "xlane_raft_leader_id",
+            "The raft id of the leader this member knows (0: none).",
+            Kind::Gauge,
+            repl.leader_id() as f64,
+        ),
+        Family::by(
+            "xlane_raft_udp_datagrams_total",
+            "Raft datagrams over UDP, by direction.",
+            Kind::Counter,
+            "direction",
+            &[("sent", n(&t.udp_sent)), ("received", n(&t.udp_received))],
+        ),
+        Family::by(
+            "xlane_raft_udp_refused_total",
+            "Raft datagrams refused or not sent, by reason.",
+            Kind::Counter,
+            "reason",
+            &[
+                ("unknown_sender", n(&t.udp_unknown)),
+                ("unauthenticated", n(&t.udp_unauthenticated)),
+                ("send_error", n(&t.udp_send_errors)),
+            ],
+        ),
+        Family::by(
+            "xlane_raft_tcp_frames_total",
+            "Raft messages over TCP (snapshots, large messages), by direction.",
+            Kind::Counter,
+            "direction",
+            &[("sent", n(&t.tcp_sent)), ("received", n(&t.tcp_received))],
+        ),
+    ]
 }
 
 /// Warns about a torn tail cut from the raft log at start.
@@ -461,16 +540,18 @@ fn serve_raft(a: ServeArgs, fsync: LogFsync) -> super::CmdResult {
         ..Limits::default()
     };
     let addr = listener.local_addr()?;
-    let (repl, report) =
-        RaftReplicator::start_serving(cfg, listener, limits, Arc::new(Stats::default()))?;
+    let stats = Arc::new(Stats::default());
+    let (repl, report) = RaftReplicator::start_serving(cfg, listener, limits, stats.clone())?;
     warn_torn_tail(&report);
     let raft_addr = repl.raft_addr();
     let repl = Arc::new(repl);
+    let exporter = serve_metrics(a.metrics, &repl, &stats)?;
     println!(
         "{}",
         serde_json::json!({
             "event": "ready",
             "mode": "raft",
+            "metrics": exporter.as_ref().map(|e| e.local_addr().to_string()),
             "transport": a.transport,
             "join": a.join,
             "id": id,

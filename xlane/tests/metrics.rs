@@ -1,0 +1,134 @@
+//! `--metrics ADDR` as a Prometheus scraper meets it: `xlane fd run` and
+//! `xlane kv serve` name the endpoint in their ready line, serve the text
+//! format at `/metrics`, and the counters move between two scrapes as the
+//! daemon works (heartbeats sent; client commands answered). What moves is
+//! asserted, not how fast.
+
+mod common;
+
+use common::procs::{free_tcp, free_udp};
+use common::{spawn_until_ready, Conn};
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::process::Command;
+use std::time::{Duration, Instant};
+use xlane_kv::resp::Reply;
+
+fn xlane() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_xlane"))
+}
+
+fn scrape(addr: &str) -> String {
+    let mut s = TcpStream::connect(addr).expect("connect to /metrics");
+    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+        .unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    assert!(out.starts_with("HTTP/1.1 200 OK"), "{out}");
+    out
+}
+
+/// The value of the sample `series` (name and labels, as written).
+fn value(text: &str, series: &str) -> f64 {
+    text.lines()
+        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
+        .unwrap_or_else(|| panic!("no {series} in {text}"))
+        .parse()
+        .unwrap()
+}
+
+fn metrics_addr(ready: &str) -> String {
+    let v: serde_json::Value = serde_json::from_str(ready).unwrap();
+    v["metrics"]
+        .as_str()
+        .expect("metrics in the ready line")
+        .to_string()
+}
+
+/// Scrapes until `series` is above `than` (or 20 s pass).
+fn until_above(addr: &str, series: &str, than: f64) -> f64 {
+    let t = Instant::now();
+    loop {
+        let v = value(&scrape(addr), series);
+        if v > than || t.elapsed() > Duration::from_secs(20) {
+            return v;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn stop(mut c: std::process::Child) {
+    // SAFETY: a plain syscall on the PID of a child this test started.
+    unsafe { libc::kill(c.id() as libc::pid_t, libc::SIGTERM) };
+    let _ = c.wait();
+}
+
+#[test]
+fn fd_run_serves_metrics_that_move() {
+    let dir = std::env::temp_dir().join(format!("xlane-metrics-fd-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (me, peer) = (free_udp(), free_udp());
+    let (child, _out, ready) = spawn_until_ready(
+        xlane()
+            .args([
+                "fd",
+                "run",
+                "--bind",
+                &me.to_string(),
+                "--peer",
+                &peer.to_string(),
+            ])
+            .arg("--table")
+            .arg(dir.join("t.table"))
+            .args(["--metrics", "127.0.0.1:0", "--no-mlock", "--quiet"]),
+    );
+    let addr = metrics_addr(&ready);
+    let text = scrape(&addr);
+    assert!(
+        text.contains("# TYPE xlane_fd_heartbeats_sent_total counter"),
+        "{text}"
+    );
+    let first = value(&text, "xlane_fd_heartbeats_sent_total");
+    assert!(until_above(&addr, "xlane_fd_heartbeats_sent_total", first) > first);
+    let text = scrape(&addr);
+    // The peer never answers: it is watched, and not alive.
+    assert_eq!(
+        value(&text, "xlane_fd_peers{status=\"alive\"}"),
+        0.0,
+        "{text}"
+    );
+    assert_eq!(
+        value(&text, "xlane_fd_peers{status=\"unknown\"}")
+            + value(&text, "xlane_fd_peers{status=\"suspected\"}"),
+        1.0
+    );
+    stop(child);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn kv_serve_serves_metrics_that_move() {
+    let bind = free_tcp();
+    let dir = std::env::temp_dir().join(format!("xlane-metrics-kv-{}", std::process::id()));
+    let (child, _out, ready) = spawn_until_ready(
+        xlane()
+            .args(["kv", "serve", "--bind", &bind.to_string()])
+            .arg("--data")
+            .arg(&dir)
+            .args(["--fsync", "never", "--metrics", "127.0.0.1:0"]),
+    );
+    let addr = metrics_addr(&ready);
+    let before = value(&scrape(&addr), "xlane_kv_commands_total");
+    let mut c = Conn::open(bind);
+    for i in 0..5 {
+        assert_eq!(c.cmd(&["SET", &format!("k{i}"), "v"]), Reply::ok());
+    }
+    let after = until_above(&addr, "xlane_kv_commands_total", before + 4.0);
+    assert!(after >= before + 5.0, "{before} → {after}");
+    let text = scrape(&addr);
+    assert_eq!(value(&text, "xlane_raft_leader_id"), 1.0, "{text}");
+    assert!(value(&text, "xlane_kv_connections_total") >= 1.0);
+    assert!(text.contains("xlane_raft_udp_refused_total{reason=\"unauthenticated\"} 0"));
+    stop(child);
+    let _ = std::fs::remove_dir_all(&dir);
+}
