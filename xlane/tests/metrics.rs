@@ -1,8 +1,9 @@
-//! `--metrics ADDR` as a Prometheus scraper meets it: `xlane fd run` and
-//! `xlane kv serve` name the endpoint in their ready line, serve the text
-//! format at `/metrics`, and the counters move between two scrapes as the
-//! daemon works (heartbeats sent; client commands answered). What moves is
-//! asserted, not how fast.
+//! `--metrics ADDR` as a Prometheus scraper meets it: `xlane fd run`,
+//! `xlane kv serve` and `xlane ctl serve` serve the text format at
+//! `/metrics` (the first two name the endpoint in their ready line), and
+//! the counters move between two scrapes as the daemon works (heartbeats
+//! sent; client commands answered; connections, a refused handshake and
+//! a tunnel granted). What moves is asserted, not how fast.
 
 mod common;
 
@@ -130,5 +131,83 @@ fn kv_serve_serves_metrics_that_move() {
     assert!(value(&text, "xlane_kv_connections_total") >= 1.0);
     assert!(text.contains("xlane_raft_udp_refused_total{reason=\"unauthenticated\"} 0"));
     stop(child);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn ctl_serve_serves_metrics_that_move() {
+    use std::io::BufRead;
+    let dir = std::env::temp_dir().join(format!("xlane-metrics-ctl-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let hosts = ["a", "b"];
+    let mut topo = String::from("schema = 1\n");
+    for h in hosts {
+        topo += &format!("[[node]]\nname = \"{h}\"\nkind = \"host\"\n");
+    }
+    topo += "[[node]]\nname = \"sw\"\nkind = \"switch\"\n";
+    for h in hosts {
+        for (x, y) in [(h, "sw"), ("sw", h)] {
+            topo += &format!(
+                "[[link]]\nfrom = \"{x}\"\nto = \"{y}\"\nbandwidth_bps = 10000000000\n\
+                 express_queue_pkts = 64\nbest_effort_queue_pkts = 1000\n\
+                 min_latency_ns = 5000\nmax_jitter_ns = 50000\n"
+            );
+        }
+    }
+    std::fs::write(dir.join("topo.toml"), topo).unwrap();
+    let keys = dir.join("keys.toml");
+    assert!(xlane()
+        .args(["ctl", "keygen", "--hosts", "a,b", "--out"])
+        .arg(&keys)
+        .status()
+        .unwrap()
+        .success());
+    let (listen, metrics) = (free_tcp(), free_tcp());
+    let mut child = xlane()
+        .args(["ctl", "serve", "--topology"])
+        .arg(dir.join("topo.toml"))
+        .arg("--keys")
+        .arg(&keys)
+        .arg("--state")
+        .arg(dir.join("state"))
+        .args([
+            "--listen",
+            &listen.to_string(),
+            "--metrics",
+            &metrics.to_string(),
+        ])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    while !line.contains("listening on") {
+        line.clear();
+        assert!(
+            err.read_line(&mut line).unwrap() > 0,
+            "the controller ended"
+        );
+    }
+    let m = metrics.to_string();
+    let text = scrape(&m);
+    assert_eq!(value(&text, "xlane_ctl_connections_total"), 0.0, "{text}");
+    assert_eq!(value(&text, "xlane_ctl_tunnels{state=\"active\"}"), 0.0);
+    let k = xlane_ctl::auth::Keys::from_file(&keys).unwrap();
+    let mut a = xlane_ctl::client::Client::connect(listen, "a", k.get("a").unwrap()).unwrap();
+    a.request(&["b".to_string()], 100, 1_000_000, 0).unwrap();
+    // A host with the wrong key is refused and counted.
+    assert!(xlane_ctl::client::Client::connect(listen, "b", k.get("a").unwrap()).is_err());
+    let text = scrape(&m);
+    assert!(value(&text, "xlane_ctl_connections_total") >= 2.0, "{text}");
+    assert_eq!(
+        value(&text, "xlane_ctl_tunnels{state=\"active\"}"),
+        1.0,
+        "{text}"
+    );
+    assert!(value(&text, "xlane_ctl_refused_total{reason=\"auth_failure\"}") >= 1.0);
+    drop(a);
+    let _ = child.kill();
+    let _ = child.wait();
     let _ = std::fs::remove_dir_all(&dir);
 }

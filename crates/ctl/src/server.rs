@@ -415,17 +415,13 @@ impl Server {
 
     /// Counters.
     pub fn stats(&self) -> Stats {
-        let c = &self.shared.counters;
-        Stats {
-            connections: c.connections.load(Ordering::Relaxed),
-            open_connections: c.open.load(Ordering::Relaxed) as u64,
-            malformed: c.malformed.load(Ordering::Relaxed),
-            auth_failures: c.auth_failures.load(Ordering::Relaxed),
-            fabric_errors: c.fabric_errors.load(Ordering::Relaxed),
-            store_errors: c.store_errors.load(Ordering::Relaxed),
-            compactions: c.compactions.load(Ordering::Relaxed),
-            slow_clients: c.slow_clients.load(Ordering::Relaxed),
-        }
+        stats_of(&self.shared)
+    }
+
+    /// A handle that reads the counters and the tunnels from another
+    /// thread (a metrics endpoint).
+    pub fn stats_handle(&self) -> StatsHandle {
+        StatsHandle(self.shared.clone())
     }
 
     /// Whether [`Server::stop`] was called (or the daemon is stopping).
@@ -468,6 +464,41 @@ impl Server {
 impl Drop for Server {
     fn drop(&mut self) {
         self.shutdown();
+    }
+}
+
+fn stats_of(shared: &Shared) -> Stats {
+    let c = &shared.counters;
+    Stats {
+        connections: c.connections.load(Ordering::Relaxed),
+        open_connections: c.open.load(Ordering::Relaxed) as u64,
+        malformed: c.malformed.load(Ordering::Relaxed),
+        auth_failures: c.auth_failures.load(Ordering::Relaxed),
+        fabric_errors: c.fabric_errors.load(Ordering::Relaxed),
+        store_errors: c.store_errors.load(Ordering::Relaxed),
+        compactions: c.compactions.load(Ordering::Relaxed),
+        slow_clients: c.slow_clients.load(Ordering::Relaxed),
+    }
+}
+
+/// Reads a running server's counters and tunnels from another thread.
+pub struct StatsHandle(Arc<Shared>);
+
+impl StatsHandle {
+    /// The counters.
+    pub fn stats(&self) -> Stats {
+        stats_of(&self.0)
+    }
+
+    /// The tunnels now.
+    pub fn tunnels(&self) -> Vec<TunnelInfo> {
+        lock(&self.0.daemon).core.tunnels()
+    }
+}
+
+impl std::fmt::Debug for StatsHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("StatsHandle")
     }
 }
 

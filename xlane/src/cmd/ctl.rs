@@ -87,6 +87,10 @@ struct ServeArgs {
     /// (and is demoted), per mille.
     #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(0..=10_000))]
     exceed_tolerance_permille: u32,
+    /// Serve Prometheus metrics at http://ADDR/metrics: connections,
+    /// refusals by kind, fabric and journal errors, tunnels by state.
+    #[arg(long)]
+    metrics: Option<std::net::SocketAddr>,
 }
 
 #[derive(clap::Args)]
@@ -263,6 +267,16 @@ fn serve(a: ServeArgs) -> super::CmdResult {
     };
     let stop = install_termination_flag();
     let server = Server::start(cfg, topo, keys, fabric)?;
+    let _exporter = match a.metrics {
+        Some(m) => {
+            let h = server.stats_handle();
+            let e = xlane_metrics::Exporter::serve(m, std::sync::Arc::new(move || ctl_metrics(&h)))
+                .map_err(|e| format!("--metrics {m}: {e}"))?;
+            eprintln!("xlane ctl: metrics at http://{}/metrics", e.local_addr());
+            Some(e)
+        }
+        None => None,
+    };
     eprintln!(
         "xlane ctl: listening on {}; state {}: {}; {} tunnel(s)",
         server.local_addr(),
@@ -280,6 +294,68 @@ fn serve(a: ServeArgs) -> super::CmdResult {
     server.wait();
     eprintln!("xlane ctl: stopped");
     Ok(())
+}
+
+/// The controller's metrics.
+fn ctl_metrics(h: &xlane_ctl::server::StatsHandle) -> Vec<xlane_metrics::Family> {
+    use xlane_ctl::proto::TunnelState;
+    use xlane_metrics::{Family, Kind};
+    let s = h.stats();
+    let tunnels = h.tunnels();
+    let active = tunnels
+        .iter()
+        .filter(|t| t.state == TunnelState::Active)
+        .count() as f64;
+    let c = |name: &str, help: &str, v: u64| Family::one(name, help, Kind::Counter, v as f64);
+    vec![
+        c(
+            "xlane_ctl_connections_total",
+            "Host connections accepted.",
+            s.connections,
+        ),
+        Family::one(
+            "xlane_ctl_open_connections",
+            "Host connections open now.",
+            Kind::Gauge,
+            s.open_connections as f64,
+        ),
+        Family::by(
+            "xlane_ctl_refused_total",
+            "Connections or frames refused, by reason.",
+            Kind::Counter,
+            "reason",
+            &[
+                ("malformed", s.malformed as f64),
+                ("auth_failure", s.auth_failures as f64),
+                ("slow_client", s.slow_clients as f64),
+            ],
+        ),
+        c(
+            "xlane_ctl_fabric_errors_total",
+            "Fabric operations that failed.",
+            s.fabric_errors,
+        ),
+        c(
+            "xlane_ctl_journal_errors_total",
+            "Journal appends that failed (rolled back).",
+            s.store_errors,
+        ),
+        c(
+            "xlane_ctl_compactions_total",
+            "Journal compactions.",
+            s.compactions,
+        ),
+        Family::by(
+            "xlane_ctl_tunnels",
+            "Tunnels by state.",
+            Kind::Gauge,
+            "state",
+            &[
+                ("active", active),
+                ("unbounded", tunnels.len() as f64 - active),
+            ],
+        ),
+    ]
 }
 
 fn keygen(a: KeygenArgs) -> super::CmdResult {
