@@ -1,6 +1,7 @@
 //! `xlane`: the one command-line entry point.
 
 mod cmd;
+mod config_args;
 
 /// mimalloc serves every allocation of the command (as jemalloc serves
 /// Redis's): its per-thread free lists keep a member's allocations of a
@@ -10,15 +11,20 @@ mod cmd;
 #[global_allocator]
 static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 use std::process::ExitCode;
 
 /// xlane: an express lane for datacenter coordination traffic.
 #[derive(Parser)]
-#[command(name = "xlane", version, about, long_about = None)]
+#[command(name = "xlane", version, about, long_about = None, args_override_self = true)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// Settings from a TOML file: each key is a long flag of the command
+    /// (`bind = "..."`, `peer = ["...", "..."]`, `quiet = true`); flags on
+    /// the command line override it (list flags add to it).
+    #[arg(long, global = true, value_name = "FILE")]
+    config: Option<std::path::PathBuf>,
 }
 
 #[derive(Subcommand)]
@@ -48,7 +54,14 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let args = match config_args::expand(std::env::args_os().collect(), &Cli::command()) {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("xlane: error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let cli = Cli::parse_from(args);
     let result = match cli.command {
         Command::Testbed(a) => cmd::testbed::run(a),
         Command::Doctor(a) => cmd::doctor::run(a),

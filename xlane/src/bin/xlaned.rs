@@ -32,10 +32,14 @@ use xlane_wire::{Schema, MAX_FRAME_LEN};
 
 /// The xlane endhost daemon: one periodic tunnel end on a real-time lane thread.
 #[derive(Parser)]
-#[command(name = "xlaned", version, about, long_about = None)]
+#[command(name = "xlaned", version, about, long_about = None, args_override_self = true)]
 struct Cli {
     #[command(subcommand)]
     role: Role,
+    /// Settings from a TOML file: each key is a long flag (`period-us =
+    /// 500`, `no-tuning = true`); flags on the command line override it.
+    #[arg(long, global = true, value_name = "FILE")]
+    config: Option<PathBuf>,
     /// Tunnel id (frames of other tunnels are counted and dropped).
     #[arg(long, default_value_t = 1, global = true)]
     tunnel: u32,
@@ -130,8 +134,19 @@ enum DaemonError {
     Lane(std::io::Error),
 }
 
+#[path = "../config_args.rs"]
+mod config_args;
+
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    use clap::CommandFactory;
+    let args = match config_args::expand(std::env::args_os().collect(), &Cli::command()) {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("xlaned: error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let cli = Cli::parse_from(args);
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
