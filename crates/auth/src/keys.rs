@@ -52,6 +52,18 @@ impl Key {
         Some(Key(b))
     }
 
+    /// A key derived from this one for `context` (a PRF: SipHash-2-4 with
+    /// 128-bit output, keyed with this key): the controller derives each
+    /// tunnel's key from its secret and the tunnel id, so it stores none.
+    pub fn derive(&self, context: &[u8]) -> Key {
+        use siphasher::sip128::Hasher128;
+        use std::hash::Hasher;
+        let mut h = siphasher::sip128::SipHasher24::new_with_key(&self.0);
+        h.write(b"xlane key derivation\0");
+        h.write(context);
+        Key(h.finish128().as_bytes())
+    }
+
     /// 32 hex digits.
     pub fn to_hex(&self) -> String {
         self.0.iter().map(|b| format!("{b:02x}")).collect()
@@ -202,5 +214,15 @@ mod tests {
             );
         }
         assert_ne!(Key::random().unwrap(), Key::random().unwrap());
+        // Derived keys: the same for the same context, another for another
+        // context or another master.
+        let m = Key::from_bytes([9; 16]);
+        assert_eq!(m.derive(b"tunnel 1"), m.derive(b"tunnel 1"));
+        assert_ne!(m.derive(b"tunnel 1"), m.derive(b"tunnel 2"));
+        assert_ne!(
+            m.derive(b"tunnel 1"),
+            Key::from_bytes([8; 16]).derive(b"tunnel 1")
+        );
+        assert_ne!(m.derive(b"tunnel 1"), m);
     }
 }

@@ -211,6 +211,17 @@ impl Client {
         }
     }
 
+    /// The MAC key of a tunnel this host sends or receives on (the
+    /// controller derives it from its secret; the same for every caller).
+    pub fn tunnel_key(&mut self, tunnel: TunnelId) -> Result<xlane_auth::Key, ClientError> {
+        match self.call(&ClientMsg::TunnelKey { tunnel })? {
+            ServerMsg::Key { tunnel: t, key } if t == tunnel => {
+                Ok(xlane_auth::Key::from_bytes(key))
+            }
+            m => Err(ClientError::Unexpected(format!("{m:?}"))),
+        }
+    }
+
     /// `releaseBandwidth`.
     pub fn release(&mut self, tunnel: TunnelId) -> Result<(), ClientError> {
         match self.call(&ClientMsg::ReleaseBandwidth { tunnel })? {

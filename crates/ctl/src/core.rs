@@ -353,6 +353,8 @@ pub struct Controller {
     /// Snapshot tunnels whose ranges are checked once the snapshot is
     /// replayed: (record index, tunnel, recorded resources).
     deferred: Vec<(usize, TunnelId, Resources)>,
+    /// The secret tunnel keys are derived from (`None`: no keys given).
+    key_secret: Option<xlane_auth::Key>,
 }
 
 fn unbounded(r: Resources) -> Resources {
@@ -377,6 +379,45 @@ impl Controller {
             next_id: 1,
             pending: Vec::new(),
             deferred: Vec::new(),
+            key_secret: None,
+        }
+    }
+
+    /// The secret each tunnel's MAC key is derived from (with the tunnel
+    /// id): a host that sends or receives on a tunnel gets its key with
+    /// `TunnelKey`. Keep it across restarts, or keys change.
+    pub fn set_key_secret(&mut self, secret: xlane_auth::Key) {
+        self.key_secret = Some(secret);
+    }
+
+    /// A tunnel's MAC key (with a key secret set).
+    pub fn tunnel_key(&self, id: TunnelId) -> Option<xlane_auth::Key> {
+        let s = self.key_secret.as_ref()?;
+        Some(s.derive(&id.0.to_be_bytes()))
+    }
+
+    fn key_of(&self, host: &str, id: TunnelId) -> Outcome {
+        let Some(e) = self.tunnels.get(&id) else {
+            return Outcome::refused(RefusalCode::UnknownTunnel, format!("{id} does not exist"));
+        };
+        if e.owner != host && !e.receivers.iter().any(|r| r == host) {
+            return Outcome::refused(
+                RefusalCode::Forbidden,
+                format!("host `{host}` neither sends nor receives on {id}"),
+            );
+        }
+        match self.tunnel_key(id) {
+            Some(k) => Outcome {
+                reply: Some(ServerMsg::Key {
+                    tunnel: id,
+                    key: *k.bytes(),
+                }),
+                ..Outcome::default()
+            },
+            None => Outcome::refused(
+                RefusalCode::Internal,
+                "this controller hands out no tunnel keys (no key secret)",
+            ),
         }
     }
 
@@ -888,6 +929,7 @@ impl Controller {
             ClientMsg::ReportMeters { readings } => self.report_meters(host, readings, now_ns),
             ClientMsg::ReconcileHost { tunnels } => self.reconcile_host(host, tunnels),
             ClientMsg::ListTunnels => self.list(),
+            ClientMsg::TunnelKey { tunnel } => self.key_of(host, *tunnel),
         }
     }
 

@@ -41,6 +41,8 @@
 //!                            <-  AuthOk | Refused{Unauthenticated} + close
 //! RequestBandwidth{..}       ->
 //!                            <-  Granted | Refused
+//! TunnelKey{tunnel}          ->                    (its sender or a receiver)
+//!                            <-  Key{tunnel, key} | Refused
 //! Subscribe                  ->
 //!                            <-  Ack
 //!                            <-  Upcall(BandwidthChanged | BandwidthTerminated)  (any time)
@@ -349,6 +351,11 @@ pub enum ClientMsg {
     ListTunnels,
     /// Receive upcalls for this host's tunnels on this connection.
     Subscribe,
+    /// The MAC key of a tunnel the host sends or receives on.
+    TunnelKey {
+        /// The tunnel.
+        tunnel: TunnelId,
+    },
 }
 
 /// An unsolicited message to the owner of a tunnel.
@@ -417,6 +424,14 @@ pub enum ServerMsg {
     Released {
         /// The tunnel.
         tunnel: TunnelId,
+    },
+    /// Answer to `TunnelKey`: the key its sender seals with and its
+    /// receivers check (`xlane_auth`).
+    Key {
+        /// The tunnel.
+        tunnel: TunnelId,
+        /// The 128-bit key.
+        key: [u8; 16],
     },
     /// Answer to `ChangeBandwidth`.
     Changed {
@@ -746,6 +761,7 @@ mod kind {
     pub const RECONCILE: u8 = 0x07;
     pub const LIST: u8 = 0x08;
     pub const SUBSCRIBE: u8 = 0x09;
+    pub const TUNNEL_KEY: u8 = 0x0a;
 
     pub const CHALLENGE: u8 = 0x81;
     pub const AUTH_OK: u8 = 0x82;
@@ -758,6 +774,7 @@ mod kind {
     pub const ACK: u8 = 0x89;
     pub const BW_CHANGED: u8 = 0x8a;
     pub const BW_TERMINATED: u8 = 0x8b;
+    pub const KEY: u8 = 0x8c;
 }
 
 impl Message for ClientMsg {
@@ -819,6 +836,10 @@ impl Message for ClientMsg {
             }),
             ClientMsg::ListTunnels => frame(kind::LIST, out, |_| Ok(())),
             ClientMsg::Subscribe => frame(kind::SUBSCRIBE, out, |_| Ok(())),
+            ClientMsg::TunnelKey { tunnel } => frame(kind::TUNNEL_KEY, out, |w| {
+                w.u64(tunnel.0);
+                Ok(())
+            }),
         }
     }
 
@@ -864,6 +885,9 @@ impl Message for ClientMsg {
             },
             kind::LIST => ClientMsg::ListTunnels,
             kind::SUBSCRIBE => ClientMsg::Subscribe,
+            kind::TUNNEL_KEY => ClientMsg::TunnelKey {
+                tunnel: TunnelId(r.u64()?),
+            },
             k => return Err(ProtoError::UnknownKind(k)),
         };
         r.finish()?;
@@ -966,6 +990,12 @@ impl Message for ServerMsg {
                 w.u64(tunnel.0);
                 Ok(())
             }),
+            ServerMsg::Key { tunnel, key } => frame(kind::KEY, out, |w| {
+                w.u64(tunnel.0);
+                w.u64(u64::from_be_bytes(key[..8].try_into().expect("8 bytes")));
+                w.u64(u64::from_be_bytes(key[8..].try_into().expect("8 bytes")));
+                Ok(())
+            }),
             ServerMsg::Changed {
                 tunnel,
                 resources,
@@ -1043,6 +1073,13 @@ impl Message for ServerMsg {
             kind::RELEASED => ServerMsg::Released {
                 tunnel: TunnelId(r.u64()?),
             },
+            kind::KEY => {
+                let tunnel = TunnelId(r.u64()?);
+                let mut key = [0u8; 16];
+                key[..8].copy_from_slice(&r.u64()?.to_be_bytes());
+                key[8..].copy_from_slice(&r.u64()?.to_be_bytes());
+                ServerMsg::Key { tunnel, key }
+            }
             kind::CHANGED => ServerMsg::Changed {
                 tunnel: TunnelId(r.u64()?),
                 resources: r.resources()?,
@@ -1156,6 +1193,9 @@ mod tests {
                 period_ns: 200_000,
                 sublane: 1,
             },
+            ClientMsg::TunnelKey {
+                tunnel: TunnelId(9),
+            },
         ];
         for m in msgs {
             let b = m.to_frame().unwrap();
@@ -1163,6 +1203,12 @@ mod tests {
             assert_eq!(d, m);
             assert_eq!(n, b.len());
         }
+        let key = ServerMsg::Key {
+            tunnel: TunnelId(9),
+            key: std::array::from_fn(|i| i as u8 * 17),
+        };
+        let b = key.to_frame().unwrap();
+        assert_eq!(ServerMsg::decode(&b).unwrap(), (key, b.len()));
     }
 
     #[test]

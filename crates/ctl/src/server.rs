@@ -338,7 +338,9 @@ impl Server {
         mut fabric: Box<dyn Fabric>,
     ) -> Result<Server, ServerError> {
         let opened = Store::open(&cfg.state_dir, cfg.fsync)?;
-        let core = Controller::recover(topo, cfg.te.clone(), cfg.policy.clone(), &opened.records)?;
+        let mut core =
+            Controller::recover(topo, cfg.te.clone(), cfg.policy.clone(), &opened.records)?;
+        core.set_key_secret(key_secret(&cfg.state_dir)?);
         let mut fabric_errors = 0;
         for op in core.resync() {
             if let Err(e) = fabric.apply(&op) {
@@ -464,6 +466,35 @@ impl Server {
 impl Drop for Server {
     fn drop(&mut self) {
         self.shutdown();
+    }
+}
+
+/// The file of the secret tunnel keys are derived from, in the state
+/// directory.
+pub const KEY_SECRET_FILE: &str = "tunnel-key.secret";
+
+/// The secret tunnel keys are derived from: read from the state
+/// directory, or made there (mode 0600) on the first start, so that every
+/// tunnel keeps its key across restarts.
+fn key_secret(dir: &std::path::Path) -> std::io::Result<xlane_auth::Key> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let p = dir.join(KEY_SECRET_FILE);
+    match std::fs::read_to_string(&p) {
+        Ok(text) => xlane_auth::Key::from_hex(&text)
+            .ok_or_else(|| std::io::Error::other(format!("{}: not 32 hex digits", p.display()))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let k = xlane_auth::Key::random()?;
+            let mut f = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(&p)?;
+            f.write_all(format!("{}\n", k.to_hex()).as_bytes())?;
+            f.sync_all()?;
+            Ok(k)
+        }
+        Err(e) => Err(e),
     }
 }
 

@@ -530,3 +530,37 @@ fn exceeding_meters_demote_and_notify() {
     let s = start(dir.path(), &fx);
     assert_eq!(s.tunnels(), before);
 }
+
+/// A tunnel's MAC key goes to its sender and its receivers, the same to
+/// each, and to no other host; it differs from tunnel to tunnel and stays
+/// across a restart on the same state directory.
+#[test]
+fn tunnel_keys_go_to_the_tunnels_hosts_only_and_survive_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let fx = fixture();
+    let s = start(dir.path(), &fx);
+    let mut h0 = client(&s, &fx, "h0");
+    let a = h0
+        .request(&["h1".into(), "h2".into()], 100, 1_000_000, 0)
+        .unwrap();
+    let b = h0.request(&["h3".into()], 100, 1_000_000, 0).unwrap();
+    let k = h0.tunnel_key(a.tunnel).unwrap();
+    assert_eq!(client(&s, &fx, "h1").tunnel_key(a.tunnel).unwrap(), k);
+    assert_eq!(client(&s, &fx, "h2").tunnel_key(a.tunnel).unwrap(), k);
+    assert_eq!(
+        refused(client(&s, &fx, "h3").tunnel_key(a.tunnel).unwrap_err()),
+        RefusalCode::Forbidden
+    );
+    assert_eq!(
+        refused(h0.tunnel_key(TunnelId(999)).unwrap_err()),
+        RefusalCode::UnknownTunnel
+    );
+    let kb = h0.tunnel_key(b.tunnel).unwrap();
+    assert_ne!(kb, k);
+    drop(h0);
+    s.stop();
+    let s = start(dir.path(), &fx);
+    assert_eq!(client(&s, &fx, "h2").tunnel_key(a.tunnel).unwrap(), k);
+    assert_eq!(client(&s, &fx, "h3").tunnel_key(b.tunnel).unwrap(), kb);
+    s.stop();
+}

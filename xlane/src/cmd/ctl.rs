@@ -42,6 +42,10 @@ enum Cmd {
     Release(ReleaseArgs),
     /// List all tunnels.
     List(ListArgs),
+    /// Print the MAC key of a tunnel --host sends or receives on, as a
+    /// cluster key file entry (key id = tunnel id): append it to the file
+    /// `--key-file` reads, on the tunnel's sender and receivers.
+    TunnelKey(TunnelKeyArgs),
     /// Print the upcalls (bandwidthChanged, bandwidthTerminated) for --host's
     /// tunnels as they come.
     Watch(WatchArgs),
@@ -166,6 +170,15 @@ struct ReleaseArgs {
 }
 
 #[derive(clap::Args)]
+struct TunnelKeyArgs {
+    #[command(flatten)]
+    conn: Conn,
+    /// The tunnel id (one --host sends or receives on).
+    #[arg(long)]
+    tunnel: u64,
+}
+
+#[derive(clap::Args)]
 struct ListArgs {
     #[command(flatten)]
     conn: Conn,
@@ -220,6 +233,17 @@ pub fn run(args: Args) -> super::CmdResult {
         Cmd::Change(a) => change(a),
         Cmd::Release(a) => release(a),
         Cmd::List(a) => list(a),
+        Cmd::TunnelKey(a) => {
+            let mut c = connect(&a.conn)?;
+            let key = c.tunnel_key(TunnelId(a.tunnel))?;
+            let id = u32::try_from(a.tunnel)
+                .map_err(|_| format!("tunnel {} does not fit a key id", a.tunnel))?;
+            print!(
+                "{}",
+                xlane_auth::KeyRing::from_pairs(&[(id, key)]).to_toml()
+            );
+            Ok(())
+        }
         Cmd::Watch(a) => watch(a),
     }
 }
