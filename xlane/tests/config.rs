@@ -6,7 +6,7 @@
 mod common;
 
 use common::procs::{free_tcp, free_udp};
-use common::spawn_until_ready;
+use common::{spawn_until_ready, stop};
 use std::process::Command;
 
 fn xlane() -> Command {
@@ -21,12 +21,6 @@ fn write(dir: &std::path::Path, name: &str, text: &str) -> std::path::PathBuf {
     let p = dir.join(name);
     std::fs::write(&p, text).unwrap();
     p
-}
-
-fn stop(mut c: std::process::Child) {
-    // SAFETY: a plain syscall on the PID of a child this test started.
-    unsafe { libc::kill(c.id() as libc::pid_t, libc::SIGTERM) };
-    let _ = c.wait();
 }
 
 #[test]

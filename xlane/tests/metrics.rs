@@ -8,7 +8,7 @@
 mod common;
 
 use common::procs::{free_tcp, free_udp};
-use common::{spawn_until_ready, Conn};
+use common::{spawn_until_ready, stop, Conn};
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::process::Command;
@@ -56,12 +56,6 @@ fn until_above(addr: &str, series: &str, than: f64) -> f64 {
         }
         std::thread::sleep(Duration::from_millis(50));
     }
-}
-
-fn stop(mut c: std::process::Child) {
-    // SAFETY: a plain syscall on the PID of a child this test started.
-    unsafe { libc::kill(c.id() as libc::pid_t, libc::SIGTERM) };
-    let _ = c.wait();
 }
 
 #[test]

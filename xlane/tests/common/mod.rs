@@ -23,6 +23,13 @@ pub fn spawn_until_ready(cmd: &mut Command) -> (Child, BufReader<ChildStdout>, S
     (child, out, line)
 }
 
+/// SIGTERM by PID to a child this test started, and wait for it.
+pub fn stop(mut c: Child) {
+    // SAFETY: a plain syscall on the PID of a child this test started.
+    unsafe { libc::kill(c.id() as libc::pid_t, libc::SIGTERM) };
+    let _ = c.wait();
+}
+
 /// One RESP connection; every read and write waits at most its timeout.
 pub struct Conn {
     s: TcpStream,
