@@ -31,8 +31,10 @@ use crate::Nanos;
 /// Bytes of a [`LaneBeacon`]: one 30-byte lane chunk holds it.
 pub const LANE_BEACON_LEN: usize = 24;
 
-/// A beacon on the lane: who sends it, the period it sends at (so the hop
-/// scales its silence limit to it), and its barriers. Big-endian:
+/// A beacon on the lane: who sends it, the period it sends at, and its
+/// barriers. (The hop scales an input's silence limit to the period its
+/// tunnel was granted, which it holds itself; the period in the beacon
+/// says what the sender runs at, for a capture or a log.) Big-endian:
 /// `src:u32 | period_us:u32 | barrier:u64 | commit:u64`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LaneBeacon {

@@ -473,6 +473,24 @@ struct HopLane {
 /// The sender id in a hop's lane beacons.
 pub const HOP_SRC: u32 = u32::MAX;
 
+/// Takes input `link`'s barriers with `take`. A link removed as silent
+/// that speaks again joins anew first (counted in `rejoined`): it counts
+/// once its barrier catches up.
+fn take_rejoining(
+    agg: &mut Aggregator,
+    link: LinkId,
+    now: Nanos,
+    rejoined: &mut u64,
+    take: impl Fn(&mut Aggregator) -> Result<(u64, u64), AggError>,
+) -> Result<(u64, u64), AggError> {
+    let r = take(agg);
+    if r == Err(AggError::UnknownLink(link)) && agg.add_input(link, now).is_ok() {
+        *rejoined += 1;
+        return take(agg);
+    }
+    r
+}
+
 /// How often a hop reports a held link to the coordinators.
 pub const REPORT_EVERY_NS: Nanos = 20_000_000;
 
@@ -563,11 +581,9 @@ impl UdpHop {
                 return;
             };
             let now = now_ns();
-            let mut r = agg.on_beacon(link, b.barrier, b.commit, now);
-            if r == Err(AggError::UnknownLink(link)) && agg.add_input(link, now).is_ok() {
-                stats.rejoined += 1;
-                r = agg.on_beacon(link, b.barrier, b.commit, now);
-            }
+            let r = take_rejoining(agg, link, now, &mut stats.rejoined, |agg| {
+                agg.on_beacon(link, b.barrier, b.commit, now)
+            });
             if r.is_err() {
                 // Fenced: a held silent link.
                 stats.refused += 1;
@@ -706,16 +722,12 @@ impl UdpHop {
             // A beacon carries no message: taken by maximum (a lane
             // beacon may have overtaken it).
             let beacon = h.kind == Kind::Beacon;
-            let take = |agg: &mut Aggregator| match beacon {
-                true => agg.on_beacon(link, h.barrier, h.commit, now),
-                false => agg.on_packet(link, h.barrier, h.commit, now),
-            };
-            let mut r = take(&mut self.agg);
-            if r == Err(AggError::UnknownLink(link)) && self.agg.add_input(link, now).is_ok() {
-                // Removed as silent, speaking again: it joins anew.
-                self.stats.rejoined += 1;
-                r = take(&mut self.agg);
-            }
+            let r = take_rejoining(&mut self.agg, link, now, &mut self.stats.rejoined, |agg| {
+                match beacon {
+                    true => agg.on_beacon(link, h.barrier, h.commit, now),
+                    false => agg.on_packet(link, h.barrier, h.commit, now),
+                }
+            });
             let Ok((b, c)) = r else {
                 // A barrier that went back.
                 self.stats.refused += 1;
