@@ -448,11 +448,8 @@ pub fn run(cfg: &BoundsConfig, progress: &mut dyn FnMut(&str)) -> Result<BoundsR
     // The first packet only once every tunnel is enforced (the daemon
     // installs in its tick; `tc` is slow on a loaded machine).
     let t_install = realtime_ns();
-    let deadline = t_install + 60_000_000_000;
-    while installed.load(Ordering::Relaxed) < granted.len() && realtime_ns() < deadline {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let n_installed = installed.load(Ordering::Relaxed);
+    let n_installed =
+        TestbedFabric::wait_installed(&installed, granted.len(), Duration::from_secs(60));
     if n_installed < granted.len() {
         return Err(BenchError::Config(format!(
             "the controller installed {n_installed} of {} tunnels in 60 s (see its messages above)",

@@ -102,6 +102,17 @@ impl TestbedFabric {
         Arc::clone(&self.installed_count)
     }
 
+    /// Waits until `counter` (from [`Self::installed_counter`]) reaches
+    /// `n` or `limit` passes: the daemon installs in its tick, and `tc` is
+    /// slow on a loaded machine. Returns the count reached.
+    pub fn wait_installed(counter: &AtomicUsize, n: usize, limit: std::time::Duration) -> usize {
+        let deadline = std::time::Instant::now() + limit;
+        while counter.load(Ordering::Relaxed) < n && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        counter.load(Ordering::Relaxed)
+    }
+
     fn bridge(&self, args: &[&str]) -> Result<(), FabricError> {
         let prog = if args.first() == Some(&"link") {
             "ip"

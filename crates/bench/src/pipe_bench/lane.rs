@@ -13,7 +13,6 @@
 //! controller allocates tunnels between hosts.
 
 use std::net::{Ipv4Addr, SocketAddrV4};
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use serde::Serialize;
@@ -54,6 +53,9 @@ pub struct TunnelOut {
     pub min_latency_ns: u64,
     /// Announced maximum latency, ns.
     pub max_latency_ns: u64,
+    /// The sending host's index (its client releases the tunnel).
+    #[serde(skip)]
+    owner: usize,
 }
 
 /// The controller and the phase's tunnels.
@@ -149,6 +151,7 @@ impl LaneGrants {
                 period_raised: g.period_raised,
                 min_latency_ns: r.min_latency_ns,
                 max_latency_ns: r.min_latency_ns.saturating_add(r.max_jitter_ns),
+                owner: from,
             });
             Ok(LaneTunnel {
                 tunnel: g.tunnel.0 as u32,
@@ -163,13 +166,7 @@ impl LaneGrants {
         to.sort_unstable();
         to.dedup();
         let downlink = grant(&mut clients, hop_host, to)?;
-        let deadline = std::time::Instant::now() + Duration::from_secs(60);
-        while installed.load(Ordering::Relaxed) < tunnels.len()
-            && std::time::Instant::now() < deadline
-        {
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let n = installed.load(Ordering::Relaxed);
+        let n = TestbedFabric::wait_installed(&installed, tunnels.len(), Duration::from_secs(60));
         if n < tunnels.len() {
             return Err(PipeBenchError::Run(format!(
                 "the controller installed {n} of {} beacon tunnels in 60 s",
@@ -267,13 +264,8 @@ impl LaneGrants {
     pub fn stop(mut self) -> Result<(), PipeBenchError> {
         self.drain_upcalls();
         let mut first = None;
-        let owners: Vec<usize> = self
-            .tunnels
-            .iter()
-            .map(|t| t.from[1..].parse().unwrap_or(0))
-            .collect();
-        for (t, h) in self.tunnels.iter().zip(owners) {
-            if let Err(e) = self.clients[h].release(TunnelId(t.tunnel)) {
+        for t in &self.tunnels {
+            if let Err(e) = self.clients[t.owner].release(TunnelId(t.tunnel)) {
                 first.get_or_insert(format!("release tunnel {}: {e}", t.tunnel));
             }
         }
