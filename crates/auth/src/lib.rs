@@ -192,6 +192,20 @@ impl Sealer {
     }
 }
 
+/// Seals the `len`-byte payload in `buf` with `sealer`, if there is one
+/// (see [`Sealer::seal`]); returns the length to send: sealed, or `len`
+/// as it was without a sealer. Callers size `buf` for the trailer; if it
+/// has no room, the payload goes unsealed and receivers refuse it.
+pub fn seal_if_keyed(
+    sealer: Option<&mut Sealer>,
+    buf: &mut [u8],
+    len: usize,
+    to: u32,
+    now: u64,
+) -> usize {
+    sealer.map_or(len, |s| s.seal(buf, len, to, now).unwrap_or(len))
+}
+
 /// Opens datagrams sealed under the keys of its ring.
 #[derive(Debug, Clone)]
 pub struct Opener {

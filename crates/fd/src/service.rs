@@ -42,7 +42,7 @@ use std::io;
 use std::net::{Ipv4Addr, SocketAddrV4};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use xlane_auth::{KeyRing, Opener, Sealer, ANY_RECEIVER, TRAILER_LEN};
+use xlane_auth::{seal_if_keyed, KeyRing, Opener, Sealer, ANY_RECEIVER, TRAILER_LEN};
 use xlane_host::runtime::{
     lock_memory, place_current_thread, wait_readable, wait_until, Placement, RuntimeError, WaitMode,
 };
@@ -523,11 +523,9 @@ impl Service {
                     let Some(dst) = dsts.get(d) else { continue };
                     let t = realtime_ns();
                     let _ = xlane_wire::stamp_send_time(&mut buf[..len], t);
-                    let n = match self.auth.as_mut() {
-                        // The buffer has room for the trailer.
-                        Some((s, _)) => s.seal(buf, len, ANY_RECEIVER, t).unwrap_or(len),
-                        None => len,
-                    };
+                    // The buffer has room for the trailer.
+                    let sealer = self.auth.as_mut().map(|(s, _)| s);
+                    let n = seal_if_keyed(sealer, buf, len, ANY_RECEIVER, t);
                     match self.sock.send_to(&buf[..n], *dst) {
                         Ok(_) => {}
                         Err(_) => self.report.send_errors += 1,
@@ -555,12 +553,8 @@ impl Service {
                 let len = bytes.len();
                 buf[..len].copy_from_slice(&bytes);
                 for dst in dsts.iter() {
-                    let n = match self.auth.as_mut() {
-                        Some((s, _)) => {
-                            s.seal(buf, len, ANY_RECEIVER, realtime_ns()).unwrap_or(len)
-                        }
-                        None => len,
-                    };
+                    let sealer = self.auth.as_mut().map(|(s, _)| s);
+                    let n = seal_if_keyed(sealer, buf, len, ANY_RECEIVER, realtime_ns());
                     if self.sock.send_to(&buf[..n], *dst).is_err() {
                         self.report.send_errors += 1;
                     }

@@ -52,7 +52,7 @@ use std::net::SocketAddrV4;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use xlane_auth::{Opener, Sealer, ANY_RECEIVER, TRAILER_LEN};
+use xlane_auth::{seal_if_keyed, Opener, Sealer, ANY_RECEIVER, TRAILER_LEN};
 use xlane_lane::{Delivery, PeriodicReceiver, PeriodicSender};
 use xlane_wire::MAX_FRAME_LEN;
 
@@ -463,11 +463,8 @@ impl<F: SlotFill, S: FrameSink> LaneLoop<F, S> {
             let t = realtime_ns();
             // The frame was just built by the core, so re-stamping cannot fail.
             let _ = xlane_wire::stamp_send_time(&mut frame[..tx.len], t);
-            let len = match s.seal.as_mut() {
-                // The buffer has room for the trailer.
-                Some(seal) => seal.seal(frame, tx.len, ANY_RECEIVER, t).unwrap_or(tx.len),
-                None => tx.len,
-            };
+            // The buffer has room for the trailer.
+            let len = seal_if_keyed(s.seal.as_mut(), frame, tx.len, ANY_RECEIVER, t);
             let ok = s.sock.send_many(&frame[..len], &s.dsts);
             self.stats.send_calls += s.dsts.len().div_ceil(crate::socket::SEND_BATCH) as u64;
             self.stats.frames += 1;
