@@ -41,6 +41,9 @@ enum Command {
     Fd(cmd::fd::Args),
     /// The X-Lane controller: tunnel allocation daemon, keys, and client.
     Ctl(cmd::ctl::Args),
+    /// Host mode on a real machine: enforce this host's granted tunnels on
+    /// its own interface (classes, rates, DSCP marking), restored on exit.
+    Host(cmd::host::Args),
     /// A Redis-compatible (RESP2) key-value server.
     Kv(cmd::kv::Args),
     /// R2P2 request-reply RPCs on the regular lane: the router.
@@ -69,6 +72,7 @@ fn main() -> ExitCode {
         Command::Lancet(a) => cmd::lancet::run(a),
         Command::Fd(a) => cmd::fd::run(a),
         Command::Ctl(a) => cmd::ctl::run(a),
+        Command::Host(a) => cmd::host::run(a),
         Command::Kv(a) => cmd::kv::run(a),
         Command::Rpc(a) => cmd::rpc::run(a),
         Command::Pipe(a) => cmd::pipe::run(a),

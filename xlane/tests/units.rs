@@ -26,6 +26,7 @@ fn every_unit_runs_its_command_with_its_sample_settings() {
         ("xlane-ctl.service", None, "ctl.toml"),
         ("xlane-fd.service", None, "fd.toml"),
         ("xlane-kv.service", None, "kv.toml"),
+        ("xlane-host.service", None, "host.toml"),
         ("xlaned@.service", Some("receiver"), "xlaned-receiver.toml"),
     ];
     for (name, instance, sample) in units {
@@ -59,6 +60,9 @@ fn every_unit_runs_its_command_with_its_sample_settings() {
             assert!(text.contains("LimitMEMLOCK=infinity"), "{name}");
             assert!(text.contains("LimitRTPRIO=99"), "{name}");
             assert!(text.contains("AmbientCapabilities=CAP_SYS_NICE"), "{name}");
+        }
+        if name.starts_with("xlane-host") {
+            assert!(text.contains("AmbientCapabilities=CAP_NET_ADMIN"), "{name}");
         }
     }
     // A key the command lacks is caught the same way.

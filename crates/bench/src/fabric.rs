@@ -27,16 +27,10 @@ use std::sync::Arc;
 use xlane_ctl::fabric::{Fabric, FabricError, FabricOp, SwitchMeter};
 use xlane_ctl::proto::TunnelId;
 use xlane_host::socket::realtime_ns;
+use xlane_netcfg::tunnel_class;
 use xlane_testbed::{Place, Testbed, TestbedError, TunnelPolicy};
 
 pub use xlane_ctl::fabric::group_of;
-
-/// Smallest queue of a tunnel class, packets. The controller's model needs
-/// one, but an emulated NIC's queue is drained by a timer that a stalled
-/// CPU delays: a punctual tunnel must not lose packets (and look over its
-/// rate) because its host stalled for a few periods, while a sender at
-/// many times its rate still overflows it within a few milliseconds.
-const MIN_QUEUE_PKTS: u32 = 16;
 
 /// The testbed as the controller programs it.
 pub struct TestbedFabric {
@@ -203,21 +197,14 @@ impl Fabric for TestbedFabric {
                 ..
             } => {
                 let id = tunnel.0;
-                let wire = u32::try_from(id).map_err(|_| failed("tunnel id beyond 32 bits"))?;
-                let sender = host_index(sender, self.hosts)?;
+                let mut policy = tunnel_class(id, *sublane, *rate_bps, *burst_bytes, *queue_pkts)
+                    .map_err(failed)?;
+                policy.sender = host_index(sender, self.hosts)?;
                 let ports = receivers
                     .iter()
                     .map(|r| host_index(r, self.hosts))
                     .collect::<Result<Vec<_>, _>>()?;
-                let policy = TunnelPolicy {
-                    tunnel: wire,
-                    sublane: *sublane,
-                    rate_bps: *rate_bps,
-                    burst_bytes: *burst_bytes,
-                    queue_pkts: (*queue_pkts).max(MIN_QUEUE_PKTS),
-                    sender,
-                    ports: ports.clone(),
-                };
+                policy.ports = ports.clone();
                 // A range change that leaves the enforcement as it is (the
                 // usual TE upcall) must not touch the running classes.
                 if !self.demoted.contains(&id) && self.installed.get(&id) == Some(&policy) {

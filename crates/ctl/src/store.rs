@@ -469,6 +469,36 @@ fn sync_dir(dir: &Path) -> Result<(), StoreError> {
         .map_err(io(dir, "fsync directory"))
 }
 
+/// The snapshot's records and epoch (none and 0 without a snapshot).
+fn read_snapshot(dir: &Path) -> Result<(Vec<Record>, u64), StoreError> {
+    let spath = Store::snapshot_path(dir);
+    match std::fs::read(&spath) {
+        Ok(buf) => {
+            let bad = |why: String| StoreError::CorruptSnapshot {
+                path: spath.clone(),
+                why,
+            };
+            if buf.len() < 20 || &buf[..8] != SNAPSHOT_MAGIC {
+                return Err(bad("bad header".into()));
+            }
+            let mut e = [0u8; 8];
+            e.copy_from_slice(&buf[8..16]);
+            let epoch = u64::from_be_bytes(e);
+            let count = u32::from_be_bytes([buf[16], buf[17], buf[18], buf[19]]) as usize;
+            let (recs, _, damage) = parse_records(&buf[20..]);
+            if let Some(d) = damage {
+                return Err(bad(d));
+            }
+            if recs.len() != count {
+                return Err(bad(format!("{} records, header says {count}", recs.len())));
+            }
+            Ok((recs, epoch))
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok((Vec::new(), 0)),
+        Err(e) => Err(io(&spath, "read")(e)),
+    }
+}
+
 impl Store {
     /// The journal's path in `dir`.
     pub fn journal_path(dir: &Path) -> PathBuf {
@@ -487,35 +517,10 @@ impl Store {
         let lock = lock_dir(dir)?;
         let mut report = RecoveryReport::default();
         let mut records = Vec::new();
-        // Snapshot.
         let spath = Store::snapshot_path(dir);
-        let mut epoch = 0u64;
-        match std::fs::read(&spath) {
-            Ok(buf) => {
-                let bad = |why: String| StoreError::CorruptSnapshot {
-                    path: spath.clone(),
-                    why,
-                };
-                if buf.len() < 20 || &buf[..8] != SNAPSHOT_MAGIC {
-                    return Err(bad("bad header".into()));
-                }
-                let mut e = [0u8; 8];
-                e.copy_from_slice(&buf[8..16]);
-                epoch = u64::from_be_bytes(e);
-                let count = u32::from_be_bytes([buf[16], buf[17], buf[18], buf[19]]) as usize;
-                let (recs, _, damage) = parse_records(&buf[20..]);
-                if let Some(d) = damage {
-                    return Err(bad(d));
-                }
-                if recs.len() != count {
-                    return Err(bad(format!("{} records, header says {count}", recs.len())));
-                }
-                report.snapshot_records = recs.len();
-                records.extend(recs);
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(io(&spath, "read")(e)),
-        }
+        let (snap, epoch) = read_snapshot(dir)?;
+        report.snapshot_records = snap.len();
+        records.extend(snap);
         // Journal.
         let jpath = Store::journal_path(dir);
         let mut journal = OpenOptions::new()
@@ -603,6 +608,40 @@ impl Store {
             records,
             report,
         })
+    }
+
+    /// The records of the state in `dir`, read without taking it (no
+    /// lock, nothing truncated): for tools that look while the daemon
+    /// runs. A journal tail that does not parse (a write in progress, or
+    /// damage the daemon truncates at its next start) is left out.
+    pub fn read(dir: &Path) -> Result<Vec<Record>, StoreError> {
+        let (mut records, epoch) = read_snapshot(dir)?;
+        let jpath = Store::journal_path(dir);
+        let buf = match std::fs::read(&jpath) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && !records.is_empty() => {
+                return Ok(records)
+            }
+            Err(e) => return Err(io(&jpath, "read")(e)),
+        };
+        if buf.len() < JOURNAL_HEADER as usize {
+            return Ok(records);
+        }
+        if &buf[..8] != JOURNAL_MAGIC {
+            return Err(StoreError::NotAJournal { path: jpath });
+        }
+        let mut e = [0u8; 8];
+        e.copy_from_slice(&buf[8..16]);
+        let jepoch = u64::from_be_bytes(e);
+        if jepoch == epoch {
+            records.extend(parse_records(&buf[JOURNAL_HEADER as usize..]).0);
+        } else if jepoch > epoch {
+            return Err(StoreError::CorruptSnapshot {
+                path: Store::snapshot_path(dir),
+                why: format!("journal epoch {jepoch} is newer than the snapshot's {epoch} (snapshot missing?)"),
+            });
+        }
+        Ok(records)
     }
 
     /// Empty the journal and write its header with the current epoch.
@@ -831,6 +870,29 @@ mod tests {
         let o = Store::open(dir.path(), FsyncPolicy::Always).unwrap();
         assert!(o.report.stale_journal_discarded);
         assert_eq!(o.records, recs[..2].to_vec());
+    }
+
+    #[test]
+    fn a_reader_sees_the_state_of_an_open_store() {
+        let dir = tempfile::tempdir().unwrap();
+        let recs = sample();
+        assert!(Store::read(dir.path()).is_err(), "no state yet");
+        let mut s = Store::open(dir.path(), FsyncPolicy::Never).unwrap().store;
+        s.append(&recs).unwrap();
+        // The daemon holds the lock; the reader does not need it.
+        assert_eq!(Store::read(dir.path()).unwrap(), recs);
+        s.compact(&recs[..2]).unwrap();
+        s.append(&recs[2..3]).unwrap();
+        assert_eq!(Store::read(dir.path()).unwrap(), recs[..3].to_vec());
+        // A write in progress (half a record) is left out, not cut.
+        let jpath = Store::journal_path(dir.path());
+        let full = std::fs::read(&jpath).unwrap();
+        std::fs::write(&jpath, &full[..full.len() - 3]).unwrap();
+        assert_eq!(Store::read(dir.path()).unwrap(), recs[..2].to_vec());
+        assert_eq!(
+            std::fs::metadata(&jpath).unwrap().len() as usize,
+            full.len() - 3
+        );
     }
 
     #[test]

@@ -280,7 +280,7 @@ pub fn install_lines(dev: &str, link_bps: u64) -> Vec<String> {
 
 /// The netfilter tool of a family: the legacy one when installed (this
 /// kernel has `ip_tables`), else the default.
-fn xtables(v6: bool) -> &'static str {
+pub fn xtables(v6: bool) -> &'static str {
     let (legacy, plain) = if v6 {
         ("ip6tables-legacy", "ip6tables")
     } else {

@@ -46,6 +46,27 @@ fn burst_bytes(rate_bps: u64, burst_ns: u64) -> u64 {
     by_time.max(2 * FRAME_BYTES)
 }
 
+/// Guaranteed rates of a port's classes, bit/s (each may borrow up to the
+/// link rate).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClassRates {
+    /// Each express class: `express_rate_percent` of the link (≥ 8 kbit/s).
+    pub express: u64,
+    /// Best effort: what the express classes leave (≥ 8 kbit/s).
+    pub best_effort: u64,
+}
+
+/// The guaranteed rates of the classes of a port shaped to `rate_bps`.
+pub fn class_rates(rate_bps: u64, cfg: &TestbedConfig) -> ClassRates {
+    let pct = cfg.express_rate_percent as u64;
+    let express = (rate_bps * pct / 100).max(8_000);
+    let n_express = if cfg.express2_dscp.is_some() { 2 } else { 1 };
+    ClassRates {
+        express,
+        best_effort: rate_bps.saturating_sub(express * n_express).max(8_000),
+    }
+}
+
 /// The `tc -batch` lines that shape `dev` to `rate_bps` with the classes
 /// above.
 pub fn htb_lines(dev: &str, rate_bps: u64, cfg: &TestbedConfig) -> Vec<String> {
@@ -110,10 +131,10 @@ fn htb_lines_at(
         Some(p) => format!("parent {p}"),
         None => "root".to_string(),
     };
-    let pct = cfg.express_rate_percent as u64;
-    let express_rate = (rate_bps * pct / 100).max(8_000);
-    let n_express = if cfg.express2_dscp.is_some() { 2 } else { 1 };
-    let be_rate = rate_bps.saturating_sub(express_rate * n_express).max(8_000);
+    let ClassRates {
+        express: express_rate,
+        best_effort: be_rate,
+    } = class_rates(rate_bps, cfg);
     let cburst = burst_bytes(rate_bps, cfg.burst_ns);
     let ceil = format_rate(rate_bps);
     let class = |id: &str, prio: u32, rate: u64| {

@@ -589,6 +589,8 @@ impl Testbed {
             prefix: self.prefix.clone(),
             express_dscp: self.cfg.express_dscp,
             express2_dscp: self.cfg.express2_dscp,
+            express_rate_percent: self.cfg.express_rate_percent,
+            burst_ns: self.cfg.burst_ns,
             node,
             link,
         }

@@ -7,6 +7,8 @@
 //! prefix = "xl1a2b3c"          # testbed prefix
 //! express_dscp = 46            # DSCP of express sub-lane 1 (HTB prio 0)
 //! express2_dscp = 40           # DSCP of express sub-lane 2 (prio 1); absent if disabled
+//! express_rate_percent = 10    # guaranteed rate of each express class, % of its link
+//! burst_ns = 50000             # burst of the shaped classes, as time at their rate
 //!
 //! [[node]]
 //! name = "h0"                  # h<i> for hosts, "sw" for the switch
@@ -71,7 +73,8 @@ pub struct Node {
     pub name: String,
     /// Host or switch.
     pub kind: NodeKind,
-    /// Its network namespace.
+    /// Its network namespace (empty in a file describing real hosts).
+    #[serde(default)]
     pub netns: String,
     /// Host address (hosts only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -91,13 +94,17 @@ pub struct Link {
     pub bandwidth_bps: u64,
     /// Queue of each express sub-lane, packets.
     pub express_queue_pkts: u32,
-    /// Best-effort queue, packets.
+    /// Best-effort queue, packets (default 1000).
+    #[serde(default = "default_best_effort_queue")]
     pub best_effort_queue_pkts: u32,
     /// Measured minimum latency of this hop, ns (0 if not measured).
+    #[serde(default)]
     pub min_latency_ns: u64,
     /// Measured jitter of this hop (share of p99.9 − min), ns.
+    #[serde(default)]
     pub max_jitter_ns: u64,
     /// Whether the two numbers above were measured.
+    #[serde(default)]
     pub measured: bool,
     /// Whether a packet's transmission time adds to the hop's minimum
     /// latency: false here, since the ports are HTB token buckets that
@@ -111,18 +118,39 @@ fn yes() -> bool {
     true
 }
 
+fn default_best_effort_queue() -> u32 {
+    crate::TestbedConfig::default().best_effort_queue_pkts
+}
+
+fn default_express_percent() -> u8 {
+    crate::TestbedConfig::default().express_rate_percent
+}
+
+fn default_burst_ns() -> u64 {
+    crate::TestbedConfig::default().burst_ns
+}
+
 /// The whole topology.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Topology {
     /// Schema version (`SCHEMA_VERSION`).
     pub schema: u32,
-    /// Testbed prefix.
+    /// Testbed prefix (empty in a file describing real hosts).
+    #[serde(default)]
     pub prefix: String,
     /// DSCP of express sub-lane 1.
     pub express_dscp: u8,
     /// DSCP of express sub-lane 2, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub express2_dscp: Option<u8>,
+    /// Guaranteed rate of each express class, percent of its link
+    /// ([`crate::TestbedConfig::express_rate_percent`]).
+    #[serde(default = "default_express_percent")]
+    pub express_rate_percent: u8,
+    /// Burst of every shaped class, as time at its rate, ns
+    /// ([`crate::TestbedConfig::burst_ns`]).
+    #[serde(default = "default_burst_ns")]
+    pub burst_ns: u64,
     /// Nodes.
     #[serde(default)]
     pub node: Vec<Node>,
@@ -247,6 +275,8 @@ mod tests {
             prefix: "xl000001".into(),
             express_dscp: 46,
             express2_dscp: Some(40),
+            express_rate_percent: 10,
+            burst_ns: 50_000,
             node: vec![
                 Node {
                     name: "h0".into(),

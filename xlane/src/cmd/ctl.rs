@@ -49,6 +49,39 @@ enum Cmd {
     /// Print the upcalls (bandwidthChanged, bandwidthTerminated) for --host's
     /// tunnels as they come.
     Watch(WatchArgs),
+    /// Write the configuration of the topology's switches for the
+    /// controller's current tunnels, instead of applying it: `tc` batch
+    /// lines for Linux-based switches, `config_db` JSON for SONiC. Reads the
+    /// state directory; works while the controller runs.
+    ExportSwitchConfig(ExportArgs),
+}
+
+#[derive(clap::Args)]
+struct ExportArgs {
+    /// Topology TOML the controller serves (with each link's `device`: the
+    /// switch port's name).
+    #[arg(long)]
+    topology: PathBuf,
+    /// The controller's state directory.
+    #[arg(long)]
+    state: PathBuf,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "tc")]
+    format: SwitchFormat,
+    /// Only this switch (default: every switch in the topology).
+    #[arg(long)]
+    switch: Option<String>,
+    /// Write to this file instead of stdout.
+    #[arg(long)]
+    out: Option<PathBuf>,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum SwitchFormat {
+    /// `tc -batch` lines (Linux-based switches).
+    Tc,
+    /// SONiC `config_db` JSON (QoS maps, schedulers, queue bindings).
+    Sonic,
 }
 
 #[derive(clap::Args)]
@@ -245,7 +278,51 @@ pub fn run(args: Args) -> super::CmdResult {
             Ok(())
         }
         Cmd::Watch(a) => watch(a),
+        Cmd::ExportSwitchConfig(a) => export_switch_config(a),
     }
+}
+
+fn export_switch_config(a: ExportArgs) -> super::CmdResult {
+    use xlane_netcfg::switch;
+    let text = std::fs::read_to_string(&a.topology)
+        .map_err(|e| format!("{}: {e}", a.topology.display()))?;
+    let te_topo =
+        Topology::from_toml(&text).map_err(|e| format!("{}: {e}", a.topology.display()))?;
+    let ports = xlane_testbed::Topology::from_toml(&text)
+        .map_err(|e| format!("{}: {e}", a.topology.display()))?;
+    if let Some(s) = &a.switch {
+        let known = ports
+            .node
+            .iter()
+            .any(|n| &n.name == s && n.kind == xlane_testbed::NodeKind::Switch);
+        if !known {
+            return Err(format!("--switch {s}: no switch of that name in the topology").into());
+        }
+    }
+    let records = xlane_ctl::store::Store::read(&a.state)
+        .map_err(|e| format!("state {}: {e}", a.state.display()))?;
+    let defaults = ServerConfig::new(([127, 0, 0, 1], 0).into(), a.state.clone());
+    let core = xlane_ctl::Controller::recover(te_topo, defaults.te, defaults.policy, &records)
+        .map_err(|e| format!("state {}: {e}", a.state.display()))?;
+    let plan = switch::plan(&ports, &core.resync())?;
+    let out = match a.format {
+        SwitchFormat::Tc => switch::render_tc(&plan, a.switch.as_deref()),
+        SwitchFormat::Sonic => {
+            let v = switch::render_sonic(&plan, a.switch.as_deref());
+            format!("{}\n", serde_json::to_string_pretty(&v)?)
+        }
+    };
+    match &a.out {
+        Some(p) => std::fs::write(p, out).map_err(|e| format!("{}: {e}", p.display()))?,
+        None => print!("{out}"),
+    }
+    let tunnels: usize = plan.ports.iter().map(|p| p.tunnels.len()).sum();
+    eprintln!(
+        "xlane ctl: {} switch port(s), {tunnels} tunnel class(es), {} demoted tunnel(s)",
+        plan.ports.len(),
+        plan.demoted.len()
+    );
+    Ok(())
 }
 
 /// Prints fabric operations instead of programming anything.

@@ -8,6 +8,7 @@ pub mod bench_sven;
 pub mod ctl;
 pub mod doctor;
 pub mod fd;
+pub mod host;
 pub mod kv;
 pub mod kv_txn;
 pub mod lancet;

@@ -1,0 +1,453 @@
+//! Host mode between namespaces set up here by hand, the way two real hosts
+//! would be: plain veth pairs to a Linux bridge, addresses, nothing from
+//! the testbed. The controller runs on h0 and is reached over that network;
+//! `xlane host` on h0 and h1 enforces each host's tunnels on its own
+//! interface.
+//!
+//! A unicast tunnel h0 → h1 and a multicast one h0 → {h1, h2} are granted;
+//! h0's interface gets a class per tunnel at the granted rate and a DSCP
+//! marking rule per tunnel, h1's gets none of them (it sends on none);
+//! lane frames on both tunnels reach their receivers through those classes
+//! and rules; a released tunnel's class goes; a busy interface is refused;
+//! on SIGTERM the interface is restored.
+//!
+//! Needs root (network namespaces); without it the test says so and
+//! passes nothing else.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::Path;
+use std::process::{Child, ChildStdout, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const HOSTS: usize = 3;
+const CTL: &str = "10.199.0.1:7070";
+
+fn addr(i: usize) -> String {
+    format!("10.199.0.{}", i + 1)
+}
+
+/// The namespaces of this run, deleted when the test ends.
+struct Net {
+    p: String,
+}
+
+impl Net {
+    fn ns(&self, name: &str) -> String {
+        format!("{}-{name}", self.p)
+    }
+    fn dev(&self, i: usize) -> String {
+        format!("{}h{i}", self.p)
+    }
+}
+
+impl Drop for Net {
+    fn drop(&mut self) {
+        for n in (0..HOSTS)
+            .map(|i| format!("h{i}"))
+            .chain(["sw".to_string()])
+        {
+            let _ = Command::new("ip")
+                .args(["netns", "del", &self.ns(&n)])
+                .status();
+        }
+    }
+}
+
+fn ip(args: &[&str]) {
+    let out = Command::new("ip").args(args).output().expect("ip");
+    assert!(
+        out.status.success(),
+        "ip {}: {}",
+        args.join(" "),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn sh_in(ns: &str, prog: &str, args: &[&str]) -> String {
+    let out = Command::new("ip")
+        .args(["netns", "exec", ns, prog])
+        .args(args)
+        .output()
+        .expect(prog);
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// h0..h2, each with a veth to a bridge in `sw`.
+fn setup() -> Net {
+    let net = Net {
+        p: format!("xh{:06x}", std::process::id() & 0xff_ffff),
+    };
+    for n in (0..HOSTS).map(|i| format!("h{i}")).chain(["sw".into()]) {
+        ip(&["netns", "add", &net.ns(&n)]);
+    }
+    let sw = net.ns("sw");
+    ip(&["-n", &sw, "link", "add", "br0", "type", "bridge"]);
+    ip(&["-n", &sw, "link", "set", "br0", "up"]);
+    for i in 0..HOSTS {
+        let (h, s) = (net.dev(i), format!("{}s{i}", net.p));
+        let hns = net.ns(&format!("h{i}"));
+        ip(&["link", "add", &h, "type", "veth", "peer", "name", &s]);
+        ip(&["link", "set", &h, "netns", &hns]);
+        ip(&["link", "set", &s, "netns", &sw]);
+        ip(&["-n", &sw, "link", "set", &s, "master", "br0", "up"]);
+        ip(&[
+            "-n",
+            &hns,
+            "addr",
+            "add",
+            &format!("{}/24", addr(i)),
+            "dev",
+            &h,
+        ]);
+        ip(&["-n", &hns, "link", "set", &h, "up"]);
+        ip(&["-n", &hns, "link", "set", "lo", "up"]);
+    }
+    net
+}
+
+fn topology(net: &Net) -> String {
+    let mut t = String::from("schema = 1\nexpress_dscp = 46\nexpress2_dscp = 40\n");
+    for i in 0..HOSTS {
+        t += &format!("[[node]]\nname = \"h{i}\"\nkind = \"host\"\n");
+    }
+    t += "[[node]]\nname = \"sw\"\nkind = \"switch\"\n";
+    for i in 0..HOSTS {
+        for (from, to, dev) in [
+            (format!("h{i}"), "sw".to_string(), net.dev(i)),
+            ("sw".to_string(), format!("h{i}"), format!("{}s{i}", net.p)),
+        ] {
+            t += &format!(
+                "[[link]]\nfrom = \"{from}\"\nto = \"{to}\"\ndevice = \"{dev}\"\n\
+                 bandwidth_bps = 100000000\nexpress_queue_pkts = 64\n"
+            );
+        }
+    }
+    t
+}
+
+fn xlane_in(ns: &str) -> Command {
+    let mut c = Command::new("ip");
+    c.args(["netns", "exec", ns])
+        .arg(env!("CARGO_BIN_EXE_xlane"));
+    c
+}
+
+fn xlaned_in(ns: &str, tunnel: u64, seconds: &str) -> Command {
+    let mut c = Command::new("ip");
+    c.args(["netns", "exec", ns])
+        .arg(env!("CARGO_BIN_EXE_xlaned"))
+        .args([
+            "--no-tuning",
+            "--fifo",
+            "0",
+            "--tunnel",
+            &tunnel.to_string(),
+        ])
+        .args([
+            "--period-us",
+            "1000",
+            "--max-packet",
+            "200",
+            "--seconds",
+            seconds,
+        ]);
+    c
+}
+
+/// Children ended by PID when the test ends.
+struct Procs(Vec<Child>);
+
+impl Drop for Procs {
+    fn drop(&mut self) {
+        for c in &mut self.0 {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+fn request(net: &Net, dir: &Path, to: &str) -> u64 {
+    let out = xlane_in(&net.ns("h0"))
+        .args(["ctl", "request", "--host", "h0", "--keys"])
+        .arg(dir.join("keys.toml"))
+        .args(["--controller", CTL, "--to", to])
+        .args(["--load", "300", "--period", "1ms", "--json"])
+        .output()
+        .expect("request");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "request to {to}: {text} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_str(text.trim()).expect("request JSON");
+    v["tunnel"].as_u64().expect("tunnel id")
+}
+
+/// `tc class show` of host `i`'s interface: (class id, rate in bit/s).
+fn classes(net: &Net, i: usize) -> Vec<(String, u64)> {
+    let text = sh_in(
+        &net.ns(&format!("h{i}")),
+        "tc",
+        &["class", "show", "dev", &net.dev(i)],
+    );
+    text.lines()
+        .filter_map(|l| {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            let id = w.get(2)?.to_string();
+            let r = w.iter().position(|x| *x == "rate")?;
+            Some((id, xlane_testbed::parse_rate(w.get(r + 1)?).ok()?))
+        })
+        .collect()
+}
+
+fn class_of(tunnel: u64) -> String {
+    xlane_testbed::TunnelSlot::preferred(tunnel as u32).class_id()
+}
+
+fn wait_for(what: &str, mut f: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !f() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn scrape(ns: &str, port: u16) -> String {
+    let ns = ns.to_string();
+    std::thread::spawn(move || {
+        let _g = xlane_testbed::enter_netns(&ns).expect("enter netns");
+        let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).expect("metrics");
+        s.write_all(b"GET /metrics HTTP/1.0\r\n\r\n")
+            .expect("write");
+        let mut out = String::new();
+        s.read_to_string(&mut out).expect("read");
+        out
+    })
+    .join()
+    .expect("scrape")
+}
+
+fn stopped_line(mut c: Child, out: BufReader<ChildStdout>) -> serde_json::Value {
+    // SAFETY: kill(2) on the PID of a child we started and have not reaped.
+    unsafe { libc::kill(c.id() as i32, libc::SIGTERM) };
+    let last = out
+        .lines()
+        .map_while(Result::ok)
+        .filter(|l| l.contains("\"stopped\""))
+        .last()
+        .expect("a stopped line");
+    assert!(c.wait().expect("wait").success());
+    serde_json::from_str(&last).expect("JSON")
+}
+
+/// Agents ended by PID if the test fails before it stops them.
+struct Agents(Vec<(Child, BufReader<ChildStdout>)>);
+
+impl Drop for Agents {
+    fn drop(&mut self) {
+        for (c, _) in &mut self.0 {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+#[test]
+fn host_mode_enforces_tunnels_on_plain_veth() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: needs root (network namespaces)");
+        return;
+    }
+    let net = setup();
+    let dir = std::env::temp_dir().join(format!("xlane-host-mode-{}", net.p));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("dir");
+    let topo = dir.join("topo.toml");
+    std::fs::write(&topo, topology(&net)).expect("topology");
+    let keys = dir.join("keys.toml");
+    let st = Command::new(env!("CARGO_BIN_EXE_xlane"))
+        .args(["ctl", "keygen", "--hosts", "h0,h1,h2", "--out"])
+        .arg(&keys)
+        .status()
+        .expect("keygen");
+    assert!(st.success());
+    let mut procs = Procs(Vec::new());
+    let mut c = xlane_in(&net.ns("h0"));
+    c.args(["ctl", "serve", "--topology"])
+        .arg(&topo)
+        .arg("--keys")
+        .arg(&keys)
+        .arg("--state")
+        .arg(dir.join("state"))
+        .args(["--listen", CTL])
+        .stderr(Stdio::null());
+    procs.0.push(c.spawn().expect("ctl serve"));
+
+    // A busy interface is refused, and left as it was.
+    let h2 = net.ns("h2");
+    let dev2 = net.dev(2);
+    let tc = |ns: &str, args: &[&str]| {
+        let st = Command::new("tc")
+            .args(["-n", ns])
+            .args(args)
+            .status()
+            .expect("tc");
+        assert!(st.success(), "tc {}", args.join(" "));
+    };
+    tc(
+        &h2,
+        &[
+            "qdisc", "add", "dev", &dev2, "root", "handle", "5:", "pfifo",
+        ],
+    );
+    let out = xlane_in(&h2)
+        .args(["host", "--topology"])
+        .arg(&topo)
+        .args(["--host", "h2", "--keys"])
+        .arg(&keys)
+        .args(["--controller", CTL, "--iface", &dev2, "--seconds", "1"])
+        .output()
+        .expect("xlane host h2");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "a busy interface was taken");
+    assert!(err.contains("configured root qdisc"), "{err}");
+    assert!(sh_in(&h2, "tc", &["qdisc", "show", "dev", &dev2]).contains("pfifo 5:"));
+    tc(&h2, &["qdisc", "del", "dev", &dev2, "root"]);
+
+    // The agents on h0 and h1.
+    let mut agents = Agents(Vec::new());
+    for i in 0..2 {
+        let mut c = xlane_in(&net.ns(&format!("h{i}")));
+        c.args(["host", "--topology"])
+            .arg(&topo)
+            .args(["--host", &format!("h{i}"), "--keys"])
+            .arg(&keys)
+            .args(["--controller", CTL, "--iface", &net.dev(i)])
+            .args(["--poll-ms", "100", "--metrics", "127.0.0.1:9464"])
+            .stderr(Stdio::inherit());
+        let (child, out, ready) = common::spawn_until_ready(&mut c);
+        agents.0.push((child, out));
+        assert!(ready.contains(&net.dev(i)), "{ready}");
+    }
+    // The controller answers (it may still be starting).
+    wait_for("the controller", || {
+        xlane_in(&net.ns("h0"))
+            .args(["ctl", "list", "--host", "h0", "--keys"])
+            .arg(&keys)
+            .args(["--controller", CTL])
+            .output()
+            .is_ok_and(|o| o.status.success())
+    });
+    let uni = request(&net, &dir, "h1");
+    let multi = request(&net, &dir, "h1,h2");
+    wait_for("both tunnel classes on h0", || {
+        let c = classes(&net, 0);
+        [uni, multi]
+            .iter()
+            .all(|&t| c.iter().any(|(h, _)| *h == class_of(t)))
+    });
+    // 300 B per 1 ms = 2.4 Mbit/s; h1 sends on nothing.
+    for (h, rate) in classes(&net, 0) {
+        if h == class_of(uni) || h == class_of(multi) {
+            assert_eq!(rate, 2_400_000, "class {h}");
+        }
+    }
+    let c1 = classes(&net, 1);
+    assert!(c1.iter().any(|(h, _)| h == "1:10"), "h1 shaped: {c1:?}");
+    assert!(!c1.iter().any(|(h, _)| *h == class_of(uni)), "{c1:?}");
+    let m = scrape(&net.ns("h0"), 9464);
+    assert!(m.contains("xlane_host_tunnels{state=\"active\"} 2"), "{m}");
+
+    // Lane frames on both tunnels, through h0's classes and marks.
+    let group = xlane_ctl::fabric::group_of(multi);
+    let mut rx = Vec::new();
+    let mut rc = xlaned_in(&net.ns("h1"), uni, "4");
+    rc.args(["receiver", "--bind", &format!("{}:9001", addr(1))]);
+    rx.push(common::spawn_until_ready(&mut rc));
+    for i in 1..3 {
+        let mut rc = xlaned_in(&net.ns(&format!("h{i}")), multi, "4");
+        rc.args(["receiver", "--bind", "0.0.0.0:9002"])
+            .args(["--join", &format!("{group}@{}", addr(i))]);
+        rx.push(common::spawn_until_ready(&mut rc));
+    }
+    let mut tx = Vec::new();
+    for (t, dest) in [
+        (uni, format!("{}:9001", addr(1))),
+        (multi, format!("{group}:9002")),
+    ] {
+        let mut sc = xlaned_in(&net.ns("h0"), t, "2");
+        sc.args(["sender", "--heartbeat", "--dest", &dest])
+            .args(["--multicast-if", &addr(0)]);
+        tx.push(common::spawn_until_ready(&mut sc));
+    }
+    for (c, mut out, _) in tx.into_iter().chain(rx) {
+        let mut last = String::new();
+        out.read_to_string(&mut last).expect("report");
+        assert!(c.wait_with_output().expect("wait").status.success());
+        let v: serde_json::Value =
+            serde_json::from_str(last.trim().lines().last().unwrap_or("")).expect("report");
+        let frames = v["frames"].as_u64().unwrap_or(0);
+        assert!(frames > 0, "no frames: {v}");
+        eprintln!("{} {frames} frames", v["role"]);
+    }
+    let stats = sh_in(
+        &net.ns("h0"),
+        "tc",
+        &["-s", "class", "show", "dev", &net.dev(0)],
+    );
+    for t in [uni, multi] {
+        let cs = xlane_testbed::shaping::parse_class_stats(&stats)
+            .expect("tc classes")
+            .into_iter()
+            .find(|(id, _)| *id == class_of(t))
+            .map(|(_, s)| s)
+            .unwrap_or_default();
+        assert!(
+            cs.sent_packets > 0,
+            "tunnel {t}'s class sent nothing:\n{stats}"
+        );
+        assert_eq!(cs.dropped, 0, "tunnel {t}");
+    }
+
+    // A released tunnel's class goes.
+    let out = xlane_in(&net.ns("h0"))
+        .args(["ctl", "release", "--host", "h0", "--keys"])
+        .arg(&keys)
+        .args(["--controller", CTL, "--tunnel", &uni.to_string()])
+        .output()
+        .expect("release");
+    assert!(out.status.success());
+    wait_for("the released class to go", || {
+        !classes(&net, 0).iter().any(|(h, _)| *h == class_of(uni))
+    });
+
+    let ipt = xlane_host::level::xtables(false);
+    let rules = sh_in(&net.ns("h0"), ipt, &["-t", "mangle", "-S"]);
+    assert!(rules.contains("XLANE-"), "h0's marking chain: {rules}");
+
+    // SIGTERM: counters, and the interfaces as they were.
+    let mut lines = Vec::new();
+    for (c, out) in std::mem::take(&mut agents.0) {
+        lines.push(stopped_line(c, out));
+    }
+    let v = &lines[0];
+    assert_eq!(v["apply_errors"], 0, "{v}");
+    let marked = v["marked_packets"][multi.to_string()].as_u64().unwrap_or(0);
+    assert!(
+        marked > 0,
+        "the multicast tunnel's packets were not marked: {v}"
+    );
+    assert_eq!(lines[1]["tunnels"], 0, "h1 enforces nothing: {}", lines[1]);
+    for i in 0..2 {
+        let ns = net.ns(&format!("h{i}"));
+        let q = sh_in(&ns, "tc", &["qdisc", "show", "dev", &net.dev(i)]);
+        assert!(!q.contains("htb"), "h{i} not restored: {q}");
+        let rules = sh_in(&ns, ipt, &["-t", "mangle", "-S"]);
+        assert!(!rules.contains("XLANE"), "h{i} chain left: {rules}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
