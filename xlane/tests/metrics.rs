@@ -1,9 +1,11 @@
 //! `--metrics ADDR` as a Prometheus scraper meets it: `xlane fd run`,
-//! `xlane kv serve` and `xlane ctl serve` serve the text format at
-//! `/metrics` (the first two name the endpoint in their ready line), and
-//! the counters move between two scrapes as the daemon works (heartbeats
-//! sent; client commands answered; connections, a refused handshake and
-//! a tunnel granted). What moves is asserted, not how fast.
+//! `xlane kv serve`, `xlane ctl serve` and `xlaned` serve the text format
+//! at `/metrics` (all but the controller name the endpoint in their ready
+//! line), and the counters move between two scrapes as the daemon works
+//! (heartbeats sent; client commands answered; connections, a refused
+//! handshake and a tunnel granted; lane frames sent and received, with
+//! their histograms filling). What moves is asserted, not how fast.
+//! `xlane host`'s endpoint is scraped in `tests/host_mode.rs`.
 
 mod common;
 
@@ -204,4 +206,38 @@ fn ctl_serve_serves_metrics_that_move() {
     let _ = child.kill();
     let _ = child.wait();
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn xlaned_serves_metrics_that_move() {
+    let lane = |role: &[&str]| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_xlaned"));
+        c.args(["--no-tuning", "--fifo", "0", "--core", "0", "--tunnel", "7"])
+            .args(["--period-us", "1000", "--metrics", "127.0.0.1:0"])
+            .args(role);
+        spawn_until_ready(&mut c)
+    };
+    let (rx, _rx_out, rx_ready) = lane(&["receiver", "--bind", "127.0.0.1:0"]);
+    let rx_addr: serde_json::Value = serde_json::from_str(&rx_ready).unwrap();
+    let dest = rx_addr["addr"].as_str().unwrap().to_string();
+    let (tx, _tx_out, tx_ready) = lane(&["sender", "--heartbeat", "--dest", &dest]);
+    let (rm, tm) = (metrics_addr(&rx_ready), metrics_addr(&tx_ready));
+    let sent = until_above(&tm, "xlane_lane_frames_total", 5.0);
+    assert!(sent > 5.0, "sender's frames did not move");
+    let got = until_above(&rm, "xlane_lane_frames_total", 5.0);
+    assert!(got > 5.0, "receiver's frames did not move");
+    let r = scrape(&rm);
+    assert!(value(&r, "xlane_lane_latency_seconds_count") >= got, "{r}");
+    assert!(
+        r.contains("# TYPE xlane_lane_latency_seconds histogram"),
+        "{r}"
+    );
+    let t = scrape(&tm);
+    assert!(
+        value(&t, "xlane_lane_wake_late_seconds_bucket{le=\"+Inf\"}") > 0.0,
+        "{t}"
+    );
+    assert!(value(&t, "xlane_lane_heartbeats_total") > 0.0, "{t}");
+    stop(tx);
+    stop(rx);
 }

@@ -25,13 +25,15 @@ use std::time::Duration;
 /// Most bytes of a request read.
 pub const MAX_REQUEST: usize = 4096;
 
-/// Counter or gauge.
+/// Counter, gauge or histogram.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
     /// Only goes up (name ends in `_total`).
     Counter,
     /// Goes up and down.
     Gauge,
+    /// Cumulative buckets, a sum and a count (see [`Histogram`]).
+    Histogram,
 }
 
 /// One metric family: its samples, each with its labels.
@@ -41,10 +43,98 @@ pub struct Family {
     pub name: String,
     /// One line of help.
     pub help: String,
-    /// Counter or gauge.
+    /// Counter, gauge or histogram.
     pub kind: Kind,
-    /// `(labels, value)` per sample.
-    pub samples: Vec<(Vec<(String, String)>, f64)>,
+    /// `(name suffix, labels, value)` per sample: the suffix is empty but
+    /// for a histogram's `_bucket`, `_sum` and `_count`.
+    pub samples: Vec<Sample>,
+}
+
+/// One sample of a family: `(name suffix, labels, value)`.
+pub type Sample = (&'static str, Labels, f64);
+
+/// A sample's `(label, value)` pairs.
+pub type Labels = Vec<(String, String)>;
+
+/// A histogram of durations that a real-time thread can fill: fixed
+/// bucket bounds, one atomic counter per bucket, no allocation and at most
+/// one pass over the bounds per [`Histogram::observe_ns`].
+#[derive(Debug)]
+pub struct Histogram {
+    bounds_ns: &'static [u64],
+    /// One per bound, then the `+Inf` bucket.
+    counts: Vec<std::sync::atomic::AtomicU64>,
+    sum_ns: std::sync::atomic::AtomicU64,
+}
+
+/// Bucket bounds for latencies from microseconds to a second, ns.
+pub const LATENCY_BOUNDS_NS: &[u64] = &[
+    5_000,
+    10_000,
+    20_000,
+    50_000,
+    100_000,
+    200_000,
+    500_000,
+    1_000_000,
+    2_000_000,
+    5_000_000,
+    10_000_000,
+    20_000_000,
+    50_000_000,
+    100_000_000,
+    1_000_000_000,
+];
+
+impl Histogram {
+    /// An empty histogram over increasing `bounds_ns`.
+    pub fn new(bounds_ns: &'static [u64]) -> Histogram {
+        debug_assert!(bounds_ns.windows(2).all(|w| w[0] < w[1]));
+        Histogram {
+            bounds_ns,
+            counts: (0..=bounds_ns.len())
+                .map(|_| std::sync::atomic::AtomicU64::new(0))
+                .collect(),
+            sum_ns: std::sync::atomic::AtomicU64::new(0),
+        }
+    }
+
+    /// Count one duration.
+    pub fn observe_ns(&self, ns: u64) {
+        let i = self.bounds_ns.partition_point(|&b| b < ns);
+        self.counts[i].fetch_add(1, Ordering::Relaxed);
+        self.sum_ns.fetch_add(ns, Ordering::Relaxed);
+    }
+
+    /// Durations counted.
+    pub fn count(&self) -> u64 {
+        self.counts.iter().map(|c| c.load(Ordering::Relaxed)).sum()
+    }
+}
+
+impl Family {
+    /// A histogram family in seconds (`name` should end in `_seconds`).
+    pub fn histogram(name: &str, help: &str, h: &Histogram) -> Family {
+        let mut samples = Vec::with_capacity(h.counts.len() + 2);
+        let mut cum = 0u64;
+        for (i, c) in h.counts.iter().enumerate() {
+            cum += c.load(Ordering::Relaxed);
+            let le = match h.bounds_ns.get(i) {
+                Some(b) => number(*b as f64 / 1e9),
+                None => "+Inf".into(),
+            };
+            samples.push(("_bucket", vec![("le".to_string(), le)], cum as f64));
+        }
+        let sum = h.sum_ns.load(Ordering::Relaxed) as f64 / 1e9;
+        samples.push(("_sum", Vec::new(), sum));
+        samples.push(("_count", Vec::new(), cum as f64));
+        Family {
+            name: name.into(),
+            help: help.into(),
+            kind: Kind::Histogram,
+            samples,
+        }
+    }
 }
 
 impl Family {
@@ -54,7 +144,7 @@ impl Family {
             name: name.into(),
             help: help.into(),
             kind,
-            samples: vec![(Vec::new(), value)],
+            samples: vec![("", Vec::new(), value)],
         }
     }
 
@@ -66,7 +156,7 @@ impl Family {
             kind,
             samples: values
                 .iter()
-                .map(|(l, v)| (vec![(label.to_string(), l.to_string())], *v))
+                .map(|(l, v)| ("", vec![(label.to_string(), l.to_string())], *v))
                 .collect(),
         }
     }
@@ -105,10 +195,12 @@ pub fn render(families: &[Family]) -> String {
         let kind = match f.kind {
             Kind::Counter => "counter",
             Kind::Gauge => "gauge",
+            Kind::Histogram => "histogram",
         };
         s += &format!("# TYPE {} {kind}\n", f.name);
-        for (labels, v) in &f.samples {
+        for (suffix, labels, v) in &f.samples {
             s += &f.name;
+            s += suffix;
             if !labels.is_empty() {
                 let l: Vec<String> = labels
                     .iter()
@@ -277,6 +369,24 @@ mod tests {
         assert_eq!(number(f64::NAN), "NaN");
         assert_eq!(number(f64::INFINITY), "+Inf");
         assert_eq!(number(1e20), "100000000000000000000");
+    }
+
+    #[test]
+    fn histograms_are_cumulative_in_seconds() {
+        const B: &[u64] = &[1_000, 10_000];
+        let h = Histogram::new(B);
+        for ns in [500, 1_000, 1_001, 9_999, 20_000] {
+            h.observe_ns(ns);
+        }
+        assert_eq!(h.count(), 5);
+        assert_eq!(
+            render(&[Family::histogram("xlane_d_seconds", "D.", &h)]),
+            "# HELP xlane_d_seconds D.\n# TYPE xlane_d_seconds histogram\n\
+             xlane_d_seconds_bucket{le=\"0.000001\"} 2\n\
+             xlane_d_seconds_bucket{le=\"0.00001\"} 4\n\
+             xlane_d_seconds_bucket{le=\"+Inf\"} 5\n\
+             xlane_d_seconds_sum 0.0000325\nxlane_d_seconds_count 5\n"
+        );
     }
 
     #[test]

@@ -10,15 +10,17 @@
 //!
 //! On exit it prints one JSON object with its counters on standard output.
 //! At start, once the socket is bound, it prints one JSON line
-//! `{"event":"ready",...}`, so a supervisor or a test knows the address.
+//! `{"event":"ready",...}`, so a supervisor or a test knows the address
+//! (and the `--metrics` endpoint's, which serves the counters and the
+//! latency or wake-lateness histogram while it runs).
 
 use clap::{Parser, Subcommand};
 use serde_json::json;
 use std::net::{Ipv4Addr, SocketAddrV4};
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::atomic::AtomicBool;
-use std::sync::mpsc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{mpsc, Arc};
 use std::time::Duration;
 use xlane_host::bridge::{BridgeServer, BridgeServerConfig, LaneEnd, RingConfig};
 use xlane_host::lane_loop::{FrameSink, LaneLoop, ReceiverSpec, SenderSpec, SlotFill};
@@ -28,6 +30,7 @@ use xlane_host::runtime::{
 use xlane_host::socket::{realtime_ns, LaneSocket, SocketConfig};
 use xlane_host::tuning::{install_termination_flag, HostTuning, RpsPolicy, RpsTarget, TuningPlan};
 use xlane_lane::{Delivery, PeriodicReceiver, PeriodicSender, TunnelParams};
+use xlane_metrics::{Family, Histogram, Kind, LATENCY_BOUNDS_NS};
 use xlane_wire::{Schema, MAX_FRAME_LEN};
 
 /// The xlane endhost daemon: one periodic tunnel end on a real-time lane thread.
@@ -83,6 +86,92 @@ struct Cli {
     /// carries lane traffic only.
     #[arg(long, global = true)]
     steer: bool,
+    /// Serve Prometheus metrics at http://ADDR/metrics: frames, chunks,
+    /// refusals, and histograms of the sender's wake lateness per slot
+    /// (the host-gap floor as the lane core sees it) or the receiver's
+    /// frame latency.
+    #[arg(long, global = true)]
+    metrics: Option<std::net::SocketAddr>,
+}
+
+/// What the lane thread counts for `--metrics` (atomics: the lane thread
+/// writes, the exporter's thread reads; no allocation, no lock).
+struct LaneMetrics {
+    frames: AtomicU64,
+    chunks: AtomicU64,
+    heartbeats: AtomicU64,
+    late_slots: AtomicU64,
+    refused: AtomicU64,
+    /// Sender: `now − slot` at each slot's fill.
+    wake_late: Histogram,
+    /// Receiver: send stamp to the receiving thread, per frame.
+    latency: Histogram,
+}
+
+impl LaneMetrics {
+    fn new() -> LaneMetrics {
+        LaneMetrics {
+            frames: AtomicU64::new(0),
+            chunks: AtomicU64::new(0),
+            heartbeats: AtomicU64::new(0),
+            late_slots: AtomicU64::new(0),
+            refused: AtomicU64::new(0),
+            wake_late: Histogram::new(LATENCY_BOUNDS_NS),
+            latency: Histogram::new(LATENCY_BOUNDS_NS),
+        }
+    }
+
+    fn families(&self, sender: bool) -> Vec<Family> {
+        let get = |a: &AtomicU64| a.load(Ordering::Relaxed) as f64;
+        let c =
+            |name: &str, help: &str, a: &AtomicU64| Family::one(name, help, Kind::Counter, get(a));
+        let mut v = vec![
+            c(
+                "xlane_lane_frames_total",
+                "Frames sent (sender) or received (receiver).",
+                &self.frames,
+            ),
+            c(
+                "xlane_lane_chunks_total",
+                "Chunks sent (sender) or delivered to the bridges (receiver).",
+                &self.chunks,
+            ),
+        ];
+        if sender {
+            v.push(c(
+                "xlane_lane_heartbeats_total",
+                "Frames sent with no chunk.",
+                &self.heartbeats,
+            ));
+            v.push(c(
+                "xlane_lane_late_slots_total",
+                "Slots skipped because the lane thread came after their window.",
+                &self.late_slots,
+            ));
+            v.push(c(
+                "xlane_lane_refused_total",
+                "Application chunks refused by a full send queue.",
+                &self.refused,
+            ));
+            v.push(Family::histogram(
+                "xlane_lane_wake_late_seconds",
+                "How late the lane thread was at each slot: the host-gap floor as the lane core sees it.",
+                &self.wake_late,
+            ));
+        } else {
+            v.push(c(
+                "xlane_lane_refused_total",
+                "Chunks an application's full X-R bridge did not take.",
+                &self.refused,
+            ));
+            v.push(Family::histogram(
+                "xlane_lane_latency_seconds",
+                "Frame latency, the sender's stamp to the receiving thread (clocks must agree across hosts).",
+                &self.latency,
+            ));
+        }
+        v
+    }
 }
 
 #[derive(Subcommand)]
@@ -274,6 +363,18 @@ fn run(cli: Cli) -> Result<(), DaemonError> {
         }
         None => None,
     };
+    let metrics = Arc::new(LaneMetrics::new());
+    let exporter = match cli.metrics {
+        Some(m) => {
+            let mm = Arc::clone(&metrics);
+            let sender = matches!(cli.role, Role::Sender { .. });
+            let e = xlane_metrics::Exporter::serve(m, Arc::new(move || mm.families(sender)))
+                .map_err(|e| DaemonError::Usage(format!("--metrics {m}: {e}")))?;
+            Some(e)
+        }
+        None => None,
+    };
+    let metrics_addr = exporter.as_ref().map(|e| e.local_addr().to_string());
     let (tx_ends, rx_ends) = mpsc::channel::<LaneEnd>();
     let placement = Placement {
         core: Some(core),
@@ -288,6 +389,8 @@ fn run(cli: Cli) -> Result<(), DaemonError> {
             stop,
             until,
             new_apps: rx_ends,
+            metrics: Arc::clone(&metrics),
+            metrics_addr,
         };
         let lane = s.spawn(move || match cli.role {
             Role::Sender {
@@ -346,9 +449,12 @@ fn iface_of(addr: Ipv4Addr) -> Option<String> {
 /// send time (8), receive time (8), all big-endian.
 const DELIVERY_HEADER: usize = 25;
 
-fn ready(role: &str, sock: &LaneSocket) {
+fn ready(role: &str, sock: &LaneSocket, metrics: &Option<String>) {
     let addr = sock.local_addr().map(|a| a.to_string()).unwrap_or_default();
-    println!("{}", json!({"event": "ready", "role": role, "addr": addr}));
+    println!(
+        "{}",
+        json!({"event": "ready", "role": role, "addr": addr, "metrics": metrics})
+    );
 }
 
 /// What both lane roles run with.
@@ -359,6 +465,8 @@ struct LaneCtx<'a> {
     stop: &'a AtomicBool,
     until: u64,
     new_apps: mpsc::Receiver<LaneEnd>,
+    metrics: Arc<LaneMetrics>,
+    metrics_addr: Option<String>,
 }
 
 /// The sender's slot fill: at most one frame's worth of chunks from the
@@ -370,10 +478,20 @@ struct BridgeFill {
     msg: Vec<u8>,
     per_slot: usize,
     refused: u64,
+    metrics: Arc<LaneMetrics>,
 }
 
 impl SlotFill for BridgeFill {
-    fn fill(&mut self, c: &mut PeriodicSender, _slot: u64) {
+    fn fill(&mut self, c: &mut PeriodicSender, slot: u64) {
+        let m = &self.metrics;
+        m.wake_late.observe_ns(realtime_ns().saturating_sub(slot));
+        // The counters up to the previous slot's frame.
+        let st = c.stats();
+        m.frames.store(st.frames, Ordering::Relaxed);
+        m.chunks.store(st.chunks, Ordering::Relaxed);
+        m.heartbeats.store(st.heartbeats, Ordering::Relaxed);
+        m.late_slots.store(st.late_slots, Ordering::Relaxed);
+        m.refused.store(self.refused, Ordering::Relaxed);
         if self.apps.len() < self.apps.capacity() {
             if let Ok(end) = self.new_apps.try_recv() {
                 self.apps.push(end);
@@ -404,6 +522,7 @@ struct BridgeSink {
     out: Vec<u8>,
     bridge_full: u64,
     delivered: u64,
+    metrics: Arc<LaneMetrics>,
 }
 
 impl FrameSink for BridgeSink {
@@ -426,8 +545,15 @@ impl FrameSink for BridgeSink {
                 self.bridge_full += 1;
             }
         }
+        let m = &self.metrics;
+        m.chunks.store(self.delivered, Ordering::Relaxed);
+        m.refused.store(self.bridge_full, Ordering::Relaxed);
     }
-    fn on_frame(&mut self, _s: Sample) {}
+    fn on_frame(&mut self, s: Sample) {
+        let m = &self.metrics;
+        m.frames.fetch_add(1, Ordering::Relaxed);
+        m.latency.observe_ns(s.latency_ns());
+    }
 }
 
 type Lane = LaneLoop<BridgeFill, BridgeSink>;
@@ -443,7 +569,7 @@ fn run_sender(
     cfg.rx_timestamps = false;
     cfg.multicast_if = multicast_if;
     let sock = LaneSocket::open(&cfg)?;
-    ready("sender", &sock);
+    ready("sender", &sock, &ctx.metrics_addr);
     place_current_thread(ctx.placement)?;
     let first = realtime_ns() + ctx.params.period_ns;
     let mut core =
@@ -461,6 +587,7 @@ fn run_sender(
             msg: vec![0u8; ctx.params.schema.data_capacity()],
             per_slot: ctx.params.chunks_per_frame(),
             refused: 0,
+            metrics: Arc::clone(&ctx.metrics),
         },
         seal: None,
     });
@@ -489,7 +616,7 @@ fn run_receiver(
     cfg.join = join.as_deref().map(parse_join).transpose()?;
     cfg.rcvbuf = 1 << 20;
     let sock = LaneSocket::open(&cfg)?;
-    ready("receiver", &sock);
+    ready("receiver", &sock, &ctx.metrics_addr);
     place_current_thread(ctx.placement)?;
     let mut lane = Lane::new().map_err(DaemonError::Lane)?;
     let id = lane
@@ -502,6 +629,7 @@ fn run_receiver(
                 out: vec![0u8; DELIVERY_HEADER + ctx.params.schema.data_capacity()],
                 bridge_full: 0,
                 delivered: 0,
+                metrics: Arc::clone(&ctx.metrics),
             },
             open: None,
         })
