@@ -2,6 +2,7 @@
 
 mod cmd;
 mod config_args;
+mod logging;
 
 /// mimalloc serves every allocation of the command (as jemalloc serves
 /// Redis's): its per-thread free lists keep a member's allocations of a
@@ -65,6 +66,7 @@ fn main() -> ExitCode {
         }
     };
     let cli = Cli::parse_from(args);
+    logging::init();
     let result = match cli.command {
         Command::Testbed(a) => cmd::testbed::run(a),
         Command::Doctor(a) => cmd::doctor::run(a),

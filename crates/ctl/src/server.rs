@@ -229,7 +229,7 @@ impl Shared {
         let mut out = f(&mut d, now);
         if !out.records.is_empty() {
             if let Err(e) = d.store.append(&out.records) {
-                eprintln!("xlane ctl: journal append failed, change undone: {e}");
+                tracing::error!("journal append failed, change undone: {e}");
                 self.counters.store_errors.fetch_add(1, Ordering::Relaxed);
                 if let Some(b) = backup {
                     d.core = b;
@@ -247,7 +247,7 @@ impl Shared {
         }
         for op in &out.fabric {
             if let Err(e) = d.fabric.apply(op) {
-                eprintln!("xlane ctl: fabric operation on {} failed: {e}", op.tunnel());
+                tracing::error!("fabric operation on {} failed: {e}", op.tunnel());
                 self.counters.fabric_errors.fetch_add(1, Ordering::Relaxed);
             }
         }
@@ -268,12 +268,12 @@ impl Shared {
                     d.next_compact = every;
                 }
                 Err(e) => {
-                    eprintln!("xlane ctl: compaction failed (journal kept): {e}");
+                    tracing::warn!("compaction failed (journal kept): {e}");
                     d.next_compact = d.store.journal_records() + every;
                 }
             },
             Err(e) => {
-                eprintln!("xlane ctl: not compacting (journal kept): {e}");
+                tracing::warn!("not compacting (journal kept): {e}");
                 d.next_compact = d.store.journal_records() + every;
             }
         }
@@ -344,7 +344,7 @@ impl Server {
         let mut fabric_errors = 0;
         for op in core.resync() {
             if let Err(e) = fabric.apply(&op) {
-                eprintln!("xlane ctl: resync of {} failed: {e}", op.tunnel());
+                tracing::error!("resync of {} failed: {e}", op.tunnel());
                 fabric_errors += 1;
             }
         }
@@ -575,7 +575,7 @@ fn accept_loop(shared: Arc<Shared>, listener: TcpListener) {
                     Ok(h) => lock(&shared.conns).push(h),
                     Err(e) => {
                         shared.counters.open.fetch_sub(1, Ordering::Relaxed);
-                        eprintln!("xlane ctl: cannot start a connection thread: {e}");
+                        tracing::error!("cannot start a connection thread: {e}");
                     }
                 }
             }
@@ -583,7 +583,7 @@ fn accept_loop(shared: Arc<Shared>, listener: TcpListener) {
                 std::thread::sleep(Duration::from_millis(10));
             }
             Err(e) => {
-                eprintln!("xlane ctl: accept: {e}");
+                tracing::warn!("accept: {e}");
                 std::thread::sleep(Duration::from_millis(50));
             }
         }
@@ -621,7 +621,7 @@ fn tick_loop(shared: Arc<Shared>) {
             let meters = match d.fabric.meters() {
                 Ok(m) => m,
                 Err(e) => {
-                    eprintln!("xlane ctl: reading fabric meters: {e}");
+                    tracing::warn!("reading fabric meters: {e}");
                     Vec::new()
                 }
             };
@@ -784,7 +784,7 @@ fn connection(shared: &Shared, stream: TcpStream, id: u64) {
     let nonce = match random_bytes::<32>() {
         Ok(n) => n,
         Err(e) => {
-            eprintln!("xlane ctl: no random nonce: {e}");
+            tracing::error!("no random nonce: {e}");
             let _ = stream.shutdown(Shutdown::Both);
             drop(tx);
             let _ = writer_thread.join();

@@ -225,6 +225,8 @@ enum DaemonError {
 
 #[path = "../config_args.rs"]
 mod config_args;
+#[path = "../logging.rs"]
+mod logging;
 
 fn main() -> ExitCode {
     use clap::CommandFactory;
@@ -236,6 +238,7 @@ fn main() -> ExitCode {
         }
     };
     let cli = Cli::parse_from(args);
+    logging::init();
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -311,8 +314,8 @@ fn run(cli: Cli) -> Result<(), DaemonError> {
             "--core {core}: this machine has {ncpu} CPUs"
         )));
     }
-    eprintln!(
-        "xlaned: lane core {core}, interface {}",
+    tracing::info!(
+        "lane core {core}, interface {}",
         iface.as_deref().unwrap_or("(unknown)")
     );
     let stop: &'static AtomicBool = install_termination_flag();
@@ -334,12 +337,12 @@ fn run(cli: Cli) -> Result<(), DaemonError> {
         }
         let t = HostTuning::apply(&plan)?;
         for line in t.summary() {
-            eprintln!("xlaned: host measure: {line}");
+            tracing::info!("host measure: {line}");
         }
         Some(t)
     };
     if let Err(e) = lock_memory() {
-        eprintln!("xlaned: warning: {e} (pages may fault in on the lane thread)");
+        tracing::warn!("{e} (pages may fault in on the lane thread)");
     }
     let until = if cli.seconds > 0.0 {
         realtime_ns() + (cli.seconds * 1e9) as u64
@@ -407,14 +410,14 @@ fn run(cli: Cli) -> Result<(), DaemonError> {
             if let Some(srv) = server.as_mut() {
                 match srv.poll_accept() {
                     Ok(Some(end)) => {
-                        eprintln!("xlaned: application {} attached", end.id);
+                        tracing::info!("application {} attached", end.id);
                         let _ = tx_ends.send(end);
                     }
                     Ok(None) => {}
-                    Err(e) => eprintln!("xlaned: bridge: {e}"),
+                    Err(e) => tracing::warn!("bridge: {e}"),
                 }
                 for id in srv.poll_hangups() {
-                    eprintln!("xlaned: application {id} went away");
+                    tracing::info!("application {id} went away");
                 }
             }
             std::thread::sleep(Duration::from_millis(5));
@@ -425,7 +428,7 @@ fn run(cli: Cli) -> Result<(), DaemonError> {
     if let Some(t) = tuning {
         let rep = t.restore();
         if !rep.is_clean() {
-            eprintln!("xlaned: warning: some host measures could not be restored: {rep:?}");
+            tracing::warn!("some host measures could not be restored: {rep:?}");
         }
     }
     let stats = result?;

@@ -317,8 +317,8 @@ fn export_switch_config(a: ExportArgs) -> super::CmdResult {
         None => print!("{out}"),
     }
     let tunnels: usize = plan.ports.iter().map(|p| p.tunnels.len()).sum();
-    eprintln!(
-        "xlane ctl: {} switch port(s), {tunnels} tunnel class(es), {} demoted tunnel(s)",
+    tracing::info!(
+        "{} switch port(s), {tunnels} tunnel class(es), {} demoted tunnel(s)",
         plan.ports.len(),
         plan.demoted.len()
     );
@@ -330,7 +330,7 @@ struct LogFabric;
 
 impl Fabric for LogFabric {
     fn apply(&mut self, op: &FabricOp) -> Result<(), FabricError> {
-        eprintln!("xlane ctl: fabric: {op:?}");
+        tracing::info!("fabric: {op:?}");
         Ok(())
     }
     fn meters(&mut self) -> Result<Vec<SwitchMeter>, FabricError> {
@@ -343,7 +343,7 @@ fn serve(a: ServeArgs) -> super::CmdResult {
     let keys = Keys::from_file(&a.keys)?;
     for h in keys.hosts() {
         if topo.node_id(h).is_none() {
-            eprintln!("xlane ctl: warning: key for `{h}`, which is not in the topology");
+            tracing::warn!("key for `{h}`, which is not in the topology");
         }
     }
     let mut cfg = ServerConfig::new(a.listen, a.state.clone());
@@ -373,13 +373,13 @@ fn serve(a: ServeArgs) -> super::CmdResult {
             let h = server.stats_handle();
             let e = xlane_metrics::Exporter::serve(m, std::sync::Arc::new(move || ctl_metrics(&h)))
                 .map_err(|e| format!("--metrics {m}: {e}"))?;
-            eprintln!("xlane ctl: metrics at http://{}/metrics", e.local_addr());
+            tracing::info!("metrics at http://{}/metrics", e.local_addr());
             Some(e)
         }
         None => None,
     };
-    eprintln!(
-        "xlane ctl: listening on {}; state {}: {}; {} tunnel(s)",
+    tracing::info!(
+        "listening on {}; state {}: {}; {} tunnel(s)",
         server.local_addr(),
         a.state.display(),
         server.recovery(),
@@ -393,7 +393,7 @@ fn serve(a: ServeArgs) -> super::CmdResult {
         handle.stop();
     });
     server.wait();
-    eprintln!("xlane ctl: stopped");
+    tracing::info!("stopped");
     Ok(())
 }
 

@@ -331,7 +331,7 @@ fn run_fd(a: RunArgs) -> super::CmdResult {
     };
     let report = svc.run(stop, &mut on_event)?;
     if report.memory_unlocked {
-        eprintln!("xlane fd: warning: mlockall failed (pages may fault in)");
+        tracing::warn!("mlockall failed (pages may fault in)");
     }
     println!("{}", serde_json::json!({"event": "exit", "report": report}));
     Ok(())

@@ -111,7 +111,7 @@ pub fn run(a: Args) -> super::CmdResult {
             let c = Arc::clone(&counters);
             let e = xlane_metrics::Exporter::serve(m, Arc::new(move || host_metrics(&c)))
                 .map_err(|e| format!("--metrics {m}: {e}"))?;
-            eprintln!("xlane host: metrics at http://{}/metrics", e.local_addr());
+            tracing::info!("metrics at http://{}/metrics", e.local_addr());
             Some(e)
         }
         None => None,
@@ -135,7 +135,7 @@ pub fn run(a: Args) -> super::CmdResult {
                 Ok(c) => client = Some(c),
                 Err(e) => {
                     if down_since.as_deref() != Some(&e) {
-                        eprintln!("xlane host: {e} (retrying every poll)");
+                        tracing::warn!("{e} (retrying every poll)");
                         down_since = Some(e);
                     }
                     counters.poll_errors.fetch_add(1, Ordering::Relaxed);
@@ -146,9 +146,7 @@ pub fn run(a: Args) -> super::CmdResult {
             match c.list() {
                 Ok((_, true)) => {
                     // Enforcing part of the list would remove the rest.
-                    eprintln!(
-                        "xlane host: the controller's tunnel list is truncated; nothing changed"
-                    );
+                    tracing::warn!("the controller's tunnel list is truncated; nothing changed");
                     counters.poll_errors.fetch_add(1, Ordering::Relaxed);
                 }
                 Ok((list, false)) => {
@@ -168,11 +166,11 @@ pub fn run(a: Args) -> super::CmdResult {
                                     format!("{t}{}", if w.active { "" } else { " (demoted)" })
                                 })
                                 .collect();
-                            eprintln!("xlane host: enforcing tunnels [{}]", ids.join(", "));
+                            tracing::info!("enforcing tunnels [{}]", ids.join(", "));
                         }
                         Err(e) => {
                             counters.apply_errors.fetch_add(1, Ordering::Relaxed);
-                            eprintln!("xlane host: {e}");
+                            tracing::error!("{e}");
                         }
                     }
                     let active = egress.enforced().values().filter(|w| w.active).count() as u64;
@@ -182,7 +180,7 @@ pub fn run(a: Args) -> super::CmdResult {
                         .store(egress.enforced().len() as u64 - active, Ordering::Relaxed);
                 }
                 Err(e) => {
-                    eprintln!("xlane host: controller {}: {e}", a.controller);
+                    tracing::warn!("controller {}: {e}", a.controller);
                     counters.poll_errors.fetch_add(1, Ordering::Relaxed);
                     client = None;
                 }

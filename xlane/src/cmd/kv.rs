@@ -409,8 +409,8 @@ fn kv_metrics(repl: &RaftReplicator, stats: &Stats) -> Vec<xlane_metrics::Family
 /// Warns about a torn tail cut from the raft log at start.
 fn warn_torn_tail(report: &xlane_kv::raft::OpenReport) {
     if let Some(t) = &report.torn_tail {
-        eprintln!(
-            "xlane kv: warning: raft log {}: cut {} bytes of torn tail at offset {}",
+        tracing::warn!(
+            "raft log {}: cut {} bytes of torn tail at offset {}",
             t.segment.display(),
             t.dropped_bytes,
             t.offset

@@ -309,7 +309,7 @@ fn measure(a: ClientArgs) -> super::CmdResult {
     let (&target, more_targets) = a.target.split_first().ok_or("--target is required")?;
     if let Some(iface) = &a.hw_stamps {
         xlane_host::socket::enable_hw_timestamping(iface)?;
-        eprintln!("xlane lancet: {iface} stamps every packet in hardware");
+        tracing::info!("{iface} stamps every packet in hardware");
     }
     let warmup_ns = match a.warmup {
         Some(0.0) => Some(0),
@@ -402,7 +402,7 @@ fn serve(a: ServeArgs) -> super::CmdResult {
         ),
     };
     let on: Vec<String> = srv.addrs().iter().map(|a| a.to_string()).collect();
-    eprintln!("lancet serve: {} {what} on {}", a.proto, on.join(" "));
+    tracing::info!("serving {} {what} on {}", a.proto, on.join(" "));
     let start = Instant::now();
     while !stop.load(Ordering::Relaxed)
         && !matches!(limit, Some(l) if start.elapsed() >= Duration::from_nanos(l))
@@ -411,10 +411,7 @@ fn serve(a: ServeArgs) -> super::CmdResult {
     }
     let st = srv.stop();
     if st.rt_denied > 0 {
-        eprintln!(
-            "lancet serve: SCHED_FIFO refused for {} threads",
-            st.rt_denied
-        );
+        tracing::warn!("SCHED_FIFO refused for {} threads", st.rt_denied);
     }
     if a.json {
         println!("{}", serde_json::to_string_pretty(&st)?);
