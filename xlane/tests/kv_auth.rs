@@ -5,8 +5,11 @@
 //! messages from the dead member as leader of a far higher term, as bare
 //! raft fragments and sealed under a key the group does not hold. Nothing
 //! changes: no member takes a forged term, writes go on, the data is
-//! intact, and each target counted the forgeries as unauthenticated. No
-//! time is asserted.
+//! intact, and each target counted the forgeries as unauthenticated. The
+//! same over the lane (`--transport lane --key-file`): every frame is
+//! sealed, the group elects and replicates, and frames sent bare from a
+//! dead member's addresses are counted and change nothing. No time is
+//! asserted.
 
 mod common;
 
@@ -110,5 +113,63 @@ fn forged_raft_messages_from_a_dead_members_address_change_nothing() {
         unauthenticated += n;
     }
     assert!(unauthenticated <= forged, "{unauthenticated} > {forged}");
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+#[test]
+fn sealed_lane_frames_carry_the_group_and_bare_ones_are_refused() {
+    let root = std::env::temp_dir().join(format!("xlane-kv-auth-lane-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    std::fs::create_dir_all(&root).unwrap();
+    let ring = xlane_auth::KeyRing::from_pairs(&[(1, xlane_auth::Key::random().unwrap())]);
+    let keys = root.join("keys.toml");
+    std::fs::write(&keys, ring.to_toml()).unwrap();
+    let mut shard = Shard::new(&root, 1);
+    let mut procs = Procs::default();
+    for id in 1..=3 {
+        let mut cmd = shard.command(id);
+        cmd.args(["--transport", "lane", "--key-file"]).arg(&keys);
+        shard.procs.push(procs.start(&format!("l{id}"), &mut cmd));
+    }
+    let leader = shard.leader().expect("a leader over sealed lane frames");
+    let mut c = Conn::open(shard.clients[leader]);
+    assert_eq!(c.cmd(&["SET", "k", "before"]), Reply::ok());
+    let dead = (0..3).find(|&i| i != leader).unwrap();
+    let other = (0..3).find(|&i| i != leader && i != dead).unwrap();
+    procs.kill(shard.procs[dead]);
+    // From the dead member's replication and X-FD addresses, frames
+    // without a MAC to both ports of the two others.
+    let repl = raft_addr(&shard.peers[dead]);
+    let fd = SocketAddr::new(repl.ip(), repl.port() + 1);
+    let socks = [UdpSocket::bind(repl).unwrap(), UdpSocket::bind(fd).unwrap()];
+    let mut bare = 0u64;
+    for round in 0..100u8 {
+        for target in [leader, other] {
+            let to = raft_addr(&shard.peers[target]);
+            for (s, port) in socks.iter().zip([to.port(), to.port() + 1]) {
+                let frame = [b'X', b'L', 1, round, 0, 0, 0, 0, 0, 0, 0, 1];
+                s.send_to(&frame, SocketAddr::new(to.ip(), port)).unwrap();
+                bare += 1;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    let now = shard.leader().expect("a leader after the bare frames");
+    let mut c = Conn::open(shard.clients[now]);
+    assert_eq!(c.cmd(&["GET", "k"]), Reply::Bulk(Some(b"before".to_vec())));
+    assert_eq!(c.cmd(&["SET", "k", "after"]), Reply::ok());
+    let mut refused = 0;
+    for i in [leader, other] {
+        let stopped = procs.terminate(shard.procs[i]);
+        let lane = &stopped["detail"]["raft_lane"];
+        let n = lane["unauthenticated"].as_u64().expect("counted");
+        assert!(n > 0, "member {} counted no bare frame: {stopped}", i + 1);
+        assert!(lane["frames_received"].as_u64().unwrap() > 0, "{stopped}");
+        refused += n;
+    }
+    assert!(
+        refused <= bare,
+        "{refused} > {bare}: genuine frames refused"
+    );
     let _ = std::fs::remove_dir_all(&root);
 }

@@ -103,7 +103,7 @@ pub struct NetConfig {
     /// The members' lane tree ids (lane mode; those missing use
     /// [`TreeIds::default_for`]).
     pub trees: BTreeMap<u64, TreeIds>,
-    /// Authenticated UDP datagrams (not in lane mode yet).
+    /// Authenticated datagrams (UDP) or frames (lane mode).
     pub auth: Option<NetAuth>,
 }
 
@@ -262,11 +262,8 @@ impl NetTransport {
         let others = || cfg.peers.iter().filter(|(pid, _)| *pid != cfg.me);
         let auth = match &cfg.auth {
             None => None,
-            Some(_) if cfg.lane.is_some() => {
-                return Err(NetError::Config(
-                    "authenticated raft datagrams need the UDP transport (the lane's are not authenticated yet)".into(),
-                ))
-            }
+            // The lane link seals its frames itself.
+            Some(_) if cfg.lane.is_some() => None,
             Some(a) => {
                 let key = a.ring.get(a.key_id).ok_or_else(|| {
                     NetError::Config(format!("key {} is not in the key file", a.key_id))
@@ -307,7 +304,14 @@ impl NetTransport {
                         "lane mode needs a fixed raft port (peers address it)".into(),
                     ));
                 }
-                let link = LaneLink::new(cfg.me, cfg.bind, &cfg.peers, timing, &cfg.trees)?;
+                let link = LaneLink::new(
+                    cfg.me,
+                    cfg.bind,
+                    &cfg.peers,
+                    timing,
+                    &cfg.trees,
+                    cfg.auth.as_ref(),
+                )?;
                 (Express::Lane(Box::new(link)), cfg.bind, None)
             }
         };

@@ -35,6 +35,18 @@ use xlane_ctl::proto::{Reason, TerminateReason, TunnelId, TunnelState, Upcall};
 /// UDP, IPv4 and Ethernet headers around a lane frame: the controller's σ
 /// is what a queue counts for a packet.
 pub const WIRE_OVERHEAD_BYTES: usize = 8 + 20 + 14;
+
+/// σ as a queue counts it for a frame of `bytes`: the headers around it,
+/// and when frames are sealed the MAC trailer (such frames are at most
+/// [`crate::lane::SEALED_FRAME_LEN`]).
+pub fn wire_bytes(bytes: usize, sealed: bool) -> u32 {
+    let frame = if sealed {
+        bytes.min(crate::lane::SEALED_FRAME_LEN) + xlane_auth::TRAILER_LEN
+    } else {
+        bytes
+    };
+    (frame + WIRE_OVERHEAD_BYTES) as u32
+}
 /// Sub-lane of the X-FD trees (the higher priority).
 pub const FD_SUBLANE: u8 = 0;
 /// Sub-lane of the replication trees.
@@ -62,6 +74,9 @@ pub struct SessionConfig {
     pub burst_bytes: usize,
     /// How long to wait for the other members' trees.
     pub wait_for_peers: Duration,
+    /// Whether the link seals its frames (the trees are asked for with
+    /// room for the MAC trailer).
+    pub sealed: bool,
 }
 
 /// Why a session could not open.
@@ -306,13 +321,8 @@ impl Session {
                 Tree::Fd => (FD_SUBLANE, "the X-FD tree"),
                 Tree::Repl => (REPL_SUBLANE, "the replication tree"),
             };
-            conn.request(
-                &others,
-                (bytes + WIRE_OVERHEAD_BYTES) as u32,
-                period,
-                sublane,
-            )
-            .map_err(err(&format!("request {what}")))
+            conn.request(&others, wire_bytes(bytes, cfg.sealed), period, sublane)
+                .map_err(err(&format!("request {what}")))
         };
         let fd = ask(&mut conn, Tree::Fd, sizes.fd, timing.fd_period_ns)?;
         let repl = ask(
@@ -564,7 +574,7 @@ impl Session {
         let tunnel = TunnelId(self.own.repl as u64);
         match self
             .conn
-            .change(tunnel, (want + WIRE_OVERHEAD_BYTES) as u32, period)
+            .change(tunnel, wire_bytes(want, self.cfg.sealed), period)
         {
             Ok(g) => {
                 control.retune(Retune {

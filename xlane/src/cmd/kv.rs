@@ -221,10 +221,11 @@ struct ServeArgs {
     /// get an error and the connection is closed).
     #[arg(long, default_value_t = 512 << 20)]
     max_bulk: usize,
-    /// Authenticate raft datagrams with the keys of this cluster key file
-    /// (`xlane fd keygen`; UDP transport): each carries a MAC for the
-    /// member it goes to, and a forged, replayed or redirected one is
-    /// counted and dropped before raft reads it.
+    /// Authenticate raft traffic with the keys of this cluster key file
+    /// (`xlane fd keygen`): over UDP each datagram carries a MAC for the
+    /// member it goes to, over the lane each frame (replication and X-FD)
+    /// one for the group; a forged, replayed or redirected one is counted
+    /// and dropped before raft or the detector reads it.
     #[arg(long)]
     key_file: Option<PathBuf>,
     /// The group's key (every member must hold it).
@@ -353,7 +354,19 @@ fn kv_metrics(repl: &RaftReplicator, stats: &Stats) -> Vec<xlane_metrics::Family
     use xlane_metrics::{Family, Kind};
     let t = repl.stats();
     let n = |c: &std::sync::atomic::AtomicU64| c.load(Relaxed) as f64;
-    vec![
+    let lane = repl.lane_stats().map(|l| {
+        Family::by(
+            "xlane_raft_lane_refused_total",
+            "Lane frames refused, by reason.",
+            Kind::Counter,
+            "reason",
+            &[
+                ("unauthenticated", n(&l.unauthenticated)),
+                ("invalid", n(&l.refused_frames)),
+            ],
+        )
+    });
+    let mut v = vec![
         Family::one(
             "xlane_kv_connections_total",
             "Client connections accepted.",
@@ -403,7 +416,9 @@ fn kv_metrics(repl: &RaftReplicator, stats: &Stats) -> Vec<xlane_metrics::Family
             "direction",
             &[("sent", n(&t.tcp_sent)), ("received", n(&t.tcp_received))],
         ),
-    ]
+    ];
+    v.extend(lane);
+    v
 }
 
 /// Warns about a torn tail cut from the raft log at start.
@@ -506,6 +521,7 @@ fn serve_raft(a: ServeArgs, fsync: LogFsync) -> super::CmdResult {
             names,
             burst_bytes: a.lane_burst_bytes,
             wait_for_peers: std::time::Duration::from_secs(a.ctl_wait_s),
+            sealed: a.key_file.is_some(),
         };
         let o = Session::open(cfg, timing)?;
         max_latency_ns = o.session.bound_ns().max(1);
@@ -588,12 +604,18 @@ fn serve_raft(a: ServeArgs, fsync: LogFsync) -> super::CmdResult {
             "unknown_sender": n(&st.udp_unknown),
             "unauthenticated": n(&st.udp_unauthenticated),
         });
-        match released {
-            Some(t) => {
-                serde_json::json!({ "log_synced": true, "tunnels_released": t, "raft_udp": udp })
-            }
-            None => serde_json::json!({ "log_synced": true, "raft_udp": udp }),
+        let mut out = serde_json::json!({ "log_synced": true, "raft_udp": udp });
+        if let Some(l) = r.lane_stats() {
+            out["raft_lane"] = serde_json::json!({
+                "frames_received": n(&l.repl_frames_received),
+                "refused": n(&l.refused_frames),
+                "unauthenticated": n(&l.unauthenticated),
+            });
         }
+        if let Some(t) = released {
+            out["tunnels_released"] = serde_json::json!(t);
+        }
+        out
     });
     if let Some(s) = session {
         let repl = repl.clone();

@@ -172,6 +172,9 @@ pub struct LaneStats {
     pub restarts: AtomicU64,
     /// New periods or σ taken from the controller.
     pub retunes: AtomicU64,
+    /// Frames refused by the MAC check (forged, replayed, unkeyed, or
+    /// sealed by another member than the one at their source address).
+    pub unauthenticated: AtomicU64,
 }
 
 impl LaneStats {

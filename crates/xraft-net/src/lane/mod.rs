@@ -31,17 +31,29 @@
 //!   with the lowest id campaigns at once and the others stand back for
 //!   it, instead of all waiting for Raft's election timeout.
 //!
+//! * **Authenticated frames** (with a group key, [`crate::net::NetAuth`]):
+//!   every frame of both trees carries a MAC trailer ([`xlane_auth`],
+//!   sealed for any receiver: one frame goes to every peer), and a frame
+//!   is opened before anything reads it: one that is forged, replayed,
+//!   unkeyed, or sealed by another member than the one at its source
+//!   address is counted ([`LaneStats::unauthenticated`]) and dropped, so
+//!   neither the detector nor raft sees it. Frames are then at most
+//!   [`SEALED_FRAME_LEN`] bytes, so that frame and trailer fit one
+//!   datagram.
+//!
 //! Raft's regular traffic (snapshots, messages over the bulk threshold)
 //! stays on TCP ([`crate::net`]). Tunnel ids: X-FD of node `i` is
 //! `FD_TUNNEL_BASE + i`, replication from `i` to `j` is
 //! `REPL_TUNNEL_BASE + i·4096 + j`, so node ids must be below 4096.
 
 use crate::chunk_stream::{enqueue_all, StreamReassembler, StreamStats};
+use crate::net::NetAuth;
 use std::collections::BTreeMap;
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 use std::os::fd::RawFd;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use xlane_auth::{Opener, Sealer, ANY_RECEIVER, TRAILER_LEN};
 use xlane_ctl::fabric::group_of;
 use xlane_fd::{
     Anchor, Detector, DetectorConfig, EventKind, FixedTimeout, HeartbeatPayload, PeerSpec, Status,
@@ -73,6 +85,31 @@ pub const NOTICE_PRODUCER: u8 = 0x4E;
 pub const REPL_QUEUE_CHUNKS: usize = 4096;
 /// Longest datagram accepted from a stream (the raft express MTU is lower).
 pub const MAX_DATAGRAM: usize = 64 << 10;
+/// Largest frame when frames are sealed: the trailer fills the rest of
+/// the datagram.
+pub const SEALED_FRAME_LEN: usize = MAX_FRAME_LEN - TRAILER_LEN;
+
+/// The MAC state of an authenticated link: a sealer per tree (each its
+/// own sequence), an opener per socket (each its own replay windows).
+struct LinkAuth {
+    repl: Sealer,
+    fd: Sealer,
+    repl_open: Opener,
+    fd_open: Opener,
+}
+
+/// Opens `bytes` with `o` (when sealed) as a frame of member `from`
+/// (`None`: any member, checked by the caller): the payload, or `None`
+/// when it must be dropped.
+fn open_frame<'a>(o: Option<&mut Opener>, bytes: &'a [u8]) -> Option<(&'a [u8], Option<u64>)> {
+    match o {
+        None => Some((bytes, None)),
+        Some(o) => o
+            .open(bytes, ANY_RECEIVER)
+            .ok()
+            .map(|x| (x.payload, Some(u64::from(x.sender)))),
+    }
+}
 
 mod control;
 #[cfg(test)]
@@ -127,6 +164,9 @@ pub struct LaneLink {
     scratch: Vec<u8>,
     batch: Box<RecvBatch>,
     abandoned_seen: u64,
+    auth: Option<LinkAuth>,
+    /// Largest frame of either tree ([`SEALED_FRAME_LEN`] when sealed).
+    frame_cap: usize,
 }
 
 fn v4(a: SocketAddr, what: &str) -> Result<SocketAddrV4, LaneError> {
@@ -245,14 +285,37 @@ impl LaneLink {
     /// and `bind` port + 1) and sets up its two trees and a receiver per
     /// peer. `peers`: every member's raft address, this node included;
     /// `trees`: the members' tree ids (those missing use
-    /// [`TreeIds::default_for`]).
+    /// [`TreeIds::default_for`]); `auth`: the group key that seals and
+    /// opens every frame (see the module docs).
     pub fn new(
         me: u64,
         bind: SocketAddr,
         peers: &[(u64, SocketAddr)],
         timing: LaneTiming,
         trees: &BTreeMap<u64, TreeIds>,
+        auth: Option<&NetAuth>,
     ) -> Result<Self, LaneError> {
+        let auth = match auth {
+            None => None,
+            Some(a) => {
+                let key = a.ring.get(a.key_id).ok_or_else(|| {
+                    LaneError::Config(format!("key {} is not in the key file", a.key_id))
+                })?;
+                // Node ids are below MAX_NODE_ID (checked next).
+                let sender = me.min(MAX_NODE_ID) as u32;
+                Some(LinkAuth {
+                    repl: Sealer::new(a.key_id, key.clone(), sender),
+                    fd: Sealer::new(a.key_id, key.clone(), sender),
+                    repl_open: Opener::new(a.ring.clone()),
+                    fd_open: Opener::new(a.ring.clone()),
+                })
+            }
+        };
+        let frame_cap = if auth.is_some() {
+            SEALED_FRAME_LEN
+        } else {
+            MAX_FRAME_LEN
+        };
         if timing.repl_period_ns == 0 || timing.fd_period_ns == 0 {
             return Err(LaneError::Config("lane periods must be > 0".into()));
         }
@@ -338,7 +401,7 @@ impl LaneLink {
                 receivers: MAX_RECEIVERS,
             }
         };
-        let tree = |tunnel, period_ns, max_packet, schema, what: &str| {
+        let tree = |tunnel, period_ns, max_packet: usize, schema, what: &str| {
             let capacity = if schema == Schema::Chunk36 {
                 REPL_QUEUE_CHUNKS
             } else {
@@ -348,7 +411,7 @@ impl LaneLink {
                 TunnelParams {
                     tunnel,
                     period_ns,
-                    max_packet,
+                    max_packet: max_packet.min(frame_cap),
                     schema,
                 },
                 next_slot(now, period_ns),
@@ -418,6 +481,8 @@ impl LaneLink {
             scratch: vec![0u8; MAX_DATAGRAM + 64],
             batch: Box::new(RecvBatch::new()),
             abandoned_seen: 0,
+            auth,
+            frame_cap,
         })
     }
 
@@ -668,7 +733,7 @@ impl LaneLink {
             let from = next_slot(now, r.period_ns).max(tx.sender().clock().next_free());
             if tx
                 .sender_mut()
-                .retune(r.period_ns, r.frame_bytes, from)
+                .retune(r.period_ns, r.frame_bytes.min(self.frame_cap), from)
                 .is_ok()
             {
                 now_of.0.store(r.period_ns, Ordering::Release);
@@ -718,9 +783,18 @@ impl LaneLink {
                         self.sendto.push(a);
                     }
                 }
-                let frame = &mut self.buf[..t.transmit.len];
-                let _ = xlane_wire::stamp_send_time(frame, realtime_ns());
-                let ok = self.repl_sock.send_many(frame, &self.sendto);
+                let now = realtime_ns();
+                let _ = xlane_wire::stamp_send_time(&mut self.buf[..t.transmit.len], now);
+                // Frames leave room for the trailer (`frame_cap`).
+                let sealer = self.auth.as_mut().map(|a| &mut a.repl);
+                let len = xlane_auth::seal_if_keyed(
+                    sealer,
+                    &mut self.buf,
+                    t.transmit.len,
+                    ANY_RECEIVER,
+                    now,
+                );
+                let ok = self.repl_sock.send_many(&self.buf[..len], &self.sendto);
                 LaneStats::add(&self.stats.send_errors, (self.sendto.len() - ok) as u64);
                 LaneStats::add(&self.stats.repl_frames_sent, 1);
             }
@@ -737,6 +811,7 @@ impl LaneLink {
     fn receive_repl(&mut self, max: usize, input: &mut dyn FnMut(Input<'_>)) -> usize {
         let me = self.me;
         let (stats, peers, batch) = (&self.stats, &mut self.peers, &mut self.batch);
+        let mut opener = self.auth.as_mut().map(|a| &mut a.repl_open);
         let mut read = 0;
         while read < max {
             let n = match self.repl_sock.recv_batch(batch) {
@@ -757,6 +832,15 @@ impl LaneLink {
                     LaneStats::add(&stats.refused_frames, 1);
                     continue;
                 }
+                // The MAC before anything reads the frame.
+                let bytes = match open_frame(opener.as_deref_mut(), bytes) {
+                    Some((b, None)) => b,
+                    Some((b, Some(sender))) if sender == p.id => b,
+                    _ => {
+                        LaneStats::add(&stats.unauthenticated, 1);
+                        continue;
+                    }
+                };
                 let PeerLink {
                     id,
                     repl_rx,
@@ -802,6 +886,7 @@ impl LaneLink {
             &mut self.peers,
             &mut self.batch,
         );
+        let mut opener = self.auth.as_mut().map(|a| &mut a.fd_open);
         let mut read = 0;
         while read < max {
             let n = match self.fd_sock.recv_batch(batch) {
@@ -819,6 +904,22 @@ impl LaneLink {
                     LaneStats::add(&stats.refused_frames, 1);
                     continue;
                 }
+                // The MAC before anything reads the frame: the detector
+                // sees only frames a member sealed from its own address.
+                let bytes = match open_frame(opener.as_deref_mut(), bytes) {
+                    Some((b, None)) => b,
+                    Some((b, Some(sender)))
+                        if peers
+                            .iter()
+                            .any(|p| p.id == sender && p.repl_addr.ip() == got.src.ip()) =>
+                    {
+                        b
+                    }
+                    _ => {
+                        LaneStats::add(&stats.unauthenticated, 1);
+                        continue;
+                    }
+                };
                 // Validated once. The heartbeat first (arrival stamped before
                 // anything else is done), then the notices of an accepted frame
                 // only: replays and strangers are refused by the detector.
@@ -881,9 +982,12 @@ impl LaneLink {
                 self.sendto.push(a);
             }
         }
-        let frame = &mut self.buf[..tx.transmit.len];
-        let _ = xlane_wire::stamp_send_time(frame, realtime_ns());
-        let ok = self.fd_sock.send_many(frame, &self.sendto);
+        let now = realtime_ns();
+        let _ = xlane_wire::stamp_send_time(&mut self.buf[..tx.transmit.len], now);
+        let sealer = self.auth.as_mut().map(|a| &mut a.fd);
+        let len =
+            xlane_auth::seal_if_keyed(sealer, &mut self.buf, tx.transmit.len, ANY_RECEIVER, now);
+        let ok = self.fd_sock.send_many(&self.buf[..len], &self.sendto);
         LaneStats::add(&self.stats.send_errors, (self.sendto.len() - ok) as u64);
         LaneStats::add(&self.stats.fd_frames_sent, 1);
     }

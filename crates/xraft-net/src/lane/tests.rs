@@ -28,7 +28,7 @@ fn peers_join_and_leave() {
             let s = std::net::UdpSocket::bind("127.0.0.1:0").ok()?;
             let me = s.local_addr().ok()?;
             drop(s);
-            LaneLink::new(1, me, &[(1, me), (2, p(7002))], t, &BTreeMap::new()).ok()
+            LaneLink::new(1, me, &[(1, me), (2, p(7002))], t, &BTreeMap::new(), None).ok()
         })
         .expect("link");
     l.add_peer(3, p(7004)).expect("add");
@@ -64,29 +64,29 @@ fn bad_configurations_are_refused() {
     let t = LaneTiming::default();
     let none = BTreeMap::new();
     let err = |r: Result<LaneLink, LaneError>| r.err().map(|e| e.to_string()).unwrap_or_default();
-    assert!(err(LaneLink::new(1, a, &[(1, a)], t, &none)).contains("at least one other"));
-    assert!(err(LaneLink::new(1, a, &[(1, a), (5000, b)], t, &none)).contains("1..4096"));
+    assert!(err(LaneLink::new(1, a, &[(1, a)], t, &none, None)).contains("at least one other"));
+    assert!(err(LaneLink::new(1, a, &[(1, a), (5000, b)], t, &none, None)).contains("1..4096"));
     let v6: SocketAddr = "[::1]:7005".parse().unwrap();
-    assert!(err(LaneLink::new(1, a, &[(1, a), (2, v6)], t, &none)).contains("IPv4"));
+    assert!(err(LaneLink::new(1, a, &[(1, a), (2, v6)], t, &none, None)).contains("IPv4"));
     let top: SocketAddr = "127.0.0.1:65535".parse().unwrap();
-    assert!(err(LaneLink::new(1, a, &[(1, a), (2, top)], t, &none)).contains("port"));
+    assert!(err(LaneLink::new(1, a, &[(1, a), (2, top)], t, &none, None)).contains("port"));
     let zero = LaneTiming {
         repl_period_ns: 0,
         ..t
     };
-    assert!(err(LaneLink::new(1, a, &[(1, a), (2, b)], zero, &none)).contains("> 0"));
+    assert!(err(LaneLink::new(1, a, &[(1, a), (2, b)], zero, &none, None)).contains("> 0"));
     let tiny = LaneTiming {
         repl_frame_bytes: 8,
         ..t
     };
-    assert!(err(LaneLink::new(1, a, &[(1, a), (2, b)], tiny, &none)).contains("replication"));
+    assert!(err(LaneLink::new(1, a, &[(1, a), (2, b)], tiny, &none, None)).contains("replication"));
     let mc = LaneTiming {
         multicast: true,
         ..t
     };
-    assert!(err(LaneLink::new(1, a, &[(1, a), (2, b)], mc, &none)).contains("raft port"));
+    assert!(err(LaneLink::new(1, a, &[(1, a), (2, b)], mc, &none, None)).contains("raft port"));
     let any: SocketAddr = "0.0.0.0:7001".parse().unwrap();
-    assert!(err(LaneLink::new(1, any, &[(1, a), (2, a)], mc, &none)).contains("0.0.0.0"));
+    assert!(err(LaneLink::new(1, any, &[(1, a), (2, a)], mc, &none, None)).contains("0.0.0.0"));
 }
 
 /// A raft message as the driver sends it whole (kind byte + encoding).
@@ -160,4 +160,77 @@ fn frame_sizes_follow_the_members_and_the_burst() {
     }
     // Never above the largest frame.
     assert_eq!(frame_sizes(64, 4096).repl_leader, MAX_FRAME_LEN);
+}
+
+/// Two links on loopback, A (member 1) sending to B (member 2): with the
+/// group key on both, B takes A's datagram and heartbeats; a sender
+/// without the key, or with another, gets nothing past B's MAC check,
+/// and each of its frames is counted. The sealed frames fit one datagram.
+#[test]
+fn sealed_frames_open_only_under_the_group_key() {
+    use xlane_auth::{Key, KeyRing};
+    let k1 = Key::random().expect("key");
+    let k2 = Key::random().expect("key");
+    let auth = |k: &Key| NetAuth {
+        ring: KeyRing::from_pairs(&[(1, k.clone())]),
+        key_id: 1,
+    };
+    let cases: [(&str, Option<NetAuth>, bool); 3] = [
+        ("same key", Some(auth(&k1)), true),
+        ("no key", None, false),
+        ("other key", Some(auth(&k2)), false),
+    ];
+    let t = LaneTiming {
+        repl_period_ns: 1_000_000,
+        fd_period_ns: 5_000_000,
+        ..LaneTiming::default()
+    };
+    for (name, a_auth, taken) in cases {
+        // Two raft ports, each with the next port free (X-FD).
+        let free = || {
+            (0..50)
+                .find_map(|_| {
+                    let s = std::net::UdpSocket::bind("127.0.0.1:0").ok()?;
+                    let a = s.local_addr().ok()?;
+                    std::net::UdpSocket::bind(("127.0.0.1", a.port().checked_add(1)?)).ok()?;
+                    Some(a)
+                })
+                .expect("free ports")
+        };
+        let (pa, pb) = (free(), free());
+        let peers = [(1, pa), (2, pb)];
+        let none = BTreeMap::new();
+        let mut a = LaneLink::new(1, pa, &peers, t, &none, a_auth.as_ref()).expect("A");
+        let mut b = LaneLink::new(2, pb, &peers, t, &none, Some(&auth(&k1))).expect("B");
+        assert_eq!(b.frame_cap, SEALED_FRAME_LEN);
+        let msg = vec![9u8; 200];
+        let mut got = Vec::new();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        let stats = b.stats();
+        while std::time::Instant::now() < deadline {
+            a.send(2, TrafficClass::Express, &msg);
+            a.flush();
+            let now = realtime_ns();
+            a.poll(now, 64, Readiness::UNKNOWN, &mut |_| {});
+            b.poll(now, 64, Readiness::UNKNOWN, &mut |i| {
+                if let Input::Datagram { from, bytes } = i {
+                    got.push((from, bytes.to_vec()));
+                }
+            });
+            let refused = stats.unauthenticated.load(Ordering::Relaxed);
+            if (taken && !got.is_empty()) || (!taken && refused >= 3) {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+        let refused = stats.unauthenticated.load(Ordering::Relaxed);
+        if taken {
+            assert_eq!(got.first(), Some(&(1, msg.clone())), "{name}");
+            assert_eq!(refused, 0, "{name}");
+        } else {
+            assert!(got.is_empty(), "{name}: {} datagrams taken", got.len());
+            assert!(refused >= 3, "{name}: {refused} frames refused");
+            assert_eq!(stats.repl_frames_received.load(Ordering::Relaxed), 0);
+        }
+    }
 }
