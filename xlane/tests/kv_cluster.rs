@@ -431,7 +431,9 @@ impl Drop for ControllerProc {
 /// With `--controller`, every member asks the controller for its lane
 /// tunnels before its first packet, runs the lane at the granted periods
 /// and takes its timeouts from the announced ranges; a restarted member
-/// gives back the tunnels of its earlier run.
+/// gives back the tunnels of its earlier run. Frames are sealed with each
+/// tree's key from the controller (`--tree-keys`): a restarted member's new
+/// trees' keys are fetched by the others as they learn the trees.
 #[test]
 fn lane_tunnels_and_timeouts_come_from_the_controller() {
     let mut cl = Cluster::new(true);
@@ -443,6 +445,7 @@ fn lane_tunnels_and_timeouts_come_from_the_controller() {
         ctl.keys.display().to_string(),
         "--lane-period-us".into(),
         "200".into(),
+        "--tree-keys".into(),
     ];
     cl.start_all(&[1, 2, 3]);
     for (i, line) in cl.ready.iter().enumerate() {
@@ -552,6 +555,14 @@ fn lane_tunnels_and_timeouts_come_from_the_controller() {
         "old {old:?} new {new:?}"
     );
     assert_all_keys(&cl, follower, n);
+
+    // The leader opens the restarted member's frames, sealed under its new
+    // trees' keys: with the third member down, its acknowledgements make
+    // the quorum.
+    let third = (1..=3).find(|&i| i != leader && i != follower).unwrap();
+    cl.kill(third);
+    assert_eq!(c.cmd(&["SET", "after-restart", "1"]), Reply::ok());
+    cl.start(third);
 
     // A member stopped with SIGTERM gives its tunnels back and exits 0.
     let status = cl.terminate(follower);

@@ -242,6 +242,12 @@ impl Opener {
         self.stats
     }
 
+    /// Accept `key` under `id` from now on (e.g. a tunnel granted since;
+    /// replaces a key of the same id).
+    pub fn add_key(&mut self, id: u32, key: Key) {
+        self.ring.insert(id, key);
+    }
+
     /// Checks the trailer of `bytes` received by `me` (a datagram sealed
     /// for [`ANY_RECEIVER`] opens only where `me` is that too): a known
     /// key, the tag, a sequence number not seen before. Nothing of the payload is read but by the

@@ -47,8 +47,8 @@ use xlane_xraft::{
 /// not depend on `xlane-xraft-net` themselves.
 pub use xlane_xraft_net::net::{BULK_THRESHOLD, EXPRESS_MTU, MAX_FRAME};
 pub use xlane_xraft_net::{
-    frame_sizes, FrameSizes, LaneControl, LaneStats, LaneTiming, NetAuth, NetConfig, NetError,
-    NetTransport, Retune, TcpSide, TransportStats, Tree, TreeIds,
+    frame_sizes, FrameSizes, LaneControl, LaneKeys, LaneStats, LaneTiming, NetAuth, NetConfig,
+    NetError, NetTransport, Retune, TcpSide, TransportStats, Tree, TreeIds,
 };
 
 /// How many times a failed read barrier is retried before giving up.
@@ -86,6 +86,9 @@ pub struct RaftConfig {
     pub trees: BTreeMap<u64, TreeIds>,
     /// Authenticated raft datagrams (UDP mode).
     pub auth: Option<NetAuth>,
+    /// Lane mode: each tree's own key from the controller (instead of
+    /// `auth`'s group key).
+    pub lane_keys: Option<LaneKeys>,
 }
 
 impl RaftConfig {
@@ -111,6 +114,7 @@ impl RaftConfig {
             lane: None,
             trees: BTreeMap::new(),
             auth: None,
+            lane_keys: None,
             peers,
             join: false,
         })
@@ -219,6 +223,7 @@ impl RaftReplicator {
             lane: cfg.lane,
             trees: cfg.trees.clone(),
             auth: cfg.auth.clone(),
+            lane_keys: cfg.lane_keys.clone(),
         };
         let (transport, mut tcp) = NetTransport::open(&net)?;
         let raft_addr = tcp.addr();

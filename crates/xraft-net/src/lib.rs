@@ -21,7 +21,7 @@ pub mod session;
 pub mod udp_batch;
 
 pub use lane::{
-    frame_sizes, FrameSizes, LaneControl, LaneError, LaneLink, LaneStats, LaneTiming, Retune, Tree,
-    TreeIds,
+    frame_sizes, FrameSizes, LaneControl, LaneError, LaneKeys, LaneLink, LaneStats, LaneTiming,
+    Retune, Tree, TreeIds,
 };
 pub use net::{NetAuth, NetConfig, NetError, NetTransport, TcpSide, TransportStats};

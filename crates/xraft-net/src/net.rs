@@ -103,8 +103,12 @@ pub struct NetConfig {
     /// The members' lane tree ids (lane mode; those missing use
     /// [`TreeIds::default_for`]).
     pub trees: BTreeMap<u64, TreeIds>,
-    /// Authenticated datagrams (UDP) or frames (lane mode).
+    /// Authenticated datagrams (UDP) or frames (lane mode, unless
+    /// `lane_keys` is given).
     pub auth: Option<NetAuth>,
+    /// Lane mode: each tree's own key (from the controller) instead of
+    /// `auth`'s group key.
+    pub lane_keys: Option<crate::lane::LaneKeys>,
 }
 
 /// The group key of authenticated raft datagrams.
@@ -310,7 +314,10 @@ impl NetTransport {
                     &cfg.peers,
                     timing,
                     &cfg.trees,
-                    cfg.auth.as_ref(),
+                    cfg.lane_keys
+                        .clone()
+                        .or_else(|| cfg.auth.as_ref().map(crate::lane::LaneKeys::group))
+                        .as_ref(),
                 )?;
                 (Express::Lane(Box::new(link)), cfg.bind, None)
             }
@@ -819,6 +826,7 @@ mod tests {
             lane,
             trees: Default::default(),
             auth: None,
+            lane_keys: None,
         };
         let (udp, lane) = (cfg(None), cfg(Some(LaneTiming::default())));
         let multicast = cfg(Some(LaneTiming {
@@ -862,6 +870,7 @@ mod tests {
             lane: None,
             trees: Default::default(),
             auth: None,
+            lane_keys: None,
         };
         // The UDP port the kernel picks may be taken for TCP: pick again.
         let (mut t, mut side) = (0..50)
@@ -912,6 +921,7 @@ mod tests {
             lane: None,
             trees: Default::default(),
             auth: auth.clone(),
+            lane_keys: None,
         };
         let (mut t2, mut side2) = (0..50)
             .find_map(|_| NetTransport::open(&cfg2).ok())

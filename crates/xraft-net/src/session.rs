@@ -77,6 +77,10 @@ pub struct SessionConfig {
     /// Whether the link seals its frames (the trees are asked for with
     /// room for the MAC trailer).
     pub sealed: bool,
+    /// Seal with each tree's own key from the controller (`TunnelKey`):
+    /// the session fetches this member's trees' keys and those of every
+    /// tree it receives, now and as members get new trees.
+    pub tree_keys: bool,
 }
 
 /// Why a session could not open.
@@ -256,6 +260,8 @@ pub struct Opened {
     pub grants: Vec<Grant>,
     /// Every member's tree ids (this one's included).
     pub trees: BTreeMap<u64, TreeIds>,
+    /// With [`SessionConfig::tree_keys`], the keys of all those trees.
+    pub keys: Option<crate::lane::LaneKeys>,
 }
 
 /// Gives a member's trees back when it stops.
@@ -384,10 +390,18 @@ impl Session {
         }
         let mut trees = s.peers.clone();
         trees.insert(s.cfg.me, own);
+        let keys = if s.cfg.tree_keys {
+            let all: Vec<TreeIds> = trees.values().copied().collect();
+            let k = s.keys_of(&all).map_err(err("tunnel key"))?;
+            Some(crate::lane::LaneKeys::trees(own, &k))
+        } else {
+            None
+        };
         Ok(Opened {
             session: s,
             grants,
             trees,
+            keys,
         })
     }
 
@@ -414,6 +428,17 @@ impl Session {
             key: self.cfg.key.clone(),
             tunnels: vec![TunnelId(self.own.fd as u64), TunnelId(self.own.repl as u64)],
         }
+    }
+
+    /// The keys of `trees`' tunnels (key id = tunnel id).
+    fn keys_of(&mut self, trees: &[TreeIds]) -> Result<Vec<(u32, xlane_auth::Key)>, ClientError> {
+        let mut v = Vec::with_capacity(2 * trees.len());
+        for t in trees {
+            for id in [t.fd, t.repl] {
+                v.push((id, self.conn.tunnel_key(TunnelId(id as u64))?));
+            }
+        }
+        Ok(v)
     }
 
     /// Looks the other members' trees up; returns the names of those that
@@ -462,10 +487,26 @@ impl Session {
                 peers_at = now + PEERS_EVERY;
                 let before = self.peers.clone();
                 if self.look_up_peers().is_ok() && self.peers != before {
-                    for (&member, &trees) in &self.peers {
-                        if before.get(&member) != Some(&trees) {
-                            event(SessionEvent::PeerTrees { member, trees });
+                    let new: Vec<(u64, TreeIds)> = self
+                        .peers
+                        .iter()
+                        .filter(|(m, t)| before.get(m) != Some(t))
+                        .map(|(&m, &t)| (m, t))
+                        .collect();
+                    if self.cfg.tree_keys {
+                        let trees: Vec<TreeIds> = new.iter().map(|(_, t)| *t).collect();
+                        match self.keys_of(&trees) {
+                            Ok(k) => control.add_keys(k),
+                            Err(_) => {
+                                // Frames of the new trees would not open:
+                                // keep the old ones and ask again.
+                                self.peers = before;
+                                continue;
+                            }
                         }
+                    }
+                    for (member, trees) in new {
+                        event(SessionEvent::PeerTrees { member, trees });
                     }
                     control.set_peer_trees(self.peers.clone());
                 }

@@ -192,6 +192,11 @@ struct ServeArgs {
     /// Keys file (`xlane ctl keygen`) holding this member's controller key.
     #[arg(long, value_name = "FILE")]
     ctl_keys: Option<PathBuf>,
+    /// Seal the lane frames with each tree's own key from the controller
+    /// (`TunnelKey`, fetched for this member's trees and every tree it
+    /// receives) instead of a cluster key file.
+    #[arg(long, requires = "controller", conflicts_with = "key_file")]
+    tree_keys: bool,
     /// The controller's host name of a member, `ID=NAME`; repeat for every
     /// member (default: `kvID`).
     #[arg(long = "ctl-host", value_name = "ID=NAME")]
@@ -506,6 +511,7 @@ fn serve_raft(a: ServeArgs, fsync: LogFsync) -> super::CmdResult {
     let mut grants = Vec::new();
     let mut session = None;
     let mut trees = BTreeMap::new();
+    let mut lane_keys = None;
     if let Some(ctl) = a.controller {
         let timing = lane
             .as_mut()
@@ -521,12 +527,14 @@ fn serve_raft(a: ServeArgs, fsync: LogFsync) -> super::CmdResult {
             names,
             burst_bytes: a.lane_burst_bytes,
             wait_for_peers: std::time::Duration::from_secs(a.ctl_wait_s),
-            sealed: a.key_file.is_some(),
+            sealed: a.key_file.is_some() || a.tree_keys,
+            tree_keys: a.tree_keys,
         };
         let o = Session::open(cfg, timing)?;
         max_latency_ns = o.session.bound_ns().max(1);
         grants = o.grants.iter().map(grant_json).collect();
         trees = o.trees;
+        lane_keys = o.keys;
         session = Some(o.session);
     }
     let tick_ns = match &lane {
@@ -538,6 +546,7 @@ fn serve_raft(a: ServeArgs, fsync: LogFsync) -> super::CmdResult {
     cfg.join = a.join;
     cfg.lane = lane;
     cfg.trees = trees;
+    cfg.lane_keys = lane_keys;
     if let Some(f) = &a.key_file {
         cfg.auth = Some(xlane_kv::raft::NetAuth {
             ring: super::fd::key_ring(f)?,

@@ -207,6 +207,7 @@ pub struct Retune {
 pub(super) struct Pending {
     pub(super) retunes: Vec<Retune>,
     pub(super) peer_trees: Option<BTreeMap<u64, TreeIds>>,
+    pub(super) keys: Vec<(u32, xlane_auth::Key)>,
 }
 
 /// What another thread may change in a running [`LaneLink`] (e.g. when the
@@ -267,6 +268,16 @@ impl LaneControl {
     pub fn retune(&self, r: Retune) {
         if let Ok(mut p) = self.pending.lock() {
             p.retunes.push(r);
+            self.changed.store(true, Ordering::Release);
+        }
+    }
+
+    /// Frames sealed under these keys (id = tunnel id) open from now on:
+    /// the keys of trees granted to other members since the link started.
+    /// Tell it before [`LaneControl::set_peer_trees`] names the trees.
+    pub fn add_keys(&self, keys: Vec<(u32, xlane_auth::Key)>) {
+        if let Ok(mut p) = self.pending.lock() {
+            p.keys.extend(keys);
             self.changed.store(true, Ordering::Release);
         }
     }

@@ -31,9 +31,10 @@
 //!   with the lowest id campaigns at once and the others stand back for
 //!   it, instead of all waiting for Raft's election timeout.
 //!
-//! * **Authenticated frames** (with a group key, [`crate::net::NetAuth`]):
-//!   every frame of both trees carries a MAC trailer ([`xlane_auth`],
-//!   sealed for any receiver: one frame goes to every peer), and a frame
+//! * **Authenticated frames** ([`LaneKeys`]: a group key from a cluster
+//!   key file, or each tree's own key from the controller): every frame of
+//!   both trees carries a MAC trailer ([`xlane_auth`], sealed for any
+//!   receiver: one frame goes to every peer), and a frame
 //!   is opened before anything reads it: one that is forged, replayed,
 //!   unkeyed, or sealed by another member than the one at its source
 //!   address is counted ([`LaneStats::unauthenticated`]) and dropped, so
@@ -53,7 +54,7 @@ use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 use std::os::fd::RawFd;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use xlane_auth::{Opener, Sealer, ANY_RECEIVER, TRAILER_LEN};
+use xlane_auth::{Key, KeyRing, Opener, Sealer, ANY_RECEIVER, TRAILER_LEN};
 use xlane_ctl::fabric::group_of;
 use xlane_fd::{
     Anchor, Detector, DetectorConfig, EventKind, FixedTimeout, HeartbeatPayload, PeerSpec, Status,
@@ -88,6 +89,38 @@ pub const MAX_DATAGRAM: usize = 64 << 10;
 /// Largest frame when frames are sealed: the trailer fills the rest of
 /// the datagram.
 pub const SEALED_FRAME_LEN: usize = MAX_FRAME_LEN - TRAILER_LEN;
+
+/// The keys a lane link seals and opens its frames with.
+#[derive(Debug, Clone)]
+pub struct LaneKeys {
+    /// The keys accepted.
+    pub ring: KeyRing,
+    /// The key this member's X-FD tree seals with.
+    pub fd: u32,
+    /// The key its replication tree seals with.
+    pub repl: u32,
+}
+
+impl LaneKeys {
+    /// One group key for both trees (a cluster key file).
+    pub fn group(a: &NetAuth) -> LaneKeys {
+        LaneKeys {
+            ring: a.ring.clone(),
+            fd: a.key_id,
+            repl: a.key_id,
+        }
+    }
+
+    /// Each tree's own key, id = its tunnel id (the controller's
+    /// `TunnelKey`): this member's two trees and every tree it receives.
+    pub fn trees(own: TreeIds, keys: &[(u32, Key)]) -> LaneKeys {
+        LaneKeys {
+            ring: KeyRing::from_pairs(keys),
+            fd: own.fd,
+            repl: own.repl,
+        }
+    }
+}
 
 /// The MAC state of an authenticated link: a sealer per tree (each its
 /// own sequence), an opener per socket (each its own replay windows).
@@ -285,29 +318,32 @@ impl LaneLink {
     /// and `bind` port + 1) and sets up its two trees and a receiver per
     /// peer. `peers`: every member's raft address, this node included;
     /// `trees`: the members' tree ids (those missing use
-    /// [`TreeIds::default_for`]); `auth`: the group key that seals and
-    /// opens every frame (see the module docs).
+    /// [`TreeIds::default_for`]); `keys`: what seals and opens every
+    /// frame (see the module docs).
     pub fn new(
         me: u64,
         bind: SocketAddr,
         peers: &[(u64, SocketAddr)],
         timing: LaneTiming,
         trees: &BTreeMap<u64, TreeIds>,
-        auth: Option<&NetAuth>,
+        keys: Option<&LaneKeys>,
     ) -> Result<Self, LaneError> {
-        let auth = match auth {
+        let auth = match keys {
             None => None,
-            Some(a) => {
-                let key = a.ring.get(a.key_id).ok_or_else(|| {
-                    LaneError::Config(format!("key {} is not in the key file", a.key_id))
-                })?;
+            Some(k) => {
+                let key = |id: u32| {
+                    k.ring
+                        .get(id)
+                        .cloned()
+                        .ok_or_else(|| LaneError::Config(format!("no key {id} to seal with")))
+                };
                 // Node ids are below MAX_NODE_ID (checked next).
                 let sender = me.min(MAX_NODE_ID) as u32;
                 Some(LinkAuth {
-                    repl: Sealer::new(a.key_id, key.clone(), sender),
-                    fd: Sealer::new(a.key_id, key.clone(), sender),
-                    repl_open: Opener::new(a.ring.clone()),
-                    fd_open: Opener::new(a.ring.clone()),
+                    repl: Sealer::new(k.repl, key(k.repl)?, sender),
+                    fd: Sealer::new(k.fd, key(k.fd)?, sender),
+                    repl_open: Opener::new(k.ring.clone()),
+                    fd_open: Opener::new(k.ring.clone()),
                 })
             }
         };
@@ -739,6 +775,12 @@ impl LaneLink {
                 now_of.0.store(r.period_ns, Ordering::Release);
                 now_of.1.store(r.frame_bytes as u64, Ordering::Release);
                 LaneStats::add(&self.stats.retunes, 1);
+            }
+        }
+        if let Some(a) = self.auth.as_mut() {
+            for (id, key) in pending.keys {
+                a.repl_open.add_key(id, key.clone());
+                a.fd_open.add_key(id, key);
             }
         }
         if let Some(trees) = pending.peer_trees {

@@ -200,8 +200,17 @@ fn sealed_frames_open_only_under_the_group_key() {
         let (pa, pb) = (free(), free());
         let peers = [(1, pa), (2, pb)];
         let none = BTreeMap::new();
-        let mut a = LaneLink::new(1, pa, &peers, t, &none, a_auth.as_ref()).expect("A");
-        let mut b = LaneLink::new(2, pb, &peers, t, &none, Some(&auth(&k1))).expect("B");
+        let mut a = LaneLink::new(
+            1,
+            pa,
+            &peers,
+            t,
+            &none,
+            a_auth.map(|a| LaneKeys::group(&a)).as_ref(),
+        )
+        .expect("A");
+        let mut b =
+            LaneLink::new(2, pb, &peers, t, &none, Some(&LaneKeys::group(&auth(&k1)))).expect("B");
         assert_eq!(b.frame_cap, SEALED_FRAME_LEN);
         let msg = vec![9u8; 200];
         let mut got = Vec::new();
