@@ -1,8 +1,6 @@
 //! `xlane`: the one command-line entry point.
 
 mod cmd;
-mod config_args;
-mod logging;
 
 /// mimalloc serves every allocation of the command (as jemalloc serves
 /// Redis's): its per-thread free lists keep a member's allocations of a
@@ -58,7 +56,7 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    let args = match config_args::expand(std::env::args_os().collect(), &Cli::command()) {
+    let args = match xlane_cli::config::expand(std::env::args_os().collect(), &Cli::command()) {
         Ok(a) => a,
         Err(e) => {
             eprintln!("xlane: error: {e}");
@@ -66,7 +64,7 @@ fn main() -> ExitCode {
         }
     };
     let cli = Cli::parse_from(args);
-    logging::init();
+    xlane_cli::logging::init();
     let result = match cli.command {
         Command::Testbed(a) => cmd::testbed::run(a),
         Command::Doctor(a) => cmd::doctor::run(a),

@@ -223,14 +223,9 @@ enum DaemonError {
     Lane(std::io::Error),
 }
 
-#[path = "../config_args.rs"]
-mod config_args;
-#[path = "../logging.rs"]
-mod logging;
-
 fn main() -> ExitCode {
     use clap::CommandFactory;
-    let args = match config_args::expand(std::env::args_os().collect(), &Cli::command()) {
+    let args = match xlane_cli::config::expand(std::env::args_os().collect(), &Cli::command()) {
         Ok(a) => a,
         Err(e) => {
             eprintln!("xlaned: error: {e}");
@@ -238,7 +233,7 @@ fn main() -> ExitCode {
         }
     };
     let cli = Cli::parse_from(args);
-    logging::init();
+    xlane_cli::logging::init();
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

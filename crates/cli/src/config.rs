@@ -52,7 +52,20 @@ pub fn expand(args: Vec<OsString>, cmd: &clap::Command) -> Result<Vec<OsString>,
         }
     }
     let text = std::fs::read_to_string(&file).map_err(|e| format!("--config {file}: {e}"))?;
-    let table: toml::Table = toml::from_str(&text).map_err(|e| format!("--config {file}: {e}"))?;
+    let flags = flags_of(&text, &file, &chain)?;
+    let mut out: Vec<OsString> = args[..at].to_vec();
+    out.extend(flags);
+    out.extend(args[at..pos].iter().cloned());
+    out.extend(args[rest..].iter().cloned());
+    Ok(out)
+}
+
+/// The flags the settings file `text` (named `file` in errors) sets for
+/// the command at the end of `chain` (the command, then each subcommand
+/// down to it): its own flags, then global ones above it. Errors name the
+/// file and the key.
+pub fn flags_of(text: &str, file: &str, chain: &[clap::Command]) -> Result<Vec<OsString>, String> {
+    let table: toml::Table = toml::from_str(text).map_err(|e| format!("--config {file}: {e}"))?;
     let name = chain
         .iter()
         .map(|c| c.get_name().to_string())
@@ -99,11 +112,7 @@ pub fn expand(args: Vec<OsString>, cmd: &clap::Command) -> Result<Vec<OsString>,
             flags.push(OsString::from(s));
         }
     }
-    let mut out: Vec<OsString> = args[..at].to_vec();
-    out.extend(flags);
-    out.extend(args[at..pos].iter().cloned());
-    out.extend(args[rest..].iter().cloned());
-    Ok(out)
+    Ok(flags)
 }
 
 #[cfg(test)]
