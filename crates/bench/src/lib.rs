@@ -28,3 +28,4 @@ pub mod rpc_bench;
 pub mod stats;
 pub mod sven_bench;
 pub mod table;
+pub mod te_bench;

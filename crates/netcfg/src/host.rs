@@ -64,18 +64,7 @@ pub fn host_port(topo: &Topology, host: &str) -> Result<(u64, TestbedConfig), Ne
             "host `{host}` has no link in the topology file (is it named there?)"
         ))
     })?;
-    Ok((
-        link.bandwidth_bps,
-        TestbedConfig {
-            express_queue_pkts: link.express_queue_pkts,
-            best_effort_queue_pkts: link.best_effort_queue_pkts,
-            express_dscp: topo.express_dscp,
-            express2_dscp: topo.express2_dscp,
-            express_rate_percent: topo.express_rate_percent,
-            burst_ns: topo.burst_ns,
-            ..TestbedConfig::default()
-        },
-    ))
+    Ok((link.bandwidth_bps, crate::port_shaping(topo, link)))
 }
 
 /// The tunnels `host` sends on, from the controller's list, by wire id.

@@ -32,6 +32,24 @@ use xlane_testbed::TunnelPolicy;
 /// rate still overflows it within a few milliseconds.
 pub const MIN_QUEUE_PKTS: u32 = 16;
 
+/// The shaping of a port at the egress of `link` as the testbed configures
+/// it: the link's queue lengths, the topology file's DSCPs and class
+/// shares.
+pub fn port_shaping(
+    topo: &xlane_testbed::Topology,
+    link: &xlane_testbed::Link,
+) -> xlane_testbed::TestbedConfig {
+    xlane_testbed::TestbedConfig {
+        express_queue_pkts: link.express_queue_pkts,
+        best_effort_queue_pkts: link.best_effort_queue_pkts,
+        express_dscp: topo.express_dscp,
+        express2_dscp: topo.express2_dscp,
+        express_rate_percent: topo.express_rate_percent,
+        burst_ns: topo.burst_ns,
+        ..xlane_testbed::TestbedConfig::default()
+    }
+}
+
 /// Why a grant could not be turned into configuration.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum NetcfgError {

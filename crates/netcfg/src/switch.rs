@@ -85,20 +85,6 @@ pub struct SwitchPlan {
     pub demoted: Vec<u64>,
 }
 
-/// The shaping of a port as the testbed configures it, from the topology
-/// file's fields.
-fn shaping(topo: &Topology, link: &xlane_testbed::Link) -> TestbedConfig {
-    TestbedConfig {
-        express_queue_pkts: link.express_queue_pkts,
-        best_effort_queue_pkts: link.best_effort_queue_pkts,
-        express_dscp: topo.express_dscp,
-        express2_dscp: topo.express2_dscp,
-        express_rate_percent: topo.express_rate_percent,
-        burst_ns: topo.burst_ns,
-        ..TestbedConfig::default()
-    }
-}
-
 /// The ports of every switch in `topo` with the tunnels of `ops` (the
 /// controller's resync: an install per tunnel, a demote per demoted one).
 /// Slots are given in tunnel id order, as the testbed gives them to
@@ -174,7 +160,7 @@ pub fn plan(topo: &Topology, ops: &[FabricOp]) -> Result<SwitchPlan, NetcfgError
             device: link.device.clone(),
             peer: link.to.clone(),
             rate_bps: link.bandwidth_bps,
-            shaping: shaping(topo, link),
+            shaping: crate::port_shaping(topo, link),
             tunnels: here,
         });
     }

@@ -61,6 +61,7 @@
 #![warn(missing_docs)]
 
 pub mod alloc;
+pub mod gen;
 pub mod qjump;
 pub mod topology;
 

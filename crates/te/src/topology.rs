@@ -412,9 +412,18 @@ impl Topology {
         Ok(t)
     }
 
+    /// Every host reaches every other through switches only. Hosts with the
+    /// same next hops reach the same nodes, so one search per set of next
+    /// hops (a rack's hosts share their top-of-rack switch) covers them all.
     fn check_connected(&self) -> Result<(), TopologyError> {
+        let mut by_hops: HashMap<Vec<NodeId>, Vec<bool>> = HashMap::new();
         for a in self.hosts() {
-            let reach = self.reachable_from(a);
+            let mut hops: Vec<NodeId> = self.out[a.0].iter().map(|l| self.links[l.0].to).collect();
+            hops.sort();
+            hops.dedup();
+            let reach = by_hops
+                .entry(hops)
+                .or_insert_with_key(|hops| self.reachable_through(hops));
             for b in self.hosts() {
                 if a != b && !reach[b.0] {
                     return Err(TopologyError::Disconnected {
@@ -427,13 +436,17 @@ impl Topology {
         Ok(())
     }
 
-    /// Nodes reachable from `a` by paths whose intermediate nodes are switches.
-    fn reachable_from(&self, a: NodeId) -> Vec<bool> {
+    /// Nodes reachable from the next hops `start` of a host by paths whose
+    /// intermediate nodes are switches (the hops themselves included).
+    fn reachable_through(&self, start: &[NodeId]) -> Vec<bool> {
         let mut seen = vec![false; self.nodes.len()];
-        seen[a.0] = true;
-        let mut stack = vec![a];
+        let mut stack = Vec::new();
+        for &s in start {
+            seen[s.0] = true;
+            stack.push(s);
+        }
         while let Some(u) = stack.pop() {
-            if u != a && self.nodes[u.0].kind == NodeKind::Host {
+            if self.nodes[u.0].kind == NodeKind::Host {
                 continue;
             }
             for &l in &self.out[u.0] {

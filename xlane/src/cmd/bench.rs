@@ -111,6 +111,14 @@ enum What {
     /// over at least 10⁶ messages with kills and a cut. Plots, targets,
     /// --json. About 3 minutes with the defaults. Needs root.
     Pipe(super::bench_pipe::PipeArgs),
+    /// The controller at datacenter scale, simulated (no testbed): a
+    /// generated fat-tree or leaf-spine, requests as a deployment sends
+    /// them (X-FD trees, replication, QJump-level tunnels) with churn;
+    /// request time at 10³, 10⁴, 10⁵ tunnels, time to fill, journal
+    /// replay time, memory, refusals by reason, and every announced range
+    /// checked against a recomputation from scratch. A plot of request
+    /// time against tunnels. Minutes for fat-tree:32 and 10⁵ tunnels.
+    Te(super::bench_te::TeArgs),
 }
 
 #[derive(clap::Args)]
@@ -266,6 +274,7 @@ pub fn run(args: Args) -> super::CmdResult {
         What::Rpc(a) => super::bench_rpc::rpc(a),
         What::Sven(a) => super::bench_sven::sven(a),
         What::Pipe(a) => super::bench_pipe::pipe(a),
+        What::Te(a) => super::bench_te::te(a),
     }
 }
 

@@ -5,6 +5,7 @@ pub mod bench_apps;
 pub mod bench_pipe;
 pub mod bench_rpc;
 pub mod bench_sven;
+pub mod bench_te;
 pub mod ctl;
 pub mod doctor;
 pub mod fd;

@@ -88,10 +88,42 @@
 //! (ties: fewest links, then receiver order). Links whose queue is full or
 //! whose bandwidth share is exhausted are skipped; when that leaves no path
 //! the unfiltered path is used so that the refusal names the full link.
+//!
+//! # Incremental allocation
+//!
+//! Nothing is recomputed from scratch on an operation. The allocator keeps
+//! every link's express load (per sub-lane: tunnels, the sum of their
+//! transmission times, the sum of their rates) and, per link, the tunnels
+//! whose trees cross it. A tunnel's range and drain condition depend only
+//! on the loads of its own links, so a tunnel on links `L` can change only
+//! the tunnels that cross `L`:
+//!
+//! - a request runs Dijkstra over the kept loads (stopping once the
+//!   receivers still to attach are settled), and scores each candidate tree
+//!   by what it adds to the objective: its own maximum latency plus the
+//!   rise of the maxima of the tunnels that share its links. Every
+//!   candidate's objective differs from its score by the same constant, so
+//!   the trees chosen are the ones a full evaluation would choose;
+//! - admission checks the new tree's links and re-walks the same tunnels;
+//! - release and change take the tunnel's load away (and put the new one
+//!   back) and re-walk the tunnels that shared its links.
+//!
+//! So an operation costs its Dijkstra runs (one per tree node and step,
+//! over the switches it has to explore) and the walks of the tunnels on its
+//! tree's links, at most `qlen(e)` per sub-lane and link, whatever the
+//! number of tunnels elsewhere. [`Allocator::verify`] recomputes loads,
+//! index and every range from scratch and compares.
 
 use crate::topology::{LinkId, NodeId, NodeKind, Topology};
-use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+
+mod model;
+
+use model::{LinkConst, LinkLoad, Model, Shape, ShapeRef, Walk};
+
+/// An admitted tunnel: its shape (period as granted), the walks of the
+/// tunnels it affects, its own walk.
+type Admitted = (Shape, Vec<(TunnelId, Walk)>, Walk);
 
 /// Identifier of an allocated tunnel (unique for the allocator's lifetime).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -212,6 +244,16 @@ pub struct Tunnel {
 }
 
 impl Tunnel {
+    fn shape_ref(&self) -> ShapeRef<'_> {
+        ShapeRef {
+            sender: self.sender,
+            receivers: &self.receivers,
+            links: &self.links,
+            load: self.load_bytes,
+            lane: self.sublane,
+        }
+    }
+
     /// The tunnel's parameters as returned to the service.
     pub fn resources(&self) -> Resources {
         Resources {
@@ -378,381 +420,27 @@ pub enum ReleaseError {
 #[error("invariant violated: {0}")]
 pub struct InvariantViolation(pub String);
 
+/// `⌈bytes · 8·10⁹ / per⌉` (in 64 bits when it fits: it runs once per
+/// link in every path search).
+fn bits_over(bytes: u32, per: u64) -> u64 {
+    let per = per.max(1);
+    // 8·10⁹ · 2³¹ < 2⁶⁴.
+    if bytes < 1 << 31 {
+        (bytes as u64 * 8_000_000_000).div_ceil(per)
+    } else {
+        let num = bytes as u128 * 8 * 1_000_000_000;
+        u64::try_from(num.div_ceil(per as u128)).unwrap_or(u64::MAX)
+    }
+}
+
 /// Transmission time of `bytes` at `bps`, ns, rounded up.
 pub fn tx_ns(bytes: u32, bps: u64) -> u64 {
-    let num = bytes as u128 * 8 * 1_000_000_000;
-    let bps = bps.max(1) as u128;
-    u64::try_from(num.div_ceil(bps)).unwrap_or(u64::MAX)
+    bits_over(bytes, bps)
 }
 
 /// Bit rate of `bytes` every `period_ns`, bit/s, rounded up.
 pub fn rate_bps(bytes: u32, period_ns: u64) -> u64 {
-    let num = bytes as u128 * 8 * 1_000_000_000;
-    u64::try_from(num.div_ceil(period_ns.max(1) as u128)).unwrap_or(u64::MAX)
-}
-
-/// What the model needs of a tunnel.
-#[derive(Debug, Clone)]
-struct Shape {
-    sender: NodeId,
-    receivers: Vec<NodeId>,
-    links: Vec<LinkId>,
-    load: u32,
-    period: u64,
-    lane: u8,
-}
-
-#[derive(Debug, Clone, Default)]
-struct LinkLoad {
-    count: Vec<u32>,
-    tx_sum: Vec<u64>,
-    bps: Vec<u64>,
-}
-
-/// One tree's walk: (tunnel range, per-receiver ranges, drain-condition
-/// period).
-type Walk = (LatencyRange, Vec<(NodeId, LatencyRange)>, u64);
-
-/// Result of the adjustment phase over a set of shapes.
-struct Eval {
-    loads: Vec<LinkLoad>,
-    /// Per shape: (tunnel range, per-receiver ranges, drain-condition period).
-    per: Vec<Walk>,
-}
-
-struct Model<'a> {
-    topo: &'a Topology,
-    cfg: &'a TeConfig,
-}
-
-impl Model<'_> {
-    fn np(&self, l: LinkId) -> u64 {
-        if self.cfg.non_preemption {
-            tx_ns(self.cfg.mtu_bytes, self.topo.link(l).bandwidth_bps)
-        } else {
-            0
-        }
-    }
-
-    fn capacity_bps(&self, l: LinkId) -> u64 {
-        let bw = self.topo.link(l).bandwidth_bps as u128;
-        u64::try_from(bw * self.cfg.express_share_permille as u128 / 1000).unwrap_or(u64::MAX)
-    }
-
-    fn loads(&self, shapes: &[Shape]) -> Vec<LinkLoad> {
-        let lanes = self.cfg.sublanes as usize;
-        let mut loads = vec![
-            LinkLoad {
-                count: vec![0; lanes],
-                tx_sum: vec![0; lanes],
-                bps: vec![0; lanes],
-            };
-            self.topo.links().len()
-        ];
-        for s in shapes {
-            let k = s.lane as usize;
-            for &l in &s.links {
-                let ld = &mut loads[l.0];
-                ld.count[k] += 1;
-                ld.tx_sum[k] += tx_ns(s.load, self.topo.link(l).bandwidth_bps);
-                ld.bps[k] = ld.bps[k].saturating_add(rate_bps(s.load, s.period));
-            }
-        }
-        loads
-    }
-
-    /// Queueing delay of a packet of `lane` with transmission time `own_tx`
-    /// at `l` (own packet subtracted when `own_tx > 0`, see module docs).
-    fn queueing(&self, ld: &LinkLoad, l: LinkId, lane: usize, own_tx: u64) -> u64 {
-        let higher: u64 = ld.tx_sum[..lane].iter().sum();
-        self.np(l) + ld.tx_sum[lane].saturating_sub(own_tx) + 2 * higher
-    }
-
-    /// `D(e)`: longest stay of any packet at `l`.
-    fn drain(&self, ld: &LinkLoad, l: LinkId) -> u64 {
-        (0..ld.count.len())
-            .filter(|&k| ld.count[k] > 0)
-            .map(|k| self.queueing(ld, l, k, 0))
-            .max()
-            .unwrap_or(0)
-    }
-
-    fn evaluate(&self, shapes: &[Shape]) -> Eval {
-        let loads = self.loads(shapes);
-        let drains: Vec<u64> = (0..loads.len())
-            .map(|i| self.drain(&loads[i], LinkId(i)))
-            .collect();
-        let per = shapes
-            .iter()
-            .map(|s| self.walk(s, &loads, &drains))
-            .collect();
-        Eval { loads, per }
-    }
-
-    /// Depth-first walk of one tree.
-    fn walk(&self, s: &Shape, loads: &[LinkLoad], drains: &[u64]) -> Walk {
-        let mut children: HashMap<NodeId, Vec<LinkId>> = HashMap::new();
-        for &l in &s.links {
-            children.entry(self.topo.link(l).from).or_default().push(l);
-        }
-        let mut at: HashMap<NodeId, (u64, u64)> = HashMap::new();
-        let mut need_period = 0u64;
-        // (node, min, max, upstream jitter)
-        let mut stack = vec![(s.sender, 0u64, 0u64, 0u64)];
-        let mut visited = HashSet::new();
-        while let Some((u, mn, mx, jup)) = stack.pop() {
-            if !visited.insert(u) {
-                continue;
-            }
-            at.insert(u, (mn, mx));
-            for &l in children.get(&u).map(Vec::as_slice).unwrap_or(&[]) {
-                let link = self.topo.link(l);
-                let tx = tx_ns(s.load, link.bandwidth_bps);
-                let q = self.queueing(&loads[l.0], l, s.lane as usize, tx);
-                need_period = need_period.max(jup.saturating_add(drains[l.0]));
-                let tx_min = if link.min_includes_tx { tx } else { 0 };
-                stack.push((
-                    link.to,
-                    mn + tx_min + link.min_latency_ns,
-                    mx + tx + link.min_latency_ns + link.max_jitter_ns + q,
-                    jup + link.max_jitter_ns + q,
-                ));
-            }
-        }
-        let per: Vec<(NodeId, LatencyRange)> = s
-            .receivers
-            .iter()
-            .filter_map(|r| {
-                at.get(r).map(|&(mn, mx)| {
-                    (
-                        *r,
-                        LatencyRange {
-                            min_latency_ns: mn,
-                            max_jitter_ns: mx - mn,
-                        },
-                    )
-                })
-            })
-            .collect();
-        let lo = per.iter().map(|(_, r)| r.min_latency_ns).min().unwrap_or(0);
-        let hi = per
-            .iter()
-            .map(|(_, r)| r.max_latency_ns())
-            .max()
-            .unwrap_or(0);
-        (
-            LatencyRange {
-                min_latency_ns: lo,
-                max_jitter_ns: hi - lo,
-            },
-            per,
-            need_period,
-        )
-    }
-
-    fn objective(&self, shapes: &[Shape]) -> u64 {
-        self.evaluate(shapes)
-            .per
-            .iter()
-            .map(|(r, _, _)| r.max_latency_ns())
-            .sum()
-    }
-
-    /// Shortest paths from `src` (Dijkstra), through switches only, never
-    /// entering `blocked`. Returns predecessor links.
-    fn shortest_from(
-        &self,
-        src: NodeId,
-        blocked: &HashSet<NodeId>,
-        loads: &[LinkLoad],
-        new: &Shape,
-        filter: bool,
-    ) -> Vec<Option<LinkId>> {
-        let n = self.topo.nodes().len();
-        let mut dist = vec![u64::MAX; n];
-        let mut pred = vec![None; n];
-        let mut heap = BinaryHeap::new();
-        dist[src.0] = 0;
-        heap.push(Reverse((0u64, src.0)));
-        let lane = new.lane as usize;
-        while let Some(Reverse((d, u))) = heap.pop() {
-            if d > dist[u] {
-                continue;
-            }
-            if u != src.0 && self.topo.node(NodeId(u)).kind == NodeKind::Host {
-                continue;
-            }
-            for &l in self.topo.out_links(NodeId(u)) {
-                let link = self.topo.link(l);
-                let v = link.to;
-                if blocked.contains(&v) {
-                    continue;
-                }
-                let ld = &loads[l.0];
-                if filter
-                    && (ld.count[lane] >= link.express_queue_pkts
-                        || ld.bps[lane].saturating_add(rate_bps(new.load, self.cfg.max_period_ns))
-                            > self.capacity_bps(l))
-                {
-                    continue;
-                }
-                let w = tx_ns(new.load, link.bandwidth_bps)
-                    + link.min_latency_ns
-                    + link.max_jitter_ns
-                    + self.queueing(ld, l, lane, 0);
-                let nd = d.saturating_add(w);
-                if nd < dist[v.0] {
-                    dist[v.0] = nd;
-                    pred[v.0] = Some(l);
-                    heap.push(Reverse((nd, v.0)));
-                }
-            }
-        }
-        pred
-    }
-
-    fn path_to(&self, pred: &[Option<LinkId>], src: NodeId, dst: NodeId) -> Option<Vec<LinkId>> {
-        let mut path = Vec::new();
-        let mut v = dst;
-        while v != src {
-            let l = pred[v.0]?;
-            path.push(l);
-            v = self.topo.link(l).from;
-        }
-        path.reverse();
-        Some(path)
-    }
-
-    /// Optimization phase: the greedy tree for `new` (its `links` and
-    /// `receivers` are ignored and filled in).
-    fn build_tree(&self, others: &[Shape], new: &Shape) -> Result<Vec<LinkId>, Refusal> {
-        let loads = self.loads(others);
-        let mut tree_nodes = vec![new.sender];
-        let mut links: Vec<LinkId> = Vec::new();
-        let mut attached: Vec<NodeId> = Vec::new();
-        let mut remaining = new.receivers.clone();
-        let mut shapes = others.to_vec();
-        shapes.push(new.clone());
-        let last = shapes.len() - 1;
-        while !remaining.is_empty() {
-            let mut best: Option<(u64, usize, usize, Vec<LinkId>)> = None;
-            for filter in [true, false] {
-                let blocked: HashSet<NodeId> = tree_nodes.iter().copied().collect();
-                for &u in &tree_nodes {
-                    if u != new.sender && self.topo.node(u).kind == NodeKind::Host {
-                        continue;
-                    }
-                    let mut blk = blocked.clone();
-                    blk.remove(&u);
-                    let pred = self.shortest_from(u, &blk, &loads, new, filter);
-                    for (ri, &r) in remaining.iter().enumerate() {
-                        let Some(path) = self.path_to(&pred, u, r) else {
-                            continue;
-                        };
-                        let mut cand = links.clone();
-                        cand.extend_from_slice(&path);
-                        let mut recv = attached.clone();
-                        recv.push(r);
-                        shapes[last].links = cand;
-                        shapes[last].receivers = recv;
-                        let obj = self.objective(&shapes);
-                        let key = (obj, path.len(), ri);
-                        let better = match &best {
-                            None => true,
-                            Some(b) => key < (b.0, b.1, b.2),
-                        };
-                        if better {
-                            best = Some((obj, path.len(), ri, path));
-                        }
-                    }
-                }
-                if best.is_some() {
-                    break;
-                }
-            }
-            let Some((_, _, ri, path)) = best else {
-                return Err(Refusal::NoPath {
-                    from: self.topo.node(new.sender).name.clone(),
-                    to: self.topo.node(remaining[0]).name.clone(),
-                });
-            };
-            for &l in &path {
-                tree_nodes.push(self.topo.link(l).to);
-            }
-            links.extend_from_slice(&path);
-            attached.push(remaining.remove(ri));
-        }
-        Ok(links)
-    }
-
-    /// Adjustment phase + admission: evaluates `others` plus `new`, raises
-    /// `new.period` as needed, and checks validity. `others_periods` are never
-    /// changed.
-    fn admit(
-        &self,
-        others: &[(TunnelId, Shape)],
-        mut new: Shape,
-    ) -> Result<(Shape, Eval), Refusal> {
-        let mut shapes: Vec<Shape> = others.iter().map(|(_, s)| s.clone()).collect();
-        let lane = new.lane as usize;
-        // Queues and bandwidth, from the other tunnels' loads.
-        let base = self.loads(&shapes);
-        for &l in &new.links {
-            let link = self.topo.link(l);
-            let ld = &base[l.0];
-            if ld.count[lane] + 1 > link.express_queue_pkts {
-                return Err(Refusal::QueueOverflow {
-                    link: self.topo.describe_link(l),
-                    sublane: new.lane,
-                    packets: ld.count[lane] + 1,
-                    capacity: link.express_queue_pkts,
-                });
-            }
-            let cap = self.capacity_bps(l);
-            let avail = cap.saturating_sub(ld.bps[lane]);
-            let bw_err = || Refusal::Bandwidth {
-                link: self.topo.describe_link(l),
-                sublane: new.lane,
-                used_bps: ld.bps[lane],
-                capacity_bps: cap,
-            };
-            if avail == 0 {
-                return Err(bw_err());
-            }
-            let bits = new.load as u128 * 8 * 1_000_000_000;
-            let need = u64::try_from(bits.div_ceil(avail as u128)).unwrap_or(u64::MAX);
-            if need > self.cfg.max_period_ns {
-                return Err(bw_err());
-            }
-            new.period = new.period.max(need);
-        }
-        shapes.push(new.clone());
-        let eval = self.evaluate(&shapes);
-        let last = shapes.len() - 1;
-        for (i, (id, s)) in others.iter().enumerate() {
-            let need = eval.per[i].2;
-            if s.period < need {
-                return Err(Refusal::WouldInvalidate {
-                    tunnel: *id,
-                    period_ns: s.period,
-                    required_ns: need,
-                });
-            }
-        }
-        let need = eval.per[last].2;
-        if need > self.cfg.max_period_ns {
-            return Err(Refusal::PeriodUnattainable {
-                required_ns: need,
-                max_ns: self.cfg.max_period_ns,
-            });
-        }
-        new.period = new.period.max(need);
-        // The raised period only lowers the new tunnel's rate: recompute the
-        // loads so bandwidth bookkeeping uses the granted period.
-        shapes[last].period = new.period;
-        let eval = self.evaluate(&shapes);
-        Ok((new, eval))
-    }
+    bits_over(bytes, period_ns)
 }
 
 /// The allocator: the topology, the set `𝒯` of tunnels, and the operations of
@@ -763,12 +451,23 @@ pub struct Allocator {
     cfg: TeConfig,
     tunnels: BTreeMap<TunnelId, Tunnel>,
     next_id: u64,
+    /// Every link's express load under all tunnels, kept as they come and
+    /// go.
+    loads: Vec<LinkLoad>,
+    /// Per link, the tunnels whose trees cross it.
+    on_link: Vec<BTreeSet<TunnelId>>,
+    /// Per link, what the model computes once.
+    consts: Vec<LinkConst>,
 }
 
 impl Allocator {
     /// An empty allocation over `topo`.
     pub fn new(topo: Topology, cfg: TeConfig) -> Allocator {
+        let links = topo.links().len();
         Allocator {
+            loads: vec![LinkLoad::empty(cfg.sublanes as usize); links],
+            on_link: vec![BTreeSet::new(); links],
+            consts: LinkConst::all(&topo, &cfg),
             topo,
             cfg,
             tunnels: BTreeMap::new(),
@@ -807,32 +506,6 @@ impl Allocator {
             .values()
             .map(|t| t.range.max_latency_ns())
             .sum()
-    }
-
-    fn model(&self) -> Model<'_> {
-        Model {
-            topo: &self.topo,
-            cfg: &self.cfg,
-        }
-    }
-
-    fn shape(t: &Tunnel) -> Shape {
-        Shape {
-            sender: t.sender,
-            receivers: t.receivers.clone(),
-            links: t.links.clone(),
-            load: t.load_bytes,
-            period: t.period_ns,
-            lane: t.sublane,
-        }
-    }
-
-    fn others(&self, except: Option<TunnelId>) -> Vec<(TunnelId, Shape)> {
-        self.tunnels
-            .values()
-            .filter(|t| Some(t.id) != except)
-            .map(|t| (t.id, Self::shape(t)))
-            .collect()
     }
 
     fn check_params(&self, load: u32, period: u64, lane: u8) -> Result<(), Refusal> {
@@ -877,6 +550,225 @@ impl Allocator {
         Ok(id)
     }
 
+    fn model(&self) -> Model<'_> {
+        Model {
+            topo: &self.topo,
+            cfg: &self.cfg,
+            consts: &self.consts,
+        }
+    }
+
+    /// Adds (`add`) or takes away `s`'s load in the kept link loads.
+    fn book(&mut self, s: &Shape, add: bool) {
+        let model = Model {
+            topo: &self.topo,
+            cfg: &self.cfg,
+            consts: &self.consts,
+        };
+        model.apply(&mut self.loads, &s.links, s.load, s.period, s.lane, add);
+    }
+
+    fn shape(t: &Tunnel) -> Shape {
+        Shape {
+            sender: t.sender,
+            receivers: t.receivers.clone(),
+            links: t.links.clone(),
+            load: t.load_bytes,
+            period: t.period_ns,
+            lane: t.sublane,
+        }
+    }
+
+    /// The tunnels that cross any of `links` (but `except`), by id: the
+    /// only ones whose ranges or drain conditions a tunnel on `links` can
+    /// change.
+    fn affected(&self, links: &[LinkId], except: Option<TunnelId>) -> Vec<TunnelId> {
+        let mut ids = BTreeSet::new();
+        for l in links {
+            ids.extend(self.on_link[l.0].iter().copied());
+        }
+        if let Some(e) = except {
+            ids.remove(&e);
+        }
+        ids.into_iter().collect()
+    }
+
+    /// How much a candidate tree for `new` (`links` reaching `receivers`)
+    /// would add to the objective: its own maximum latency plus how much
+    /// it raises the maxima of the tunnels it shares links with. The
+    /// objective of every candidate differs from this by the same constant
+    /// (the current objective), so candidates compare as by the objective.
+    fn candidate_delta(&mut self, links: &[LinkId], receivers: &[NodeId], new: &Shape) -> i128 {
+        let model = Model {
+            topo: &self.topo,
+            cfg: &self.cfg,
+            consts: &self.consts,
+        };
+        model.apply(&mut self.loads, links, new.load, new.period, new.lane, true);
+        let mut d: i128 = 0;
+        for id in self.affected(links, None) {
+            let t = &self.tunnels[&id];
+            let w = model.walk(t.shape_ref(), &self.loads);
+            d += w.0.max_latency_ns() as i128 - t.range.max_latency_ns() as i128;
+        }
+        let own = ShapeRef {
+            sender: new.sender,
+            receivers,
+            links,
+            load: new.load,
+            lane: new.lane,
+        };
+        d += model.walk(own, &self.loads).0.max_latency_ns() as i128;
+        model.apply(
+            &mut self.loads,
+            links,
+            new.load,
+            new.period,
+            new.lane,
+            false,
+        );
+        d
+    }
+
+    /// Optimization phase: the greedy tree for `new` (its `links` and
+    /// `receivers` are ignored).
+    fn build_tree(&mut self, new: &Shape) -> Result<Vec<LinkId>, Refusal> {
+        let mut tree_nodes = vec![new.sender];
+        let mut links: Vec<LinkId> = Vec::new();
+        let mut attached: Vec<NodeId> = Vec::new();
+        let mut remaining = new.receivers.clone();
+        while !remaining.is_empty() {
+            let mut best: Option<(i128, usize, usize, Vec<LinkId>)> = None;
+            for filter in [true, false] {
+                let blocked: HashSet<NodeId> = tree_nodes.iter().copied().collect();
+                for &u in &tree_nodes {
+                    if u != new.sender && self.topo.node(u).kind == NodeKind::Host {
+                        continue;
+                    }
+                    let mut blk = blocked.clone();
+                    blk.remove(&u);
+                    let pred =
+                        self.model()
+                            .shortest_from(u, &blk, &remaining, &self.loads, new, filter);
+                    for (ri, &r) in remaining.iter().enumerate() {
+                        let Some(path) = self.model().path_to(&pred, u, r) else {
+                            continue;
+                        };
+                        let mut cand = links.clone();
+                        cand.extend_from_slice(&path);
+                        let mut recv = attached.clone();
+                        recv.push(r);
+                        let delta = self.candidate_delta(&cand, &recv, new);
+                        let key = (delta, path.len(), ri);
+                        let better = match &best {
+                            None => true,
+                            Some(b) => key < (b.0, b.1, b.2),
+                        };
+                        if better {
+                            best = Some((delta, path.len(), ri, path));
+                        }
+                    }
+                }
+                if best.is_some() {
+                    break;
+                }
+            }
+            let Some((_, _, ri, path)) = best else {
+                return Err(Refusal::NoPath {
+                    from: self.topo.node(new.sender).name.clone(),
+                    to: self.topo.node(remaining[0]).name.clone(),
+                });
+            };
+            for &l in &path {
+                tree_nodes.push(self.topo.link(l).to);
+            }
+            links.extend_from_slice(&path);
+            attached.push(remaining.remove(ri));
+        }
+        Ok(links)
+    }
+
+    /// Adjustment phase and admission of `new` (its tree fixed; `except`,
+    /// a tunnel whose load the caller took away, is not checked): raises
+    /// `new.period` as needed and checks validity. On success `new`'s load
+    /// is in `self.loads` and the walks of the tunnels it affects and its
+    /// own are returned; on refusal nothing changed. Other tunnels'
+    /// periods never change.
+    fn admit(&mut self, except: Option<TunnelId>, mut new: Shape) -> Result<Admitted, Refusal> {
+        let model = Model {
+            topo: &self.topo,
+            cfg: &self.cfg,
+            consts: &self.consts,
+        };
+        let lane = new.lane as usize;
+        // Queues and bandwidth, from the other tunnels' loads.
+        for &l in &new.links {
+            let link = self.topo.link(l);
+            let ld = &self.loads[l.0];
+            if ld.count[lane] + 1 > link.express_queue_pkts {
+                return Err(Refusal::QueueOverflow {
+                    link: self.topo.describe_link(l),
+                    sublane: new.lane,
+                    packets: ld.count[lane] + 1,
+                    capacity: link.express_queue_pkts,
+                });
+            }
+            let cap = model.capacity_bps(l);
+            let avail = cap.saturating_sub(ld.bps[lane]);
+            let bw_err = || Refusal::Bandwidth {
+                link: self.topo.describe_link(l),
+                sublane: new.lane,
+                used_bps: ld.bps[lane],
+                capacity_bps: cap,
+            };
+            if avail == 0 {
+                return Err(bw_err());
+            }
+            let bits = new.load as u128 * 8 * 1_000_000_000;
+            let need = u64::try_from(bits.div_ceil(avail as u128)).unwrap_or(u64::MAX);
+            if need > self.cfg.max_period_ns {
+                return Err(bw_err());
+            }
+            new.period = new.period.max(need);
+        }
+        let add = |loads: &mut [LinkLoad], s: &Shape, on: bool| {
+            model.apply(loads, &s.links, s.load, s.period, s.lane, on)
+        };
+        add(&mut self.loads, &new, true);
+        let affected = self.affected(&new.links, except);
+        let mut walks = Vec::with_capacity(affected.len());
+        for id in affected {
+            let t = &self.tunnels[&id];
+            let w = model.walk(t.shape_ref(), &self.loads);
+            if t.period_ns < w.2 {
+                let e = Refusal::WouldInvalidate {
+                    tunnel: id,
+                    period_ns: t.period_ns,
+                    required_ns: w.2,
+                };
+                add(&mut self.loads, &new, false);
+                return Err(e);
+            }
+            walks.push((id, w));
+        }
+        let own = model.walk(new.as_ref(), &self.loads);
+        if own.2 > self.cfg.max_period_ns {
+            add(&mut self.loads, &new, false);
+            return Err(Refusal::PeriodUnattainable {
+                required_ns: own.2,
+                max_ns: self.cfg.max_period_ns,
+            });
+        }
+        if own.2 > new.period {
+            // The raised period only lowers the new tunnel's rate (ranges
+            // do not depend on periods): book it at the granted one.
+            add(&mut self.loads, &new, false);
+            new.period = own.2;
+            add(&mut self.loads, &new, true);
+        }
+        Ok((new, walks, own))
+    }
+
     /// `requestBandwidth`: allocate a new tunnel (optimization, then
     /// adjustment phase). On refusal nothing changes.
     pub fn request(&mut self, req: &Request) -> Result<Grant, Refusal> {
@@ -896,7 +788,6 @@ impl Allocator {
             }
             receivers.push(id);
         }
-        let others = self.others(None);
         let mut new = Shape {
             sender,
             receivers,
@@ -905,49 +796,29 @@ impl Allocator {
             period: req.period_ns,
             lane: req.sublane,
         };
-        let model = self.model();
-        let other_shapes: Vec<Shape> = others.iter().map(|(_, s)| s.clone()).collect();
-        new.links = model.build_tree(&other_shapes, &new)?;
-        let (new, eval) = model.admit(&others, new)?;
+        new.links = self.build_tree(&new)?;
+        let (new, walks, own) = self.admit(None, new)?;
         let id = TunnelId(self.next_id);
         self.next_id += 1;
-        let changed = self.commit(&others, &eval, id, &new, req.period_ns);
-        let t = &self.tunnels[&id];
-        Ok(Grant {
-            tunnel: id,
-            resources: t.resources(),
-            period_raised: t.period_ns > t.requested_period_ns,
-            changed,
-        })
+        let changed = self.commit(walks, id, &new, req.period_ns, own);
+        Ok(self.grant(id, changed))
     }
 
-    /// Store the evaluation: update the other tunnels' ranges, insert/replace
-    /// `id`, and list the other tunnels whose resources changed.
+    /// Store an admission: the affected tunnels' new ranges, `id` inserted
+    /// or replaced and indexed by link; returns the other tunnels whose
+    /// resources changed.
     fn commit(
         &mut self,
-        others: &[(TunnelId, Shape)],
-        eval: &Eval,
+        walks: Vec<(TunnelId, Walk)>,
         id: TunnelId,
         new: &Shape,
         requested: u64,
+        own: Walk,
     ) -> Vec<Changed> {
-        let mut changed = Vec::new();
-        for (i, (oid, _)) in others.iter().enumerate() {
-            if let Some(t) = self.tunnels.get_mut(oid) {
-                let old = t.resources();
-                t.range = eval.per[i].0;
-                t.per_receiver = eval.per[i].1.clone();
-                let now = t.resources();
-                if now != old {
-                    changed.push(Changed {
-                        tunnel: *oid,
-                        old,
-                        new: now,
-                    });
-                }
-            }
+        let changed = self.store_walks(walks);
+        for l in &new.links {
+            self.on_link[l.0].insert(id);
         }
-        let last = others.len();
         self.tunnels.insert(
             id,
             Tunnel {
@@ -959,39 +830,52 @@ impl Allocator {
                 period_ns: new.period,
                 sublane: new.lane,
                 links: new.links.clone(),
-                range: eval.per[last].0,
-                per_receiver: eval.per[last].1.clone(),
+                range: own.0,
+                per_receiver: own.1,
             },
         );
         changed
     }
 
-    /// `releaseBandwidth`: remove a tunnel and re-adjust the others; returns
-    /// those whose resources changed (their ranges can only shrink).
-    pub fn release(&mut self, id: TunnelId) -> Result<Vec<Changed>, ReleaseError> {
-        if self.tunnels.remove(&id).is_none() {
-            return Err(ReleaseError::UnknownTunnel(id));
-        }
-        let others = self.others(None);
-        let shapes: Vec<Shape> = others.iter().map(|(_, s)| s.clone()).collect();
-        let eval = self.model().evaluate(&shapes);
+    /// Store tunnels' new ranges; returns those whose resources changed.
+    fn store_walks(&mut self, walks: Vec<(TunnelId, Walk)>) -> Vec<Changed> {
         let mut changed = Vec::new();
-        for (i, (oid, _)) in others.iter().enumerate() {
-            if let Some(t) = self.tunnels.get_mut(oid) {
+        for (oid, (range, per, _)) in walks {
+            if let Some(t) = self.tunnels.get_mut(&oid) {
                 let old = t.resources();
-                t.range = eval.per[i].0;
-                t.per_receiver = eval.per[i].1.clone();
+                t.range = range;
+                t.per_receiver = per;
                 let now = t.resources();
                 if now != old {
                     changed.push(Changed {
-                        tunnel: *oid,
+                        tunnel: oid,
                         old,
                         new: now,
                     });
                 }
             }
         }
-        Ok(changed)
+        changed
+    }
+
+    /// `releaseBandwidth`: remove a tunnel and re-adjust the tunnels that
+    /// shared its links; returns those whose resources changed (their
+    /// ranges can only shrink).
+    pub fn release(&mut self, id: TunnelId) -> Result<Vec<Changed>, ReleaseError> {
+        let Some(t) = self.tunnels.remove(&id) else {
+            return Err(ReleaseError::UnknownTunnel(id));
+        };
+        self.book(&Self::shape(&t), false);
+        for l in &t.links {
+            self.on_link[l.0].remove(&id);
+        }
+        let model = self.model();
+        let walks: Vec<(TunnelId, Walk)> = self
+            .affected(&t.links, None)
+            .into_iter()
+            .map(|oid| (oid, model.walk(self.tunnels[&oid].shape_ref(), &self.loads)))
+            .collect();
+        Ok(self.store_walks(walks))
     }
 
     /// `changeBandwidth`: give a tunnel a new `σ` and requested period,
@@ -1008,35 +892,65 @@ impl Allocator {
             .get(&id)
             .ok_or(ChangeError::UnknownTunnel(id))?;
         self.check_params(load_bytes, period_ns, t.sublane)?;
-        let mut new = Self::shape(t);
+        let old = Self::shape(t);
+        let mut new = old.clone();
         new.load = load_bytes;
         new.period = period_ns;
-        let others = self.others(Some(id));
-        let (new, eval) = self.model().admit(&others, new)?;
-        let changed = self.commit(&others, &eval, id, &new, period_ns);
+        self.book(&old, false);
+        let (new, walks, own) = match self.admit(Some(id), new) {
+            Ok(x) => x,
+            Err(e) => {
+                self.book(&old, true);
+                return Err(e.into());
+            }
+        };
+        let changed = self.commit(walks, id, &new, period_ns, own);
+        Ok(self.grant(id, changed))
+    }
+
+    /// The answer for tunnel `id`, just admitted.
+    fn grant(&self, id: TunnelId, changed: Vec<Changed>) -> Grant {
         let t = &self.tunnels[&id];
-        Ok(Grant {
+        Grant {
             tunnel: id,
             resources: t.resources(),
             period_raised: t.period_ns > t.requested_period_ns,
             changed,
-        })
+        }
     }
 
-    /// Check every invariant of the current allocation: stored ranges equal a
-    /// fresh adjustment, `λmin(T)` ≥ the sum of link `λmin` to each receiver,
-    /// each tree reaches all its receivers from its sender, no express queue
-    /// can overflow, sub-lane bandwidth shares hold, and every period is ≥
-    /// the requested one and meets its drain condition.
+    /// Check every invariant of the current allocation against a
+    /// recomputation from scratch: the kept link loads and link index equal
+    /// fresh ones, stored ranges equal a fresh adjustment, `λmin(T)` ≥ the
+    /// sum of link `λmin` to each receiver, each tree reaches all its
+    /// receivers from its sender, no express queue can overflow, sub-lane
+    /// bandwidth shares hold, and every period is ≥ the requested one and
+    /// meets its drain condition.
     pub fn verify(&self) -> Result<(), InvariantViolation> {
-        let others = self.others(None);
+        let others: Vec<(TunnelId, Shape)> = self
+            .tunnels
+            .values()
+            .map(|t| (t.id, Self::shape(t)))
+            .collect();
         let shapes: Vec<Shape> = others.iter().map(|(_, s)| s.clone()).collect();
         let model = self.model();
-        let eval = model.evaluate(&shapes);
+        let loads = model.loads(&shapes);
         let bad = |m: String| Err(InvariantViolation(m));
-        for (i, (id, s)) in others.iter().enumerate() {
+        if loads != self.loads {
+            return bad("kept link loads differ from a recomputation".into());
+        }
+        let mut index = vec![BTreeSet::new(); self.topo.links().len()];
+        for (id, s) in &others {
+            for l in &s.links {
+                index[l.0].insert(*id);
+            }
+        }
+        if index != self.on_link {
+            return bad("kept link index differs from the tunnels' trees".into());
+        }
+        for (id, s) in &others {
             let t = &self.tunnels[id];
-            let (range, per, need) = &eval.per[i];
+            let (range, per, need) = &model.walk(s.as_ref(), &loads);
             if *range != t.range || *per != t.per_receiver {
                 return bad(format!("{id}: stored range is stale"));
             }
@@ -1076,7 +990,7 @@ impl Allocator {
                 }
             }
         }
-        for (i, ld) in eval.loads.iter().enumerate() {
+        for (i, ld) in loads.iter().enumerate() {
             let l = LinkId(i);
             let link = self.topo.link(l);
             for k in 0..ld.count.len() {

@@ -1,0 +1,448 @@
+//! The delay model of the adjustment phase and the path search of the
+//! optimization phase (see the parent module's docs), over per-link loads
+//! that the allocator keeps up to date as tunnels come and go.
+
+use super::{rate_bps, tx_ns, LatencyRange, TeConfig};
+use crate::topology::{LinkId, NodeId, NodeKind, Topology};
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap, HashSet};
+
+/// What the model needs of a tunnel.
+#[derive(Debug, Clone)]
+pub(super) struct Shape {
+    pub(super) sender: NodeId,
+    pub(super) receivers: Vec<NodeId>,
+    pub(super) links: Vec<LinkId>,
+    pub(super) load: u32,
+    pub(super) period: u64,
+    pub(super) lane: u8,
+}
+
+impl Shape {
+    pub(super) fn as_ref(&self) -> ShapeRef<'_> {
+        ShapeRef {
+            sender: self.sender,
+            receivers: &self.receivers,
+            links: &self.links,
+            load: self.load,
+            lane: self.lane,
+        }
+    }
+}
+
+/// A tree as the delay model walks it (a tunnel's ranges do not depend
+/// on its period).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct ShapeRef<'a> {
+    pub(super) sender: NodeId,
+    pub(super) receivers: &'a [NodeId],
+    pub(super) links: &'a [LinkId],
+    pub(super) load: u32,
+    pub(super) lane: u8,
+}
+
+/// The express load of one link, per sub-lane: tunnels, the sum of their
+/// transmission times, the sum of their rates.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(super) struct LinkLoad {
+    pub(super) count: Vec<u32>,
+    pub(super) tx_sum: Vec<u64>,
+    pub(super) bps: Vec<u64>,
+}
+
+impl LinkLoad {
+    pub(super) fn empty(lanes: usize) -> LinkLoad {
+        LinkLoad {
+            count: vec![0; lanes],
+            tx_sum: vec![0; lanes],
+            bps: vec![0; lanes],
+        }
+    }
+}
+
+/// One tree's walk: (tunnel range, per-receiver ranges, drain-condition
+/// period).
+pub(super) type Walk = (LatencyRange, Vec<(NodeId, LatencyRange)>, u64);
+
+/// What the model needs of a link and computes once: the non-preemption
+/// term and each sub-lane's bandwidth share.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct LinkConst {
+    np_ns: u64,
+    capacity_bps: u64,
+}
+
+impl LinkConst {
+    /// Every link's constants under `cfg`.
+    pub(super) fn all(topo: &Topology, cfg: &TeConfig) -> Vec<LinkConst> {
+        topo.links()
+            .iter()
+            .map(|link| LinkConst {
+                np_ns: if cfg.non_preemption {
+                    tx_ns(cfg.mtu_bytes, link.bandwidth_bps)
+                } else {
+                    0
+                },
+                capacity_bps: u64::try_from(
+                    link.bandwidth_bps as u128 * cfg.express_share_permille as u128 / 1000,
+                )
+                .unwrap_or(u64::MAX),
+            })
+            .collect()
+    }
+}
+
+pub(super) struct Model<'a> {
+    pub(super) topo: &'a Topology,
+    pub(super) cfg: &'a TeConfig,
+    pub(super) consts: &'a [LinkConst],
+}
+
+impl Model<'_> {
+    fn np(&self, l: LinkId) -> u64 {
+        self.consts[l.0].np_ns
+    }
+
+    pub(super) fn capacity_bps(&self, l: LinkId) -> u64 {
+        self.consts[l.0].capacity_bps
+    }
+
+    /// Adds (`add`) or takes away one tunnel's load on `links`: exactly
+    /// what adding it put there, so a tunnel's load comes and goes without
+    /// touching the others'.
+    pub(super) fn apply(
+        &self,
+        loads: &mut [LinkLoad],
+        links: &[LinkId],
+        load: u32,
+        period: u64,
+        lane: u8,
+        add: bool,
+    ) {
+        let k = lane as usize;
+        let bps = rate_bps(load, period);
+        for &l in links {
+            let ld = &mut loads[l.0];
+            let tx = tx_ns(load, self.topo.link(l).bandwidth_bps);
+            if add {
+                ld.count[k] += 1;
+                ld.tx_sum[k] += tx;
+                ld.bps[k] = ld.bps[k].saturating_add(bps);
+            } else {
+                ld.count[k] -= 1;
+                ld.tx_sum[k] -= tx;
+                ld.bps[k] = ld.bps[k].saturating_sub(bps);
+            }
+        }
+    }
+
+    /// Every link's load under `shapes`, from nothing.
+    pub(super) fn loads(&self, shapes: &[Shape]) -> Vec<LinkLoad> {
+        let mut loads = vec![LinkLoad::empty(self.cfg.sublanes as usize); self.topo.links().len()];
+        for s in shapes {
+            self.apply(&mut loads, &s.links, s.load, s.period, s.lane, true);
+        }
+        loads
+    }
+
+    /// Queueing delay of a packet of `lane` with transmission time `own_tx`
+    /// at `l` (own packet subtracted when `own_tx > 0`, see module docs).
+    pub(super) fn queueing(&self, ld: &LinkLoad, l: LinkId, lane: usize, own_tx: u64) -> u64 {
+        let higher: u64 = ld.tx_sum[..lane].iter().sum();
+        self.np(l) + ld.tx_sum[lane].saturating_sub(own_tx) + 2 * higher
+    }
+
+    /// `D(e)`: longest stay of any packet at `l`.
+    fn drain(&self, ld: &LinkLoad, l: LinkId) -> u64 {
+        (0..ld.count.len())
+            .filter(|&k| ld.count[k] > 0)
+            .map(|k| self.queueing(ld, l, k, 0))
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// One tree's walk under `loads`. A tree's links come in the order
+    /// they were attached, each from a node reached before it: one pass
+    /// over them, no map. Links in another order take the general walk.
+    pub(super) fn walk(&self, s: ShapeRef<'_>, loads: &[LinkLoad]) -> Walk {
+        // (node, min, max, upstream jitter), in the order reached.
+        let mut at: Vec<(NodeId, u64, u64, u64)> = Vec::with_capacity(s.links.len() + 1);
+        at.push((s.sender, 0, 0, 0));
+        let mut need_period = 0u64;
+        for &l in s.links {
+            let link = self.topo.link(l);
+            let Some(&(_, mn, mx, jup)) = at.iter().find(|a| a.0 == link.from) else {
+                return self.walk_any_order(s, loads);
+            };
+            if at.iter().any(|a| a.0 == link.to) {
+                return self.walk_any_order(s, loads);
+            }
+            let (to, hop) = self.hop(s, l, loads, jup, &mut need_period);
+            at.push((to, mn + hop.0, mx + hop.1, jup + hop.2));
+        }
+        Self::ranges(s, need_period, |r| {
+            at.iter().find(|a| a.0 == r).map(|a| (a.1, a.2))
+        })
+    }
+
+    /// What crossing link `l` adds for tree `s`: (its end, to the minimum,
+    /// to the maximum, to the upstream jitter); raises `need_period` by the
+    /// link's drain condition.
+    fn hop(
+        &self,
+        s: ShapeRef<'_>,
+        l: LinkId,
+        loads: &[LinkLoad],
+        jup: u64,
+        need_period: &mut u64,
+    ) -> (NodeId, (u64, u64, u64)) {
+        let link = self.topo.link(l);
+        let ld = &loads[l.0];
+        let tx = tx_ns(s.load, link.bandwidth_bps);
+        let q = self.queueing(ld, l, s.lane as usize, tx);
+        *need_period = (*need_period).max(jup.saturating_add(self.drain(ld, l)));
+        let tx_min = if link.min_includes_tx { tx } else { 0 };
+        (
+            link.to,
+            (
+                tx_min + link.min_latency_ns,
+                tx + link.min_latency_ns + link.max_jitter_ns + q,
+                link.max_jitter_ns + q,
+            ),
+        )
+    }
+
+    /// The walk's result from each receiver's (min, max).
+    fn ranges(
+        s: ShapeRef<'_>,
+        need_period: u64,
+        reached: impl Fn(NodeId) -> Option<(u64, u64)>,
+    ) -> Walk {
+        let per: Vec<(NodeId, LatencyRange)> = s
+            .receivers
+            .iter()
+            .filter_map(|&r| {
+                reached(r).map(|(mn, mx)| {
+                    (
+                        r,
+                        LatencyRange {
+                            min_latency_ns: mn,
+                            max_jitter_ns: mx - mn,
+                        },
+                    )
+                })
+            })
+            .collect();
+        let lo = per.iter().map(|(_, r)| r.min_latency_ns).min().unwrap_or(0);
+        let hi = per
+            .iter()
+            .map(|(_, r)| r.max_latency_ns())
+            .max()
+            .unwrap_or(0);
+        (
+            LatencyRange {
+                min_latency_ns: lo,
+                max_jitter_ns: hi - lo,
+            },
+            per,
+            need_period,
+        )
+    }
+
+    /// Depth-first walk of links in any order (a node reached twice is
+    /// taken once; `Allocator::verify` refuses such a "tree").
+    fn walk_any_order(&self, s: ShapeRef<'_>, loads: &[LinkLoad]) -> Walk {
+        let mut children: HashMap<NodeId, Vec<LinkId>> = HashMap::new();
+        for &l in s.links {
+            children.entry(self.topo.link(l).from).or_default().push(l);
+        }
+        let mut at: HashMap<NodeId, (u64, u64)> = HashMap::new();
+        let mut need_period = 0u64;
+        // (node, min, max, upstream jitter)
+        let mut stack = vec![(s.sender, 0u64, 0u64, 0u64)];
+        let mut visited = HashSet::new();
+        while let Some((u, mn, mx, jup)) = stack.pop() {
+            if !visited.insert(u) {
+                continue;
+            }
+            at.insert(u, (mn, mx));
+            for &l in children.get(&u).map(Vec::as_slice).unwrap_or(&[]) {
+                let (to, hop) = self.hop(s, l, loads, jup, &mut need_period);
+                stack.push((to, mn + hop.0, mx + hop.1, jup + hop.2));
+            }
+        }
+        Self::ranges(s, need_period, |r| at.get(&r).copied())
+    }
+
+    /// Shortest paths from `src` (Dijkstra), through switches only, never
+    /// entering `blocked`; stops once every node of `targets` is settled
+    /// (their paths are final then). Returns predecessor links.
+    pub(super) fn shortest_from(
+        &self,
+        src: NodeId,
+        blocked: &HashSet<NodeId>,
+        targets: &[NodeId],
+        loads: &[LinkLoad],
+        new: &Shape,
+        filter: bool,
+    ) -> Vec<Option<LinkId>> {
+        let n = self.topo.nodes().len();
+        let mut dist = vec![u64::MAX; n];
+        let mut pred = vec![None; n];
+        let mut heap = BinaryHeap::new();
+        dist[src.0] = 0;
+        heap.push(Reverse((0u64, src.0)));
+        let lane = new.lane as usize;
+        let least_rate = rate_bps(new.load, self.cfg.max_period_ns);
+        let mut left = targets.len();
+        while let Some(Reverse((d, u))) = heap.pop() {
+            if d > dist[u] {
+                continue;
+            }
+            if targets.contains(&NodeId(u)) {
+                left -= 1;
+                if left == 0 {
+                    break;
+                }
+            }
+            if u != src.0 && self.topo.node(NodeId(u)).kind == NodeKind::Host {
+                continue;
+            }
+            for &l in self.topo.out_links(NodeId(u)) {
+                let link = self.topo.link(l);
+                let v = link.to;
+                if blocked.contains(&v) {
+                    continue;
+                }
+                let ld = &loads[l.0];
+                if filter
+                    && (ld.count[lane] >= link.express_queue_pkts
+                        || ld.bps[lane].saturating_add(least_rate) > self.capacity_bps(l))
+                {
+                    continue;
+                }
+                let w = tx_ns(new.load, link.bandwidth_bps)
+                    + link.min_latency_ns
+                    + link.max_jitter_ns
+                    + self.queueing(ld, l, lane, 0);
+                let nd = d.saturating_add(w);
+                if nd < dist[v.0] {
+                    dist[v.0] = nd;
+                    pred[v.0] = Some(l);
+                    heap.push(Reverse((nd, v.0)));
+                }
+            }
+        }
+        pred
+    }
+
+    pub(super) fn path_to(
+        &self,
+        pred: &[Option<LinkId>],
+        src: NodeId,
+        dst: NodeId,
+    ) -> Option<Vec<LinkId>> {
+        let mut path = Vec::new();
+        let mut v = dst;
+        while v != src {
+            let l = pred[v.0]?;
+            path.push(l);
+            v = self.topo.link(l).from;
+        }
+        path.reverse();
+        Some(path)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::topology::{LinkSpec, Node};
+
+    /// The one-pass walk and the depth-first one agree on a tree, whatever
+    /// order its links come in (the second takes any).
+    #[test]
+    fn both_walks_agree() {
+        let names = ["h0", "s0", "s1", "h1", "h2", "h3"];
+        let nodes = names
+            .iter()
+            .map(|n| Node {
+                name: n.to_string(),
+                kind: if n.starts_with('h') {
+                    NodeKind::Host
+                } else {
+                    NodeKind::Switch
+                },
+            })
+            .collect();
+        let pairs = [
+            ("h0", "s0"),
+            ("s0", "s1"),
+            ("s0", "h1"),
+            ("s1", "h2"),
+            ("s1", "h3"),
+        ];
+        let mut links = Vec::new();
+        for (i, (a, b)) in pairs.iter().enumerate() {
+            for (from, to) in [(a, b), (b, a)] {
+                links.push(LinkSpec {
+                    from: from.to_string(),
+                    to: to.to_string(),
+                    bandwidth_bps: 1_000_000_000 * (i as u64 + 1),
+                    express_queue_pkts: 8,
+                    best_effort_queue_pkts: 8,
+                    min_latency_ns: 100 * i as u64,
+                    max_jitter_ns: 7 * i as u64,
+                    min_includes_tx: i % 2 == 0,
+                });
+            }
+        }
+        let topo = Topology::new(nodes, links).unwrap();
+        let cfg = TeConfig::default();
+        let consts = LinkConst::all(&topo, &cfg);
+        let m = Model {
+            topo: &topo,
+            cfg: &cfg,
+            consts: &consts,
+        };
+        let id = |n: &str| topo.node_id(n).unwrap();
+        let l = |a: &str, b: &str| topo.link_between(a, b).unwrap();
+        let tree = vec![
+            l("h0", "s0"),
+            l("s0", "h1"),
+            l("s0", "s1"),
+            l("s1", "h3"),
+            l("s1", "h2"),
+        ];
+        let receivers = [id("h1"), id("h2"), id("h3")];
+        let other = Shape {
+            sender: id("h1"),
+            receivers: vec![id("h3")],
+            links: vec![l("h1", "s0"), l("s0", "s1"), l("s1", "h3")],
+            load: 700,
+            period: 1_000_000,
+            lane: 0,
+        };
+        let loads = m.loads(&[other]);
+        let mut reversed = tree.clone();
+        reversed.reverse();
+        for lane in [0u8, 1] {
+            let s = ShapeRef {
+                sender: id("h0"),
+                receivers: &receivers,
+                links: &tree,
+                load: 300,
+                lane,
+            };
+            let one = m.walk(s, &loads);
+            assert_eq!(one, m.walk_any_order(s, &loads), "lane {lane}");
+            let back = ShapeRef {
+                links: &reversed,
+                ..s
+            };
+            assert_eq!(one, m.walk(back, &loads), "lane {lane}, links reversed");
+            assert_eq!(one.1.len(), 3);
+            assert!(one.2 > 0, "a drain condition");
+        }
+    }
+}
