@@ -115,7 +115,7 @@
 //! index and every range from scratch and compares.
 
 use crate::topology::{LinkId, NodeId, NodeKind, Topology};
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 mod model;
 
@@ -639,17 +639,27 @@ impl Allocator {
         let mut remaining = new.receivers.clone();
         while !remaining.is_empty() {
             let mut best: Option<(i128, usize, usize, Vec<LinkId>)> = None;
+            // The tree's nodes, by node index; a search from one of them
+            // may leave it but not enter another.
+            let mut blocked = vec![false; self.topo.nodes().len()];
+            for &u in &tree_nodes {
+                blocked[u.0] = true;
+            }
             for filter in [true, false] {
-                let blocked: HashSet<NodeId> = tree_nodes.iter().copied().collect();
                 for &u in &tree_nodes {
                     if u != new.sender && self.topo.node(u).kind == NodeKind::Host {
                         continue;
                     }
-                    let mut blk = blocked.clone();
-                    blk.remove(&u);
-                    let pred =
-                        self.model()
-                            .shortest_from(u, &blk, &remaining, &self.loads, new, filter);
+                    blocked[u.0] = false;
+                    let pred = self.model().shortest_from(
+                        u,
+                        &blocked,
+                        &remaining,
+                        &self.loads,
+                        new,
+                        filter,
+                    );
+                    blocked[u.0] = true;
                     for (ri, &r) in remaining.iter().enumerate() {
                         let Some(path) = self.model().path_to(&pred, u, r) else {
                             continue;

@@ -275,12 +275,12 @@ impl Model<'_> {
     }
 
     /// Shortest paths from `src` (Dijkstra), through switches only, never
-    /// entering `blocked`; stops once every node of `targets` is settled
+    /// entering a node marked in `blocked`; stops once every node of `targets` is settled
     /// (their paths are final then). Returns predecessor links.
     pub(super) fn shortest_from(
         &self,
         src: NodeId,
-        blocked: &HashSet<NodeId>,
+        blocked: &[bool],
         targets: &[NodeId],
         loads: &[LinkLoad],
         new: &Shape,
@@ -294,6 +294,16 @@ impl Model<'_> {
         heap.push(Reverse((0u64, src.0)));
         let lane = new.lane as usize;
         let least_rate = rate_bps(new.load, self.cfg.max_period_ns);
+        // The request's transmission time per link rate (fabrics have few).
+        let mut tx_at: Vec<(u64, u64)> = Vec::with_capacity(4);
+        let mut tx_of = |bps: u64| match tx_at.iter().find(|e| e.0 == bps) {
+            Some(e) => e.1,
+            None => {
+                let t = tx_ns(new.load, bps);
+                tx_at.push((bps, t));
+                t
+            }
+        };
         let mut left = targets.len();
         while let Some(Reverse((d, u))) = heap.pop() {
             if d > dist[u] {
@@ -311,7 +321,7 @@ impl Model<'_> {
             for &l in self.topo.out_links(NodeId(u)) {
                 let link = self.topo.link(l);
                 let v = link.to;
-                if blocked.contains(&v) {
+                if blocked[v.0] {
                     continue;
                 }
                 let ld = &loads[l.0];
@@ -321,7 +331,7 @@ impl Model<'_> {
                 {
                     continue;
                 }
-                let w = tx_ns(new.load, link.bandwidth_bps)
+                let w = tx_of(link.bandwidth_bps)
                     + link.min_latency_ns
                     + link.max_jitter_ns
                     + self.queueing(ld, l, lane, 0);
