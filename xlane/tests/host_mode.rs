@@ -16,6 +16,8 @@
 
 mod common;
 
+use common::Children;
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::Path;
 use std::process::{Child, ChildStdout, Command, Stdio};
@@ -156,18 +158,6 @@ fn xlaned_in(ns: &str, tunnel: u64, seconds: &str) -> Command {
     c
 }
 
-/// Children ended by PID when the test ends.
-struct Procs(Vec<Child>);
-
-impl Drop for Procs {
-    fn drop(&mut self) {
-        for c in &mut self.0 {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-}
-
 fn request(net: &Net, dir: &Path, to: &str) -> u64 {
     let out = xlane_in(&net.ns("h0"))
         .args(["ctl", "request", "--host", "h0", "--keys"])
@@ -275,7 +265,7 @@ fn host_mode_enforces_tunnels_on_plain_veth() {
         .status()
         .expect("keygen");
     assert!(st.success());
-    let mut procs = Procs(Vec::new());
+    let mut procs = Children(Vec::new());
     let mut c = xlane_in(&net.ns("h0"));
     c.args(["ctl", "serve", "--topology"])
         .arg(&topo)

@@ -20,10 +20,10 @@
 
 mod common;
 
-use common::Conn;
+use common::{Children, Conn};
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use xlane_kv::resp::Reply;
@@ -39,19 +39,6 @@ const REPL_PERIOD_US: u64 = 1_000;
 /// X-FD period T, µs.
 const FD_PERIOD_US: u64 = 10_000;
 const WRITE_PHASE: Duration = Duration::from_secs(60);
-
-/// Children killed by PID when the test ends (the `ip netns exec` process
-/// execs into xlane, so its PID is ours to end).
-struct Procs(Vec<Child>);
-
-impl Drop for Procs {
-    fn drop(&mut self) {
-        for c in &mut self.0 {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-}
 
 #[test]
 fn members_under_a_metering_controller_stay_punctual() {
@@ -81,7 +68,7 @@ fn members_under_a_metering_controller_stay_punctual() {
         .expect("keygen");
     assert!(st.success());
 
-    let mut procs = Procs(Vec::new());
+    let mut procs = Children(Vec::new());
     let ctl = SocketAddr::from((hosts[0].addr, CTL_PORT));
     let mut c = Command::new("ip")
         .args(["netns", "exec", &hosts[0].netns])

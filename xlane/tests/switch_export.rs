@@ -11,20 +11,12 @@
 //! Needs root (network namespaces); without it the test says so and passes
 //! nothing else.
 
-use std::process::{Child, Command, Stdio};
+mod common;
+
+use common::Children;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 use xlane_testbed::{Testbed, TestbedConfig, TunnelSlot};
-
-struct Procs(Vec<Child>);
-
-impl Drop for Procs {
-    fn drop(&mut self) {
-        for c in &mut self.0 {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-}
 
 /// A namespace of this run, deleted when the test ends.
 struct Scratch(String);
@@ -102,7 +94,7 @@ fn exported_tc_lines_rebuild_the_testbeds_switch_ports() {
     );
     let state = dir.join("state");
     let ctl = format!("{}:7070", hosts[0].addr);
-    let mut procs = Procs(Vec::new());
+    let mut procs = Children(Vec::new());
     procs.0.push(
         Command::new("ip")
             .args(["netns", "exec", &hosts[0].netns, xlane, "ctl", "serve"])

@@ -166,12 +166,9 @@ pub fn rss_bytes() -> u64 {
     pages * page.max(0) as u64
 }
 
+/// The nearest-rank percentile of `sorted`, 0 for none.
 fn percentile(sorted: &[u64], q: f64) -> u64 {
-    if sorted.is_empty() {
-        return 0;
-    }
-    let i = ((sorted.len() as f64 * q).ceil() as usize).clamp(1, sorted.len()) - 1;
-    sorted[i]
+    xlane_stats::percentile(sorted, q).unwrap_or(0)
 }
 
 /// The run: the controller, the hosts, what they hold.

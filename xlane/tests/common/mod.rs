@@ -23,6 +23,19 @@ pub fn spawn_until_ready(cmd: &mut Command) -> (Child, BufReader<ChildStdout>, S
     (child, out, line)
 }
 
+/// Children this test started, killed by PID and reaped when it ends,
+/// however it ends (a failed assertion too).
+pub struct Children(pub Vec<Child>);
+
+impl Drop for Children {
+    fn drop(&mut self) {
+        for c in &mut self.0 {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
 /// SIGTERM by PID to a child this test started, and wait for it.
 pub fn stop(mut c: Child) {
     // SAFETY: a plain syscall on the PID of a child this test started.
