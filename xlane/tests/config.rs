@@ -5,7 +5,6 @@
 
 mod common;
 
-use common::procs::{free_tcp, free_udp};
 use common::{spawn_until_ready, stop};
 use std::process::Command;
 
@@ -29,7 +28,7 @@ fn daemons_take_their_settings_from_a_file_and_flags_override_it() {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     // kv serve: bind, data and fsync from the file; --bind overrides.
-    let (file_bind, flag_bind) = (free_tcp(), free_tcp());
+    let (file_bind, flag_bind) = (xlane_testports::tcp(), xlane_testports::tcp());
     let kv = write(
         &dir,
         "kv.toml",
@@ -50,7 +49,7 @@ fn daemons_take_their_settings_from_a_file_and_flags_override_it() {
     assert_eq!(v["data"], dir.join("kv").display().to_string(), "{ready}");
     stop(c);
     // fd run: everything from the file, the switch included.
-    let (me, peer) = (free_udp(), free_udp());
+    let (me, peer) = (xlane_testports::udp(), xlane_testports::udp());
     let fd = write(
         &dir,
         "fd.toml",

@@ -10,43 +10,13 @@ mod common;
 
 use common::Conn;
 use std::io::{BufRead, BufReader};
-use std::net::{SocketAddr, TcpListener, UdpSocket};
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 use xlane_kv::resp::Reply;
 
 const DEADLINE: Duration = Duration::from_secs(20);
-
-/// A port free for both UDP and TCP (raft uses both).
-fn free_raft_addr() -> SocketAddr {
-    loop {
-        let u = UdpSocket::bind("127.0.0.1:0").expect("bind udp");
-        let a = u.local_addr().expect("addr");
-        if TcpListener::bind(a).is_ok() {
-            return a;
-        }
-    }
-}
-
-fn free_tcp_addr() -> SocketAddr {
-    let l = TcpListener::bind("127.0.0.1:0").expect("bind tcp");
-    l.local_addr().expect("addr")
-}
-
-/// A raft port whose next port is free for UDP too (the X-FD port in lane
-/// mode), not next to any port in `taken`.
-fn free_lane_addr(taken: &[SocketAddr]) -> SocketAddr {
-    loop {
-        let a = free_raft_addr();
-        let mut b = a;
-        b.set_port(a.port().wrapping_add(1));
-        let near = taken.iter().any(|t| t.port().abs_diff(a.port()) <= 1);
-        if a.port() < u16::MAX && !near && UdpSocket::bind(b).is_ok() {
-            return a;
-        }
-    }
-}
 
 struct Cluster {
     lane: bool,
@@ -72,15 +42,14 @@ impl Cluster {
         std::fs::create_dir_all(&dir).expect("temp dir");
         let mut peers = Vec::new();
         let mut clients = Vec::new();
-        let mut rafts = Vec::new();
         for id in 1..=3 {
+            // On the lane the next port is the member's X-FD port.
             let raft = if lane {
-                free_lane_addr(&rafts)
+                xlane_testports::raft_pair()
             } else {
-                free_raft_addr()
+                xlane_testports::raft()
             };
-            rafts.push(raft);
-            let client = free_tcp_addr();
+            let client = xlane_testports::tcp();
             peers.push(format!("{id}={raft}/{client}"));
             clients.push(client);
         }
@@ -390,7 +359,7 @@ impl ControllerProc {
             .status()
             .expect("xlane ctl keygen");
         assert!(st.success());
-        let addr = free_tcp_addr();
+        let addr = xlane_testports::tcp();
         let mut child = Command::new(env!("CARGO_BIN_EXE_xlane"))
             .args(["ctl", "serve", "--topology"])
             .arg(&topo_path)
@@ -589,8 +558,8 @@ fn start_ram_disk_member(raft: SocketAddr, client: SocketAddr) -> (Child, serde_
 /// restarted does.
 #[test]
 fn ram_disk_logs_are_per_member_and_raft_port() {
-    let (raft_a, raft_b) = (free_raft_addr(), free_raft_addr());
-    let client = free_tcp_addr();
+    let (raft_a, raft_b) = (xlane_testports::raft(), xlane_testports::raft());
+    let client = xlane_testports::tcp();
     let dir_of = |v: &serde_json::Value| PathBuf::from(v["data"].as_str().expect("data"));
     let stop = |mut c: Child| {
         let _ = c.kill();

@@ -13,7 +13,7 @@ mod common;
 
 use common::Conn;
 use std::collections::BTreeMap;
-use std::net::{SocketAddr, TcpListener, UdpSocket};
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -24,29 +24,6 @@ use xlane_kv::resp::Reply;
 const DEADLINE: Duration = Duration::from_secs(20);
 const OP_TIMEOUT: Duration = Duration::from_millis(500);
 const WRITERS: usize = 2;
-
-/// A raft address: a port free for UDP and TCP whose next port is free for
-/// UDP too (the X-FD port in lane mode), not next to any in `taken`.
-fn free_raft_addr(taken: &[SocketAddr]) -> SocketAddr {
-    loop {
-        let u = UdpSocket::bind("127.0.0.1:0").expect("bind udp");
-        let a = u.local_addr().expect("addr");
-        let next = SocketAddr::from(([127, 0, 0, 1], a.port().wrapping_add(1)));
-        let near = taken.iter().any(|t| t.port().abs_diff(a.port()) <= 1);
-        if a.port() < u16::MAX
-            && !near
-            && TcpListener::bind(a).is_ok()
-            && UdpSocket::bind(next).is_ok()
-        {
-            return a;
-        }
-    }
-}
-
-fn free_tcp_addr() -> SocketAddr {
-    let l = TcpListener::bind("127.0.0.1:0").expect("bind tcp");
-    l.local_addr().expect("addr")
-}
 
 /// Members 1..=4 (4 starts later), each a process.
 struct Cluster {
@@ -69,9 +46,9 @@ impl Cluster {
         std::fs::create_dir_all(&dir).expect("temp dir");
         let (mut raft, mut clients) = (BTreeMap::new(), BTreeMap::new());
         for id in 1..=4 {
-            let taken: Vec<SocketAddr> = raft.values().copied().collect();
-            raft.insert(id, free_raft_addr(&taken));
-            clients.insert(id, free_tcp_addr());
+            // The next port is the member's X-FD port in lane mode.
+            raft.insert(id, xlane_testports::raft_pair());
+            clients.insert(id, xlane_testports::tcp());
         }
         Cluster {
             lane,

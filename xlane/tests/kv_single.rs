@@ -6,7 +6,7 @@
 mod common;
 
 use common::{spawn_until_ready, Conn};
-use std::net::{SocketAddr, TcpListener};
+use std::net::SocketAddr;
 use std::process::{Child, Command};
 use xlane_kv::resp::Reply;
 
@@ -37,15 +37,9 @@ impl Drop for Scratch {
     }
 }
 
-fn free_addr() -> SocketAddr {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("free port")
-}
-
 /// Starts a single node on `dir` and waits for its ready line.
 fn start(dir: &std::path::Path, fsync: &str) -> (Child, SocketAddr) {
-    let addr = free_addr();
+    let addr = xlane_testports::tcp();
     let (child, _out, line) = spawn_until_ready(
         Command::new(env!("CARGO_BIN_EXE_xlane"))
             .args(["kv", "serve", "--bind", &addr.to_string(), "--data"])

@@ -21,7 +21,7 @@
 
 mod common;
 
-use common::procs::{free_tcp, free_udp, Procs, Shard};
+use common::procs::{Procs, Shard};
 use common::Conn;
 use std::collections::BTreeMap;
 use std::net::SocketAddrV4;
@@ -129,10 +129,10 @@ fn cross_shard_transactions_are_atomic_and_serializable_under_leader_kills() {
 
     // 1Pipe: the hop, the appliers (ids 1, 2), the proxies (3, 4, 5) and
     // two coordinator replicas keeping their decisions in shard 0's group.
-    let hop = free_udp();
-    let applier_pipes: Vec<SocketAddrV4> = (0..SHARDS).map(|_| free_udp()).collect();
-    let proxy_pipes: Vec<SocketAddrV4> = (0..PROXIES).map(|_| free_udp()).collect();
-    let coords: Vec<SocketAddrV4> = (0..2).map(|_| free_udp()).collect();
+    let hop = xlane_testports::udp();
+    let applier_pipes: Vec<SocketAddrV4> = xlane_testports::udp_n(SHARDS as usize);
+    let proxy_pipes: Vec<SocketAddrV4> = xlane_testports::udp_n(PROXIES);
+    let coords: Vec<SocketAddrV4> = xlane_testports::udp_n(2);
     let mut coord_procs = Vec::new();
     for (i, c) in coords.iter().enumerate() {
         let mut cmd = Command::new(bin);
@@ -196,7 +196,7 @@ fn cross_shard_transactions_are_atomic_and_serializable_under_leader_kills() {
     let mut proxies = Vec::new();
     let mut fronts = Vec::new();
     for (i, p) in proxy_pipes.iter().enumerate() {
-        let bind = free_tcp();
+        let bind = xlane_testports::tcp();
         let mut c = Command::new(bin);
         c.args([
             "kv",

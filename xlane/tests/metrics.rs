@@ -9,7 +9,6 @@
 
 mod common;
 
-use common::procs::{free_tcp, free_udp};
 use common::{spawn_until_ready, stop, Conn};
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -64,7 +63,7 @@ fn until_above(addr: &str, series: &str, than: f64) -> f64 {
 fn fd_run_serves_metrics_that_move() {
     let dir = std::env::temp_dir().join(format!("xlane-metrics-fd-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let (me, peer) = (free_udp(), free_udp());
+    let (me, peer) = (xlane_testports::udp(), xlane_testports::udp());
     let (child, _out, ready) = spawn_until_ready(
         xlane()
             .args([
@@ -105,7 +104,7 @@ fn fd_run_serves_metrics_that_move() {
 
 #[test]
 fn kv_serve_serves_metrics_that_move() {
-    let bind = free_tcp();
+    let bind = xlane_testports::tcp();
     let dir = std::env::temp_dir().join(format!("xlane-metrics-kv-{}", std::process::id()));
     let (child, _out, ready) = spawn_until_ready(
         xlane()
@@ -159,7 +158,7 @@ fn ctl_serve_serves_metrics_that_move() {
         .status()
         .unwrap()
         .success());
-    let (listen, metrics) = (free_tcp(), free_tcp());
+    let (listen, metrics) = (xlane_testports::tcp(), xlane_testports::tcp());
     let mut child = xlane()
         .args(["ctl", "serve", "--topology"])
         .arg(dir.join("topo.toml"))

@@ -13,7 +13,7 @@
 
 mod common;
 
-use common::procs::{free_udp, Procs, Shard};
+use common::procs::{Procs, Shard};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::net::SocketAddrV4;
 use std::process::Command;
@@ -105,9 +105,9 @@ fn a_failed_process_is_recovered_by_the_replicated_coordinator() {
     }
     store.leader().expect("the store elects a leader");
 
-    let addrs: Vec<SocketAddrV4> = (0..PROCS).map(|_| free_udp()).collect();
-    let hop = free_udp();
-    let coords: Vec<SocketAddrV4> = (0..2).map(|_| free_udp()).collect();
+    let addrs: Vec<SocketAddrV4> = xlane_testports::udp_n(PROCS as usize);
+    let hop = xlane_testports::udp();
+    let coords: Vec<SocketAddrV4> = xlane_testports::udp_n(2);
     let mut c_procs = Vec::new();
     for (i, c) in coords.iter().enumerate() {
         let mut cmd = Command::new(bin);

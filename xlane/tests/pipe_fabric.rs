@@ -9,7 +9,7 @@
 
 mod common;
 
-use common::procs::{free_udp, Procs};
+use common::procs::Procs;
 use std::collections::{BTreeSet, HashMap};
 use std::net::SocketAddrV4;
 use std::process::Command;
@@ -45,11 +45,11 @@ fn switchd(
 #[test]
 fn scatterings_cross_a_fabric_of_hops_in_one_order() {
     let n = RACKS * PER_RACK;
-    let addrs: Vec<SocketAddrV4> = (0..n).map(|_| free_udp()).collect();
+    let addrs: Vec<SocketAddrV4> = xlane_testports::udp_n(n);
     let rack = |p: usize| p / PER_RACK;
-    let up: Vec<SocketAddrV4> = (0..RACKS).map(|_| free_udp()).collect();
-    let down: Vec<SocketAddrV4> = (0..RACKS).map(|_| free_udp()).collect();
-    let spine = free_udp();
+    let up: Vec<SocketAddrV4> = xlane_testports::udp_n(RACKS);
+    let down: Vec<SocketAddrV4> = xlane_testports::udp_n(RACKS);
+    let spine = xlane_testports::udp();
     let mut procs = Procs::default();
     // Down hops: from the spine to their rack's processes.
     for (r, &d) in down.iter().enumerate() {

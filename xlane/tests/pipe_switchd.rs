@@ -12,7 +12,7 @@ mod common;
 
 use std::collections::{HashMap, HashSet};
 use std::io::BufRead;
-use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, UdpSocket};
+use std::net::{Ipv4Addr, SocketAddrV4};
 use std::process::Command;
 use std::time::Duration;
 use xlane_pipe::lane::{LanePortConfig, LaneTunnel};
@@ -21,19 +21,6 @@ use xlane_pipe::{ReceiverConfig, SenderConfig};
 
 fn xlane() -> Command {
     Command::new(env!("CARGO_BIN_EXE_xlane"))
-}
-
-fn free_addrs(n: usize) -> Vec<SocketAddrV4> {
-    let socks: Vec<UdpSocket> = (0..n)
-        .map(|_| UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).unwrap())
-        .collect();
-    socks
-        .iter()
-        .map(|s| match s.local_addr().unwrap() {
-            SocketAddr::V4(a) => a,
-            SocketAddr::V6(_) => unreachable!(),
-        })
-        .collect()
 }
 
 #[test]
@@ -55,7 +42,7 @@ const fn tunnel(p: u32) -> LaneTunnel {
 }
 
 fn cross_the_hop(lane: bool) {
-    let addrs = free_addrs(6);
+    let addrs = xlane_testports::udp_n(6);
     let (hop, lane_addr, eps) = (addrs[0], addrs[1], &addrs[2..]);
     let mut cmd = xlane();
     cmd.args(["pipe", "switchd", "--bind", &hop.to_string()])

@@ -5,7 +5,7 @@
 //! timing is asserted. A missing redis-server or redis-benchmark is a
 //! failure (scripts/test.sh installs them).
 
-use std::net::{SocketAddr, TcpListener};
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -42,10 +42,7 @@ impl Drop for Redis {
 
 impl Redis {
     fn start(tag: &str, replicaof: Option<u16>) -> Redis {
-        let port = TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .expect("a free port")
-            .port();
+        let port = xlane_testports::tcp().port();
         let dir = std::env::temp_dir().join(format!("xlane-rbench-{}-{tag}", std::process::id()));
         std::fs::create_dir_all(&dir).expect("scratch dir");
         let mut cmd = Command::new(tool("redis-server"));

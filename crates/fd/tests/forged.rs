@@ -25,14 +25,6 @@ const PERIOD_NS: u64 = 5_000_000;
 const LAMBDA_NS: u64 = 100_000_000;
 const TUNNEL: u32 = 253;
 
-fn free_addr() -> SocketAddrV4 {
-    let s = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
-    match s.local_addr().unwrap() {
-        std::net::SocketAddr::V4(a) => a,
-        _ => unreachable!(),
-    }
-}
-
 fn config(addr: SocketAddrV4, peers: &[SocketAddrV4], table: PathBuf, ring: &KeyRing) -> RunConfig {
     RunConfig {
         addr,
@@ -119,7 +111,7 @@ fn forged_replayed_and_unsealed_heartbeats_do_not_keep_a_stopped_peer_alive() {
     ));
     std::fs::create_dir_all(&dir).unwrap();
     let ring = KeyRing::from_pairs(&[(1, Key::random().unwrap())]);
-    let (a, b) = (free_addr(), free_addr());
+    let (a, b) = (xlane_testports::udp(), xlane_testports::udp());
     let tap = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
     tap.set_read_timeout(Some(Duration::from_millis(200)))
         .unwrap();

@@ -522,7 +522,6 @@ impl Replicator for RaftReplicator {
 pub(crate) mod tests {
     use super::*;
     use crate::op::{SetCond, SetTtl, WriteCmd};
-    use std::net::UdpSocket;
     use std::sync::atomic::AtomicU64;
     use std::time::Duration;
 
@@ -538,18 +537,6 @@ pub(crate) mod tests {
                 get: false,
             },
         )
-    }
-
-    /// A loopback address whose port is free for UDP and TCP at once.
-    pub(crate) fn free_udp_port() -> SocketAddr {
-        // Bind port 0 for UDP and TCP at once so both are free.
-        loop {
-            let u = UdpSocket::bind("127.0.0.1:0").expect("bind udp");
-            let a = u.local_addr().expect("addr");
-            if TcpListener::bind(a).is_ok() {
-                return a;
-            }
-        }
     }
 
     /// Three members on loopback: a data directory each and the peer table
@@ -580,7 +567,7 @@ pub(crate) mod tests {
     /// readable on every node after a read barrier; followers redirect.
     #[test]
     fn three_nodes_in_process() {
-        let (dirs, peers) = three_members(free_udp_port, 6000);
+        let (dirs, peers) = three_members(xlane_testports::raft, 6000);
         let nodes: Vec<RaftReplicator> = (1..=3u64)
             .map(|id| {
                 let mut st = StorageConfig::new(dirs[id as usize - 1].path());
@@ -615,18 +602,6 @@ pub(crate) mod tests {
         }
     }
 
-    /// A port free for UDP and TCP whose next port is free for UDP (lane mode).
-    fn free_lane_port() -> SocketAddr {
-        loop {
-            let a = free_udp_port();
-            let mut b = a;
-            b.set_port(a.port().wrapping_add(1));
-            if a.port() < u16::MAX && UdpSocket::bind(b).is_ok() {
-                return a;
-            }
-        }
-    }
-
     fn wait_leader(nodes: &[&RaftReplicator], what: &str) -> u64 {
         let deadline = std::time::Instant::now() + Duration::from_secs(30);
         loop {
@@ -647,7 +622,7 @@ pub(crate) mod tests {
     /// test's wait can only come from the detector.
     #[test]
     fn three_nodes_over_the_lane_and_xfd_election() {
-        let (dirs, peers) = three_members(free_lane_port, 6100);
+        let (dirs, peers) = three_members(xlane_testports::raft_pair, 6100);
         let timing = LaneTiming {
             repl_period_ns: 50_000,
             fd_period_ns: 1_000_000,

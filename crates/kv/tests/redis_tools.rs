@@ -49,17 +49,6 @@ enum Target {
     ),
 }
 
-/// A loopback port free for both UDP (raft) and TCP.
-fn free_raft_addr() -> std::net::SocketAddr {
-    loop {
-        let u = std::net::UdpSocket::bind("127.0.0.1:0").expect("udp");
-        let a = u.local_addr().expect("addr");
-        if TcpListener::bind(a).is_ok() {
-            return a;
-        }
-    }
-}
-
 /// A single node on `dir` with `fsync`, as `xlane kv serve` starts it.
 fn single_node(
     dir: &std::path::Path,
@@ -103,7 +92,7 @@ impl Target {
                 (
                     id,
                     Peer {
-                        raft: free_raft_addr(),
+                        raft: xlane_testports::raft(),
                         client,
                     },
                 )
@@ -710,10 +699,7 @@ impl Drop for RedisServer {
 
 fn start_redis_server() -> RedisServer {
     let bin = tool("redis-server", "redis-server");
-    let port = TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("free port")
-        .port();
+    let port = xlane_testports::tcp().port();
     let dir = tempfile::tempdir().expect("tempdir");
     let child = Command::new(bin)
         .args([

@@ -6,7 +6,7 @@
 //! best-effort one is delivered or reported. No time is asserted.
 
 use std::collections::{HashMap, HashSet};
-use std::net::{Ipv4Addr, SocketAddrV4, UdpSocket};
+use std::net::{Ipv4Addr, SocketAddrV4};
 use std::time::Duration;
 use xlane_lane::sim::SimRng;
 use xlane_pipe::lane::{LanePortConfig, LaneTunnel};
@@ -14,19 +14,6 @@ use xlane_pipe::udp::{HopConfig, UdpEndpoint, UdpHop};
 use xlane_pipe::{AggConfig, ReceiverConfig, SendEvent, SenderConfig};
 
 const PROCS: u32 = 4;
-
-fn free_addrs(n: usize) -> Vec<SocketAddrV4> {
-    let socks: Vec<UdpSocket> = (0..n)
-        .map(|_| UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).unwrap())
-        .collect();
-    socks
-        .iter()
-        .map(|s| match s.local_addr().unwrap() {
-            std::net::SocketAddr::V4(a) => a,
-            _ => unreachable!(),
-        })
-        .collect()
-}
 
 /// The lane port of a process or the hop on loopback: sending on tunnel
 /// `tx` (to `to`), taking from `rx`.
@@ -47,7 +34,7 @@ fn lane_port(tx: Option<(u32, SocketAddrV4)>, rx: Vec<u32>, period_ns: u64) -> L
 /// `n` endpoints behind one hop on loopback, beacons every beacon
 /// interval of `agg` (on lane tunnels 100 + process if `lane`).
 fn rig(n: u32, agg: AggConfig, sender: SenderConfig, lane: bool) -> (UdpHop, Vec<UdpEndpoint>) {
-    let addrs = free_addrs(n as usize + 1);
+    let addrs = xlane_testports::udp_n(n as usize + 1);
     let (hop_addr, eps) = addrs.split_last().unwrap();
     let peers: HashMap<u32, SocketAddrV4> = eps
         .iter()

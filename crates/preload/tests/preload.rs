@@ -50,49 +50,21 @@ fn probe() -> &'static Path {
     })
 }
 
-/// A loopback port that is free for TCP and UDP right now (the probe binds
-/// both). Fixed ports were taken at times: they lie in the ephemeral range,
-/// where any connection on the machine may get them.
-fn free_port(v6: bool) -> u16 {
-    let ip = if v6 { "[::1]:0" } else { "127.0.0.1:0" };
-    loop {
-        let u = std::net::UdpSocket::bind(ip).expect("bind a UDP socket on loopback");
-        let at = u.local_addr().unwrap();
-        if std::net::TcpListener::bind(at).is_ok() {
-            return at.port();
-        }
-    }
-}
-
-/// Runs `probe <port> 4|6` (through `launch`, which adds the environment)
-/// on a free port; `launch` gets the port. A port another program took
-/// between the check and the probe's bind is replaced by another.
-fn on_free_port(v6: bool, launch: impl Fn(u16) -> Command) -> Output {
-    for _ in 0..5 {
-        let port = free_port(v6);
-        let o = launch(port).output().unwrap();
-        if !String::from_utf8_lossy(&o.stderr).contains("Address already in use") {
-            return o;
-        }
-    }
-    panic!("no free loopback port in 5 tries");
-}
-
-/// The probe preloaded, with these variables set; `ports(p)` gives
-/// `XLANE_LEVEL_PORTS` when the probe runs on port `p`.
+/// The probe preloaded, with these variables set, on a port from
+/// `xlane_testports` (free for TCP and UDP: the probe binds both);
+/// `ports(p)` gives `XLANE_LEVEL_PORTS` when the probe runs on port `p`.
 fn run(v6: bool, env: &[(&str, &str)], ports: impl Fn(u16) -> Option<String>) -> Output {
-    on_free_port(v6, |port| {
-        let mut c = Command::new(probe());
-        c.arg(port.to_string()).arg(if v6 { "6" } else { "4" });
-        c.env("LD_PRELOAD", library());
-        for (k, v) in env {
-            c.env(k, v);
-        }
-        if let Some(list) = ports(port) {
-            c.env("XLANE_LEVEL_PORTS", list);
-        }
-        c
-    })
+    let port = xlane_testports::port(v6);
+    let mut c = Command::new(probe());
+    c.arg(port.to_string()).arg(if v6 { "6" } else { "4" });
+    c.env("LD_PRELOAD", library());
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    if let Some(list) = ports(port) {
+        c.env("XLANE_LEVEL_PORTS", list);
+    }
+    c.output().unwrap()
 }
 
 /// A socket the probe reported: its name, TOS and priority.
@@ -140,11 +112,11 @@ fn accept4_and_an_override_stay_on_the_level_ipv4_and_ipv6() {
 #[test]
 fn without_the_library_the_override_wins() {
     // The control: the same program, no preload, leaves the level as asked.
-    let o = on_free_port(false, |port| {
-        let mut c = Command::new(probe());
-        c.args([&port.to_string(), "4"]);
-        c
-    });
+    let port = xlane_testports::port(false);
+    let o = Command::new(probe())
+        .args([&port.to_string(), "4"])
+        .output()
+        .unwrap();
     let (socks, refused) = parse(&o);
     assert!(
         socks.iter().all(|(_, t, p)| (*t, *p) == (0, 0)),
@@ -188,15 +160,14 @@ fn a_bad_configuration_is_reported_once_and_changes_nothing() {
 #[test]
 fn children_inherit_the_level() {
     // A shell (dynamic) starts the probe: both are preloaded.
-    let o = on_free_port(false, |port| {
-        let script = format!("{} {port} 4", probe().display());
-        let mut c = Command::new("/bin/sh");
-        c.args(["-c", &script]).env("LD_PRELOAD", library());
-        for (k, v) in LEVEL2 {
-            c.env(k, v);
-        }
-        c
-    });
+    let port = xlane_testports::port(false);
+    let script = format!("{} {port} 4", probe().display());
+    let mut c = Command::new("/bin/sh");
+    c.args(["-c", &script]).env("LD_PRELOAD", library());
+    for (k, v) in LEVEL2 {
+        c.env(k, v);
+    }
+    let o = c.output().unwrap();
     let (socks, _) = parse(&o);
     assert!(
         socks.iter().all(|(_, t, p)| (*t, *p) == (184, 6)),

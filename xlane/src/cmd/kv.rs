@@ -314,6 +314,9 @@ fn serve_single(a: ServeArgs, fsync: LogFsync) -> super::CmdResult {
     warn_torn_tail(&report);
     let repl = Arc::new(repl);
     let exporter = serve_metrics(a.metrics, &repl, &stats)?;
+    // Whoever reads the ready line may send SIGTERM at once: catch it from
+    // before the line (`exit_on_termination` below acts on the flag).
+    xlane_host::tuning::install_termination_flag();
     println!(
         "{}",
         serde_json::json!({
@@ -571,6 +574,9 @@ fn serve_raft(a: ServeArgs, fsync: LogFsync) -> super::CmdResult {
     let raft_addr = repl.raft_addr();
     let repl = Arc::new(repl);
     let exporter = serve_metrics(a.metrics, &repl, &stats)?;
+    // Whoever reads the ready line may send SIGTERM at once: catch it from
+    // before the line (`exit_on_termination` below acts on the flag).
+    xlane_host::tuning::install_termination_flag();
     println!(
         "{}",
         serde_json::json!({

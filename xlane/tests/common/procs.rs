@@ -1,41 +1,15 @@
-//! Real processes for the multi-process tests: free loopback ports, a
-//! set of started processes ended by PID, and an `xlane kv serve` group.
+//! Real processes for the multi-process tests: a set of started processes
+//! ended by PID, and an `xlane kv serve` group (ports from
+//! `xlane_testports`).
 
 use super::{spawn_until_ready, Conn};
 use std::io::BufRead;
-use std::net::{SocketAddr, SocketAddrV4, TcpListener, UdpSocket};
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use xlane_kv::resp::Reply;
-
-/// A free loopback UDP address.
-pub fn free_udp() -> SocketAddrV4 {
-    let u = UdpSocket::bind("127.0.0.1:0").expect("udp");
-    match u.local_addr().expect("addr") {
-        SocketAddr::V4(a) => a,
-        SocketAddr::V6(_) => unreachable!("bound on IPv4"),
-    }
-}
-
-/// A free loopback address for both UDP and TCP (a raft address).
-pub fn free_raft() -> SocketAddr {
-    loop {
-        let a = SocketAddr::V4(free_udp());
-        if TcpListener::bind(a).is_ok() {
-            return a;
-        }
-    }
-}
-
-/// A free loopback TCP address.
-pub fn free_tcp() -> SocketAddr {
-    TcpListener::bind("127.0.0.1:0")
-        .expect("tcp")
-        .local_addr()
-        .expect("addr")
-}
 
 /// The processes this test started, ended by PID when it ends.
 #[derive(Default)]
@@ -116,8 +90,8 @@ impl Shard {
         let mut clients = Vec::new();
         let mut dirs = Vec::new();
         for id in 1..=3 {
-            let client = free_tcp();
-            peers.push(format!("{id}={}/{client}", free_raft()));
+            let client = xlane_testports::tcp();
+            peers.push(format!("{id}={}/{client}", xlane_testports::raft()));
             clients.push(client);
             dirs.push(root.join(format!("s{s}n{id}")));
         }

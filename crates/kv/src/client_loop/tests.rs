@@ -1,7 +1,6 @@
 //! The event loop's end-to-end tests: members on loopback, real sockets.
 use super::*;
 use crate::members::Peer;
-use crate::raft::tests::free_udp_port;
 use crate::raft::{LogFsync, RaftConfig, RaftReplicator, StorageConfig};
 use crate::resp::{decode_reply, encode_command};
 use std::collections::BTreeMap;
@@ -35,7 +34,7 @@ fn start(n: u64) -> Members {
     let peers: BTreeMap<u64, Peer> = (1..=n)
         .map(|id| {
             let client = clients[id as usize - 1].to_string();
-            let raft = free_udp_port();
+            let raft = xlane_testports::raft();
             (id, Peer { raft, client })
         })
         .collect();
@@ -305,7 +304,7 @@ fn membership_requests_over_resp() {
     let mut c = connect(m.clients[l]);
     let err = |s: String| Reply::Error(s);
     // Node 4 never runs: three of four voters are still a quorum.
-    let four = format!("{}/127.0.0.1:1", free_udp_port());
+    let four = format!("{}/127.0.0.1:1", xlane_testports::raft());
     let taken = format!("{}/127.0.0.1:1", m.nodes[0].raft_addr());
     let rows: Vec<(Vec<&str>, Reply)> = vec![
         (

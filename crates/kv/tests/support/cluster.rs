@@ -2,23 +2,12 @@
 //! start one and find its leader.
 
 use std::collections::BTreeMap;
-use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
+use std::net::{TcpListener, TcpStream};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use xlane_kv::raft::{LogFsync, StorageConfig};
 use xlane_kv::resp::{decode_reply, encode_command, Limits, Reply};
 use xlane_kv::{Peer, RaftConfig, RaftReplicator};
-
-/// A loopback address free for both UDP (raft) and TCP (snapshots).
-pub fn free_raft_addr() -> SocketAddr {
-    loop {
-        let u = UdpSocket::bind("127.0.0.1:0").expect("udp");
-        let a = u.local_addr().expect("addr");
-        if TcpListener::bind(a).is_ok() {
-            return a;
-        }
-    }
-}
 
 /// Sends one command on a fresh connection and returns its reply.
 pub fn call(addr: &str, words: &[&str]) -> std::io::Result<Reply> {
@@ -61,7 +50,7 @@ impl Cluster {
             .map(|id| {
                 let client = listeners[id as usize - 1].local_addr().expect("addr");
                 let peer = Peer {
-                    raft: free_raft_addr(),
+                    raft: xlane_testports::raft(),
                     client: client.to_string(),
                 };
                 (id, peer)

@@ -21,16 +21,10 @@ fn peers_join_and_leave() {
     let p = |port: u16| -> SocketAddr { SocketAddr::from(([127, 0, 0, 1], port)) };
     let v = |port: u16| v4(p(port), "").expect("v4");
     let t = LaneTiming::default();
-    // A raft port whose next port is free too (the X-FD socket); the
-    // ports may be taken meanwhile: pick again.
-    let mut l = (0..50)
-        .find_map(|_| {
-            let s = std::net::UdpSocket::bind("127.0.0.1:0").ok()?;
-            let me = s.local_addr().ok()?;
-            drop(s);
-            LaneLink::new(1, me, &[(1, me), (2, p(7002))], t, &BTreeMap::new(), None).ok()
-        })
-        .expect("link");
+    // A raft port whose next port is free too (the X-FD socket).
+    let me = xlane_testports::raft_pair();
+    let mut l =
+        LaneLink::new(1, me, &[(1, me), (2, p(7002))], t, &BTreeMap::new(), None).expect("link");
     l.add_peer(3, p(7004)).expect("add");
     assert_eq!(l.peer_ids().collect::<Vec<_>>(), [2, 3]);
     assert_eq!(l.repl_dsts, [v(7002), v(7004)]);
@@ -187,17 +181,7 @@ fn sealed_frames_open_only_under_the_group_key() {
     };
     for (name, a_auth, taken) in cases {
         // Two raft ports, each with the next port free (X-FD).
-        let free = || {
-            (0..50)
-                .find_map(|_| {
-                    let s = std::net::UdpSocket::bind("127.0.0.1:0").ok()?;
-                    let a = s.local_addr().ok()?;
-                    std::net::UdpSocket::bind(("127.0.0.1", a.port().checked_add(1)?)).ok()?;
-                    Some(a)
-                })
-                .expect("free ports")
-        };
-        let (pa, pb) = (free(), free());
+        let (pa, pb) = (xlane_testports::raft_pair(), xlane_testports::raft_pair());
         let peers = [(1, pa), (2, pb)];
         let none = BTreeMap::new();
         let mut a = LaneLink::new(
