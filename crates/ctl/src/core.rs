@@ -559,7 +559,6 @@ impl Controller {
             .unwrap_or_default()
     }
 
-    #[allow(clippy::too_many_arguments)]
     /// [`Controller::op_grant`] during replay: a refusal is a replay error
     /// at record `index`.
     #[allow(clippy::too_many_arguments)]
@@ -572,8 +571,11 @@ impl Controller {
         load_bytes: u32,
         period_ns: u64,
         sublane: u8,
+        hops: &[(String, String)],
     ) -> Result<Resources, ReplayError> {
-        match self.op_grant(tunnel, sender, receivers, load_bytes, period_ns, sublane) {
+        match self.op_grant(
+            tunnel, sender, receivers, load_bytes, period_ns, sublane, hops,
+        ) {
             Ok((got, _, _)) => Ok(got),
             Err(refusal) => Err(ReplayError::Refused {
                 index,
@@ -583,6 +585,9 @@ impl Controller {
         }
     }
 
+    /// Grant tunnel `id`: on the tree `hops` if given (replay), else on
+    /// the one the optimization phase finds.
+    #[allow(clippy::too_many_arguments)]
     fn op_grant(
         &mut self,
         id: TunnelId,
@@ -591,14 +596,27 @@ impl Controller {
         load_bytes: u32,
         period_ns: u64,
         sublane: u8,
+        hops: &[(String, String)],
     ) -> Result<(Resources, bool, Vec<TeChange>), Refusal> {
-        let g = self.alloc.request(&Request {
+        let req = Request {
             sender: sender.to_string(),
             receivers: receivers.to_vec(),
             load_bytes,
             period_ns,
             sublane,
-        })?;
+        };
+        let g = if hops.is_empty() {
+            self.alloc.request(&req)?
+        } else {
+            let topo = self.alloc.topology();
+            let mut links = Vec::with_capacity(hops.len());
+            for (from, to) in hops {
+                links.push(topo.link_between(from, to).ok_or_else(|| {
+                    Refusal::NotATree(format!("`{from} -> {to}` is not a link of the topology"))
+                })?);
+            }
+            self.alloc.request_on_tree(&req, &links)?
+        };
         let hops = self.hops_of(g.tunnel);
         self.by_alloc.insert(g.tunnel, id);
         self.tunnels.insert(
@@ -735,6 +753,7 @@ impl Controller {
                 period_ns,
                 sublane,
                 resources,
+                hops,
             } => {
                 if self.tunnels.contains_key(tunnel) {
                     return Err(ReplayError::DuplicateId {
@@ -750,6 +769,7 @@ impl Controller {
                     *load_bytes,
                     *period_ns,
                     *sublane,
+                    hops,
                 )?;
                 check(*tunnel, *resources, got)
             }
@@ -763,6 +783,7 @@ impl Controller {
                 sublane,
                 unbounded,
                 resources,
+                hops,
             } => {
                 if self.tunnels.contains_key(tunnel) {
                     return Err(ReplayError::DuplicateId {
@@ -798,6 +819,7 @@ impl Controller {
                     *load_bytes,
                     *period_ns,
                     *sublane,
+                    hops,
                 )?;
                 if got.period_ns != *period_ns {
                     return Err(ReplayError::Diverged {
@@ -978,7 +1000,7 @@ impl Controller {
             );
         }
         let id = TunnelId(self.next_id);
-        match self.op_grant(id, sender, receivers, load_bytes, period_ns, sublane) {
+        match self.op_grant(id, sender, receivers, load_bytes, period_ns, sublane, &[]) {
             Err(r) => self.refusal(r),
             Ok((resources, period_raised, changes)) => {
                 let mut out = Outcome {
@@ -995,6 +1017,11 @@ impl Controller {
                         period_ns,
                         sublane,
                         resources,
+                        hops: self
+                            .tunnels
+                            .get(&id)
+                            .map(|e| e.hops.clone())
+                            .unwrap_or_default(),
                     }],
                     ..Outcome::default()
                 };
@@ -1402,6 +1429,7 @@ impl Controller {
                 sublane: e.sublane,
                 unbounded: e.state == State::Unbounded,
                 resources: e.resources,
+                hops: e.hops.clone(),
             });
         }
         v
@@ -1409,10 +1437,11 @@ impl Controller {
 
     /// Records that rebuild exactly the current state from nothing (for a
     /// snapshot): the next id, then every live tunnel in id order, granted
-    /// at its current period. Checked by replaying them and comparing every
-    /// tunnel's tree, period and ranges with the current ones; the greedy
-    /// tree of a tunnel can depend on tunnels since released (not on a
-    /// star), and then this says [`CompactError::NotReproducible`].
+    /// at its current period on its current tree. Checked by replaying them
+    /// and comparing every tunnel's tree, period and ranges with the current
+    /// ones ([`CompactError::NotReproducible`] would mean an allocator bug:
+    /// a subset of a valid allocation, on the same trees and periods, is
+    /// valid).
     pub fn compaction_records(&self) -> Result<Vec<Record>, CompactError> {
         let recs = self.snapshot_records();
         let fresh = Controller::recover(

@@ -247,7 +247,7 @@ impl RefusalCode {
             R::NoReceivers => RefusalCode::NoReceivers,
             R::DuplicateReceiver(_) => RefusalCode::DuplicateReceiver,
             R::ReceiverIsSender(_) => RefusalCode::ReceiverIsSender,
-            R::NoPath { .. } => RefusalCode::NoPath,
+            R::NoPath { .. } | R::NotATree(_) => RefusalCode::NoPath,
             R::QueueOverflow { .. } => RefusalCode::QueueOverflow,
             R::Bandwidth { .. } => RefusalCode::Bandwidth,
             R::PeriodUnattainable { .. } => RefusalCode::PeriodUnattainable,

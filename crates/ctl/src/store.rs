@@ -95,6 +95,11 @@ pub enum Record {
         sublane: u8,
         /// The resources granted (checked on replay).
         resources: Resources,
+        /// The tree granted, as hops (from, to) in the order they were
+        /// attached: replay re-admits the tunnel on it without searching.
+        /// Empty in journals written before trees were recorded (replay
+        /// searches again, as the grant did).
+        hops: Vec<(String, String)>,
     },
     /// A tunnel's parameters changed (allocator `change`, or a re-admission
     /// of an unbounded tunnel).
@@ -146,6 +151,8 @@ pub enum Record {
         unbounded: bool,
         /// Its resources.
         resources: Resources,
+        /// Its tree (see [`Record::Granted`]); empty when demoted.
+        hops: Vec<(String, String)>,
     },
 }
 
@@ -167,8 +174,9 @@ impl Record {
                 period_ns,
                 sublane,
                 resources,
+                hops,
             } => {
-                w.u8(2);
+                w.u8(8);
                 w.u64(tunnel.0);
                 w.str("sender", sender, MAX_NAME)?;
                 w.strs("receivers", receivers, MAX_RECEIVERS)?;
@@ -176,6 +184,7 @@ impl Record {
                 w.u64(*period_ns);
                 w.u8(*sublane);
                 w.resources(resources);
+                w.hops(hops)?;
             }
             Record::Tunnel {
                 tunnel,
@@ -187,8 +196,9 @@ impl Record {
                 sublane,
                 unbounded,
                 resources,
+                hops,
             } => {
-                w.u8(7);
+                w.u8(9);
                 w.u64(tunnel.0);
                 w.str("sender", sender, MAX_NAME)?;
                 w.strs("receivers", receivers, MAX_RECEIVERS)?;
@@ -198,6 +208,7 @@ impl Record {
                 w.u8(*sublane);
                 w.bool(*unbounded);
                 w.resources(resources);
+                w.hops(hops)?;
             }
             Record::Changed {
                 tunnel,
@@ -233,7 +244,8 @@ impl Record {
         let tag = r.u8()?;
         let rec = match tag {
             1 => Record::NextId { next: r.u64()? },
-            2 => Record::Granted {
+            // 2 and 7: written before trees were recorded.
+            2 | 8 => Record::Granted {
                 tunnel: TunnelId(r.u64()?),
                 sender: r.str("sender", MAX_NAME)?,
                 receivers: r.strs("receivers", MAX_RECEIVERS)?,
@@ -241,8 +253,9 @@ impl Record {
                 period_ns: r.u64()?,
                 sublane: r.u8()?,
                 resources: r.resources()?,
+                hops: if tag == 8 { hops(&mut r)? } else { Vec::new() },
             },
-            7 => Record::Tunnel {
+            7 | 9 => Record::Tunnel {
                 tunnel: TunnelId(r.u64()?),
                 sender: r.str("sender", MAX_NAME)?,
                 receivers: r.strs("receivers", MAX_RECEIVERS)?,
@@ -252,6 +265,7 @@ impl Record {
                 sublane: r.u8()?,
                 unbounded: r.bool("unbounded")?,
                 resources: r.resources()?,
+                hops: if tag == 9 { hops(&mut r)? } else { Vec::new() },
             },
             3 => Record::Changed {
                 tunnel: TunnelId(r.u64()?),
@@ -273,6 +287,31 @@ impl Record {
         r.finish()?;
         Ok(rec)
     }
+}
+
+/// The most hops a recorded tree may have.
+pub const MAX_HOPS: usize = 4096;
+
+impl Writer<'_> {
+    /// A tree's hops: a count, then each hop's two node names.
+    fn hops(&mut self, hops: &[(String, String)]) -> Result<(), EncodeError> {
+        self.count("hops", hops.len(), MAX_HOPS)?;
+        for (from, to) in hops {
+            self.str("hops", from, MAX_NAME)?;
+            self.str("hops", to, MAX_NAME)?;
+        }
+        Ok(())
+    }
+}
+
+/// The hops `Writer::hops` wrote.
+fn hops(r: &mut Reader<'_>) -> Result<Vec<(String, String)>, ProtoError> {
+    let n = r.count("hops", MAX_HOPS)?;
+    let mut v = Vec::with_capacity(n.min(64));
+    for _ in 0..n {
+        v.push((r.str("hops", MAX_NAME)?, r.str("hops", MAX_NAME)?));
+    }
+    Ok(v)
 }
 
 /// Why the store failed.
@@ -751,6 +790,7 @@ mod tests {
                 period_ns: 1000,
                 sublane: 0,
                 resources: res(1000),
+                hops: vec![("h0".into(), "s0".into()), ("s0".into(), "h1".into())],
             },
             Record::Changed {
                 tunnel: TunnelId(1),
@@ -778,8 +818,40 @@ mod tests {
                 sublane: 1,
                 unbounded: true,
                 resources: res(20),
+                hops: Vec::new(),
             },
         ]
+    }
+
+    /// Records of journals written before trees were recorded (tags 2 and
+    /// 7: the same fields, no hops) still decode, with no hops.
+    #[test]
+    fn records_without_trees_decode() {
+        for r in sample() {
+            let (old, tag) = match &r {
+                Record::Granted { .. } => (8, 2),
+                Record::Tunnel { .. } => (9, 7),
+                _ => continue,
+            };
+            let mut bytes = r.encode().unwrap();
+            assert_eq!(bytes[0], old);
+            bytes[0] = tag;
+            // Drop the hops (a count and two names per hop) at the end.
+            let hops = match &r {
+                Record::Granted { hops, .. } | Record::Tunnel { hops, .. } => hops.clone(),
+                _ => unreachable!(),
+            };
+            let tail: usize = 2 + hops
+                .iter()
+                .map(|(a, b)| 2 + a.len() + 2 + b.len())
+                .sum::<usize>();
+            bytes.truncate(bytes.len() - tail);
+            let mut want = r.clone();
+            if let Record::Granted { hops, .. } | Record::Tunnel { hops, .. } = &mut want {
+                hops.clear();
+            }
+            assert_eq!(Record::decode(&bytes).unwrap(), want);
+        }
     }
 
     #[test]

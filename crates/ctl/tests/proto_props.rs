@@ -19,6 +19,10 @@ fn names() -> impl Strategy<Value = Vec<String>> {
     prop::collection::vec(name(), 0..6)
 }
 
+fn hops() -> impl Strategy<Value = Vec<(String, String)>> {
+    prop::collection::vec((name(), name()), 0..8)
+}
+
 fn resources() -> impl Strategy<Value = Resources> {
     (any::<u32>(), any::<u64>(), any::<u64>(), any::<u64>()).prop_map(|(l, p, m, j)| Resources {
         load_bytes: l,
@@ -172,10 +176,11 @@ fn record() -> impl Strategy<Value = Record> {
             any::<u32>(),
             any::<u64>(),
             any::<u8>(),
-            resources()
+            resources(),
+            hops()
         )
             .prop_map(
-                |(tunnel, sender, receivers, load_bytes, period_ns, sublane, resources)| {
+                |(tunnel, sender, receivers, load_bytes, period_ns, sublane, resources, hops)| {
                     Record::Granted {
                         tunnel,
                         sender,
@@ -184,6 +189,7 @@ fn record() -> impl Strategy<Value = Record> {
                         period_ns,
                         sublane,
                         resources,
+                        hops,
                     }
                 }
             ),
@@ -208,7 +214,7 @@ fn record() -> impl Strategy<Value = Record> {
             any::<(u64, u64)>(),
             any::<u8>(),
             any::<bool>(),
-            resources()
+            (resources(), hops())
         )
             .prop_map(
                 |(
@@ -219,7 +225,7 @@ fn record() -> impl Strategy<Value = Record> {
                     (rp, p),
                     sublane,
                     unbounded,
-                    resources,
+                    (resources, hops),
                 )| {
                     Record::Tunnel {
                         tunnel,
@@ -231,6 +237,7 @@ fn record() -> impl Strategy<Value = Record> {
                         sublane,
                         unbounded,
                         resources,
+                        hops,
                     }
                 }
             ),

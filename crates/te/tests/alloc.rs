@@ -448,3 +448,121 @@ fn token_bucket_links_leave_tx_out_of_the_minimum() {
         ge.resources.min_latency_ns + ge.resources.max_jitter_ns
     );
 }
+
+/// `request_on_tree`: a tree given as hops is admitted as it is (the
+/// longer way round through s2 too), and what is not a tree for the
+/// request is refused with the reason, leaving the allocation as it was.
+#[test]
+fn given_trees() {
+    let hops = |a: &Allocator, h: &[(&str, &str)]| -> Vec<xlane_te::topology::LinkId> {
+        h.iter()
+            .map(|(f, t)| a.topology().link_between(f, t).expect("link"))
+            .collect()
+    };
+    type Case = (
+        &'static str,
+        Request,
+        &'static [(&'static str, &'static str)],
+        Option<&'static str>,
+    );
+    let cases: Vec<Case> = vec![
+        (
+            "direct",
+            req("h0", &["h2"], 1000, MS, 0),
+            &[("h0", "s0"), ("s0", "s1"), ("s1", "h2")],
+            None,
+        ),
+        (
+            "round about",
+            req("h0", &["h2"], 1000, MS, 0),
+            &[("h0", "s0"), ("s0", "s2"), ("s2", "s1"), ("s1", "h2")],
+            None,
+        ),
+        (
+            "multicast",
+            req("h0", &["h2", "h1"], 1000, MS, 0),
+            &[("h0", "s0"), ("s0", "s1"), ("s1", "h2"), ("s0", "h1")],
+            None,
+        ),
+        (
+            "misses a receiver",
+            req("h0", &["h2", "h3"], 1000, MS, 0),
+            &[("h0", "s0"), ("s0", "s1"), ("s1", "h2")],
+            Some("does not reach `h3`"),
+        ),
+        (
+            "out of order",
+            req("h0", &["h2"], 1000, MS, 0),
+            &[("s0", "s1"), ("h0", "s0"), ("s1", "h2")],
+            Some("has not reached"),
+        ),
+        (
+            "node twice",
+            req("h0", &["h2"], 1000, MS, 0),
+            &[
+                ("h0", "s0"),
+                ("s0", "s1"),
+                ("s0", "s2"),
+                ("s2", "s1"),
+                ("s1", "h2"),
+            ],
+            Some("reaches a node twice"),
+        ),
+        (
+            "dangling branch",
+            req("h0", &["h1"], 1000, MS, 0),
+            &[("h0", "s0"), ("s0", "h1"), ("s0", "s2")],
+            Some("a branch ends at `s2`"),
+        ),
+        (
+            "through a host",
+            req("h0", &["h2"], 1000, MS, 0),
+            &[("h0", "s0"), ("s0", "h1"), ("h1", "s0")],
+            Some("leaves a host that is not the sender"),
+        ),
+        (
+            "empty",
+            req("h0", &["h1"], 1000, MS, 0),
+            &[],
+            Some("does not reach `h1`"),
+        ),
+    ];
+    for (name, r, h, want) in cases {
+        let mut a = alloc(two_switch(64));
+        let links = hops(&a, h);
+        match (a.request_on_tree(&r, &links), want) {
+            (Ok(g), None) => {
+                assert_eq!(a.tunnel(g.tunnel).expect("tunnel").links, links, "{name}");
+                a.verify().unwrap_or_else(|e| panic!("{name}: {e}"));
+            }
+            (Err(Refusal::NotATree(why)), Some(w)) => {
+                assert!(why.contains(w), "{name}: {why}");
+                assert!(a.is_empty(), "{name}: refused but allocated");
+            }
+            (got, _) => panic!("{name}: {got:?}"),
+        }
+    }
+}
+
+/// Re-admitting every tunnel on the tree the search gave it, in the same
+/// order, reproduces every range and period (what journal replay relies
+/// on).
+#[test]
+fn given_trees_reproduce_searched_ones() {
+    let reqs = [
+        req("h0", &["h2", "h3", "h1"], 1000, MS, 0),
+        req("h1", &["h2"], 500, MS, 1),
+        req("h2", &["h0"], 1500, 100_000, 0),
+        req("h3", &["h1", "h0"], 200, MS, 1),
+    ];
+    let mut searched = alloc(two_switch(2));
+    let mut given = alloc(two_switch(2));
+    for r in &reqs {
+        let g = searched.request(r).expect("grant");
+        let links = searched.tunnel(g.tunnel).expect("tunnel").links.clone();
+        let h = given.request_on_tree(r, &links).expect("same grant");
+        assert_eq!(h.resources, g.resources);
+        assert_eq!(h.changed, g.changed);
+    }
+    given.verify().expect("valid");
+}

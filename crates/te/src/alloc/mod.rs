@@ -118,8 +118,10 @@ use crate::topology::{LinkId, NodeId, NodeKind, Topology};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 mod model;
+mod search;
 
 use model::{LinkConst, LinkLoad, Model, Shape, ShapeRef, Walk};
+use search::{Adjacency, Search};
 
 /// An admitted tunnel: its shape (period as granted), the walks of the
 /// tunnels it affects, its own walk.
@@ -351,6 +353,9 @@ pub enum Refusal {
         /// Receiver.
         to: String,
     },
+    /// A given tree (journal replay) that is not a tree for the request.
+    #[error("the given links are not a tree for this request: {0}")]
+    NotATree(String),
     /// More packets could be queued than the express queue holds.
     #[error("express queue of sub-lane {sublane} on {link} would overflow: {packets} packets > {capacity}")]
     QueueOverflow {
@@ -458,21 +463,49 @@ pub struct Allocator {
     on_link: Vec<BTreeSet<TunnelId>>,
     /// Per link, what the model computes once.
     consts: Vec<LinkConst>,
+    /// What the path search reads of every link's load, kept with
+    /// `loads`.
+    adj: Adjacency,
+    /// Scratch space of the path searches.
+    search: Search,
 }
 
 impl Allocator {
     /// An empty allocation over `topo`.
     pub fn new(topo: Topology, cfg: TeConfig) -> Allocator {
         let links = topo.links().len();
+        let loads = vec![LinkLoad::empty(cfg.sublanes as usize); links];
+        let consts = LinkConst::all(&topo, &cfg);
+        let adj = Adjacency::new(
+            &Model {
+                topo: &topo,
+                cfg: &cfg,
+                consts: &consts,
+            },
+            &loads,
+        );
         Allocator {
-            loads: vec![LinkLoad::empty(cfg.sublanes as usize); links],
+            loads,
             on_link: vec![BTreeSet::new(); links],
-            consts: LinkConst::all(&topo, &cfg),
+            consts,
+            adj,
             topo,
             cfg,
             tunnels: BTreeMap::new(),
             next_id: 1,
+            search: Search::default(),
         }
+    }
+
+    /// Bring the search's view of `links` up to date with their loads
+    /// (after any operation that changed them).
+    fn refresh(&mut self, links: &[LinkId]) {
+        let model = Model {
+            topo: &self.topo,
+            cfg: &self.cfg,
+            consts: &self.consts,
+        };
+        self.adj.refresh_all(&model, links, &self.loads);
     }
 
     /// The topology.
@@ -633,6 +666,15 @@ impl Allocator {
     /// Optimization phase: the greedy tree for `new` (its `links` and
     /// `receivers` are ignored).
     fn build_tree(&mut self, new: &Shape) -> Result<Vec<LinkId>, Refusal> {
+        let mut search = std::mem::take(&mut self.search);
+        search.begin(&self.adj, new);
+        let tree = self.grow_tree(new, &mut search);
+        self.search = search;
+        tree
+    }
+
+    /// [`Allocator::build_tree`] with `search` ready.
+    fn grow_tree(&mut self, new: &Shape, search: &mut Search) -> Result<Vec<LinkId>, Refusal> {
         let mut tree_nodes = vec![new.sender];
         let mut links: Vec<LinkId> = Vec::new();
         let mut attached: Vec<NodeId> = Vec::new();
@@ -651,24 +693,31 @@ impl Allocator {
                         continue;
                     }
                     blocked[u.0] = false;
-                    let pred = self.model().shortest_from(
+                    search.run(
+                        &self.adj,
                         u,
                         &blocked,
                         &remaining,
-                        &self.loads,
                         new,
+                        self.cfg.max_period_ns,
                         filter,
                     );
                     blocked[u.0] = true;
                     for (ri, &r) in remaining.iter().enumerate() {
-                        let Some(path) = self.model().path_to(&pred, u, r) else {
+                        let Some(path) = search.path_to(&self.topo, u, r) else {
                             continue;
                         };
-                        let mut cand = links.clone();
-                        cand.extend_from_slice(&path);
-                        let mut recv = attached.clone();
-                        recv.push(r);
-                        let delta = self.candidate_delta(&cand, &recv, new);
+                        // A unicast request has one candidate: nothing
+                        // to compare it with.
+                        let delta = if new.receivers.len() == 1 {
+                            0
+                        } else {
+                            let mut cand = links.clone();
+                            cand.extend_from_slice(&path);
+                            let mut recv = attached.clone();
+                            recv.push(r);
+                            self.candidate_delta(&cand, &recv, new)
+                        };
                         let key = (delta, path.len(), ri);
                         let better = match &best {
                             None => true,
@@ -782,6 +831,71 @@ impl Allocator {
     /// `requestBandwidth`: allocate a new tunnel (optimization, then
     /// adjustment phase). On refusal nothing changes.
     pub fn request(&mut self, req: &Request) -> Result<Grant, Refusal> {
+        let mut new = self.shape_of(req)?;
+        new.links = self.build_tree(&new)?;
+        self.admit_new(new, req.period_ns)
+    }
+
+    /// A request on a given tree (`links` in the order they were
+    /// attached, each leaving the sender or a node an earlier link
+    /// reached), skipping the optimization phase: how a journal replay
+    /// re-admits a tunnel on the tree it was granted. The tree must reach
+    /// every receiver, forward only through switches and end only at
+    /// receivers ([`Refusal::NotATree`] otherwise); admission is as for
+    /// [`Allocator::request`].
+    pub fn request_on_tree(&mut self, req: &Request, links: &[LinkId]) -> Result<Grant, Refusal> {
+        let mut new = self.shape_of(req)?;
+        self.check_tree(&new, links)?;
+        new.links = links.to_vec();
+        self.admit_new(new, req.period_ns)
+    }
+
+    /// Whether `links` is a tree for `s` (see [`Allocator::request_on_tree`]).
+    fn check_tree(&self, s: &Shape, links: &[LinkId]) -> Result<(), Refusal> {
+        let bad = |why: String| Err(Refusal::NotATree(why));
+        let mut reached = vec![s.sender];
+        let mut forwards = Vec::new();
+        for &l in links {
+            let Some(link) = self.topo.links().get(l.0) else {
+                return bad(format!("link {} is not in the topology", l.0));
+            };
+            let what = self.topo.describe_link(l);
+            if !reached.contains(&link.from) {
+                return bad(format!("{what} leaves a node the tree has not reached"));
+            }
+            if link.from != s.sender && self.topo.node(link.from).kind == NodeKind::Host {
+                return bad(format!("{what} leaves a host that is not the sender"));
+            }
+            if reached.contains(&link.to) {
+                return bad(format!("{what} reaches a node twice"));
+            }
+            reached.push(link.to);
+            forwards.push(link.from);
+        }
+        for r in &s.receivers {
+            if !reached.contains(r) {
+                return bad(format!("it does not reach `{}`", self.topo.node(*r).name));
+            }
+        }
+        for v in &reached[1..] {
+            if !forwards.contains(v) && !s.receivers.contains(v) {
+                return bad(format!("a branch ends at `{}`", self.topo.node(*v).name));
+            }
+        }
+        Ok(())
+    }
+
+    /// Admission of a new tunnel on its tree, and its grant.
+    fn admit_new(&mut self, new: Shape, requested: u64) -> Result<Grant, Refusal> {
+        let (new, walks, own) = self.admit(None, new)?;
+        let id = TunnelId(self.next_id);
+        self.next_id += 1;
+        let changed = self.commit(walks, id, &new, requested, own);
+        Ok(self.grant(id, changed))
+    }
+
+    /// A request's shape, parameters and hosts checked (no tree yet).
+    fn shape_of(&self, req: &Request) -> Result<Shape, Refusal> {
         self.check_params(req.load_bytes, req.period_ns, req.sublane)?;
         let sender = self.host(&req.sender)?;
         if req.receivers.is_empty() {
@@ -798,20 +912,14 @@ impl Allocator {
             }
             receivers.push(id);
         }
-        let mut new = Shape {
+        Ok(Shape {
             sender,
             receivers,
             links: Vec::new(),
             load: req.load_bytes,
             period: req.period_ns,
             lane: req.sublane,
-        };
-        new.links = self.build_tree(&new)?;
-        let (new, walks, own) = self.admit(None, new)?;
-        let id = TunnelId(self.next_id);
-        self.next_id += 1;
-        let changed = self.commit(walks, id, &new, req.period_ns, own);
-        Ok(self.grant(id, changed))
+        })
     }
 
     /// Store an admission: the affected tunnels' new ranges, `id` inserted
@@ -829,6 +937,7 @@ impl Allocator {
         for l in &new.links {
             self.on_link[l.0].insert(id);
         }
+        self.refresh(&new.links);
         self.tunnels.insert(
             id,
             Tunnel {
@@ -879,6 +988,7 @@ impl Allocator {
         for l in &t.links {
             self.on_link[l.0].remove(&id);
         }
+        self.refresh(&t.links);
         let model = self.model();
         let walks: Vec<(TunnelId, Walk)> = self
             .affected(&t.links, None)
@@ -957,6 +1067,9 @@ impl Allocator {
         }
         if index != self.on_link {
             return bad("kept link index differs from the tunnels' trees".into());
+        }
+        if Adjacency::new(&model, &loads) != self.adj {
+            return bad("the path search's view of the loads is stale".into());
         }
         for (id, s) in &others {
             let t = &self.tunnels[id];

@@ -1,11 +1,10 @@
-//! The delay model of the adjustment phase and the path search of the
-//! optimization phase (see the parent module's docs), over per-link loads
-//! that the allocator keeps up to date as tunnels come and go.
+//! The delay model of the adjustment phase (see the parent module's
+//! docs), over per-link loads that the allocator keeps up to date as
+//! tunnels come and go.
 
 use super::{rate_bps, tx_ns, LatencyRange, TeConfig};
-use crate::topology::{LinkId, NodeId, NodeKind, Topology};
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap, HashSet};
+use crate::topology::{LinkId, NodeId, Topology};
+use std::collections::{HashMap, HashSet};
 
 /// What the model needs of a tunnel.
 #[derive(Debug, Clone)]
@@ -273,101 +272,12 @@ impl Model<'_> {
         }
         Self::ranges(s, need_period, |r| at.get(&r).copied())
     }
-
-    /// Shortest paths from `src` (Dijkstra), through switches only, never
-    /// entering a node marked in `blocked`; stops once every node of `targets` is settled
-    /// (their paths are final then). Returns predecessor links.
-    pub(super) fn shortest_from(
-        &self,
-        src: NodeId,
-        blocked: &[bool],
-        targets: &[NodeId],
-        loads: &[LinkLoad],
-        new: &Shape,
-        filter: bool,
-    ) -> Vec<Option<LinkId>> {
-        let n = self.topo.nodes().len();
-        let mut dist = vec![u64::MAX; n];
-        let mut pred = vec![None; n];
-        let mut heap = BinaryHeap::new();
-        dist[src.0] = 0;
-        heap.push(Reverse((0u64, src.0)));
-        let lane = new.lane as usize;
-        let least_rate = rate_bps(new.load, self.cfg.max_period_ns);
-        // The request's transmission time per link rate (fabrics have few).
-        let mut tx_at: Vec<(u64, u64)> = Vec::with_capacity(4);
-        let mut tx_of = |bps: u64| match tx_at.iter().find(|e| e.0 == bps) {
-            Some(e) => e.1,
-            None => {
-                let t = tx_ns(new.load, bps);
-                tx_at.push((bps, t));
-                t
-            }
-        };
-        let mut left = targets.len();
-        while let Some(Reverse((d, u))) = heap.pop() {
-            if d > dist[u] {
-                continue;
-            }
-            if targets.contains(&NodeId(u)) {
-                left -= 1;
-                if left == 0 {
-                    break;
-                }
-            }
-            if u != src.0 && self.topo.node(NodeId(u)).kind == NodeKind::Host {
-                continue;
-            }
-            for &l in self.topo.out_links(NodeId(u)) {
-                let link = self.topo.link(l);
-                let v = link.to;
-                if blocked[v.0] {
-                    continue;
-                }
-                let ld = &loads[l.0];
-                if filter
-                    && (ld.count[lane] >= link.express_queue_pkts
-                        || ld.bps[lane].saturating_add(least_rate) > self.capacity_bps(l))
-                {
-                    continue;
-                }
-                let w = tx_of(link.bandwidth_bps)
-                    + link.min_latency_ns
-                    + link.max_jitter_ns
-                    + self.queueing(ld, l, lane, 0);
-                let nd = d.saturating_add(w);
-                if nd < dist[v.0] {
-                    dist[v.0] = nd;
-                    pred[v.0] = Some(l);
-                    heap.push(Reverse((nd, v.0)));
-                }
-            }
-        }
-        pred
-    }
-
-    pub(super) fn path_to(
-        &self,
-        pred: &[Option<LinkId>],
-        src: NodeId,
-        dst: NodeId,
-    ) -> Option<Vec<LinkId>> {
-        let mut path = Vec::new();
-        let mut v = dst;
-        while v != src {
-            let l = pred[v.0]?;
-            path.push(l);
-            v = self.topo.link(l).from;
-        }
-        path.reverse();
-        Some(path)
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::topology::{LinkSpec, Node};
+    use crate::topology::{LinkSpec, Node, NodeKind};
 
     /// The one-pass walk and the depth-first one agree on a tree, whatever
     /// order its links come in (the second takes any).
