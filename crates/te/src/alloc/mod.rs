@@ -89,6 +89,14 @@
 //! whose bandwidth share is exhausted are skipped; when that leaves no path
 //! the unfiltered path is used so that the refusal names the full link.
 //!
+//! A step's candidates come from one search per tree node that may forward
+//! (to every receiver), or from one backward search per receiver (from
+//! every such tree node), whichever takes fewer searches: a multicast tree
+//! to four receivers takes about seven searches rather than one per tree
+//! node and step. Ties between candidates of equal score and length go to
+//! the receiver listed first, then the tree node attached first, either
+//! way.
+//!
 //! # Incremental allocation
 //!
 //! Nothing is recomputed from scratch on an operation. The allocator keeps
@@ -98,21 +106,27 @@
 //! on the loads of its own links, so a tunnel on links `L` can change only
 //! the tunnels that cross `L`:
 //!
-//! - a request runs Dijkstra over the kept loads (stopping once the
-//!   receivers still to attach are settled), and scores each candidate tree
-//!   by what it adds to the objective: its own maximum latency plus the
-//!   rise of the maxima of the tunnels that share its links. Every
-//!   candidate's objective differs from its score by the same constant, so
-//!   the trees chosen are the ones a full evaluation would choose;
+//! - a request runs Dijkstra over an adjacency that keeps, per link and
+//!   sub-lane, the link's weight but for the request's own transmission
+//!   time, its free queue slots and its free share, laid out node after
+//!   node and refreshed for the links a tunnel comes or goes on (stopping
+//!   once the nodes sought are settled). A candidate is scored by the
+//!   candidate tree's own maximum latency plus the rise of the maxima of
+//!   the tunnels on the new path's links, over the tree so far: every
+//!   candidate of a step differs from the objective by the same constant
+//!   (the current objective and what the tree so far adds), so the trees
+//!   chosen are the ones a full evaluation would choose; a unicast request
+//!   has one candidate and is not scored;
 //! - admission checks the new tree's links and re-walks the same tunnels;
 //! - release and change take the tunnel's load away (and put the new one
 //!   back) and re-walk the tunnels that shared its links.
 //!
-//! So an operation costs its Dijkstra runs (one per tree node and step,
-//! over the switches it has to explore) and the walks of the tunnels on its
-//! tree's links, at most `qlen(e)` per sub-lane and link, whatever the
-//! number of tunnels elsewhere. [`Allocator::verify`] recomputes loads,
-//! index and every range from scratch and compares.
+//! So an operation costs its Dijkstra runs (over the switches each has to
+//! explore) and the walks of the tunnels on its tree's links, at most
+//! `qlen(e)` per sub-lane and link, whatever the number of tunnels
+//! elsewhere. [`Allocator::request_on_tree`] skips the searches (journal
+//! replay). [`Allocator::verify`] recomputes loads, index, the search's
+//! adjacency and every range from scratch and compares.
 
 use crate::topology::{LinkId, NodeId, NodeKind, Topology};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -121,7 +135,7 @@ mod model;
 mod search;
 
 use model::{LinkConst, LinkLoad, Model, Shape, ShapeRef, Walk};
-use search::{Adjacency, Search};
+use search::{Adjacency, Dir, Search};
 
 /// An admitted tunnel: its shape (period as granted), the walks of the
 /// tunnels it affects, its own walk.
@@ -468,6 +482,9 @@ pub struct Allocator {
     adj: Adjacency,
     /// Scratch space of the path searches.
     search: Search,
+    /// While a step's candidates are scored: tunnels' maxima under the
+    /// tree so far.
+    step_walks: HashMap<TunnelId, u64>,
 }
 
 impl Allocator {
@@ -494,6 +511,7 @@ impl Allocator {
             tunnels: BTreeMap::new(),
             next_id: 1,
             search: Search::default(),
+            step_walks: HashMap::new(),
         }
     }
 
@@ -626,32 +644,26 @@ impl Allocator {
         ids.into_iter().collect()
     }
 
-    /// How much a candidate tree for `new` (`links` reaching `receivers`)
-    /// would add to the objective: its own maximum latency plus how much
-    /// it raises the maxima of the tunnels it shares links with. The
-    /// objective of every candidate differs from this by the same constant
-    /// (the current objective), so candidates compare as by the objective.
-    fn candidate_delta(&mut self, links: &[LinkId], receivers: &[NodeId], new: &Shape) -> i128 {
+    /// Start scoring one attachment step's candidates: the tree so far
+    /// (`links`) is booked, and the walks it leaves the other tunnels
+    /// with are taken as they are needed.
+    fn score_begin(&mut self, links: &[LinkId], new: &Shape) {
         let model = Model {
             topo: &self.topo,
             cfg: &self.cfg,
             consts: &self.consts,
         };
         model.apply(&mut self.loads, links, new.load, new.period, new.lane, true);
-        let mut d: i128 = 0;
-        for id in self.affected(links, None) {
-            let t = &self.tunnels[&id];
-            let w = model.walk(t.shape_ref(), &self.loads);
-            d += w.0.max_latency_ns() as i128 - t.range.max_latency_ns() as i128;
-        }
-        let own = ShapeRef {
-            sender: new.sender,
-            receivers,
-            links,
-            load: new.load,
-            lane: new.lane,
+        self.step_walks.clear();
+    }
+
+    /// End the step [`Allocator::score_begin`] started.
+    fn score_end(&mut self, links: &[LinkId], new: &Shape) {
+        let model = Model {
+            topo: &self.topo,
+            cfg: &self.cfg,
+            consts: &self.consts,
         };
-        d += model.walk(own, &self.loads).0.max_latency_ns() as i128;
         model.apply(
             &mut self.loads,
             links,
@@ -660,6 +672,61 @@ impl Allocator {
             new.lane,
             false,
         );
+    }
+
+    /// A candidate's score: the tree so far (`links`, booked) grown by
+    /// `path` to `r`. The score is the candidate tree's own maximum
+    /// latency plus how much `path` raises the maxima of the tunnels on
+    /// its links, over the tree so far. What the tree so far adds to the
+    /// other tunnels' maxima is the same for every candidate of the step,
+    /// so scores differ from the rise of the objective `Σ_T (λmin(T) +
+    /// δmax(T))` by one constant per step: candidates compare as by the
+    /// objective.
+    fn score(
+        &mut self,
+        links: &[LinkId],
+        path: &[LinkId],
+        attached: &[NodeId],
+        r: NodeId,
+        new: &Shape,
+    ) -> i128 {
+        let model = Model {
+            topo: &self.topo,
+            cfg: &self.cfg,
+            consts: &self.consts,
+        };
+        let mut ids = BTreeSet::new();
+        for l in path {
+            ids.extend(self.on_link[l.0].iter().copied());
+        }
+        // The maxima under the tree so far, before the path is booked.
+        for &id in &ids {
+            if !self.step_walks.contains_key(&id) {
+                let t = &self.tunnels[&id];
+                let m = model.walk(t.shape_ref(), &self.loads).0.max_latency_ns();
+                self.step_walks.insert(id, m);
+            }
+        }
+        model.apply(&mut self.loads, path, new.load, new.period, new.lane, true);
+        let mut d: i128 = 0;
+        for &id in &ids {
+            let t = &self.tunnels[&id];
+            let w = model.walk(t.shape_ref(), &self.loads);
+            d += w.0.max_latency_ns() as i128 - self.step_walks[&id] as i128;
+        }
+        let mut cand = links.to_vec();
+        cand.extend_from_slice(path);
+        let mut recv = attached.to_vec();
+        recv.push(r);
+        let own = ShapeRef {
+            sender: new.sender,
+            receivers: &recv,
+            links: &cand,
+            load: new.load,
+            lane: new.lane,
+        };
+        d += model.walk(own, &self.loads).0.max_latency_ns() as i128;
+        model.apply(&mut self.loads, path, new.load, new.period, new.lane, false);
         d
     }
 
@@ -679,52 +746,92 @@ impl Allocator {
         let mut links: Vec<LinkId> = Vec::new();
         let mut attached: Vec<NodeId> = Vec::new();
         let mut remaining = new.receivers.clone();
+        // The tree's nodes, by node index: a path leaves one, enters none.
+        let mut in_tree = vec![false; self.topo.nodes().len()];
+        in_tree[new.sender.0] = true;
         while !remaining.is_empty() {
-            let mut best: Option<(i128, usize, usize, Vec<LinkId>)> = None;
-            // The tree's nodes, by node index; a search from one of them
-            // may leave it but not enter another.
-            let mut blocked = vec![false; self.topo.nodes().len()];
-            for &u in &tree_nodes {
-                blocked[u.0] = true;
+            // Tree nodes a path may leave from: the sender and switches
+            // with a link out of the tree.
+            let sources: Vec<NodeId> = tree_nodes
+                .iter()
+                .copied()
+                .filter(|&u| {
+                    (u == new.sender || self.topo.node(u).kind != NodeKind::Host)
+                        && self
+                            .topo
+                            .out_links(u)
+                            .iter()
+                            .any(|&l| !in_tree[self.topo.link(l).to.0])
+                })
+                .collect();
+            // (u, r) candidates: one search per source to every receiver,
+            // or one backwards per receiver from every source, whichever
+            // takes fewer searches.
+            let forward = sources.len() <= remaining.len();
+            let multicast = new.receivers.len() > 1;
+            if multicast {
+                self.score_begin(&links, new);
             }
+            let mut best: Option<(i128, usize, usize, usize, Vec<LinkId>)> = None;
             for filter in [true, false] {
-                for &u in &tree_nodes {
-                    if u != new.sender && self.topo.node(u).kind == NodeKind::Host {
-                        continue;
+                let outer = if forward {
+                    sources.len()
+                } else {
+                    remaining.len()
+                };
+                for i in 0..outer {
+                    if forward {
+                        let u = sources[i];
+                        in_tree[u.0] = false;
+                        search.run(
+                            &self.adj,
+                            Dir::Forward,
+                            u,
+                            &in_tree,
+                            &remaining,
+                            new,
+                            self.cfg.max_period_ns,
+                            filter,
+                        );
+                        in_tree[u.0] = true;
+                    } else {
+                        search.run(
+                            &self.adj,
+                            Dir::Backward,
+                            remaining[i],
+                            &in_tree,
+                            &sources,
+                            new,
+                            self.cfg.max_period_ns,
+                            filter,
+                        );
                     }
-                    blocked[u.0] = false;
-                    search.run(
-                        &self.adj,
-                        u,
-                        &blocked,
-                        &remaining,
-                        new,
-                        self.cfg.max_period_ns,
-                        filter,
-                    );
-                    blocked[u.0] = true;
-                    for (ri, &r) in remaining.iter().enumerate() {
-                        let Some(path) = search.path_to(&self.topo, u, r) else {
+                    let inner = if forward {
+                        remaining.len()
+                    } else {
+                        sources.len()
+                    };
+                    for j in 0..inner {
+                        let (ui, ri) = if forward { (i, j) } else { (j, i) };
+                        let (u, r) = (sources[ui], remaining[ri]);
+                        let path = if forward {
+                            search.path_to(&self.topo, u, r)
+                        } else {
+                            search.path_from(&self.topo, u, r)
+                        };
+                        let Some(path) = path else {
                             continue;
                         };
                         // A unicast request has one candidate: nothing
                         // to compare it with.
-                        let delta = if new.receivers.len() == 1 {
-                            0
+                        let delta = if multicast {
+                            self.score(&links, &path, &attached, r, new)
                         } else {
-                            let mut cand = links.clone();
-                            cand.extend_from_slice(&path);
-                            let mut recv = attached.clone();
-                            recv.push(r);
-                            self.candidate_delta(&cand, &recv, new)
+                            0
                         };
-                        let key = (delta, path.len(), ri);
-                        let better = match &best {
-                            None => true,
-                            Some(b) => key < (b.0, b.1, b.2),
-                        };
-                        if better {
-                            best = Some((delta, path.len(), ri, path));
+                        let key = (delta, path.len(), ri, ui);
+                        if best.as_ref().map_or(true, |b| key < (b.0, b.1, b.2, b.3)) {
+                            best = Some((delta, path.len(), ri, ui, path));
                         }
                     }
                 }
@@ -732,14 +839,19 @@ impl Allocator {
                     break;
                 }
             }
-            let Some((_, _, ri, path)) = best else {
+            if multicast {
+                self.score_end(&links, new);
+            }
+            let Some((_, _, ri, _, path)) = best else {
                 return Err(Refusal::NoPath {
                     from: self.topo.node(new.sender).name.clone(),
                     to: self.topo.node(remaining[0]).name.clone(),
                 });
             };
             for &l in &path {
-                tree_nodes.push(self.topo.link(l).to);
+                let to = self.topo.link(l).to;
+                tree_nodes.push(to);
+                in_tree[to.0] = true;
             }
             links.extend_from_slice(&path);
             attached.push(remaining.remove(ri));

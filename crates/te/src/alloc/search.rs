@@ -1,6 +1,6 @@
 //! The path search of the optimization phase (see the parent module's
-//! docs): Dijkstra over an adjacency that keeps, per out-link and
-//! sub-lane, what a search reads of the link's load (its weight without
+//! docs): Dijkstra, forwards or backwards, over an adjacency that keeps,
+//! per link and sub-lane, what a search reads of the link's load (its weight without
 //! the request's own transmission time, free queue slots, free share), laid
 //! out node after node so that a search reads memory in sequence. The
 //! allocator refreshes a link's entry whenever a tunnel comes or goes on
@@ -12,20 +12,27 @@ use crate::topology::{LinkId, NodeId, NodeKind, Topology};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-/// Every node's out-links with what a search needs of them, kept up to
-/// date with the link loads.
+/// Which way a search runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Dir {
+    /// From a tree node along links: paths to the receivers.
+    Forward,
+    /// From a receiver against links: paths from the tree's nodes.
+    Backward,
+}
+
+/// One direction's links, node after node, with what a search reads of
+/// them.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) struct Adjacency {
-    /// Node `u`'s out-links are entries `at[u]..at[u + 1]`.
+struct Csr {
+    /// Node `u`'s links are entries `at[u]..at[u + 1]`.
     at: Vec<usize>,
     /// Per entry: the link.
     link: Vec<u32>,
-    /// Per entry: the link's end.
-    to: Vec<u32>,
-    /// Per entry: the link's rate, as an index into `rates`.
+    /// Per entry: the node at the link's other end.
+    other: Vec<u32>,
+    /// Per entry: the link's rate, as an index into the rates.
     class: Vec<u32>,
-    /// The distinct link rates, bit/s.
-    rates: Vec<u64>,
     /// Per link: its entry.
     entry: Vec<u32>,
     /// Per sub-lane and entry: `λmin + δmax` plus the queueing bound of a
@@ -36,59 +43,51 @@ pub(super) struct Adjacency {
     slots: Vec<Vec<u32>>,
     /// Per sub-lane and entry: the sub-lane's share not yet used, bit/s.
     headroom: Vec<Vec<u64>>,
-    /// Per node: a host.
-    host: Vec<bool>,
 }
 
-impl Adjacency {
-    /// The adjacency of `m`'s topology under `loads`.
-    pub(super) fn new(m: &Model<'_>, loads: &[LinkLoad]) -> Adjacency {
-        let topo = m.topo;
+impl Csr {
+    /// Node by node, each node's out-links (`forward`) or in-links.
+    fn new(topo: &Topology, lanes: usize, forward: bool, rates: &mut Vec<u64>) -> Csr {
         let n = topo.nodes().len();
-        let lanes = m.cfg.sublanes as usize;
         let links = topo.links().len();
-        let mut a = Adjacency {
+        let mut by_node: Vec<Vec<LinkId>> = vec![Vec::new(); n];
+        for (i, link) in topo.links().iter().enumerate() {
+            let u = if forward { link.from } else { link.to };
+            by_node[u.0].push(LinkId(i));
+        }
+        let mut c = Csr {
             at: Vec::with_capacity(n + 1),
             link: Vec::with_capacity(links),
-            to: Vec::with_capacity(links),
+            other: Vec::with_capacity(links),
             class: Vec::with_capacity(links),
-            rates: Vec::new(),
             entry: vec![0; links],
             base: vec![vec![0; links]; lanes],
             slots: vec![vec![0; links]; lanes],
             headroom: vec![vec![0; links]; lanes],
-            host: topo
-                .nodes()
-                .iter()
-                .map(|x| x.kind == NodeKind::Host)
-                .collect(),
         };
-        a.at.push(0);
-        for u in 0..n {
-            for &l in topo.out_links(NodeId(u)) {
+        c.at.push(0);
+        for ls in &by_node {
+            for &l in ls {
                 let link = topo.link(l);
-                let class = match a.rates.iter().position(|&r| r == link.bandwidth_bps) {
-                    Some(c) => c,
+                let class = match rates.iter().position(|&r| r == link.bandwidth_bps) {
+                    Some(k) => k,
                     None => {
-                        a.rates.push(link.bandwidth_bps);
-                        a.rates.len() - 1
+                        rates.push(link.bandwidth_bps);
+                        rates.len() - 1
                     }
                 };
-                a.entry[l.0] = a.link.len() as u32;
-                a.link.push(l.0 as u32);
-                a.to.push(link.to.0 as u32);
-                a.class.push(class as u32);
+                c.entry[l.0] = c.link.len() as u32;
+                c.link.push(l.0 as u32);
+                c.other
+                    .push(if forward { link.to.0 } else { link.from.0 } as u32);
+                c.class.push(class as u32);
             }
-            a.at.push(a.link.len());
+            c.at.push(c.link.len());
         }
-        for (l, ld) in loads.iter().enumerate() {
-            a.refresh(m, LinkId(l), ld);
-        }
-        a
+        c
     }
 
-    /// Re-read link `l`'s load.
-    pub(super) fn refresh(&mut self, m: &Model<'_>, l: LinkId, ld: &LinkLoad) {
+    fn refresh(&mut self, m: &Model<'_>, l: LinkId, ld: &LinkLoad) {
         let link = m.topo.link(l);
         let e = self.entry[l.0] as usize;
         for k in 0..self.base.len() {
@@ -99,6 +98,49 @@ impl Adjacency {
             self.slots[k][e] = link.express_queue_pkts.saturating_sub(ld.count[k]);
             self.headroom[k][e] = m.capacity_bps(l).saturating_sub(ld.bps[k]);
         }
+    }
+}
+
+/// Every node's out-links and in-links with what a search needs of
+/// them, kept up to date with the link loads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Adjacency {
+    fwd: Csr,
+    back: Csr,
+    /// The distinct link rates, bit/s.
+    rates: Vec<u64>,
+    /// Per node: a host.
+    host: Vec<bool>,
+}
+
+impl Adjacency {
+    /// The adjacency of `m`'s topology under `loads`.
+    pub(super) fn new(m: &Model<'_>, loads: &[LinkLoad]) -> Adjacency {
+        let lanes = m.cfg.sublanes as usize;
+        let mut rates = Vec::new();
+        let fwd = Csr::new(m.topo, lanes, true, &mut rates);
+        let back = Csr::new(m.topo, lanes, false, &mut rates);
+        let mut a = Adjacency {
+            fwd,
+            back,
+            rates,
+            host: m
+                .topo
+                .nodes()
+                .iter()
+                .map(|x| x.kind == NodeKind::Host)
+                .collect(),
+        };
+        for (l, ld) in loads.iter().enumerate() {
+            a.refresh(m, LinkId(l), ld);
+        }
+        a
+    }
+
+    /// Re-read link `l`'s load.
+    pub(super) fn refresh(&mut self, m: &Model<'_>, l: LinkId, ld: &LinkLoad) {
+        self.fwd.refresh(m, l, ld);
+        self.back.refresh(m, l, ld);
     }
 
     /// Re-read the loads of `links`.
@@ -160,16 +202,19 @@ impl Search {
         }
     }
 
-    /// Shortest paths from `src` (Dijkstra), through switches only, never
-    /// entering a node marked in `blocked`; stops once every node of
-    /// `targets` is settled (their paths are final then). A link weighs
-    /// `tx + λmin + δmax` plus its queueing bound for the request's
-    /// sub-lane. With `filter`, links whose queue is full or whose share
-    /// cannot take the request's least rate are left out.
+    /// Shortest paths (Dijkstra) from `src` along links (`Forward`) or
+    /// to `src` against them (`Backward`), through switches only and
+    /// never through a node marked in `blocked`; a node of `targets` ends
+    /// a path (even if marked) and the search stops once all are settled
+    /// (their paths are final then). A link weighs `tx + λmin + δmax` plus
+    /// its queueing bound for the request's sub-lane. With `filter`, links
+    /// whose queue is full or whose share cannot take the request's least
+    /// rate (`σ` every `least_period_ns`) are left out.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn run(
         &mut self,
         adj: &Adjacency,
+        dir: Dir,
         src: NodeId,
         blocked: &[bool],
         targets: &[NodeId],
@@ -178,9 +223,13 @@ impl Search {
         filter: bool,
     ) {
         self.reset(targets);
+        let g = match dir {
+            Dir::Forward => &adj.fwd,
+            Dir::Backward => &adj.back,
+        };
         let lane = new.lane as usize;
         let least_rate = rate_bps(new.load, least_period_ns);
-        let (base, slots, headroom) = (&adj.base[lane], &adj.slots[lane], &adj.headroom[lane]);
+        let (base, slots, headroom) = (&g.base[lane], &g.slots[lane], &g.headroom[lane]);
         self.dist[src.0] = 0;
         self.touched.push(src.0);
         self.heap.push(Reverse((0u64, src.0)));
@@ -194,35 +243,51 @@ impl Search {
                 if left == 0 {
                     break;
                 }
-            }
-            if u != src.0 && adj.host[u] {
                 continue;
             }
-            for e in adj.at[u]..adj.at[u + 1] {
-                let v = adj.to[e] as usize;
-                // A host is a leaf: only the receivers sought are worth a
-                // heap entry (on a fat-tree most links lead to hosts).
-                if blocked[v] || (adj.host[v] && !self.target[v]) {
+            for e in g.at[u]..g.at[u + 1] {
+                let v = g.other[e] as usize;
+                // A host is a leaf: only the ends sought are worth a heap
+                // entry (on a fat-tree most links lead to hosts).
+                if !self.target[v] && (blocked[v] || adj.host[v]) {
                     continue;
                 }
                 if filter && (slots[e] == 0 || headroom[e] < least_rate) {
                     continue;
                 }
-                let w = base[e].saturating_add(self.tx[adj.class[e] as usize]);
+                let w = base[e].saturating_add(self.tx[g.class[e] as usize]);
                 let nd = d.saturating_add(w);
                 if nd < self.dist[v] {
                     if self.dist[v] == u64::MAX {
                         self.touched.push(v);
                     }
                     self.dist[v] = nd;
-                    self.pred[v] = Some(LinkId(adj.link[e] as usize));
+                    self.pred[v] = Some(LinkId(g.link[e] as usize));
                     self.heap.push(Reverse((nd, v)));
                 }
             }
         }
     }
 
-    /// The links of the path the last search found from `src` to `dst`,
+    /// The links of the path a backward search from `dst` found from
+    /// `src`, if any.
+    pub(super) fn path_from(
+        &self,
+        topo: &Topology,
+        src: NodeId,
+        dst: NodeId,
+    ) -> Option<Vec<LinkId>> {
+        let mut path = Vec::new();
+        let mut v = src;
+        while v != dst {
+            let l = self.pred[v.0]?;
+            path.push(l);
+            v = topo.link(l).to;
+        }
+        Some(path)
+    }
+
+    /// The links of the path a forward search from `src` found to `dst`,
     /// if any.
     pub(super) fn path_to(&self, topo: &Topology, src: NodeId, dst: NodeId) -> Option<Vec<LinkId>> {
         let mut path = Vec::new();
