@@ -431,17 +431,36 @@ impl Controller {
         records: &[Record],
     ) -> Result<Controller, ReplayError> {
         let mut c = Controller::new(topo, te, policy);
+        // Every record was once admitted: grants need not re-walk the
+        // tunnels they share links with; ranges are settled when checked
+        // and at the end, and the whole allocation verified.
+        c.alloc.defer_others();
         for (i, r) in records.iter().enumerate() {
             if !matches!(r, Record::Tunnel { .. } | Record::NextId { .. }) {
                 c.check_deferred()?;
+                c.alloc.defer_others();
             }
             c.apply_record(i, r)?;
         }
+        c.settle();
         c.check_deferred()?;
         c.alloc
             .verify()
             .map_err(|e| ReplayError::Invalid(e.to_string()))?;
         Ok(c)
+    }
+
+    /// Every active tunnel's resources from the allocator, its ranges
+    /// recomputed (after a replay that deferred them).
+    fn settle(&mut self) {
+        self.alloc.settle();
+        for e in self.tunnels.values_mut() {
+            if let State::Active(a) = e.state {
+                if let Some(t) = self.alloc.tunnel(a) {
+                    e.resources = t.resources();
+                }
+            }
+        }
     }
 
     /// A refusal as the client sees it: allocator tunnel ids translated to
@@ -467,8 +486,13 @@ impl Controller {
     }
 
     /// Check the ranges of the snapshot tunnels replayed so far (they are
-    /// only final once every snapshot tunnel is in).
+    /// only final once every snapshot tunnel is in), settling every range
+    /// first if there are any.
     fn check_deferred(&mut self) -> Result<(), ReplayError> {
+        if self.deferred.is_empty() {
+            return Ok(());
+        }
+        self.settle();
         for (index, tunnel, expected) in std::mem::take(&mut self.deferred) {
             let got =
                 self.tunnels

@@ -485,6 +485,8 @@ pub struct Allocator {
     /// While a step's candidates are scored: tunnels' maxima under the
     /// tree so far.
     step_walks: HashMap<TunnelId, u64>,
+    /// Other tunnels are not re-walked (see [`Allocator::defer_others`]).
+    deferred: bool,
 }
 
 impl Allocator {
@@ -512,6 +514,7 @@ impl Allocator {
             next_id: 1,
             search: Search::default(),
             step_walks: HashMap::new(),
+            deferred: false,
         }
     }
 
@@ -524,6 +527,34 @@ impl Allocator {
             consts: &self.consts,
         };
         self.adj.refresh_all(&model, links, &self.loads);
+    }
+
+    /// Replay mode for a journal of operations that were once admitted:
+    /// from now on, admissions (their own ranges and periods are exact)
+    /// and releases stop re-walking the tunnels that share their links.
+    /// Those tunnels' stored ranges go stale, no [`Changed`] is reported
+    /// and their drain conditions are not checked, until
+    /// [`Allocator::settle`] recomputes every range (and
+    /// [`Allocator::verify`] checks everything). A replay then costs each
+    /// grant's own walk rather than the walks of every tunnel it touches.
+    pub fn defer_others(&mut self) {
+        self.deferred = true;
+    }
+
+    /// Recompute every tunnel's ranges from the kept loads and leave the
+    /// mode [`Allocator::defer_others`] started.
+    pub fn settle(&mut self) {
+        self.deferred = false;
+        let model = Model {
+            topo: &self.topo,
+            cfg: &self.cfg,
+            consts: &self.consts,
+        };
+        for t in self.tunnels.values_mut() {
+            let (range, per, _) = model.walk(t.shape_ref(), &self.loads);
+            t.range = range;
+            t.per_receiver = per;
+        }
     }
 
     /// The topology.
@@ -906,7 +937,11 @@ impl Allocator {
             model.apply(loads, &s.links, s.load, s.period, s.lane, on)
         };
         add(&mut self.loads, &new, true);
-        let affected = self.affected(&new.links, except);
+        let affected = if self.deferred {
+            Vec::new()
+        } else {
+            self.affected(&new.links, except)
+        };
         let mut walks = Vec::with_capacity(affected.len());
         for id in affected {
             let t = &self.tunnels[&id];
@@ -1101,6 +1136,9 @@ impl Allocator {
             self.on_link[l.0].remove(&id);
         }
         self.refresh(&t.links);
+        if self.deferred {
+            return Ok(Vec::new());
+        }
         let model = self.model();
         let walks: Vec<(TunnelId, Walk)> = self
             .affected(&t.links, None)
