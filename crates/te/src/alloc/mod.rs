@@ -730,17 +730,61 @@ impl Allocator {
         for l in path {
             ids.extend(self.on_link[l.0].iter().copied());
         }
-        // The maxima under the tree so far, before the path is booked.
+        let mut d: i128 = 0;
+        // Debug builds check the unicast rises against walks.
+        #[cfg(debug_assertions)]
+        let mut unicast_check: Vec<(TunnelId, i128)> = Vec::new();
+        // A unicast tunnel's maximum is the sum of its hops' maxima, each
+        // linear in the link's load: the path raises it by what it adds to
+        // the queueing bound of the links they share (one packet on the
+        // same sub-lane, two on a lower one). Multicast tunnels are
+        // walked, before and after the path is booked.
+        let mut multi = Vec::new();
         for &id in &ids {
+            let t = &self.tunnels[&id];
+            if t.receivers.len() > 1 {
+                multi.push(id);
+                continue;
+            }
+            let factor = match new.lane.cmp(&t.sublane) {
+                std::cmp::Ordering::Equal => 1,
+                std::cmp::Ordering::Less => 2,
+                std::cmp::Ordering::Greater => 0,
+            };
+            let mut rise: i128 = 0;
+            for l in &t.links {
+                if path.contains(l) {
+                    rise += factor * tx_ns(new.load, self.topo.link(*l).bandwidth_bps) as i128;
+                }
+            }
+            d += rise;
+            #[cfg(debug_assertions)]
+            unicast_check.push((id, rise));
+        }
+        // The multicast maxima under the tree so far, before the path.
+        for &id in &multi {
             if !self.step_walks.contains_key(&id) {
                 let t = &self.tunnels[&id];
                 let m = model.walk(t.shape_ref(), &self.loads).0.max_latency_ns();
                 self.step_walks.insert(id, m);
             }
         }
+        #[cfg(debug_assertions)]
+        let before: Vec<u64> = unicast_check
+            .iter()
+            .map(|(id, _)| {
+                let t = &self.tunnels[id];
+                model.walk(t.shape_ref(), &self.loads).0.max_latency_ns()
+            })
+            .collect();
         model.apply(&mut self.loads, path, new.load, new.period, new.lane, true);
-        let mut d: i128 = 0;
-        for &id in &ids {
+        #[cfg(debug_assertions)]
+        for ((id, rise), b) in unicast_check.iter().zip(before) {
+            let t = &self.tunnels[id];
+            let a = model.walk(t.shape_ref(), &self.loads).0.max_latency_ns();
+            debug_assert_eq!(a as i128 - b as i128, *rise, "{id}: unicast rise");
+        }
+        for &id in &multi {
             let t = &self.tunnels[&id];
             let w = model.walk(t.shape_ref(), &self.loads);
             d += w.0.max_latency_ns() as i128 - self.step_walks[&id] as i128;
