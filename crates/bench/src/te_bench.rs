@@ -20,7 +20,7 @@
 //! resident memory and the requests refused so far by reason. Then: the
 //! time to fill, the time to replay the journal (every record the
 //! controller would have written, through `Controller::recover`, which
-//! re-runs every grant), and the bounds' tightness: every tunnel's
+//! re-admits every grant on its recorded tree), and the bounds' tightness: every tunnel's
 //! announced range against a recomputation of the whole allocation from
 //! scratch (`Allocator::verify`; equal by construction, checked).
 
@@ -536,7 +536,8 @@ pub fn render(r: &TeReport) -> String {
     s
 }
 
-/// A point of the plot: (tunnels, p50, p99, max), ns.
+/// A point of the plot: (tunnels, p99 unicast, p99 multicast, max), ns
+/// (0: no request of that kind in the window).
 type TimePoint = (f64, f64, f64, f64);
 
 /// Which value of a point a line draws.
@@ -551,8 +552,8 @@ struct TimeFigure {
 pub fn plot(r: &TeReport, stem: &Path) -> Result<[PathBuf; 2], crate::plot::PlotError> {
     let fig = TimeFigure {
         title: format!(
-            "xlane bench te: request time vs tunnels held, {} ({} hosts)",
-            r.config.topology, r.hosts
+            "xlane bench te: request time vs tunnels held, {} ({} hosts), last {} requests",
+            r.config.topology, r.hosts, r.config.window
         ),
         pts: r
             .points
@@ -560,8 +561,8 @@ pub fn plot(r: &TeReport, stem: &Path) -> Result<[PathBuf; 2], crate::plot::Plot
             .map(|p| {
                 (
                     p.tunnels.max(1) as f64,
-                    p.p50_ns.max(1) as f64,
-                    p.p99_ns.max(1) as f64,
+                    p.unicast_p99_ns as f64,
+                    p.multicast_p99_ns as f64,
                     p.max_ns.max(1) as f64,
                 )
             })
@@ -579,7 +580,13 @@ impl Figure for TimeFigure {
         root.fill(&WHITE).map_err(de)?;
         let body = title_area(root, &self.title)?;
         let xmax = self.pts.iter().map(|p| p.0).fold(10.0, f64::max) * 2.0;
-        let lo = self.pts.iter().map(|p| p.1).fold(f64::INFINITY, f64::min);
+        let xmin = self.pts.iter().map(|p| p.0).fold(xmax, f64::min) / 2.0;
+        let lo = self
+            .pts
+            .iter()
+            .flat_map(|p| [p.1, p.2])
+            .filter(|&v| v > 0.0)
+            .fold(f64::INFINITY, f64::min);
         let hi = self.pts.iter().map(|p| p.3).fold(0.0, f64::max);
         let (lo, hi) = if hi > 0.0 {
             (lo / 2.0, hi * 2.0)
@@ -590,7 +597,7 @@ impl Figure for TimeFigure {
             .margin(20)
             .x_label_area_size(50)
             .y_label_area_size(90)
-            .build_cartesian_2d((1.0..xmax).log_scale(), (lo..hi).log_scale())
+            .build_cartesian_2d((xmin.max(1.0)..xmax).log_scale(), (lo..hi).log_scale())
             .map_err(de)?;
         chart
             .configure_mesh()
@@ -603,25 +610,29 @@ impl Figure for TimeFigure {
             .light_line_style(RGBColor(235, 235, 235))
             .draw()
             .map_err(de)?;
-        let lines: [(&str, Pick); 3] = [("p50", |p| p.1), ("p99", |p| p.2), ("max", |p| p.3)];
+        // A window may hold no request of a kind (0): no point there.
+        let lines: [(&str, Pick); 3] = [
+            ("p99 unicast", |p| p.1),
+            ("p99 multicast", |p| p.2),
+            ("max, all", |p| p.3),
+        ];
         for (i, (name, f)) in lines.into_iter().enumerate() {
             let c = palette(i);
+            let pts: Vec<(f64, f64)> = self
+                .pts
+                .iter()
+                .map(|p| (p.0, f(p)))
+                .filter(|p| p.1 > 0.0)
+                .collect();
             chart
-                .draw_series(LineSeries::new(
-                    self.pts.iter().map(|p| (p.0, f(p))),
-                    c.stroke_width(3),
-                ))
+                .draw_series(LineSeries::new(pts.iter().copied(), c.stroke_width(3)))
                 .map_err(de)?
                 .label(name)
                 .legend(move |(x, y)| {
                     PathElement::new(vec![(x, y), (x + 24, y)], c.stroke_width(3))
                 });
             chart
-                .draw_series(
-                    self.pts
-                        .iter()
-                        .map(|p| Circle::new((p.0, f(p)), 5, c.filled())),
-                )
+                .draw_series(pts.iter().map(|&p| Circle::new(p, 5, c.filled())))
                 .map_err(de)?;
         }
         draw_legend(&mut chart, SeriesLabelPosition::UpperLeft, 16.0)?;
