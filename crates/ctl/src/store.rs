@@ -176,7 +176,8 @@ impl Record {
                 resources,
                 hops,
             } => {
-                w.u8(8);
+                // Without a tree: the form written before trees were.
+                w.u8(if hops.is_empty() { 2 } else { 8 });
                 w.u64(tunnel.0);
                 w.str("sender", sender, MAX_NAME)?;
                 w.strs("receivers", receivers, MAX_RECEIVERS)?;
@@ -184,7 +185,9 @@ impl Record {
                 w.u64(*period_ns);
                 w.u8(*sublane);
                 w.resources(resources);
-                w.hops(hops)?;
+                if !hops.is_empty() {
+                    w.hops(hops)?;
+                }
             }
             Record::Tunnel {
                 tunnel,
@@ -198,7 +201,7 @@ impl Record {
                 resources,
                 hops,
             } => {
-                w.u8(9);
+                w.u8(if hops.is_empty() { 7 } else { 9 });
                 w.u64(tunnel.0);
                 w.str("sender", sender, MAX_NAME)?;
                 w.strs("receivers", receivers, MAX_RECEIVERS)?;
@@ -208,7 +211,9 @@ impl Record {
                 w.u8(*sublane);
                 w.bool(*unbounded);
                 w.resources(resources);
-                w.hops(hops)?;
+                if !hops.is_empty() {
+                    w.hops(hops)?;
+                }
             }
             Record::Changed {
                 tunnel,
@@ -244,7 +249,8 @@ impl Record {
         let tag = r.u8()?;
         let rec = match tag {
             1 => Record::NextId { next: r.u64()? },
-            // 2 and 7: written before trees were recorded.
+            // 2 and 7: without a tree (written before trees were
+            // recorded, or a demoted tunnel's snapshot record).
             2 | 8 => Record::Granted {
                 tunnel: TunnelId(r.u64()?),
                 sender: r.str("sender", MAX_NAME)?,
@@ -304,9 +310,13 @@ impl Writer<'_> {
     }
 }
 
-/// The hops `Writer::hops` wrote.
+/// The hops `Writer::hops` wrote: at least one (a record without a tree
+/// has the older form, so that every record has one encoding).
 fn hops(r: &mut Reader<'_>) -> Result<Vec<(String, String)>, ProtoError> {
     let n = r.count("hops", MAX_HOPS)?;
+    if n == 0 {
+        return Err(ProtoError::FieldOutOfRange { field: "hops" });
+    }
     let mut v = Vec::with_capacity(n.min(64));
     for _ in 0..n {
         v.push((r.str("hops", MAX_NAME)?, r.str("hops", MAX_NAME)?));
@@ -823,34 +833,37 @@ mod tests {
         ]
     }
 
-    /// Records of journals written before trees were recorded (tags 2 and
-    /// 7: the same fields, no hops) still decode, with no hops.
+    /// A record with a tree has the new form (tags 8 and 9), one without
+    /// the older form (2 and 7, as journals written before trees were
+    /// recorded): each record has one encoding. The new form with no hop
+    /// is refused.
     #[test]
-    fn records_without_trees_decode() {
+    fn records_with_and_without_trees() {
         for r in sample() {
-            let (old, tag) = match &r {
-                Record::Granted { .. } => (8, 2),
-                Record::Tunnel { .. } => (9, 7),
+            let (tree, hops) = match &r {
+                Record::Granted { hops, .. } => ([8u8, 2], hops.clone()),
+                Record::Tunnel { hops, .. } => ([9u8, 7], hops.clone()),
                 _ => continue,
             };
-            let mut bytes = r.encode().unwrap();
-            assert_eq!(bytes[0], old);
-            bytes[0] = tag;
-            // Drop the hops (a count and two names per hop) at the end.
-            let hops = match &r {
-                Record::Granted { hops, .. } | Record::Tunnel { hops, .. } => hops.clone(),
-                _ => unreachable!(),
-            };
-            let tail: usize = 2 + hops
-                .iter()
-                .map(|(a, b)| 2 + a.len() + 2 + b.len())
-                .sum::<usize>();
-            bytes.truncate(bytes.len() - tail);
-            let mut want = r.clone();
-            if let Record::Granted { hops, .. } | Record::Tunnel { hops, .. } = &mut want {
+            let mut bare = r.clone();
+            if let Record::Granted { hops, .. } | Record::Tunnel { hops, .. } = &mut bare {
                 hops.clear();
             }
-            assert_eq!(Record::decode(&bytes).unwrap(), want);
+            let b = bare.encode().unwrap();
+            assert_eq!(b[0], tree[1]);
+            assert_eq!(Record::decode(&b).unwrap(), bare);
+            let mut with = bare.clone();
+            if let Record::Granted { hops, .. } | Record::Tunnel { hops, .. } = &mut with {
+                *hops = vec![("h0".into(), "sw".into()), ("sw".into(), "h1".into())];
+            }
+            let w = with.encode().unwrap();
+            assert_eq!(w[0], tree[0]);
+            assert_eq!(Record::decode(&w).unwrap(), with);
+            // The new form with an empty hop list.
+            let mut empty = b.clone();
+            empty[0] = tree[0];
+            empty.extend_from_slice(&[0, 0]);
+            assert!(Record::decode(&empty).is_err(), "{hops:?}");
         }
     }
 
