@@ -113,7 +113,9 @@ pub fn tcp() -> SocketAddr {
 
 /// A loopback address (127.0.0.1) whose port is free for both UDP and TCP
 /// now (a raft address: raft datagrams over UDP, snapshots over TCP) and is
-/// handed out to no other caller in this process.
+/// handed out to no other caller in this process. The next port is the
+/// next caller's: a member on the lane (`--transport lane`, X-FD on the
+/// next port) needs [`raft_pair`].
 pub fn raft() -> SocketAddr {
     let port = one(|p| bindable(Ipv4Addr::LOCALHOST.into(), p, true, true));
     SocketAddr::from((Ipv4Addr::LOCALHOST, port))

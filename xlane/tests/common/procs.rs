@@ -91,7 +91,9 @@ impl Shard {
         let mut dirs = Vec::new();
         for id in 1..=3 {
             let client = xlane_testports::tcp();
-            peers.push(format!("{id}={}/{client}", xlane_testports::raft()));
+            // A pair: with `--transport lane` the next port is the
+            // member's X-FD port.
+            peers.push(format!("{id}={}/{client}", xlane_testports::raft_pair()));
             clients.push(client);
             dirs.push(root.join(format!("s{s}n{id}")));
         }
