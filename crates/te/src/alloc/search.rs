@@ -87,17 +87,12 @@ impl Csr {
         c
     }
 
-    fn refresh(&mut self, m: &Model<'_>, l: LinkId, ld: &LinkLoad) {
-        let link = m.topo.link(l);
+    /// Store link `l`'s (base, slots, headroom) of sub-lane `k`.
+    fn set(&mut self, l: LinkId, k: usize, (base, slots, headroom): (u64, u32, u64)) {
         let e = self.entry[l.0] as usize;
-        for k in 0..self.base.len() {
-            self.base[k][e] = link
-                .min_latency_ns
-                .saturating_add(link.max_jitter_ns)
-                .saturating_add(m.queueing(ld, l, k, 0));
-            self.slots[k][e] = link.express_queue_pkts.saturating_sub(ld.count[k]);
-            self.headroom[k][e] = m.capacity_bps(l).saturating_sub(ld.bps[k]);
-        }
+        self.base[k][e] = base;
+        self.slots[k][e] = slots;
+        self.headroom[k][e] = headroom;
     }
 }
 
@@ -139,8 +134,18 @@ impl Adjacency {
 
     /// Re-read link `l`'s load.
     pub(super) fn refresh(&mut self, m: &Model<'_>, l: LinkId, ld: &LinkLoad) {
-        self.fwd.refresh(m, l, ld);
-        self.back.refresh(m, l, ld);
+        let link = m.topo.link(l);
+        for k in 0..self.fwd.base.len() {
+            let v = (
+                link.min_latency_ns
+                    .saturating_add(link.max_jitter_ns)
+                    .saturating_add(m.queueing(ld, l, k, 0)),
+                link.express_queue_pkts.saturating_sub(ld.count[k]),
+                m.capacity_bps(l).saturating_sub(ld.bps[k]),
+            );
+            self.fwd.set(l, k, v);
+            self.back.set(l, k, v);
+        }
     }
 
     /// Re-read the loads of `links`.

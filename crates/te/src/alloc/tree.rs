@@ -6,7 +6,6 @@ use super::model::{Model, Shape, ShapeRef};
 use super::search::{Dir, Search};
 use super::{tx_ns, Allocator, Refusal};
 use crate::topology::{LinkId, NodeId, NodeKind};
-use std::collections::BTreeSet;
 
 impl Allocator {
     /// Start scoring one attachment step's candidates: the tree so far
@@ -60,10 +59,7 @@ impl Allocator {
             cfg: &self.cfg,
             consts: &self.consts,
         };
-        let mut ids = BTreeSet::new();
-        for l in path {
-            ids.extend(self.on_link[l.0].iter().copied());
-        }
+        let ids = self.affected(path, None);
         let mut d: i128 = 0;
         // Debug builds check the unicast rises against walks.
         #[cfg(debug_assertions)]
