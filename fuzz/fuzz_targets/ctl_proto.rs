@@ -1,6 +1,6 @@
 //! Fuzz target: arbitrary bytes through every decoder of the controller's
 //! network and disk input (xlane-ctl): client and server messages, journal
-//! records, and the stream framer.
+//! records, replicated log commands and snapshots, and the stream framer.
 //!
 //! Whatever decodes must re-encode to exactly the bytes it came from (the
 //! encoding is canonical) and decode again to the same value. Each input is
@@ -13,6 +13,7 @@ use libfuzzer_sys::fuzz_target;
 use xlane_ctl::proto::{
     ClientMsg, FrameBuffer, Message, ServerMsg, HEADER_LEN, MAX_FRAME, VERSION,
 };
+use xlane_ctl::replicated::{Command, ReplicatedState};
 use xlane_ctl::store::Record;
 
 fn round_trip<M: Message + PartialEq + std::fmt::Debug>(data: &[u8]) {
@@ -32,6 +33,22 @@ fn check(data: &[u8]) {
     if let Ok(r) = Record::decode(data) {
         let b = r.encode().expect("a decoded record encodes");
         assert_eq!(&b[..], data, "canonical record encoding");
+    }
+    // A replicated controller's log entries are canonical too.
+    if let Ok(c) = Command::decode(data) {
+        let b = c.encode().expect("a decoded command encodes");
+        assert_eq!(&b[..], data, "canonical command encoding");
+    }
+    // A snapshot a replica receives: restored or refused, never a panic;
+    // a refused one leaves the replica answering `Internal`.
+    if data.starts_with(b"XCS1") {
+        let topo = xlane_ctl::te::gen::from_spec("leaf-spine:2,2,1").expect("topology");
+        let st = ReplicatedState::new(
+            topo,
+            xlane_ctl::te::TeConfig::default(),
+            xlane_ctl::Policy::default(),
+        );
+        let _ = st.restore(data);
     }
     // The stream framer: every frame it cuts is whole and makes progress.
     let mut fb = FrameBuffer::new();

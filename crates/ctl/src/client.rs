@@ -112,6 +112,25 @@ impl Client {
         }
     }
 
+    /// Connect to whichever of a replicated controller's replicas serves:
+    /// tries `addrs` in order, skipping replicas that refuse with
+    /// `NotLeader` or cannot be reached. Returns the last error when none
+    /// serves (e.g. during an election: try again shortly).
+    pub fn connect_any(
+        addrs: &[std::net::SocketAddr],
+        host: &str,
+        key: &Key,
+    ) -> Result<Client, ClientError> {
+        let mut last = ClientError::Closed;
+        for a in addrs {
+            match Client::connect(a, host, key) {
+                Ok(c) => return Ok(c),
+                Err(e) => last = e,
+            }
+        }
+        Err(last)
+    }
+
     /// The host this client speaks for.
     pub fn host(&self) -> &str {
         &self.host

@@ -11,6 +11,7 @@
 //! | [`store`] | journal (CRC-checked records, fsync policy, torn-tail truncation) and snapshot compaction |
 //! | [`core`] | sans-IO state machine: requests, monitoring policy, grace periods, replay |
 //! | [`fabric`] | operations for switches/hosts and the [`fabric::Fabric`] trait the daemon drives |
+//! | [`replicated`] | the controller as a replicated state machine: log commands, apply, snapshots |
 //! | [`server`] | the TCP daemon: a thread per connection, a tick thread, upcall delivery |
 //! | [`client`] | a blocking client |
 //!
@@ -31,6 +32,7 @@ pub mod client;
 pub mod core;
 pub mod fabric;
 pub mod proto;
+pub mod replicated;
 pub mod server;
 pub mod store;
 

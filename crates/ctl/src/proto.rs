@@ -204,11 +204,14 @@ pub enum RefusalCode {
     Internal = 37,
     /// Too many connections; try later.
     Busy = 38,
+    /// This replica does not serve (a replicated controller's follower);
+    /// the message names the serving replica's address when it is known.
+    NotLeader = 39,
 }
 
 impl RefusalCode {
     /// Every code, in numeric order.
-    pub const ALL: [RefusalCode; 22] = [
+    pub const ALL: [RefusalCode; 23] = [
         RefusalCode::ZeroLoad,
         RefusalCode::LoadTooLarge,
         RefusalCode::UnknownSublane,
@@ -231,6 +234,7 @@ impl RefusalCode {
         RefusalCode::UnknownTunnel,
         RefusalCode::Internal,
         RefusalCode::Busy,
+        RefusalCode::NotLeader,
     ];
 
     /// The code of a te refusal.
@@ -285,6 +289,7 @@ impl RefusalCode {
             RefusalCode::UnknownTunnel => "unknown-tunnel",
             RefusalCode::Internal => "internal",
             RefusalCode::Busy => "busy",
+            RefusalCode::NotLeader => "not the serving replica",
         }
     }
 }
@@ -594,6 +599,16 @@ pub(crate) struct Reader<'a> {
 impl<'a> Reader<'a> {
     pub(crate) fn new(buf: &'a [u8]) -> Reader<'a> {
         Reader { buf, pos: 0 }
+    }
+    /// The bytes not read yet (all consumed).
+    pub(crate) fn rest(&mut self) -> &'a [u8] {
+        let r = &self.buf[self.pos.min(self.buf.len())..];
+        self.pos = self.buf.len();
+        r
+    }
+    /// The next `n` bytes.
+    pub(crate) fn take_bytes(&mut self, n: usize) -> Result<&'a [u8], ProtoError> {
+        self.take(n)
     }
     fn take(&mut self, n: usize) -> Result<&'a [u8], ProtoError> {
         let end = self.pos.checked_add(n).ok_or(ProtoError::Truncated)?;

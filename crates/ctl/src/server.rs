@@ -47,6 +47,7 @@ use crate::fabric::Fabric;
 use crate::proto::{
     ClientMsg, FrameBuffer, Message, ProtoError, RefusalCode, ServerMsg, TunnelInfo, Upcall,
 };
+use crate::replicated::{Command, ReplicatedState};
 use crate::store::{FsyncPolicy, RecoveryReport, Store, StoreError};
 use std::collections::HashMap;
 use std::io::{Read, Write};
@@ -153,6 +154,11 @@ pub struct Stats {
     pub compactions: u64,
     /// Connections dropped because their outbox was full.
     pub slow_clients: u64,
+    /// Upcalls queued to subscribed connections.
+    pub upcalls: u64,
+    /// Requests left unanswered because the replicated log failed them
+    /// (their connection was closed).
+    pub unanswered: u64,
 }
 
 struct Daemon {
@@ -178,10 +184,54 @@ struct Counters {
     store_errors: AtomicU64,
     compactions: AtomicU64,
     slow_clients: AtomicU64,
+    upcalls: AtomicU64,
+    unanswered: AtomicU64,
+}
+
+/// The serving side of a replicated log: implemented over X-Raft by
+/// `xlane-ctl-replica`, whose state machine applies each committed entry
+/// to a [`ReplicatedState`].
+pub trait Log: Send + Sync + 'static {
+    /// Appends `command`, waits until it is committed and applied on this
+    /// replica, and returns what [`ReplicatedState::apply`] returned.
+    fn propose(&self, command: Vec<u8>) -> Result<Vec<u8>, LogError>;
+    /// Whether this replica serves now (it leads the log).
+    fn is_leader(&self) -> bool;
+    /// The serving replica's client address, when one is known.
+    fn leader_addr(&self) -> Option<SocketAddr>;
+}
+
+/// Why a [`Log::propose`] did not apply.
+#[derive(Debug, thiserror::Error)]
+pub enum LogError {
+    /// This replica does not lead: nothing was appended.
+    #[error("not the serving replica")]
+    NotLeader,
+    /// The entry may or may not be committed later (e.g. leadership was
+    /// lost while it was in flight): the request is unanswered.
+    #[error("replication failed: {0}")]
+    Failed(String),
+}
+
+/// A replicated daemon's state and log.
+struct Replica {
+    state: Arc<ReplicatedState>,
+    log: Arc<dyn Log>,
+    /// Also serializes effect delivery, so upcalls keep their log order.
+    fabric: Mutex<Box<dyn Fabric>>,
+    serving: AtomicBool,
+}
+
+/// Where the daemon's state lives.
+enum Backing {
+    /// One process, its own journal.
+    Journal(Box<Mutex<Daemon>>),
+    /// A replicated log.
+    Replicated(Replica),
 }
 
 struct Shared {
-    daemon: Mutex<Daemon>,
+    backing: Backing,
     subscribers: Mutex<HashMap<u64, Subscriber>>,
     keys: Keys,
     cfg: ServerConfig,
@@ -196,7 +246,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-fn frame_of(msg: &ServerMsg) -> Vec<u8> {
+pub(crate) fn frame_of(msg: &ServerMsg) -> Vec<u8> {
     match msg.to_frame() {
         Ok(f) => f,
         // Only over-long messages fail; say so instead.
@@ -210,6 +260,55 @@ fn frame_of(msg: &ServerMsg) -> Vec<u8> {
 }
 
 impl Shared {
+    /// Whether this daemon answers hosts now (always, unless it is a
+    /// replica that does not lead).
+    fn serves(&self) -> bool {
+        match &self.backing {
+            Backing::Journal(_) => true,
+            Backing::Replicated(r) => r.log.is_leader(),
+        }
+    }
+
+    /// The message of a `NotLeader` refusal.
+    fn not_serving(&self) -> String {
+        let hint = match &self.backing {
+            Backing::Replicated(r) => r.log.leader_addr(),
+            Backing::Journal(_) => None,
+        };
+        match hint {
+            Some(a) => format!("this controller replica does not serve; the serving one is at {a}"),
+            None => {
+                "this controller replica does not serve, and no serving one is known yet".into()
+            }
+        }
+    }
+
+    /// Delivers what applied commands queued: on the serving replica,
+    /// fabric operations and upcalls in log order; elsewhere they are
+    /// dropped (a new serving replica resyncs and hosts reconcile).
+    fn deliver_effects(&self, r: &Replica) {
+        let mut fabric = lock(&r.fabric);
+        let fx = r.state.take_effects();
+        if !r.serving.load(Ordering::Relaxed) || !r.log.is_leader() {
+            return;
+        }
+        for op in &fx.fabric {
+            if let Err(e) = fabric.apply(op) {
+                tracing::error!("fabric operation on {} failed: {e}", op.tunnel());
+                self.counters.fabric_errors.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        drop(fabric);
+        self.deliver(&fx.upcalls);
+    }
+
+    fn with_controller<R>(&self, f: impl FnOnce(&Controller) -> R) -> R {
+        match &self.backing {
+            Backing::Journal(d) => f(&lock(d).core),
+            Backing::Replicated(r) => r.state.with_controller(f),
+        }
+    }
+
     fn now_ns(&self) -> u64 {
         u64::try_from(self.start.elapsed().as_nanos()).unwrap_or(u64::MAX)
     }
@@ -223,7 +322,10 @@ impl Shared {
         reply_to: Option<&SyncSender<Vec<u8>>>,
         f: impl FnOnce(&mut Daemon, u64) -> Outcome,
     ) -> bool {
-        let mut d = lock(&self.daemon);
+        let Backing::Journal(daemon) = &self.backing else {
+            return true;
+        };
+        let mut d = lock(daemon);
         let backup = may_write.then(|| d.core.clone());
         let now = self.now_ns();
         let mut out = f(&mut d, now);
@@ -288,6 +390,7 @@ impl Shared {
         let mut subs = lock(&self.subscribers);
         let mut dead = Vec::new();
         for (host, up) in upcalls {
+            self.counters.upcalls.fetch_add(1, Ordering::Relaxed);
             let frame = frame_of(&ServerMsg::Upcall(up.clone()));
             for (id, s) in subs.iter() {
                 if &s.host != host {
@@ -353,15 +456,14 @@ impl Server {
             source,
         })?;
         listener.set_nonblocking(true)?;
-        let addr = listener.local_addr()?;
         let next_compact = opened.store.journal_records() + cfg.compact_every.max(1);
         let shared = Arc::new(Shared {
-            daemon: Mutex::new(Daemon {
+            backing: Backing::Journal(Box::new(Mutex::new(Daemon {
                 core,
                 store: opened.store,
                 fabric,
                 next_compact,
-            }),
+            }))),
             subscribers: Mutex::new(HashMap::new()),
             keys,
             cfg,
@@ -374,6 +476,51 @@ impl Server {
             .counters
             .fabric_errors
             .store(fabric_errors, Ordering::Relaxed);
+        Self::spawn(shared, listener, opened.report)
+    }
+
+    /// Serve a replicated controller: `state` is what `log`'s state
+    /// machine applies to. Only the replica that leads the log accepts
+    /// hosts (the others refuse `Hello` with `NotLeader`, naming the
+    /// serving replica when known); every request is proposed to the log
+    /// and answered once applied. `cfg.state_dir`, `cfg.fsync` and
+    /// `cfg.compact_every` are the log's business and unused here.
+    pub fn start_replicated(
+        cfg: ServerConfig,
+        keys: Keys,
+        fabric: Box<dyn Fabric>,
+        state: Arc<ReplicatedState>,
+        log: Arc<dyn Log>,
+    ) -> Result<Server, ServerError> {
+        let listener = TcpListener::bind(cfg.listen).map_err(|source| ServerError::Bind {
+            addr: cfg.listen,
+            source,
+        })?;
+        listener.set_nonblocking(true)?;
+        let shared = Arc::new(Shared {
+            backing: Backing::Replicated(Replica {
+                state,
+                log,
+                fabric: Mutex::new(fabric),
+                serving: AtomicBool::new(false),
+            }),
+            subscribers: Mutex::new(HashMap::new()),
+            keys,
+            cfg,
+            stop: AtomicBool::new(false),
+            start: Instant::now(),
+            counters: Counters::default(),
+            conns: Mutex::new(Vec::new()),
+        });
+        Self::spawn(shared, listener, RecoveryReport::default())
+    }
+
+    fn spawn(
+        shared: Arc<Shared>,
+        listener: TcpListener,
+        recovery: RecoveryReport,
+    ) -> Result<Server, ServerError> {
+        let addr = listener.local_addr()?;
         let mut threads = Vec::new();
         let s = shared.clone();
         threads.push(
@@ -391,8 +538,14 @@ impl Server {
             addr,
             shared,
             threads,
-            recovery: opened.report,
+            recovery,
         })
+    }
+
+    /// Whether this daemon answers hosts now: always for a journal
+    /// daemon; for a replica, while it leads the log.
+    pub fn serves(&self) -> bool {
+        self.shared.serves()
     }
 
     /// The address it listens on.
@@ -407,12 +560,12 @@ impl Server {
 
     /// The tunnels now.
     pub fn tunnels(&self) -> Vec<TunnelInfo> {
-        lock(&self.shared.daemon).core.tunnels()
+        self.shared.with_controller(Controller::tunnels)
     }
 
     /// Run `f` on the core (read-only), under the state lock.
     pub fn with_controller<R>(&self, f: impl FnOnce(&Controller) -> R) -> R {
-        f(&lock(&self.shared.daemon).core)
+        self.shared.with_controller(f)
     }
 
     /// Counters.
@@ -509,6 +662,8 @@ fn stats_of(shared: &Shared) -> Stats {
         store_errors: c.store_errors.load(Ordering::Relaxed),
         compactions: c.compactions.load(Ordering::Relaxed),
         slow_clients: c.slow_clients.load(Ordering::Relaxed),
+        upcalls: c.upcalls.load(Ordering::Relaxed),
+        unanswered: c.unanswered.load(Ordering::Relaxed),
     }
 }
 
@@ -523,7 +678,7 @@ impl StatsHandle {
 
     /// The tunnels now.
     pub fn tunnels(&self) -> Vec<TunnelInfo> {
-        lock(&self.0.daemon).core.tunnels()
+        self.0.with_controller(Controller::tunnels)
     }
 }
 
@@ -616,8 +771,12 @@ fn tick_loop(shared: Arc<Shared>) {
         }
         // Read the meters and see whether anything is due before paying
         // for a rollback point.
+        let Backing::Journal(daemon) = &shared.backing else {
+            replicated_tick(&shared);
+            continue;
+        };
         let (meters, due) = {
-            let mut d = lock(&shared.daemon);
+            let mut d = lock(daemon);
             let meters = match d.fabric.meters() {
                 Ok(m) => m,
                 Err(e) => {
@@ -641,6 +800,81 @@ fn tick_loop(shared: Arc<Shared>) {
             }
             out
         });
+    }
+}
+
+/// The clock replicated commands carry: ns since the Unix epoch.
+fn wall_ns() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+}
+
+/// One tick of a replicated daemon: on taking over, reprogram the fabric
+/// and make sure keys have a secret; then propose a tick when meters were
+/// read or a grace period is due.
+fn replicated_tick(shared: &Shared) {
+    let Backing::Replicated(r) = &shared.backing else {
+        return;
+    };
+    let leader = r.log.is_leader();
+    let was = r.serving.swap(leader, Ordering::Relaxed);
+    if !leader {
+        // Not serving: what the log applied is someone else's to deliver.
+        drop(r.state.take_effects());
+        return;
+    }
+    if !was {
+        let mut fabric = lock(&r.fabric);
+        drop(r.state.take_effects());
+        for op in r.state.with_controller(Controller::resync) {
+            if let Err(e) = fabric.apply(&op) {
+                tracing::error!("resync of {} failed: {e}", op.tunnel());
+                shared
+                    .counters
+                    .fabric_errors
+                    .fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        tracing::info!("this controller replica serves now; fabric resynced");
+    }
+    if !r.state.has_key_secret() {
+        match xlane_auth::Key::random() {
+            Ok(k) => {
+                if let Ok(b) = Command::KeySecret(*k.bytes()).encode() {
+                    if let Err(e) = r.log.propose(b) {
+                        tracing::warn!("proposing the key secret: {e}");
+                    }
+                }
+            }
+            Err(e) => tracing::error!("no random key secret: {e}"),
+        }
+    }
+    let meters = match lock(&r.fabric).meters() {
+        Ok(m) => m,
+        Err(e) => {
+            tracing::warn!("reading fabric meters: {e}");
+            Vec::new()
+        }
+    };
+    let now = wall_ns();
+    let due = r
+        .state
+        .with_controller(|c| c.next_deadline().is_some_and(|t| t <= now));
+    if meters.is_empty() && !due {
+        return;
+    }
+    match (Command::Tick {
+        now_ns: now,
+        meters,
+    })
+    .encode()
+    {
+        Ok(b) => match r.log.propose(b) {
+            Ok(_) => shared.deliver_effects(r),
+            Err(e) => tracing::warn!("tick not replicated: {e}"),
+        },
+        Err(e) => tracing::error!("tick: {e}"),
     }
 }
 
@@ -692,6 +926,9 @@ impl Conn<'_> {
             Err(e) => return self.malformed(&e),
         };
         match (&self.principal, msg) {
+            (Principal::Anonymous, ClientMsg::Hello { .. }) if !self.shared.serves() => {
+                self.refuse(RefusalCode::NotLeader, self.shared.not_serving())
+            }
             (Principal::Anonymous, ClientMsg::Hello { host, client_nonce }) => {
                 match self.handshake.hello(&host, client_nonce) {
                     Ok(n) => self.send(&ServerMsg::Challenge { server_nonce: n }),
@@ -736,6 +973,12 @@ impl Conn<'_> {
                 }
                 self.send(&ServerMsg::Ack)
             }
+            (Principal::Host(host), req)
+                if matches!(self.shared.backing, Backing::Replicated(_)) =>
+            {
+                let host = host.clone();
+                self.replicated_request(host, req)
+            }
             (Principal::Host(_), req) => {
                 let principal = self.principal.clone();
                 let may_write = !matches!(req, ClientMsg::ListTunnels);
@@ -752,6 +995,51 @@ impl Conn<'_> {
                         .fetch_add(1, Ordering::Relaxed);
                     Next::Close
                 }
+            }
+        }
+    }
+
+    /// A request on a replicated daemon: proposed, answered with what its
+    /// commit applied; a lost leadership closes the connection unanswered
+    /// (the entry may still commit: the host reconciles on its next
+    /// connection).
+    fn replicated_request(&mut self, host: String, req: ClientMsg) -> Next {
+        let Backing::Replicated(r) = &self.shared.backing else {
+            return Next::Close;
+        };
+        let cmd = Command::Request {
+            host,
+            now_ns: wall_ns(),
+            msg: req,
+        };
+        let bytes = match cmd.encode() {
+            Ok(b) => b,
+            Err(e) => return self.refuse(RefusalCode::Malformed, format!("request: {e}")),
+        };
+        match r.log.propose(bytes) {
+            Ok(reply) => {
+                let next = if reply.is_empty() || self.tx.try_send(reply).is_ok() {
+                    Next::Continue
+                } else {
+                    self.shared
+                        .counters
+                        .slow_clients
+                        .fetch_add(1, Ordering::Relaxed);
+                    Next::Close
+                };
+                self.shared.deliver_effects(r);
+                next
+            }
+            Err(LogError::NotLeader) => {
+                self.refuse(RefusalCode::NotLeader, self.shared.not_serving())
+            }
+            Err(LogError::Failed(e)) => {
+                tracing::warn!("request unanswered: {e}");
+                self.shared
+                    .counters
+                    .unanswered
+                    .fetch_add(1, Ordering::Relaxed);
+                Next::Close
             }
         }
     }
