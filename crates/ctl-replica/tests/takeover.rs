@@ -1,9 +1,9 @@
 //! Three controller replicas on 127.0.0.1: the serving one is stopped
 //! while 1 008 requests from 16 hosts are in flight. Every acknowledged
-//! grant must be held by the replica that takes over; the unanswered ones
-//! are counted (reported, not retried: a retry could grant twice); the new
-//! serving replica answers; the stopped one restarts from its log and
-//! catches up to the same state.
+//! grant must be held by the replica that takes over; the unanswered
+//! requests are retried there with their request ids (`Tagged`), and none
+//! is granted twice; the new serving replica answers new requests; the
+//! stopped one restarts from its log and catches up to the same state.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -82,10 +82,25 @@ fn connect(addrs: &[SocketAddr], host: &str, keys: &Keys) -> Client {
 
 #[derive(Default, Debug)]
 struct HostResult {
+    host: String,
     acked: Vec<TunnelId>,
     refused: Vec<RefusalCode>,
     unanswered: usize,
+    retried: usize,
     after: Vec<TunnelId>,
+}
+
+fn request(h: &str, to: &str, j: usize) -> ClientMsg {
+    ClientMsg::Tagged {
+        request_id: j as u64 + 1,
+        msg: Box::new(ClientMsg::RequestBandwidth {
+            sender: h.to_string(),
+            receivers: vec![to.to_string()],
+            load_bytes: 64,
+            period_ns: 1_000_000,
+            sublane: (j % 2) as u8,
+        }),
+    }
 }
 
 #[test]
@@ -127,20 +142,16 @@ fn acknowledged_grants_survive_the_serving_replica() {
             );
             let others: Vec<String> = names.iter().filter(|n| **n != h).cloned().collect();
             std::thread::spawn(move || {
-                let mut r = HostResult::default();
+                let mut r = HostResult {
+                    host: h.clone(),
+                    ..HostResult::default()
+                };
                 let mut c = connect(&addrs, &h, &keys);
+                let to = |j: usize| others[(i + j) % others.len()].clone();
                 go.wait();
                 // Every request written at once: all in flight.
                 for j in 0..PER_HOST {
-                    let to = others[(i + j) % others.len()].clone();
-                    c.send(&ClientMsg::RequestBandwidth {
-                        sender: h.clone(),
-                        receivers: vec![to],
-                        load_bytes: 64,
-                        period_ns: 1_000_000,
-                        sublane: (j % 2) as u8,
-                    })
-                    .unwrap();
+                    c.send(&request(&h, &to(j), j)).unwrap();
                 }
                 let mut answered = 0;
                 while answered < PER_HOST {
@@ -167,11 +178,23 @@ fn acknowledged_grants_survive_the_serving_replica() {
                     }
                     answered += 1;
                 }
-                // The serving replica (perhaps a new one) answers.
+                // The serving replica (perhaps a new one) answers the
+                // unanswered requests, retried with their ids, then new ones.
                 let mut c = connect(&addrs, &h, &keys);
+                for j in answered..PER_HOST {
+                    match c.call(&request(&h, &to(j), j)) {
+                        Ok(ServerMsg::Granted { tunnel, .. }) => r.acked.push(tunnel),
+                        Err(ClientError::Refused { code, message }) => {
+                            assert_ne!(code, RefusalCode::Internal, "{h}: {message}");
+                            assert_ne!(code, RefusalCode::NotLeader, "{h}: {message}");
+                            r.refused.push(code);
+                        }
+                        m => panic!("{h}: retry of request {}: {m:?}", j + 1),
+                    }
+                    r.retried += 1;
+                }
                 for j in 0..3 {
-                    let to = others[(i + j + 1) % others.len()].clone();
-                    let g = c.request(&[to], 64, 1_000_000, 0);
+                    let g = c.request(&[to(j + 1)], 64, 1_000_000, 0);
                     match g {
                         Ok(g) => r.after.push(g.tunnel),
                         Err(ClientError::Refused { code, message }) => {
@@ -208,17 +231,19 @@ fn acknowledged_grants_survive_the_serving_replica() {
     let acks: Vec<TunnelId> = results.iter().flat_map(|r| r.acked.clone()).collect();
     let after: Vec<TunnelId> = results.iter().flat_map(|r| r.after.clone()).collect();
     let unanswered: usize = results.iter().map(|r| r.unanswered).sum();
+    let retried: usize = results.iter().map(|r| r.retried).sum();
     let refused: usize = results.iter().map(|r| r.refused.len()).sum();
     eprintln!(
         "takeover: {} requests, {} granted ({at_kill} before the stop), {refused} refused, \
-         {unanswered} unanswered; a replica served again {:.0} ms after the stop; \
-         {} granted after",
+         {unanswered} unanswered then retried; a replica served again {:.0} ms after the \
+         stop; {} new requests granted after",
         total,
         acks.len(),
         takeover.as_secs_f64() * 1e3,
         after.len()
     );
-    assert_eq!(acks.len() + refused + unanswered, total);
+    assert_eq!(retried, unanswered);
+    assert_eq!(acks.len() + refused, total, "every request answered");
     assert!(!after.is_empty(), "the new serving replica granted nothing");
 
     // Every acknowledged grant is held by the new serving replica.
@@ -227,6 +252,16 @@ fn acknowledged_grants_survive_the_serving_replica() {
     let held: std::collections::BTreeSet<TunnelId> = held.iter().map(|t| t.tunnel).collect();
     for id in acks.iter().chain(&after) {
         assert!(held.contains(id), "acknowledged {id} lost in the takeover");
+    }
+    // And none twice: each host holds as many tunnels as it was granted.
+    let tunnels = serving.state().with_controller(|c| c.tunnels());
+    for r in &results {
+        let mine = tunnels.iter().filter(|t| t.sender == r.host).count();
+        let mut granted: Vec<TunnelId> = r.acked.iter().chain(&r.after).copied().collect();
+        granted.sort();
+        granted.dedup();
+        assert_eq!(mine, granted.len(), "{}: tunnels held vs granted", r.host);
+        assert_eq!(granted.len(), r.acked.len() + r.after.len(), "{}", r.host);
     }
 
     // The stopped replica restarts from its log and catches up.

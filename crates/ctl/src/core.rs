@@ -951,6 +951,9 @@ impl Controller {
                     "Hello, Auth and Subscribe are connection messages, not controller requests",
                 )
             }
+            // The at-most-once table is the replicated state's
+            // (`crate::replicated`); here the request is applied as it is.
+            ClientMsg::Tagged { msg, .. } => self.handle(principal, msg, now_ns),
             ClientMsg::RequestBandwidth {
                 sender,
                 receivers,

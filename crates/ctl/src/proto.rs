@@ -361,6 +361,18 @@ pub enum ClientMsg {
         /// The tunnel.
         tunnel: TunnelId,
     },
+    /// A request a replicated controller answers at most once: a retry
+    /// with the same `request_id` from the same host (after a lost
+    /// connection or a takeover) gets the first answer instead of being
+    /// applied again. Ids are the host's to choose (e.g. a counter); the
+    /// controller remembers each host's last [`crate::replicated::REMEMBERED_PER_HOST`].
+    /// A single (journal) daemon applies the inner request as it is.
+    Tagged {
+        /// The host's id for the request.
+        request_id: u64,
+        /// The request: not `Hello`, `Auth`, `Subscribe` or `Tagged`.
+        msg: Box<ClientMsg>,
+    },
 }
 
 /// An unsolicited message to the owner of a tunnel.
@@ -777,6 +789,7 @@ mod kind {
     pub const LIST: u8 = 0x08;
     pub const SUBSCRIBE: u8 = 0x09;
     pub const TUNNEL_KEY: u8 = 0x0a;
+    pub const TAGGED: u8 = 0x0b;
 
     pub const CHALLENGE: u8 = 0x81;
     pub const AUTH_OK: u8 = 0x82;
@@ -851,6 +864,10 @@ impl Message for ClientMsg {
             }),
             ClientMsg::ListTunnels => frame(kind::LIST, out, |_| Ok(())),
             ClientMsg::Subscribe => frame(kind::SUBSCRIBE, out, |_| Ok(())),
+            ClientMsg::Tagged { request_id, msg } => frame(kind::TAGGED, out, |w| {
+                w.u64(*request_id);
+                msg.encode(w.out)
+            }),
             ClientMsg::TunnelKey { tunnel } => frame(kind::TUNNEL_KEY, out, |w| {
                 w.u64(tunnel.0);
                 Ok(())
@@ -903,6 +920,29 @@ impl Message for ClientMsg {
             kind::TUNNEL_KEY => ClientMsg::TunnelKey {
                 tunnel: TunnelId(r.u64()?),
             },
+            kind::TAGGED => {
+                let request_id = r.u64()?;
+                let rest = r.rest();
+                let (msg, used) = ClientMsg::decode(rest)?;
+                if used != rest.len() {
+                    return Err(ProtoError::TrailingBytes(rest.len() - used));
+                }
+                if matches!(
+                    msg,
+                    ClientMsg::Hello { .. }
+                        | ClientMsg::Auth { .. }
+                        | ClientMsg::Subscribe
+                        | ClientMsg::Tagged { .. }
+                ) {
+                    return Err(ProtoError::FieldOutOfRange {
+                        field: "tagged message",
+                    });
+                }
+                ClientMsg::Tagged {
+                    request_id,
+                    msg: Box::new(msg),
+                }
+            }
             k => return Err(ProtoError::UnknownKind(k)),
         };
         r.finish()?;

@@ -41,9 +41,14 @@ use crate::proto::{
     Writer, MAX_FRAME, MAX_NAME,
 };
 use crate::store::Record;
+use std::collections::BTreeMap;
 use std::sync::{Mutex, MutexGuard};
 use xlane_auth::KEY_LEN;
 use xlane_te::{TeConfig, Topology};
+
+/// How many answers to [`ClientMsg::Tagged`] requests the state keeps per
+/// host: a retry of one of them gets its first answer.
+pub const REMEMBERED_PER_HOST: usize = 128;
 
 /// The most meter readings one tick carries.
 pub const MAX_TICK_METERS: usize = 65_535;
@@ -176,6 +181,14 @@ pub struct Effects {
     pub fabric: Vec<FabricOp>,
 }
 
+/// What a snapshot holds: the secret, the clock, the core, the answers.
+type Restored = (
+    Option<[u8; KEY_LEN]>,
+    u64,
+    Controller,
+    BTreeMap<String, BTreeMap<u64, Vec<u8>>>,
+);
+
 struct Inner {
     core: Controller,
     secret: Option<[u8; KEY_LEN]>,
@@ -184,6 +197,8 @@ struct Inner {
     effects: Effects,
     dropped: u64,
     broken: Option<String>,
+    /// Per host: the answers to its last tagged requests, by request id.
+    answered: BTreeMap<String, BTreeMap<u64, Vec<u8>>>,
 }
 
 /// The replicated controller state (see the module docs). Shared between
@@ -221,6 +236,7 @@ impl ReplicatedState {
                 effects: Effects::default(),
                 dropped: 0,
                 broken: None,
+                answered: BTreeMap::new(),
             }),
         }
     }
@@ -247,6 +263,39 @@ impl ReplicatedState {
             }
         };
         let out = match cmd {
+            Command::Request {
+                host,
+                now_ns,
+                msg: ClientMsg::Tagged { request_id, msg },
+            } => {
+                g.now_ns = g.now_ns.max(now_ns);
+                let now = g.now_ns;
+                let seen = g.answered.get(&host);
+                if let Some(first) = seen.and_then(|m| m.get(&request_id)) {
+                    return first.clone();
+                }
+                if seen.is_some_and(|m| {
+                    m.len() >= REMEMBERED_PER_HOST
+                        && m.first_key_value().is_some_and(|(&k, _)| request_id < k)
+                }) {
+                    return frame(&ServerMsg::Refused {
+                        code: RefusalCode::OutOfRange,
+                        message: format!(
+                            "request id {request_id} is older than the last \
+                             {REMEMBERED_PER_HOST} this host tagged: whether it was applied is \
+                             not known here (list the tunnels)"
+                        ),
+                    });
+                }
+                let out = g.core.handle(&Principal::Host(host.clone()), &msg, now);
+                let reply = out.reply.as_ref().map(frame).unwrap_or_default();
+                let m = g.answered.entry(host).or_default();
+                m.insert(request_id, reply);
+                while m.len() > REMEMBERED_PER_HOST {
+                    m.pop_first();
+                }
+                out
+            }
             Command::Request { host, now_ns, msg } => {
                 g.now_ns = g.now_ns.max(now_ns);
                 let now = g.now_ns;
@@ -343,6 +392,17 @@ impl ReplicatedState {
             w.u32(e.len() as u32);
             w.out.extend_from_slice(e);
         }
+        w.u32(g.answered.len() as u32);
+        for (host, m) in &g.answered {
+            // Host names were checked when the requests decoded.
+            let _ = w.str("host", host, MAX_NAME);
+            w.u32(m.len() as u32);
+            for (id, reply) in m {
+                w.u64(*id);
+                w.u32(reply.len() as u32);
+                w.out.extend_from_slice(reply);
+            }
+        }
         out
     }
 
@@ -353,8 +413,9 @@ impl ReplicatedState {
         let r = self.decode_snapshot(data);
         let mut g = lock(&self.inner);
         match r {
-            Ok((secret, now_ns, core)) => {
+            Ok((secret, now_ns, core, answered)) => {
                 g.core = core;
+                g.answered = answered;
                 g.secret = secret;
                 g.now_ns = now_ns;
                 g.broken = None;
@@ -368,14 +429,11 @@ impl ReplicatedState {
         }
     }
 
-    fn decode_snapshot(
-        &self,
-        data: &[u8],
-    ) -> Result<(Option<[u8; KEY_LEN]>, u64, Controller), SnapshotError> {
+    fn decode_snapshot(&self, data: &[u8]) -> Result<Restored, SnapshotError> {
         if data.is_empty() {
             // Raft's initial (empty) snapshot.
             let core = Controller::new(self.topo.clone(), self.te.clone(), self.policy.clone());
-            return Ok((None, 0, core));
+            return Ok((None, 0, core, BTreeMap::new()));
         }
         let body = data
             .strip_prefix(SNAPSHOT_MAGIC)
@@ -393,6 +451,20 @@ impl ReplicatedState {
             let len = r.u32()? as usize;
             records.push(Record::decode(r.take_bytes(len)?)?);
         }
+        let mut answered: BTreeMap<String, BTreeMap<u64, Vec<u8>>> = BTreeMap::new();
+        for _ in 0..r.u32()? {
+            let host = r.str("host", MAX_NAME)?;
+            let n = r.u32()? as usize;
+            if n > REMEMBERED_PER_HOST {
+                return Err(ProtoError::FieldOutOfRange { field: "answers" }.into());
+            }
+            let m = answered.entry(host).or_default();
+            for _ in 0..n {
+                let id = r.u64()?;
+                let len = r.u32()? as usize;
+                m.insert(id, r.take_bytes(len)?.to_vec());
+            }
+        }
         r.finish()?;
         let mut core = Controller::recover(
             self.topo.clone(),
@@ -403,7 +475,7 @@ impl ReplicatedState {
         if let Some(k) = secret {
             core.set_key_secret(xlane_auth::Key::from_bytes(k));
         }
-        Ok((secret, now_ns, core))
+        Ok((secret, now_ns, core, answered))
     }
 }
 
@@ -528,6 +600,63 @@ mod tests {
         assert_eq!(a.apply(9, &op), c.apply(9, &op));
         a.with_controller(|ca| c.with_controller(|cc| ca.same_state(cc)))
             .unwrap();
+    }
+
+    fn tagged(id: u64, to: &str) -> Vec<u8> {
+        let Command::Request { host, now_ns, msg } = request("h0", &[to], 1_000) else {
+            unreachable!()
+        };
+        Command::Request {
+            host,
+            now_ns,
+            msg: ClientMsg::Tagged {
+                request_id: id,
+                msg: Box::new(msg),
+            },
+        }
+        .encode()
+        .unwrap()
+    }
+
+    /// A tagged request is applied once: its retry (here and on a replica
+    /// restored from a snapshot) gets the first answer; ids too old to
+    /// tell are refused.
+    #[test]
+    fn tagged_requests_apply_at_most_once() {
+        let a = state();
+        let first = a.apply(1, &tagged(7, "h1"));
+        assert!(matches!(
+            ServerMsg::decode(&first).unwrap().0,
+            ServerMsg::Granted { .. }
+        ));
+        assert_eq!(a.apply(2, &tagged(7, "h1")), first);
+        assert_eq!(a.with_controller(|c| c.tunnels()).len(), 1);
+        let b = state();
+        b.restore(&a.snapshot()).unwrap();
+        assert_eq!(b.apply(3, &tagged(7, "h1")), first);
+        assert_eq!(b.with_controller(|c| c.tunnels()).len(), 1);
+        // Another id is another request.
+        let other = a.apply(3, &tagged(8, "h2"));
+        assert_ne!(other, first);
+        assert_eq!(a.with_controller(|c| c.tunnels()).len(), 2);
+        // Once the table is full, an id below every remembered one is
+        // refused rather than applied again.
+        for id in 100..100 + REMEMBERED_PER_HOST as u64 {
+            a.apply(id, &tagged(id, "h3"));
+        }
+        let n = a.with_controller(|c| c.tunnels()).len();
+        let (old, _) = ServerMsg::decode(&a.apply(999, &tagged(7, "h1"))).unwrap();
+        assert!(
+            matches!(
+                old,
+                ServerMsg::Refused {
+                    code: RefusalCode::OutOfRange,
+                    ..
+                }
+            ),
+            "{old:?}"
+        );
+        assert_eq!(a.with_controller(|c| c.tunnels()).len(), n);
     }
 
     #[test]
