@@ -116,17 +116,25 @@
 //!   candidate of a step differs from the objective by the same constant
 //!   (the current objective and what the tree so far adds), so the trees
 //!   chosen are the ones a full evaluation would choose; a unicast request
-//!   has one candidate and is not scored;
+//!   has one candidate and is not scored. Nothing is walked to score: a
+//!   hop's maximum is linear in its link's load and depends on nothing
+//!   upstream, so a tunnel's rise is what the path adds to the links it
+//!   shares with each receiver's tree path (a multicast tunnel: the rise of
+//!   its greatest receiver, from its stored per-receiver maxima, or one
+//!   walk per step while ranges are deferred);
 //! - admission checks the new tree's links and re-walks the same tunnels;
 //! - release and change take the tunnel's load away (and put the new one
 //!   back) and re-walk the tunnels that shared its links.
 //!
 //! So an operation costs its Dijkstra runs (over the switches each has to
-//! explore) and the walks of the tunnels on its tree's links, at most
-//! `qlen(e)` per sub-lane and link, whatever the number of tunnels
-//! elsewhere. [`Allocator::request_on_tree`] skips the searches (journal
-//! replay). [`Allocator::verify`] recomputes loads, index, the search's
-//! adjacency and every range from scratch and compares.
+//! explore), for a multicast request, per candidate, a sum over the
+//! receivers' tree paths of each tunnel on the candidate path's links, and
+//! the walks at admission of the tunnels on its tree's links: at most
+//! `qlen(e)` tunnels per sub-lane and link, whatever the number of
+//! tunnels elsewhere.
+//! [`Allocator::request_on_tree`] skips the searches (journal replay).
+//! [`Allocator::verify`] recomputes loads, index, the search's adjacency
+//! and every range from scratch and compares.
 
 use crate::topology::{LinkId, NodeId, NodeKind, Topology};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -137,6 +145,7 @@ mod tree;
 
 use model::{LinkConst, LinkLoad, Model, Shape, ShapeRef, Walk};
 use search::{Adjacency, Search};
+use tree::Scoring;
 
 /// An admitted tunnel: its shape (period as granted), the walks of the
 /// tunnels it affects, its own walk.
@@ -483,9 +492,8 @@ pub struct Allocator {
     adj: Adjacency,
     /// Scratch space of the path searches.
     search: Search,
-    /// While a step's candidates are scored: tunnels' maxima under the
-    /// tree so far.
-    step_walks: HashMap<TunnelId, u64>,
+    /// Scratch space of the scoring of a tree's candidates.
+    scoring: Scoring,
     /// Other tunnels are not re-walked (see [`Allocator::defer_others`]).
     deferred: bool,
 }
@@ -514,7 +522,7 @@ impl Allocator {
             tunnels: BTreeMap::new(),
             next_id: 1,
             search: Search::default(),
-            step_walks: HashMap::new(),
+            scoring: Scoring::default(),
             deferred: false,
         }
     }

@@ -211,6 +211,26 @@ impl Model<'_> {
         )
     }
 
+    /// The hop's maximum of [`Model::hop`] alone: the most a packet of
+    /// `load` bytes on `lane` can take over `l`. The same whether that
+    /// packet's own tunnel is in `loads` on `l` (`booked`) or not, as its
+    /// queueing bound leaves its own packet out; it depends on nothing
+    /// upstream.
+    pub(super) fn hop_max(
+        &self,
+        load: u32,
+        lane: u8,
+        l: LinkId,
+        loads: &[LinkLoad],
+        booked: bool,
+    ) -> u64 {
+        let link = self.topo.link(l);
+        let tx = tx_ns(load, link.bandwidth_bps);
+        let own = if booked { tx } else { 0 };
+        let q = self.queueing(&loads[l.0], l, lane as usize, own);
+        tx + link.min_latency_ns + link.max_jitter_ns + q
+    }
+
     /// The walk's result from each receiver's (min, max).
     fn ranges(
         s: ShapeRef<'_>,

@@ -275,34 +275,45 @@ impl Search {
     }
 
     /// The links of the path a backward search from `dst` found from
-    /// `src`, if any.
+    /// `src`, into `path`; false (and `path` undefined) if there is none.
     pub(super) fn path_from(
         &self,
         topo: &Topology,
         src: NodeId,
         dst: NodeId,
-    ) -> Option<Vec<LinkId>> {
-        let mut path = Vec::new();
+        path: &mut Vec<LinkId>,
+    ) -> bool {
+        path.clear();
         let mut v = src;
         while v != dst {
-            let l = self.pred[v.0]?;
+            let Some(l) = self.pred[v.0] else {
+                return false;
+            };
             path.push(l);
             v = topo.link(l).to;
         }
-        Some(path)
+        true
     }
 
     /// The links of the path a forward search from `src` found to `dst`,
-    /// if any.
-    pub(super) fn path_to(&self, topo: &Topology, src: NodeId, dst: NodeId) -> Option<Vec<LinkId>> {
-        let mut path = Vec::new();
+    /// into `path`; false (and `path` undefined) if there is none.
+    pub(super) fn path_to(
+        &self,
+        topo: &Topology,
+        src: NodeId,
+        dst: NodeId,
+        path: &mut Vec<LinkId>,
+    ) -> bool {
+        path.clear();
         let mut v = dst;
         while v != src {
-            let l = self.pred[v.0]?;
+            let Some(l) = self.pred[v.0] else {
+                return false;
+            };
             path.push(l);
             v = topo.link(l).from;
         }
         path.reverse();
-        Some(path)
+        true
     }
 }
