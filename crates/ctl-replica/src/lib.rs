@@ -68,6 +68,44 @@ pub struct ReplicaAddrs {
     pub client: SocketAddr,
 }
 
+/// A replica specification that does not parse.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ReplicaParseError {
+    /// Not `ID=RAFT_ADDR/CLIENT_ADDR`.
+    #[error("expected ID=RAFT_ADDR/CLIENT_ADDR, e.g. 1=10.0.0.1:7100/10.0.0.1:7070")]
+    Shape,
+    /// The id is not a positive integer.
+    #[error("replica id `{0}` is not a positive integer")]
+    Id(String),
+    /// An address is not `IP:PORT`.
+    #[error("`{0}` is not an IP:PORT address")]
+    Addr(String),
+}
+
+/// Parses `ID=RAFT_ADDR/CLIENT_ADDR` (as `xlane kv`'s `--peer`), e.g.
+/// `1=10.0.0.1:7100/10.0.0.1:7070`.
+pub fn parse_replica(s: &str) -> Result<(u64, ReplicaAddrs), ReplicaParseError> {
+    let (id, addrs) = s.split_once('=').ok_or(ReplicaParseError::Shape)?;
+    let (raft, client) = addrs.split_once('/').ok_or(ReplicaParseError::Shape)?;
+    let id = id.trim();
+    let id = match id.parse::<u64>() {
+        Ok(n) if n > 0 => n,
+        _ => return Err(ReplicaParseError::Id(id.into())),
+    };
+    let addr = |a: &str| {
+        a.trim()
+            .parse::<SocketAddr>()
+            .map_err(|_| ReplicaParseError::Addr(a.trim().into()))
+    };
+    Ok((
+        id,
+        ReplicaAddrs {
+            raft: addr(raft)?,
+            client: addr(client)?,
+        },
+    ))
+}
+
 /// How to start a replica.
 #[derive(Debug, Clone)]
 pub struct ReplicaConfig {
@@ -324,5 +362,42 @@ impl ControllerReplica {
 impl Drop for ControllerReplica {
     fn drop(&mut self) {
         self.shutdown();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn replica_specs() {
+        let ok = parse_replica("2=127.0.0.1:7100/127.0.0.1:7070").unwrap();
+        assert_eq!(ok.0, 2);
+        assert_eq!(ok.1.raft, "127.0.0.1:7100".parse().unwrap());
+        assert_eq!(ok.1.client, "127.0.0.1:7070".parse().unwrap());
+        let v6 = parse_replica("1=[::1]:7100/[::1]:7070").unwrap();
+        assert_eq!(v6.1.client, "[::1]:7070".parse().unwrap());
+        for (bad, want) in [
+            ("", ReplicaParseError::Shape),
+            ("1=127.0.0.1:7100", ReplicaParseError::Shape),
+            (
+                "0=127.0.0.1:1/127.0.0.1:2",
+                ReplicaParseError::Id("0".into()),
+            ),
+            (
+                "x=127.0.0.1:1/127.0.0.1:2",
+                ReplicaParseError::Id("x".into()),
+            ),
+            (
+                "1=host:1/127.0.0.1:2",
+                ReplicaParseError::Addr("host:1".into()),
+            ),
+            (
+                "1=127.0.0.1:1/127.0.0.1",
+                ReplicaParseError::Addr("127.0.0.1".into()),
+            ),
+        ] {
+            assert_eq!(parse_replica(bad).unwrap_err(), want, "{bad:?}");
+        }
     }
 }

@@ -86,7 +86,9 @@ enum SwitchFormat {
 
 #[derive(clap::Args)]
 struct ServeArgs {
-    /// Topology TOML (the testbed's export; see xlane_te::topology).
+    /// Topology TOML (the testbed's export; see xlane_te::topology), or a
+    /// generated fabric with datacenter link rates: fat-tree:K (K even) or
+    /// leaf-spine:LEAVES,HOSTS,SPINES (hosts named h0, h1, ...).
     #[arg(long)]
     topology: PathBuf,
     /// Host keys file (from `xlane ctl keygen`).
@@ -128,6 +130,18 @@ struct ServeArgs {
     /// refusals by kind, fabric and journal errors, tunnels by state.
     #[arg(long)]
     metrics: Option<std::net::SocketAddr>,
+    /// This replica's id, with --peer.
+    #[arg(long, requires = "peers")]
+    id: Option<u64>,
+    /// A replica of a replicated controller, ID=RAFT_ADDR/CLIENT_ADDR, once
+    /// per replica (this one included; give every replica the same list).
+    /// The controller's changes then go through an X-Raft log among the
+    /// replicas (UDP and TCP on RAFT_ADDR): the leader serves hosts, the
+    /// others refuse them naming it, and any minority of replicas may fail.
+    /// --state holds this replica's raft log; the replica listens on its
+    /// CLIENT_ADDR (--listen is not used).
+    #[arg(long = "peer", value_name = "ID=RAFT/CLIENT", requires = "id")]
+    peers: Vec<String>,
 }
 
 #[derive(clap::Args)]
@@ -148,9 +162,10 @@ struct Conn {
     /// Keys file holding --host's key.
     #[arg(long)]
     keys: PathBuf,
-    /// The controller.
-    #[arg(long, default_value = "127.0.0.1:7070")]
-    controller: SocketAddr,
+    /// The controller; a replicated one's replicas comma-separated (the
+    /// serving one is found).
+    #[arg(long, default_value = "127.0.0.1:7070", value_delimiter = ',')]
+    controller: Vec<SocketAddr>,
 }
 
 #[derive(clap::Args)]
@@ -338,8 +353,17 @@ impl Fabric for LogFabric {
     }
 }
 
+/// A topology file, or a generated fabric's spec (`fat-tree:4`).
+fn load_topology(p: &Path) -> Result<Topology, String> {
+    let text = p.to_string_lossy();
+    if !p.exists() && (text.starts_with("fat-tree:") || text.starts_with("leaf-spine:")) {
+        return xlane_ctl::te::gen::from_spec(&text).map_err(|e| format!("--topology {text}: {e}"));
+    }
+    Topology::from_file(p).map_err(|e| format!("--topology {}: {e}", p.display()))
+}
+
 fn serve(a: ServeArgs) -> super::CmdResult {
-    let topo = Topology::from_file(&a.topology)?;
+    let topo = load_topology(&a.topology)?;
     let keys = Keys::from_file(&a.keys)?;
     for h in keys.hosts() {
         if topo.node_id(h).is_none() {
@@ -367,6 +391,9 @@ fn serve(a: ServeArgs) -> super::CmdResult {
         Box::new(NoFabric)
     };
     let stop = install_termination_flag();
+    if let Some(id) = a.id {
+        return serve_replica(id, &a, cfg, topo, keys, fabric, stop);
+    }
     let server = Server::start(cfg, topo, keys, fabric)?;
     let _exporter = match a.metrics {
         Some(m) => {
@@ -393,6 +420,76 @@ fn serve(a: ServeArgs) -> super::CmdResult {
         handle.stop();
     });
     server.wait();
+    tracing::info!("stopped");
+    Ok(())
+}
+
+/// `xlane ctl serve --id N --peer ...`: one replica of a replicated
+/// controller, until SIGINT/SIGTERM.
+fn serve_replica(
+    id: u64,
+    a: &ServeArgs,
+    cfg: ServerConfig,
+    topo: Topology,
+    keys: Keys,
+    fabric: Box<dyn Fabric>,
+    stop: &std::sync::atomic::AtomicBool,
+) -> super::CmdResult {
+    use xlane_ctl_replica::{parse_replica, ControllerReplica, ReplicaConfig};
+    let mut peers = std::collections::BTreeMap::new();
+    for p in &a.peers {
+        let (pid, addrs) = parse_replica(p).map_err(|e| format!("--peer {p:?}: {e}"))?;
+        if peers.insert(pid, addrs).is_some() {
+            return Err(format!("--peer: replica {pid} given twice").into());
+        }
+    }
+    if !peers.contains_key(&id) {
+        return Err(format!("--id {id}: no --peer entry for this replica").into());
+    }
+    if a.metrics.is_some() {
+        tracing::warn!("--metrics is not served by a replica yet; ignored");
+    }
+    let n = peers.len();
+    let mut rc = ReplicaConfig::new(id, peers, a.state.clone())?;
+    rc.storage.fsync = match a.fsync {
+        // Once per raft Ready, before any message leaves: nothing is
+        // acknowledged before it is on disk.
+        FsyncPolicy::Always => xlane_ctl_replica::FsyncPolicy::Batch,
+        FsyncPolicy::Never => xlane_ctl_replica::FsyncPolicy::Never,
+    };
+    let (te, policy) = (cfg.te.clone(), cfg.policy.clone());
+    rc.server = cfg;
+    let replica = ControllerReplica::start(rc, topo, te, policy, keys, fabric)?;
+    tracing::info!(
+        "listening on {}; replica {id} of {n}; raft log {}: {} record(s) replayed{}",
+        replica
+            .client_addr()
+            .map_or_else(|| "-".into(), |a| a.to_string()),
+        a.state.display(),
+        replica.open_report().records,
+        if replica.open_report().torn_tail.is_some() {
+            ", a torn tail cut"
+        } else {
+            ""
+        }
+    );
+    let mut serving = false;
+    while !stop.load(Ordering::Relaxed) {
+        std::thread::sleep(Duration::from_millis(50));
+        let now = replica.serves();
+        if now != serving {
+            serving = now;
+            if now {
+                tracing::info!("replica {id} serves");
+            } else {
+                tracing::info!(
+                    "replica {id} follows (leader: replica {})",
+                    replica.leader_id()
+                );
+            }
+        }
+    }
+    replica.stop();
     tracing::info!("stopped");
     Ok(())
 }
@@ -485,7 +582,10 @@ fn write_private(p: &Path, text: &str) -> super::CmdResult {
 
 fn connect(c: &Conn) -> Result<Client, Box<dyn std::error::Error>> {
     let key = host_key(&c.keys, &c.host)?;
-    Ok(connect_as(c.controller, &c.host, &key)?)
+    Client::connect_any(&c.controller, &c.host, &key).map_err(|e| {
+        let list: Vec<String> = c.controller.iter().map(|a| a.to_string()).collect();
+        format!("controller {}: {e}", list.join(",")).into()
+    })
 }
 
 /// `host`'s key from the keys file at `path` (`xlane ctl keygen`).
