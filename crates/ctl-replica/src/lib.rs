@@ -32,18 +32,16 @@
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
 use xlane_ctl::auth::Keys;
 use xlane_ctl::fabric::Fabric;
 use xlane_ctl::replicated::ReplicatedState;
 use xlane_ctl::server::{Log, LogError, Server, ServerConfig, ServerError};
 use xlane_ctl::te::{TeConfig, Topology};
 use xlane_ctl::Policy;
-use xlane_xraft::batch::ReassemblyLimits;
 use xlane_xraft::driver::{Driver, DriverHandle, ReplicateError};
 use xlane_xraft::node::NewNodeError;
 use xlane_xraft::storage::OpenError;
-use xlane_xraft::{DiskStorage, MessageEndpoint, RaftNode, StateMachine};
+use xlane_xraft::{DiskStorage, RaftNode, StateMachine};
 pub use xlane_xraft::{FsyncPolicy, NodeConfig, OpenReport, StorageConfig};
 pub use xlane_xraft_net::NetAuth;
 use xlane_xraft_net::{NetConfig, NetError, NetTransport, TcpSide};
@@ -270,21 +268,9 @@ impl ControllerReplica {
         if voters == [cfg.id] && !node.is_leader() {
             let _ = node.campaign();
         }
-        // Fragment ids must not repeat across restarts: start from the clock.
-        let first_msg_id = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(1, |d| d.as_nanos() as u64);
-        let limits = ReassemblyLimits {
-            max_message_bytes: xlane_xraft_net::net::MAX_FRAME,
-            ..ReassemblyLimits::default()
-        };
-        let endpoint = MessageEndpoint::new(
-            net.payload_mtu(),
-            first_msg_id,
-            xlane_xraft_net::net::BULK_THRESHOLD,
-            limits,
-        )
-        .map_err(|e| ReplicaError::Config(e.to_string()))?;
+        let endpoint = net
+            .message_endpoint(xlane_xraft_net::net::BULK_THRESHOLD)
+            .map_err(|e| ReplicaError::Config(e.to_string()))?;
         let driver = Driver::spawn(node, endpoint, transport);
         let handle = driver.handle();
         tcp.serve(handle.clone())?;

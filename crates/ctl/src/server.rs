@@ -451,32 +451,20 @@ impl Server {
                 fabric_errors += 1;
             }
         }
-        let listener = TcpListener::bind(cfg.listen).map_err(|source| ServerError::Bind {
-            addr: cfg.listen,
-            source,
-        })?;
-        listener.set_nonblocking(true)?;
         let next_compact = opened.store.journal_records() + cfg.compact_every.max(1);
-        let shared = Arc::new(Shared {
-            backing: Backing::Journal(Box::new(Mutex::new(Daemon {
-                core,
-                store: opened.store,
-                fabric,
-                next_compact,
-            }))),
-            subscribers: Mutex::new(HashMap::new()),
-            keys,
-            cfg,
-            stop: AtomicBool::new(false),
-            start: Instant::now(),
-            counters: Counters::default(),
-            conns: Mutex::new(Vec::new()),
-        });
-        shared
+        let backing = Backing::Journal(Box::new(Mutex::new(Daemon {
+            core,
+            store: opened.store,
+            fabric,
+            next_compact,
+        })));
+        let server = Self::spawn(backing, cfg, keys, opened.report)?;
+        server
+            .shared
             .counters
             .fabric_errors
-            .store(fabric_errors, Ordering::Relaxed);
-        Self::spawn(shared, listener, opened.report)
+            .fetch_add(fabric_errors, Ordering::Relaxed);
+        Ok(server)
     }
 
     /// Serve a replicated controller: `state` is what `log`'s state
@@ -492,18 +480,30 @@ impl Server {
         state: Arc<ReplicatedState>,
         log: Arc<dyn Log>,
     ) -> Result<Server, ServerError> {
+        let backing = Backing::Replicated(Replica {
+            state,
+            log,
+            fabric: Mutex::new(fabric),
+            serving: AtomicBool::new(false),
+        });
+        Self::spawn(backing, cfg, keys, RecoveryReport::default())
+    }
+
+    /// Listen on `cfg.listen` and start the accept and tick threads.
+    fn spawn(
+        backing: Backing,
+        cfg: ServerConfig,
+        keys: Keys,
+        recovery: RecoveryReport,
+    ) -> Result<Server, ServerError> {
         let listener = TcpListener::bind(cfg.listen).map_err(|source| ServerError::Bind {
             addr: cfg.listen,
             source,
         })?;
         listener.set_nonblocking(true)?;
+        let addr = listener.local_addr()?;
         let shared = Arc::new(Shared {
-            backing: Backing::Replicated(Replica {
-                state,
-                log,
-                fabric: Mutex::new(fabric),
-                serving: AtomicBool::new(false),
-            }),
+            backing,
             subscribers: Mutex::new(HashMap::new()),
             keys,
             cfg,
@@ -512,15 +512,6 @@ impl Server {
             counters: Counters::default(),
             conns: Mutex::new(Vec::new()),
         });
-        Self::spawn(shared, listener, RecoveryReport::default())
-    }
-
-    fn spawn(
-        shared: Arc<Shared>,
-        listener: TcpListener,
-        recovery: RecoveryReport,
-    ) -> Result<Server, ServerError> {
-        let addr = listener.local_addr()?;
         let mut threads = Vec::new();
         let s = shared.clone();
         threads.push(

@@ -32,17 +32,13 @@ use std::net::{SocketAddr, TcpListener};
 use std::os::fd::RawFd;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, RwLock};
-use std::time::{SystemTime, UNIX_EPOCH};
-use xlane_xraft::batch::ReassemblyLimits;
 use xlane_xraft::driver::{Driver, DriverHandle, Frontend, ReplicateError};
 use xlane_xraft::node::NewNodeError;
 use xlane_xraft::storage::OpenError;
 /// The raft log's storage settings and fsync policy, re-exported for
 /// callers that do not depend on `xlane-xraft` themselves.
 pub use xlane_xraft::{timeouts_from_bounds, FsyncPolicy as LogFsync, OpenReport, StorageConfig};
-use xlane_xraft::{
-    DiskStorage, Input, MessageEndpoint, NodeConfig, RaftNode, Readiness, TrafficClass, Transport,
-};
+use xlane_xraft::{DiskStorage, Input, NodeConfig, RaftNode, Readiness, TrafficClass, Transport};
 /// The network's settings and counters, re-exported for callers that do
 /// not depend on `xlane-xraft-net` themselves.
 pub use xlane_xraft_net::net::{BULK_THRESHOLD, EXPRESS_MTU, MAX_FRAME};
@@ -247,18 +243,9 @@ impl RaftReplicator {
         if node.conf_state().voters == [cfg.id] && !node.is_leader() {
             let _ = node.campaign();
         }
-        // Fragment ids must not repeat across restarts (peers remember
-        // recently completed ids): start from the wall clock.
-        let first_msg_id = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(1, |d| d.as_nanos() as u64);
-        let limits = ReassemblyLimits {
-            max_message_bytes: MAX_FRAME,
-            ..ReassemblyLimits::default()
-        };
-        let endpoint =
-            MessageEndpoint::new(net.payload_mtu(), first_msg_id, cfg.bulk_threshold, limits)
-                .map_err(|e| RaftStartError::Config(e.to_string()))?;
+        let endpoint = net
+            .message_endpoint(cfg.bulk_threshold)
+            .map_err(|e| RaftStartError::Config(e.to_string()))?;
 
         let (client_addr, frontend) = match clients {
             None => (None, None),

@@ -121,6 +121,25 @@ pub struct NetAuth {
 }
 
 impl NetConfig {
+    /// The raft driver's message endpoint for this network: fragments of
+    /// [`NetConfig::payload_mtu`], messages above `bulk_threshold` bytes
+    /// on TCP, reassembly up to [`MAX_FRAME`]. Fragment ids start from the
+    /// wall clock, so that they do not repeat across restarts (peers
+    /// remember recently completed ids).
+    pub fn message_endpoint(
+        &self,
+        bulk_threshold: usize,
+    ) -> Result<xlane_xraft::MessageEndpoint, xlane_xraft::batch::FragmentError> {
+        let first_msg_id = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(1, |d| d.as_nanos() as u64);
+        let limits = xlane_xraft::batch::ReassemblyLimits {
+            max_message_bytes: MAX_FRAME,
+            ..xlane_xraft::batch::ReassemblyLimits::default()
+        };
+        xlane_xraft::MessageEndpoint::new(self.payload_mtu(), first_msg_id, bulk_threshold, limits)
+    }
+
     /// The largest raft fragment a datagram carries: the express MTU, less
     /// the MAC trailer when datagrams are authenticated.
     pub fn payload_mtu(&self) -> usize {
