@@ -13,7 +13,7 @@ use crate::proto::{
 };
 use std::collections::VecDeque;
 use std::io::{Read, Write};
-use std::net::{TcpStream, ToSocketAddrs};
+use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::time::{Duration, Instant};
 use xlane_te::Resources;
 
@@ -75,6 +75,7 @@ pub struct Client {
     fb: FrameBuffer,
     upcalls: VecDeque<Upcall>,
     host: String,
+    addr: SocketAddr,
     subscribed: bool,
     timeout: Duration,
 }
@@ -88,11 +89,13 @@ impl Client {
     ) -> Result<Client, ClientError> {
         let stream = TcpStream::connect(addr)?;
         stream.set_nodelay(true)?;
+        let addr = stream.peer_addr()?;
         let mut c = Client {
             stream,
             fb: FrameBuffer::new(),
             upcalls: VecDeque::new(),
             host: host.to_string(),
+            addr,
             subscribed: false,
             timeout: Duration::from_secs(10),
         };
@@ -116,11 +119,7 @@ impl Client {
     /// tries `addrs` in order, skipping replicas that refuse with
     /// `NotLeader` or cannot be reached. Returns the last error when none
     /// serves (e.g. during an election: try again shortly).
-    pub fn connect_any(
-        addrs: &[std::net::SocketAddr],
-        host: &str,
-        key: &Key,
-    ) -> Result<Client, ClientError> {
+    pub fn connect_any(addrs: &[SocketAddr], host: &str, key: &Key) -> Result<Client, ClientError> {
         let mut last = ClientError::Closed;
         for a in addrs {
             match Client::connect(a, host, key) {
@@ -134,6 +133,11 @@ impl Client {
     /// The host this client speaks for.
     pub fn host(&self) -> &str {
         &self.host
+    }
+
+    /// The controller (replica) this client is connected to.
+    pub fn peer_addr(&self) -> SocketAddr {
+        self.addr
     }
 
     /// How long calls wait for a reply.

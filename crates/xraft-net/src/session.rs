@@ -21,16 +21,29 @@
 //!   once, down after the grace period, never below the configured Λ).
 //! * **Peers**: the other members' trees are looked up again every second,
 //!   so a member that restarted (and was granted new trees) is heard again.
+//! * **Controller**: the session is given every address of the controller
+//!   (a replicated one's replicas) and connects to whichever serves. When
+//!   the connection ends (the serving replica died or stopped serving) the
+//!   lane keeps its last grants, and the session goes through the whole
+//!   list again, at once and then after waits that double from
+//!   50 ms up to 2 s, until a replica serves. Once connected it subscribes
+//!   again, reconciles its trees (`ReconcileHost`: one the controller does
+//!   not know comes back as `bandwidthTerminated`) and follows any change
+//!   of its trees' resources it missed meanwhile (from the tunnel list).
 //!
 //! Every action is reported as a [`SessionEvent`].
 
 use crate::lane::{frame_sizes, FrameSizes, LaneControl, LaneTiming, Retune, Tree, TreeIds};
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 use xlane_ctl::auth::Key;
 use xlane_ctl::client::{Client, ClientError, Granted};
-use xlane_ctl::proto::{Reason, TerminateReason, TunnelId, TunnelState, Upcall};
+use xlane_ctl::proto::{
+    Reason, RefusalCode, TerminateReason, TunnelId, TunnelInfo, TunnelState, Upcall,
+};
+use xlane_ctl::te::Resources;
 
 /// UDP, IPv4 and Ethernet headers around a lane frame: the controller's σ
 /// is what a queue counts for a packet.
@@ -57,12 +70,19 @@ const ROLE_EVERY: Duration = Duration::from_millis(200);
 const PEERS_EVERY: Duration = Duration::from_secs(1);
 /// How long a refused resize waits before it is asked again.
 const RESIZE_RETRY: Duration = Duration::from_secs(5);
+/// The wait after the first pass through the controller list that found
+/// no serving replica; it doubles after each such pass...
+const RECONNECT_FIRST: Duration = Duration::from_millis(50);
+/// ... up to this.
+const RECONNECT_MAX: Duration = Duration::from_secs(2);
 
 /// How to open a session.
 #[derive(Debug, Clone)]
 pub struct SessionConfig {
-    /// The controller.
-    pub controller: SocketAddr,
+    /// The controller's address, or a replicated controller's replicas':
+    /// tried in order, the one that serves is used (and looked for again
+    /// through the whole list when the connection ends).
+    pub controllers: Vec<SocketAddr>,
     /// This member's controller key.
     pub key: Key,
     /// This member's raft id.
@@ -90,10 +110,11 @@ pub enum SessionError {
     #[error("{0}")]
     Config(String),
     /// A controller call failed or was refused.
-    #[error("controller {addr}: {what}: {source}")]
+    #[error("controller {}: {what}: {source}", addr_list(.addrs))]
     Controller {
-        /// The controller.
-        addr: SocketAddr,
+        /// The controller addresses tried: all of them when none served,
+        /// else the serving one.
+        addrs: Vec<SocketAddr>,
         /// The call.
         what: String,
         /// Why.
@@ -188,11 +209,48 @@ pub enum SessionEvent {
         /// Its trees now.
         trees: TreeIds,
     },
-    /// The controller connection ended; the lane keeps its last grants.
+    /// The controller connection ended; the lane keeps its last grants
+    /// while the session looks for the serving replica again.
     ControllerLost {
-        /// Why.
+        /// Why (naming the controller address).
         detail: String,
     },
+    /// A pass through the controller list found no replica that serves
+    /// (tried again after a wait); reported when the reason changes, not
+    /// at every pass.
+    ControllerUnreachable {
+        /// Why (naming every address tried).
+        detail: String,
+    },
+    /// The session is connected again, subscribed, and its trees
+    /// reconciled.
+    Reconnected {
+        /// The controller (replica) that serves it now.
+        controller: SocketAddr,
+        /// This member's trees the controller still holds (a tree it does
+        /// not know is reported as [`SessionEvent::BandwidthTerminated`]).
+        kept: Vec<u32>,
+        /// Trees whose resources changed while the session was away:
+        /// followed now, as a `bandwidthChanged` whose grace period is over.
+        resynced: Vec<u32>,
+    },
+}
+
+/// `a,b,c`: addresses as an error message names them.
+fn addr_list(addrs: &[SocketAddr]) -> String {
+    let v: Vec<String> = addrs.iter().map(ToString::to_string).collect();
+    v.join(",")
+}
+
+/// Whether a call's error means the connection is gone (or useless: the
+/// replica no longer serves, and it closes the connection after saying
+/// so), rather than the controller refusing this one request.
+fn connection_lost(e: &ClientError) -> bool {
+    match e {
+        ClientError::Refused { code, .. } => *code == RefusalCode::NotLeader,
+        ClientError::Encode(_) => false,
+        _ => true,
+    }
 }
 
 /// When Λ moves to a new X-FD bound.
@@ -241,8 +299,11 @@ fn trees_of(list: &[xlane_ctl::proto::TunnelInfo]) -> BTreeMap<String, (Option<u
 
 /// A running member's session.
 pub struct Session {
-    conn: Client,
+    /// `None` while no controller replica serves the session.
+    conn: Option<Client>,
     cfg: SessionConfig,
+    /// This member's controller host name.
+    host: String,
     own: TreeIds,
     sizes: FrameSizes,
     /// Each own tree's announced maximum latency, ns.
@@ -266,17 +327,18 @@ pub struct Opened {
 
 /// Gives a member's trees back when it stops.
 pub struct Release {
-    controller: SocketAddr,
+    controllers: Vec<SocketAddr>,
     host: String,
     key: Key,
     tunnels: Vec<TunnelId>,
 }
 
 impl Release {
-    /// Releases every tree (a fresh connection: the session's may be gone);
-    /// returns how many the controller confirmed.
+    /// Releases every tree (a fresh connection to whichever replica serves:
+    /// the session's may be gone); returns how many the controller
+    /// confirmed.
     pub fn run(self) -> usize {
-        let Ok(mut c) = Client::connect(self.controller, &self.host, &self.key) else {
+        let Ok(mut c) = Client::connect_any(&self.controllers, &self.host, &self.key) else {
             return 0;
         };
         self.tunnels
@@ -287,16 +349,16 @@ impl Release {
 }
 
 impl Session {
-    /// Connects, subscribes, gives back the trees of an earlier run of this
-    /// member, asks for its two trees, sets `timing` to the grants (periods,
-    /// σ, Λ at least the X-FD tree's announced maximum), and waits until
-    /// every other member holds its trees.
+    /// Connects (to the first of `cfg.controllers` that serves: one pass
+    /// through the list, the error names every address), subscribes, gives
+    /// back the trees of an earlier run of this member, asks for its two
+    /// trees, sets `timing` to the grants (periods, σ, Λ at least the X-FD
+    /// tree's announced maximum), and waits until every other member holds
+    /// its trees.
     pub fn open(cfg: SessionConfig, timing: &mut LaneTiming) -> Result<Opened, SessionError> {
-        let addr = cfg.controller;
-        let err = |what: &str| {
-            let what = what.to_string();
-            move |source| SessionError::Controller { addr, what, source }
-        };
+        if cfg.controllers.is_empty() {
+            return Err(SessionError::Config("no controller address".into()));
+        }
         let host =
             cfg.names.get(&cfg.me).cloned().ok_or_else(|| {
                 SessionError::Config(format!("no host name for member {}", cfg.me))
@@ -312,7 +374,23 @@ impl Session {
                 "the lane needs at least one other member".into(),
             ));
         }
-        let mut conn = Client::connect(addr, &host, &cfg.key).map_err(err("connect"))?;
+        let mut conn =
+            Client::connect_any(&cfg.controllers, &host, &cfg.key).map_err(|source| {
+                SessionError::Controller {
+                    addrs: cfg.controllers.clone(),
+                    what: "connect".into(),
+                    source,
+                }
+            })?;
+        let addr = conn.peer_addr();
+        let err = |what: &str| {
+            let what = what.to_string();
+            move |source| SessionError::Controller {
+                addrs: vec![addr],
+                what,
+                source,
+            }
+        };
         // Upcalls from here on are kept for `run`, including those that
         // the requests below set off.
         conn.subscribe().map_err(err("subscribe"))?;
@@ -366,8 +444,9 @@ impl Session {
             .map(|g| (g.tunnel, g.max_latency_ns))
             .collect();
         let mut s = Session {
-            conn,
+            conn: Some(conn),
             cfg,
+            host,
             own,
             sizes,
             max_ns,
@@ -415,19 +494,25 @@ impl Session {
         self.max_ns.values().copied().max().unwrap_or(0)
     }
 
+    /// The controller (replica) the session is connected to; `None` while
+    /// it looks for one that serves.
+    pub fn controller(&self) -> Option<SocketAddr> {
+        self.conn.as_ref().map(Client::peer_addr)
+    }
+
     /// What gives the trees back when the member stops.
     pub fn release(&self) -> Release {
         Release {
-            controller: self.cfg.controller,
-            host: self
-                .cfg
-                .names
-                .get(&self.cfg.me)
-                .cloned()
-                .unwrap_or_default(),
+            controllers: self.cfg.controllers.clone(),
+            host: self.host.clone(),
             key: self.cfg.key.clone(),
             tunnels: vec![TunnelId(self.own.fd as u64), TunnelId(self.own.repl as u64)],
         }
+    }
+
+    /// The connection, or `Closed` while there is none.
+    fn conn(&mut self) -> Result<&mut Client, ClientError> {
+        self.conn.as_mut().ok_or(ClientError::Closed)
     }
 
     /// The keys of `trees`' tunnels (key id = tunnel id).
@@ -435,7 +520,7 @@ impl Session {
         let mut v = Vec::with_capacity(2 * trees.len());
         for t in trees {
             for id in [t.fd, t.repl] {
-                v.push((id, self.conn.tunnel_key(TunnelId(id as u64))?));
+                v.push((id, self.conn()?.tunnel_key(TunnelId(id as u64))?));
             }
         }
         Ok(v)
@@ -444,7 +529,7 @@ impl Session {
     /// Looks the other members' trees up; returns the names of those that
     /// hold none yet. Updates `self.peers` with those that do.
     fn look_up_peers(&mut self) -> Result<Vec<String>, ClientError> {
-        let (list, _) = self.conn.list()?;
+        let (list, _) = self.conn()?.list()?;
         let held = trees_of(&list);
         let mut missing = Vec::new();
         for (&id, name) in self.cfg.names.iter().filter(|(&i, _)| i != self.cfg.me) {
@@ -458,20 +543,28 @@ impl Session {
         Ok(missing)
     }
 
-    /// Until the controller connection ends: follows upcalls, resizes the
-    /// replication tree when `leader()` (the raft leader's id) says this
-    /// member's role changed, and learns other members' new trees; tells
-    /// `control` and reports every action to `event`.
+    /// Until `stop` is set: follows upcalls, resizes the replication tree
+    /// when `leader()` (the raft leader's id) says this member's role
+    /// changed, and learns other members' new trees; tells `control` and
+    /// reports every action to `event`. When the controller connection
+    /// ends it connects again to whichever replica serves (see the module
+    /// docs). Returns the session.
     pub fn run(
         mut self,
         control: &LaneControl,
         leader: &dyn Fn() -> u64,
         event: &mut dyn FnMut(SessionEvent),
-    ) {
+        stop: &AtomicBool,
+    ) -> Session {
         let mut lower: Option<(Instant, u64)> = None;
         let (mut role_at, mut peers_at) = (Instant::now(), Instant::now() + PEERS_EVERY);
         let mut retry_at: Option<Instant> = None;
-        loop {
+        // While disconnected: when to go through the list again, the wait
+        // after that, and the last reason reported.
+        let mut reconnect_at = Instant::now();
+        let mut backoff = RECONNECT_FIRST;
+        let mut unreachable: Option<String> = None;
+        while !stop.load(Ordering::Relaxed) {
             let now = Instant::now();
             if let Some((at, l)) = lower {
                 if now >= at {
@@ -479,46 +572,66 @@ impl Session {
                     lower = None;
                 }
             }
-            if now >= role_at && retry_at.map_or(true, |t| now >= t) {
-                role_at = now + ROLE_EVERY;
-                retry_at = self.follow_role(control, leader() == self.cfg.me, event);
-            }
-            if now >= peers_at {
-                peers_at = now + PEERS_EVERY;
-                let before = self.peers.clone();
-                if self.look_up_peers().is_ok() && self.peers != before {
-                    let new: Vec<(u64, TreeIds)> = self
-                        .peers
-                        .iter()
-                        .filter(|(m, t)| before.get(m) != Some(t))
-                        .map(|(&m, &t)| (m, t))
-                        .collect();
-                    if self.cfg.tree_keys {
-                        let trees: Vec<TreeIds> = new.iter().map(|(_, t)| *t).collect();
-                        match self.keys_of(&trees) {
-                            Ok(k) => control.add_keys(k),
-                            Err(_) => {
-                                // Frames of the new trees would not open:
-                                // keep the old ones and ask again.
-                                self.peers = before;
-                                continue;
+            if self.conn.is_none() {
+                if now >= reconnect_at {
+                    match self.reconnect(control, &mut lower) {
+                        Ok(e) => {
+                            event(e);
+                            backoff = RECONNECT_FIRST;
+                            unreachable = None;
+                            // A resize cut short is asked again, and the
+                            // peers are looked up, at once.
+                            retry_at = None;
+                            (role_at, peers_at) = (now, now);
+                        }
+                        Err(detail) => {
+                            reconnect_at = Instant::now() + backoff;
+                            backoff = (backoff * 2).min(RECONNECT_MAX);
+                            if unreachable.as_ref() != Some(&detail) {
+                                unreachable = Some(detail.clone());
+                                event(SessionEvent::ControllerUnreachable { detail });
                             }
                         }
                     }
-                    for (member, trees) in new {
-                        event(SessionEvent::PeerTrees { member, trees });
-                    }
-                    control.set_peer_trees(self.peers.clone());
+                }
+                if self.conn.is_none() {
+                    let wait = reconnect_at.saturating_duration_since(Instant::now());
+                    std::thread::sleep(wait.min(Duration::from_millis(100)));
+                    continue;
                 }
             }
-            let u = match self.conn.next_upcall(Duration::from_millis(100)) {
+            if now >= role_at && retry_at.map_or(true, |t| now >= t) {
+                role_at = now + ROLE_EVERY;
+                match self.follow_role(control, leader() == self.cfg.me, event) {
+                    Ok(r) => retry_at = r,
+                    Err(e) => {
+                        retry_at = None;
+                        self.lose(&e, event);
+                        (reconnect_at, backoff) = (Instant::now(), RECONNECT_FIRST);
+                        continue;
+                    }
+                }
+            }
+            if now >= peers_at {
+                peers_at = now + PEERS_EVERY;
+                if let Err(e) = self.follow_peers(control, event) {
+                    if connection_lost(&e) {
+                        self.lose(&e, event);
+                        (reconnect_at, backoff) = (Instant::now(), RECONNECT_FIRST);
+                        continue;
+                    }
+                }
+            }
+            let u = match self
+                .conn()
+                .and_then(|c| c.next_upcall(Duration::from_millis(100)))
+            {
                 Ok(Some(u)) => u,
                 Ok(None) => continue,
                 Err(e) => {
-                    event(SessionEvent::ControllerLost {
-                        detail: e.to_string(),
-                    });
-                    return;
+                    self.lose(&e, event);
+                    (reconnect_at, backoff) = (Instant::now(), RECONNECT_FIRST);
+                    continue;
                 }
             };
             match u {
@@ -532,33 +645,8 @@ impl Session {
                     let Some(tree) = self.tree_of(tunnel) else {
                         continue;
                     };
-                    let max = new.max_latency_ns();
-                    self.max_ns.insert(tunnel.0 as u32, max);
-                    // The new period from the next free window (a longer
-                    // one is the safe side at once; σ is this member's).
-                    let (_, bytes) = control.tree(tree);
-                    control.retune(Retune {
-                        tree,
-                        period_ns: new.period_ns,
-                        frame_bytes: bytes,
-                    });
-                    let mut fd_lambda_ns = None;
-                    if tree == Tree::Fd {
-                        let (want, step) =
-                            lambda_step(max, self.fd_floor_ns, control.fd_lambda_ns());
-                        match step {
-                            LambdaStep::Now => {
-                                control.set_fd_lambda_ns(want);
-                                lower = None;
-                            }
-                            LambdaStep::AfterGrace => {
-                                lower =
-                                    Some((Instant::now() + Duration::from_nanos(grace_ns), want))
-                            }
-                            LambdaStep::Keep => lower = None,
-                        }
-                        fd_lambda_ns = Some(want);
-                    }
+                    let fd_lambda_ns =
+                        self.follow(tree, tunnel, &new, grace_ns, control, &mut lower);
                     event(SessionEvent::BandwidthChanged {
                         tree,
                         tunnel: tunnel.0 as u32,
@@ -566,7 +654,7 @@ impl Session {
                         grace_ns,
                         period_ns: new.period_ns,
                         old_period_ns: old.period_ns,
-                        max_latency_ns: max,
+                        max_latency_ns: new.max_latency_ns(),
                         old_max_latency_ns: old.max_latency_ns(),
                         fd_lambda_ns,
                         bound_ns: self.bound_ns(),
@@ -583,6 +671,140 @@ impl Session {
                 }
             }
         }
+        self
+    }
+
+    /// Drops the connection after `e` and reports it.
+    fn lose(&mut self, e: &ClientError, event: &mut dyn FnMut(SessionEvent)) {
+        let detail = match self.conn.take() {
+            Some(c) => format!("controller {}: {e}", c.peer_addr()),
+            None => e.to_string(),
+        };
+        event(SessionEvent::ControllerLost { detail });
+    }
+
+    /// Connects to whichever controller replica serves, subscribes,
+    /// reconciles this member's trees and follows what changed in their
+    /// resources meanwhile. The error names every address tried.
+    fn reconnect(
+        &mut self,
+        control: &LaneControl,
+        lower: &mut Option<(Instant, u64)>,
+    ) -> Result<SessionEvent, String> {
+        let mut c = Client::connect_any(&self.cfg.controllers, &self.host, &self.cfg.key)
+            .map_err(|e| format!("controller {}: {e}", addr_list(&self.cfg.controllers)))?;
+        let addr = c.peer_addr();
+        let fail = |what: &'static str| move |e| format!("controller {addr}: {what}: {e}");
+        // Subscribed first: a tree the reconciliation terminates comes
+        // back as an upcall on this connection.
+        c.subscribe().map_err(fail("subscribe"))?;
+        let own = [TunnelId(self.own.fd as u64), TunnelId(self.own.repl as u64)];
+        let r = c.reconcile(&own).map_err(fail("reconcile"))?;
+        let (list, _) = c.list().map_err(fail("list"))?;
+        self.conn = Some(c);
+        let mut resynced = Vec::new();
+        for (tree, t) in [(Tree::Fd, self.own.fd), (Tree::Repl, self.own.repl)] {
+            let Some(info) = list.iter().find(|i| i.tunnel.0 == t as u64) else {
+                continue;
+            };
+            if self.missed_change(tree, info, control) {
+                self.follow(tree, info.tunnel, &info.resources, 0, control, lower);
+                resynced.push(t);
+            }
+        }
+        Ok(SessionEvent::Reconnected {
+            controller: addr,
+            kept: r.kept.iter().map(|t| t.0 as u32).collect(),
+            resynced,
+        })
+    }
+
+    /// Whether own tree `tree`'s resources at the controller (`info`)
+    /// differ from those the lane runs.
+    fn missed_change(&self, tree: Tree, info: &TunnelInfo, control: &LaneControl) -> bool {
+        let (period_ns, _) = control.tree(tree);
+        period_ns != info.resources.period_ns
+            || self.max_ns.get(&(info.tunnel.0 as u32)) != Some(&info.resources.max_latency_ns())
+    }
+
+    /// Follows new resources of one of this member's trees: the tree runs
+    /// at the new period from its next free window (a longer one is the
+    /// safe side at once; σ is this member's), and for the X-FD tree Λ
+    /// follows the announced maximum latency (up at once, down after
+    /// `grace_ns`). Returns the X-FD tree's Λ.
+    fn follow(
+        &mut self,
+        tree: Tree,
+        tunnel: TunnelId,
+        new: &Resources,
+        grace_ns: u64,
+        control: &LaneControl,
+        lower: &mut Option<(Instant, u64)>,
+    ) -> Option<u64> {
+        let max = new.max_latency_ns();
+        self.max_ns.insert(tunnel.0 as u32, max);
+        let (_, bytes) = control.tree(tree);
+        control.retune(Retune {
+            tree,
+            period_ns: new.period_ns,
+            frame_bytes: bytes,
+        });
+        if tree != Tree::Fd {
+            return None;
+        }
+        let (want, step) = lambda_step(max, self.fd_floor_ns, control.fd_lambda_ns());
+        match step {
+            LambdaStep::Now => {
+                control.set_fd_lambda_ns(want);
+                *lower = None;
+            }
+            LambdaStep::AfterGrace => {
+                *lower = Some((Instant::now() + Duration::from_nanos(grace_ns), want))
+            }
+            LambdaStep::Keep => *lower = None,
+        }
+        Some(want)
+    }
+
+    /// Looks the other members' trees up; tells `control` of those that
+    /// changed (and their keys, with tree keys). On an error nothing
+    /// changes (asked again at the next look-up).
+    fn follow_peers(
+        &mut self,
+        control: &LaneControl,
+        event: &mut dyn FnMut(SessionEvent),
+    ) -> Result<(), ClientError> {
+        let before = self.peers.clone();
+        if let Err(e) = self.look_up_peers() {
+            self.peers = before;
+            return Err(e);
+        }
+        if self.peers == before {
+            return Ok(());
+        }
+        let new: Vec<(u64, TreeIds)> = self
+            .peers
+            .iter()
+            .filter(|(m, t)| before.get(m) != Some(t))
+            .map(|(&m, &t)| (m, t))
+            .collect();
+        if self.cfg.tree_keys {
+            let trees: Vec<TreeIds> = new.iter().map(|(_, t)| *t).collect();
+            match self.keys_of(&trees) {
+                Ok(k) => control.add_keys(k),
+                Err(e) => {
+                    // Frames of the new trees would not open: keep the
+                    // old ones and ask again.
+                    self.peers = before;
+                    return Err(e);
+                }
+            }
+        }
+        for (member, trees) in new {
+            event(SessionEvent::PeerTrees { member, trees });
+        }
+        control.set_peer_trees(self.peers.clone());
+        Ok(())
     }
 
     fn tree_of(&self, t: TunnelId) -> Option<Tree> {
@@ -596,13 +818,14 @@ impl Session {
     }
 
     /// Resizes the replication tree if the role asks for another σ; the
-    /// time to ask again if the controller refused.
+    /// time to ask again if the controller refused. An error: the
+    /// connection is lost (asked again once connected).
     fn follow_role(
         &mut self,
         control: &LaneControl,
         leading: bool,
         event: &mut dyn FnMut(SessionEvent),
-    ) -> Option<Instant> {
+    ) -> Result<Option<Instant>, ClientError> {
         let want = if leading {
             self.sizes.repl_leader
         } else {
@@ -610,13 +833,11 @@ impl Session {
         };
         let (period, bytes) = control.tree(Tree::Repl);
         if bytes == want {
-            return None;
+            return Ok(None);
         }
         let tunnel = TunnelId(self.own.repl as u64);
-        match self
-            .conn
-            .change(tunnel, wire_bytes(want, self.cfg.sealed), period)
-        {
+        let sigma = wire_bytes(want, self.cfg.sealed);
+        match self.conn()?.change(tunnel, sigma, period) {
             Ok(g) => {
                 control.retune(Retune {
                     tree: Tree::Repl,
@@ -631,23 +852,25 @@ impl Session {
                     frame_bytes: want,
                     max_latency_ns: max,
                 });
-                None
+                Ok(None)
             }
+            Err(e) if connection_lost(&e) => Err(e),
             Err(e) => {
                 event(SessionEvent::ResizeRefused {
                     detail: e.to_string(),
                 });
-                Some(Instant::now() + RESIZE_RETRY)
+                Ok(Some(Instant::now() + RESIZE_RETRY))
             }
         }
     }
 }
 
 #[cfg(test)]
+mod takeover;
+
+#[cfg(test)]
 mod tests {
     use super::*;
-    use xlane_ctl::proto::TunnelInfo;
-    use xlane_ctl::te::Resources;
 
     /// Λ follows the X-FD tree's bound: up at once, down after the grace
     /// period, never below the configured one.

@@ -582,10 +582,7 @@ fn write_private(p: &Path, text: &str) -> super::CmdResult {
 
 fn connect(c: &Conn) -> Result<Client, Box<dyn std::error::Error>> {
     let key = host_key(&c.keys, &c.host)?;
-    Client::connect_any(&c.controller, &c.host, &key).map_err(|e| {
-        let list: Vec<String> = c.controller.iter().map(|a| a.to_string()).collect();
-        format!("controller {}: {e}", list.join(",")).into()
-    })
+    Ok(connect_as(&c.controller, &c.host, &key)?)
 }
 
 /// `host`'s key from the keys file at `path` (`xlane ctl keygen`).
@@ -596,9 +593,18 @@ pub(super) fn host_key(path: &std::path::Path, host: &str) -> Result<Key, String
         .ok_or_else(|| format!("no key for host `{host}` in {}", path.display()))
 }
 
-/// A connection to the controller at `addr`, authenticated as `host`.
-pub(super) fn connect_as(addr: SocketAddr, host: &str, key: &Key) -> Result<Client, String> {
-    Client::connect(addr, host, key).map_err(|e| format!("controller {addr}: {e}"))
+/// A connection, authenticated as `host`, to whichever of `addrs` serves:
+/// the controller's address, or a replicated controller's replicas (tried
+/// in order). The error names every address tried.
+pub(super) fn connect_as(addrs: &[SocketAddr], host: &str, key: &Key) -> Result<Client, String> {
+    Client::connect_any(addrs, host, key)
+        .map_err(|e| format!("controller {}: {e}", addr_list(addrs)))
+}
+
+/// `a,b,c`: controller addresses as messages name them.
+pub(super) fn addr_list(addrs: &[SocketAddr]) -> String {
+    let v: Vec<String> = addrs.iter().map(ToString::to_string).collect();
+    v.join(",")
 }
 
 fn fmt_ns(ns: u64) -> String {

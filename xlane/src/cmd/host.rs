@@ -6,6 +6,11 @@
 //! the interface's egress, its packets marked with its sub-lane's DSCP (a
 //! demoted tunnel's with best effort's). On SIGTERM or SIGINT it puts the
 //! interface back and prints one JSON line with its counters.
+//!
+//! Given a replicated controller's replicas (`--controller A,B,C`) it reads
+//! from whichever serves; when that connection fails it goes through the
+//! whole list again at the next poll (and every poll after, until one
+//! serves), keeping what it enforces meanwhile.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -29,9 +34,11 @@ pub struct Args {
     /// Keys file holding --host's key (`xlane ctl keygen`).
     #[arg(long)]
     keys: PathBuf,
-    /// The controller.
-    #[arg(long, default_value = "127.0.0.1:7070")]
-    controller: SocketAddr,
+    /// The controller; a replicated controller's replicas comma-separated
+    /// (the serving one is found, and found again through the whole list
+    /// after a takeover).
+    #[arg(long, default_value = "127.0.0.1:7070", value_delimiter = ',')]
+    controller: Vec<SocketAddr>,
     /// The interface to enforce on: the host's link towards the network.
     /// Its root qdisc must be the kernel's default; it is restored on exit.
     #[arg(long)]
@@ -131,7 +138,7 @@ pub fn run(a: Args) -> super::CmdResult {
     {
         let next = Instant::now() + poll;
         if client.is_none() {
-            match super::ctl::connect_as(a.controller, &a.host, &key) {
+            match super::ctl::connect_as(&a.controller, &a.host, &key) {
                 Ok(c) => client = Some(c),
                 Err(e) => {
                     if down_since.as_deref() != Some(&e) {
@@ -180,7 +187,8 @@ pub fn run(a: Args) -> super::CmdResult {
                         .store(egress.enforced().len() as u64 - active, Ordering::Relaxed);
                 }
                 Err(e) => {
-                    tracing::warn!("controller {}: {e}", a.controller);
+                    // The next poll looks for the serving replica again.
+                    tracing::warn!("controller {}: {e}", c.peer_addr());
                     counters.poll_errors.fetch_add(1, Ordering::Relaxed);
                     client = None;
                 }

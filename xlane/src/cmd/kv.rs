@@ -168,9 +168,18 @@ struct ServeArgs {
     /// --max-latency-ms is replaced by the largest announced maximum. The
     /// leader's replication tree is resized to carry its appends; a new
     /// period from the controller is followed at once. Tunnels this host
-    /// held from an earlier run are released first.
-    #[arg(long, requires = "ctl_keys", value_name = "ADDR")]
-    controller: Option<SocketAddr>,
+    /// held from an earlier run are released first. A replicated
+    /// controller's replicas are given comma-separated: the member uses
+    /// whichever serves, and when that connection ends it looks for the
+    /// serving one again through the whole list (keeping its grants
+    /// meanwhile), then subscribes again and reconciles its trees.
+    #[arg(
+        long,
+        requires = "ctl_keys",
+        value_name = "ADDR[,ADDR...]",
+        value_delimiter = ','
+    )]
+    controller: Vec<SocketAddr>,
     /// Burst policy of the lane trees (--controller): a leader's
     /// replication frame carries an append of this many bytes of entries
     /// (each entry's data plus 24 bytes of framing) to every follower; a
@@ -255,7 +264,7 @@ pub fn run(args: Args) -> super::CmdResult {
 fn serve(a: ServeArgs) -> super::CmdResult {
     let fsync: LogFsync = a.fsync.parse()?;
     if a.peers.is_empty() {
-        if a.id.is_some() || a.join || a.raft.is_some() || a.controller.is_some() {
+        if a.id.is_some() || a.join || a.raft.is_some() || !a.controller.is_empty() {
             return Err(
                 "--id, --join, --raft and --controller are for cluster members: \
                  give a --peer per member (a single node needs none)"
@@ -515,7 +524,7 @@ fn serve_raft(a: ServeArgs, fsync: LogFsync) -> super::CmdResult {
     let mut session = None;
     let mut trees = BTreeMap::new();
     let mut lane_keys = None;
-    if let Some(ctl) = a.controller {
+    if !a.controller.is_empty() {
         let timing = lane
             .as_mut()
             .ok_or("--controller allocates lane tunnels: it needs --transport lane")?;
@@ -524,7 +533,7 @@ fn serve_raft(a: ServeArgs, fsync: LogFsync) -> super::CmdResult {
         let key =
             super::ctl::host_key(keys, &names[&id]).map_err(|e| format!("--ctl-keys: {e}"))?;
         let cfg = SessionConfig {
-            controller: ctl,
+            controllers: a.controller.clone(),
             key,
             me: id,
             names,
@@ -634,6 +643,7 @@ fn serve_raft(a: ServeArgs, fsync: LogFsync) -> super::CmdResult {
     });
     if let Some(s) = session {
         let repl = repl.clone();
+        let stopping = stopping.clone();
         std::thread::Builder::new()
             .name("kv-ctl-session".into())
             .spawn(move || {
@@ -641,9 +651,12 @@ fn serve_raft(a: ServeArgs, fsync: LogFsync) -> super::CmdResult {
                     return;
                 };
                 let leader = || repl.leader_id();
-                s.run(control, &leader, &mut |e| {
-                    emit(event_json(&e, raft_tick_ns, election_ticks))
-                });
+                s.run(
+                    control,
+                    &leader,
+                    &mut |e| emit(event_json(&e, raft_tick_ns, election_ticks)),
+                    &stopping,
+                );
             })?;
     }
     watch_driver(&repl, &stopping)
@@ -695,7 +708,7 @@ fn grant_json(g: &Grant) -> serde_json::Value {
 /// A session event as a JSON line: `bandwidth_changed` (with whether
 /// Raft's election timeout, fixed at start, still covers every bound),
 /// `bandwidth_terminated`, `tree_resized`, `resize_refused`, `peer_trees`,
-/// `controller_lost`.
+/// `controller_lost`, `controller_unreachable`, `controller_reconnected`.
 fn event_json(e: &SessionEvent, tick_ns: u64, election_ticks: usize) -> serde_json::Value {
     match e {
         SessionEvent::BandwidthChanged {
@@ -753,6 +766,17 @@ fn event_json(e: &SessionEvent, tick_ns: u64, election_ticks: usize) -> serde_js
         SessionEvent::ControllerLost { detail } => {
             serde_json::json!({ "event": "controller_lost", "detail": detail })
         }
+        SessionEvent::ControllerUnreachable { detail } => {
+            serde_json::json!({ "event": "controller_unreachable", "detail": detail })
+        }
+        SessionEvent::Reconnected {
+            controller,
+            kept,
+            resynced,
+        } => serde_json::json!({
+            "event": "controller_reconnected", "controller": controller.to_string(),
+            "kept": kept, "resynced": resynced,
+        }),
     }
 }
 

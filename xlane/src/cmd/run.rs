@@ -78,8 +78,10 @@ pub struct Args {
     #[arg(long, default_value_t = 1500)]
     packet_bytes: u32,
     /// The X-Lane controller: the level's rate is admitted like a tunnel.
-    #[arg(long, requires_all = ["keys", "host", "to"])]
-    controller: Option<SocketAddr>,
+    /// A replicated controller's replicas comma-separated (the serving one
+    /// is found; the tunnel is released through whichever serves at exit).
+    #[arg(long, requires_all = ["keys", "host", "to"], value_delimiter = ',')]
+    controller: Vec<SocketAddr>,
     /// Keys file holding --host's key (with --controller).
     #[arg(long)]
     keys: Option<PathBuf>,
@@ -209,7 +211,13 @@ struct Rate {
     factor: u32,
     epoch_ns: u64,
     source: String,
-    tunnel: Option<(xlane_ctl::client::Client, xlane_ctl::proto::TunnelId)>,
+    /// The granted tunnel, the connection it was granted on, and the key
+    /// to connect again with.
+    tunnel: Option<(
+        xlane_ctl::client::Client,
+        xlane_ctl::proto::TunnelId,
+        xlane_ctl::auth::Key,
+    )>,
     tunnel_bound_ns: Option<u64>,
 }
 
@@ -240,9 +248,11 @@ fn rate(a: &Args, spec: &LevelSpec) -> Result<Option<Rate>, RunError> {
         tunnel: None,
         tunnel_bound_ns: None,
     };
-    if let (Some(ctl), Some(keys), Some(host)) = (a.controller, &a.keys, &a.host) {
+    if let (false, Some(keys), Some(host)) = (a.controller.is_empty(), &a.keys, &a.host) {
         let key = super::ctl::host_key(keys, host).map_err(RunError::Controller)?;
-        let mut c = super::ctl::connect_as(ctl, host, &key).map_err(RunError::Controller)?;
+        let mut c =
+            super::ctl::connect_as(&a.controller, host, &key).map_err(RunError::Controller)?;
+        let ctl = c.peer_addr();
         let period = (epoch_ns / factor as u64).max(1);
         let sublane = 2 - spec.level.min(2);
         let g = c
@@ -263,7 +273,7 @@ fn rate(a: &Args, spec: &LevelSpec) -> Result<Option<Rate>, RunError> {
             }
         );
         out.tunnel_bound_ns = Some(g.resources.max_latency_ns());
-        out.tunnel = Some((c, g.tunnel));
+        out.tunnel = Some((c, g.tunnel, key));
     }
     Ok(Some(out))
 }
@@ -406,8 +416,14 @@ pub fn run(a: Args) -> super::CmdResult {
     drop(classifier);
     drop(pacing.take());
     if let Some(r) = rate.as_mut() {
-        if let Some((mut c, t)) = r.tunnel.take() {
-            if let Err(e) = c.release(t) {
+        if let Some((mut c, t, key)) = r.tunnel.take() {
+            // The replica that granted it may have stopped serving since:
+            // once more through the whole list.
+            let released = c.release(t).or_else(|_| {
+                super::ctl::connect_as(&a.controller, c.host(), &key)
+                    .and_then(|mut c| c.release(t).map_err(|e| e.to_string()))
+            });
+            if let Err(e) = released {
                 say(&format!("releasing tunnel {}: {e}", t.0));
             }
         }

@@ -225,7 +225,7 @@ pub struct LaneControl {
 }
 
 impl LaneControl {
-    pub(super) fn new(timing: &LaneTiming) -> Self {
+    pub(crate) fn new(timing: &LaneTiming) -> Self {
         LaneControl {
             fd_lambda_ns: AtomicU64::new(timing.fd_lambda_ns),
             changed: AtomicBool::new(false),

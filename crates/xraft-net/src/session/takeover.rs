@@ -1,0 +1,215 @@
+//! A member's session follows a controller takeover: three controller
+//! replicas in this process on 127.0.0.1 (fat-tree:4), the session opened
+//! with all three addresses, the serving replica stopped. The session must
+//! connect to the replica that takes over, find its trees held there, and
+//! hear the upcalls of that replica.
+
+use super::*;
+use std::path::Path;
+use std::sync::{mpsc, Arc};
+use xlane_ctl::auth::Keys;
+use xlane_ctl::proto::MeterReading;
+use xlane_ctl::te::{gen, TeConfig};
+use xlane_ctl::{NoFabric, Policy};
+use xlane_ctl_replica::{ControllerReplica, ReplicaAddrs, ReplicaConfig};
+
+/// How long anything may take before the test gives up (a bound against
+/// hanging, not a measurement).
+const PATIENCE: Duration = Duration::from_secs(30);
+
+fn start(
+    id: u64,
+    peers: &BTreeMap<u64, ReplicaAddrs>,
+    dir: &Path,
+    keys: &Keys,
+) -> ControllerReplica {
+    let mut cfg = ReplicaConfig::new(id, peers.clone(), dir.join(format!("r{id}"))).unwrap();
+    cfg.server.tick_interval = Duration::from_millis(20);
+    ControllerReplica::start(
+        cfg,
+        gen::from_spec("fat-tree:4").unwrap(),
+        TeConfig::default(),
+        Policy::default(),
+        keys.clone(),
+        Box::new(NoFabric),
+    )
+    .unwrap()
+}
+
+fn wait_serving(rs: &[Option<ControllerReplica>]) -> usize {
+    let t0 = Instant::now();
+    loop {
+        if let Some(i) = rs
+            .iter()
+            .position(|r| r.as_ref().is_some_and(|r| r.serves()))
+        {
+            return i;
+        }
+        assert!(t0.elapsed() < PATIENCE, "no replica serves");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+fn connect(addrs: &[SocketAddr], host: &str, keys: &Keys) -> Client {
+    let t0 = Instant::now();
+    loop {
+        match Client::connect_any(addrs, host, keys.get(host).unwrap()) {
+            Ok(c) => return c,
+            Err(e) => assert!(t0.elapsed() < PATIENCE, "{host}: no serving replica: {e}"),
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The next event `want` accepts; every event before it is returned too.
+fn wait_event(
+    rx: &mpsc::Receiver<SessionEvent>,
+    what: &str,
+    want: impl Fn(&SessionEvent) -> bool,
+) -> (SessionEvent, Vec<SessionEvent>) {
+    let mut before = Vec::new();
+    loop {
+        match rx.recv_timeout(PATIENCE) {
+            Ok(e) if want(&e) => return (e, before),
+            Ok(e) => before.push(e),
+            Err(_) => panic!("no {what}; events: {before:?}"),
+        }
+    }
+}
+
+#[test]
+fn a_session_follows_a_controller_takeover() {
+    let dir = tempfile::tempdir().unwrap();
+    let keys = Keys::generate(&["h0", "h1", "h2"]).unwrap();
+    let peers: BTreeMap<u64, ReplicaAddrs> = (1..=3)
+        .map(|i| {
+            let a = ReplicaAddrs {
+                raft: xlane_testports::raft(),
+                client: xlane_testports::tcp(),
+            };
+            (i, a)
+        })
+        .collect();
+    let addrs: Vec<SocketAddr> = peers.values().map(|p| p.client).collect();
+    let mut rs: Vec<Option<ControllerReplica>> = (1..=3)
+        .map(|i| Some(start(i, &peers, dir.path(), &keys)))
+        .collect();
+    wait_serving(&rs);
+
+    // The other two members hold their trees, as their sessions would.
+    let names: BTreeMap<u64, String> = (1..=3).map(|i| (i, format!("h{}", i - 1))).collect();
+    for (h, to) in [("h1", ["h0", "h2"]), ("h2", ["h0", "h1"])] {
+        let mut c = connect(&addrs, h, &keys);
+        let to: Vec<String> = to.iter().map(|s| s.to_string()).collect();
+        for sublane in [FD_SUBLANE, REPL_SUBLANE] {
+            c.request(&to, 200, 10_000_000, sublane).unwrap();
+        }
+    }
+
+    // h0's session, given every replica's address.
+    let cfg = SessionConfig {
+        controllers: addrs.clone(),
+        key: keys.get("h0").unwrap().clone(),
+        me: 1,
+        names,
+        burst_bytes: 256,
+        wait_for_peers: PATIENCE,
+        sealed: false,
+        tree_keys: false,
+    };
+    let mut timing = LaneTiming {
+        fd_period_ns: 10_000_000,
+        repl_period_ns: 1_000_000,
+        ..LaneTiming::default()
+    };
+    let opened = Session::open(cfg, &mut timing).unwrap();
+    let own = opened.session.own();
+    let fd_period_ns = timing.fd_period_ns;
+    let before = opened.session.controller().unwrap();
+    assert!(addrs.contains(&before), "{before}");
+    let control = Arc::new(LaneControl::new(&timing));
+    let stop = Arc::new(AtomicBool::new(false));
+    let (tx, rx) = mpsc::channel();
+    let run = {
+        let (control, stop) = (control.clone(), stop.clone());
+        std::thread::spawn(move || {
+            // Member 2 leads the lane: this one keeps a follower's tree.
+            opened.session.run(
+                &control,
+                &|| 2,
+                &mut |e| {
+                    eprintln!("{e:?}");
+                    drop(tx.send(e))
+                },
+                &stop,
+            )
+        })
+    };
+
+    // The replica serving the session goes away.
+    let first = rs
+        .iter()
+        .position(|r| r.as_ref().unwrap().client_addr() == Some(before))
+        .unwrap();
+    let gone = rs[first].take().unwrap();
+    let gone_addr = before;
+    gone.stop();
+    let (lost, _) = wait_event(&rx, "controller_lost", |e| {
+        matches!(e, SessionEvent::ControllerLost { .. })
+    });
+    let (back, _) = wait_event(&rx, "reconnected", |e| {
+        matches!(e, SessionEvent::Reconnected { .. })
+    });
+    let SessionEvent::Reconnected {
+        controller, kept, ..
+    } = back
+    else {
+        unreachable!()
+    };
+    // It connected to a replica that served (others refuse hosts), not
+    // the stopped one, and that replica holds both of its trees.
+    assert_ne!(controller, gone_addr, "{lost:?}");
+    assert!(addrs.contains(&controller));
+    assert_eq!(kept, vec![own.fd, own.repl]);
+    let mut c = connect(&addrs, "h0", &keys);
+    let (list, _) = c.list().unwrap();
+    for t in [own.fd, own.repl] {
+        let row = list.iter().find(|i| i.tunnel.0 == t as u64);
+        assert!(
+            row.is_some_and(|i| i.sender == "h0" && i.state == TunnelState::Active),
+            "tree {t} after the takeover: {list:?}"
+        );
+    }
+
+    // Its subscription moved too: the X-FD tree overrun (as its meters
+    // would report it) is demoted, and the session hears it.
+    c.report_meters(&[MeterReading {
+        tunnel: TunnelId(own.fd as u64),
+        packets: 1_000,
+        bytes: 1_000,
+        interval_ns: fd_period_ns,
+    }])
+    .unwrap();
+    let (changed, _) = wait_event(&rx, "bandwidth_changed", |e| {
+        matches!(e, SessionEvent::BandwidthChanged { .. })
+    });
+    match changed {
+        SessionEvent::BandwidthChanged {
+            tree,
+            tunnel,
+            reason,
+            ..
+        } => {
+            assert_eq!(
+                (tree, tunnel, reason),
+                (Tree::Fd, own.fd, Reason::BwExceeded)
+            );
+        }
+        _ => unreachable!(),
+    }
+
+    stop.store(true, Ordering::Relaxed);
+    let session = run.join().unwrap();
+    assert!(session.controller().is_some());
+    assert_eq!(session.release().run(), 2);
+}
