@@ -171,7 +171,7 @@ fn kill_9_of_the_serving_replica_loses_no_acknowledged_grant() {
                             );
                             r.refused += 1;
                         }
-                        Ok(Some(ServerMsg::Upcall(_))) => continue,
+                        Ok(Some(ServerMsg::Upcall { .. })) => continue,
                         Ok(Some(m)) => panic!("{h}: unexpected {m:?}"),
                         Ok(None) | Err(_) => break,
                     }

@@ -157,3 +157,75 @@ fn a_stopped_replica_restarts_into_the_same_state() {
             .unwrap_or_else(|e| panic!("replica {} differs: {e}", r.id()));
     }
 }
+
+/// An upcall produced while its host is away (the serving replica died
+/// under it) is sent when the host subscribes again after the last one
+/// it saw, and none is sent twice.
+#[test]
+fn upcalls_missed_across_a_takeover_are_replayed_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = topo();
+    let names = hosts(&t);
+    let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+    let keys = Keys::generate(&refs).unwrap();
+    let peers: BTreeMap<u64, ReplicaAddrs> = (1..=3)
+        .map(|i| {
+            (
+                i,
+                ReplicaAddrs {
+                    raft: xlane_testports::raft(),
+                    client: xlane_testports::tcp(),
+                },
+            )
+        })
+        .collect();
+    let addrs: Vec<SocketAddr> = peers.values().map(|p| p.client).collect();
+    let mut rs: Vec<Option<ControllerReplica>> = (1..=3)
+        .map(|i| Some(start(i, &peers, dir.path(), &keys)))
+        .collect();
+    let leader = wait_serving(&rs, Duration::from_secs(20));
+    // h0 -> h1 and h3 -> h1 share the edge switch's port to h1 (fat-tree:4:
+    // h0..h3 are pod 0), so the second grant changes the first tunnel's
+    // range: an upcall to h0.
+    let mut h0 = connect(&addrs, "h0", &keys);
+    h0.subscribe().unwrap();
+    let mine = grant(&mut h0, "h0", "h1");
+    let mut h3 = connect(&addrs, "h3", &keys);
+    grant(&mut h3, "h3", "h1");
+    let first = h0
+        .next_upcall(Duration::from_secs(10))
+        .unwrap()
+        .expect("an upcall for h0's tunnel");
+    assert_eq!(first.tunnel(), mine);
+    let seen = h0.last_upcall_seq();
+    assert!(seen > 0, "a replica numbers upcalls");
+
+    rs[leader].take().unwrap().stop();
+    wait_serving(&rs, Duration::from_secs(20));
+    // Away from h0: another grant on the shared port.
+    let mut h2 = connect(&addrs, "h2", &keys);
+    grant(&mut h2, "h2", "h1");
+
+    // A fresh subscriber is not sent the past.
+    let mut fresh = connect(&addrs, "h0", &keys);
+    fresh.subscribe().unwrap();
+    assert_eq!(fresh.last_upcall_seq(), seen + 1);
+    assert!(fresh
+        .next_upcall(Duration::from_millis(300))
+        .unwrap()
+        .is_none());
+    // h0, subscribing after what it saw, gets the one it missed, once.
+    let mut back = connect(&addrs, "h0", &keys);
+    back.subscribe_after(seen).unwrap();
+    let missed = back
+        .next_upcall(Duration::from_secs(10))
+        .unwrap()
+        .expect("the upcall sent while h0 was away");
+    assert_eq!(missed.tunnel(), mine);
+    assert_eq!(back.last_upcall_seq(), seen + 1);
+    assert_eq!(back.missed_upcalls(), 0);
+    assert!(back
+        .next_upcall(Duration::from_millis(300))
+        .unwrap()
+        .is_none());
+}

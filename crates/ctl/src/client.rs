@@ -78,6 +78,10 @@ pub struct Client {
     addr: SocketAddr,
     subscribed: bool,
     timeout: Duration,
+    /// The highest upcall number seen (a replicated controller's).
+    last_seq: u64,
+    /// Numbered upcalls skipped over (seen missing).
+    missed: u64,
 }
 
 impl Client {
@@ -98,6 +102,8 @@ impl Client {
             addr,
             subscribed: false,
             timeout: Duration::from_secs(10),
+            last_seq: 0,
+            missed: 0,
         };
         let client_nonce = random_bytes::<32>()?;
         let server_nonce = match c.call(&ClientMsg::Hello {
@@ -197,7 +203,11 @@ impl Client {
         loop {
             match self.recv(self.timeout)? {
                 None => return Err(ClientError::Timeout(self.timeout)),
-                Some(ServerMsg::Upcall(u)) => self.upcalls.push_back(u),
+                Some(ServerMsg::Upcall { seq, upcall }) => {
+                    if let Some(u) = self.numbered(seq, upcall) {
+                        self.upcalls.push_back(u);
+                    }
+                }
                 Some(ServerMsg::Refused { code, message }) => {
                     return Err(ClientError::Refused { code, message })
                 }
@@ -306,13 +316,31 @@ impl Client {
         }
     }
 
-    /// Receive upcalls for this host's tunnels on this connection.
+    /// Receive upcalls for this host's tunnels on this connection (after
+    /// those numbered up to [`Client::last_upcall_seq`]).
     pub fn subscribe(&mut self) -> Result<(), ClientError> {
+        self.subscribe_after(self.last_seq)
+    }
+
+    /// Receive upcalls for this host's tunnels on this connection, after
+    /// those numbered up to `after`: the last one an earlier connection
+    /// saw ([`Client::last_upcall_seq`]), so that a replicated controller's
+    /// serving replica replays what was missed across a reconnection or a
+    /// takeover, and this client drops what was seen.
+    pub fn subscribe_after(&mut self, after: u64) -> Result<(), ClientError> {
+        self.last_seq = self.last_seq.max(after);
         if self.subscribed {
             return Ok(());
         }
-        match self.call(&ClientMsg::Subscribe)? {
-            ServerMsg::Ack => {
+        match self.call(&ClientMsg::Subscribe {
+            after: self.last_seq,
+        })? {
+            ServerMsg::Subscribed { seq } => {
+                // A fresh subscriber starts from now; one that saw
+                // upcalls before was just sent those it missed.
+                if self.last_seq == 0 {
+                    self.last_seq = seq;
+                }
                 self.subscribed = true;
                 Ok(())
             }
@@ -320,16 +348,50 @@ impl Client {
         }
     }
 
+    /// The highest upcall number seen (0: none, or a single daemon, whose
+    /// upcalls are not numbered).
+    pub fn last_upcall_seq(&self) -> u64 {
+        self.last_seq
+    }
+
+    /// How many numbered upcalls were skipped over: the controller no
+    /// longer held them when this client subscribed. Reconcile
+    /// ([`Client::reconcile`], [`Client::list`]) when it is not 0.
+    pub fn missed_upcalls(&self) -> u64 {
+        self.missed
+    }
+
+    /// An upcall as received: `None` if numbered and already seen.
+    fn numbered(&mut self, seq: u64, upcall: Upcall) -> Option<Upcall> {
+        if seq == 0 {
+            return Some(upcall);
+        }
+        if seq <= self.last_seq {
+            return None;
+        }
+        self.missed += seq - self.last_seq - 1;
+        self.last_seq = seq;
+        Some(upcall)
+    }
+
     /// The next upcall, waiting at most `timeout` (`Ok(None)`: none came).
     pub fn next_upcall(&mut self, timeout: Duration) -> Result<Option<Upcall>, ClientError> {
         self.subscribe()?;
-        if let Some(u) = self.upcalls.pop_front() {
-            return Ok(Some(u));
-        }
-        match self.recv(timeout)? {
-            None => Ok(None),
-            Some(ServerMsg::Upcall(u)) => Ok(Some(u)),
-            Some(m) => Err(ClientError::Unexpected(format!("{m:?}"))),
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(u) = self.upcalls.pop_front() {
+                return Ok(Some(u));
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.recv(left)? {
+                None => return Ok(None),
+                Some(ServerMsg::Upcall { seq, upcall }) => {
+                    if let Some(u) = self.numbered(seq, upcall) {
+                        return Ok(Some(u));
+                    }
+                }
+                Some(m) => return Err(ClientError::Unexpected(format!("{m:?}"))),
+            }
         }
     }
 }

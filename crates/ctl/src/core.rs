@@ -945,7 +945,7 @@ impl Controller {
             );
         };
         match req {
-            ClientMsg::Hello { .. } | ClientMsg::Auth { .. } | ClientMsg::Subscribe => {
+            ClientMsg::Hello { .. } | ClientMsg::Auth { .. } | ClientMsg::Subscribe { .. } => {
                 Outcome::refused(
                     RefusalCode::Malformed,
                     "Hello, Auth and Subscribe are connection messages, not controller requests",

@@ -354,8 +354,13 @@ pub enum ClientMsg {
     },
     /// List all tunnels.
     ListTunnels,
-    /// Receive upcalls for this host's tunnels on this connection.
-    Subscribe,
+    /// Receive upcalls for this host's tunnels on this connection. A
+    /// replicated controller first replays the host's upcalls numbered
+    /// above `after` that it still holds (see [`ServerMsg::Upcall`]).
+    Subscribe {
+        /// The highest upcall number the host has seen (0: none).
+        after: u64,
+    },
     /// The MAC key of a tunnel the host sends or receives on.
     TunnelKey {
         /// The tunnel.
@@ -473,10 +478,26 @@ pub enum ServerMsg {
         /// Tunnels the host must stop (also sent as upcalls).
         terminated: Vec<TunnelId>,
     },
-    /// Answer to `ReportMeters` and `Subscribe`.
+    /// Answer to `ReportMeters`.
     Ack,
-    /// An upcall.
-    Upcall(Upcall),
+    /// Answer to `Subscribe`: the highest number among this host's
+    /// upcalls so far (0 from a single daemon, which does not number
+    /// them). Upcalls numbered above the `Subscribe`'s `after` and up to
+    /// it were replayed before this answer.
+    Subscribed {
+        /// The host's highest upcall number.
+        seq: u64,
+    },
+    /// An upcall. A replicated controller numbers each host's upcalls
+    /// 1, 2, 3, ... in log order, the same on every replica, so a host
+    /// drops one it has seen (a replay after a takeover) and notices one
+    /// it missed (a gap); a single (journal) daemon sends `seq` 0.
+    Upcall {
+        /// The upcall's number among its host's (0: not numbered).
+        seq: u64,
+        /// The upcall.
+        upcall: Upcall,
+    },
 }
 
 /// Why bytes did not decode.
@@ -803,6 +824,7 @@ mod kind {
     pub const BW_CHANGED: u8 = 0x8a;
     pub const BW_TERMINATED: u8 = 0x8b;
     pub const KEY: u8 = 0x8c;
+    pub const SUBSCRIBED: u8 = 0x8d;
 }
 
 impl Message for ClientMsg {
@@ -863,7 +885,10 @@ impl Message for ClientMsg {
                 Ok(())
             }),
             ClientMsg::ListTunnels => frame(kind::LIST, out, |_| Ok(())),
-            ClientMsg::Subscribe => frame(kind::SUBSCRIBE, out, |_| Ok(())),
+            ClientMsg::Subscribe { after } => frame(kind::SUBSCRIBE, out, |w| {
+                w.u64(*after);
+                Ok(())
+            }),
             ClientMsg::Tagged { request_id, msg } => frame(kind::TAGGED, out, |w| {
                 w.u64(*request_id);
                 msg.encode(w.out)
@@ -916,7 +941,7 @@ impl Message for ClientMsg {
                 tunnels: ids(&mut r, "tunnels")?,
             },
             kind::LIST => ClientMsg::ListTunnels,
-            kind::SUBSCRIBE => ClientMsg::Subscribe,
+            kind::SUBSCRIBE => ClientMsg::Subscribe { after: r.u64()? },
             kind::TUNNEL_KEY => ClientMsg::TunnelKey {
                 tunnel: TunnelId(r.u64()?),
             },
@@ -931,7 +956,7 @@ impl Message for ClientMsg {
                     msg,
                     ClientMsg::Hello { .. }
                         | ClientMsg::Auth { .. }
-                        | ClientMsg::Subscribe
+                        | ClientMsg::Subscribe { .. }
                         | ClientMsg::Tagged { .. }
                 ) {
                     return Err(ProtoError::FieldOutOfRange {
@@ -1080,13 +1105,22 @@ impl Message for ServerMsg {
                 put_ids(w, "terminated", terminated)
             }),
             ServerMsg::Ack => frame(kind::ACK, out, |_| Ok(())),
-            ServerMsg::Upcall(Upcall::BandwidthChanged {
-                tunnel,
-                old,
-                new,
-                reason,
-                grace_ns,
-            }) => frame(kind::BW_CHANGED, out, |w| {
+            ServerMsg::Subscribed { seq } => frame(kind::SUBSCRIBED, out, |w| {
+                w.u64(*seq);
+                Ok(())
+            }),
+            ServerMsg::Upcall {
+                seq,
+                upcall:
+                    Upcall::BandwidthChanged {
+                        tunnel,
+                        old,
+                        new,
+                        reason,
+                        grace_ns,
+                    },
+            } => frame(kind::BW_CHANGED, out, |w| {
+                w.u64(*seq);
                 w.u64(tunnel.0);
                 w.resources(old);
                 w.resources(new);
@@ -1094,13 +1128,15 @@ impl Message for ServerMsg {
                 w.u64(*grace_ns);
                 Ok(())
             }),
-            ServerMsg::Upcall(Upcall::BandwidthTerminated { tunnel, reason }) => {
-                frame(kind::BW_TERMINATED, out, |w| {
-                    w.u64(tunnel.0);
-                    w.u8(reason.to_u8());
-                    Ok(())
-                })
-            }
+            ServerMsg::Upcall {
+                seq,
+                upcall: Upcall::BandwidthTerminated { tunnel, reason },
+            } => frame(kind::BW_TERMINATED, out, |w| {
+                w.u64(*seq);
+                w.u64(tunnel.0);
+                w.u8(reason.to_u8());
+                Ok(())
+            }),
         }
     }
 
@@ -1164,17 +1200,24 @@ impl Message for ServerMsg {
                 terminated: ids(&mut r, "terminated")?,
             },
             kind::ACK => ServerMsg::Ack,
-            kind::BW_CHANGED => ServerMsg::Upcall(Upcall::BandwidthChanged {
-                tunnel: TunnelId(r.u64()?),
-                old: r.resources()?,
-                new: r.resources()?,
-                reason: Reason::from_u8(r.u8()?)?,
-                grace_ns: r.u64()?,
-            }),
-            kind::BW_TERMINATED => ServerMsg::Upcall(Upcall::BandwidthTerminated {
-                tunnel: TunnelId(r.u64()?),
-                reason: TerminateReason::from_u8(r.u8()?)?,
-            }),
+            kind::SUBSCRIBED => ServerMsg::Subscribed { seq: r.u64()? },
+            kind::BW_CHANGED => ServerMsg::Upcall {
+                seq: r.u64()?,
+                upcall: Upcall::BandwidthChanged {
+                    tunnel: TunnelId(r.u64()?),
+                    old: r.resources()?,
+                    new: r.resources()?,
+                    reason: Reason::from_u8(r.u8()?)?,
+                    grace_ns: r.u64()?,
+                },
+            },
+            kind::BW_TERMINATED => ServerMsg::Upcall {
+                seq: r.u64()?,
+                upcall: Upcall::BandwidthTerminated {
+                    tunnel: TunnelId(r.u64()?),
+                    reason: TerminateReason::from_u8(r.u8()?)?,
+                },
+            },
             k => return Err(ProtoError::UnknownKind(k)),
         };
         r.finish()?;

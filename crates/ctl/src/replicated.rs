@@ -46,8 +46,10 @@ use std::sync::{Mutex, MutexGuard};
 use xlane_auth::KEY_LEN;
 use xlane_te::{TeConfig, Topology};
 
-/// How many answers to [`ClientMsg::Tagged`] requests the state keeps per
-/// host: a retry of one of them gets its first answer.
+/// How many answers to [`ClientMsg::Tagged`] requests, and how many
+/// upcalls, the state keeps per host: a retry of one of them gets its
+/// first answer; a host that subscribes again after a takeover is sent
+/// the upcalls it has not seen.
 pub const REMEMBERED_PER_HOST: usize = 128;
 
 /// The most meter readings one tick carries.
@@ -175,18 +177,20 @@ pub enum SnapshotError {
 /// What applied commands ask of the world besides their replies.
 #[derive(Debug, Default)]
 pub struct Effects {
-    /// Upcalls, each to the owning host, in order.
-    pub upcalls: Vec<(String, Upcall)>,
+    /// Upcalls, each to the owning host with its number, in order.
+    pub upcalls: Vec<(String, u64, Upcall)>,
     /// Fabric operations, in order.
     pub fabric: Vec<FabricOp>,
 }
 
-/// What a snapshot holds: the secret, the clock, the core, the answers.
+/// What a snapshot holds: the secret, the clock, the core, the answers,
+/// the upcalls.
 type Restored = (
     Option<[u8; KEY_LEN]>,
     u64,
     Controller,
     BTreeMap<String, BTreeMap<u64, Vec<u8>>>,
+    BTreeMap<String, Sent>,
 );
 
 struct Inner {
@@ -199,6 +203,15 @@ struct Inner {
     broken: Option<String>,
     /// Per host: the answers to its last tagged requests, by request id.
     answered: BTreeMap<String, BTreeMap<u64, Vec<u8>>>,
+    /// Per host: its upcalls' highest number, and its last ones as frames.
+    sent: BTreeMap<String, Sent>,
+}
+
+/// A host's numbered upcalls.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+struct Sent {
+    seq: u64,
+    last: std::collections::VecDeque<(u64, Vec<u8>)>,
 }
 
 /// The replicated controller state (see the module docs). Shared between
@@ -237,6 +250,7 @@ impl ReplicatedState {
                 dropped: 0,
                 broken: None,
                 answered: BTreeMap::new(),
+                sent: BTreeMap::new(),
             }),
         }
     }
@@ -333,7 +347,22 @@ impl ReplicatedState {
             g.dropped += queued as u64;
             g.effects = Effects::default();
         }
-        g.effects.upcalls.extend(upcalls);
+        for (host, up) in upcalls {
+            let s = g.sent.entry(host.clone()).or_default();
+            s.seq += 1;
+            let seq = s.seq;
+            s.last.push_back((
+                seq,
+                frame(&ServerMsg::Upcall {
+                    seq,
+                    upcall: up.clone(),
+                }),
+            ));
+            while s.last.len() > REMEMBERED_PER_HOST {
+                s.last.pop_front();
+            }
+            g.effects.upcalls.push((host, seq, up));
+        }
         g.effects.fabric.extend(fabric);
         reply.map(|r| frame(&r)).unwrap_or_default()
     }
@@ -346,6 +375,23 @@ impl ReplicatedState {
     /// Effects dropped because nobody took them ([`MAX_QUEUED_EFFECTS`]).
     pub fn dropped_effects(&self) -> u64 {
         lock(&self.inner).dropped
+    }
+
+    /// `host`'s upcalls numbered above `after` that are still held, as
+    /// frames in order, and its highest number.
+    pub fn upcalls_after(&self, host: &str, after: u64) -> (Vec<Vec<u8>>, u64) {
+        let g = lock(&self.inner);
+        match g.sent.get(host) {
+            None => (Vec::new(), 0),
+            Some(s) => (
+                s.last
+                    .iter()
+                    .filter(|(n, _)| after > 0 && *n > after)
+                    .map(|(_, f)| f.clone())
+                    .collect(),
+                s.seq,
+            ),
+        }
     }
 
     /// Whether the key secret has been set.
@@ -403,6 +449,17 @@ impl ReplicatedState {
                 w.out.extend_from_slice(reply);
             }
         }
+        w.u32(g.sent.len() as u32);
+        for (host, sent) in &g.sent {
+            let _ = w.str("host", host, MAX_NAME);
+            w.u64(sent.seq);
+            w.u32(sent.last.len() as u32);
+            for (n, f) in &sent.last {
+                w.u64(*n);
+                w.u32(f.len() as u32);
+                w.out.extend_from_slice(f);
+            }
+        }
         out
     }
 
@@ -413,9 +470,10 @@ impl ReplicatedState {
         let r = self.decode_snapshot(data);
         let mut g = lock(&self.inner);
         match r {
-            Ok((secret, now_ns, core, answered)) => {
+            Ok((secret, now_ns, core, answered, sent)) => {
                 g.core = core;
                 g.answered = answered;
+                g.sent = sent;
                 g.secret = secret;
                 g.now_ns = now_ns;
                 g.broken = None;
@@ -433,7 +491,7 @@ impl ReplicatedState {
         if data.is_empty() {
             // Raft's initial (empty) snapshot.
             let core = Controller::new(self.topo.clone(), self.te.clone(), self.policy.clone());
-            return Ok((None, 0, core, BTreeMap::new()));
+            return Ok((None, 0, core, BTreeMap::new(), BTreeMap::new()));
         }
         let body = data
             .strip_prefix(SNAPSHOT_MAGIC)
@@ -465,6 +523,21 @@ impl ReplicatedState {
                 m.insert(id, r.take_bytes(len)?.to_vec());
             }
         }
+        let mut sent: BTreeMap<String, Sent> = BTreeMap::new();
+        for _ in 0..r.u32()? {
+            let host = r.str("host", MAX_NAME)?;
+            let s = sent.entry(host).or_default();
+            s.seq = r.u64()?;
+            let n = r.u32()? as usize;
+            if n > REMEMBERED_PER_HOST {
+                return Err(ProtoError::FieldOutOfRange { field: "upcalls" }.into());
+            }
+            for _ in 0..n {
+                let seq = r.u64()?;
+                let len = r.u32()? as usize;
+                s.last.push_back((seq, r.take_bytes(len)?.to_vec()));
+            }
+        }
         r.finish()?;
         let mut core = Controller::recover(
             self.topo.clone(),
@@ -475,7 +548,7 @@ impl ReplicatedState {
         if let Some(k) = secret {
             core.set_key_secret(xlane_auth::Key::from_bytes(k));
         }
-        Ok((secret, now_ns, core, answered))
+        Ok((secret, now_ns, core, answered, sent))
     }
 }
 
@@ -595,6 +668,13 @@ mod tests {
         a.with_controller(|ca| c.with_controller(|cc| ca.same_state(cc)))
             .unwrap();
         assert!(c.has_key_secret());
+        // The upcalls' numbers and the last ones travel in the snapshot.
+        let mut numbered = 0;
+        for h in ["h0", "h1", "h2", "h3"] {
+            assert_eq!(a.upcalls_after(h, 1), c.upcalls_after(h, 1), "{h}");
+            numbered += a.upcalls_after(h, 1).1;
+        }
+        assert!(numbered > 0, "the log made upcalls");
         // The restored replica goes on like the others.
         let op = request("h2", &["h1"], 20_000).encode().unwrap();
         assert_eq!(a.apply(9, &op), c.apply(9, &op));

@@ -357,7 +357,8 @@ impl Shared {
         if let (Some(tx), Some(reply)) = (reply_to, &out.reply) {
             replied = tx.try_send(frame_of(reply)).is_ok();
         }
-        self.deliver(&out.upcalls);
+        let upcalls: Vec<_> = out.upcalls.into_iter().map(|(h, u)| (h, 0, u)).collect();
+        self.deliver(&upcalls);
         replied
     }
 
@@ -383,15 +384,18 @@ impl Shared {
 
     /// Queue upcalls on every subscribed connection of their hosts; a
     /// connection whose queue is full is shut down.
-    fn deliver(&self, upcalls: &[(String, Upcall)]) {
+    fn deliver(&self, upcalls: &[(String, u64, Upcall)]) {
         if upcalls.is_empty() {
             return;
         }
         let mut subs = lock(&self.subscribers);
         let mut dead = Vec::new();
-        for (host, up) in upcalls {
+        for (host, seq, up) in upcalls {
             self.counters.upcalls.fetch_add(1, Ordering::Relaxed);
-            let frame = frame_of(&ServerMsg::Upcall(up.clone()));
+            let frame = frame_of(&ServerMsg::Upcall {
+                seq: *seq,
+                upcall: up.clone(),
+            });
             for (id, s) in subs.iter() {
                 if &s.host != host {
                     continue;
@@ -948,7 +952,8 @@ impl Conn<'_> {
             (Principal::Host(_), ClientMsg::Hello { .. } | ClientMsg::Auth { .. }) => {
                 self.refuse(RefusalCode::Malformed, "already authenticated")
             }
-            (Principal::Host(host), ClientMsg::Subscribe) => {
+            (Principal::Host(host), ClientMsg::Subscribe { after }) => {
+                let host = host.clone();
                 if !self.subscribed {
                     if let Ok(stream) = self.stream.try_clone() {
                         lock(&self.shared.subscribers).insert(
@@ -962,7 +967,21 @@ impl Conn<'_> {
                         self.subscribed = true;
                     }
                 }
-                self.send(&ServerMsg::Ack)
+                // A replica replays the host's numbered upcalls it has not
+                // seen (a takeover in between); the client drops doubles.
+                let seq = match &self.shared.backing {
+                    Backing::Journal(_) => 0,
+                    Backing::Replicated(r) => {
+                        let (replay, seq) = r.state.upcalls_after(&host, after);
+                        for f in replay {
+                            if self.tx.try_send(f).is_err() {
+                                return Next::Close;
+                            }
+                        }
+                        seq
+                    }
+                };
+                self.send(&ServerMsg::Subscribed { seq })
             }
             (Principal::Host(host), req)
                 if matches!(self.shared.backing, Backing::Replicated(_)) =>

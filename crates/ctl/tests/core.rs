@@ -324,7 +324,7 @@ fn bad_requests_are_refused_without_any_state_change() {
         (
             "connection message",
             host("h0"),
-            ClientMsg::Subscribe,
+            ClientMsg::Subscribe { after: 0 },
             RefusalCode::Malformed,
         ),
     ];

@@ -74,7 +74,11 @@ fn client_msg() -> impl Strategy<Value = ClientMsg> {
         .prop_map(|readings| ClientMsg::ReportMeters { readings }),
         prop::collection::vec(tid(), 0..8).prop_map(|tunnels| ClientMsg::ReconcileHost { tunnels }),
         Just(ClientMsg::ListTunnels),
-        Just(ClientMsg::Subscribe),
+        any::<u64>().prop_map(|after| ClientMsg::Subscribe { after }),
+        (any::<u64>(), tid()).prop_map(|(request_id, tunnel)| ClientMsg::Tagged {
+            request_id,
+            msg: Box::new(ClientMsg::ReleaseBandwidth { tunnel }),
+        }),
     ]
 }
 
@@ -162,7 +166,8 @@ fn server_msg() -> impl Strategy<Value = ServerMsg> {
         )
             .prop_map(|(kept, terminated)| ServerMsg::Reconciled { kept, terminated }),
         Just(ServerMsg::Ack),
-        upcall().prop_map(ServerMsg::Upcall),
+        any::<u64>().prop_map(|seq| ServerMsg::Subscribed { seq }),
+        (any::<u64>(), upcall()).prop_map(|(seq, upcall)| ServerMsg::Upcall { seq, upcall }),
     ]
 }
 

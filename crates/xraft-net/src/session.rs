@@ -311,6 +311,10 @@ pub struct Session {
     peers: BTreeMap<u64, TreeIds>,
     /// The configured Λ: Λ never goes below it.
     fd_floor_ns: u64,
+    /// The highest upcall number seen on a lost connection: the next one
+    /// subscribes after it, so a replicated controller's serving replica
+    /// sends what was missed and nothing twice.
+    last_upcall: u64,
 }
 
 /// A session just opened.
@@ -452,6 +456,7 @@ impl Session {
             max_ns,
             peers: BTreeMap::new(),
             fd_floor_ns,
+            last_upcall: 0,
         };
         let start = Instant::now();
         loop {
@@ -677,7 +682,10 @@ impl Session {
     /// Drops the connection after `e` and reports it.
     fn lose(&mut self, e: &ClientError, event: &mut dyn FnMut(SessionEvent)) {
         let detail = match self.conn.take() {
-            Some(c) => format!("controller {}: {e}", c.peer_addr()),
+            Some(c) => {
+                self.last_upcall = self.last_upcall.max(c.last_upcall_seq());
+                format!("controller {}: {e}", c.peer_addr())
+            }
             None => e.to_string(),
         };
         event(SessionEvent::ControllerLost { detail });
@@ -697,7 +705,8 @@ impl Session {
         let fail = |what: &'static str| move |e| format!("controller {addr}: {what}: {e}");
         // Subscribed first: a tree the reconciliation terminates comes
         // back as an upcall on this connection.
-        c.subscribe().map_err(fail("subscribe"))?;
+        c.subscribe_after(self.last_upcall)
+            .map_err(fail("subscribe"))?;
         let own = [TunnelId(self.own.fd as u64), TunnelId(self.own.repl as u64)];
         let r = c.reconcile(&own).map_err(fail("reconcile"))?;
         let (list, _) = c.list().map_err(fail("list"))?;
