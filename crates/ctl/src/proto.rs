@@ -43,9 +43,12 @@
 //!                            <-  Granted | Refused
 //! TunnelKey{tunnel}          ->                    (its sender or a receiver)
 //!                            <-  Key{tunnel, key} | Refused
-//! Subscribe                  ->
-//!                            <-  Ack
-//!                            <-  Upcall(BandwidthChanged | BandwidthTerminated)  (any time)
+//! Tagged{request_id, msg}    ->                    (answered at most once)
+//!                            <-  msg's reply, or the first one again
+//! Subscribe{after}           ->
+//!                            <-  Upcall{seq > after, ..} ...  (a replica's replay)
+//!                            <-  Subscribed{seq}
+//!                            <-  Upcall{seq, BandwidthChanged | BandwidthTerminated}  (any time)
 //! ```
 //!
 //! Each request gets exactly one reply, in order; upcalls may arrive between
@@ -549,6 +552,10 @@ pub enum EncodeError {
         /// The field (`"frame"` for the whole frame).
         field: &'static str,
     },
+    /// A message that may not be wrapped in `Tagged` (a connection
+    /// message, or another `Tagged`).
+    #[error("a {0} message cannot be tagged")]
+    NotTaggable(&'static str),
 }
 
 // ---------------------------------------------------------------------------
@@ -889,10 +896,22 @@ impl Message for ClientMsg {
                 w.u64(*after);
                 Ok(())
             }),
-            ClientMsg::Tagged { request_id, msg } => frame(kind::TAGGED, out, |w| {
-                w.u64(*request_id);
-                msg.encode(w.out)
-            }),
+            ClientMsg::Tagged { request_id, msg } => {
+                let inner = match **msg {
+                    ClientMsg::Hello { .. } => Some("Hello"),
+                    ClientMsg::Auth { .. } => Some("Auth"),
+                    ClientMsg::Subscribe { .. } => Some("Subscribe"),
+                    ClientMsg::Tagged { .. } => Some("Tagged"),
+                    _ => None,
+                };
+                if let Some(what) = inner {
+                    return Err(EncodeError::NotTaggable(what));
+                }
+                frame(kind::TAGGED, out, |w| {
+                    w.u64(*request_id);
+                    msg.encode(w.out)
+                })
+            }
             ClientMsg::TunnelKey { tunnel } => frame(kind::TUNNEL_KEY, out, |w| {
                 w.u64(tunnel.0);
                 Ok(())

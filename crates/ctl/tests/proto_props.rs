@@ -313,3 +313,28 @@ proptest! {
         }
     }
 }
+
+/// What the decoder refuses inside `Tagged`, the encoder refuses too.
+#[test]
+fn connection_messages_cannot_be_tagged() {
+    for inner in [
+        ClientMsg::Subscribe { after: 1 },
+        ClientMsg::Auth { mac: [0; 32] },
+        ClientMsg::Tagged {
+            request_id: 1,
+            msg: Box::new(ClientMsg::ListTunnels),
+        },
+    ] {
+        let m = ClientMsg::Tagged {
+            request_id: 9,
+            msg: Box::new(inner.clone()),
+        };
+        assert!(m.to_frame().is_err(), "{inner:?}");
+    }
+    let ok = ClientMsg::Tagged {
+        request_id: 9,
+        msg: Box::new(ClientMsg::ListTunnels),
+    };
+    let f = ok.to_frame().unwrap();
+    assert_eq!(ClientMsg::decode(&f).unwrap().0, ok);
+}
