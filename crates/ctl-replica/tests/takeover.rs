@@ -75,18 +75,19 @@ fn connect(addrs: &[SocketAddr], host: &str, keys: &Keys) -> Client {
     }
 }
 
-fn grant(c: &mut Client, h: &str, to: &str) -> TunnelId {
-    match c.request(&[to.to_string()], 64, 1_000_000, 0) {
-        Ok(g) => g.tunnel,
-        Err(e) => panic!("{h} -> {to}: {e}"),
-    }
+/// Three replicas on 127.0.0.1 (fat-tree:4, a key per host).
+struct Group {
+    dir: tempfile::TempDir,
+    names: Vec<String>,
+    keys: Keys,
+    peers: BTreeMap<u64, ReplicaAddrs>,
+    addrs: Vec<SocketAddr>,
+    rs: Vec<Option<ControllerReplica>>,
 }
 
-#[test]
-fn a_stopped_replica_restarts_into_the_same_state() {
+fn group() -> Group {
     let dir = tempfile::tempdir().unwrap();
-    let t = topo();
-    let names = hosts(&t);
+    let names = hosts(&topo());
     let refs: Vec<&str> = names.iter().map(String::as_str).collect();
     let keys = Keys::generate(&refs).unwrap();
     let peers: BTreeMap<u64, ReplicaAddrs> = (1..=3)
@@ -100,10 +101,37 @@ fn a_stopped_replica_restarts_into_the_same_state() {
             )
         })
         .collect();
-    let addrs: Vec<SocketAddr> = peers.values().map(|p| p.client).collect();
-    let mut rs: Vec<Option<ControllerReplica>> = (1..=3)
+    let addrs = peers.values().map(|p| p.client).collect();
+    let rs = (1..=3)
         .map(|i| Some(start(i, &peers, dir.path(), &keys)))
         .collect();
+    Group {
+        dir,
+        names,
+        keys,
+        peers,
+        addrs,
+        rs,
+    }
+}
+
+fn grant(c: &mut Client, h: &str, to: &str) -> TunnelId {
+    match c.request(&[to.to_string()], 64, 1_000_000, 0) {
+        Ok(g) => g.tunnel,
+        Err(e) => panic!("{h} -> {to}: {e}"),
+    }
+}
+
+#[test]
+fn a_stopped_replica_restarts_into_the_same_state() {
+    let Group {
+        dir,
+        names,
+        keys,
+        peers,
+        addrs,
+        mut rs,
+    } = group();
     let leader = wait_serving(&rs, Duration::from_secs(20));
     // Followers refuse hosts, naming the serving replica.
     for (i, a) in addrs.iter().enumerate().filter(|(i, _)| *i != leader) {
@@ -163,26 +191,14 @@ fn a_stopped_replica_restarts_into_the_same_state() {
 /// it saw, and none is sent twice.
 #[test]
 fn upcalls_missed_across_a_takeover_are_replayed_once() {
-    let dir = tempfile::tempdir().unwrap();
-    let t = topo();
-    let names = hosts(&t);
-    let refs: Vec<&str> = names.iter().map(String::as_str).collect();
-    let keys = Keys::generate(&refs).unwrap();
-    let peers: BTreeMap<u64, ReplicaAddrs> = (1..=3)
-        .map(|i| {
-            (
-                i,
-                ReplicaAddrs {
-                    raft: xlane_testports::raft(),
-                    client: xlane_testports::tcp(),
-                },
-            )
-        })
-        .collect();
-    let addrs: Vec<SocketAddr> = peers.values().map(|p| p.client).collect();
-    let mut rs: Vec<Option<ControllerReplica>> = (1..=3)
-        .map(|i| Some(start(i, &peers, dir.path(), &keys)))
-        .collect();
+    // The directory lives as long as the replicas.
+    let Group {
+        dir: _dir,
+        keys,
+        addrs,
+        mut rs,
+        ..
+    } = group();
     let leader = wait_serving(&rs, Duration::from_secs(20));
     // h0 -> h1 and h3 -> h1 share the edge switch's port to h1 (fat-tree:4:
     // h0..h3 are pod 0), so the second grant changes the first tunnel's

@@ -996,15 +996,7 @@ impl Conn<'_> {
                 let replied = self.shared.step(may_write, Some(&tx), |d, now| {
                     d.core.handle(&principal, &req, now)
                 });
-                if replied {
-                    Next::Continue
-                } else {
-                    self.shared
-                        .counters
-                        .slow_clients
-                        .fetch_add(1, Ordering::Relaxed);
-                    Next::Close
-                }
+                self.after_reply(replied)
             }
         }
     }
@@ -1028,15 +1020,7 @@ impl Conn<'_> {
         };
         match r.log.propose(bytes) {
             Ok(reply) => {
-                let next = if reply.is_empty() || self.tx.try_send(reply).is_ok() {
-                    Next::Continue
-                } else {
-                    self.shared
-                        .counters
-                        .slow_clients
-                        .fetch_add(1, Ordering::Relaxed);
-                    Next::Close
-                };
+                let next = self.after_reply(reply.is_empty() || self.tx.try_send(reply).is_ok());
                 self.shared.deliver_effects(r);
                 next
             }
@@ -1052,6 +1036,19 @@ impl Conn<'_> {
                 Next::Close
             }
         }
+    }
+
+    /// Goes on if the reply was queued; a connection whose outbox is full
+    /// is stuck and closed.
+    fn after_reply(&self, queued: bool) -> Next {
+        if queued {
+            return Next::Continue;
+        }
+        self.shared
+            .counters
+            .slow_clients
+            .fetch_add(1, Ordering::Relaxed);
+        Next::Close
     }
 
     fn malformed(&self, e: &ProtoError) -> Next {
