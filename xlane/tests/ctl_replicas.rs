@@ -3,8 +3,12 @@
 //! once a third are granted the serving replica is killed with `kill -9`.
 //! Every acknowledged grant must be held by the replica that takes over,
 //! every unanswered request is retried there with its id and answered,
-//! none is granted twice, and the takeover time is printed.
+//! none is granted twice, and the takeover time is printed. Each replica's
+//! `/metrics` says whether it serves.
 
+mod common;
+
+use common::{scrape, value};
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::path::Path;
@@ -31,13 +35,14 @@ impl Drop for Replicas {
     }
 }
 
-fn spawn(id: usize, peers: &[String], dir: &Path, keys: &Path) -> Child {
+fn spawn(id: usize, peers: &[String], dir: &Path, keys: &Path, metrics: SocketAddr) -> Child {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_xlane"));
     cmd.args(["ctl", "serve", "--topology", "fat-tree:4", "--keys"])
         .arg(keys)
         .arg("--state")
         .arg(dir.join(format!("r{id}")))
-        .args(["--id", &id.to_string(), "--meter-interval-ms", "20"]);
+        .args(["--id", &id.to_string(), "--meter-interval-ms", "20"])
+        .args(["--metrics", &metrics.to_string()]);
     for p in peers {
         cmd.args(["--peer", p]);
     }
@@ -47,8 +52,11 @@ fn spawn(id: usize, peers: &[String], dir: &Path, keys: &Path) -> Child {
         .expect("spawn xlane ctl serve");
     let mut err = BufReader::new(child.stderr.take().expect("stderr"));
     let mut line = String::new();
-    err.read_line(&mut line).expect("replica line");
-    assert!(line.contains("listening on"), "replica {id}: {line}");
+    while !line.contains("listening on") {
+        line.clear();
+        let n = err.read_line(&mut line).expect("replica line");
+        assert!(n > 0, "replica {id} ended before listening");
+    }
     // Keep the pipe drained.
     std::thread::spawn(move || for _ in err.lines().map_while(Result::ok) {});
     child
@@ -115,14 +123,15 @@ fn kill_9_of_the_serving_replica_loses_no_acknowledged_grant() {
     let keys = Keys::from_file(&keys_path).unwrap();
     let raft: Vec<SocketAddr> = (0..3).map(|_| xlane_testports::raft()).collect();
     let addrs: Vec<SocketAddr> = (0..3).map(|_| xlane_testports::tcp()).collect();
+    let metrics: Vec<SocketAddr> = (0..3).map(|_| xlane_testports::tcp()).collect();
     let peers: Vec<String> = (0..3)
         .map(|i| format!("{}={}/{}", i + 1, raft[i], addrs[i]))
         .collect();
-    let mut rs = Replicas(
-        (0..3)
-            .map(|i| Some(spawn(i + 1, &peers, dir.path(), &keys_path)))
-            .collect(),
-    );
+    // One by one, so that a failed start still ends those started.
+    let mut rs = Replicas(Vec::new());
+    for (i, m) in metrics.iter().enumerate() {
+        rs.0.push(Some(spawn(i + 1, &peers, dir.path(), &keys_path, *m)));
+    }
     let t0 = Instant::now();
     let leader = loop {
         if let Some(i) = serving(&addrs, &[true; 3], &keys) {
@@ -131,6 +140,17 @@ fn kill_9_of_the_serving_replica_loses_no_acknowledged_grant() {
         assert!(t0.elapsed() < Duration::from_secs(30), "no replica serves");
         std::thread::sleep(Duration::from_millis(20));
     };
+
+    // The serving replica says so; the others do not.
+    for (i, m) in metrics.iter().enumerate() {
+        let serving = value(&scrape(&m.to_string()), "xlane_ctl_serving");
+        assert_eq!(
+            serving,
+            f64::from(u8::from(i == leader)),
+            "replica {}",
+            i + 1
+        );
+    }
 
     let acked = Arc::new(AtomicUsize::new(0));
     let go = Arc::new(Barrier::new(HOSTS + 1));
@@ -227,6 +247,10 @@ fn kill_9_of_the_serving_replica_loses_no_acknowledged_grant() {
         std::thread::sleep(Duration::from_millis(5));
     };
     let takeover = killed_at.elapsed();
+    assert_eq!(
+        value(&scrape(&metrics[next].to_string()), "xlane_ctl_serving"),
+        1.0
+    );
 
     let results: Vec<HostResult> = workers.into_iter().map(|w| w.join().unwrap()).collect();
     let granted: usize = results.iter().map(|r| r.acked.len()).sum();

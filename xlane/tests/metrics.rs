@@ -9,34 +9,13 @@
 
 mod common;
 
-use common::{spawn_until_ready, stop, Conn};
-use std::io::{Read, Write};
-use std::net::TcpStream;
+use common::{scrape, spawn_until_ready, stop, value, Conn};
 use std::process::Command;
 use std::time::{Duration, Instant};
 use xlane_kv::resp::Reply;
 
 fn xlane() -> Command {
     Command::new(env!("CARGO_BIN_EXE_xlane"))
-}
-
-fn scrape(addr: &str) -> String {
-    let mut s = TcpStream::connect(addr).expect("connect to /metrics");
-    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
-        .unwrap();
-    let mut out = String::new();
-    s.read_to_string(&mut out).unwrap();
-    assert!(out.starts_with("HTTP/1.1 200 OK"), "{out}");
-    out
-}
-
-/// The value of the sample `series` (name and labels, as written).
-fn value(text: &str, series: &str) -> f64 {
-    text.lines()
-        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
-        .unwrap_or_else(|| panic!("no {series} in {text}"))
-        .parse()
-        .unwrap()
 }
 
 fn metrics_addr(ready: &str) -> String {

@@ -675,6 +675,11 @@ impl StatsHandle {
     pub fn tunnels(&self) -> Vec<TunnelInfo> {
         self.0.with_controller(Controller::tunnels)
     }
+
+    /// Whether the daemon answers hosts now ([`Server::serves`]).
+    pub fn serves(&self) -> bool {
+        self.0.serves()
+    }
 }
 
 impl std::fmt::Debug for StatsHandle {

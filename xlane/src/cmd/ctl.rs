@@ -127,7 +127,8 @@ struct ServeArgs {
     #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(0..=10_000))]
     exceed_tolerance_permille: u32,
     /// Serve Prometheus metrics at http://ADDR/metrics: connections,
-    /// refusals by kind, fabric and journal errors, tunnels by state.
+    /// refusals by kind, fabric and journal errors, tunnels by state,
+    /// upcalls, and whether this daemon serves (a replica: leads).
     #[arg(long)]
     metrics: Option<std::net::SocketAddr>,
     /// This replica's id, with --peer.
@@ -446,9 +447,6 @@ fn serve_replica(
     if !peers.contains_key(&id) {
         return Err(format!("--id {id}: no --peer entry for this replica").into());
     }
-    if a.metrics.is_some() {
-        tracing::warn!("--metrics is not served by a replica yet; ignored");
-    }
     let n = peers.len();
     let mut rc = ReplicaConfig::new(id, peers, a.state.clone())?;
     rc.storage.fsync = match a.fsync {
@@ -460,6 +458,16 @@ fn serve_replica(
     let (te, policy) = (cfg.te.clone(), cfg.policy.clone());
     rc.server = cfg;
     let replica = ControllerReplica::start(rc, topo, te, policy, keys, fabric)?;
+    let _exporter = match (a.metrics, replica.server()) {
+        (Some(m), Some(server)) => {
+            let h = server.stats_handle();
+            let e = xlane_metrics::Exporter::serve(m, std::sync::Arc::new(move || ctl_metrics(&h)))
+                .map_err(|e| format!("--metrics {m}: {e}"))?;
+            tracing::info!("metrics at http://{}/metrics", e.local_addr());
+            Some(e)
+        }
+        _ => None,
+    };
     tracing::info!(
         "listening on {}; replica {id} of {n}; raft log {}: {} record(s) replayed{}",
         replica
@@ -542,6 +550,22 @@ fn ctl_metrics(h: &xlane_ctl::server::StatsHandle) -> Vec<xlane_metrics::Family>
             "xlane_ctl_compactions_total",
             "Journal compactions.",
             s.compactions,
+        ),
+        Family::one(
+            "xlane_ctl_serving",
+            "1 while this daemon answers hosts (a replica: while it leads), else 0.",
+            Kind::Gauge,
+            if h.serves() { 1.0 } else { 0.0 },
+        ),
+        c(
+            "xlane_ctl_upcalls_total",
+            "Upcalls queued to subscribed connections.",
+            s.upcalls,
+        ),
+        c(
+            "xlane_ctl_unanswered_total",
+            "Requests a replica left unanswered (its leadership was lost while they were replicated).",
+            s.unanswered,
         ),
         Family::by(
             "xlane_ctl_tunnels",

@@ -112,3 +112,23 @@ impl Conn {
             .expect("a reply (timeout, closed connection or a malformed reply)")
     }
 }
+
+/// One GET of a daemon's `/metrics` at `addr` (the whole response).
+pub fn scrape(addr: &str) -> String {
+    let mut s = TcpStream::connect(addr).expect("connect to /metrics");
+    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+        .unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    assert!(out.starts_with("HTTP/1.1 200 OK"), "{out}");
+    out
+}
+
+/// The value of the sample `series` (name and labels, as written).
+pub fn value(text: &str, series: &str) -> f64 {
+    text.lines()
+        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
+        .unwrap_or_else(|| panic!("no {series} in {text}"))
+        .parse()
+        .unwrap()
+}
