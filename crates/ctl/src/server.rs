@@ -43,7 +43,7 @@
 
 use crate::auth::{random_bytes, Handshake, Keys};
 use crate::core::{Controller, Outcome, Policy, Principal, ReplayError};
-use crate::fabric::Fabric;
+use crate::fabric::{Fabric, FabricOp};
 use crate::proto::{
     ClientMsg, FrameBuffer, Message, ProtoError, RefusalCode, ServerMsg, TunnelInfo, Upcall,
 };
@@ -188,6 +188,35 @@ struct Counters {
     unanswered: AtomicU64,
 }
 
+/// Why fabric operations are applied: only the log line differs.
+#[derive(Clone, Copy)]
+enum FabricPass {
+    /// The operations of applied calls (a step, or a replica's effects).
+    Changes,
+    /// The whole fabric reprogrammed from the state (a start, a takeover).
+    Resync,
+}
+
+impl Counters {
+    /// Applies `ops` to `fabric` in order. An operation that fails is
+    /// logged and counted in `fabric_errors`, and the rest are still
+    /// applied: the state stays as it is, and the next resync (a restart or
+    /// a takeover) programs the whole fabric again.
+    fn apply_fabric(&self, fabric: &mut dyn Fabric, ops: &[FabricOp], pass: FabricPass) {
+        for op in ops {
+            if let Err(e) = fabric.apply(op) {
+                match pass {
+                    FabricPass::Changes => {
+                        tracing::error!("fabric operation on {} failed: {e}", op.tunnel())
+                    }
+                    FabricPass::Resync => tracing::error!("resync of {} failed: {e}", op.tunnel()),
+                }
+                self.fabric_errors.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+}
+
 /// The serving side of a replicated log: implemented over X-Raft by
 /// `xlane-ctl-replica`, whose state machine applies each committed entry
 /// to a [`ReplicatedState`].
@@ -292,12 +321,8 @@ impl Shared {
         if !r.serving.load(Ordering::Relaxed) || !r.log.is_leader() {
             return;
         }
-        for op in &fx.fabric {
-            if let Err(e) = fabric.apply(op) {
-                tracing::error!("fabric operation on {} failed: {e}", op.tunnel());
-                self.counters.fabric_errors.fetch_add(1, Ordering::Relaxed);
-            }
-        }
+        self.counters
+            .apply_fabric(fabric.as_mut(), &fx.fabric, FabricPass::Changes);
         drop(fabric);
         self.deliver(&fx.upcalls);
     }
@@ -347,12 +372,8 @@ impl Shared {
                 self.compact(&mut d);
             }
         }
-        for op in &out.fabric {
-            if let Err(e) = d.fabric.apply(op) {
-                tracing::error!("fabric operation on {} failed: {e}", op.tunnel());
-                self.counters.fabric_errors.fetch_add(1, Ordering::Relaxed);
-            }
-        }
+        self.counters
+            .apply_fabric(d.fabric.as_mut(), &out.fabric, FabricPass::Changes);
         let mut replied = true;
         if let (Some(tx), Some(reply)) = (reply_to, &out.reply) {
             replied = tx.try_send(frame_of(reply)).is_ok();
@@ -448,13 +469,9 @@ impl Server {
         let mut core =
             Controller::recover(topo, cfg.te.clone(), cfg.policy.clone(), &opened.records)?;
         core.set_key_secret(key_secret(&cfg.state_dir)?);
-        let mut fabric_errors = 0;
-        for op in core.resync() {
-            if let Err(e) = fabric.apply(&op) {
-                tracing::error!("resync of {} failed: {e}", op.tunnel());
-                fabric_errors += 1;
-            }
-        }
+        // Counted from here on: the resync comes before the server exists.
+        let counters = Counters::default();
+        counters.apply_fabric(fabric.as_mut(), &core.resync(), FabricPass::Resync);
         let next_compact = opened.store.journal_records() + cfg.compact_every.max(1);
         let backing = Backing::Journal(Box::new(Mutex::new(Daemon {
             core,
@@ -462,13 +479,7 @@ impl Server {
             fabric,
             next_compact,
         })));
-        let server = Self::spawn(backing, cfg, keys, opened.report)?;
-        server
-            .shared
-            .counters
-            .fabric_errors
-            .fetch_add(fabric_errors, Ordering::Relaxed);
-        Ok(server)
+        Self::spawn(backing, cfg, keys, opened.report, counters)
     }
 
     /// Serve a replicated controller: `state` is what `log`'s state
@@ -490,15 +501,23 @@ impl Server {
             fabric: Mutex::new(fabric),
             serving: AtomicBool::new(false),
         });
-        Self::spawn(backing, cfg, keys, RecoveryReport::default())
+        Self::spawn(
+            backing,
+            cfg,
+            keys,
+            RecoveryReport::default(),
+            Counters::default(),
+        )
     }
 
-    /// Listen on `cfg.listen` and start the accept and tick threads.
+    /// Listen on `cfg.listen` and start the accept and tick threads;
+    /// `counters` holds what happened before (a start's resync).
     fn spawn(
         backing: Backing,
         cfg: ServerConfig,
         keys: Keys,
         recovery: RecoveryReport,
+        counters: Counters,
     ) -> Result<Server, ServerError> {
         let listener = TcpListener::bind(cfg.listen).map_err(|source| ServerError::Bind {
             addr: cfg.listen,
@@ -513,7 +532,7 @@ impl Server {
             cfg,
             stop: AtomicBool::new(false),
             start: Instant::now(),
-            counters: Counters::default(),
+            counters,
             conns: Mutex::new(Vec::new()),
         });
         let mut threads = Vec::new();
@@ -827,15 +846,10 @@ fn replicated_tick(shared: &Shared) {
     if !was {
         let mut fabric = lock(&r.fabric);
         drop(r.state.take_effects());
-        for op in r.state.with_controller(Controller::resync) {
-            if let Err(e) = fabric.apply(&op) {
-                tracing::error!("resync of {} failed: {e}", op.tunnel());
-                shared
-                    .counters
-                    .fabric_errors
-                    .fetch_add(1, Ordering::Relaxed);
-            }
-        }
+        let ops = r.state.with_controller(Controller::resync);
+        shared
+            .counters
+            .apply_fabric(fabric.as_mut(), &ops, FabricPass::Resync);
         tracing::info!("this controller replica serves now; fabric resynced");
     }
     if !r.state.has_key_secret() {
@@ -1164,5 +1178,45 @@ fn connection(shared: &Shared, stream: TcpStream, id: u64) {
     let _ = writer_thread.join();
     if let Ok(s) = stream {
         let _ = s.shutdown(Shutdown::Both);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fabric::{FabricError, SwitchMeter};
+    use crate::proto::TunnelId;
+
+    /// Fails every operation on an even tunnel, records the others.
+    #[derive(Default)]
+    struct HalfBroken(Vec<TunnelId>);
+
+    impl Fabric for HalfBroken {
+        fn apply(&mut self, op: &FabricOp) -> Result<(), FabricError> {
+            if op.tunnel().0 % 2 == 0 {
+                return Err(FabricError::Failed("refused".into()));
+            }
+            self.0.push(op.tunnel());
+            Ok(())
+        }
+        fn meters(&mut self) -> Result<Vec<SwitchMeter>, FabricError> {
+            Ok(Vec::new())
+        }
+    }
+
+    #[test]
+    fn a_failed_fabric_operation_is_counted_and_the_rest_applied() {
+        let ops: Vec<_> = (1..=5)
+            .map(|t| FabricOp::Demote {
+                tunnel: TunnelId(t),
+            })
+            .collect();
+        let counters = Counters::default();
+        let mut fabric = HalfBroken::default();
+        counters.apply_fabric(&mut fabric, &ops, FabricPass::Changes);
+        counters.apply_fabric(&mut fabric, &ops[..2], FabricPass::Resync);
+        let applied: Vec<u64> = fabric.0.iter().map(|t| t.0).collect();
+        assert_eq!(applied, vec![1, 3, 5, 1]);
+        assert_eq!(counters.fabric_errors.load(Ordering::Relaxed), 3);
     }
 }
