@@ -19,9 +19,12 @@ use std::time::{Duration, Instant};
 use xlane_ctl::auth::Keys;
 use xlane_ctl::client::{Client, ClientError};
 use xlane_ctl::proto::{ClientMsg, RefusalCode, ServerMsg, TunnelId};
+use xlane_ctl_replica::testing::connect;
 
 const HOSTS: usize = 16;
 const PER_HOST: usize = 63;
+/// How long a host waits for a serving replica before the test gives up.
+const PATIENCE: Duration = Duration::from_secs(30);
 
 /// The replicas this test started, killed by PID when it ends.
 struct Replicas(Vec<Option<Child>>);
@@ -67,25 +70,6 @@ fn serving(addrs: &[SocketAddr], up: &[bool], keys: &Keys) -> Option<usize> {
     (0..addrs.len())
         .filter(|&i| up[i])
         .find(|&i| Client::connect(addrs[i], "h0", keys.get("h0").unwrap()).is_ok())
-}
-
-fn connect(addrs: &[SocketAddr], host: &str, keys: &Keys) -> Client {
-    let t0 = Instant::now();
-    loop {
-        match Client::connect_any(addrs, host, keys.get(host).unwrap()) {
-            Ok(mut c) => {
-                c.set_timeout(Duration::from_secs(10));
-                return c;
-            }
-            Err(e) => {
-                assert!(
-                    t0.elapsed() < Duration::from_secs(30),
-                    "{host}: no serving replica: {e}"
-                );
-                std::thread::sleep(Duration::from_millis(20));
-            }
-        }
-    }
 }
 
 fn request(h: &str, to: &str, j: usize) -> ClientMsg {
@@ -172,7 +156,7 @@ fn kill_9_of_the_serving_replica_loses_no_acknowledged_grant() {
                     ..HostResult::default()
                 };
                 let to = |j: usize| others[(i + j) % others.len()].clone();
-                let mut c = connect(&addrs, &h, &keys);
+                let mut c = connect(&addrs, &h, &keys, PATIENCE);
                 go.wait();
                 for j in 0..PER_HOST {
                     c.send(&request(&h, &to(j), j)).unwrap();
@@ -199,7 +183,7 @@ fn kill_9_of_the_serving_replica_loses_no_acknowledged_grant() {
                 }
                 r.unanswered = PER_HOST - answered;
                 // Retried on the serving replica with the same ids.
-                let mut c = connect(&addrs, &h, &keys);
+                let mut c = connect(&addrs, &h, &keys, PATIENCE);
                 for j in answered..PER_HOST {
                     match c.call(&request(&h, &to(j), j)) {
                         Ok(ServerMsg::Granted { tunnel, .. }) => r.acked.push(tunnel),
@@ -267,7 +251,7 @@ fn kill_9_of_the_serving_replica_loses_no_acknowledged_grant() {
     assert_eq!(granted + refused, total, "every request answered");
 
     // The serving replica holds every grant, none twice.
-    let mut c = connect(&addrs, "h0", &keys);
+    let mut c = connect(&addrs, "h0", &keys, PATIENCE);
     let (list, truncated) = c.list().unwrap();
     assert!(!truncated);
     let held: std::collections::BTreeSet<TunnelId> = list.iter().map(|t| t.tunnel).collect();

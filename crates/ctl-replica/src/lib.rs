@@ -27,6 +27,12 @@
 //! dies is unanswered: the host's connection closes and the host retries
 //! or reports it. A new serving replica reprograms the fabric from its
 //! state and hosts reconcile when they reconnect.
+//!
+//! # Tests
+//!
+//! The feature `testing` adds [`testing`] (when documented with it): three
+//! replicas in one process and a host that connects to whichever serves,
+//! for this crate's tests and those of crates that follow a takeover.
 #![warn(missing_docs)]
 
 use std::collections::BTreeMap;
@@ -45,6 +51,9 @@ use xlane_xraft::{DiskStorage, RaftNode, StateMachine};
 pub use xlane_xraft::{FsyncPolicy, NodeConfig, OpenReport, StorageConfig};
 pub use xlane_xraft_net::NetAuth;
 use xlane_xraft_net::{NetConfig, NetError, NetTransport, TcpSide};
+
+#[cfg(feature = "testing")]
+pub mod testing;
 
 /// Largest raft datagram on the plain UDP path.
 pub const EXPRESS_MTU: usize = xlane_xraft_net::net::EXPRESS_MTU;

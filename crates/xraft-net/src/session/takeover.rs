@@ -5,61 +5,13 @@
 //! hear the upcalls of that replica.
 
 use super::*;
-use std::path::Path;
 use std::sync::{mpsc, Arc};
-use xlane_ctl::auth::Keys;
 use xlane_ctl::proto::MeterReading;
-use xlane_ctl::te::{gen, TeConfig};
-use xlane_ctl::{NoFabric, Policy};
-use xlane_ctl_replica::{ControllerReplica, ReplicaAddrs, ReplicaConfig};
+use xlane_ctl_replica::testing::{connect, Group};
 
 /// How long anything may take before the test gives up (a bound against
 /// hanging, not a measurement).
 const PATIENCE: Duration = Duration::from_secs(30);
-
-fn start(
-    id: u64,
-    peers: &BTreeMap<u64, ReplicaAddrs>,
-    dir: &Path,
-    keys: &Keys,
-) -> ControllerReplica {
-    let mut cfg = ReplicaConfig::new(id, peers.clone(), dir.join(format!("r{id}"))).unwrap();
-    cfg.server.tick_interval = Duration::from_millis(20);
-    ControllerReplica::start(
-        cfg,
-        gen::from_spec("fat-tree:4").unwrap(),
-        TeConfig::default(),
-        Policy::default(),
-        keys.clone(),
-        Box::new(NoFabric),
-    )
-    .unwrap()
-}
-
-fn wait_serving(rs: &[Option<ControllerReplica>]) -> usize {
-    let t0 = Instant::now();
-    loop {
-        if let Some(i) = rs
-            .iter()
-            .position(|r| r.as_ref().is_some_and(|r| r.serves()))
-        {
-            return i;
-        }
-        assert!(t0.elapsed() < PATIENCE, "no replica serves");
-        std::thread::sleep(Duration::from_millis(10));
-    }
-}
-
-fn connect(addrs: &[SocketAddr], host: &str, keys: &Keys) -> Client {
-    let t0 = Instant::now();
-    loop {
-        match Client::connect_any(addrs, host, keys.get(host).unwrap()) {
-            Ok(c) => return c,
-            Err(e) => assert!(t0.elapsed() < PATIENCE, "{host}: no serving replica: {e}"),
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
 
 /// The next event `want` accepts; every event before it is returned too.
 fn wait_event(
@@ -79,27 +31,14 @@ fn wait_event(
 
 #[test]
 fn a_session_follows_a_controller_takeover() {
-    let dir = tempfile::tempdir().unwrap();
-    let keys = Keys::generate(&["h0", "h1", "h2"]).unwrap();
-    let peers: BTreeMap<u64, ReplicaAddrs> = (1..=3)
-        .map(|i| {
-            let a = ReplicaAddrs {
-                raft: xlane_testports::raft(),
-                client: xlane_testports::tcp(),
-            };
-            (i, a)
-        })
-        .collect();
-    let addrs: Vec<SocketAddr> = peers.values().map(|p| p.client).collect();
-    let mut rs: Vec<Option<ControllerReplica>> = (1..=3)
-        .map(|i| Some(start(i, &peers, dir.path(), &keys)))
-        .collect();
-    wait_serving(&rs);
+    let mut g = Group::start();
+    let (addrs, keys) = (g.addrs.clone(), g.keys.clone());
+    g.wait_serving(PATIENCE);
 
     // The other two members hold their trees, as their sessions would.
     let names: BTreeMap<u64, String> = (1..=3).map(|i| (i, format!("h{}", i - 1))).collect();
     for (h, to) in [("h1", ["h0", "h2"]), ("h2", ["h0", "h1"])] {
-        let mut c = connect(&addrs, h, &keys);
+        let mut c = connect(&addrs, h, &keys, PATIENCE);
         let to: Vec<String> = to.iter().map(|s| s.to_string()).collect();
         for sublane in [FD_SUBLANE, REPL_SUBLANE] {
             c.request(&to, 200, 10_000_000, sublane).unwrap();
@@ -147,11 +86,11 @@ fn a_session_follows_a_controller_takeover() {
     };
 
     // The replica serving the session goes away.
-    let first = rs
-        .iter()
-        .position(|r| r.as_ref().unwrap().client_addr() == Some(before))
-        .unwrap();
-    let gone = rs[first].take().unwrap();
+    let first =
+        g.rs.iter()
+            .position(|r| r.as_ref().unwrap().client_addr() == Some(before))
+            .unwrap();
+    let gone = g.rs[first].take().unwrap();
     let gone_addr = before;
     gone.stop();
     let (lost, _) = wait_event(&rx, "controller_lost", |e| {
@@ -171,7 +110,7 @@ fn a_session_follows_a_controller_takeover() {
     assert_ne!(controller, gone_addr, "{lost:?}");
     assert!(addrs.contains(&controller));
     assert_eq!(kept, vec![own.fd, own.repl]);
-    let mut c = connect(&addrs, "h0", &keys);
+    let mut c = connect(&addrs, "h0", &keys, PATIENCE);
     let (list, _) = c.list().unwrap();
     for t in [own.fd, own.repl] {
         let row = list.iter().find(|i| i.tunnel.0 == t as u64);
