@@ -139,6 +139,17 @@ impl Group {
     /// Picks the addresses, makes the keys and starts the three replicas
     /// (one of them serves once they have elected: [`Group::wait_serving`]).
     pub fn start() -> Group {
+        let mut g = Group::unstarted();
+        for i in 0..g.rs.len() {
+            g.start_replica(i);
+        }
+        g
+    }
+
+    /// Picks the addresses and makes the keys, and starts no replica
+    /// ([`Group::start_replica`]): hosts given `addrs` find nothing there
+    /// yet.
+    pub fn unstarted() -> Group {
         let dir = tempfile::tempdir().expect("a temporary directory");
         let names = hosts(&topology());
         let refs: Vec<&str> = names.iter().map(String::as_str).collect();
@@ -153,9 +164,7 @@ impl Group {
             })
             .collect();
         let addrs = peers.values().map(|p| p.client).collect();
-        let rs = (1..=REPLICAS)
-            .map(|i| Some(start(i, &peers, dir.path(), &keys)))
-            .collect();
+        let rs = (1..=REPLICAS).map(|_| None).collect();
         Group {
             dir,
             names,
@@ -171,8 +180,9 @@ impl Group {
         wait_serving(&self.rs, limit)
     }
 
-    /// Starts replica `i + 1` again (it was stopped) from its raft log.
-    pub fn restart(&mut self, i: usize) {
+    /// Starts replica `i + 1`, which does not run: afresh, or after a stop
+    /// from its raft log.
+    pub fn start_replica(&mut self, i: usize) {
         assert!(self.rs[i].is_none(), "replica {} still runs", i + 1);
         self.rs[i] = Some(start(
             i as u64 + 1,

@@ -60,7 +60,7 @@ fn a_stopped_replica_restarts_into_the_same_state() {
     // The stopped replica restarts from its log. Nothing is proposed now
     // (no hosts; no meters; no grace period runs): every replica reaches
     // the same index and the same state.
-    g.restart(leader);
+    g.start_replica(leader);
     let base = g.rs[next].as_ref().unwrap();
     for r in g.rs.iter().flatten().filter(|r| r.id() != base.id()) {
         let t0 = Instant::now();

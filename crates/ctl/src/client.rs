@@ -48,6 +48,20 @@ pub enum ClientError {
     Timeout(Duration),
 }
 
+impl ClientError {
+    /// The serving replica a `NotLeader` refusal names, if this is one
+    /// that names it ([`crate::proto::not_leader_hint`]).
+    pub fn serving_hint(&self) -> Option<SocketAddr> {
+        match self {
+            ClientError::Refused {
+                code: RefusalCode::NotLeader,
+                message,
+            } => crate::proto::not_leader_hint(message),
+            _ => None,
+        }
+    }
+}
+
 /// A granted (or changed) tunnel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Granted {

@@ -208,8 +208,29 @@ pub enum RefusalCode {
     /// Too many connections; try later.
     Busy = 38,
     /// This replica does not serve (a replicated controller's follower);
-    /// the message names the serving replica's address when it is known.
+    /// the message names the serving replica's address when it is known
+    /// ([`not_leader_hint`]).
     NotLeader = 39,
+}
+
+/// What a `NotLeader` refusal's message says before the serving
+/// replica's address.
+const SERVING_AT: &str = "; the serving one is at ";
+
+/// The message of a [`RefusalCode::NotLeader`] refusal: names the serving
+/// replica's client address when it is known, so that a host goes there
+/// next ([`not_leader_hint`] reads it back).
+pub fn not_leader_message(serving: Option<std::net::SocketAddr>) -> String {
+    match serving {
+        Some(a) => format!("this controller replica does not serve{SERVING_AT}{a}"),
+        None => "this controller replica does not serve, and no serving one is known yet".into(),
+    }
+}
+
+/// The serving replica a [`RefusalCode::NotLeader`] refusal's message
+/// names ([`not_leader_message`]), if it names one.
+pub fn not_leader_hint(message: &str) -> Option<std::net::SocketAddr> {
+    message.rsplit_once(SERVING_AT)?.1.trim().parse().ok()
 }
 
 impl RefusalCode {
@@ -1439,5 +1460,17 @@ mod tests {
             assert_eq!(RefusalCode::from_u16(c as u16), Some(c));
         }
         assert_eq!(RefusalCode::from_u16(0), None);
+    }
+
+    /// A `NotLeader` refusal's serving replica is read back from its
+    /// message, IPv4 or IPv6; one that names none gives none.
+    #[test]
+    fn not_leader_hints() {
+        for a in ["10.0.0.2:7070", "[::1]:7071"] {
+            let a: std::net::SocketAddr = a.parse().unwrap();
+            assert_eq!(not_leader_hint(&not_leader_message(Some(a))), Some(a));
+        }
+        assert_eq!(not_leader_hint(&not_leader_message(None)), None);
+        assert_eq!(not_leader_hint("the serving one is at nowhere"), None);
     }
 }

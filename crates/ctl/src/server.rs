@@ -304,12 +304,7 @@ impl Shared {
             Backing::Replicated(r) => r.log.leader_addr(),
             Backing::Journal(_) => None,
         };
-        match hint {
-            Some(a) => format!("this controller replica does not serve; the serving one is at {a}"),
-            None => {
-                "this controller replica does not serve, and no serving one is known yet".into()
-            }
-        }
+        crate::proto::not_leader_message(hint)
     }
 
     /// Delivers what applied commands queued: on the serving replica,

@@ -22,14 +22,19 @@
 //! * **Peers**: the other members' trees are looked up again every second,
 //!   so a member that restarted (and was granted new trees) is heard again.
 //! * **Controller**: the session is given every address of the controller
-//!   (a replicated one's replicas) and connects to whichever serves. When
-//!   the connection ends (the serving replica died or stopped serving) the
-//!   lane keeps its last grants, and the session goes through the whole
-//!   list again, at once and then after waits that double from
-//!   50 ms up to 2 s, until a replica serves. Once connected it subscribes
-//!   again, reconciles its trees (`ReconcileHost`: one the controller does
-//!   not know comes back as `bandwidthTerminated`) and follows any change
-//!   of its trees' resources it missed meanwhile (from the tunnel list).
+//!   (a replicated one's replicas) and connects to whichever serves: it
+//!   goes through the list in order, and a replica that refuses with
+//!   `NotLeader` naming the serving one sends it there at once. When no
+//!   replica serves (an election, replicas still starting) it goes
+//!   through the list again after waits that double from 50 ms up to 2 s:
+//!   at [`Session::open`] until [`SessionConfig::wait_for_controller`] has
+//!   passed (then [`SessionError::NoController`]), and, when the
+//!   connection of a running session ends (the serving replica died or
+//!   stopped serving), for as long as it runs, the lane keeping its last
+//!   grants meanwhile. Once connected again it subscribes, reconciles its
+//!   trees (`ReconcileHost`: one the controller does not know comes back
+//!   as `bandwidthTerminated`) and follows any change of its trees'
+//!   resources it missed meanwhile (from the tunnel list).
 //!
 //! Every action is reported as a [`SessionEvent`].
 
@@ -75,6 +80,10 @@ const RESIZE_RETRY: Duration = Duration::from_secs(5);
 const RECONNECT_FIRST: Duration = Duration::from_millis(50);
 /// ... up to this.
 const RECONNECT_MAX: Duration = Duration::from_secs(2);
+/// How long [`Session::open`] looks for a serving controller replica by
+/// default ([`SessionConfig::wait_for_controller`]): an election takes
+/// well under a second, replicas that are still starting a few.
+pub const WAIT_FOR_CONTROLLER: Duration = Duration::from_secs(10);
 
 /// How to open a session.
 #[derive(Debug, Clone)]
@@ -94,6 +103,10 @@ pub struct SessionConfig {
     pub burst_bytes: usize,
     /// How long to wait for the other members' trees.
     pub wait_for_peers: Duration,
+    /// How long [`Session::open`] goes through `controllers` again while
+    /// no replica serves (default [`WAIT_FOR_CONTROLLER`]; zero: one
+    /// pass).
+    pub wait_for_controller: Duration,
     /// Whether the link seals its frames (the trees are asked for with
     /// room for the MAC trailer).
     pub sealed: bool,
@@ -109,16 +122,28 @@ pub enum SessionError {
     /// Bad configuration.
     #[error("{0}")]
     Config(String),
-    /// A controller call failed or was refused.
-    #[error("controller {}: {what}: {source}", addr_list(.addrs))]
+    /// A call to the serving controller replica failed or was refused.
+    #[error("controller {addr}: {what}: {source}")]
     Controller {
-        /// The controller addresses tried: all of them when none served,
-        /// else the serving one.
-        addrs: Vec<SocketAddr>,
+        /// The serving replica's address.
+        addr: SocketAddr,
         /// The call.
         what: String,
         /// Why.
         source: ClientError,
+    },
+    /// No controller replica served within
+    /// [`SessionConfig::wait_for_controller`].
+    #[error("no controller replica served within {waited:?} (tried {}): {last}", addr_list(.tried))]
+    NoController {
+        /// Every address tried, in the order first tried: the list, and
+        /// any serving replica a refusal named.
+        tried: Vec<SocketAddr>,
+        /// How long the session tried.
+        waited: Duration,
+        /// The last refusal or connection error.
+        #[source]
+        last: ClientError,
     },
     /// Some members did not hold their trees in time.
     #[error("members {missing:?} held no trees at the controller after {waited:?} (are they started with the same --controller?)")]
@@ -242,6 +267,73 @@ fn addr_list(addrs: &[SocketAddr]) -> String {
     v.join(",")
 }
 
+/// One pass through `addrs` for the controller replica that serves: each
+/// is tried in order, and one whose `NotLeader` refusal names the serving
+/// replica is followed there at once (no address twice in a pass). Every
+/// address tried is added to `tried` (once). The error is the last one.
+fn connect_pass(
+    addrs: &[SocketAddr],
+    host: &str,
+    key: &Key,
+    tried: &mut Vec<SocketAddr>,
+) -> Result<Client, ClientError> {
+    let mut seen = Vec::new();
+    let mut last = ClientError::Closed;
+    for &first in addrs {
+        let mut next = Some(first);
+        while let Some(a) = next.take() {
+            if seen.contains(&a) {
+                break;
+            }
+            seen.push(a);
+            if !tried.contains(&a) {
+                tried.push(a);
+            }
+            match Client::connect(a, host, key) {
+                Ok(c) => return Ok(c),
+                Err(e) => {
+                    next = e.serving_hint();
+                    last = e;
+                }
+            }
+        }
+    }
+    Err(last)
+}
+
+/// Connects to whichever of `cfg.controllers` serves ([`connect_pass`]),
+/// going through them again after waits that double from
+/// [`RECONNECT_FIRST`] to [`RECONNECT_MAX`] until
+/// `cfg.wait_for_controller` has passed. `failed` hears the last error of
+/// every pass that found none.
+fn connect_first(
+    cfg: &SessionConfig,
+    host: &str,
+    failed: &mut dyn FnMut(&ClientError),
+) -> Result<Client, SessionError> {
+    let start = Instant::now();
+    let deadline = start + cfg.wait_for_controller;
+    let mut wait = RECONNECT_FIRST;
+    let mut tried = Vec::new();
+    loop {
+        let last = match connect_pass(&cfg.controllers, host, &cfg.key, &mut tried) {
+            Ok(c) => return Ok(c),
+            Err(e) => e,
+        };
+        failed(&last);
+        let now = Instant::now();
+        if now >= deadline {
+            return Err(SessionError::NoController {
+                tried,
+                waited: now - start,
+                last,
+            });
+        }
+        std::thread::sleep(wait.min(deadline - now));
+        wait = (wait * 2).min(RECONNECT_MAX);
+    }
+}
+
 /// Whether a call's error means the connection is gone (or useless: the
 /// replica no longer serves, and it closes the connection after saying
 /// so), rather than the controller refusing this one request.
@@ -353,13 +445,24 @@ impl Release {
 }
 
 impl Session {
-    /// Connects (to the first of `cfg.controllers` that serves: one pass
-    /// through the list, the error names every address), subscribes, gives
-    /// back the trees of an earlier run of this member, asks for its two
-    /// trees, sets `timing` to the grants (periods, σ, Λ at least the X-FD
-    /// tree's announced maximum), and waits until every other member holds
-    /// its trees.
+    /// Connects to whichever of `cfg.controllers` serves (while none does,
+    /// going through them again for up to `cfg.wait_for_controller`, see
+    /// the module docs; then [`SessionError::NoController`]), subscribes,
+    /// gives back the trees of an earlier run of this member, asks for its
+    /// two trees, sets `timing` to the grants (periods, σ, Λ at least the
+    /// X-FD tree's announced maximum), and waits until every other member
+    /// holds its trees.
     pub fn open(cfg: SessionConfig, timing: &mut LaneTiming) -> Result<Opened, SessionError> {
+        Self::open_with(cfg, timing, &mut |_| {})
+    }
+
+    /// [`Session::open`]; `unreachable` hears every pass through the
+    /// controller list that found no serving replica.
+    fn open_with(
+        cfg: SessionConfig,
+        timing: &mut LaneTiming,
+        unreachable: &mut dyn FnMut(&ClientError),
+    ) -> Result<Opened, SessionError> {
         if cfg.controllers.is_empty() {
             return Err(SessionError::Config("no controller address".into()));
         }
@@ -378,22 +481,11 @@ impl Session {
                 "the lane needs at least one other member".into(),
             ));
         }
-        let mut conn =
-            Client::connect_any(&cfg.controllers, &host, &cfg.key).map_err(|source| {
-                SessionError::Controller {
-                    addrs: cfg.controllers.clone(),
-                    what: "connect".into(),
-                    source,
-                }
-            })?;
+        let mut conn = connect_first(&cfg, &host, unreachable)?;
         let addr = conn.peer_addr();
         let err = |what: &str| {
             let what = what.to_string();
-            move |source| SessionError::Controller {
-                addrs: vec![addr],
-                what,
-                source,
-            }
+            move |source| SessionError::Controller { addr, what, source }
         };
         // Upcalls from here on are kept for `run`, including those that
         // the requests below set off.
@@ -699,8 +791,9 @@ impl Session {
         control: &LaneControl,
         lower: &mut Option<(Instant, u64)>,
     ) -> Result<SessionEvent, String> {
-        let mut c = Client::connect_any(&self.cfg.controllers, &self.host, &self.cfg.key)
-            .map_err(|e| format!("controller {}: {e}", addr_list(&self.cfg.controllers)))?;
+        let mut tried = Vec::new();
+        let mut c = connect_pass(&self.cfg.controllers, &self.host, &self.cfg.key, &mut tried)
+            .map_err(|e| format!("controller {}: {e}", addr_list(&tried)))?;
         let addr = c.peer_addr();
         let fail = |what: &'static str| move |e| format!("controller {addr}: {what}: {e}");
         // Subscribed first: a tree the reconciliation terminates comes
@@ -941,5 +1034,122 @@ mod tests {
         assert_eq!(t.get("kv2"), Some(&(Some(11), Some(12))));
         assert_eq!(t.get("kv3"), Some(&(Some(9), None)));
         assert_eq!(t.len(), 3);
+    }
+
+    /// A controller that refuses every host's `Hello` with `refusal`.
+    struct Refusing {
+        addr: SocketAddr,
+        stop: std::sync::Arc<AtomicBool>,
+        thread: Option<std::thread::JoinHandle<()>>,
+    }
+
+    impl Refusing {
+        fn start(
+            refusal: impl Fn(SocketAddr) -> xlane_ctl::proto::ServerMsg + Send + 'static,
+        ) -> Refusing {
+            use std::io::{Read, Write};
+            use xlane_ctl::proto::{FrameBuffer, Message};
+            let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            listener.set_nonblocking(true).unwrap();
+            let addr = listener.local_addr().unwrap();
+            let stop = std::sync::Arc::new(AtomicBool::new(false));
+            let halt = stop.clone();
+            let thread = std::thread::spawn(move || {
+                while !halt.load(Ordering::Relaxed) {
+                    let Ok((mut s, _)) = listener.accept() else {
+                        std::thread::sleep(Duration::from_millis(5));
+                        continue;
+                    };
+                    s.set_nonblocking(false).unwrap();
+                    // The whole Hello first, then the refusal, then close.
+                    let (mut fb, mut buf) = (FrameBuffer::new(), [0u8; 512]);
+                    while let Ok(None) = fb.next_frame() {
+                        match s.read(&mut buf) {
+                            Ok(0) | Err(_) => break,
+                            Ok(n) => fb.push(&buf[..n]),
+                        }
+                    }
+                    let _ = s.write_all(&refusal(addr).to_frame().unwrap());
+                }
+            });
+            Refusing {
+                addr,
+                stop,
+                thread: Some(thread),
+            }
+        }
+    }
+
+    impl Drop for Refusing {
+        fn drop(&mut self) {
+            self.stop.store(true, Ordering::Relaxed);
+            if let Some(t) = self.thread.take() {
+                let _ = t.join();
+            }
+        }
+    }
+
+    fn not_leader(serving: Option<SocketAddr>) -> xlane_ctl::proto::ServerMsg {
+        xlane_ctl::proto::ServerMsg::Refused {
+            code: RefusalCode::NotLeader,
+            message: xlane_ctl::proto::not_leader_message(serving),
+        }
+    }
+
+    /// A `NotLeader` refusal naming the serving replica sends the pass
+    /// there at once, before the rest of the list; no address is tried
+    /// twice in a pass. When none serves by the deadline (here: one pass)
+    /// the error names every address tried and the last refusal.
+    #[test]
+    fn the_first_connect_follows_not_leader_and_names_what_it_tried() {
+        // c is "the serving one" a and b name; it is busy.
+        let c = Refusing::start(|_| xlane_ctl::proto::ServerMsg::Refused {
+            code: RefusalCode::Busy,
+            message: "too many connections".into(),
+        });
+        let to_c = c.addr;
+        let a = Refusing::start(move |_| not_leader(Some(to_c)));
+        let b = Refusing::start(move |_| not_leader(Some(to_c)));
+        // d knows no serving replica; e names itself.
+        let d = Refusing::start(|_| not_leader(None));
+        let e = Refusing::start(|me| not_leader(Some(me)));
+        let keys = xlane_ctl::auth::Keys::generate(&["h0", "h1"]).unwrap();
+        let cfg = SessionConfig {
+            controllers: vec![a.addr, b.addr, d.addr, e.addr],
+            key: keys.get("h0").unwrap().clone(),
+            me: 1,
+            names: [(1, "h0".to_string()), (2, "h1".to_string())].into(),
+            burst_bytes: 256,
+            wait_for_peers: Duration::ZERO,
+            wait_for_controller: Duration::ZERO,
+            sealed: false,
+            tree_keys: false,
+        };
+        let mut passes = Vec::new();
+        let err = Session::open_with(cfg, &mut LaneTiming::default(), &mut |e| {
+            passes.push(e.to_string())
+        })
+        .err()
+        .expect("no controller serves");
+        let SessionError::NoController { tried, last, .. } = &err else {
+            panic!("{err}");
+        };
+        assert_eq!(tried, &[a.addr, c.addr, b.addr, d.addr, e.addr]);
+        assert!(
+            matches!(
+                last,
+                ClientError::Refused {
+                    code: RefusalCode::NotLeader,
+                    ..
+                }
+            ),
+            "{last}"
+        );
+        assert_eq!(last.serving_hint(), Some(e.addr));
+        assert_eq!(passes.len(), 1, "{passes:?}");
+        let said = err.to_string();
+        for addr in tried {
+            assert!(said.contains(&addr.to_string()), "{said}");
+        }
     }
 }

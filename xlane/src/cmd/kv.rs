@@ -21,7 +21,7 @@ use xlane_kv::raft::{
 };
 use xlane_kv::resp::Limits;
 use xlane_kv::session::Stats;
-use xlane_xraft_net::session::{Grant, Session, SessionConfig, SessionEvent};
+use xlane_xraft_net::session::{Grant, Session, SessionConfig, SessionEvent, WAIT_FOR_CONTROLLER};
 
 /// Arguments of `xlane kv`.
 #[derive(clap::Args)]
@@ -539,6 +539,7 @@ fn serve_raft(a: ServeArgs, fsync: LogFsync) -> super::CmdResult {
             names,
             burst_bytes: a.lane_burst_bytes,
             wait_for_peers: std::time::Duration::from_secs(a.ctl_wait_s),
+            wait_for_controller: WAIT_FOR_CONTROLLER,
             sealed: a.key_file.is_some() || a.tree_keys,
             tree_keys: a.tree_keys,
         };

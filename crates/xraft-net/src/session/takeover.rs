@@ -1,8 +1,10 @@
-//! A member's session follows a controller takeover: three controller
-//! replicas in this process on 127.0.0.1 (fat-tree:4), the session opened
-//! with all three addresses, the serving replica stopped. The session must
-//! connect to the replica that takes over, find its trees held there, and
-//! hear the upcalls of that replica.
+//! A member's session and three controller replicas in this process on
+//! 127.0.0.1 (fat-tree:4), the session given all three addresses:
+//! - the serving replica is stopped: the session must connect to the
+//!   replica that takes over, find its trees held there, and hear the
+//!   upcalls of that replica;
+//! - the session opens before any replica runs, and then while one runs
+//!   that cannot serve alone: it must keep trying until they serve.
 
 use super::*;
 use std::sync::{mpsc, Arc};
@@ -53,6 +55,7 @@ fn a_session_follows_a_controller_takeover() {
         names,
         burst_bytes: 256,
         wait_for_peers: PATIENCE,
+        wait_for_controller: PATIENCE,
         sealed: false,
         tree_keys: false,
     };
@@ -151,4 +154,88 @@ fn a_session_follows_a_controller_takeover() {
     let session = run.join().unwrap();
     assert!(session.controller().is_some());
     assert_eq!(session.release().run(), 2);
+}
+
+/// The first connect waits for the controller: the session opens while no
+/// replica runs, goes on through a replica that refuses it (`NotLeader`:
+/// one of three elects no one), and connects once the others start.
+#[test]
+fn a_session_opens_before_the_controller_serves() {
+    let mut g = Group::unstarted();
+    let (addrs, keys) = (g.addrs.clone(), g.keys.clone());
+    let names: BTreeMap<u64, String> = (1..=3).map(|i| (i, format!("h{}", i - 1))).collect();
+    let cfg = SessionConfig {
+        controllers: addrs.clone(),
+        key: keys.get("h0").unwrap().clone(),
+        me: 1,
+        names,
+        burst_bytes: 256,
+        wait_for_peers: PATIENCE,
+        wait_for_controller: PATIENCE,
+        sealed: false,
+        tree_keys: false,
+    };
+    // Each pass that found no serving replica: whether its last refusal
+    // was `NotLeader` (the last address's replica runs) or not (nothing
+    // listens there).
+    let (tx, rx) = mpsc::channel();
+    let open = std::thread::spawn(move || {
+        let mut timing = LaneTiming {
+            fd_period_ns: 10_000_000,
+            repl_period_ns: 1_000_000,
+            ..LaneTiming::default()
+        };
+        Session::open_with(cfg, &mut timing, &mut |e| {
+            let refused = matches!(
+                e,
+                ClientError::Refused {
+                    code: RefusalCode::NotLeader,
+                    ..
+                }
+            );
+            let _ = tx.send(refused);
+        })
+    });
+    let pass = |what: &str, want: bool| loop {
+        match rx.recv_timeout(PATIENCE) {
+            Ok(refused) if refused == want => return,
+            Ok(_) => continue,
+            Err(_) => panic!("no pass that {what}"),
+        }
+    };
+    pass("found nothing listening", false);
+    // The last replica of the list alone: it runs but cannot serve.
+    g.start_replica(2);
+    pass("was refused NotLeader", true);
+    assert!(g.rs[2].as_ref().is_some_and(|r| !r.serves()));
+    g.start_replica(0);
+    g.start_replica(1);
+    g.wait_serving(PATIENCE);
+
+    // The other two members hold their trees, as their sessions would.
+    for (h, to) in [("h1", ["h0", "h2"]), ("h2", ["h0", "h1"])] {
+        let mut c = connect(&addrs, h, &keys, PATIENCE);
+        let to: Vec<String> = to.iter().map(|s| s.to_string()).collect();
+        for sublane in [FD_SUBLANE, REPL_SUBLANE] {
+            c.request(&to, 200, 10_000_000, sublane).unwrap();
+        }
+    }
+    let opened = open
+        .join()
+        .unwrap()
+        .unwrap_or_else(|e| panic!("the session did not open: {e}"));
+    let at = opened.session.controller().expect("connected");
+    assert!(addrs.contains(&at), "{at}");
+    assert_eq!(opened.grants.len(), 2);
+    let own = opened.session.own();
+    let mut c = connect(&addrs, "h0", &keys, PATIENCE);
+    let (list, _) = c.list().unwrap();
+    for t in [own.fd, own.repl] {
+        let row = list.iter().find(|i| i.tunnel.0 == t as u64);
+        assert!(
+            row.is_some_and(|i| i.sender == "h0" && i.state == TunnelState::Active),
+            "tree {t}: {list:?}"
+        );
+    }
+    assert_eq!(opened.session.release().run(), 2);
 }
