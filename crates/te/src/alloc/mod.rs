@@ -106,7 +106,8 @@
 //! on the loads of its own links, so a tunnel on links `L` can change only
 //! the tunnels that cross `L`:
 //!
-//! - a request runs Dijkstra over an adjacency that keeps, per link and
+//! - a request runs Dijkstra (goal-directed by a lower bound, see the
+//!   `search` module) over an adjacency that keeps, per link and
 //!   sub-lane, the link's weight but for the request's own transmission
 //!   time, its free queue slots and its free share, laid out node after
 //!   node and refreshed for the links a tunnel comes or goes on (stopping

@@ -5,12 +5,97 @@
 //! out node after node so that a search reads memory in sequence. The
 //! allocator refreshes a link's entry whenever a tunnel comes or goes on
 //! it; a search computes nothing per link but one addition.
+//!
+//! The search is goal-directed (A*): a node's heap key is its distance
+//! plus a lower bound on what is left to the nearest node sought, the
+//! fewest switch-to-switch links from there (kept for every pair of
+//! switches) times the least weight a link can have for the request. The
+//! bound never overestimates and drops by at most one link's weight per
+//! link, so every node settled has its shortest distance, as in plain
+//! Dijkstra; a search only settles fewer nodes (on a fat-tree, the pods on
+//! the way rather than all of them). Between paths of exactly equal weight
+//! it may choose another than plain Dijkstra would.
 
 use super::model::{LinkLoad, Model, Shape};
 use super::{rate_bps, tx_ns};
 use crate::topology::{LinkId, NodeId, NodeKind, Topology};
 use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, VecDeque};
+use std::sync::Arc;
+
+/// The most switches for which [`Hops`] keeps every pair (16 MiB); a
+/// larger fabric is searched without a bound (plain Dijkstra).
+const MAX_BOUNDED_SWITCHES: usize = 4096;
+
+/// A `Hops` entry for "no path through switches".
+const FAR: u8 = u8::MAX;
+
+/// The fewest switch-to-switch links between every pair of switches, the
+/// lower bound of a goal-directed search.
+#[derive(Debug, PartialEq, Eq)]
+struct Hops {
+    /// Per node: its index among the switches, or `u32::MAX` for a host.
+    ord: Vec<u32>,
+    /// The switches.
+    n: usize,
+    /// `n × n`: from switch `a` to switch `b` at `a * n + b` (at most
+    /// 254; [`FAR`] if there is no path).
+    hops: Vec<u8>,
+}
+
+impl Hops {
+    /// Breadth-first from every switch over `fwd`'s switch-to-switch
+    /// links; `None` for a fabric of more than [`MAX_BOUNDED_SWITCHES`].
+    fn new(fwd: &Csr, host: &[bool]) -> Option<Hops> {
+        let mut ord = vec![u32::MAX; host.len()];
+        let mut n = 0usize;
+        for (u, &h) in host.iter().enumerate() {
+            if !h {
+                ord[u] = n as u32;
+                n += 1;
+            }
+        }
+        if n > MAX_BOUNDED_SWITCHES {
+            return None;
+        }
+        // The switch graph alone, by switch index.
+        let mut at = Vec::with_capacity(n + 1);
+        let mut next = Vec::new();
+        at.push(0);
+        for (u, &h) in host.iter().enumerate() {
+            if h {
+                continue;
+            }
+            for e in fwd.at[u]..fwd.at[u + 1] {
+                let v = fwd.other[e] as usize;
+                if !host[v] {
+                    next.push(ord[v]);
+                }
+            }
+            at.push(next.len());
+        }
+        let mut hops = vec![FAR; n * n];
+        let mut queue = VecDeque::new();
+        for a in 0..n {
+            let row = &mut hops[a * n..(a + 1) * n];
+            row[a] = 0;
+            queue.push_back(a);
+            while let Some(u) = queue.pop_front() {
+                let d = row[u];
+                if d >= FAR - 1 {
+                    continue;
+                }
+                for &v in &next[at[u]..at[u + 1]] {
+                    if row[v as usize] == FAR {
+                        row[v as usize] = d + 1;
+                        queue.push_back(v as usize);
+                    }
+                }
+            }
+        }
+        Some(Hops { ord, n, hops })
+    }
+}
 
 /// Which way a search runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,6 +128,13 @@ struct Csr {
     slots: Vec<Vec<u32>>,
     /// Per sub-lane and entry: the sub-lane's share not yet used, bit/s.
     headroom: Vec<Vec<u64>>,
+}
+
+/// A node sought, for the bound: a switch, `off` links from it.
+#[derive(Debug, Clone, Copy)]
+struct Anchor {
+    ord: u32,
+    off: u8,
 }
 
 impl Csr {
@@ -106,6 +198,11 @@ pub(super) struct Adjacency {
     rates: Vec<u64>,
     /// Per node: a host.
     host: Vec<bool>,
+    /// Per rate class: the least `λmin + δmax` of its links.
+    fixed_min: Vec<u64>,
+    /// The fewest links between switches (shared by clones: it depends
+    /// on the topology only).
+    hops: Option<Arc<Hops>>,
 }
 
 impl Adjacency {
@@ -115,16 +212,29 @@ impl Adjacency {
         let mut rates = Vec::new();
         let fwd = Csr::new(m.topo, lanes, true, &mut rates);
         let back = Csr::new(m.topo, lanes, false, &mut rates);
+        let host: Vec<bool> = m
+            .topo
+            .nodes()
+            .iter()
+            .map(|x| x.kind == NodeKind::Host)
+            .collect();
+        let mut fixed_min = vec![u64::MAX; rates.len()];
+        for link in m.topo.links() {
+            let c = rates
+                .iter()
+                .position(|&r| r == link.bandwidth_bps)
+                .expect("every rate is classed");
+            let fixed = link.min_latency_ns.saturating_add(link.max_jitter_ns);
+            fixed_min[c] = fixed_min[c].min(fixed);
+        }
+        let hops = Hops::new(&fwd, &host).map(Arc::new);
         let mut a = Adjacency {
             fwd,
             back,
             rates,
-            host: m
-                .topo
-                .nodes()
-                .iter()
-                .map(|x| x.kind == NodeKind::Host)
-                .collect(),
+            host,
+            fixed_min,
+            hops,
         };
         for (l, ld) in loads.iter().enumerate() {
             a.refresh(m, LinkId(l), ld);
@@ -170,9 +280,26 @@ pub(super) struct Search {
     marked: Vec<usize>,
     /// The request's transmission time per rate class.
     tx: Vec<u64>,
+    /// Per node touched by the last search: its bound.
+    bound: Vec<u64>,
+    /// The least weight a link can have for the request.
+    least_weight: u64,
+    /// The nodes sought by the search under way, for the bound.
+    anchors: Vec<Anchor>,
+    /// Search without a bound (plain Dijkstra), for tests.
+    plain: bool,
 }
 
 impl Search {
+    /// A search without a bound (plain Dijkstra), for tests.
+    #[cfg(test)]
+    pub(super) fn plain() -> Search {
+        Search {
+            plain: true,
+            ..Search::default()
+        }
+    }
+
     /// Ready for a request `new` over `adj`.
     pub(super) fn begin(&mut self, adj: &Adjacency, new: &Shape) {
         let n = adj.host.len();
@@ -181,12 +308,66 @@ impl Search {
                 dist: vec![u64::MAX; n],
                 pred: vec![None; n],
                 target: vec![false; n],
+                bound: vec![0; n],
+                plain: self.plain,
                 ..Search::default()
             };
         }
         self.tx.clear();
         self.tx
             .extend(adj.rates.iter().map(|&bps| tx_ns(new.load, bps)));
+        self.least_weight = self
+            .tx
+            .iter()
+            .zip(&adj.fixed_min)
+            .map(|(&tx, &fixed)| tx.saturating_add(fixed))
+            .min()
+            .unwrap_or(0);
+    }
+
+    /// The nodes sought (`targets`) as switches for the bound of a
+    /// search in direction `dir`: a switch itself, a host by the switches
+    /// one link before it (`Forward`) or after it (`Backward`).
+    fn anchor(&mut self, adj: &Adjacency, hops: &Hops, dir: Dir, targets: &[NodeId]) {
+        self.anchors.clear();
+        // A host sought is entered from (forward) or left to (backward)
+        // its neighbours: its in-links, or its out-links.
+        let g = match dir {
+            Dir::Forward => &adj.back,
+            Dir::Backward => &adj.fwd,
+        };
+        for t in targets {
+            let o = hops.ord[t.0];
+            if o != u32::MAX {
+                self.anchors.push(Anchor { ord: o, off: 0 });
+                continue;
+            }
+            for e in g.at[t.0]..g.at[t.0 + 1] {
+                let o = hops.ord[g.other[e] as usize];
+                if o != u32::MAX {
+                    self.anchors.push(Anchor { ord: o, off: 1 });
+                }
+            }
+        }
+    }
+
+    /// The bound at switch `v` of a search in direction `dir`: the least
+    /// weight from `v` to the nearest node sought (`Forward`) or from it
+    /// to `v` (`Backward`); `None` if none can be reached.
+    fn bound_at(&self, hops: &Hops, dir: Dir, v: usize) -> Option<u64> {
+        let o = hops.ord[v] as usize;
+        let n = hops.n;
+        let mut least = u32::MAX;
+        for a in &self.anchors {
+            let h = match dir {
+                Dir::Forward => hops.hops[o * n + a.ord as usize],
+                Dir::Backward => hops.hops[a.ord as usize * n + o],
+            };
+            if h != FAR {
+                least = least.min(h as u32 + a.off as u32);
+            }
+        }
+        (least != u32::MAX).then(|| self.least_weight.saturating_mul(least as u64))
     }
 
     /// Forget the last search; mark `targets`.
@@ -212,7 +393,8 @@ impl Search {
     /// never through a node marked in `blocked`; a node of `targets` ends
     /// a path (even if marked) and the search stops once all are settled
     /// (their paths are final then). A link weighs `tx + λmin + δmax` plus
-    /// its queueing bound for the request's sub-lane. With `filter`, links
+    /// its queueing bound for the request's sub-lane. Nodes are taken in
+    /// order of distance plus bound (see the module docs). With `filter`, links
     /// whose queue is full or whose share cannot take the request's least
     /// rate (`σ` every `least_period_ns`) are left out.
     #[allow(clippy::too_many_arguments)]
@@ -235,12 +417,21 @@ impl Search {
         let lane = new.lane as usize;
         let least_rate = rate_bps(new.load, least_period_ns);
         let (base, slots, headroom) = (&g.base[lane], &g.slots[lane], &g.headroom[lane]);
+        let hops = match &adj.hops {
+            Some(h) if !self.plain && self.least_weight > 0 => {
+                self.anchor(adj, h, dir, targets);
+                Some(&**h)
+            }
+            _ => None,
+        };
         self.dist[src.0] = 0;
+        self.bound[src.0] = 0;
         self.touched.push(src.0);
         self.heap.push(Reverse((0u64, src.0)));
         let mut left = targets.len();
-        while let Some(Reverse((d, u))) = self.heap.pop() {
-            if d > self.dist[u] {
+        while let Some(Reverse((key, u))) = self.heap.pop() {
+            let d = self.dist[u];
+            if key > d.saturating_add(self.bound[u]) {
                 continue;
             }
             if self.target[u] {
@@ -264,11 +455,22 @@ impl Search {
                 let nd = d.saturating_add(w);
                 if nd < self.dist[v] {
                     if self.dist[v] == u64::MAX {
+                        // First reached: its bound, once per search (0
+                        // for a node sought; a switch that reaches none
+                        // is never taken).
+                        self.bound[v] = match hops {
+                            Some(h) if !self.target[v] => match self.bound_at(h, dir, v) {
+                                Some(b) => b,
+                                None => continue,
+                            },
+                            _ => 0,
+                        };
                         self.touched.push(v);
                     }
                     self.dist[v] = nd;
                     self.pred[v] = Some(LinkId(g.link[e] as usize));
-                    self.heap.push(Reverse((nd, v)));
+                    self.heap
+                        .push(Reverse((nd.saturating_add(self.bound[v]), v)));
                 }
             }
         }
@@ -315,5 +517,148 @@ impl Search {
         }
         path.reverse();
         true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::alloc::{Allocator, Request, TeConfig};
+    use crate::topology::LinkSpec;
+
+    /// `base` with each link's rate, λmin and jitter drawn from `seed`,
+    /// from few values, so that many links weigh the least a link can
+    /// (where a bound that overestimates would show).
+    fn reweighted(base: &Topology, seed: u64) -> Topology {
+        let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let links = base
+            .links()
+            .iter()
+            .map(|l| LinkSpec {
+                from: base.node(l.from).name.clone(),
+                to: base.node(l.to).name.clone(),
+                bandwidth_bps: [1_000_000_000, 10_000_000_000][(next() % 2) as usize],
+                express_queue_pkts: l.express_queue_pkts,
+                best_effort_queue_pkts: l.best_effort_queue_pkts,
+                min_latency_ns: [1_000, 1_000, 1_200, 3_000][(next() % 4) as usize],
+                max_jitter_ns: [0, 0, 300][(next() % 3) as usize],
+                min_includes_tx: l.min_includes_tx,
+            })
+            .collect();
+        Topology::new(base.nodes().to_vec(), links).expect("same graph")
+    }
+
+    /// On seeded fabrics under seeded loads, a goal-directed search finds
+    /// every node sought at the distance plain Dijkstra finds, with a
+    /// path of that weight, whatever the direction, the start, the nodes
+    /// sought and the nodes blocked.
+    #[test]
+    fn bounded_search_finds_the_plain_distances() {
+        let fabrics = [
+            crate::gen::fat_tree(4).unwrap(),
+            crate::gen::fat_tree(6).unwrap(),
+            crate::gen::leaf_spine(4, 3, 3).unwrap(),
+        ];
+        for seed in 1..=30u64 {
+            let topo = reweighted(&fabrics[seed as usize % fabrics.len()], seed);
+            let hosts: Vec<String> = topo.hosts().map(|h| topo.node(h).name.clone()).collect();
+            let nodes = topo.nodes().len();
+            let mut a = Allocator::new(topo, TeConfig::default());
+            let mut x = seed;
+            let mut rnd = move |n: usize| {
+                x = x
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                ((x >> 33) as usize) % n
+            };
+            let request = |rnd: &mut dyn FnMut(usize) -> usize| Request {
+                sender: hosts[rnd(hosts.len())].clone(),
+                receivers: vec![hosts[rnd(hosts.len())].clone()],
+                load_bytes: 100 + rnd(1400) as u32,
+                period_ns: 1_000_000 * (1 + rnd(4) as u64),
+                sublane: rnd(2) as u8,
+            };
+            // Loads, so that queueing adds to some links' weights.
+            for _ in 0..40 {
+                let r = request(&mut rnd);
+                let _ = a.request(&r);
+            }
+            for q in 0..40 {
+                let mut r = request(&mut rnd);
+                while r.receivers[0] == r.sender {
+                    r = request(&mut rnd);
+                }
+                let shape = a.shape_of(&r).expect("valid request");
+                let src = NodeId(rnd(nodes));
+                let mut targets = Vec::new();
+                for _ in 0..1 + rnd(5) {
+                    let t = NodeId(rnd(nodes));
+                    if t != src && !targets.contains(&t) {
+                        targets.push(t);
+                    }
+                }
+                let mut blocked = vec![false; nodes];
+                for _ in 0..rnd(4) {
+                    blocked[rnd(nodes)] = true;
+                }
+                blocked[src.0] = false;
+                let dir = if rnd(2) == 0 {
+                    Dir::Forward
+                } else {
+                    Dir::Backward
+                };
+                let filter = rnd(2) == 0;
+                let mut dist = Vec::new();
+                for plain in [true, false] {
+                    let mut s = if plain {
+                        Search::plain()
+                    } else {
+                        Search::default()
+                    };
+                    s.begin(&a.adj, &shape);
+                    s.run(
+                        &a.adj, dir, src, &blocked, &targets, &shape, 1_000_000, filter,
+                    );
+                    let got: Vec<(u64, Option<u64>)> = targets
+                        .iter()
+                        .map(|&t| {
+                            let mut path = Vec::new();
+                            let found = match dir {
+                                Dir::Forward => s.path_to(&a.topo, src, t, &mut path),
+                                Dir::Backward => s.path_from(&a.topo, t, src, &mut path),
+                            };
+                            let weight = found.then(|| {
+                                path.iter()
+                                    .map(|&l| {
+                                        let g = &a.adj.fwd;
+                                        let e = g.entry[l.0] as usize;
+                                        g.base[shape.lane as usize][e] + s.tx[g.class[e] as usize]
+                                    })
+                                    .sum()
+                            });
+                            (s.dist[t.0], weight)
+                        })
+                        .collect();
+                    for (d, w) in &got {
+                        if let Some(w) = w {
+                            assert_eq!(d, w, "seed {seed} query {q}: a path weighs its distance");
+                        }
+                    }
+                    dist.push(got);
+                }
+                assert_eq!(
+                    dist[0],
+                    dist[1],
+                    "seed {seed} query {q}: {dir:?} from {src:?} to {targets:?}, blocked {:?}",
+                    (0..nodes).filter(|&u| blocked[u]).collect::<Vec<_>>()
+                );
+            }
+        }
     }
 }

@@ -533,7 +533,7 @@ mod tests {
     /// after). Ties: least score, fewest links, receiver order, tree node
     /// order.
     fn reference_tree(a: &mut Allocator, new: &Shape) -> Result<Vec<LinkId>, Refusal> {
-        let mut search = Search::default();
+        let mut search = Search::plain();
         search.begin(&a.adj, new);
         let mut tree_nodes = vec![new.sender];
         let mut links: Vec<LinkId> = Vec::new();
