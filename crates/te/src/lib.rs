@@ -65,5 +65,7 @@ pub mod gen;
 pub mod qjump;
 pub mod topology;
 
-pub use alloc::{Allocator, Changed, Grant, Refusal, Request, Resources, TeConfig, TunnelId};
+pub use alloc::{
+    Allocator, Changed, Grant, Refusal, Request, Resources, TeConfig, TunnelId, MAX_SUBLANES,
+};
 pub use topology::{Topology, TopologyError};

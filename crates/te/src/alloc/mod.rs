@@ -140,11 +140,13 @@
 use crate::topology::{LinkId, NodeId, NodeKind, Topology};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
+mod index;
 mod model;
 mod search;
 mod tree;
 
-use model::{LinkConst, LinkLoad, Model, Shape, ShapeRef, Walk};
+use index::OnLink;
+use model::{LinkConst, LinkLoad, Model, Shape, ShapeRef, TreeIndex, Walk};
 use search::{Adjacency, Search};
 use tree::Scoring;
 
@@ -162,13 +164,17 @@ impl std::fmt::Display for TunnelId {
     }
 }
 
+/// The most express sub-lanes the allocator models.
+pub const MAX_SUBLANES: usize = 4;
+
 /// Allocator parameters.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TeConfig {
     /// Largest packet (bytes): the maximum `σ`, and the non-preemptable
     /// best-effort packet of the delay model. Default 1500.
     pub mtu_bytes: u32,
-    /// Number of express sub-lanes (0 is the highest priority). Default 2.
+    /// Number of express sub-lanes (0 is the highest priority), 1 to
+    /// [`MAX_SUBLANES`]. Default 2.
     pub sublanes: u8,
     /// Share of each link's bandwidth that each sub-lane may use, in ‰.
     /// Default 100 (the testbed's `express_rate_percent = 10`).
@@ -268,9 +274,19 @@ pub struct Tunnel {
     pub range: LatencyRange,
     /// Each receiver's own range, in [`Tunnel::receivers`] order.
     pub per_receiver: Vec<(NodeId, LatencyRange)>,
+    /// Its tree's index, for walks and scoring (kept from the grant).
+    index: TreeIndex,
 }
 
 impl Tunnel {
+    /// Its walk under `loads`, by its index (debug builds check it
+    /// against the plain walk).
+    fn walk(&self, model: &Model<'_>, loads: &[LinkLoad]) -> Walk {
+        let w = model.walk_indexed(self.shape_ref(), &self.index, loads);
+        debug_assert_eq!(w, model.walk(self.shape_ref(), loads), "{}", self.id);
+        w
+    }
+
     fn shape_ref(&self) -> ShapeRef<'_> {
         ShapeRef {
             sender: self.sender,
@@ -485,7 +501,7 @@ pub struct Allocator {
     /// go.
     loads: Vec<LinkLoad>,
     /// Per link, the tunnels whose trees cross it.
-    on_link: Vec<BTreeSet<TunnelId>>,
+    on_link: Vec<OnLink>,
     /// Per link, what the model computes once.
     consts: Vec<LinkConst>,
     /// What the path search reads of every link's load, kept with
@@ -501,9 +517,17 @@ pub struct Allocator {
 
 impl Allocator {
     /// An empty allocation over `topo`.
+    ///
+    /// # Panics
+    ///
+    /// If `cfg.sublanes` is not 1 to [`MAX_SUBLANES`].
     pub fn new(topo: Topology, cfg: TeConfig) -> Allocator {
         let links = topo.links().len();
-        let loads = vec![LinkLoad::empty(cfg.sublanes as usize); links];
+        assert!(
+            (1..=MAX_SUBLANES).contains(&(cfg.sublanes as usize)),
+            "TeConfig::sublanes must be 1..={MAX_SUBLANES}"
+        );
+        let loads = vec![LinkLoad::default(); links];
         let consts = LinkConst::all(&topo, &cfg);
         let adj = Adjacency::new(
             &Model {
@@ -515,7 +539,7 @@ impl Allocator {
         );
         Allocator {
             loads,
-            on_link: vec![BTreeSet::new(); links],
+            on_link: vec![OnLink::new(cfg.sublanes as usize); links],
             consts,
             adj,
             topo,
@@ -561,7 +585,7 @@ impl Allocator {
             consts: &self.consts,
         };
         for t in self.tunnels.values_mut() {
-            let (range, per, _) = model.walk(t.shape_ref(), &self.loads);
+            let (range, per, _) = t.walk(&model, &self.loads);
             t.range = range;
             t.per_receiver = per;
         }
@@ -677,7 +701,7 @@ impl Allocator {
     fn affected(&self, links: &[LinkId], except: Option<TunnelId>) -> Vec<TunnelId> {
         let mut ids = BTreeSet::new();
         for l in links {
-            ids.extend(self.on_link[l.0].iter().copied());
+            ids.extend(self.on_link[l.0].all());
         }
         if let Some(e) = except {
             ids.remove(&e);
@@ -740,7 +764,7 @@ impl Allocator {
         let mut walks = Vec::with_capacity(affected.len());
         for id in affected {
             let t = &self.tunnels[&id];
-            let w = model.walk(t.shape_ref(), &self.loads);
+            let w = t.walk(&model, &self.loads);
             if t.period_ns < w.2 {
                 let e = Refusal::WouldInvalidate {
                     tunnel: id,
@@ -841,10 +865,12 @@ impl Allocator {
         own: Walk,
     ) -> Vec<Changed> {
         let changed = self.store_walks(walks);
+        let multicast = new.receivers.len() > 1;
         for l in &new.links {
-            self.on_link[l.0].insert(id);
+            self.on_link[l.0].insert(id, multicast, new.lane);
         }
         self.refresh(&new.links);
+        let index = TreeIndex::new(&self.topo, new.as_ref());
         self.tunnels.insert(
             id,
             Tunnel {
@@ -858,6 +884,7 @@ impl Allocator {
                 links: new.links.clone(),
                 range: own.0,
                 per_receiver: own.1,
+                index,
             },
         );
         changed
@@ -893,7 +920,7 @@ impl Allocator {
         };
         self.book(&Self::shape(&t), false);
         for l in &t.links {
-            self.on_link[l.0].remove(&id);
+            self.on_link[l.0].remove(id, t.receivers.len() > 1, t.sublane);
         }
         self.refresh(&t.links);
         if self.deferred {
@@ -903,7 +930,7 @@ impl Allocator {
         let walks: Vec<(TunnelId, Walk)> = self
             .affected(&t.links, None)
             .into_iter()
-            .map(|oid| (oid, model.walk(self.tunnels[&oid].shape_ref(), &self.loads)))
+            .map(|oid| (oid, self.tunnels[&oid].walk(&model, &self.loads)))
             .collect();
         Ok(self.store_walks(walks))
     }
@@ -969,10 +996,10 @@ impl Allocator {
         if loads != self.loads {
             return bad("kept link loads differ from a recomputation".into());
         }
-        let mut index = vec![BTreeSet::new(); self.topo.links().len()];
+        let mut index = vec![OnLink::new(self.cfg.sublanes as usize); self.topo.links().len()];
         for (id, s) in &others {
             for l in &s.links {
-                index[l.0].insert(*id);
+                index[l.0].insert(*id, s.receivers.len() > 1, s.lane);
             }
         }
         if index != self.on_link {
@@ -986,6 +1013,9 @@ impl Allocator {
             let (range, per, need) = &model.walk(s.as_ref(), &loads);
             if *range != t.range || *per != t.per_receiver {
                 return bad(format!("{id}: stored range is stale"));
+            }
+            if TreeIndex::new(&self.topo, s.as_ref()) != t.index {
+                return bad(format!("{id}: kept tree index differs from its tree"));
             }
             if per.len() != t.receivers.len() {
                 return bad(format!("{id}: tree does not reach every receiver"));

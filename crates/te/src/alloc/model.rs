@@ -2,7 +2,7 @@
 //! docs), over per-link loads that the allocator keeps up to date as
 //! tunnels come and go.
 
-use super::{rate_bps, tx_ns, LatencyRange, TeConfig};
+use super::{rate_bps, tx_ns, LatencyRange, TeConfig, MAX_SUBLANES};
 use crate::topology::{LinkId, NodeId, Topology};
 use std::collections::{HashMap, HashSet};
 
@@ -41,27 +41,75 @@ pub(super) struct ShapeRef<'a> {
 }
 
 /// The express load of one link, per sub-lane: tunnels, the sum of their
-/// transmission times, the sum of their rates.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// transmission times, the sum of their rates. Kept inline (sub-lanes the
+/// configuration does not have stay empty): a walk reads the loads of
+/// every link of every tunnel it re-walks, one place in memory each.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(super) struct LinkLoad {
-    pub(super) count: Vec<u32>,
-    pub(super) tx_sum: Vec<u64>,
-    pub(super) bps: Vec<u64>,
-}
-
-impl LinkLoad {
-    pub(super) fn empty(lanes: usize) -> LinkLoad {
-        LinkLoad {
-            count: vec![0; lanes],
-            tx_sum: vec![0; lanes],
-            bps: vec![0; lanes],
-        }
-    }
+    pub(super) count: [u32; MAX_SUBLANES],
+    pub(super) tx_sum: [u64; MAX_SUBLANES],
+    pub(super) bps: [u64; MAX_SUBLANES],
 }
 
 /// One tree's walk: (tunnel range, per-receiver ranges, drain-condition
 /// period).
 pub(super) type Walk = (LatencyRange, Vec<(NodeId, LatencyRange)>, u64);
+
+/// Where a stored tree's walk finds what it needs without searching
+/// ([`Model::walk_indexed`]): per link, in the order attached, the link
+/// that reaches its start ([`TreeIndex::SENDER`] for one leaving the
+/// sender); per receiver, the link that reaches it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(super) struct TreeIndex {
+    up: Vec<u32>,
+    entering: Vec<u32>,
+}
+
+impl TreeIndex {
+    /// No link: the sender (or, for a receiver, not reached).
+    const SENDER: u32 = u32::MAX;
+
+    /// The index of tree `s`, its links in the order attached (each
+    /// leaves the sender or a node an earlier one reached).
+    pub(super) fn new(topo: &Topology, s: ShapeRef<'_>) -> TreeIndex {
+        let reaching = |upto: usize, node: NodeId| {
+            s.links[..upto]
+                .iter()
+                .rposition(|&k| topo.link(k).to == node)
+                .map_or(Self::SENDER, |j| j as u32)
+        };
+        let up = s
+            .links
+            .iter()
+            .enumerate()
+            .map(|(j, &l)| {
+                let from = topo.link(l).from;
+                if from == s.sender {
+                    Self::SENDER
+                } else {
+                    reaching(j, from)
+                }
+            })
+            .collect();
+        let entering = s
+            .receivers
+            .iter()
+            .map(|&r| reaching(s.links.len(), r))
+            .collect();
+        TreeIndex { up, entering }
+    }
+
+    /// The links of receiver `i`'s path (their indexes in the tree), from
+    /// the receiver up to the sender.
+    pub(super) fn path_up(&self, i: usize) -> impl Iterator<Item = usize> + '_ {
+        let first = self.entering[i];
+        std::iter::successors((first != Self::SENDER).then_some(first), |&j| {
+            let up = self.up[j as usize];
+            (up != Self::SENDER).then_some(up)
+        })
+        .map(|j| j as usize)
+    }
+}
 
 /// What the model needs of a link and computes once: the non-preemption
 /// term and each sub-lane's bandwidth share.
@@ -137,7 +185,7 @@ impl Model<'_> {
 
     /// Every link's load under `shapes`, from nothing.
     pub(super) fn loads(&self, shapes: &[Shape]) -> Vec<LinkLoad> {
-        let mut loads = vec![LinkLoad::empty(self.cfg.sublanes as usize); self.topo.links().len()];
+        let mut loads = vec![LinkLoad::default(); self.topo.links().len()];
         for s in shapes {
             self.apply(&mut loads, &s.links, s.load, s.period, s.lane, true);
         }
@@ -179,9 +227,39 @@ impl Model<'_> {
             let (to, hop) = self.hop(s, l, loads, jup, &mut need_period);
             at.push((to, mn + hop.0, mx + hop.1, jup + hop.2));
         }
-        Self::ranges(s, need_period, |r| {
-            at.iter().find(|a| a.0 == r).map(|a| (a.1, a.2))
-        })
+        Self::ranges(
+            s,
+            need_period,
+            s.receivers
+                .iter()
+                .map(|&r| (r, at.iter().find(|a| a.0 == r).map(|a| (a.1, a.2)))),
+        )
+    }
+
+    /// [`Model::walk`] of a stored tree, by its index: one pass over its
+    /// links, nothing searched.
+    pub(super) fn walk_indexed(&self, s: ShapeRef<'_>, ix: &TreeIndex, loads: &[LinkLoad]) -> Walk {
+        // Per link: (min, max, upstream jitter) at its end.
+        let mut at: Vec<(u64, u64, u64)> = Vec::with_capacity(s.links.len());
+        let mut need_period = 0u64;
+        for (&l, &up) in s.links.iter().zip(&ix.up) {
+            let (mn, mx, jup) = if up == TreeIndex::SENDER {
+                (0, 0, 0)
+            } else {
+                at[up as usize]
+            };
+            let (_, hop) = self.hop(s, l, loads, jup, &mut need_period);
+            at.push((mn + hop.0, mx + hop.1, jup + hop.2));
+        }
+        Self::ranges(
+            s,
+            need_period,
+            s.receivers.iter().zip(&ix.entering).map(|(&r, &j)| {
+                let reached =
+                    (j != TreeIndex::SENDER).then(|| (at[j as usize].0, at[j as usize].1));
+                (r, reached)
+            }),
+        )
     }
 
     /// What crossing link `l` adds for tree `s`: (its end, to the minimum,
@@ -235,23 +313,20 @@ impl Model<'_> {
     fn ranges(
         s: ShapeRef<'_>,
         need_period: u64,
-        reached: impl Fn(NodeId) -> Option<(u64, u64)>,
+        reached: impl Iterator<Item = (NodeId, Option<(u64, u64)>)>,
     ) -> Walk {
-        let per: Vec<(NodeId, LatencyRange)> = s
-            .receivers
-            .iter()
-            .filter_map(|&r| {
-                reached(r).map(|(mn, mx)| {
-                    (
-                        r,
-                        LatencyRange {
-                            min_latency_ns: mn,
-                            max_jitter_ns: mx - mn,
-                        },
-                    )
-                })
+        let mut per: Vec<(NodeId, LatencyRange)> = Vec::with_capacity(s.receivers.len());
+        per.extend(reached.filter_map(|(r, at)| {
+            at.map(|(mn, mx)| {
+                (
+                    r,
+                    LatencyRange {
+                        min_latency_ns: mn,
+                        max_jitter_ns: mx - mn,
+                    },
+                )
             })
-            .collect();
+        }));
         let lo = per.iter().map(|(_, r)| r.min_latency_ns).min().unwrap_or(0);
         let hi = per
             .iter()
@@ -290,7 +365,11 @@ impl Model<'_> {
                 stack.push((to, mn + hop.0, mx + hop.1, jup + hop.2));
             }
         }
-        Self::ranges(s, need_period, |r| at.get(&r).copied())
+        Self::ranges(
+            s,
+            need_period,
+            s.receivers.iter().map(|&r| (r, at.get(&r).copied())),
+        )
     }
 }
 

@@ -24,58 +24,38 @@ pub(super) struct Scoring {
     at: Vec<(NodeId, u64)>,
     /// The greatest of the attached receivers' maxima (0 if none).
     attached_max: u64,
-    /// The tunnels on the candidate path's links, by increasing id.
+    /// The multicast tunnels on the candidate path's links, by
+    /// increasing id.
     ids: Vec<TunnelId>,
     /// The multicast tunnels met in this step: their entries in `multi`.
-    seen: HashMap<TunnelId, usize>,
+    seen: HashMap<TunnelId, usize, BuildIdHasher>,
     /// Per multicast tunnel met in this step: its maximum under the tree
-    /// so far, and its receivers' entries in `recv` (a range).
-    multi: Vec<(u64, usize, usize)>,
+    /// so far, its receivers' entries in `recv` (a range), and its rise
+    /// per packet of the request on a shared link (see [`factor`]).
+    multi: Vec<(u64, usize, usize, u64)>,
     /// Per receiver of those tunnels: its maximum under the tree so far,
     /// and the links of its tree path in `hops` (a range).
     recv: Vec<(u64, usize, usize)>,
     /// The receivers' tree paths, from the receiver up.
     hops: Vec<LinkId>,
-    /// The ends (from, to) of the links of the tunnel being entered.
-    ends: Vec<(NodeId, NodeId)>,
 }
 
 impl Scoring {
     /// Enter multicast tunnel `t` (`id`, its rise `f` packets per shared
     /// link) met for the first time in this step: its receivers' tree
-    /// paths and maxima under the tree so far (its stored maxima plus
-    /// what the tree so far adds to them, or those of `walked`, its walk
-    /// under the tree so far), and its maximum. Returns its entry in
-    /// `multi`.
-    fn enter(
-        &mut self,
-        model: &Model<'_>,
-        id: TunnelId,
-        t: &Tunnel,
-        f: u64,
-        walked: Option<Walk>,
-    ) -> usize {
-        self.ends.clear();
-        self.ends.extend(t.links.iter().map(|&l| {
-            let link = model.topo.link(l);
-            (link.from, link.to)
-        }));
+    /// paths (kept in the tunnel) and maxima under the tree so far (its
+    /// stored maxima plus what the tree so far adds to them, or those of
+    /// `walked`, its walk under the tree so far), and its maximum.
+    /// Returns its entry in `multi`.
+    fn enter(&mut self, id: TunnelId, t: &Tunnel, f: u64, walked: Option<Walk>) -> usize {
         let first = self.recv.len();
-        for (i, &(rcv, range)) in t.per_receiver.iter().enumerate() {
+        for (i, &(_, range)) in t.per_receiver.iter().enumerate() {
             let h = self.hops.len();
             let mut inc = 0;
-            // Up the tree to the sender (a node is reached by one link).
-            let mut at = self.ends.iter().rposition(|e| e.1 == rcv);
-            while let Some(j) = at {
+            for j in t.index.path_up(i) {
                 let l = t.links[j];
                 self.hops.push(l);
                 inc += self.tree_tx[l.0];
-                let from = self.ends[j].0;
-                at = if from == t.sender || self.hops.len() - h >= t.links.len() {
-                    None
-                } else {
-                    self.ends.iter().rposition(|e| e.1 == from)
-                };
             }
             let base = match &walked {
                 Some(w) => w.1[i].1.max_latency_ns(),
@@ -86,10 +66,35 @@ impl Scoring {
         let before = self.recv[first..].iter().map(|x| x.0).max().unwrap_or(0);
         let i = self.multi.len();
         self.seen.insert(id, i);
-        self.multi.push((before, first, self.recv.len()));
+        self.multi.push((before, first, self.recv.len(), f));
         i
     }
 }
+
+/// Hashes a tunnel id by one multiplication (ids are the allocator's
+/// own, not chosen by a peer): the step's table of multicast tunnels is
+/// read once per tunnel on every candidate path.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct IdHasher(u64);
+
+impl std::hash::Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ b as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+
+    fn write_u64(&mut self, x: u64) {
+        self.0 = (self.0 ^ x).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
+/// Builds [`IdHasher`]s.
+pub(super) type BuildIdHasher = std::hash::BuildHasherDefault<IdHasher>;
 
 /// How many of a tunnel's packets of sub-lane `other` one packet of a
 /// request on sub-lane `new` adds to its queueing bound at a shared link:
@@ -221,36 +226,66 @@ impl Allocator {
             ..
         } = self;
         let model = Model { topo, cfg, consts };
-        sc.ids.clear();
-        for l in path {
-            sc.ids.extend(on_link[l.0].iter().copied());
-        }
-        sc.ids.sort_unstable();
-        sc.ids.dedup();
         for &l in path {
             sc.path_tx[l.0] = tx_ns(new.load, topo.link(l).bandwidth_bps);
         }
-        // Debug builds keep every rise for the check below.
-        let mut rises: Vec<(TunnelId, i128)> = Vec::new();
+        // Unicast tunnels: each rises by its factor times the path's
+        // transmission time on every link it shares with the path, so
+        // their rises add up link by link, from the link's unicast tunnels
+        // per sub-lane.
         let mut d: i128 = 0;
+        for &l in path {
+            let per_packet: u64 = on_link[l.0]
+                .unicast_lanes()
+                .iter()
+                .enumerate()
+                .map(|(k, &n)| n as u64 * factor(new.lane, k as u8))
+                .sum();
+            d += (per_packet * sc.path_tx[l.0]) as i128;
+        }
+        // Debug builds keep every rise for the check below, the unicast
+        // ones taken tunnel by tunnel.
+        let mut rises: Vec<(TunnelId, i128)> = Vec::new();
+        if cfg!(debug_assertions) {
+            let mut uni: Vec<TunnelId> = path
+                .iter()
+                .flat_map(|l| on_link[l.0].unicast().iter().copied())
+                .collect();
+            uni.sort_unstable();
+            uni.dedup();
+            for id in uni {
+                let t = &tunnels[&id];
+                let f = factor(new.lane, t.sublane);
+                let rise = f * t.links.iter().map(|l| sc.path_tx[l.0]).sum::<u64>();
+                rises.push((id, rise as i128));
+            }
+            let sum: i128 = rises.iter().map(|r| r.1).sum();
+            debug_assert_eq!(sum, d, "unicast rises link by link");
+        }
+        sc.ids.clear();
+        for l in path {
+            sc.ids.extend(on_link[l.0].multicast().iter().copied());
+        }
+        sc.ids.sort_unstable();
+        sc.ids.dedup();
         // Taken out while `sc` grows (and put back, capacity kept).
         let ids = std::mem::take(&mut sc.ids);
         for &id in &ids {
-            let t = &tunnels[&id];
-            let f = factor(new.lane, t.sublane);
+            let i = match sc.seen.get(&id) {
+                Some(&i) => i,
+                None => {
+                    let t = &tunnels[&id];
+                    let f = factor(new.lane, t.sublane);
+                    // While ranges are deferred the stored ones may be
+                    // stale: walk (the tree so far booked).
+                    let walked = deferred.then(|| t.walk(&model, loads));
+                    sc.enter(id, t, f, walked)
+                }
+            };
+            let (before, a, b, f) = sc.multi[i];
             let rise = if f == 0 {
                 0
-            } else if t.receivers.len() > 1 {
-                let i = match sc.seen.get(&id) {
-                    Some(&i) => i,
-                    None => {
-                        // While ranges are deferred the stored ones may
-                        // be stale: walk (the tree so far booked).
-                        let walked = deferred.then(|| model.walk(t.shape_ref(), loads));
-                        sc.enter(&model, id, t, f, walked)
-                    }
-                };
-                let (before, a, b) = sc.multi[i];
+            } else {
                 let after = sc.recv[a..b]
                     .iter()
                     .map(|&(base, h0, h1)| {
@@ -259,8 +294,6 @@ impl Allocator {
                     .max()
                     .unwrap_or(0);
                 after - before
-            } else {
-                f * t.links.iter().map(|l| sc.path_tx[l.0]).sum::<u64>()
             };
             d += rise as i128;
             if cfg!(debug_assertions) {

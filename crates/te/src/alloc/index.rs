@@ -1,0 +1,94 @@
+//! The link index: per link, the tunnels whose trees cross it, unicast
+//! and multicast apart, with the unicast ones counted per sub-lane (what
+//! scoring a candidate path reads, see [`super::tree`]).
+
+use super::TunnelId;
+use std::collections::BTreeSet;
+
+/// The tunnels on one link.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct OnLink {
+    /// Unicast tunnels, by id.
+    unicast: BTreeSet<TunnelId>,
+    /// Multicast tunnels, by id.
+    multicast: BTreeSet<TunnelId>,
+    /// Per sub-lane: how many of `unicast` are on it.
+    unicast_lanes: Vec<u32>,
+}
+
+impl OnLink {
+    /// No tunnel, `lanes` sub-lanes.
+    pub(super) fn new(lanes: usize) -> OnLink {
+        OnLink {
+            unicast: BTreeSet::new(),
+            multicast: BTreeSet::new(),
+            unicast_lanes: vec![0; lanes],
+        }
+    }
+
+    /// Add tunnel `id` (multicast or not, on sub-lane `lane`); false if
+    /// it was there.
+    pub(super) fn insert(&mut self, id: TunnelId, multicast: bool, lane: u8) -> bool {
+        if multicast {
+            self.multicast.insert(id)
+        } else if self.unicast.insert(id) {
+            self.unicast_lanes[lane as usize] += 1;
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Take tunnel `id` away (as [`OnLink::insert`] added it).
+    pub(super) fn remove(&mut self, id: TunnelId, multicast: bool, lane: u8) {
+        if multicast {
+            self.multicast.remove(&id);
+        } else if self.unicast.remove(&id) {
+            self.unicast_lanes[lane as usize] -= 1;
+        }
+    }
+
+    /// Every tunnel on the link, unicast then multicast.
+    pub(super) fn all(&self) -> impl Iterator<Item = TunnelId> + '_ {
+        self.unicast.iter().chain(&self.multicast).copied()
+    }
+
+    /// The unicast tunnels.
+    pub(super) fn unicast(&self) -> &BTreeSet<TunnelId> {
+        &self.unicast
+    }
+
+    /// The multicast tunnels.
+    pub(super) fn multicast(&self) -> &BTreeSet<TunnelId> {
+        &self.multicast
+    }
+
+    /// Per sub-lane, the unicast tunnels on it.
+    pub(super) fn unicast_lanes(&self) -> &[u32] {
+        &self.unicast_lanes
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Counts follow inserts and removals, a second insert counts once,
+    /// and the two kinds stay apart.
+    #[test]
+    fn counts_follow_the_tunnels() {
+        let mut o = OnLink::new(2);
+        assert!(o.insert(TunnelId(1), false, 1));
+        assert!(!o.insert(TunnelId(1), false, 1));
+        assert!(o.insert(TunnelId(2), false, 0));
+        assert!(o.insert(TunnelId(3), true, 0));
+        assert_eq!(o.unicast_lanes(), &[1, 1]);
+        assert_eq!(o.all().collect::<Vec<_>>(), [1, 2, 3].map(TunnelId));
+        o.remove(TunnelId(1), false, 1);
+        o.remove(TunnelId(1), false, 1);
+        o.remove(TunnelId(3), true, 0);
+        assert_eq!(o.unicast_lanes(), &[1, 0]);
+        assert_eq!(o.multicast().len(), 0);
+        assert_eq!(o.unicast().len(), 1);
+    }
+}
