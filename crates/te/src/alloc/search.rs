@@ -23,8 +23,8 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 use std::sync::Arc;
 
-/// The most switches for which [`Hops`] keeps every pair (16 MiB); a
-/// larger fabric is searched without a bound (plain Dijkstra).
+/// The most switches for which [`Hops`] keeps every pair (twice 16 MiB);
+/// a larger fabric is searched without a bound (plain Dijkstra).
 const MAX_BOUNDED_SWITCHES: usize = 4096;
 
 /// A `Hops` entry for "no path through switches".
@@ -41,6 +41,8 @@ struct Hops {
     /// `n × n`: from switch `a` to switch `b` at `a * n + b` (at most
     /// 254; [`FAR`] if there is no path).
     hops: Vec<u8>,
+    /// `hops` transposed: to switch `b` from switch `a` at `b * n + a`.
+    to: Vec<u8>,
 }
 
 impl Hops {
@@ -93,7 +95,38 @@ impl Hops {
                 }
             }
         }
-        Some(Hops { ord, n, hops })
+        let mut to = vec![FAR; n * n];
+        for a in 0..n {
+            for b in 0..n {
+                to[b * n + a] = hops[a * n + b];
+            }
+        }
+        Some(Hops { ord, n, hops, to })
+    }
+
+    /// Per switch, the fewest links to (`Forward`) or from (`Backward`)
+    /// the nearest of `anchors`, into `near` ([`FAR`]: none). Row by row,
+    /// once per search, rather than per node reached.
+    fn nearest(&self, dir: Dir, anchors: &[Anchor], near: &mut Vec<u8>) {
+        near.clear();
+        near.resize(self.n, FAR);
+        let rows = match dir {
+            Dir::Forward => &self.to,
+            Dir::Backward => &self.hops,
+        };
+        for a in anchors {
+            let row = &rows[a.ord as usize * self.n..(a.ord as usize + 1) * self.n];
+            for (x, &h) in near.iter_mut().zip(row) {
+                // Past the sought switch by `off` links (at most FAR - 1:
+                // a bound may only be lower).
+                let via = if h == FAR {
+                    FAR
+                } else {
+                    h.saturating_add(a.off).min(FAR - 1)
+                };
+                *x = (*x).min(via);
+            }
+        }
     }
 }
 
@@ -286,6 +319,8 @@ pub(super) struct Search {
     least_weight: u64,
     /// The nodes sought by the search under way, for the bound.
     anchors: Vec<Anchor>,
+    /// Per switch, the fewest links to or from the nearest of `anchors`.
+    near: Vec<u8>,
     /// Search without a bound (plain Dijkstra), for tests.
     plain: bool,
 }
@@ -351,23 +386,12 @@ impl Search {
         }
     }
 
-    /// The bound at switch `v` of a search in direction `dir`: the least
+    /// The bound at switch `v` of the search under way: the least
     /// weight from `v` to the nearest node sought (`Forward`) or from it
     /// to `v` (`Backward`); `None` if none can be reached.
-    fn bound_at(&self, hops: &Hops, dir: Dir, v: usize) -> Option<u64> {
-        let o = hops.ord[v] as usize;
-        let n = hops.n;
-        let mut least = u32::MAX;
-        for a in &self.anchors {
-            let h = match dir {
-                Dir::Forward => hops.hops[o * n + a.ord as usize],
-                Dir::Backward => hops.hops[a.ord as usize * n + o],
-            };
-            if h != FAR {
-                least = least.min(h as u32 + a.off as u32);
-            }
-        }
-        (least != u32::MAX).then(|| self.least_weight.saturating_mul(least as u64))
+    fn bound_at(&self, hops: &Hops, v: usize) -> Option<u64> {
+        let h = self.near[hops.ord[v] as usize];
+        (h != FAR).then(|| self.least_weight.saturating_mul(h as u64))
     }
 
     /// Forget the last search; mark `targets`.
@@ -420,6 +444,7 @@ impl Search {
         let hops = match &adj.hops {
             Some(h) if !self.plain && self.least_weight > 0 => {
                 self.anchor(adj, h, dir, targets);
+                h.nearest(dir, &self.anchors, &mut self.near);
                 Some(&**h)
             }
             _ => None,
@@ -459,7 +484,7 @@ impl Search {
                         // for a node sought; a switch that reaches none
                         // is never taken).
                         self.bound[v] = match hops {
-                            Some(h) if !self.target[v] => match self.bound_at(h, dir, v) {
+                            Some(h) if !self.target[v] => match self.bound_at(h, v) {
                                 Some(b) => b,
                                 None => continue,
                             },
