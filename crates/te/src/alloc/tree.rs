@@ -27,22 +27,60 @@ pub(super) struct Scoring {
     /// The multicast tunnels on the candidate path's links, by
     /// increasing id.
     ids: Vec<TunnelId>,
-    /// The multicast tunnels met in this step: their entries in `multi`.
+    /// The multicast tunnels met in this request (see [`Scoring::step`]): their entries in `multi`.
     seen: HashMap<TunnelId, usize, BuildIdHasher>,
-    /// Per multicast tunnel met in this step: its maximum under the tree
+    /// Per multicast tunnel met in this request: its maximum under the tree
     /// so far, its receivers' entries in `recv` (a range), and its rise
     /// per packet of the request on a shared link (see [`factor`]).
     multi: Vec<(u64, usize, usize, u64)>,
-    /// Per receiver of those tunnels: its maximum under the tree so far,
-    /// and the links of its tree path in `hops` (a range).
-    recv: Vec<(u64, usize, usize)>,
+    /// The receivers of those tunnels.
+    recv: Vec<Receiver>,
     /// The receivers' tree paths, from the receiver up.
     hops: Vec<LinkId>,
 }
 
+/// A receiver of a multicast tunnel met while growing a tree.
+#[derive(Debug, Clone, Copy)]
+struct Receiver {
+    /// Its stored maximum.
+    stored: u64,
+    /// Its maximum under the tree so far.
+    base: u64,
+    /// Its tree path's links in `Scoring::hops` (a range).
+    hops: (usize, usize),
+}
+
 impl Scoring {
+    /// Start a new attachment step with the tree so far in `tree_tx`:
+    /// the multicast tunnels met in earlier steps of the same request
+    /// keep their entries (their stored ranges have not changed), with
+    /// their maxima under the grown tree. With `fresh` (a new request, or
+    /// ranges deferred: they come from walks) they are forgotten.
+    fn step(&mut self, fresh: bool) {
+        if fresh {
+            self.seen.clear();
+            self.multi.clear();
+            self.recv.clear();
+            self.hops.clear();
+            return;
+        }
+        for m in &mut self.multi {
+            let (_, a, b, f) = *m;
+            let mut before = 0;
+            for r in &mut self.recv[a..b] {
+                let inc: u64 = self.hops[r.hops.0..r.hops.1]
+                    .iter()
+                    .map(|l| self.tree_tx[l.0])
+                    .sum();
+                r.base = r.stored + f * inc;
+                before = before.max(r.base);
+            }
+            m.0 = before;
+        }
+    }
+
     /// Enter multicast tunnel `t` (`id`, its rise `f` packets per shared
-    /// link) met for the first time in this step: its receivers' tree
+    /// link) met for the first time in this request: its receivers' tree
     /// paths (kept in the tunnel) and maxima under the tree so far (its
     /// stored maxima plus what the tree so far adds to them, or those of
     /// `walked`, its walk under the tree so far), and its maximum.
@@ -57,13 +95,18 @@ impl Scoring {
                 self.hops.push(l);
                 inc += self.tree_tx[l.0];
             }
+            let stored = range.max_latency_ns();
             let base = match &walked {
                 Some(w) => w.1[i].1.max_latency_ns(),
-                None => range.max_latency_ns() + f * inc,
+                None => stored + f * inc,
             };
-            self.recv.push((base, h, self.hops.len()));
+            self.recv.push(Receiver {
+                stored,
+                base,
+                hops: (h, self.hops.len()),
+            });
         }
-        let before = self.recv[first..].iter().map(|x| x.0).max().unwrap_or(0);
+        let before = self.recv[first..].iter().map(|x| x.base).max().unwrap_or(0);
         let i = self.multi.len();
         self.seen.insert(id, i);
         self.multi.push((before, first, self.recv.len(), f));
@@ -120,6 +163,7 @@ impl Allocator {
             consts,
             loads,
             scoring: sc,
+            deferred,
             ..
         } = self;
         let model = Model { topo, cfg, consts };
@@ -132,10 +176,7 @@ impl Allocator {
         for &l in links {
             sc.tree_tx[l.0] = tx_ns(new.load, topo.link(l).bandwidth_bps);
         }
-        sc.seen.clear();
-        sc.multi.clear();
-        sc.recv.clear();
-        sc.hops.clear();
+        sc.step(*deferred || links.is_empty());
         // The tree so far is in the order attached: each link leaves a
         // node reached before it.
         sc.at.clear();
@@ -288,8 +329,9 @@ impl Allocator {
             } else {
                 let after = sc.recv[a..b]
                     .iter()
-                    .map(|&(base, h0, h1)| {
-                        base + f * sc.hops[h0..h1].iter().map(|l| sc.path_tx[l.0]).sum::<u64>()
+                    .map(|r| {
+                        let (h0, h1) = r.hops;
+                        r.base + f * sc.hops[h0..h1].iter().map(|l| sc.path_tx[l.0]).sum::<u64>()
                     })
                     .max()
                     .unwrap_or(0);
