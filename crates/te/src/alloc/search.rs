@@ -1,7 +1,8 @@
 //! The path search of the optimization phase (see the parent module's
 //! docs): Dijkstra, forwards or backwards, over an adjacency that keeps,
 //! per link and sub-lane, what a search reads of the link's load (its weight without
-//! the request's own transmission time, free queue slots, free share), laid
+//! the request's own transmission time, and its free share if its queue has
+//! a free slot), laid
 //! out node after node so that a search reads memory in sequence. The
 //! allocator refreshes a link's entry whenever a tunnel comes or goes on
 //! it; a search computes nothing per link but one addition.
@@ -155,12 +156,9 @@ struct Csr {
     entry: Vec<u32>,
     /// Per sub-lane and entry: `λmin + δmax` plus the queueing bound of a
     /// packet of the sub-lane (the weight but for the packet's own
-    /// transmission time).
-    base: Vec<Vec<u64>>,
-    /// Per sub-lane and entry: free express queue slots.
-    slots: Vec<Vec<u32>>,
-    /// Per sub-lane and entry: the sub-lane's share not yet used, bit/s.
-    headroom: Vec<Vec<u64>>,
+    /// transmission time), and the sub-lane's share not yet used, bit/s
+    /// (0 if its express queue has no free slot), side by side.
+    cost: Vec<Vec<(u64, u64)>>,
 }
 
 /// A node sought, for the bound: a switch, `off` links from it.
@@ -186,9 +184,7 @@ impl Csr {
             other: Vec::with_capacity(links),
             class: Vec::with_capacity(links),
             entry: vec![0; links],
-            base: vec![vec![0; links]; lanes],
-            slots: vec![vec![0; links]; lanes],
-            headroom: vec![vec![0; links]; lanes],
+            cost: vec![vec![(0, 0); links]; lanes],
         };
         c.at.push(0);
         for ls in &by_node {
@@ -212,12 +208,10 @@ impl Csr {
         c
     }
 
-    /// Store link `l`'s (base, slots, headroom) of sub-lane `k`.
-    fn set(&mut self, l: LinkId, k: usize, (base, slots, headroom): (u64, u32, u64)) {
+    /// Store link `l`'s (base, headroom) of sub-lane `k`.
+    fn set(&mut self, l: LinkId, k: usize, cost: (u64, u64)) {
         let e = self.entry[l.0] as usize;
-        self.base[k][e] = base;
-        self.slots[k][e] = slots;
-        self.headroom[k][e] = headroom;
+        self.cost[k][e] = cost;
     }
 }
 
@@ -278,13 +272,17 @@ impl Adjacency {
     /// Re-read link `l`'s load.
     pub(super) fn refresh(&mut self, m: &Model<'_>, l: LinkId, ld: &LinkLoad) {
         let link = m.topo.link(l);
-        for k in 0..self.fwd.base.len() {
+        for k in 0..self.fwd.cost.len() {
+            let headroom = if ld.count[k] >= link.express_queue_pkts {
+                0
+            } else {
+                m.capacity_bps(l).saturating_sub(ld.bps[k])
+            };
             let v = (
                 link.min_latency_ns
                     .saturating_add(link.max_jitter_ns)
                     .saturating_add(m.queueing(ld, l, k, 0)),
-                link.express_queue_pkts.saturating_sub(ld.count[k]),
-                m.capacity_bps(l).saturating_sub(ld.bps[k]),
+                headroom,
             );
             self.fwd.set(l, k, v);
             self.back.set(l, k, v);
@@ -321,6 +319,9 @@ pub(super) struct Search {
     anchors: Vec<Anchor>,
     /// Per switch, the fewest links to or from the nearest of `anchors`.
     near: Vec<u8>,
+    /// Per node: not to be entered by the search under way (blocked, or
+    /// a host not sought).
+    skip: Vec<bool>,
     /// Search without a bound (plain Dijkstra), for tests.
     plain: bool,
 }
@@ -434,13 +435,24 @@ impl Search {
         filter: bool,
     ) {
         self.reset(targets);
+        // A host is a leaf: only the ends sought are worth a heap entry
+        // (on a fat-tree most links lead to hosts). One pass here, one
+        // look-up per link below.
+        self.skip.clear();
+        self.skip
+            .extend(blocked.iter().zip(&adj.host).map(|(&b, &h)| b || h));
+        for t in targets {
+            self.skip[t.0] = false;
+        }
         let g = match dir {
             Dir::Forward => &adj.fwd,
             Dir::Backward => &adj.back,
         };
         let lane = new.lane as usize;
         let least_rate = rate_bps(new.load, least_period_ns);
-        let (base, slots, headroom) = (&g.base[lane], &g.slots[lane], &g.headroom[lane]);
+        let cost = &g.cost[lane];
+        // At least 1: a full queue (no headroom) is always left out.
+        let least_rate = least_rate.max(1);
         let hops = match &adj.hops {
             Some(h) if !self.plain && self.least_weight > 0 => {
                 self.anchor(adj, h, dir, targets);
@@ -466,17 +478,17 @@ impl Search {
                 }
                 continue;
             }
-            for e in g.at[u]..g.at[u + 1] {
+            let first = g.at[u];
+            for (i, &(base, headroom)) in cost[first..g.at[u + 1]].iter().enumerate() {
+                let e = first + i;
                 let v = g.other[e] as usize;
-                // A host is a leaf: only the ends sought are worth a heap
-                // entry (on a fat-tree most links lead to hosts).
-                if !self.target[v] && (blocked[v] || adj.host[v]) {
+                if self.skip[v] {
                     continue;
                 }
-                if filter && (slots[e] == 0 || headroom[e] < least_rate) {
+                if filter && headroom < least_rate {
                     continue;
                 }
-                let w = base[e].saturating_add(self.tx[g.class[e] as usize]);
+                let w = base.saturating_add(self.tx[g.class[e] as usize]);
                 let nd = d.saturating_add(w);
                 if nd < self.dist[v] {
                     if self.dist[v] == u64::MAX {
@@ -663,7 +675,7 @@ mod tests {
                                     .map(|&l| {
                                         let g = &a.adj.fwd;
                                         let e = g.entry[l.0] as usize;
-                                        g.base[shape.lane as usize][e] + s.tx[g.class[e] as usize]
+                                        g.cost[shape.lane as usize][e].0 + s.tx[g.class[e] as usize]
                                     })
                                     .sum()
                             });
