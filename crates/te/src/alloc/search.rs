@@ -70,7 +70,7 @@ impl Hops {
                 continue;
             }
             for e in fwd.at[u]..fwd.at[u + 1] {
-                let v = fwd.other[e] as usize;
+                let v = fwd.other(e);
                 if !host[v] {
                     next.push(ord[v]);
                 }
@@ -148,17 +148,26 @@ struct Csr {
     at: Vec<usize>,
     /// Per entry: the link.
     link: Vec<u32>,
-    /// Per entry: the node at the link's other end.
-    other: Vec<u32>,
-    /// Per entry: the link's rate, as an index into the rates.
-    class: Vec<u32>,
     /// Per link: its entry.
     entry: Vec<u32>,
-    /// Per sub-lane and entry: `λmin + δmax` plus the queueing bound of a
-    /// packet of the sub-lane (the weight but for the packet's own
-    /// transmission time), and the sub-lane's share not yet used, bit/s
-    /// (0 if its express queue has no free slot), side by side.
-    cost: Vec<Vec<(u64, u64)>>,
+    /// Per sub-lane and entry: everything the search reads of it, in one
+    /// place.
+    cost: Vec<Vec<Entry>>,
+}
+
+/// What a search reads of a link, for one sub-lane.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Entry {
+    /// `λmin + δmax` plus the queueing bound of a packet of the sub-lane
+    /// (the weight but for the packet's own transmission time).
+    base: u64,
+    /// The sub-lane's share not yet used, bit/s (0 if its express queue
+    /// has no free slot).
+    headroom: u64,
+    /// The node at the link's other end.
+    other: u32,
+    /// The link's rate, as an index into the rates.
+    class: u32,
 }
 
 /// A node sought, for the bound: a switch, `off` links from it.
@@ -181,10 +190,8 @@ impl Csr {
         let mut c = Csr {
             at: Vec::with_capacity(n + 1),
             link: Vec::with_capacity(links),
-            other: Vec::with_capacity(links),
-            class: Vec::with_capacity(links),
             entry: vec![0; links],
-            cost: vec![vec![(0, 0); links]; lanes],
+            cost: vec![Vec::with_capacity(links); lanes],
         };
         c.at.push(0);
         for ls in &by_node {
@@ -199,9 +206,14 @@ impl Csr {
                 };
                 c.entry[l.0] = c.link.len() as u32;
                 c.link.push(l.0 as u32);
-                c.other
-                    .push(if forward { link.to.0 } else { link.from.0 } as u32);
-                c.class.push(class as u32);
+                let other = if forward { link.to.0 } else { link.from.0 } as u32;
+                for lane in &mut c.cost {
+                    lane.push(Entry {
+                        other,
+                        class: class as u32,
+                        ..Entry::default()
+                    });
+                }
             }
             c.at.push(c.link.len());
         }
@@ -209,9 +221,15 @@ impl Csr {
     }
 
     /// Store link `l`'s (base, headroom) of sub-lane `k`.
-    fn set(&mut self, l: LinkId, k: usize, cost: (u64, u64)) {
-        let e = self.entry[l.0] as usize;
-        self.cost[k][e] = cost;
+    fn set(&mut self, l: LinkId, k: usize, (base, headroom): (u64, u64)) {
+        let e = &mut self.cost[k][self.entry[l.0] as usize];
+        e.base = base;
+        e.headroom = headroom;
+    }
+
+    /// The node at the other end of entry `e`'s link.
+    fn other(&self, e: usize) -> usize {
+        self.cost[0][e].other as usize
     }
 }
 
@@ -379,7 +397,7 @@ impl Search {
                 continue;
             }
             for e in g.at[t.0]..g.at[t.0 + 1] {
-                let o = hops.ord[g.other[e] as usize];
+                let o = hops.ord[g.other(e)];
                 if o != u32::MAX {
                     self.anchors.push(Anchor { ord: o, off: 1 });
                 }
@@ -479,16 +497,16 @@ impl Search {
                 continue;
             }
             let first = g.at[u];
-            for (i, &(base, headroom)) in cost[first..g.at[u + 1]].iter().enumerate() {
-                let e = first + i;
-                let v = g.other[e] as usize;
+            for (i, c) in cost[first..g.at[u + 1]].iter().enumerate() {
+                let v = c.other as usize;
                 if self.skip[v] {
                     continue;
                 }
-                if filter && headroom < least_rate {
+                if filter && c.headroom < least_rate {
                     continue;
                 }
-                let w = base.saturating_add(self.tx[g.class[e] as usize]);
+                let e = first + i;
+                let w = c.base.saturating_add(self.tx[c.class as usize]);
                 let nd = d.saturating_add(w);
                 if nd < self.dist[v] {
                     if self.dist[v] == u64::MAX {
@@ -675,7 +693,10 @@ mod tests {
                                     .map(|&l| {
                                         let g = &a.adj.fwd;
                                         let e = g.entry[l.0] as usize;
-                                        g.cost[shape.lane as usize][e].0 + s.tx[g.class[e] as usize]
+                                        {
+                                            let c = g.cost[shape.lane as usize][e];
+                                            c.base + s.tx[c.class as usize]
+                                        }
                                     })
                                     .sum()
                             });
