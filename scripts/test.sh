@@ -40,6 +40,9 @@ cargo fmt --all -- --check
 step "clippy"
 cargo clippy -q --workspace --all-targets -- -D warnings
 
+step "docs"
+RUSTDOCFLAGS="-D warnings" cargo doc -q --no-deps --workspace
+
 step "tests"
 cargo test --workspace --no-fail-fast 2>&1 | tee target/test.log
 # cargo test exits non-zero on failure (pipefail); summarise the counts.

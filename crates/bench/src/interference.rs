@@ -302,7 +302,7 @@ impl FloorSet {
     /// `run_ns`: a probe wakes every [`FLOOR_INTERVAL_NS`] and records at
     /// most one gap per wake-up, so the storage never fills in such a run
     /// (gaps beyond it would go unrecorded, and the packets they delayed
-    /// unexplained). Longer runs than [`FLOOR_MAX_GAPS`] wake-ups report
+    /// unexplained). Longer runs than `FLOOR_MAX_GAPS` wake-ups report
     /// the gaps they could not keep in [`CoreFloor::gaps_dropped`].
     pub fn start(cores: &Cores, run_ns: u64) -> Result<Self, FloorError> {
         let cfg = FloorConfig {

@@ -30,7 +30,7 @@
 //!
 //! # Tests
 //!
-//! The feature `testing` adds [`testing`] (when documented with it): three
+//! The feature `testing` adds the module `testing`: three
 //! replicas in one process and a host that connects to whichever serves,
 //! for this crate's tests and those of crates that follow a takeover.
 #![warn(missing_docs)]

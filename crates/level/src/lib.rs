@@ -5,7 +5,7 @@
 //!
 //! * [`levels`]: the level table — which DSCP, which `SO_PRIORITY` and
 //!   which QJump throughput factor each `--level` means;
-//! * [`env`]: the environment variables through which `xlane run` tells the
+//! * [`env`](mod@env): the environment variables through which `xlane run` tells the
 //!   preload library what to do, and their parser. The parser never
 //!   allocates and never panics: it runs inside the preloaded program,
 //!   across the FFI boundary;

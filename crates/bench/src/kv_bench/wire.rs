@@ -172,7 +172,7 @@ impl Http {
 
     /// Reads a response's status line and headers: an error unless 200;
     /// whether the body is chunked (else it has a Content-Length, kept for
-    /// [`Http::sized_body`]).
+    /// `Http::sized_body`).
     pub fn head(&mut self) -> Result<bool, String> {
         let mut line = String::new();
         self.r.read_line(&mut line).map_err(|e| e.to_string())?;

@@ -210,7 +210,7 @@ pub(super) struct Pending {
     pub(super) keys: Vec<(u32, xlane_auth::Key)>,
 }
 
-/// What another thread may change in a running [`LaneLink`] (e.g. when the
+/// What another thread may change in a running [`super::LaneLink`] (e.g. when the
 /// controller announces a new bound or period): the link takes it on its
 /// next poll (a flag is checked per poll; the lock is taken only when
 /// something changed).

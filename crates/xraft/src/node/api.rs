@@ -4,6 +4,8 @@
 use raft::eraftpb::{ConfChangeType, ConfState, Message};
 use raft::StateRole;
 
+#[cfg(doc)]
+use super::RaftNode;
 use crate::batch::ProposalId;
 use crate::storage::WriteError;
 
