@@ -293,6 +293,49 @@ fn the_controller_admits_the_level_like_a_tunnel() {
         String::from_utf8_lossy(&list.stderr)
     );
     assert_eq!(text.lines().count(), 1, "tunnels left: {text}");
+    // A failure after the grant (pacing on a device that does not
+    // exist) releases the tunnel too.
+    let failed = Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            &h0.netns,
+            xlane,
+            "run",
+            "--level",
+            "2",
+            "--dev",
+            "xlnodev0",
+            "--hosts",
+            "3",
+            "--link-rate",
+            "40mbit",
+            "--controller",
+            &listen,
+        ])
+        .arg("--keys")
+        .arg(&keys)
+        .args(["--host", "h0", "--to", "h1", "--", "true"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&failed.stderr);
+    assert!(!failed.status.success(), "{err}");
+    assert!(err.contains("released tunnel"), "{err}");
+    let list = Command::new("ip")
+        .args([
+            "netns", "exec", &h0.netns, xlane, "ctl", "list", "--host", "h0",
+        ])
+        .arg("--keys")
+        .arg(&keys)
+        .args(["--controller", &listen])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&list.stdout);
+    assert_eq!(
+        text.lines().count(),
+        1,
+        "tunnels left after a failed run: {text}"
+    );
     drop(ctl);
     let _ = std::fs::remove_dir_all(&dir);
     tb.down().expect("testbed down");

@@ -211,14 +211,37 @@ struct Rate {
     factor: u32,
     epoch_ns: u64,
     source: String,
-    /// The granted tunnel, the connection it was granted on, and the key
-    /// to connect again with.
-    tunnel: Option<(
-        xlane_ctl::client::Client,
-        xlane_ctl::proto::TunnelId,
-        xlane_ctl::auth::Key,
-    )>,
+    /// The granted tunnel, released when dropped.
+    tunnel: Option<HeldTunnel>,
     tunnel_bound_ns: Option<u64>,
+}
+
+/// A tunnel the controller granted for the program: released when this
+/// is dropped, whether the program ran or `xlane run` failed after the
+/// grant (pacing, the classifier, the preload library, starting it).
+struct HeldTunnel {
+    /// The connection it was granted on.
+    client: xlane_ctl::client::Client,
+    tunnel: xlane_ctl::proto::TunnelId,
+    /// To connect again with, through every controller replica.
+    key: xlane_ctl::auth::Key,
+    controllers: Vec<std::net::SocketAddr>,
+}
+
+impl Drop for HeldTunnel {
+    fn drop(&mut self) {
+        let t = self.tunnel;
+        // The replica that granted it may have stopped serving since:
+        // once more through the whole list.
+        let released = self.client.release(t).or_else(|_| {
+            super::ctl::connect_as(&self.controllers, self.client.host(), &self.key)
+                .and_then(|mut c| c.release(t).map_err(|e| e.to_string()))
+        });
+        match released {
+            Ok(_) => say(&format!("released tunnel {}", t.0)),
+            Err(e) => say(&format!("releasing tunnel {}: {e}", t.0)),
+        }
+    }
 }
 
 fn rate(a: &Args, spec: &LevelSpec) -> Result<Option<Rate>, RunError> {
@@ -273,7 +296,12 @@ fn rate(a: &Args, spec: &LevelSpec) -> Result<Option<Rate>, RunError> {
             }
         );
         out.tunnel_bound_ns = Some(g.resources.max_latency_ns());
-        out.tunnel = Some((c, g.tunnel, key));
+        out.tunnel = Some(HeldTunnel {
+            client: c,
+            tunnel: g.tunnel,
+            key,
+            controllers: a.controller.clone(),
+        });
     }
     Ok(Some(out))
 }
@@ -415,19 +443,8 @@ pub fn run(a: Args) -> super::CmdResult {
     let status = spawn_and_wait(cmd, &a.cpus, a.nice)?;
     drop(classifier);
     drop(pacing.take());
-    if let Some(r) = rate.as_mut() {
-        if let Some((mut c, t, key)) = r.tunnel.take() {
-            // The replica that granted it may have stopped serving since:
-            // once more through the whole list.
-            let released = c.release(t).or_else(|_| {
-                super::ctl::connect_as(&a.controller, c.host(), &key)
-                    .and_then(|mut c| c.release(t).map_err(|e| e.to_string()))
-            });
-            if let Err(e) = released {
-                say(&format!("releasing tunnel {}: {e}", t.0));
-            }
-        }
-    }
+    // `exit` runs no destructors: release the tunnel first.
+    drop(rate.take());
     std::process::exit(status);
 }
 
