@@ -358,9 +358,16 @@ pub enum LambdaStep {
 
 /// The Λ for an X-FD tree whose announced maximum latency is now
 /// `bound_ns` (never below `floor_ns`, the configured one), and when it
-/// takes over from `lambda_ns`.
+/// takes over from `lambda_ns`. A demoted tree has no bound
+/// ([`xlane_ctl::proto::UNBOUNDED_NS`]): its heartbeats go best effort and
+/// Λ falls back to the configured one, so that a member that stops is
+/// still suspected.
 pub fn lambda_step(bound_ns: u64, floor_ns: u64, lambda_ns: u64) -> (u64, LambdaStep) {
-    let want = bound_ns.max(floor_ns);
+    let want = if bound_ns == xlane_ctl::proto::UNBOUNDED_NS {
+        floor_ns
+    } else {
+        bound_ns.max(floor_ns)
+    };
     let step = match want.cmp(&lambda_ns) {
         std::cmp::Ordering::Greater => LambdaStep::Now,
         std::cmp::Ordering::Less => LambdaStep::AfterGrace,
@@ -990,6 +997,16 @@ mod tests {
                 (500, AfterGrace),
             ),
             ("bound equal to Λ", (100, 20, 100), (100, Keep)),
+            (
+                "tree demoted: no bound",
+                (u64::MAX, 500, 800),
+                (500, AfterGrace),
+            ),
+            (
+                "tree demoted, Λ at the floor",
+                (u64::MAX, 500, 500),
+                (500, Keep),
+            ),
         ];
         for (name, (bound, floor, now), want) in rows {
             assert_eq!(lambda_step(bound, floor, now), want, "{name}");
