@@ -240,12 +240,12 @@ fn the_controller_admits_the_level_like_a_tunnel() {
             .spawn()
             .unwrap(),
     );
-    let run = || {
+    // `xlane run` in h0, paced on `dev`.
+    let run_on = |dev: &str| {
         Command::new("ip")
             .args([
-                "netns", "exec", &h0.netns, xlane, "run", "--level", "2", "--dev",
+                "netns", "exec", &h0.netns, xlane, "run", "--level", "2", "--dev", dev,
             ])
-            .arg(&h0.iface)
             .args([
                 "--hosts",
                 "3",
@@ -260,6 +260,7 @@ fn the_controller_admits_the_level_like_a_tunnel() {
             .output()
             .unwrap()
     };
+    let run = || run_on(&h0.iface);
     // The controller may still be starting: a few tries.
     let mut o = run();
     for _ in 0..50 {
@@ -276,61 +277,35 @@ fn the_controller_admits_the_level_like_a_tunnel() {
         "{err}"
     );
     assert!(err.contains("paced: HTB class"), "{err}");
+    // The tunnels h0 holds, as `xlane ctl list` prints them (a header
+    // line first).
+    let held = || {
+        let list = Command::new("ip")
+            .args([
+                "netns", "exec", &h0.netns, xlane, "ctl", "list", "--host", "h0",
+            ])
+            .arg("--keys")
+            .arg(&keys)
+            .args(["--controller", &listen])
+            .output()
+            .unwrap();
+        assert!(
+            list.status.success(),
+            "{}",
+            String::from_utf8_lossy(&list.stderr)
+        );
+        String::from_utf8_lossy(&list.stdout).into_owned()
+    };
     // The tunnel was released when the program ended.
-    let list = Command::new("ip")
-        .args([
-            "netns", "exec", &h0.netns, xlane, "ctl", "list", "--host", "h0",
-        ])
-        .arg("--keys")
-        .arg(&keys)
-        .args(["--controller", &listen])
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&list.stdout);
-    assert!(
-        list.status.success(),
-        "{}",
-        String::from_utf8_lossy(&list.stderr)
-    );
+    let text = held();
     assert_eq!(text.lines().count(), 1, "tunnels left: {text}");
     // A failure after the grant (pacing on a device that does not
     // exist) releases the tunnel too.
-    let failed = Command::new("ip")
-        .args([
-            "netns",
-            "exec",
-            &h0.netns,
-            xlane,
-            "run",
-            "--level",
-            "2",
-            "--dev",
-            "xlnodev0",
-            "--hosts",
-            "3",
-            "--link-rate",
-            "40mbit",
-            "--controller",
-            &listen,
-        ])
-        .arg("--keys")
-        .arg(&keys)
-        .args(["--host", "h0", "--to", "h1", "--", "true"])
-        .output()
-        .unwrap();
+    let failed = run_on("xlnodev0");
     let err = String::from_utf8_lossy(&failed.stderr);
     assert!(!failed.status.success(), "{err}");
     assert!(err.contains("released tunnel"), "{err}");
-    let list = Command::new("ip")
-        .args([
-            "netns", "exec", &h0.netns, xlane, "ctl", "list", "--host", "h0",
-        ])
-        .arg("--keys")
-        .arg(&keys)
-        .args(["--controller", &listen])
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&list.stdout);
+    let text = held();
     assert_eq!(
         text.lines().count(),
         1,

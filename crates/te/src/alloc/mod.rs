@@ -1068,3 +1068,55 @@ impl Allocator {
         Ok(())
     }
 }
+
+/// Test fabrics with drawn link parameters.
+#[cfg(test)]
+mod testing {
+    use crate::topology::{LinkSpec, Topology};
+
+    /// A seeded stream of numbers below `n` (a linear congruential
+    /// generator).
+    pub(super) fn below(seed: u64) -> impl FnMut(usize) -> usize {
+        let mut x = seed;
+        move |n: usize| {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ((x >> 33) as usize) % n
+        }
+    }
+
+    /// `base` with every link's (rate, λmin, δmax) given by `draw`, which
+    /// draws from an xorshift stream seeded by `seed`.
+    pub(super) fn reweighted(
+        base: &Topology,
+        seed: u64,
+        draw: impl Fn(&mut dyn FnMut() -> u64) -> (u64, u64, u64),
+    ) -> Topology {
+        let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let links = base
+            .links()
+            .iter()
+            .map(|l| {
+                let (bandwidth_bps, min_latency_ns, max_jitter_ns) = draw(&mut next);
+                LinkSpec {
+                    from: base.node(l.from).name.clone(),
+                    to: base.node(l.to).name.clone(),
+                    bandwidth_bps,
+                    express_queue_pkts: l.express_queue_pkts,
+                    best_effort_queue_pkts: l.best_effort_queue_pkts,
+                    min_latency_ns,
+                    max_jitter_ns,
+                    min_includes_tx: l.min_includes_tx,
+                }
+            })
+            .collect();
+        Topology::new(base.nodes().to_vec(), links).expect("same graph")
+    }
+}

@@ -579,34 +579,16 @@ impl Search {
 mod tests {
     use super::*;
     use crate::alloc::{Allocator, Request, TeConfig};
-    use crate::topology::LinkSpec;
 
     /// `base` with each link's rate, λmin and jitter drawn from `seed`,
     /// from few values, so that many links weigh the least a link can
     /// (where a bound that overestimates would show).
     fn reweighted(base: &Topology, seed: u64) -> Topology {
-        let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-        let mut next = move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
-        let links = base
-            .links()
-            .iter()
-            .map(|l| LinkSpec {
-                from: base.node(l.from).name.clone(),
-                to: base.node(l.to).name.clone(),
-                bandwidth_bps: [1_000_000_000, 10_000_000_000][(next() % 2) as usize],
-                express_queue_pkts: l.express_queue_pkts,
-                best_effort_queue_pkts: l.best_effort_queue_pkts,
-                min_latency_ns: [1_000, 1_000, 1_200, 3_000][(next() % 4) as usize],
-                max_jitter_ns: [0, 0, 300][(next() % 3) as usize],
-                min_includes_tx: l.min_includes_tx,
-            })
-            .collect();
-        Topology::new(base.nodes().to_vec(), links).expect("same graph")
+        crate::alloc::testing::reweighted(base, seed, |next| {
+            let rate = [1_000_000_000, 10_000_000_000][(next() % 2) as usize];
+            let latency = [1_000, 1_000, 1_200, 3_000][(next() % 4) as usize];
+            (rate, latency, [0, 0, 300][(next() % 3) as usize])
+        })
     }
 
     /// On seeded fabrics under seeded loads, a goal-directed search finds
@@ -625,13 +607,7 @@ mod tests {
             let hosts: Vec<String> = topo.hosts().map(|h| topo.node(h).name.clone()).collect();
             let nodes = topo.nodes().len();
             let mut a = Allocator::new(topo, TeConfig::default());
-            let mut x = seed;
-            let mut rnd = move |n: usize| {
-                x = x
-                    .wrapping_mul(6364136223846793005)
-                    .wrapping_add(1442695040888963407);
-                ((x >> 33) as usize) % n
-            };
+            let mut rnd = crate::alloc::testing::below(seed);
             let request = |rnd: &mut dyn FnMut(usize) -> usize| Request {
                 sender: hosts[rnd(hosts.len())].clone(),
                 receivers: vec![hosts[rnd(hosts.len())].clone()],

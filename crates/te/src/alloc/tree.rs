@@ -599,7 +599,7 @@ impl Allocator {
 mod tests {
     use super::*;
     use crate::alloc::{Request, TeConfig, TunnelId};
-    use crate::topology::{LinkSpec, Topology};
+    use crate::topology::Topology;
 
     /// The optimization phase as the paper states it, with nothing
     /// saved: at each step one forward search from every tree node that
@@ -712,32 +712,14 @@ mod tests {
     /// (the rises of other tunnels then decide between candidates).
     fn uneven_fat_tree(k: usize, seed: u64) -> Topology {
         let base = crate::gen::fat_tree(k).expect("fat-tree");
-        let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-        let mut next = move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
-        let links = base
-            .links()
-            .iter()
-            .map(|l| LinkSpec {
-                from: base.node(l.from).name.clone(),
-                to: base.node(l.to).name.clone(),
-                bandwidth_bps: if next() % 2 == 0 {
-                    1_000_000_000
-                } else {
-                    10_000_000_000
-                },
-                express_queue_pkts: l.express_queue_pkts,
-                best_effort_queue_pkts: l.best_effort_queue_pkts,
-                min_latency_ns: 500 + next() % 20_000,
-                max_jitter_ns: next() % 5_000,
-                min_includes_tx: l.min_includes_tx,
-            })
-            .collect();
-        Topology::new(base.nodes().to_vec(), links).expect("same graph")
+        crate::alloc::testing::reweighted(&base, seed, |next| {
+            let rate = if next() % 2 == 0 {
+                1_000_000_000
+            } else {
+                10_000_000_000
+            };
+            (rate, 500 + next() % 20_000, next() % 5_000)
+        })
     }
 
     /// On seeded fabrics and request sequences (unicast and multicast,
@@ -756,13 +738,7 @@ mod tests {
             if deferred {
                 a.defer_others();
             }
-            let mut x = seed;
-            let mut rnd = move |n: usize| {
-                x = x
-                    .wrapping_mul(6364136223846793005)
-                    .wrapping_add(1442695040888963407);
-                ((x >> 33) as usize) % n
-            };
+            let mut rnd = crate::alloc::testing::below(seed);
             let mut granted = Vec::new();
             for step in 0..100 {
                 if step % 7 == 6 && !granted.is_empty() {

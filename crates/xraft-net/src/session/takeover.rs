@@ -31,34 +31,59 @@ fn wait_event(
     }
 }
 
-#[test]
-fn a_session_follows_a_controller_takeover() {
-    let mut g = Group::start();
-    let (addrs, keys) = (g.addrs.clone(), g.keys.clone());
-    g.wait_serving(PATIENCE);
-
-    // The other two members hold their trees, as their sessions would.
-    let names: BTreeMap<u64, String> = (1..=3).map(|i| (i, format!("h{}", i - 1))).collect();
-    for (h, to) in [("h1", ["h0", "h2"]), ("h2", ["h0", "h1"])] {
-        let mut c = connect(&addrs, h, &keys, PATIENCE);
-        let to: Vec<String> = to.iter().map(|s| s.to_string()).collect();
-        for sublane in [FD_SUBLANE, REPL_SUBLANE] {
-            c.request(&to, 200, 10_000_000, sublane).unwrap();
-        }
-    }
-
-    // h0's session, given every replica's address.
-    let cfg = SessionConfig {
-        controllers: addrs.clone(),
-        key: keys.get("h0").unwrap().clone(),
+/// The session config of h0, member 1 of three (h0, h1, h2), given every
+/// replica of `g`.
+fn h0_config(g: &Group) -> SessionConfig {
+    SessionConfig {
+        controllers: g.addrs.clone(),
+        key: g.keys.get("h0").unwrap().clone(),
         me: 1,
-        names,
+        names: (1..=3).map(|i| (i, format!("h{}", i - 1))).collect(),
         burst_bytes: 256,
         wait_for_peers: PATIENCE,
         wait_for_controller: PATIENCE,
         sealed: false,
         tree_keys: false,
-    };
+    }
+}
+
+/// h0 holds `trees`, active, at `g`'s serving replica; returns h0's
+/// connection to it.
+fn h0_holds(g: &Group, trees: [u32; 2]) -> Client {
+    let mut c = connect(&g.addrs, "h0", &g.keys, PATIENCE);
+    let (list, _) = c.list().unwrap();
+    for t in trees {
+        let row = list.iter().find(|i| i.tunnel.0 == t as u64);
+        assert!(
+            row.is_some_and(|i| i.sender == "h0" && i.state == TunnelState::Active),
+            "tree {t}: {list:?}"
+        );
+    }
+    c
+}
+
+/// h1 and h2 hold their trees at `g`'s serving replica, as their
+/// sessions would.
+fn others_hold_trees(g: &Group) {
+    for (h, to) in [("h1", ["h0", "h2"]), ("h2", ["h0", "h1"])] {
+        let mut c = connect(&g.addrs, h, &g.keys, PATIENCE);
+        let to: Vec<String> = to.iter().map(|s| s.to_string()).collect();
+        for sublane in [FD_SUBLANE, REPL_SUBLANE] {
+            c.request(&to, 200, 10_000_000, sublane).unwrap();
+        }
+    }
+}
+
+#[test]
+fn a_session_follows_a_controller_takeover() {
+    let mut g = Group::start();
+    let addrs = g.addrs.clone();
+    g.wait_serving(PATIENCE);
+
+    others_hold_trees(&g);
+
+    // h0's session, given every replica's address.
+    let cfg = h0_config(&g);
     let mut timing = LaneTiming {
         fd_period_ns: 10_000_000,
         repl_period_ns: 1_000_000,
@@ -113,15 +138,7 @@ fn a_session_follows_a_controller_takeover() {
     assert_ne!(controller, gone_addr, "{lost:?}");
     assert!(addrs.contains(&controller));
     assert_eq!(kept, vec![own.fd, own.repl]);
-    let mut c = connect(&addrs, "h0", &keys, PATIENCE);
-    let (list, _) = c.list().unwrap();
-    for t in [own.fd, own.repl] {
-        let row = list.iter().find(|i| i.tunnel.0 == t as u64);
-        assert!(
-            row.is_some_and(|i| i.sender == "h0" && i.state == TunnelState::Active),
-            "tree {t} after the takeover: {list:?}"
-        );
-    }
+    let mut c = h0_holds(&g, [own.fd, own.repl]);
 
     // Its subscription moved too: the X-FD tree overrun (as its meters
     // would report it) is demoted, and the session hears it.
@@ -162,19 +179,8 @@ fn a_session_follows_a_controller_takeover() {
 #[test]
 fn a_session_opens_before_the_controller_serves() {
     let mut g = Group::unstarted();
-    let (addrs, keys) = (g.addrs.clone(), g.keys.clone());
-    let names: BTreeMap<u64, String> = (1..=3).map(|i| (i, format!("h{}", i - 1))).collect();
-    let cfg = SessionConfig {
-        controllers: addrs.clone(),
-        key: keys.get("h0").unwrap().clone(),
-        me: 1,
-        names,
-        burst_bytes: 256,
-        wait_for_peers: PATIENCE,
-        wait_for_controller: PATIENCE,
-        sealed: false,
-        tree_keys: false,
-    };
+    let addrs = g.addrs.clone();
+    let cfg = h0_config(&g);
     // Each pass that found no serving replica: whether its last refusal
     // was `NotLeader` (the last address's replica runs) or not (nothing
     // listens there).
@@ -212,14 +218,7 @@ fn a_session_opens_before_the_controller_serves() {
     g.start_replica(1);
     g.wait_serving(PATIENCE);
 
-    // The other two members hold their trees, as their sessions would.
-    for (h, to) in [("h1", ["h0", "h2"]), ("h2", ["h0", "h1"])] {
-        let mut c = connect(&addrs, h, &keys, PATIENCE);
-        let to: Vec<String> = to.iter().map(|s| s.to_string()).collect();
-        for sublane in [FD_SUBLANE, REPL_SUBLANE] {
-            c.request(&to, 200, 10_000_000, sublane).unwrap();
-        }
-    }
+    others_hold_trees(&g);
     let opened = open
         .join()
         .unwrap()
@@ -228,14 +227,6 @@ fn a_session_opens_before_the_controller_serves() {
     assert!(addrs.contains(&at), "{at}");
     assert_eq!(opened.grants.len(), 2);
     let own = opened.session.own();
-    let mut c = connect(&addrs, "h0", &keys, PATIENCE);
-    let (list, _) = c.list().unwrap();
-    for t in [own.fd, own.repl] {
-        let row = list.iter().find(|i| i.tunnel.0 == t as u64);
-        assert!(
-            row.is_some_and(|i| i.sender == "h0" && i.state == TunnelState::Active),
-            "tree {t}: {list:?}"
-        );
-    }
+    let _ = h0_holds(&g, [own.fd, own.repl]);
     assert_eq!(opened.session.release().run(), 2);
 }
