@@ -2,30 +2,22 @@
 //! and multicast apart, with the unicast ones counted per sub-lane (what
 //! scoring a candidate path reads, see [`super::tree`]).
 
-use super::TunnelId;
+use super::{TunnelId, MAX_SUBLANES};
 use std::collections::BTreeSet;
 
-/// The tunnels on one link.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// The tunnels on one link (none by default).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(super) struct OnLink {
     /// Unicast tunnels, by id.
     unicast: BTreeSet<TunnelId>,
     /// Multicast tunnels, by id.
     multicast: BTreeSet<TunnelId>,
-    /// Per sub-lane: how many of `unicast` are on it.
-    unicast_lanes: Vec<u32>,
+    /// Per sub-lane: how many of `unicast` are on it (inline, as a
+    /// link's loads are).
+    unicast_lanes: [u32; MAX_SUBLANES],
 }
 
 impl OnLink {
-    /// No tunnel, `lanes` sub-lanes.
-    pub(super) fn new(lanes: usize) -> OnLink {
-        OnLink {
-            unicast: BTreeSet::new(),
-            multicast: BTreeSet::new(),
-            unicast_lanes: vec![0; lanes],
-        }
-    }
-
     /// Add tunnel `id` (multicast or not, on sub-lane `lane`); false if
     /// it was there.
     pub(super) fn insert(&mut self, id: TunnelId, multicast: bool, lane: u8) -> bool {
@@ -77,17 +69,17 @@ mod tests {
     /// and the two kinds stay apart.
     #[test]
     fn counts_follow_the_tunnels() {
-        let mut o = OnLink::new(2);
+        let mut o = OnLink::default();
         assert!(o.insert(TunnelId(1), false, 1));
         assert!(!o.insert(TunnelId(1), false, 1));
         assert!(o.insert(TunnelId(2), false, 0));
         assert!(o.insert(TunnelId(3), true, 0));
-        assert_eq!(o.unicast_lanes(), &[1, 1]);
+        assert_eq!(o.unicast_lanes(), &[1, 1, 0, 0]);
         assert_eq!(o.all().collect::<Vec<_>>(), [1, 2, 3].map(TunnelId));
         o.remove(TunnelId(1), false, 1);
         o.remove(TunnelId(1), false, 1);
         o.remove(TunnelId(3), true, 0);
-        assert_eq!(o.unicast_lanes(), &[1, 0]);
+        assert_eq!(o.unicast_lanes(), &[1, 0, 0, 0]);
         assert_eq!(o.multicast().len(), 0);
         assert_eq!(o.unicast().len(), 1);
     }

@@ -539,7 +539,7 @@ impl Allocator {
         );
         Allocator {
             loads,
-            on_link: vec![OnLink::new(cfg.sublanes as usize); links],
+            on_link: vec![OnLink::default(); links],
             consts,
             adj,
             topo,
@@ -996,7 +996,7 @@ impl Allocator {
         if loads != self.loads {
             return bad("kept link loads differ from a recomputation".into());
         }
-        let mut index = vec![OnLink::new(self.cfg.sublanes as usize); self.topo.links().len()];
+        let mut index = vec![OnLink::default(); self.topo.links().len()];
         for (id, s) in &others {
             for l in &s.links {
                 index[l.0].insert(*id, s.receivers.len() > 1, s.lane);

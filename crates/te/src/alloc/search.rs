@@ -263,13 +263,12 @@ impl Adjacency {
             .iter()
             .map(|x| x.kind == NodeKind::Host)
             .collect();
+        // Every link is one forward entry, classed by its rate.
         let mut fixed_min = vec![u64::MAX; rates.len()];
-        for link in m.topo.links() {
-            let c = rates
-                .iter()
-                .position(|&r| r == link.bandwidth_bps)
-                .expect("every rate is classed");
+        for (&l, e) in fwd.link.iter().zip(&fwd.cost[0]) {
+            let link = m.topo.link(LinkId(l as usize));
             let fixed = link.min_latency_ns.saturating_add(link.max_jitter_ns);
+            let c = e.class as usize;
             fixed_min[c] = fixed_min[c].min(fixed);
         }
         let hops = Hops::new(&fwd, &host).map(Arc::new);

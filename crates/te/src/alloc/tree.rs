@@ -27,7 +27,8 @@ pub(super) struct Scoring {
     /// The multicast tunnels on the candidate path's links, by
     /// increasing id.
     ids: Vec<TunnelId>,
-    /// The multicast tunnels met in this request (see [`Scoring::step`]): their entries in `multi`.
+    /// The multicast tunnels met in this request (see
+    /// [`Scoring::step`]): their entries in `multi`.
     seen: HashMap<TunnelId, usize, BuildIdHasher>,
     /// Per multicast tunnel met in this request: its maximum under the tree
     /// so far, its receivers' entries in `recv` (a range), and its rise
