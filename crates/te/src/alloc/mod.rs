@@ -142,6 +142,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 mod index;
 mod model;
+mod radix;
 mod search;
 mod tree;
 

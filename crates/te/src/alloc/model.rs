@@ -146,7 +146,7 @@ pub(super) struct Model<'a> {
 }
 
 impl Model<'_> {
-    fn np(&self, l: LinkId) -> u64 {
+    pub(super) fn np(&self, l: LinkId) -> u64 {
         self.consts[l.0].np_ns
     }
 
