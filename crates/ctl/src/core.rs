@@ -332,8 +332,9 @@ struct Pending {
     action: Action,
 }
 
-/// A TE side effect: another tunnel's resources changed.
-type TeChange = (TunnelId, Resources, Resources);
+/// A TE side effect: another tunnel's resources changed (the tunnel, its
+/// resources before and now, its owner).
+type TeChange = (TunnelId, Resources, Resources, String);
 
 /// Why an internal operation failed.
 enum OpError {
@@ -556,7 +557,7 @@ impl Controller {
             if let Some(&id) = self.by_alloc.get(&c.tunnel) {
                 if let Some(e) = self.tunnels.get_mut(&id) {
                     e.resources = c.new;
-                    out.push((id, c.old, c.new));
+                    out.push((id, c.old, c.new, e.owner.clone()));
                 }
             }
         }
@@ -886,20 +887,18 @@ impl Controller {
 
     // -- the live path -------------------------------------------------------
 
-    fn te_upcalls(&self, changes: &[TeChange], out: &mut Outcome) -> bool {
+    fn te_upcalls(&self, changes: Vec<TeChange>, out: &mut Outcome) -> bool {
         let mut any_wider = false;
-        for (id, old, new) in changes {
-            let Some(e) = self.tunnels.get(id) else {
-                continue;
-            };
-            let wider = widened(old, new);
+        out.upcalls.reserve(changes.len());
+        for (id, old, new, owner) in changes {
+            let wider = widened(&old, &new);
             any_wider |= wider;
             out.upcalls.push((
-                e.owner.clone(),
+                owner,
                 Upcall::BandwidthChanged {
-                    tunnel: *id,
-                    old: *old,
-                    new: *new,
+                    tunnel: id,
+                    old,
+                    new,
                     reason: Reason::Te,
                     grace_ns: if wider { self.policy.te_grace_ns } else { 0 },
                 },
@@ -1016,7 +1015,7 @@ impl Controller {
                 ),
             );
         }
-        let hosts = self.alloc.topology().hosts().count();
+        let hosts = self.alloc.topology().host_count();
         if receivers.len() > hosts {
             return Outcome::refused(
                 RefusalCode::OutOfRange,
@@ -1052,7 +1051,7 @@ impl Controller {
                     }],
                     ..Outcome::default()
                 };
-                let wider = self.te_upcalls(&changes, &mut out);
+                let wider = self.te_upcalls(changes, &mut out);
                 self.install(id, wider, now_ns, &mut out);
                 out
             }
@@ -1072,7 +1071,7 @@ impl Controller {
                     fabric: vec![FabricOp::Remove { tunnel: id }],
                     ..Outcome::default()
                 };
-                self.te_upcalls(&changes, &mut out);
+                self.te_upcalls(changes, &mut out);
                 out
             }
         }
@@ -1112,7 +1111,7 @@ impl Controller {
                     }],
                     ..Outcome::default()
                 };
-                let wider = self.te_upcalls(&changes, &mut out);
+                let wider = self.te_upcalls(changes, &mut out);
                 self.install(id, wider, now_ns, &mut out);
                 out
             }
@@ -1226,7 +1225,7 @@ impl Controller {
             out.fabric.push(FabricOp::Remove { tunnel: id });
             out.upcalls
                 .push((owner, Upcall::BandwidthTerminated { tunnel: id, reason }));
-            self.te_upcalls(&changes, out);
+            self.te_upcalls(changes, out);
         }
     }
 
@@ -1252,7 +1251,7 @@ impl Controller {
                             grace_ns: 0,
                         },
                     ));
-                    self.te_upcalls(&changes, out);
+                    self.te_upcalls(changes, out);
                 }
             }
             (true, Usage::Normal) => {
@@ -1397,7 +1396,7 @@ impl Controller {
                                     },
                                 ));
                             }
-                            self.te_upcalls(&changes, &mut out);
+                            self.te_upcalls(changes, &mut out);
                         }
                         Err(_) => {
                             // The old resources stay: say so.

@@ -150,6 +150,7 @@ mod tests {
         for (spec, hosts, switches, links) in cases {
             let t = from_spec(spec).unwrap();
             assert_eq!(t.hosts().count(), hosts, "{spec}");
+            assert_eq!(t.host_count(), hosts, "{spec}");
             assert_eq!(t.nodes().len() - hosts, switches, "{spec}");
             assert_eq!(t.links().len(), links, "{spec}");
         }

@@ -218,6 +218,8 @@ pub struct Topology {
     links: Vec<Link>,
     out: Vec<Vec<LinkId>>,
     by_name: HashMap<String, NodeId>,
+    /// How many nodes are hosts.
+    host_count: usize,
 }
 
 #[derive(Deserialize)]
@@ -402,11 +404,13 @@ impl Topology {
                 min_includes_tx: l.min_includes_tx,
             });
         }
+        let host_count = nodes.iter().filter(|n| n.kind == NodeKind::Host).count();
         let t = Topology {
             nodes,
             links: resolved,
             out,
             by_name,
+            host_count,
         };
         t.check_connected()?;
         Ok(t)
@@ -507,6 +511,11 @@ impl Topology {
             .enumerate()
             .filter(|(_, n)| n.kind == NodeKind::Host)
             .map(|(i, _)| NodeId(i))
+    }
+
+    /// How many hosts there are (without counting them).
+    pub fn host_count(&self) -> usize {
+        self.host_count
     }
 
     /// `"h0 -> sw"` for a link, for messages.

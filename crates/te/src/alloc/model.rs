@@ -111,12 +111,19 @@ impl TreeIndex {
     }
 }
 
-/// What the model needs of a link and computes once: the non-preemption
-/// term and each sub-lane's bandwidth share.
+/// What the model needs of a link, in one cache line: its rate, fixed
+/// latency and jitter, and what it computes once: the non-preemption term
+/// and each sub-lane's bandwidth share. (A walk reads this and the link's
+/// load per hop, and nothing else of the link.)
 #[derive(Debug, Clone, Copy)]
+#[repr(align(64))]
 pub(super) struct LinkConst {
     np_ns: u64,
     capacity_bps: u64,
+    bandwidth_bps: u64,
+    min_latency_ns: u64,
+    max_jitter_ns: u64,
+    min_includes_tx: bool,
 }
 
 impl LinkConst {
@@ -134,6 +141,10 @@ impl LinkConst {
                     link.bandwidth_bps as u128 * cfg.express_share_permille as u128 / 1000,
                 )
                 .unwrap_or(u64::MAX),
+                bandwidth_bps: link.bandwidth_bps,
+                min_latency_ns: link.min_latency_ns,
+                max_jitter_ns: link.max_jitter_ns,
+                min_includes_tx: link.min_includes_tx,
             })
             .collect()
     }
@@ -170,7 +181,7 @@ impl Model<'_> {
         let bps = rate_bps(load, period);
         for &l in links {
             let ld = &mut loads[l.0];
-            let tx = tx_ns(load, self.topo.link(l).bandwidth_bps);
+            let tx = tx_ns(load, self.consts[l.0].bandwidth_bps);
             if add {
                 ld.count[k] += 1;
                 ld.tx_sum[k] += tx;
@@ -224,8 +235,8 @@ impl Model<'_> {
             if at.iter().any(|a| a.0 == link.to) {
                 return self.walk_any_order(s, loads);
             }
-            let (to, hop) = self.hop(s, l, loads, jup, &mut need_period);
-            at.push((to, mn + hop.0, mx + hop.1, jup + hop.2));
+            let hop = self.hop(s, l, loads, jup, &mut need_period);
+            at.push((link.to, mn + hop.0, mx + hop.1, jup + hop.2));
         }
         Self::ranges(
             s,
@@ -248,7 +259,7 @@ impl Model<'_> {
             } else {
                 at[up as usize]
             };
-            let (_, hop) = self.hop(s, l, loads, jup, &mut need_period);
+            let hop = self.hop(s, l, loads, jup, &mut need_period);
             at.push((mn + hop.0, mx + hop.1, jup + hop.2));
         }
         Self::ranges(
@@ -262,8 +273,8 @@ impl Model<'_> {
         )
     }
 
-    /// What crossing link `l` adds for tree `s`: (its end, to the minimum,
-    /// to the maximum, to the upstream jitter); raises `need_period` by the
+    /// What crossing link `l` adds for tree `s`: (to the minimum, to the
+    /// maximum, to the upstream jitter); raises `need_period` by the
     /// link's drain condition.
     fn hop(
         &self,
@@ -272,20 +283,17 @@ impl Model<'_> {
         loads: &[LinkLoad],
         jup: u64,
         need_period: &mut u64,
-    ) -> (NodeId, (u64, u64, u64)) {
-        let link = self.topo.link(l);
+    ) -> (u64, u64, u64) {
+        let c = &self.consts[l.0];
         let ld = &loads[l.0];
-        let tx = tx_ns(s.load, link.bandwidth_bps);
+        let tx = tx_ns(s.load, c.bandwidth_bps);
         let q = self.queueing(ld, l, s.lane as usize, tx);
         *need_period = (*need_period).max(jup.saturating_add(self.drain(ld, l)));
-        let tx_min = if link.min_includes_tx { tx } else { 0 };
+        let tx_min = if c.min_includes_tx { tx } else { 0 };
         (
-            link.to,
-            (
-                tx_min + link.min_latency_ns,
-                tx + link.min_latency_ns + link.max_jitter_ns + q,
-                link.max_jitter_ns + q,
-            ),
+            tx_min + c.min_latency_ns,
+            tx + c.min_latency_ns + c.max_jitter_ns + q,
+            c.max_jitter_ns + q,
         )
     }
 
@@ -302,11 +310,11 @@ impl Model<'_> {
         loads: &[LinkLoad],
         booked: bool,
     ) -> u64 {
-        let link = self.topo.link(l);
-        let tx = tx_ns(load, link.bandwidth_bps);
+        let c = &self.consts[l.0];
+        let tx = tx_ns(load, c.bandwidth_bps);
         let own = if booked { tx } else { 0 };
         let q = self.queueing(&loads[l.0], l, lane as usize, own);
-        tx + link.min_latency_ns + link.max_jitter_ns + q
+        tx + c.min_latency_ns + c.max_jitter_ns + q
     }
 
     /// The walk's result from each receiver's (min, max).
@@ -361,8 +369,8 @@ impl Model<'_> {
             }
             at.insert(u, (mn, mx));
             for &l in children.get(&u).map(Vec::as_slice).unwrap_or(&[]) {
-                let (to, hop) = self.hop(s, l, loads, jup, &mut need_period);
-                stack.push((to, mn + hop.0, mx + hop.1, jup + hop.2));
+                let hop = self.hop(s, l, loads, jup, &mut need_period);
+                stack.push((self.topo.link(l).to, mn + hop.0, mx + hop.1, jup + hop.2));
             }
         }
         Self::ranges(
