@@ -898,7 +898,10 @@ impl Allocator {
             if let Some(t) = self.tunnels.get_mut(&oid) {
                 let old = t.resources();
                 t.range = range;
-                t.per_receiver = per;
+                // Into the tunnel's own vector: the walk's, freed at once,
+                // is what the next walk reuses, where replacing the
+                // long-lived one spread fresh pages through the heap.
+                t.per_receiver.clone_from(&per);
                 let now = t.resources();
                 if now != old {
                     changed.push(Changed {
