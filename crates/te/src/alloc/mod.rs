@@ -138,7 +138,7 @@
 //! and every range from scratch and compares.
 
 use crate::topology::{LinkId, NodeId, NodeKind, Topology};
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::HashMap;
 
 mod index;
 mod model;
@@ -149,7 +149,7 @@ mod tree;
 use index::OnLink;
 use model::{LinkConst, LinkLoad, Model, Shape, ShapeRef, TreeIndex, Walk};
 use search::{Adjacency, Search};
-use tree::Scoring;
+use tree::{BuildIdHasher, Scoring};
 
 /// An admitted tunnel: its shape (period as granted), the walks of the
 /// tunnels it affects, its own walk.
@@ -496,7 +496,10 @@ pub fn rate_bps(bytes: u32, period_ns: u64) -> u64 {
 pub struct Allocator {
     topo: Topology,
     cfg: TeConfig,
-    tunnels: BTreeMap<TunnelId, Tunnel>,
+    /// By id, hashed: a request looks up hundreds of them (the ones it
+    /// re-walks and scores), which a tree of 10⁵ took cache misses at
+    /// every level for.
+    tunnels: HashMap<TunnelId, Tunnel, BuildIdHasher>,
     next_id: u64,
     /// Every link's express load under all tunnels, kept as they come and
     /// go.
@@ -545,7 +548,7 @@ impl Allocator {
             adj,
             topo,
             cfg,
-            tunnels: BTreeMap::new(),
+            tunnels: HashMap::default(),
             next_id: 1,
             search: Search::default(),
             scoring: Scoring::default(),
@@ -609,7 +612,14 @@ impl Allocator {
 
     /// All tunnels, by increasing id.
     pub fn tunnels(&self) -> impl Iterator<Item = &Tunnel> {
-        self.tunnels.values()
+        let mut all: Vec<&Tunnel> = self.tunnels.values().collect();
+        all.sort_unstable_by_key(|t| t.id);
+        all.into_iter()
+    }
+
+    /// How many tunnels are allocated.
+    pub fn len(&self) -> usize {
+        self.tunnels.len()
     }
 
     /// Whether no tunnel is allocated.
@@ -700,14 +710,16 @@ impl Allocator {
     /// only ones whose ranges or drain conditions a tunnel on `links` can
     /// change.
     fn affected(&self, links: &[LinkId], except: Option<TunnelId>) -> Vec<TunnelId> {
-        let mut ids = BTreeSet::new();
+        let mut ids = Vec::new();
         for l in links {
             ids.extend(self.on_link[l.0].all());
         }
+        ids.sort_unstable();
+        ids.dedup();
         if let Some(e) = except {
-            ids.remove(&e);
+            ids.retain(|&i| i != e);
         }
-        ids.into_iter().collect()
+        ids
     }
 
     /// Adjustment phase and admission of `new` (its tree fixed; `except`,

@@ -116,8 +116,9 @@ impl Scoring {
 }
 
 /// Hashes a tunnel id by one multiplication (ids are the allocator's
-/// own, not chosen by a peer): the step's table of multicast tunnels is
-/// read once per tunnel on every candidate path.
+/// own, not chosen by a peer): the allocator's tunnels and the step's
+/// table of multicast tunnels are read once per tunnel on every candidate
+/// path or re-walk.
 #[derive(Debug, Clone, Copy, Default)]
 pub(super) struct IdHasher(u64);
 
