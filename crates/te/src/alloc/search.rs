@@ -39,6 +39,10 @@ const MAX_BOUNDED_SWITCHES: usize = 4096;
 /// A `Hops` entry for "no path through switches".
 const FAR: u8 = u8::MAX;
 
+/// The most links a `Hops` entry counts (farther switches count as this
+/// far): an anchor's offset of one link still stays below [`FAR`].
+const MOST_HOPS: u8 = FAR - 2;
+
 /// The fewest switch-to-switch links between every pair of switches, the
 /// lower bound of a goal-directed search.
 #[derive(Debug, PartialEq, Eq)]
@@ -48,7 +52,8 @@ struct Hops {
     /// The switches.
     n: usize,
     /// `n × n`: from switch `a` to switch `b` at `a * n + b` (at most
-    /// 254; [`FAR`] if there is no path).
+    /// [`MOST_HOPS`]: a bound may only be lower; [`FAR`] if there is no
+    /// path).
     hops: Vec<u8>,
     /// `hops` transposed: to switch `b` from switch `a` at `b * n + a`.
     to: Vec<u8>,
@@ -93,12 +98,9 @@ impl Hops {
             queue.push_back(a);
             while let Some(u) = queue.pop_front() {
                 let d = row[u];
-                if d >= FAR - 1 {
-                    continue;
-                }
                 for &v in &next[at[u]..at[u + 1]] {
                     if row[v as usize] == FAR {
-                        row[v as usize] = d + 1;
+                        row[v as usize] = (d + 1).min(MOST_HOPS);
                         queue.push_back(v as usize);
                     }
                 }
@@ -125,15 +127,11 @@ impl Hops {
         };
         for a in anchors {
             let row = &rows[a.ord as usize * self.n..(a.ord as usize + 1) * self.n];
+            // Past the sought switch by `off` (at most one) links: at
+            // most MOST_HOPS + 1 < FAR, and FAR stays FAR. No branch, so
+            // that the loop runs a vector of switches at a time.
             for (x, &h) in near.iter_mut().zip(row) {
-                // Past the sought switch by `off` links (at most FAR - 1:
-                // a bound may only be lower).
-                let via = if h == FAR {
-                    FAR
-                } else {
-                    h.saturating_add(a.off).min(FAR - 1)
-                };
-                *x = (*x).min(via);
+                *x = (*x).min(h.saturating_add(a.off));
             }
         }
     }
