@@ -324,6 +324,16 @@ impl Adjacency {
     }
 }
 
+/// A node's distance between searches: 0 for a host (entered only as
+/// a node sought), none yet for a switch.
+fn rest(host: bool) -> u64 {
+    if host {
+        0
+    } else {
+        u64::MAX
+    }
+}
+
 /// Scratch space of the path searches, sized once and kept from request
 /// to request.
 #[derive(Debug, Clone, Default)]
@@ -346,9 +356,9 @@ pub(super) struct Search {
     anchors: Vec<Anchor>,
     /// Per switch, the fewest links to or from the nearest of `anchors`.
     near: Vec<u8>,
-    /// Per node: not to be entered by the search under way (blocked, or
-    /// a host not sought).
-    skip: Vec<bool>,
+    /// The nodes blocked or sought by the last search, whose `dist` it
+    /// set apart from its distances.
+    held: Vec<usize>,
     /// Search without a bound (plain Dijkstra), for tests.
     plain: bool,
 }
@@ -368,7 +378,7 @@ impl Search {
         let n = adj.host.len();
         if self.dist.len() != n {
             *self = Search {
-                dist: vec![u64::MAX; n],
+                dist: adj.host.iter().map(|&h| rest(h)).collect(),
                 pred: vec![None; n],
                 target: vec![false; n],
                 bound: vec![0; n],
@@ -423,27 +433,36 @@ impl Search {
     }
 
     /// Forget the last search; mark `targets`.
-    fn reset(&mut self, targets: &[NodeId]) {
-        for &u in &self.touched {
-            self.dist[u] = u64::MAX;
+    fn reset(&mut self, adj: &Adjacency, blocked: &[NodeId], targets: &[NodeId]) {
+        for &u in self.touched.iter().chain(&self.held) {
+            self.dist[u] = rest(adj.host[u]);
             self.pred[u] = None;
         }
         self.touched.clear();
+        self.held.clear();
         self.heap.clear();
         for &u in &self.marked {
             self.target[u] = false;
         }
         self.marked.clear();
+        // Blocked: never improved on. Sought: open, even if blocked or a
+        // host.
+        for b in blocked {
+            self.dist[b.0] = 0;
+            self.held.push(b.0);
+        }
         for t in targets {
             self.target[t.0] = true;
             self.marked.push(t.0);
+            self.dist[t.0] = u64::MAX;
+            self.held.push(t.0);
         }
     }
 
     /// Shortest paths (Dijkstra) from `src` along links (`Forward`) or
     /// to `src` against them (`Backward`), through switches only and
-    /// never through a node marked in `blocked`; a node of `targets` ends
-    /// a path (even if marked) and the search stops once all are settled
+    /// never through a node of `blocked`; a node of `targets` ends
+    /// a path (even if blocked) and the search stops once all are settled
     /// (their paths are final then). A link weighs `tx + λmin + δmax` plus
     /// its queueing bound for the request's sub-lane. Nodes are taken in
     /// order of distance plus bound (see the module docs). With `filter`, links
@@ -455,22 +474,17 @@ impl Search {
         adj: &Adjacency,
         dir: Dir,
         src: NodeId,
-        blocked: &[bool],
+        blocked: &[NodeId],
         targets: &[NodeId],
         new: &Shape,
         least_period_ns: u64,
         filter: bool,
     ) {
-        self.reset(targets);
-        // A host is a leaf: only the ends sought are worth a heap entry
-        // (on a fat-tree most links lead to hosts). One pass here, one
-        // look-up per link below.
-        self.skip.clear();
-        self.skip
-            .extend(blocked.iter().zip(&adj.host).map(|(&b, &h)| b || h));
-        for t in targets {
-            self.skip[t.0] = false;
-        }
+        // A node that may not be entered (blocked, or a host not sought:
+        // a host is a leaf, and on a fat-tree most links lead to hosts)
+        // has distance 0, which no link improves on: the look-up of the
+        // distance is the only one per link.
+        self.reset(adj, blocked, targets);
         let g = match dir {
             Dir::Forward => &adj.fwd,
             Dir::Backward => &adj.back,
@@ -509,9 +523,6 @@ impl Search {
             let first = g.at[u];
             for (i, c) in cost[first..g.at[u + 1]].iter().enumerate() {
                 let v = c.other as usize;
-                if self.skip[v] {
-                    continue;
-                }
                 if filter && c.headroom < least_rate {
                     continue;
                 }
@@ -643,11 +654,15 @@ mod tests {
                         targets.push(t);
                     }
                 }
-                let mut blocked = vec![false; nodes];
+                let mut blocked = Vec::new();
                 for _ in 0..rnd(4) {
-                    blocked[rnd(nodes)] = true;
+                    blocked.push(NodeId(rnd(nodes)));
                 }
-                blocked[src.0] = false;
+                // The start may be listed too: it is left from, never
+                // entered.
+                if rnd(2) == 0 {
+                    blocked.push(src);
+                }
                 let dir = if rnd(2) == 0 {
                     Dir::Forward
                 } else {
@@ -698,8 +713,7 @@ mod tests {
                 assert_eq!(
                     dist[0],
                     dist[1],
-                    "seed {seed} query {q}: {dir:?} from {src:?} to {targets:?}, blocked {:?}",
-                    (0..nodes).filter(|&u| blocked[u]).collect::<Vec<_>>()
+                    "seed {seed} query {q}: {dir:?} from {src:?} to {targets:?}, blocked {blocked:?}"
                 );
             }
         }

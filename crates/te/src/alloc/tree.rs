@@ -481,25 +481,22 @@ impl Allocator {
                 };
                 for i in 0..outer {
                     if forward {
-                        let u = sources[i];
-                        in_tree[u.0] = false;
                         search.run(
                             &self.adj,
                             Dir::Forward,
-                            u,
-                            &in_tree,
+                            sources[i],
+                            &tree_nodes,
                             &remaining,
                             new,
                             self.cfg.max_period_ns,
                             filter,
                         );
-                        in_tree[u.0] = true;
                     } else {
                         search.run(
                             &self.adj,
                             Dir::Backward,
                             remaining[i],
-                            &in_tree,
+                            &tree_nodes,
                             &sources,
                             new,
                             self.cfg.max_period_ns,
@@ -617,29 +614,23 @@ mod tests {
         let mut attached: Vec<NodeId> = Vec::new();
         let mut remaining = new.receivers.clone();
         while !remaining.is_empty() {
-            let mut blocked = vec![false; a.topo.nodes().len()];
-            for &u in &tree_nodes {
-                blocked[u.0] = true;
-            }
             let mut best: Option<(i128, usize, usize, usize, Vec<LinkId>)> = None;
             for filter in [true, false] {
                 for (ui, &u) in tree_nodes.iter().enumerate() {
                     if u != new.sender && a.topo.node(u).kind == NodeKind::Host {
                         continue;
                     }
-                    blocked[u.0] = false;
                     let max = a.cfg.max_period_ns;
                     search.run(
                         &a.adj,
                         Dir::Forward,
                         u,
-                        &blocked,
+                        &tree_nodes,
                         &remaining,
                         new,
                         max,
                         filter,
                     );
-                    blocked[u.0] = true;
                     for (ri, &r) in remaining.iter().enumerate() {
                         let mut path = Vec::new();
                         if !search.path_to(&a.topo, u, r, &mut path) {
