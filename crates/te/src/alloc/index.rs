@@ -3,15 +3,17 @@
 //! scoring a candidate path reads, see [`super::tree`]).
 
 use super::{TunnelId, MAX_SUBLANES};
-use std::collections::BTreeSet;
 
 /// The tunnels on one link (none by default).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(super) struct OnLink {
-    /// Unicast tunnels, by id.
-    unicast: BTreeSet<TunnelId>,
-    /// Multicast tunnels, by id.
-    multicast: BTreeSet<TunnelId>,
+    /// Unicast tunnels, by increasing id: a sorted vector, which a
+    /// scoring pass reads as one slice (each tunnel holds a slot of the
+    /// link's express queue of its sub-lane, so there are at most that
+    /// many per sub-lane).
+    unicast: Vec<TunnelId>,
+    /// Multicast tunnels, by increasing id.
+    multicast: Vec<TunnelId>,
     /// Per sub-lane: how many of `unicast` are on it (inline, as a
     /// link's loads are).
     unicast_lanes: [u32; MAX_SUBLANES],
@@ -21,22 +23,35 @@ impl OnLink {
     /// Add tunnel `id` (multicast or not, on sub-lane `lane`); false if
     /// it was there.
     pub(super) fn insert(&mut self, id: TunnelId, multicast: bool, lane: u8) -> bool {
-        if multicast {
-            self.multicast.insert(id)
-        } else if self.unicast.insert(id) {
-            self.unicast_lanes[lane as usize] += 1;
-            true
+        let set = if multicast {
+            &mut self.multicast
         } else {
-            false
+            &mut self.unicast
+        };
+        match set.binary_search(&id) {
+            Ok(_) => false,
+            Err(at) => {
+                set.insert(at, id);
+                if !multicast {
+                    self.unicast_lanes[lane as usize] += 1;
+                }
+                true
+            }
         }
     }
 
     /// Take tunnel `id` away (as [`OnLink::insert`] added it).
     pub(super) fn remove(&mut self, id: TunnelId, multicast: bool, lane: u8) {
-        if multicast {
-            self.multicast.remove(&id);
-        } else if self.unicast.remove(&id) {
-            self.unicast_lanes[lane as usize] -= 1;
+        let set = if multicast {
+            &mut self.multicast
+        } else {
+            &mut self.unicast
+        };
+        if let Ok(at) = set.binary_search(&id) {
+            set.remove(at);
+            if !multicast {
+                self.unicast_lanes[lane as usize] -= 1;
+            }
         }
     }
 
@@ -46,12 +61,12 @@ impl OnLink {
     }
 
     /// The unicast tunnels.
-    pub(super) fn unicast(&self) -> &BTreeSet<TunnelId> {
+    pub(super) fn unicast(&self) -> &[TunnelId] {
         &self.unicast
     }
 
     /// The multicast tunnels.
-    pub(super) fn multicast(&self) -> &BTreeSet<TunnelId> {
+    pub(super) fn multicast(&self) -> &[TunnelId] {
         &self.multicast
     }
 
