@@ -11,6 +11,13 @@
 //! and rules; a released tunnel's class goes; a busy interface is refused;
 //! on SIGTERM the interface is restored.
 //!
+//! Then a replicated controller, one replica per host: while lane frames
+//! cross a tunnel h0 → h1, the serving replica is killed with `kill -9`.
+//! Every frame arrives (the lanes do not wait on the controller), h0 keeps
+//! enforcing the tunnel throughout, the agents find the replica that takes
+//! over (a tunnel granted there is enforced on h0), and the takeover time
+//! is printed.
+//!
 //! Needs root (network namespaces); without it the test says so and
 //! passes nothing else.
 
@@ -76,10 +83,11 @@ fn sh_in(ns: &str, prog: &str, args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-/// h0..h2, each with a veth to a bridge in `sw`.
-fn setup() -> Net {
+/// h0..h2, each with a veth to a bridge in `sw`; `tag` keeps this
+/// test's namespaces and interfaces apart from another's of the same run.
+fn setup(tag: char) -> Net {
     let net = Net {
-        p: format!("xh{:06x}", std::process::id() & 0xff_ffff),
+        p: format!("xh{tag}{:05x}", std::process::id() & 0xf_ffff),
     };
     for n in (0..HOSTS).map(|i| format!("h{i}")).chain(["sw".into()]) {
         ip(&["netns", "add", &net.ns(&n)]);
@@ -158,11 +166,13 @@ fn xlaned_in(ns: &str, tunnel: u64, seconds: &str) -> Command {
     c
 }
 
-fn request(net: &Net, dir: &Path, to: &str) -> u64 {
+/// A tunnel from h0 to `to`, granted by the controller at `ctl` (one
+/// address, or a replicated one's, comma-separated).
+fn request(net: &Net, dir: &Path, ctl: &str, to: &str) -> u64 {
     let out = xlane_in(&net.ns("h0"))
         .args(["ctl", "request", "--host", "h0", "--keys"])
         .arg(dir.join("keys.toml"))
-        .args(["--controller", CTL, "--to", to])
+        .args(["--controller", ctl, "--to", to])
         .args(["--load", "300", "--period", "1ms", "--json"])
         .output()
         .expect("request");
@@ -252,19 +262,9 @@ fn host_mode_enforces_tunnels_on_plain_veth() {
         eprintln!("skipped: needs root (network namespaces)");
         return;
     }
-    let net = setup();
+    let net = setup('e');
     let dir = std::env::temp_dir().join(format!("xlane-host-mode-{}", net.p));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("dir");
-    let topo = dir.join("topo.toml");
-    std::fs::write(&topo, topology(&net)).expect("topology");
-    let keys = dir.join("keys.toml");
-    let st = Command::new(env!("CARGO_BIN_EXE_xlane"))
-        .args(["ctl", "keygen", "--hosts", "h0,h1,h2", "--out"])
-        .arg(&keys)
-        .status()
-        .expect("keygen");
-    assert!(st.success());
+    let (topo, keys) = files(&net, &dir);
     let mut procs = Children(Vec::new());
     let mut c = xlane_in(&net.ns("h0"));
     c.args(["ctl", "serve", "--topology"])
@@ -332,8 +332,8 @@ fn host_mode_enforces_tunnels_on_plain_veth() {
             .output()
             .is_ok_and(|o| o.status.success())
     });
-    let uni = request(&net, &dir, "h1");
-    let multi = request(&net, &dir, "h1,h2");
+    let uni = request(&net, &dir, CTL, "h1");
+    let multi = request(&net, &dir, CTL, "h1,h2");
     wait_for("both tunnel classes on h0", || {
         let c = classes(&net, 0);
         [uni, multi]
@@ -438,6 +438,149 @@ fn host_mode_enforces_tunnels_on_plain_veth() {
         assert!(!q.contains("htb"), "h{i} not restored: {q}");
         let rules = sh_in(&ns, ipt, &["-t", "mangle", "-S"]);
         assert!(!rules.contains("XLANE"), "h{i} chain left: {rules}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The topology and keys of a run in `dir`: (topology file, keys file).
+fn files(net: &Net, dir: &Path) -> (std::path::PathBuf, std::path::PathBuf) {
+    let _ = std::fs::remove_dir_all(dir);
+    std::fs::create_dir_all(dir).expect("dir");
+    let topo = dir.join("topo.toml");
+    std::fs::write(&topo, topology(net)).expect("topology");
+    let keys = dir.join("keys.toml");
+    let st = Command::new(env!("CARGO_BIN_EXE_xlane"))
+        .args(["ctl", "keygen", "--hosts", "h0,h1,h2", "--out"])
+        .arg(&keys)
+        .status()
+        .expect("keygen");
+    assert!(st.success());
+    (topo, keys)
+}
+
+#[test]
+fn host_mode_rides_out_a_controller_takeover() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: needs root (network namespaces)");
+        return;
+    }
+    let net = setup('t');
+    let dir = std::env::temp_dir().join(format!("xlane-host-takeover-{}", net.p));
+    let (topo, keys) = files(&net, &dir);
+    // Replica i + 1 on host i.
+    let ctls: Vec<String> = (0..HOSTS).map(|i| format!("{}:7070", addr(i))).collect();
+    let all = ctls.join(",");
+    let mut replicas = Children(Vec::new());
+    for i in 0..HOSTS {
+        let mut c = xlane_in(&net.ns(&format!("h{i}")));
+        c.args(["ctl", "serve", "--topology"])
+            .arg(&topo)
+            .arg("--keys")
+            .arg(&keys)
+            .arg("--state")
+            .arg(dir.join(format!("r{i}")))
+            .args(["--id", &(i + 1).to_string()]);
+        for (j, ctl) in ctls.iter().enumerate() {
+            c.args(["--peer", &format!("{}={}:7170/{ctl}", j + 1, addr(j))]);
+        }
+        replicas
+            .0
+            .push(c.stderr(Stdio::null()).spawn().expect("ctl serve"));
+    }
+    // The replica that serves hosts now (the others refuse, naming it).
+    let serving = |up: &[bool]| {
+        (0..HOSTS).filter(|&i| up[i]).find(|&i| {
+            xlane_in(&net.ns("h0"))
+                .args(["ctl", "list", "--host", "h0", "--keys"])
+                .arg(&keys)
+                .args(["--controller", &ctls[i]])
+                .output()
+                .is_ok_and(|o| o.status.success())
+        })
+    };
+    wait_for("a serving replica", || serving(&[true; HOSTS]).is_some());
+
+    let mut agents = Agents(Vec::new());
+    for i in 0..2 {
+        let mut c = xlane_in(&net.ns(&format!("h{i}")));
+        c.args(["host", "--topology"])
+            .arg(&topo)
+            .args(["--host", &format!("h{i}"), "--keys"])
+            .arg(&keys)
+            .args(["--controller", &all, "--iface", &net.dev(i)])
+            .args(["--poll-ms", "100"])
+            .stderr(Stdio::null());
+        let (child, out, _) = common::spawn_until_ready(&mut c);
+        agents.0.push((child, out));
+    }
+    let uni = request(&net, &dir, &all, "h1");
+    let has_class = |t: u64| classes(&net, 0).iter().any(|(h, _)| *h == class_of(t));
+    wait_for("the tunnel's class on h0", || has_class(uni));
+
+    // Lane frames h0 -> h1 for 4 s; the serving replica is killed 1.5 s in.
+    let mut rc = xlaned_in(&net.ns("h1"), uni, "6");
+    rc.args(["receiver", "--bind", &format!("{}:9001", addr(1))]);
+    let rx = common::spawn_until_ready(&mut rc);
+    let mut sc = xlaned_in(&net.ns("h0"), uni, "4");
+    sc.args([
+        "sender",
+        "--heartbeat",
+        "--dest",
+        &format!("{}:9001", addr(1)),
+    ]);
+    let tx = common::spawn_until_ready(&mut sc);
+    std::thread::sleep(Duration::from_millis(1500));
+    let mut up = [true; HOSTS];
+    let killed = serving(&up).expect("a serving replica");
+    // kill -9 by PID (Child::kill sends SIGKILL).
+    replicas.0[killed].kill().expect("kill -9");
+    let _ = replicas.0[killed].wait();
+    let killed_at = Instant::now();
+    up[killed] = false;
+    let mut next = None;
+    while next.is_none() {
+        assert!(has_class(uni), "h0 stopped enforcing {uni} in the takeover");
+        assert!(
+            killed_at.elapsed() < Duration::from_secs(30),
+            "no replica took over"
+        );
+        next = serving(&up);
+    }
+    let takeover = killed_at.elapsed();
+    // The agents follow: a tunnel granted by the new replica is enforced.
+    let after = request(&net, &dir, &all, "h2");
+    wait_for("the new replica's tunnel on h0", || has_class(after));
+    assert!(has_class(uni), "h0 dropped {uni} after the takeover");
+
+    let mut reports = Vec::new();
+    for (c, mut out, _) in [tx, rx] {
+        let mut last = String::new();
+        out.read_to_string(&mut last).expect("report");
+        assert!(c.wait_with_output().expect("wait").status.success());
+        let v: serde_json::Value =
+            serde_json::from_str(last.trim().lines().last().unwrap_or("")).expect("report");
+        reports.push(v);
+    }
+    let (sent, got) = (&reports[0], &reports[1]);
+    let frames = sent["frames"].as_u64().unwrap_or(0);
+    assert!(frames > 3000, "the sender fell behind: {sent}");
+    assert_eq!(
+        got["frames"], frames,
+        "frames lost across the takeover: {got}"
+    );
+    assert_eq!(got["lost"], 0, "{got}");
+    assert_eq!(got["socket_drops"], 0, "{got}");
+    eprintln!(
+        "host takeover: replica {} killed, replica {} serving {:.0} ms later; \
+         {frames} lane frames sent h0 -> h1 meanwhile, all received",
+        killed + 1,
+        next.map_or(0, |n| n + 1),
+        takeover.as_secs_f64() * 1e3
+    );
+    for (c, out) in std::mem::take(&mut agents.0) {
+        let v = stopped_line(c, out);
+        assert_eq!(v["apply_errors"], 0, "{v}");
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
