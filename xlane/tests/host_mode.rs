@@ -26,7 +26,7 @@ mod common;
 use common::Children;
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -243,6 +243,19 @@ fn stopped_line(mut c: Child, out: BufReader<ChildStdout>) -> serde_json::Value 
     serde_json::from_str(&last).expect("JSON")
 }
 
+/// `xlane host` on host `i` with the controller at `ctl`, polling every
+/// 100 ms.
+fn agent(net: &Net, topo: &Path, keys: &Path, i: usize, ctl: &str) -> Command {
+    let mut c = xlane_in(&net.ns(&format!("h{i}")));
+    c.args(["host", "--topology"])
+        .arg(topo)
+        .args(["--host", &format!("h{i}"), "--keys"])
+        .arg(keys)
+        .args(["--controller", ctl, "--iface", &net.dev(i)])
+        .args(["--poll-ms", "100"]);
+    c
+}
+
 /// Agents ended by PID if the test fails before it stops them.
 struct Agents(Vec<(Child, BufReader<ChildStdout>)>);
 
@@ -255,16 +268,36 @@ impl Drop for Agents {
     }
 }
 
-#[test]
-fn host_mode_enforces_tunnels_on_plain_veth() {
+/// A test's network (`tag` keeps it apart from the other test's), its
+/// directory (named after `name`), topology and keys files; `None`
+/// without root (the test says so and checks nothing else).
+fn begin(tag: char, name: &str) -> Option<(Net, PathBuf, PathBuf, PathBuf)> {
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
         eprintln!("skipped: needs root (network namespaces)");
-        return;
+        return None;
     }
-    let net = setup('e');
-    let dir = std::env::temp_dir().join(format!("xlane-host-mode-{}", net.p));
-    let (topo, keys) = files(&net, &dir);
+    let net = setup(tag);
+    let dir = std::env::temp_dir().join(format!("xlane-{name}-{}", net.p));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("dir");
+    let topo = dir.join("topo.toml");
+    std::fs::write(&topo, topology(&net)).expect("topology");
+    let keys = dir.join("keys.toml");
+    let st = Command::new(env!("CARGO_BIN_EXE_xlane"))
+        .args(["ctl", "keygen", "--hosts", "h0,h1,h2", "--out"])
+        .arg(&keys)
+        .status()
+        .expect("keygen");
+    assert!(st.success());
+    Some((net, dir, topo, keys))
+}
+
+#[test]
+fn host_mode_enforces_tunnels_on_plain_veth() {
+    let Some((net, dir, topo, keys)) = begin('e', "host-mode") else {
+        return;
+    };
     let mut procs = Children(Vec::new());
     let mut c = xlane_in(&net.ns("h0"));
     c.args(["ctl", "serve", "--topology"])
@@ -311,13 +344,8 @@ fn host_mode_enforces_tunnels_on_plain_veth() {
     // The agents on h0 and h1.
     let mut agents = Agents(Vec::new());
     for i in 0..2 {
-        let mut c = xlane_in(&net.ns(&format!("h{i}")));
-        c.args(["host", "--topology"])
-            .arg(&topo)
-            .args(["--host", &format!("h{i}"), "--keys"])
-            .arg(&keys)
-            .args(["--controller", CTL, "--iface", &net.dev(i)])
-            .args(["--poll-ms", "100", "--metrics", "127.0.0.1:9464"])
+        let mut c = agent(&net, &topo, &keys, i, CTL);
+        c.args(["--metrics", "127.0.0.1:9464"])
             .stderr(Stdio::inherit());
         let (child, out, ready) = common::spawn_until_ready(&mut c);
         agents.0.push((child, out));
@@ -442,32 +470,11 @@ fn host_mode_enforces_tunnels_on_plain_veth() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// The topology and keys of a run in `dir`: (topology file, keys file).
-fn files(net: &Net, dir: &Path) -> (std::path::PathBuf, std::path::PathBuf) {
-    let _ = std::fs::remove_dir_all(dir);
-    std::fs::create_dir_all(dir).expect("dir");
-    let topo = dir.join("topo.toml");
-    std::fs::write(&topo, topology(net)).expect("topology");
-    let keys = dir.join("keys.toml");
-    let st = Command::new(env!("CARGO_BIN_EXE_xlane"))
-        .args(["ctl", "keygen", "--hosts", "h0,h1,h2", "--out"])
-        .arg(&keys)
-        .status()
-        .expect("keygen");
-    assert!(st.success());
-    (topo, keys)
-}
-
 #[test]
 fn host_mode_rides_out_a_controller_takeover() {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        eprintln!("skipped: needs root (network namespaces)");
+    let Some((net, dir, topo, keys)) = begin('t', "host-takeover") else {
         return;
-    }
-    let net = setup('t');
-    let dir = std::env::temp_dir().join(format!("xlane-host-takeover-{}", net.p));
-    let (topo, keys) = files(&net, &dir);
+    };
     // Replica i + 1 on host i.
     let ctls: Vec<String> = (0..HOSTS).map(|i| format!("{}:7070", addr(i))).collect();
     let all = ctls.join(",");
@@ -503,14 +510,8 @@ fn host_mode_rides_out_a_controller_takeover() {
 
     let mut agents = Agents(Vec::new());
     for i in 0..2 {
-        let mut c = xlane_in(&net.ns(&format!("h{i}")));
-        c.args(["host", "--topology"])
-            .arg(&topo)
-            .args(["--host", &format!("h{i}"), "--keys"])
-            .arg(&keys)
-            .args(["--controller", &all, "--iface", &net.dev(i)])
-            .args(["--poll-ms", "100"])
-            .stderr(Stdio::null());
+        let mut c = agent(&net, &topo, &keys, i, &all);
+        c.stderr(Stdio::null());
         let (child, out, _) = common::spawn_until_ready(&mut c);
         agents.0.push((child, out));
     }
