@@ -16,7 +16,9 @@
 //! Every frame arrives (the lanes do not wait on the controller), h0 keeps
 //! enforcing the tunnel throughout, the agents find the replica that takes
 //! over (a tunnel granted there is enforced on h0), and the takeover time
-//! is printed.
+//! is printed. The clients' list starts with a fourth replica whose host
+//! is dead (connections to it neither taken nor refused): each pass through
+//! the list costs the connection timeout there, not the kernel's minutes.
 //!
 //! Needs root (network namespaces); without it the test says so and
 //! passes nothing else.
@@ -169,13 +171,12 @@ fn xlaned_in(ns: &str, tunnel: u64, seconds: &str) -> Command {
 /// A tunnel from h0 to `to`, granted by the controller at `ctl` (one
 /// address, or a replicated one's, comma-separated).
 fn request(net: &Net, dir: &Path, ctl: &str, to: &str) -> u64 {
-    let out = xlane_in(&net.ns("h0"))
-        .args(["ctl", "request", "--host", "h0", "--keys"])
+    let mut c = xlane_in(&net.ns("h0"));
+    c.args(["ctl", "request", "--host", "h0", "--keys"])
         .arg(dir.join("keys.toml"))
         .args(["--controller", ctl, "--to", to])
-        .args(["--load", "300", "--period", "1ms", "--json"])
-        .output()
-        .expect("request");
+        .args(["--load", "300", "--period", "1ms", "--json"]);
+    let out = output_within(&format!("ctl request --to {to}"), &mut c);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),
@@ -184,6 +185,26 @@ fn request(net: &Net, dir: &Path, ctl: &str, to: &str) -> u64 {
     );
     let v: serde_json::Value = serde_json::from_str(text.trim()).expect("request JSON");
     v["tunnel"].as_u64().expect("tunnel id")
+}
+
+/// `c`'s output, or a panic naming `what` if it has not ended within 30 s
+/// (the child is then ended by its PID).
+fn output_within(what: &str, c: &mut Command) -> std::process::Output {
+    let mut child = c
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect(what);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while child.try_wait().expect("try_wait").is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{what} did not end within 30 s");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.wait_with_output().expect(what)
 }
 
 /// `tc class show` of host `i`'s interface: (class id, rate in bit/s).
@@ -475,9 +496,28 @@ fn host_mode_rides_out_a_controller_takeover() {
     let Some((net, dir, topo, keys)) = begin('t', "host-takeover") else {
         return;
     };
-    // Replica i + 1 on host i.
+    // Replica i + 1 on host i, and first in the clients' list a replica
+    // whose host is dead: its address has a neighbour entry on h0 and h1
+    // (a routed fabric's next hop always answers) but nothing answers
+    // there, so a connection to it is never taken nor refused.
     let ctls: Vec<String> = (0..HOSTS).map(|i| format!("{}:7070", addr(i))).collect();
-    let all = ctls.join(",");
+    let dead = "10.199.0.9";
+    for i in 0..2 {
+        ip(&[
+            "-n",
+            &net.ns(&format!("h{i}")),
+            "neigh",
+            "add",
+            dead,
+            "lladdr",
+            "02:00:00:00:00:09",
+            "dev",
+            &net.dev(i),
+            "nud",
+            "permanent",
+        ]);
+    }
+    let all = format!("{dead}:7070,{}", ctls.join(","));
     let mut replicas = Children(Vec::new());
     for i in 0..HOSTS {
         let mut c = xlane_in(&net.ns(&format!("h{i}")));

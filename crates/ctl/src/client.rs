@@ -98,14 +98,36 @@ pub struct Client {
     missed: u64,
 }
 
+/// How long connecting to a controller (replica) may take before it
+/// counts as unreachable. A datacenter answers a connection in well under
+/// a millisecond; a replica whose host died never answers, and the kernel
+/// alone would retry for about two minutes before a client went on to the
+/// next replica of its list.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
+
 impl Client {
-    /// Connect and authenticate as `host` with `key`.
+    /// Connect and authenticate as `host` with `key`. Each address `addr`
+    /// resolves to gets [`CONNECT_TIMEOUT`] to take the connection.
     pub fn connect<A: ToSocketAddrs>(
         addr: A,
         host: &str,
         key: &Key,
     ) -> Result<Client, ClientError> {
-        let stream = TcpStream::connect(addr)?;
+        let mut last = std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "the address resolves to nothing",
+        );
+        let mut stream = None;
+        for a in addr.to_socket_addrs()? {
+            match TcpStream::connect_timeout(&a, CONNECT_TIMEOUT) {
+                Ok(s) => {
+                    stream = Some(s);
+                    break;
+                }
+                Err(e) => last = e,
+            }
+        }
+        let stream = stream.ok_or(last)?;
         stream.set_nodelay(true)?;
         let addr = stream.peer_addr()?;
         let mut c = Client {
