@@ -149,7 +149,7 @@ mod tree;
 use index::OnLink;
 use model::{LinkConst, LinkLoad, Model, Shape, ShapeRef, TreeIndex, Walk};
 use search::{Adjacency, Search};
-use tree::{BuildIdHasher, Scoring};
+use tree::Scoring;
 
 /// An admitted tunnel: its shape (period as granted), the walks of the
 /// tunnels it affects, its own walk.
@@ -164,6 +164,32 @@ impl std::fmt::Display for TunnelId {
         write!(f, "tunnel {}", self.0)
     }
 }
+
+/// Hashes a tunnel id by one multiplication (ids are the allocator's
+/// own, not chosen by a peer): the allocator's tunnels and the step's
+/// table of multicast tunnels are read once per tunnel on every candidate
+/// path or re-walk.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct IdHasher(u64);
+
+impl std::hash::Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ b as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+
+    fn write_u64(&mut self, x: u64) {
+        self.0 = (self.0 ^ x).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
+/// Builds [`IdHasher`]s.
+pub(super) type BuildIdHasher = std::hash::BuildHasherDefault<IdHasher>;
 
 /// The most express sub-lanes the allocator models.
 pub const MAX_SUBLANES: usize = 4;

@@ -157,7 +157,7 @@ pub(super) struct Model<'a> {
 }
 
 impl Model<'_> {
-    pub(super) fn np(&self, l: LinkId) -> u64 {
+    fn np(&self, l: LinkId) -> u64 {
         self.consts[l.0].np_ns
     }
 
@@ -201,6 +201,18 @@ impl Model<'_> {
             self.apply(&mut loads, &s.links, s.load, s.period, s.lane, true);
         }
         loads
+    }
+
+    /// A hop's maximum over link `l` under `ld` for a packet of `lane`
+    /// but for the packet's own transmission time: `λmin + δmax` plus the
+    /// queueing bound (the path search's weight of the link before the
+    /// request's transmission time; with no load, `λmin + δmax + NP`, the
+    /// least it can be).
+    pub(super) fn hop_base(&self, ld: &LinkLoad, l: LinkId, lane: usize) -> u64 {
+        let c = &self.consts[l.0];
+        c.min_latency_ns
+            .saturating_add(c.max_jitter_ns)
+            .saturating_add(self.queueing(ld, l, lane, 0))
     }
 
     /// Queueing delay of a packet of `lane` with transmission time `own_tx`

@@ -249,8 +249,9 @@ pub(super) struct Adjacency {
     rates: Vec<u64>,
     /// Per node: a host.
     host: Vec<bool>,
-    /// Per rate class: the least `λmin + δmax + NP` of its links (all
-    /// of a link's weight but queueing and transmission).
+    /// Per rate class: the least `λmin + δmax + NP` of its links (their
+    /// [`Model::hop_base`] with no load: all of a link's weight but
+    /// queueing and transmission).
     fixed_min: Vec<u64>,
     /// The fewest links between switches (shared by clones: it depends
     /// on the topology only).
@@ -273,13 +274,9 @@ impl Adjacency {
         // Every link is one forward entry, classed by its rate.
         let mut fixed_min = vec![u64::MAX; rates.len()];
         for (&l, e) in fwd.link.iter().zip(&fwd.cost[0]) {
-            let link = m.topo.link(LinkId(l as usize));
-            let fixed = link
-                .min_latency_ns
-                .saturating_add(link.max_jitter_ns)
-                .saturating_add(m.np(LinkId(l as usize)));
             let c = e.class as usize;
-            fixed_min[c] = fixed_min[c].min(fixed);
+            let least = m.hop_base(&LinkLoad::default(), LinkId(l as usize), 0);
+            fixed_min[c] = fixed_min[c].min(least);
         }
         let hops = Hops::new(&fwd, &host).map(Arc::new);
         let mut a = Adjacency {
@@ -305,12 +302,7 @@ impl Adjacency {
             } else {
                 m.capacity_bps(l).saturating_sub(ld.bps[k])
             };
-            let v = (
-                link.min_latency_ns
-                    .saturating_add(link.max_jitter_ns)
-                    .saturating_add(m.queueing(ld, l, k, 0)),
-                headroom,
-            );
+            let v = (m.hop_base(ld, l, k), headroom);
             self.fwd.set(l, k, v);
             self.back.set(l, k, v);
         }
@@ -490,10 +482,9 @@ impl Search {
             Dir::Backward => &adj.back,
         };
         let lane = new.lane as usize;
-        let least_rate = rate_bps(new.load, least_period_ns);
-        let cost = &g.cost[lane];
         // At least 1: a full queue (no headroom) is always left out.
-        let least_rate = least_rate.max(1);
+        let least_rate = rate_bps(new.load, least_period_ns).max(1);
+        let cost = &g.cost[lane];
         let hops = match &adj.hops {
             Some(h) if !self.plain && self.least_weight > 0 => {
                 self.anchor(adj, h, dir, targets);
@@ -693,10 +684,8 @@ mod tests {
                                     .map(|&l| {
                                         let g = &a.adj.fwd;
                                         let e = g.entry[l.0] as usize;
-                                        {
-                                            let c = g.cost[shape.lane as usize][e];
-                                            c.base + s.tx[c.class as usize]
-                                        }
+                                        let c = g.cost[shape.lane as usize][e];
+                                        c.base + s.tx[c.class as usize]
                                     })
                                     .sum()
                             });

@@ -4,7 +4,7 @@
 
 use super::model::{Model, Shape, ShapeRef, Walk};
 use super::search::{Dir, Search};
-use super::{tx_ns, Allocator, Refusal, Tunnel, TunnelId};
+use super::{tx_ns, Allocator, BuildIdHasher, Refusal, Tunnel, TunnelId};
 use crate::topology::{LinkId, NodeId, NodeKind};
 use std::collections::HashMap;
 
@@ -114,32 +114,6 @@ impl Scoring {
         i
     }
 }
-
-/// Hashes a tunnel id by one multiplication (ids are the allocator's
-/// own, not chosen by a peer): the allocator's tunnels and the step's
-/// table of multicast tunnels are read once per tunnel on every candidate
-/// path or re-walk.
-#[derive(Debug, Clone, Copy, Default)]
-pub(super) struct IdHasher(u64);
-
-impl std::hash::Hasher for IdHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0.rotate_left(8) ^ b as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        }
-    }
-
-    fn write_u64(&mut self, x: u64) {
-        self.0 = (self.0 ^ x).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    }
-}
-
-/// Builds [`IdHasher`]s.
-pub(super) type BuildIdHasher = std::hash::BuildHasherDefault<IdHasher>;
 
 /// How many of a tunnel's packets of sub-lane `other` one packet of a
 /// request on sub-lane `new` adds to its queueing bound at a shared link:
