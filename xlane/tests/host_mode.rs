@@ -605,7 +605,9 @@ fn host_mode_rides_out_a_controller_takeover() {
     }
     let (sent, got) = (&reports[0], &reports[1]);
     let frames = sent["frames"].as_u64().unwrap_or(0);
-    assert!(frames > 3000, "the sender fell behind: {sent}");
+    // How many depends on how the machine kept the sender running (not
+    // asserted: a timing); that none is lost does not.
+    assert!(frames > 0, "the sender sent nothing: {sent}");
     assert_eq!(
         got["frames"], frames,
         "frames lost across the takeover: {got}"
