@@ -411,8 +411,13 @@ fn host_mode_enforces_tunnels_on_plain_veth() {
         let mut rc = xlaned_in(&net.ns(&format!("h{i}")), multi, "4");
         rc.args(["receiver", "--bind", "0.0.0.0:9002"])
             .args(["--join", &format!("{group}@{}", addr(i))]);
+        // h2 reads the lane's frames from its own AF_XDP ring.
+        if i == 2 {
+            rc.args(["--rx", "xdp"]);
+        }
         rx.push(common::spawn_until_ready(&mut rc));
     }
+    let mut xdp_receivers = 0;
     let mut tx = Vec::new();
     for (t, dest) in [
         (uni, format!("{}:9001", addr(1))),
@@ -432,7 +437,15 @@ fn host_mode_enforces_tunnels_on_plain_veth() {
         let frames = v["frames"].as_u64().unwrap_or(0);
         assert!(frames > 0, "no frames: {v}");
         eprintln!("{} {frames} frames", v["role"]);
+        if v["rx"] == "xdp" {
+            xdp_receivers += 1;
+            assert_eq!(
+                v["xdp_datagrams"], v["datagrams"],
+                "all through the ring: {v}"
+            );
+        }
     }
+    assert_eq!(xdp_receivers, 1, "h2 received through AF_XDP");
     let stats = sh_in(
         &net.ns("h0"),
         "tc",

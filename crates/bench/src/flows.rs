@@ -19,12 +19,15 @@ use std::net::{Ipv4Addr, SocketAddrV4};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread;
 use xlane_host::budget::CpuTimes;
-use xlane_host::lane_loop::{FrameSink, LaneLoop, LoopStats, ReceiverSpec, SenderSpec, SlotFill};
+use xlane_host::lane_loop::{
+    FrameSink, LaneLoop, LoopStats, ReceiverSpec, SenderSpec, SlotFill, XdpId,
+};
 use xlane_host::runtime::{
     place_current_thread, Placement, Sample, SampleLog, SendReport, WaitMode,
 };
 use xlane_host::socket::realtime_ns;
 use xlane_host::socket::{LaneSocket, SocketConfig};
+use xlane_host::xdp::{RxMode, XdpRx, XdpRxConfig};
 use xlane_lane::{PeriodicReceiver, PeriodicSender, TunnelParams};
 use xlane_testbed::HostInfo;
 use xlane_wire::Schema;
@@ -43,6 +46,9 @@ pub enum Variant {
     /// The lane: express class, lane threads pinned to the lane core at
     /// `SCHED_FIFO`, host measures applied.
     Xlane,
+    /// The lane receiving through its own ring: as `Xlane`, with each
+    /// receiving host's frames steered by XDP to AF_XDP sockets.
+    XlaneXdp,
     /// The lane's express class and dedicated core, but without the
     /// scheduling and interrupt measures: normal policy, no host tuning
     /// (X-Lane₀ of the paper).
@@ -59,9 +65,10 @@ pub enum Variant {
 }
 
 impl Variant {
-    /// All five, in report order.
-    pub const ALL: [Variant; 5] = [
+    /// Every configuration, in report order.
+    pub const ALL: [Variant; 6] = [
         Variant::Xlane,
+        Variant::XlaneXdp,
         Variant::Xlane0,
         Variant::Qjump,
         Variant::BusyPoll,
@@ -72,6 +79,7 @@ impl Variant {
     pub fn name(self) -> &'static str {
         match self {
             Variant::Xlane => "xlane",
+            Variant::XlaneXdp => "xlane-xdp",
             Variant::Xlane0 => "xlane0",
             Variant::Qjump => "qjump",
             Variant::BusyPoll => "busypoll",
@@ -86,17 +94,28 @@ impl Variant {
 
     /// Marked for the express class.
     pub fn express_class(self) -> bool {
-        matches!(self, Variant::Xlane | Variant::Xlane0 | Variant::Qjump)
+        matches!(
+            self,
+            Variant::Xlane | Variant::XlaneXdp | Variant::Xlane0 | Variant::Qjump
+        )
     }
 
     /// Runs on the lane core.
     pub fn on_lane_core(self) -> bool {
-        matches!(self, Variant::Xlane | Variant::Xlane0)
+        matches!(self, Variant::Xlane | Variant::XlaneXdp | Variant::Xlane0)
     }
 
     /// Applies the host measures while it runs.
     pub fn host_measures(self) -> bool {
-        self == Variant::Xlane
+        matches!(self, Variant::Xlane | Variant::XlaneXdp)
+    }
+
+    /// How its receivers read: AF_XDP rings or sockets.
+    pub fn rx(self) -> RxMode {
+        match self {
+            Variant::XlaneXdp => RxMode::Xdp,
+            _ => RxMode::Socket,
+        }
     }
 }
 
@@ -125,8 +144,8 @@ pub struct FlowPlan {
     pub lane_core: usize,
     /// The regular core ordinary threads are pinned to (none: unpinned).
     pub regular_core: Option<usize>,
-    /// How the lane's threads wait (`Xlane` only; busypoll always spins,
-    /// the others always sleep).
+    /// How the lane's threads wait (`Xlane` and `XlaneXdp` only; busypoll
+    /// always spins, the others always sleep).
     pub lane_mode: WaitMode,
     /// The sending host.
     pub sender: HostInfo,
@@ -189,8 +208,11 @@ pub struct FlowResult {
     pub refused: u64,
     /// Receivers in the flow.
     pub receivers: u64,
-    /// Datagrams the kernel dropped at the receivers' sockets (buffer full).
+    /// Datagrams the kernel dropped at the receivers' sockets (buffer
+    /// full) or AF_XDP rings (ring full, no free frame).
     pub socket_drops: u64,
+    /// Datagrams the receivers read from AF_XDP rings.
+    pub xdp_datagrams: u64,
 }
 
 impl FlowResult {
@@ -215,6 +237,16 @@ pub enum FlowError {
         host: String,
         /// Cause.
         source: xlane_host::socket::SocketError,
+    },
+    /// The AF_XDP receive path could not be set up.
+    #[error("{flow}: AF_XDP receive path on {host}: {source}")]
+    Xdp {
+        /// The flow.
+        flow: String,
+        /// The host's namespace.
+        host: String,
+        /// Cause.
+        source: xlane_host::xdp::XdpError,
     },
     /// A thread failed.
     #[error("{flow}: {role} on {host}: {msg}")]
@@ -242,7 +274,7 @@ impl FlowPlan {
 
     fn mode(&self) -> WaitMode {
         match self.variant {
-            Variant::Xlane => self.lane_mode,
+            Variant::Xlane | Variant::XlaneXdp => self.lane_mode,
             Variant::BusyPoll => WaitMode::BusyPoll,
             _ => WaitMode::Interrupt,
         }
@@ -264,7 +296,7 @@ impl FlowPlan {
     /// Where this configuration's lane loop runs.
     fn placement(&self) -> Placement {
         match self.variant {
-            Variant::Xlane => Placement {
+            Variant::Xlane | Variant::XlaneXdp => Placement {
                 core: Some(self.lane_core),
                 fifo: Some(LANE_PRIORITY),
             },
@@ -315,6 +347,46 @@ impl FlowPlan {
         LaneSocket::open(&sc).map_err(|e| self.socket_err(host, e))
     }
 
+    /// The AF_XDP path of `host` in this loop: opened on the host's
+    /// interface (in its namespace) the first time, then shared. The
+    /// program steers one DSCP, so flows on one host must agree on it.
+    fn xdp_path<F: SlotFill, S: FrameSink>(
+        &self,
+        host: &HostInfo,
+        lane: &mut LaneLoop<F, S>,
+        paths: &mut Vec<(String, u8, XdpId)>,
+    ) -> Result<XdpId, FlowError> {
+        let dscp = self.dscp.unwrap_or(xlane_host::socket::DSCP_EXPRESS);
+        if let Some((_, d, id)) = paths.iter().find(|(ns, _, _)| *ns == host.netns) {
+            if *d != dscp {
+                return Err(self.thread_err(
+                    "receiver",
+                    host,
+                    format!("AF_XDP path steers DSCP {d}, this flow is marked {dscp}"),
+                ));
+            }
+            return Ok(*id);
+        }
+        let rx = {
+            let _ns = xlane_testbed::enter_netns(&host.netns)?;
+            XdpRx::open(&XdpRxConfig {
+                iface: host.iface.clone(),
+                dscp,
+                mode: None,
+            })
+            .map_err(|source| FlowError::Xdp {
+                flow: self.name.clone(),
+                host: host.netns.clone(),
+                source,
+            })?
+        };
+        let id = lane
+            .add_xdp(rx)
+            .map_err(|e| self.thread_err("receiver", host, e))?;
+        paths.push((host.netns.clone(), dscp, id));
+        Ok(id)
+    }
+
     fn expected_frames(&self) -> usize {
         (self.until_ns.saturating_sub(self.first_slot_ns) / self.period_ns) as usize + 16
     }
@@ -354,6 +426,9 @@ pub struct FlowRun {
     pub wall_ns: u64,
     /// The lane core's `/proc/stat` times over the run (`None` if unreadable).
     pub lane_cpu: Option<CpuTimes>,
+    /// How much later than planned every flow's slots ran, ns (set-up
+    /// overran the plans' lead; 0 when it did not).
+    pub start_shift_ns: u64,
 }
 
 /// What one flow's sender does at its slot: put the slot time in the
@@ -414,7 +489,9 @@ fn group_of_plan(p: &FlowPlan) -> Group {
 /// `plans`. The flows placed alike share one lane loop (one thread serving
 /// all their senders and receivers, in every emulated host). Blocks until
 /// every sender passed its `until_ns` and every receiver its grace time;
-/// `stop` ends everything early.
+/// `stop` ends everything early. Set-up (sockets, AF_XDP paths) happens
+/// before the first slot; if it overran the plans' first slot, every
+/// flow's slots move later by the same amount ([`FlowRun::start_shift_ns`]).
 pub fn run_flows(plans: &[FlowPlan], stop: &AtomicBool) -> Result<FlowRun, FlowError> {
     let mut groups: Vec<(Group, Vec<usize>)> = Vec::new();
     for (i, p) in plans.iter().enumerate() {
@@ -427,10 +504,16 @@ pub fn run_flows(plans: &[FlowPlan], stop: &AtomicBool) -> Result<FlowRun, FlowE
     let lane_core = plans.first().map(|p| p.lane_core);
     let cpu0 = lane_core.and_then(CpuTimes::read);
     let t0 = realtime_ns();
+    let gate = StartGate {
+        barrier: std::sync::Barrier::new(groups.len()),
+        shift: std::sync::Mutex::new(None),
+        first_ns: plans.iter().map(|p| p.first_slot_ns).min().unwrap_or(0),
+    };
+    let gate = &gate;
     let outs = thread::scope(|s| {
         let handles: Vec<_> = groups
             .iter()
-            .map(|(_, idx)| s.spawn(move || run_group(plans, idx, stop)))
+            .map(|(_, idx)| s.spawn(move || run_group(plans, idx, stop, gate)))
             .collect();
         let mut outs = Vec::new();
         for h in handles {
@@ -464,6 +547,7 @@ pub fn run_flows(plans: &[FlowPlan], stop: &AtomicBool) -> Result<FlowRun, FlowE
         loops: Vec::new(),
         wall_ns,
         lane_cpu,
+        start_shift_ns: gate.shift.lock().map_or(0, |g| g.unwrap_or(0)),
     };
     let mut first_err = None;
     for o in outs {
@@ -473,10 +557,11 @@ pub fn run_flows(plans: &[FlowPlan], stop: &AtomicBool) -> Result<FlowRun, FlowE
                     run.flows[fi].sent = rep;
                     run.flows[fi].rate_limited = limited;
                 }
-                for (fi, samples, refused, drops) in g.received {
+                for (fi, samples, refused, drops, xdp) in g.received {
                     run.flows[fi].samples.extend(samples);
                     run.flows[fi].refused += refused;
                     run.flows[fi].socket_drops += drops;
+                    run.flows[fi].xdp_datagrams += xdp;
                 }
                 run.loops.push(g.report);
             }
@@ -492,21 +577,113 @@ pub fn run_flows(plans: &[FlowPlan], stop: &AtomicBool) -> Result<FlowRun, FlowE
     }
 }
 
+/// A receiver's flow, samples, refusals, drops and datagrams read from
+/// AF_XDP rings.
+type Received = (usize, Vec<FlowSample>, u64, u64, u64);
+
 struct GroupOut {
     sent: Vec<(usize, SendReport, u64)>,
-    received: Vec<(usize, Vec<FlowSample>, u64, u64)>,
+    received: Vec<Received>,
     report: LoopReport,
 }
 
 /// One lane loop: opens every socket of its flows in their hosts'
 /// namespaces, places itself, and runs until the last grace time.
-fn run_group(plans: &[FlowPlan], idx: &[usize], stop: &AtomicBool) -> Result<GroupOut, FlowError> {
+/// Where the loops of a run meet before their first slot: every loop has
+/// set up its ends, and the run's slots move later if setting up took
+/// longer than the plans allowed (a loaded machine), by the same amount for
+/// every flow.
+struct StartGate {
+    barrier: std::sync::Barrier,
+    shift: std::sync::Mutex<Option<u64>>,
+    /// The earliest first slot of the run's plans.
+    first_ns: u64,
+}
+
+/// Least time between the end of set-up and the first slot.
+const START_LEAD_NS: u64 = 20_000_000;
+
+impl StartGate {
+    /// Waits for every loop, then the run's shift (the same for all).
+    fn pass(&self) -> u64 {
+        self.barrier.wait();
+        let mut g = self.shift.lock().unwrap_or_else(|e| e.into_inner());
+        *g.get_or_insert_with(|| (realtime_ns() + START_LEAD_NS).saturating_sub(self.first_ns))
+    }
+}
+
+/// A loop with its receivers set up, and its senders' sockets.
+type SetUp = (
+    LaneLoop<FlowFill, FlowSink>,
+    Vec<(String, u8, XdpId)>,
+    Vec<LaneSocket>,
+);
+
+/// One lane loop: places itself, opens every socket (and AF_XDP path) of
+/// its flows in their hosts' namespaces, meets the other loops at the
+/// gate, and runs until the last grace time.
+fn run_group(
+    plans: &[FlowPlan],
+    idx: &[usize],
+    stop: &AtomicBool,
+    gate: &StartGate,
+) -> Result<GroupOut, FlowError> {
+    let setup = set_up_group(plans, idx);
+    // Every loop passes the gate, even one whose set-up failed.
+    let shift = gate.pass();
+    let (mut lane, paths, socks) = setup?;
+    for (&fi, sock) in idx.iter().zip(socks) {
+        let plan = &plans[fi];
+        let host = &plan.sender;
+        let core = PeriodicSender::new(plan.params(), plan.first_slot_ns + shift)
+            .map_err(|e| plan.thread_err("sender", host, e))?;
+        lane.add_sender(SenderSpec {
+            sock,
+            core,
+            dsts: vec![plan.group],
+            until_ns: plan.until_ns + shift,
+            fill: FlowFill {
+                msg: [0u8; 20],
+                len: plan.message_len.clamp(8, 20),
+                limiter: plan.qjump,
+                limited: 0,
+            },
+            seal: plan
+                .mac
+                .as_ref()
+                .map(|k| xlane_auth::Sealer::new(plan.tunnel, k.clone(), plan.tunnel)),
+        });
+    }
+    let first = &plans[idx[0]];
+    let end = idx
+        .iter()
+        .map(|&i| plans[i].until_ns + plans[i].grace_ns)
+        .max()
+        .unwrap_or(0)
+        + shift;
+    lane.run(stop, end, first.mode())
+        .map_err(|e| first.thread_err("lane loop", &first.sender, e))?;
+    collect_group(plans, idx, lane, &paths, shift)
+}
+
+fn set_up_group(plans: &[FlowPlan], idx: &[usize]) -> Result<SetUp, FlowError> {
+    let first = &plans[idx[0]];
+    // Set up where the loop will run: on a loaded machine the lane core
+    // is the one with time to spare.
+    place_current_thread(first.placement())
+        .map_err(|e| first.thread_err("lane loop", &first.sender, e))?;
     let mut lane: LaneLoop<FlowFill, FlowSink> = LaneLoop::new()
         .map_err(|e| plans[idx[0]].thread_err("lane loop", &plans[idx[0]].sender, e))?;
+    // One AF_XDP path per receiving host, shared by the flows on it.
+    let mut paths: Vec<(String, u8, XdpId)> = Vec::new();
     for &fi in idx {
         let plan = &plans[fi];
         for (ri, host) in plan.receivers.iter().enumerate() {
             let sock = plan.receiver_socket(host)?;
+            let xdp = match plan.variant.rx() {
+                RxMode::Socket => None,
+                RxMode::Xdp => Some(plan.xdp_path(host, &mut lane, &mut paths)?),
+            };
             let cap = plan.expected_frames();
             lane.add_receiver(ReceiverSpec {
                 sock,
@@ -523,44 +700,38 @@ fn run_group(plans: &[FlowPlan], idx: &[usize], stop: &AtomicBool) -> Result<Gro
                         k.clone(),
                     )]))
                 }),
+                xdp,
             })
             .map_err(|e| plan.thread_err("receiver", host, e))?;
         }
     }
-    for &fi in idx {
-        let plan = &plans[fi];
-        let host = &plan.sender;
-        let sock = plan.sender_socket()?;
-        let core = PeriodicSender::new(plan.params(), plan.first_slot_ns)
-            .map_err(|e| plan.thread_err("sender", host, e))?;
-        lane.add_sender(SenderSpec {
-            sock,
-            core,
-            dsts: vec![plan.group],
-            until_ns: plan.until_ns,
-            fill: FlowFill {
-                msg: [0u8; 20],
-                len: plan.message_len.clamp(8, 20),
-                limiter: plan.qjump,
-                limited: 0,
-            },
-            seal: plan
-                .mac
-                .as_ref()
-                .map(|k| xlane_auth::Sealer::new(plan.tunnel, k.clone(), plan.tunnel)),
-        });
-    }
-    let first = &plans[idx[0]];
-    place_current_thread(first.placement())
-        .map_err(|e| first.thread_err("lane loop", &first.sender, e))?;
-    let end = idx
+    let socks = idx
         .iter()
-        .map(|&i| plans[i].until_ns + plans[i].grace_ns)
-        .max()
-        .unwrap_or(0);
-    lane.run(stop, end, first.mode())
-        .map_err(|e| first.thread_err("lane loop", &first.sender, e))?;
+        .map(|&fi| plans[fi].sender_socket())
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok((lane, paths, socks))
+}
+
+/// What a loop's ends saw, once it stopped.
+fn collect_group(
+    plans: &[FlowPlan],
+    idx: &[usize],
+    mut lane: LaneLoop<FlowFill, FlowSink>,
+    paths: &[(String, u8, XdpId)],
+    shift: u64,
+) -> Result<GroupOut, FlowError> {
+    let first = &plans[idx[0]];
     let stats = lane.stats();
+    // Ring drops per host, charged to the first flow received there.
+    let mut ring_drops: Vec<(String, u64)> = paths
+        .iter()
+        .map(|(ns, _, id)| {
+            (
+                ns.clone(),
+                lane.xdp(*id).map_or(0, |x| x.stats().ring_drops),
+            )
+        })
+        .collect();
     let (senders, receivers) = lane.into_ends();
     let sent = idx
         .iter()
@@ -577,17 +748,22 @@ fn run_group(plans: &[FlowPlan], idx: &[usize], stop: &AtomicBool) -> Result<Gro
                 .log
                 .samples()
                 .iter()
-                .filter(|x| x.send_ns >= plan.first_slot_ns)
+                .filter(|x| x.send_ns >= plan.first_slot_ns + shift)
                 .map(|&sample| FlowSample {
                     sample,
                     slot_ns: slots.get(sample.seq as usize).copied().unwrap_or(0),
                     receiver: r.sink.receiver,
                 })
                 .collect();
-            let drops = r.sock.drops().unwrap_or(0);
+            let host = &plan.receivers[r.sink.receiver as usize].netns;
+            let ring = ring_drops
+                .iter_mut()
+                .find(|(ns, _)| ns == host)
+                .map_or(0, |(_, d)| std::mem::take(d));
+            let drops = r.sock.drops().unwrap_or(0) + ring;
             // Refused by the core, or before it by the MAC check.
             let refused = r.report.refused + r.report.unauthenticated;
-            (r.sink.flow, samples, refused, drops)
+            (r.sink.flow, samples, refused, drops, r.report.xdp)
         })
         .collect();
     Ok(GroupOut {

@@ -1,5 +1,6 @@
 //! `xlane bench jitter`: the comparison of X-Lane §6.2–§6.3 in the
-//! testbed — five configurations ([`Variant`]), four scenarios
+//! testbed — five configurations by default, six with `xlane-xdp`
+//! ([`Variant`]), four scenarios
 //! ([`Scenario`]), interleaved in short rounds so that every configuration
 //! meets the same interference, with the machine's floor measured in the
 //! same run and every outlier attributed to a cause.
@@ -120,7 +121,11 @@ impl Default for JitterConfig {
             per_config_ns: 10_000_000_000,
             round_ns: 2_000_000_000,
             scenarios: Scenario::ALL.to_vec(),
-            variants: Variant::ALL.to_vec(),
+            // Every configuration on the socket path; `xlane-xdp` on request.
+            variants: Variant::ALL
+                .into_iter()
+                .filter(|v| v.rx() == xlane_host::xdp::RxMode::Socket)
+                .collect(),
             lane_core: Cores::online() - 1,
             mode: WaitMode::Interrupt,
             confidence: 0.95,
@@ -157,6 +162,11 @@ pub struct ConfigReport {
     pub slots: u64,
     /// Slots the QJump limiter held back.
     pub rate_limited: u64,
+    /// Datagrams the kernel dropped at the receivers' sockets or AF_XDP
+    /// rings (part of the loss, by cause).
+    pub receiver_drops: u64,
+    /// Datagrams read from AF_XDP rings (all of them, for `xlane-xdp`).
+    pub xdp_datagrams: u64,
 }
 
 /// One scenario's report: the object `--json` prints per scenario.
@@ -292,6 +302,13 @@ pub fn run(
                 }
                 match r {
                     Ok(mut run) => {
+                        if run.start_shift_ns > 0 {
+                            progress(&format!(
+                                "  {}: set-up took {} longer than its lead; slots started that much later",
+                                v.name(),
+                                fmt_ns(run.start_shift_ns)
+                            ));
+                        }
                         if v.on_lane_core() {
                             lane_use.add(&LaneCoreUse::of_run(&run, cfg.lane_core));
                         }
@@ -362,6 +379,8 @@ fn merge(into: &mut FlowResult, r: FlowResult) {
     into.slots += r.slots;
     into.rate_limited += r.rate_limited;
     into.refused += r.refused;
+    into.socket_drops += r.socket_drops;
+    into.xdp_datagrams += r.xdp_datagrams;
 }
 
 /// The report of one configuration, its sorted latencies, and its
@@ -419,6 +438,8 @@ fn summarize(
         frames_sent: res.sent.frames,
         slots: res.slots,
         rate_limited: res.rate_limited,
+        receiver_drops: res.socket_drops,
+        xdp_datagrams: res.xdp_datagrams,
     };
     (report, sorted, points)
 }
@@ -563,6 +584,24 @@ impl ScenarioReport {
                 mbps.len(),
                 mbps.join(", "),
                 self.switch_best_effort_drops
+            ));
+        }
+        for c in self.configs.iter().filter(|c| c.xdp_datagrams > 0) {
+            out.push_str(&format!(
+                "{}: {} of {} datagrams through the AF_XDP rings, {} dropped at receivers\n",
+                c.latency.name, c.xdp_datagrams, c.latency.samples, c.receiver_drops
+            ));
+        }
+        if let (Some(x), Some(xdp)) = (
+            self.configs.iter().find(|c| c.latency.name == "xlane"),
+            self.configs.iter().find(|c| c.latency.name == "xlane-xdp"),
+        ) {
+            let r = |a: u64, b: u64| a as f64 / b.max(1) as f64;
+            out.push_str(&format!(
+                "xlane-xdp / xlane: λ50 {:.2}×, λ99.99 {:.2}×, λmin {:.2}×\n",
+                r(xdp.latency.p50_ns, x.latency.p50_ns),
+                r(xdp.latency.p9999_ns, x.latency.p9999_ns),
+                r(xdp.latency.min_ns, x.latency.min_ns)
             ));
         }
         if let (Some(x), Some(pl)) = (

@@ -71,6 +71,9 @@ pub struct LaneBenchConfig {
     pub tuning: bool,
     /// Run the authenticated lane flow (`xlane-mac`) too.
     pub mac: bool,
+    /// How the lane flows' receivers read: sockets, or AF_XDP rings fed
+    /// by XDP steering.
+    pub rx: xlane_host::xdp::RxMode,
 }
 
 impl Default for LaneBenchConfig {
@@ -91,6 +94,7 @@ impl Default for LaneBenchConfig {
             mode: WaitMode::Interrupt,
             tuning: true,
             mac: true,
+            rx: xlane_host::xdp::RxMode::Socket,
         }
     }
 }
@@ -108,8 +112,11 @@ pub struct FlowCounters {
     pub sender_late_max_ns: u64,
     /// Datagrams the receivers refused.
     pub refused: u64,
-    /// Datagrams dropped at the receivers' sockets (buffer full).
+    /// Datagrams dropped at the receivers' sockets (buffer full) or AF_XDP
+    /// rings.
     pub socket_drops: u64,
+    /// Datagrams the receivers read from AF_XDP rings (`--rx xdp`).
+    pub xdp_datagrams: u64,
 }
 
 /// The report of one run.
@@ -287,10 +294,14 @@ pub fn run(
             mac: None,
             dscp: None,
         };
+    let lane = match cfg.rx {
+        xlane_host::xdp::RxMode::Socket => Variant::Xlane,
+        xlane_host::xdp::RxMode::Xdp => Variant::XlaneXdp,
+    };
     // The plain flow sends half a period after the lane flow, the
     // authenticated one a quarter.
     let mut plans = vec![
-        plan(Variant::Xlane, "xlane", 1, LANE_GROUP, 0),
+        plan(lane, "xlane", 1, LANE_GROUP, 0),
         plan(
             Variant::Plain,
             "plain-udp",
@@ -302,7 +313,7 @@ pub fn run(
     if cfg.mac {
         plans.push(FlowPlan {
             mac: Some(xlane_auth::Key::random().map_err(|e| BenchError::Config(e.to_string()))?),
-            ..plan(Variant::Xlane, "xlane-mac", 3, MAC_GROUP, cfg.period_ns / 4)
+            ..plan(lane, "xlane-mac", 3, MAC_GROUP, cfg.period_ns / 4)
         });
     }
     let stop = AtomicBool::new(false);
@@ -341,6 +352,7 @@ pub fn run(
             sender_late_max_ns: f.sent.late_max_ns,
             refused: f.refused,
             socket_drops: f.socket_drops,
+            xdp_datagrams: f.xdp_datagrams,
         });
     }
     let mac = cfg.mac.then(|| {
@@ -439,14 +451,19 @@ impl LaneBenchReport {
         }
         for (c, k) in self.configs.iter().zip(&self.counters) {
             out.push_str(&format!(
-                "{}: sender emitted {} frames in {} periods (worst lateness {}), {} send errors, {} datagrams refused, {} dropped at the receivers' sockets\n",
+                "{}: sender emitted {} frames in {} periods (worst lateness {}), {} send errors, {} datagrams refused, {} dropped at the receivers' sockets{}\n",
                 c.name,
                 k.frames_sent,
                 k.slots,
                 fmt_ns(k.sender_late_max_ns),
                 k.send_errors,
                 k.refused,
-                k.socket_drops
+                k.socket_drops,
+                if k.xdp_datagrams > 0 {
+                    format!(" or rings; {} read from AF_XDP rings", k.xdp_datagrams)
+                } else {
+                    String::new()
+                }
             ));
         }
         out.push_str(&self.floor.render(self.params.lane_core));

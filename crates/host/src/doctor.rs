@@ -56,6 +56,7 @@ pub const CHECK_NAMES: &[&str] = &[
     "floor_other_cores",
     "steal_time",
     "tuning_leftovers",
+    "rx_path",
 ];
 
 /// Read access to a machine's files, by absolute path (`/proc/cmdline`).
@@ -221,6 +222,9 @@ pub struct Context {
     pub window: Option<Measurements>,
     /// Where tuning journals live (absolute path in the source).
     pub journal_dir: String,
+    /// Which receive path this machine can give the lane (`None`: not
+    /// probed, e.g. a root other than `/`).
+    pub rx_path: Option<crate::xdp::RxPathProbe>,
 }
 
 impl Context {
@@ -231,6 +235,7 @@ impl Context {
             ifaces: Vec::new(),
             window: None,
             journal_dir: tuning::DEFAULT_JOURNAL_DIR.to_string(),
+            rx_path: None,
         }
     }
 }
@@ -1266,10 +1271,36 @@ pub fn check_journals(src: &dyn SysSource, ctx: &Context) -> Check {
     )
 }
 
+/// Which receive path the lane can have here: AF_XDP with XDP steering
+/// (`xlaned --rx xdp`), or only the socket.
+pub fn check_rx_path(_src: &dyn SysSource, ctx: &Context) -> Check {
+    use crate::xdp::RxPathProbe;
+    match &ctx.rx_path {
+        None => check(
+            "rx_path",
+            Status::Unknown,
+            "not probed (only on the machine itself)",
+            None,
+        ),
+        Some(RxPathProbe::Xdp) => check(
+            "rx_path",
+            Status::Ok,
+            "xdp: AF_XDP sockets and the XDP steering program load (xlaned --rx xdp); the NIC driver decides native or generic mode",
+            None,
+        ),
+        Some(RxPathProbe::Socket(why)) => check(
+            "rx_path",
+            Status::Info,
+            format!("socket only: {why}"),
+            None,
+        ),
+    }
+}
+
 /// Runs every check, in [`CHECK_NAMES`] order.
 pub fn run_checks(src: &dyn SysSource, ctx: &Context) -> Vec<Check> {
     type CheckFn = fn(&dyn SysSource, &Context) -> Check;
-    let all: [CheckFn; 17] = [
+    let all: [CheckFn; 18] = [
         check_isolcpus,
         check_nohz_full,
         check_rcu_nocbs,
@@ -1287,6 +1318,7 @@ pub fn run_checks(src: &dyn SysSource, ctx: &Context) -> Vec<Check> {
         check_floor_others,
         check_steal,
         check_journals,
+        check_rx_path,
     ];
     all.iter().map(|f| f(src, ctx)).collect()
 }
@@ -1434,6 +1466,7 @@ pub fn run(opts: &DoctorOptions) -> Result<DoctorReport, DoctorError> {
         ifaces: opts.ifaces.clone(),
         window,
         journal_dir,
+        rx_path: real.then(crate::xdp::probe),
     };
     let checks = run_checks(&src, &ctx);
     let floor = ctx.window.as_ref().map(|w| FloorSection {

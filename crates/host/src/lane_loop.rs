@@ -11,16 +11,19 @@
 //!   before the system call, and one `sendmmsg` carries the copies to every
 //!   destination.
 //! - **Receivers** ([`ReceiverSpec`]): a [`PeriodicReceiver`] core and a
-//!   socket. All receiving sockets (of every emulated host: a socket keeps
-//!   the network namespace it was made in) sit in one epoll set; a ready
-//!   socket is read with `recvmmsg`, and every datagram goes to its core
-//!   with its receive stamp first, before its bytes are looked at. Accepted
-//!   frames and their chunks go to the end's [`FrameSink`].
+//!   socket, and optionally the lane's own receive ring
+//!   ([`crate::xdp::XdpRx`]: AF_XDP sockets fed by the XDP steering
+//!   program). All receiving sockets (of every emulated host: a socket
+//!   keeps the network namespace it was made in) and rings sit in one epoll
+//!   set; a ready socket is read with `recvmmsg`, a ready ring by taking its
+//!   descriptors, and every datagram goes to its core with its receive
+//!   stamp first, before its bytes are looked at. Accepted frames and their
+//!   chunks go to the end's [`FrameSink`].
 //!
 //! **Bounded work per turn** ([`LaneLoop::poll`]): every due sender sends at
 //! most one frame (at most [`crate::socket::SEND_BATCH`] copies per system
-//! call), then at most [`MAX_EVENTS`] ready sockets are read, each at most
-//! [`RECV_BUDGET`] datagrams (in batches of
+//! call), then at most [`MAX_EVENTS`] ready sockets or AF_XDP rings are
+//! read, each at most [`RECV_BUDGET`] datagrams (in batches of
 //! [`crate::socket::RECV_BATCH`]). A socket with more waiting stays ready
 //! (epoll is level-triggered) and is read again next turn. So a turn handles
 //! at most `senders + MAX_EVENTS × RECV_BUDGET` datagrams.
@@ -46,7 +49,8 @@
 
 use crate::budget::ThreadUsage;
 use crate::runtime::{RecvReport, Sample, SendReport, WaitMode};
-use crate::socket::{realtime_ns, LaneSocket, RecvBatch, StampSource};
+use crate::socket::{realtime_ns, LaneSocket, RecvBatch, RxStamps, StampSource};
+use crate::xdp::XdpRx;
 use std::io;
 use std::net::SocketAddrV4;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
@@ -65,6 +69,9 @@ pub const MAX_WAIT_NS: u64 = 20_000_000;
 
 const TIMER_TOKEN: u64 = u64::MAX;
 const CONTROL_TOKEN: u64 = u64::MAX - 1;
+/// An AF_XDP path's queue: this bit, the queue in bits 32.., the path's
+/// index in the low 32 bits.
+const XDP_TOKEN: u64 = 1 << 62;
 
 /// What a sender does at its slot, before the frame is built: enqueue the
 /// chunks that should go out now. Closures `FnMut(&mut PeriodicSender, u64)`
@@ -114,6 +121,12 @@ pub struct ReceiverSpec<S> {
     pub sink: S,
     /// Check every datagram's MAC first.
     pub open: Option<Opener>,
+    /// The lane's own receive ring on the socket's interface
+    /// ([`LaneLoop::add_xdp`]): the socket's port joins the ring's ports,
+    /// and frames come from its AF_XDP sockets as well as from `sock`
+    /// (which keeps the multicast membership and gets whatever the program
+    /// passes to the stack).
+    pub xdp: Option<XdpId>,
 }
 
 /// A sender in the loop, and what it did.
@@ -144,6 +157,8 @@ pub struct ReceiverEnd<S> {
     pub sink: S,
     /// Its opener, if it checks MACs.
     pub open: Option<Opener>,
+    /// Its AF_XDP path, if it has one.
+    pub xdp: Option<XdpId>,
     /// Datagrams, refusals, stamps.
     pub report: RecvReport,
 }
@@ -154,6 +169,16 @@ pub struct SenderId(pub usize);
 /// Handle of a receiver in a loop.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct ReceiverId(pub usize);
+/// Handle of an AF_XDP receive path in a loop.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct XdpId(pub usize);
+
+/// An AF_XDP receive path of the loop and the receivers it feeds.
+struct XdpPath {
+    rx: XdpRx,
+    /// (port, receiver index), one per receiver on the path.
+    by_port: Vec<(u16, usize)>,
+}
 
 /// The loop's own counters.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
@@ -182,6 +207,8 @@ enum Command<F, S> {
         ReceiverSpec<S>,
         std::sync::mpsc::Sender<io::Result<ReceiverId>>,
     ),
+    AddXdp(XdpRx, std::sync::mpsc::Sender<io::Result<XdpId>>),
+    RemoveXdp(XdpId, std::sync::mpsc::Sender<Option<XdpRx>>),
     RemoveSender(SenderId, std::sync::mpsc::Sender<Option<SenderEnd<F>>>),
     RemoveReceiver(ReceiverId, std::sync::mpsc::Sender<Option<ReceiverEnd<S>>>),
 }
@@ -232,6 +259,16 @@ impl<F: SlotFill, S: FrameSink> Control<F, S> {
         self.send(|tx| Command::AddReceiver(r, tx))?
     }
 
+    /// Adds an AF_XDP receive path to the running loop.
+    pub fn add_xdp(&self, x: XdpRx) -> io::Result<XdpId> {
+        self.send(|tx| Command::AddXdp(x, tx))?
+    }
+
+    /// Removes an AF_XDP receive path that no receiver uses any more.
+    pub fn remove_xdp(&self, id: XdpId) -> io::Result<Option<XdpRx>> {
+        self.send(|tx| Command::RemoveXdp(id, tx))
+    }
+
     /// Removes a sender; its end comes back with what it did.
     pub fn remove_sender(&self, id: SenderId) -> io::Result<Option<SenderEnd<F>>> {
         self.send(|tx| Command::RemoveSender(id, tx))
@@ -250,11 +287,51 @@ pub struct LaneLoop<F, S> {
     armed_ns: u64,
     senders: Vec<Option<SenderEnd<F>>>,
     receivers: Vec<Option<ReceiverEnd<S>>>,
+    paths: Vec<Option<XdpPath>>,
+    ports: [u16; crate::socket::RECV_BATCH],
     frame: Box<[u8; MAX_FRAME_LEN + TRAILER_LEN]>,
     batch: Box<RecvBatch>,
     events: Box<[libc::epoll_event; MAX_EVENTS]>,
     control: Option<Arc<ControlShared<F, S>>>,
     stats: LoopStats,
+}
+
+/// One datagram to its receiver: counted, its MAC checked, then to the
+/// core with its receive stamp first, and what the core accepts to the sink.
+fn deliver<S: FrameSink>(r: &mut ReceiverEnd<S>, st: RxStamps, bytes: &[u8]) {
+    let got = st.received;
+    r.report.datagrams += 1;
+    match got.source {
+        StampSource::Hardware => r.report.hw_stamps += 1,
+        StampSource::Kernel => r.report.kernel_stamps += 1,
+        StampSource::User => {}
+    }
+    if got.truncated {
+        r.report.truncated += 1;
+    }
+    let sink = &mut r.sink;
+    // The MAC first: nothing unauthenticated reaches the core.
+    let bytes = match r.open.as_mut().map(|o| o.open(bytes, ANY_RECEIVER)) {
+        None => bytes,
+        Some(Ok(x)) => x.payload,
+        Some(Err(_)) => {
+            r.report.unauthenticated += 1;
+            return;
+        }
+    };
+    // Stamp first: the arrival time goes in before the bytes are looked at.
+    match r
+        .core
+        .handle_datagram(got.rx_ns, bytes, &mut |d| sink.on_chunk(d))
+    {
+        Ok(frame) => sink.on_frame(Sample {
+            seq: frame.seq,
+            send_ns: frame.send_time,
+            kernel_rx_ns: got.rx_ns,
+            user_rx_ns: got.user_ns,
+        }),
+        Err(_) => r.report.refused += 1,
+    }
 }
 
 fn cvt(r: libc::c_int) -> io::Result<libc::c_int> {
@@ -284,6 +361,8 @@ impl<F: SlotFill, S: FrameSink> LaneLoop<F, S> {
             armed_ns: 0,
             senders: Vec::new(),
             receivers: Vec::new(),
+            paths: Vec::new(),
+            ports: [0; crate::socket::RECV_BATCH],
             frame: Box::new([0; MAX_FRAME_LEN + TRAILER_LEN]),
             batch: Box::new(RecvBatch::new()),
             events: Box::new([libc::epoll_event { events: 0, u64: 0 }; MAX_EVENTS]),
@@ -353,12 +432,34 @@ impl<F: SlotFill, S: FrameSink> LaneLoop<F, S> {
             .iter()
             .position(Option::is_none)
             .unwrap_or(self.receivers.len());
-        self.watch(r.sock.as_raw_fd(), i as u64)?;
+        if let Some(id) = r.xdp {
+            let port = r
+                .sock
+                .local_addr()
+                .map_err(|e| io::Error::other(e.to_string()))?
+                .port();
+            let path = self
+                .paths
+                .get_mut(id.0)
+                .and_then(Option::as_mut)
+                .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, "no such XDP path"))?;
+            path.rx
+                .add_port(port)
+                .map_err(|e| io::Error::other(e.to_string()))?;
+            path.by_port.push((port, i));
+        }
+        if let Err(e) = self.watch(r.sock.as_raw_fd(), i as u64) {
+            if let Some(id) = r.xdp {
+                self.unclaim(id, i);
+            }
+            return Err(e);
+        }
         let end = ReceiverEnd {
             sock: r.sock,
             core: r.core,
             sink: r.sink,
             open: r.open,
+            xdp: r.xdp,
             report: RecvReport::default(),
         };
         if i == self.receivers.len() {
@@ -377,16 +478,87 @@ impl<F: SlotFill, S: FrameSink> LaneLoop<F, S> {
     /// Removes a receiver (its socket leaves the epoll set) and returns it.
     pub fn remove_receiver(&mut self, id: ReceiverId) -> Option<ReceiverEnd<S>> {
         let end = self.receivers.get_mut(id.0)?.take()?;
+        self.unwatch(end.sock.as_raw_fd());
+        if let Some(x) = end.xdp {
+            self.unclaim(x, id.0);
+        }
+        Some(end)
+    }
+
+    /// Receiver `i` leaves path `id`: its port stops taking the ring unless
+    /// another receiver on the path listens on it.
+    fn unclaim(&mut self, id: XdpId, i: usize) {
+        let Some(Some(path)) = self.paths.get_mut(id.0) else {
+            return;
+        };
+        let Some(k) = path.by_port.iter().position(|&(_, r)| r == i) else {
+            return;
+        };
+        let (port, _) = path.by_port.swap_remove(k);
+        if path.by_port.iter().all(|&(p, _)| p != port) {
+            path.rx.remove_port(port);
+        }
+    }
+
+    /// Adds an AF_XDP receive path (opened on its interface, in its
+    /// namespace): its queues join the epoll set. Receivers name it in
+    /// [`ReceiverSpec::xdp`].
+    pub fn add_xdp(&mut self, rx: XdpRx) -> io::Result<XdpId> {
+        let i = self
+            .paths
+            .iter()
+            .position(Option::is_none)
+            .unwrap_or(self.paths.len());
+        for q in 0..rx.queues() {
+            let Some(fd) = rx.fd(q) else { continue };
+            if let Err(e) = self.watch(fd, XDP_TOKEN | (q as u64) << 32 | i as u64) {
+                for fd in (0..q).filter_map(|q2| rx.fd(q2)) {
+                    self.unwatch(fd);
+                }
+                return Err(e);
+            }
+        }
+        let path = XdpPath {
+            rx,
+            by_port: Vec::new(),
+        };
+        if i == self.paths.len() {
+            self.paths.push(Some(path));
+        } else {
+            self.paths[i] = Some(path);
+        }
+        Ok(XdpId(i))
+    }
+
+    /// Removes an AF_XDP path once no receiver uses it (else `None`, and
+    /// it stays); dropping the returned path detaches its program.
+    pub fn remove_xdp(&mut self, id: XdpId) -> Option<XdpRx> {
+        let slot = self.paths.get_mut(id.0)?;
+        if !slot.as_ref()?.by_port.is_empty() {
+            return None;
+        }
+        let path = slot.take()?;
+        for fd in (0..path.rx.queues()).filter_map(|q| path.rx.fd(q)) {
+            self.unwatch(fd);
+        }
+        Some(path.rx)
+    }
+
+    /// An AF_XDP path, by handle (for its counters).
+    pub fn xdp(&mut self, id: XdpId) -> Option<&mut XdpRx> {
+        Some(&mut self.paths.get_mut(id.0)?.as_mut()?.rx)
+    }
+
+    fn unwatch(&self, fd: RawFd) {
         // SAFETY: valid descriptors; a null event is allowed for DEL.
         unsafe {
             libc::epoll_ctl(
                 self.epoll.as_raw_fd(),
                 libc::EPOLL_CTL_DEL,
-                end.sock.as_raw_fd(),
+                fd,
                 std::ptr::null_mut(),
             )
         };
-        Some(end)
     }
 
     /// A sender, by handle.
@@ -486,6 +658,10 @@ impl<F: SlotFill, S: FrameSink> LaneLoop<F, S> {
                     unsafe { libc::read(self.timer.as_raw_fd(), (&mut v as *mut u64).cast(), 8) };
                 }
                 CONTROL_TOKEN => self.serve_control(),
+                t if t & XDP_TOKEN != 0 => self.drain_xdp(
+                    (t & 0xffff_ffff) as usize,
+                    ((t & !XDP_TOKEN) >> 32) as usize,
+                ),
                 i => self.drain_receiver(i as usize)?,
             }
         }
@@ -506,41 +682,8 @@ impl<F: SlotFill, S: FrameSink> LaneLoop<F, S> {
             self.stats.datagrams += n as u64;
             read += n;
             for j in 0..n {
-                let Some((st, bytes)) = self.batch.get(j) else {
-                    break;
-                };
-                let got = st.received;
-                r.report.datagrams += 1;
-                match got.source {
-                    StampSource::Hardware => r.report.hw_stamps += 1,
-                    StampSource::Kernel => r.report.kernel_stamps += 1,
-                    StampSource::User => {}
-                }
-                if got.truncated {
-                    r.report.truncated += 1;
-                }
-                let sink = &mut r.sink;
-                // The MAC first: nothing unauthenticated reaches the core.
-                let bytes = match r.open.as_mut().map(|o| o.open(bytes, ANY_RECEIVER)) {
-                    None => bytes,
-                    Some(Ok(x)) => x.payload,
-                    Some(Err(_)) => {
-                        r.report.unauthenticated += 1;
-                        continue;
-                    }
-                };
-                // Stamp first: the arrival time goes in before the bytes are looked at.
-                match r
-                    .core
-                    .handle_datagram(got.rx_ns, bytes, &mut |d| sink.on_chunk(d))
-                {
-                    Ok(frame) => sink.on_frame(Sample {
-                        seq: frame.seq,
-                        send_ns: frame.send_time,
-                        kernel_rx_ns: got.rx_ns,
-                        user_rx_ns: got.user_ns,
-                    }),
-                    Err(_) => r.report.refused += 1,
+                if let Some((st, bytes)) = self.batch.get(j) {
+                    deliver(r, st, bytes);
                 }
             }
             if n < crate::socket::RECV_BATCH {
@@ -549,6 +692,42 @@ impl<F: SlotFill, S: FrameSink> LaneLoop<F, S> {
         }
         self.stats.budget_hits += 1;
         Ok(())
+    }
+
+    /// Reads queue `q` of AF_XDP path `p` (at most [`RECV_BUDGET`] frames)
+    /// and hands each frame to the receiver of its port.
+    fn drain_xdp(&mut self, p: usize, q: usize) {
+        let Some(Some(path)) = self.paths.get_mut(p) else {
+            return;
+        };
+        let mut read = 0;
+        while read < RECV_BUDGET {
+            let n = path.rx.recv_batch(q, &mut self.batch, &mut self.ports);
+            if n == 0 {
+                return;
+            }
+            self.stats.recv_batches += 1;
+            self.stats.datagrams += n as u64;
+            read += n;
+            for j in 0..n {
+                let Some((st, bytes)) = self.batch.get(j) else {
+                    break;
+                };
+                let port = self.ports[j];
+                let owner = path.by_port.iter().find(|&&(p, _)| p == port);
+                match owner.and_then(|&(_, i)| self.receivers.get_mut(i)?.as_mut()) {
+                    Some(r) => {
+                        r.report.xdp += 1;
+                        deliver(r, st, bytes);
+                    }
+                    None => path.rx.count_unclaimed(),
+                }
+            }
+            if n < crate::socket::RECV_BATCH {
+                return;
+            }
+        }
+        self.stats.budget_hits += 1;
     }
 
     fn serve_control(&mut self) {
@@ -573,6 +752,12 @@ impl<F: SlotFill, S: FrameSink> LaneLoop<F, S> {
                 }
                 Command::RemoveReceiver(id, tx) => {
                     let _ = tx.send(self.remove_receiver(id));
+                }
+                Command::AddXdp(x, tx) => {
+                    let _ = tx.send(self.add_xdp(x));
+                }
+                Command::RemoveXdp(id, tx) => {
+                    let _ = tx.send(self.remove_xdp(id));
                 }
             }
         }

@@ -14,3 +14,4 @@ pub mod level;
 pub mod runtime;
 pub mod socket;
 pub mod tuning;
+pub mod xdp;

@@ -411,7 +411,7 @@ pub struct SendReport {
 /// What a receive loop saw, beyond the core's own counters.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct RecvReport {
-    /// Datagrams read from the socket.
+    /// Datagrams read (from the socket and the AF_XDP rings).
     pub datagrams: u64,
     /// Datagrams the core refused (malformed, wrong tunnel, …).
     pub refused: u64,
@@ -424,6 +424,8 @@ pub struct RecvReport {
     /// Datagrams refused by the MAC check before the core saw them
     /// (forged, replayed, unkeyed).
     pub unauthenticated: u64,
+    /// Of `datagrams`, those read from the AF_XDP rings.
+    pub xdp: u64,
 }
 
 /// The default lane core: the last CPU of the NUMA node the NIC `iface` is

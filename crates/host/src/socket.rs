@@ -260,6 +260,39 @@ impl RecvBatch {
         }
     }
 
+    /// Empties the batch (the next reader fills it from the start).
+    pub(crate) fn clear(&mut self) {
+        self.n = 0;
+    }
+
+    /// Appends one datagram read by another path than `recvmmsg` (the
+    /// AF_XDP ring): its bytes (cut to [`BATCH_BUF_LEN`]), source, kernel
+    /// stamp and the user-space time. Returns false when the batch is full.
+    pub(crate) fn push(
+        &mut self,
+        bytes: &[u8],
+        src: SocketAddrV4,
+        software_ns: Option<u64>,
+        user_ns: u64,
+    ) -> bool {
+        let i = self.n;
+        if i >= RECV_BATCH {
+            return false;
+        }
+        let len = bytes.len().min(BATCH_BUF_LEN);
+        self.bufs[i][..len].copy_from_slice(&bytes[..len]);
+        self.meta[i] = BatchMeta {
+            len,
+            truncated: bytes.len() > BATCH_BUF_LEN,
+            src,
+            software_ns,
+            hardware_ns: None,
+            user_ns,
+        };
+        self.n += 1;
+        true
+    }
+
     /// Datagrams the last call read.
     pub fn len(&self) -> usize {
         self.n

@@ -792,3 +792,30 @@ fn run_on_a_tree_picks_the_last_cpu_and_measures_nothing() {
     };
     assert!(doctor::run(&bad).is_err());
 }
+
+#[test]
+fn rx_path_says_which_receive_path_the_lane_can_have() {
+    use xlane_host::xdp::RxPathProbe;
+    let tree = Tree::new(&[]);
+    let src = RootFs::new(&tree.0);
+    let cases = [
+        (None, Status::Unknown, "not probed"),
+        (Some(RxPathProbe::Xdp), Status::Ok, "xdp:"),
+        (
+            Some(RxPathProbe::Socket(
+                "no AF_XDP sockets: EAFNOSUPPORT".into(),
+            )),
+            Status::Info,
+            "socket only: no AF_XDP sockets",
+        ),
+    ];
+    for (probe, status, detail) in cases {
+        let ctx = Context {
+            rx_path: probe,
+            ..Context::new(1)
+        };
+        let c = doctor::check_rx_path(&src, &ctx);
+        assert_eq!(c.status, status, "{c:?}");
+        assert!(c.detail.starts_with(detail), "{c:?}");
+    }
+}

@@ -79,6 +79,7 @@ fn one_loop_serves_every_end_and_ends_come_and_go() {
             core: PeriodicReceiver::new(params(tunnel)),
             sink,
             open: None,
+            xdp: None,
         })
         .unwrap();
     }
@@ -120,6 +121,7 @@ fn one_loop_serves_every_end_and_ends_come_and_go() {
                 core: PeriodicReceiver::new(params(2)),
                 sink: late.clone(),
                 open: None,
+                xdp: None,
             })
             .expect("add while running");
         let sid = control
@@ -181,6 +183,7 @@ fn an_embedding_loop_drives_it_by_descriptor_and_deadline() {
         core: PeriodicReceiver::new(params(5)),
         sink: seen.clone(),
         open: None,
+        xdp: None,
     })
     .unwrap();
     let start = realtime_ns() + 2_000_000;
@@ -244,6 +247,7 @@ fn sealed_frames_reach_only_the_receivers_that_hold_the_key() {
                 core: PeriodicReceiver::new(params(1)),
                 sink: sink.clone(),
                 open,
+                xdp: None,
             })
             .unwrap(),
         );

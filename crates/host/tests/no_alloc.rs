@@ -63,6 +63,7 @@ fn the_lane_loop_does_not_allocate() {
             open: Some(xlane_auth::Opener::new(xlane_auth::KeyRing::from_pairs(&[
                 (1, xlane_auth::Key::from_bytes([7; 16])),
             ]))),
+            xdp: None,
         })
         .expect("add receiver");
     }

@@ -29,6 +29,7 @@ use xlane_host::runtime::{
 };
 use xlane_host::socket::{realtime_ns, LaneSocket, SocketConfig};
 use xlane_host::tuning::{install_termination_flag, HostTuning, RpsPolicy, RpsTarget, TuningPlan};
+use xlane_host::xdp::{RxMode, XdpRx, XdpRxConfig};
 use xlane_lane::{Delivery, PeriodicReceiver, PeriodicSender, TunnelParams};
 use xlane_metrics::{Family, Histogram, Kind, LATENCY_BOUNDS_NS};
 use xlane_wire::{Schema, MAX_FRAME_LEN};
@@ -86,6 +87,13 @@ struct Cli {
     /// carries lane traffic only.
     #[arg(long, global = true)]
     steer: bool,
+    /// How a receiver reads the lane's frames: `socket` (the kernel's UDP
+    /// path) or `xdp` (an XDP program on the interface steers the lane's
+    /// DSCP and port to AF_XDP sockets the lane thread reads; everything
+    /// else reaches the stack as before). Without XDP or AF_XDP on this
+    /// host, `xdp` falls back to the socket and says so in one line.
+    #[arg(long, global = true, default_value = "socket")]
+    rx: xlane_host::xdp::RxMode,
     /// Serve Prometheus metrics at http://ADDR/metrics: frames, chunks,
     /// refusals, and histograms of the sender's wake lateness per slot
     /// (the host-gap floor as the lane core sees it) or the receiver's
@@ -379,6 +387,10 @@ fn run(cli: Cli) -> Result<(), DaemonError> {
         fifo: (cli.fifo > 0).then_some(cli.fifo),
     };
     let mode = cli.mode;
+    let xdp = match (&cli.role, cli.rx) {
+        (Role::Receiver { .. }, RxMode::Xdp) => open_xdp(iface.as_deref())?,
+        _ => None,
+    };
     let result = std::thread::scope(|s| {
         let ctx = LaneCtx {
             params,
@@ -397,7 +409,7 @@ fn run(cli: Cli) -> Result<(), DaemonError> {
                 multicast_if,
                 heartbeat,
             } => run_sender(ctx, bind, dest, multicast_if, heartbeat),
-            Role::Receiver { bind, join } => run_receiver(ctx, bind, join),
+            Role::Receiver { bind, join } => run_receiver(ctx, bind, join, xdp),
         });
         // The control loop: hand new applications to the lane thread, notice
         // hang-ups; never on the lane core's hot path.
@@ -429,6 +441,36 @@ fn run(cli: Cli) -> Result<(), DaemonError> {
     let stats = result?;
     println!("{stats}");
     Ok(())
+}
+
+/// The receiver's AF_XDP path on `iface`, or `None` (the socket path) when
+/// this host cannot have one, said in one line.
+fn open_xdp(iface: Option<&str>) -> Result<Option<XdpRx>, DaemonError> {
+    let Some(iface) = iface else {
+        return Err(DaemonError::Usage(
+            "--rx xdp needs the lane's interface: give --iface, or bind or join on its address"
+                .into(),
+        ));
+    };
+    let (mode, why) = xlane_host::xdp::choose(RxMode::Xdp);
+    if let Some(line) = why {
+        eprintln!("xlaned: {line}");
+    }
+    if mode == RxMode::Socket {
+        return Ok(None);
+    }
+    let rx = XdpRx::open(&XdpRxConfig {
+        iface: iface.to_string(),
+        dscp: xlane_host::socket::DSCP_EXPRESS,
+        mode: None,
+    })
+    .map_err(|e| DaemonError::Usage(format!("--rx xdp on {iface}: {e}")))?;
+    tracing::info!(
+        "receiving through AF_XDP on {iface}: XDP {} mode, {} queues",
+        rx.mode().name(),
+        rx.queues()
+    );
+    Ok(Some(rx))
 }
 
 /// The interface holding an IPv4 address (none for the wildcard).
@@ -609,6 +651,7 @@ fn run_receiver(
     ctx: LaneCtx<'_>,
     bind: SocketAddrV4,
     join: Option<String>,
+    xdp: Option<XdpRx>,
 ) -> Result<serde_json::Value, DaemonError> {
     let mut cfg = SocketConfig::express(bind);
     cfg.join = join.as_deref().map(parse_join).transpose()?;
@@ -617,6 +660,10 @@ fn run_receiver(
     ready("receiver", &sock, &ctx.metrics_addr);
     place_current_thread(ctx.placement)?;
     let mut lane = Lane::new().map_err(DaemonError::Lane)?;
+    let path = match xdp {
+        Some(x) => Some(lane.add_xdp(x).map_err(DaemonError::Lane)?),
+        None => None,
+    };
     let id = lane
         .add_receiver(ReceiverSpec {
             sock,
@@ -630,12 +677,14 @@ fn run_receiver(
                 metrics: Arc::clone(&ctx.metrics),
             },
             open: None,
+            xdp: path,
         })
         .map_err(DaemonError::Lane)?;
     lane.run(ctx.stop, ctx.until, ctx.mode)
         .map_err(DaemonError::Lane)?;
     let end = lane.remove_receiver(id).expect("added above");
     let (report, bridge_full, delivered) = (end.report, end.sink.bridge_full, end.sink.delivered);
+    let ring = path.and_then(|p| lane.xdp(p)).map(|x| x.stats());
     let socket_drops = end.sock.drops().unwrap_or(0);
     let st = end.core.stats();
     Ok(json!({
@@ -645,6 +694,9 @@ fn run_receiver(
         "truncated": report.truncated,
         "kernel_stamps": report.kernel_stamps,
         "hw_stamps": report.hw_stamps,
+        "rx": if ring.is_some() { "xdp" } else { "socket" },
+        "xdp_datagrams": report.xdp,
+        "xdp_ring_drops": ring.map_or(0, |r| r.ring_drops),
         "frames": st.frames,
         "chunks": st.chunks,
         "delivered": delivered,

@@ -175,7 +175,9 @@ struct JitterArgs {
     /// Scenarios, comma-separated: idle, cross, cpu, both.
     #[arg(long, default_value = "idle,cross,cpu,both", value_delimiter = ',')]
     scenario: Vec<String>,
-    /// Configurations, comma-separated: xlane, xlane0, qjump, busypoll, plain.
+    /// Configurations, comma-separated: xlane, xlane-xdp (the lane receiving
+    /// through AF_XDP rings fed by XDP steering), xlane0, qjump, busypoll,
+    /// plain.
     #[arg(
         long,
         default_value = "xlane,xlane0,qjump,busypoll,plain",
@@ -260,6 +262,10 @@ struct LaneArgs {
     /// same run).
     #[arg(long)]
     no_mac: bool,
+    /// How the lane flows' receivers read: socket, or xdp (AF_XDP rings
+    /// fed by an XDP program on each receiving host's interface).
+    #[arg(long, default_value = "socket")]
+    rx: xlane_host::xdp::RxMode,
 }
 
 /// Run `xlane bench`.
@@ -338,7 +344,9 @@ fn jitter(a: JitterArgs) -> super::CmdResult {
         .iter()
         .map(|s| {
             Variant::from_name(s).ok_or_else(|| {
-                format!("unknown configuration {s:?} (xlane, xlane0, qjump, busypoll, plain)")
+                format!(
+                    "unknown configuration {s:?} (xlane, xlane-xdp, xlane0, qjump, busypoll, plain)"
+                )
             })
         })
         .collect::<Result<Vec<_>, _>>()?;
@@ -398,6 +406,7 @@ fn lane(a: LaneArgs) -> super::CmdResult {
         mode: a.mode,
         tuning: !a.no_tuning,
         mac: !a.no_mac,
+        rx: a.rx,
         ..LaneBenchConfig::default()
     };
     if let Some(c) = a.lane_core {

@@ -1,0 +1,498 @@
+//! The lane's own receive ring: an XDP program on the interface steers the
+//! lane's frames (its DSCP, and the UDP ports its receivers listen on) to
+//! AF_XDP sockets that the lane core reads, and passes everything else to
+//! the regular stack. One [`XdpRx`] serves every lane receiver on its
+//! interface: receivers add their ports ([`XdpRx::add_port`]), and each
+//! frame read comes with its destination port for the caller to hand on.
+//!
+//! - [`prog`]: the steering program (assembled here; see there why).
+//! - [`bpf`]: the `XSKMAP`, loading, and attaching through a BPF link
+//!   (closing it, or the process ending, detaches the program).
+//! - [`frame`]: the Ethernet/IPv4/UDP view of a received frame.
+//! - [`XdpRx`]: one AF_XDP socket per receive queue of the interface
+//!   (the [`xdpilone`] crate: rings and UMEM without libbpf), read by
+//!   [`XdpRx::recv_batch`] into the same [`RecvBatch`] the socket path
+//!   fills, so the lane loop treats both alike.
+//!
+//! **Receive stamps.** The program writes `bpf_ktime_get_ns()`
+//! (`CLOCK_MONOTONIC`) into 8 bytes of metadata in front of each lane
+//! frame; [`XdpRx::recv_batch`] maps it to `CLOCK_REALTIME`, the lane's
+//! clock, with the offset between the two clocks read at that call. A frame
+//! without metadata (a driver that offers none) is stamped when it is read.
+//!
+//! **Fallback.** Without AF_XDP or XDP the lane receives on its socket, as
+//! before; [`probe`] says which path a host can use, in one line. The
+//! socket stays open on the XDP path too: it holds the multicast
+//! membership, and it gets the lane frames of a receive queue without an
+//! AF_XDP socket, so none is lost.
+
+pub mod bpf;
+pub mod frame;
+pub mod prog;
+
+use crate::socket::{monotonic_ns, realtime_ns, RecvBatch, RECV_BATCH};
+use bpf::{BpfError, Link, Program, U32Set, XdpMode, XskMap};
+use std::ffi::CString;
+use std::num::NonZeroU32;
+use std::os::fd::RawFd;
+use std::ptr::NonNull;
+use xdpilone::{DeviceQueue, IfInfo, RingRx, Socket, SocketConfig, Umem, UmemConfig};
+
+/// Receive queues looked for on an interface.
+pub const MAX_QUEUES: u32 = 16;
+/// Frames per receive queue (ring and UMEM): 1 024 frames carry 200 ms of
+/// a 200 µs lane flow, longer than the machine's longest gaps, in 2 MiB.
+pub const FRAMES: u32 = 1024;
+/// Bytes per UMEM frame.
+pub const FRAME_SIZE: u32 = 2048;
+/// How long [`XdpRx::open`] waits for a queue that a closed AF_XDP socket
+/// still holds.
+const BUSY_WAIT_NS: u64 = 2_000_000_000;
+/// Lane ports one interface's program can match.
+pub const MAX_PORTS: u32 = 1024;
+/// Bytes of metadata the program puts in front of a frame (the stamp).
+const META_LEN: usize = 8;
+
+/// Which receive path to use.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub enum RxMode {
+    /// The socket (the kernel's UDP receive path).
+    Socket,
+    /// AF_XDP with XDP steering.
+    Xdp,
+}
+
+impl RxMode {
+    /// Name on command lines and in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            RxMode::Socket => "socket",
+            RxMode::Xdp => "xdp",
+        }
+    }
+
+    /// Parses `socket` or `xdp`.
+    pub fn from_name(s: &str) -> Option<Self> {
+        match s {
+            "socket" => Some(RxMode::Socket),
+            "xdp" => Some(RxMode::Xdp),
+            _ => None,
+        }
+    }
+}
+
+impl std::str::FromStr for RxMode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        RxMode::from_name(s).ok_or_else(|| format!("unknown receive path {s:?} (xdp, socket)"))
+    }
+}
+
+/// Why the XDP path could not be set up.
+#[derive(Debug, thiserror::Error)]
+pub enum XdpError {
+    /// No such interface in this network namespace.
+    #[error("no interface {0:?} here")]
+    NoInterface(String),
+    /// A BPF step failed.
+    #[error(transparent)]
+    Bpf(#[from] BpfError),
+    /// An AF_XDP step failed.
+    #[error("AF_XDP {what}: {errno}")]
+    Xsk {
+        /// Which step.
+        what: &'static str,
+        /// The kernel's error number.
+        errno: i32,
+    },
+    /// Memory for the frames.
+    #[error("UMEM of {0} bytes: {1}")]
+    Memory(usize, std::io::Error),
+}
+
+fn xsk(what: &'static str) -> impl Fn(xdpilone::Errno) -> XdpError {
+    move |e| XdpError::Xsk {
+        what,
+        errno: e.get_raw().abs(),
+    }
+}
+
+/// Where to receive.
+#[derive(Clone, Debug)]
+pub struct XdpRxConfig {
+    /// The interface (in the calling thread's network namespace).
+    pub iface: String,
+    /// The lane's DSCP.
+    pub dscp: u8,
+    /// How the program runs (`None`: native, else generic).
+    pub mode: Option<XdpMode>,
+}
+
+/// What the XDP path counted.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct XdpStats {
+    /// Frames read from the AF_XDP rings.
+    pub frames: u64,
+    /// Frames whose port no receiver claims any more (read after the
+    /// receiver left).
+    pub unclaimed: u64,
+    /// Frames that carried the program's stamp.
+    pub stamped: u64,
+    /// Frames the view refused (never expected: the program checked them).
+    pub malformed: u64,
+    /// Frames the kernel dropped at the rings (ring full, no free frame),
+    /// from the sockets' statistics when last read.
+    pub ring_drops: u64,
+}
+
+/// A page-aligned anonymous mapping for one queue's frames.
+struct Area {
+    ptr: NonNull<u8>,
+    len: usize,
+}
+
+// SAFETY: the mapping is plain memory owned by this value; nothing else in
+// the process refers to it.
+unsafe impl Send for Area {}
+
+impl Area {
+    fn new(len: usize) -> Result<Self, XdpError> {
+        // SAFETY: an anonymous private mapping; the result is checked.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return Err(XdpError::Memory(len, std::io::Error::last_os_error()));
+        }
+        Ok(Area {
+            ptr: NonNull::new(p.cast()).expect("mmap succeeded"),
+            len,
+        })
+    }
+
+    fn bytes(&self) -> &[u8] {
+        // SAFETY: the mapping is `len` bytes, readable, alive with `self`.
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+    }
+
+    fn bytes_mut(&mut self) -> &mut [u8] {
+        // SAFETY: as above, and `&mut self` makes this the only reference.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+impl Drop for Area {
+    fn drop(&mut self) {
+        // SAFETY: the mapping made in `new`; the kernel keeps its own pin on
+        // pages a socket still uses.
+        unsafe { libc::munmap(self.ptr.as_ptr().cast(), self.len) };
+    }
+}
+
+/// One receive queue's AF_XDP socket.
+struct Queue {
+    id: u32,
+    rx: RingRx,
+    fq: DeviceQueue,
+    area: Area,
+}
+
+impl Queue {
+    fn open(info: &IfInfo, id: u32) -> Result<Self, XdpError> {
+        let mut area = Area::new((FRAMES * FRAME_SIZE) as usize)?;
+        let cfg = UmemConfig {
+            fill_size: FRAMES,
+            complete_size: FRAMES,
+            frame_size: FRAME_SIZE,
+            headroom: 0,
+            flags: 0,
+        };
+        let region = NonNull::from(area.bytes_mut());
+        // SAFETY: `area` is page aligned, `FRAMES * FRAME_SIZE` bytes, and
+        // lives as long as the queue (it is dropped after the rings).
+        let umem = unsafe { Umem::new(cfg, region) }.map_err(xsk("UMEM registration"))?;
+        let mut info = *info;
+        info.set_queue(id);
+        let sock = Socket::with_shared(&info, &umem).map_err(xsk("socket"))?;
+        let mut fq = umem
+            .fq_cq(&sock)
+            .map_err(xsk("fill and completion rings"))?;
+        let user = umem
+            .rx_tx(
+                &sock,
+                &SocketConfig {
+                    rx_size: NonZeroU32::new(FRAMES),
+                    tx_size: None,
+                    bind_flags: 0,
+                },
+            )
+            .map_err(xsk("receive ring"))?;
+        let rx = user.map_rx().map_err(xsk("receive ring mapping"))?;
+        umem.bind(&user).map_err(xsk("bind"))?;
+        {
+            let mut w = fq.fill(FRAMES);
+            w.insert((0..FRAMES).map(|i| u64::from(i * FRAME_SIZE)));
+            w.commit();
+        }
+        Ok(Queue { id, rx, fq, area })
+    }
+}
+
+/// The lane's AF_XDP receive path on one interface (see the module docs).
+pub struct XdpRx {
+    // Detach first, then close the sockets, then free the frames.
+    link: Link,
+    map: XskMap,
+    ports: U32Set,
+    _prog: Program,
+    queues: Vec<Queue>,
+    stats: XdpStats,
+    recycle: [u64; RECV_BATCH],
+}
+
+impl XdpRx {
+    /// Opens one AF_XDP socket per receive queue of `cfg.iface`, loads the
+    /// steering program and attaches it, with no lane port yet (everything
+    /// passes). Everything is undone when the value is dropped (or the
+    /// process ends).
+    pub fn open(cfg: &XdpRxConfig) -> Result<Self, XdpError> {
+        let name = CString::new(cfg.iface.clone())
+            .map_err(|_| XdpError::NoInterface(cfg.iface.clone()))?;
+        let mut info = IfInfo::invalid();
+        info.from_name(&name)
+            .map_err(|_| XdpError::NoInterface(cfg.iface.clone()))?;
+        let mut queues = Vec::new();
+        let mut busy_until = None;
+        let mut id = 0;
+        while id < MAX_QUEUES {
+            match Queue::open(&info, id) {
+                Ok(q) => queues.push(q),
+                // A socket closed a moment ago still holds the queue until
+                // the kernel's deferred clean-up runs: wait for it.
+                Err(XdpError::Xsk {
+                    what: "bind",
+                    errno: libc::EBUSY,
+                }) if *busy_until.get_or_insert_with(|| monotonic_ns() + BUSY_WAIT_NS)
+                    > monotonic_ns() =>
+                {
+                    std::thread::sleep(std::time::Duration::from_millis(2));
+                    continue;
+                }
+                // Past the last queue, bind says EINVAL.
+                Err(XdpError::Xsk {
+                    what: "bind",
+                    errno: libc::EINVAL,
+                }) if id > 0 => break,
+                Err(e) => return Err(e),
+            }
+            id += 1;
+        }
+        let map = XskMap::new(MAX_QUEUES)?;
+        for q in &queues {
+            map.set(q.id, q.rx.as_raw_fd())?;
+        }
+        let ports = U32Set::new(MAX_PORTS)?;
+        let prog = Program::load_xdp(
+            "xlane_steer",
+            &prog::steering(cfg.dscp, ports.raw_fd(), map.raw_fd()),
+        )?;
+        let ifindex = info.ifindex();
+        let link = match cfg.mode {
+            Some(m) => prog.attach(ifindex, m)?,
+            None => prog
+                .attach(ifindex, XdpMode::Native)
+                .or_else(|_| prog.attach(ifindex, XdpMode::Generic))?,
+        };
+        Ok(XdpRx {
+            link,
+            map,
+            ports,
+            _prog: prog,
+            queues,
+            stats: XdpStats::default(),
+            recycle: [0; RECV_BATCH],
+        })
+    }
+
+    /// Lane frames to UDP port `port` take the ring from now on.
+    pub fn add_port(&self, port: u16) -> Result<(), XdpError> {
+        Ok(self.ports.insert(prog::port_key(port))?)
+    }
+
+    /// Frames to `port` go to the regular stack again.
+    pub fn remove_port(&self, port: u16) {
+        self.ports.remove(prog::port_key(port));
+    }
+
+    /// Counts a frame read for a port nobody claims.
+    pub fn count_unclaimed(&mut self) {
+        self.stats.unclaimed += 1;
+    }
+
+    /// How the program runs on the interface.
+    pub fn mode(&self) -> XdpMode {
+        self.link.mode()
+    }
+
+    /// Receive queues with an AF_XDP socket.
+    pub fn queues(&self) -> usize {
+        self.queues.len()
+    }
+
+    /// The descriptor of queue `q`'s socket: readable when frames wait.
+    pub fn fd(&self, q: usize) -> Option<RawFd> {
+        self.queues.get(q).map(|x| x.rx.as_raw_fd())
+    }
+
+    /// What the path counted; the kernel's ring drops are read now.
+    pub fn stats(&mut self) -> XdpStats {
+        let mut drops = 0;
+        for q in &self.queues {
+            if let Ok(s) = q.fq.statistics_v2() {
+                drops += s.rx_dropped + s.rx_ring_full + s.rx_fill_ring_empty_descs;
+            }
+        }
+        self.stats.ring_drops = drops;
+        self.stats
+    }
+
+    /// Reads up to [`RECV_BATCH`] frames of queue `q` into `batch` (replacing
+    /// what it held): each frame's UDP payload, source, and receive stamp,
+    /// and in `ports[i]` datagram `i`'s destination port. Never blocks; no
+    /// allocation; the frames go straight back to the kernel's fill ring.
+    pub fn recv_batch(
+        &mut self,
+        q: usize,
+        batch: &mut RecvBatch,
+        ports: &mut [u16; RECV_BATCH],
+    ) -> usize {
+        batch.clear();
+        let Some(queue) = self.queues.get_mut(q) else {
+            return 0;
+        };
+        let mut got = queue.rx.receive(RECV_BATCH as u32);
+        let (user_ns, offset) = clock_offset();
+        let mut n = 0;
+        while let Some(d) = got.read() {
+            let at = d.addr as usize;
+            let end = at + d.len as usize;
+            let base = d.addr - d.addr % u64::from(FRAME_SIZE);
+            self.recycle[n] = base;
+            n += 1;
+            self.stats.frames += 1;
+            let area = queue.area.bytes_mut();
+            if at < META_LEN || end > area.len() || (at - META_LEN) < base as usize {
+                self.stats.malformed += 1;
+                continue;
+            }
+            let mut m = [0u8; META_LEN];
+            m.copy_from_slice(&area[at - META_LEN..at]);
+            // Zero it for the frame's next use: no stale stamp is ever read.
+            area[at - META_LEN..at].fill(0);
+            let mono = u64::from_ne_bytes(m);
+            let stamp = (mono != 0).then(|| mono.wrapping_add(offset));
+            if stamp.is_some() {
+                self.stats.stamped += 1;
+            }
+            match frame::UdpFrame::new_checked(&queue.area.bytes()[at..end]) {
+                Ok(f) => {
+                    ports[batch.len()] = f.dst().port();
+                    // At most RECV_BATCH frames were taken: always room.
+                    batch.push(f.payload(), f.src(), stamp, user_ns);
+                }
+                Err(_) => self.stats.malformed += 1,
+            }
+        }
+        got.release();
+        drop(got);
+        let mut w = queue.fq.fill(n as u32);
+        // The fill ring holds every frame, so there is always room.
+        w.insert(self.recycle[..n].iter().copied());
+        w.commit();
+        batch.len()
+    }
+}
+
+/// `CLOCK_REALTIME` now, and `CLOCK_REALTIME − CLOCK_MONOTONIC`: the
+/// monotonic reading bracketed by two real-time ones, the tightest of three
+/// tries (an interrupt between two readings would skew the offset by its
+/// length).
+fn clock_offset() -> (u64, u64) {
+    let mut best = (u64::MAX, 0, 0);
+    for _ in 0..3 {
+        let a = realtime_ns();
+        let m = monotonic_ns();
+        let b = realtime_ns();
+        let gap = b.wrapping_sub(a);
+        if gap < best.0 {
+            best = (gap, a + gap / 2, m);
+        }
+    }
+    let (_, rt, mono) = best;
+    (rt, rt.wrapping_sub(mono))
+}
+
+impl Drop for XdpRx {
+    fn drop(&mut self) {
+        for q in &self.queues {
+            self.map.clear(q.id);
+        }
+    }
+}
+
+/// Which receive path this host can give the lane, checked without
+/// touching any interface: an AF_XDP socket can be made and the kernel's
+/// verifier accepts the steering program.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RxPathProbe {
+    /// AF_XDP with XDP steering.
+    Xdp,
+    /// The socket path, and why not XDP.
+    Socket(String),
+}
+
+/// Checks [`RxPathProbe`] on this host.
+pub fn probe() -> RxPathProbe {
+    // SAFETY: plain socket call; the descriptor is closed right away.
+    let fd = unsafe { libc::socket(libc::AF_XDP, libc::SOCK_RAW | libc::SOCK_CLOEXEC, 0) };
+    if fd < 0 {
+        return RxPathProbe::Socket(format!(
+            "no AF_XDP sockets: {}",
+            std::io::Error::last_os_error()
+        ));
+    }
+    // SAFETY: the descriptor made above.
+    unsafe { libc::close(fd) };
+    let maps = XskMap::new(1).and_then(|x| Ok((x, U32Set::new(1)?)));
+    let (map, ports) = match maps {
+        Ok(m) => m,
+        Err(e) => return RxPathProbe::Socket(e.to_string()),
+    };
+    let insns = prog::steering(46, ports.raw_fd(), map.raw_fd());
+    match Program::load_xdp("xlane_probe", &insns) {
+        Ok(_) => RxPathProbe::Xdp,
+        Err(e) => RxPathProbe::Socket(e.to_string()),
+    }
+}
+
+/// The receive path to use when `want` was asked for: XDP when asked and
+/// `probe` allows it, else the socket, with the one line that says why.
+pub fn choose(want: RxMode) -> (RxMode, Option<String>) {
+    match (want, probe()) {
+        (RxMode::Socket, _) => (RxMode::Socket, None),
+        (RxMode::Xdp, RxPathProbe::Xdp) => (RxMode::Xdp, None),
+        (RxMode::Xdp, RxPathProbe::Socket(why)) => (
+            RxMode::Socket,
+            Some(format!(
+                "rx: XDP unavailable ({why}); receiving on the socket"
+            )),
+        ),
+    }
+}

@@ -1,0 +1,271 @@
+//! The AF_XDP receive path on a real veth in the testbed (needs root;
+//! without it each test says "skipped: needs root"): lane frames reach the
+//! AF_XDP rings with the program's stamp, while regular traffic on the same
+//! interface (other ports, and the lane's port without the lane's DSCP)
+//! still reaches its sockets; dropping the path detaches the program.
+
+use std::net::{SocketAddrV4, UdpSocket};
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use xlane_host::lane_loop::{FrameSink, LaneLoop, ReceiverSpec, SenderSpec, XdpId};
+use xlane_host::runtime::{Sample, WaitMode};
+use xlane_host::socket::{realtime_ns, LaneSocket, RecvBatch, SocketConfig, RECV_BATCH};
+use xlane_host::xdp::{XdpRx, XdpRxConfig};
+use xlane_lane::{PeriodicReceiver, PeriodicSender, TunnelParams};
+use xlane_testbed::{enter_netns, in_netns, Testbed, TestbedConfig};
+use xlane_wire::Schema;
+
+const LANE_PORT: u16 = 7310;
+const OTHER_PORT: u16 = 7311;
+const LANE_FRAMES: usize = 200;
+const REGULAR: usize = 50;
+
+fn need_root() -> bool {
+    // SAFETY: geteuid cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        println!("skipped: needs root");
+        return false;
+    }
+    true
+}
+
+fn drain(s: &UdpSocket, want: usize) -> Vec<Vec<u8>> {
+    let mut got = Vec::new();
+    let mut buf = [0u8; 2048];
+    s.set_read_timeout(Some(Duration::from_millis(300)))
+        .unwrap();
+    let end = Instant::now() + Duration::from_secs(10);
+    while got.len() < want && Instant::now() < end {
+        if let Ok(n) = s.recv(&mut buf) {
+            got.push(buf[..n].to_vec());
+        }
+    }
+    // Anything more that is still coming.
+    while let Ok(n) = s.recv(&mut buf) {
+        got.push(buf[..n].to_vec());
+    }
+    got
+}
+
+#[test]
+fn lane_frames_take_the_ring_and_the_rest_reaches_sockets() {
+    if !need_root() {
+        return;
+    }
+    let tb = Testbed::up(TestbedConfig {
+        hosts: 2,
+        measure_probes: 0,
+        // Two receive queues per host interface.
+        lane_core: Some(1),
+        ..TestbedConfig::default()
+    })
+    .expect("testbed up");
+    let (h0, h1) = (tb.hosts()[0].clone(), tb.hosts()[1].clone());
+    // The receiver: the lane's socket, a regular socket, and the XDP path.
+    let (lane_sock, regular, mut xdp) = {
+        let _ns = enter_netns(&h1.netns).unwrap();
+        let lane_sock = UdpSocket::bind(SocketAddrV4::new(h1.addr, LANE_PORT)).unwrap();
+        let regular = UdpSocket::bind(SocketAddrV4::new(h1.addr, OTHER_PORT)).unwrap();
+        let xdp = XdpRx::open(&XdpRxConfig {
+            iface: h1.iface.clone(),
+            dscp: 46,
+            mode: None,
+        })
+        .expect("XDP path");
+        xdp.add_port(LANE_PORT).unwrap();
+        (lane_sock, regular, xdp)
+    };
+    assert!(xdp.queues() >= 2, "one AF_XDP socket per receive queue");
+    println!("XDP {} mode, {} queues", xdp.mode().name(), xdp.queues());
+    let (express, plain) = in_netns(&h0.netns, || {
+        let mut c = SocketConfig::express(SocketAddrV4::new(h0.addr, 0));
+        c.rx_timestamps = false;
+        let e = LaneSocket::open(&c).unwrap();
+        let p = UdpSocket::bind(SocketAddrV4::new(h0.addr, 0)).unwrap();
+        (e, p)
+    })
+    .unwrap();
+    let lane_dst = SocketAddrV4::new(h1.addr, LANE_PORT);
+    let other_dst = SocketAddrV4::new(h1.addr, OTHER_PORT);
+    let t0 = realtime_ns();
+    for i in 0..LANE_FRAMES {
+        express
+            .send_to(format!("lane {i}").as_bytes(), lane_dst)
+            .unwrap();
+        if i < REGULAR {
+            plain
+                .send_to(format!("regular {i}").as_bytes(), other_dst)
+                .unwrap();
+            // The lane's port, but not the lane's DSCP: regular traffic.
+            plain
+                .send_to(format!("unmarked {i}").as_bytes(), lane_dst)
+                .unwrap();
+        }
+        if i % 20 == 19 {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+    let mut batch = RecvBatch::new();
+    let mut ports = [0u16; RECV_BATCH];
+    let mut lane = Vec::new();
+    let end = Instant::now() + Duration::from_secs(10);
+    while lane.len() < LANE_FRAMES && Instant::now() < end {
+        for q in 0..xdp.queues() {
+            let n = xdp.recv_batch(q, &mut batch, &mut ports);
+            assert!(ports[..n].iter().all(|&p| p == LANE_PORT));
+            for j in 0..n {
+                let (st, bytes) = batch.get(j).unwrap();
+                assert_eq!(st.received.src.ip(), &h0.addr);
+                let stamp = st.software_ns.expect("the program stamps each frame");
+                assert!(stamp >= t0, "stamp mapped to CLOCK_REALTIME");
+                lane.push(String::from_utf8(bytes.to_vec()).unwrap());
+            }
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    lane.sort();
+    let mut want: Vec<String> = (0..LANE_FRAMES).map(|i| format!("lane {i}")).collect();
+    want.sort();
+    assert_eq!(lane, want, "every lane frame, once, through AF_XDP");
+    let stats = xdp.stats();
+    assert_eq!(stats.frames, LANE_FRAMES as u64);
+    assert_eq!(stats.stamped, LANE_FRAMES as u64);
+    assert_eq!((stats.malformed, stats.ring_drops), (0, 0));
+    // Regular traffic on the same interface reached its sockets.
+    let got = drain(&regular, REGULAR);
+    assert_eq!(got.len(), REGULAR, "regular datagrams to another port");
+    let got = drain(&lane_sock, REGULAR);
+    assert_eq!(got.len(), REGULAR, "unmarked datagrams to the lane's port");
+    assert!(got.iter().all(|g| g.starts_with(b"unmarked")));
+    // A port taken off the path goes back to the stack.
+    xdp.remove_port(LANE_PORT);
+    express.send_to(b"removed", lane_dst).unwrap();
+    let got = drain(&lane_sock, 1);
+    assert_eq!(got, vec![b"removed".to_vec()]);
+    xdp.add_port(LANE_PORT).unwrap();
+    // Dropping the path detaches the program: lane frames go to the socket.
+    drop(xdp);
+    express.send_to(b"after", lane_dst).unwrap();
+    let got = drain(&lane_sock, 1);
+    assert_eq!(got, vec![b"after".to_vec()]);
+}
+
+/// Counts accepted frames and their receive stamps.
+#[derive(Clone, Default)]
+struct Count(Arc<Mutex<Vec<Sample>>>);
+
+impl FrameSink for Count {
+    fn on_chunk(&mut self, _d: xlane_lane::Delivery<'_>) {}
+    fn on_frame(&mut self, s: Sample) {
+        self.0.lock().unwrap().push(s);
+    }
+}
+
+type Fill = fn(&mut PeriodicSender, u64);
+
+#[test]
+fn a_lane_loop_receives_two_tunnels_through_one_xdp_path() {
+    if !need_root() {
+        return;
+    }
+    let tb = Testbed::up(TestbedConfig {
+        hosts: 2,
+        measure_probes: 0,
+        ..TestbedConfig::default()
+    })
+    .expect("testbed up");
+    let (h0, h1) = (tb.hosts()[0].clone(), tb.hosts()[1].clone());
+    const PERIOD: u64 = 1_000_000;
+    const FRAMES: u64 = 100;
+    let params = |tunnel| TunnelParams {
+        tunnel,
+        period_ns: PERIOD,
+        max_packet: Schema::Chunk26.frame_len(4),
+        schema: Schema::Chunk26,
+    };
+    let mut lane: LaneLoop<Fill, Count> = LaneLoop::new().unwrap();
+    let sinks = [Count::default(), Count::default()];
+    let mut dsts = Vec::new();
+    let mut ids = Vec::new();
+    {
+        let _ns = enter_netns(&h1.netns).unwrap();
+        // A path opened right after another closed on the same interface
+        // (the kernel frees the old queues a moment later).
+        let x = XdpRx::open(&XdpRxConfig {
+            iface: h1.iface.clone(),
+            dscp: 46,
+            mode: None,
+        })
+        .expect("XDP path");
+        drop(x);
+        let path = lane
+            .add_xdp(
+                XdpRx::open(&XdpRxConfig {
+                    iface: h1.iface.clone(),
+                    dscp: 46,
+                    mode: None,
+                })
+                .expect("XDP path"),
+            )
+            .unwrap();
+        for (k, sink) in sinks.iter().enumerate() {
+            let mut c = SocketConfig::express(SocketAddrV4::new(h1.addr, LANE_PORT + k as u16));
+            c.rcvbuf = 1 << 20;
+            let sock = LaneSocket::open(&c).unwrap();
+            dsts.push(sock.local_addr().unwrap());
+            ids.push(
+                lane.add_receiver(ReceiverSpec {
+                    sock,
+                    core: PeriodicReceiver::new(params(k as u32 + 1)),
+                    sink: sink.clone(),
+                    open: None,
+                    xdp: Some(path),
+                })
+                .unwrap(),
+            );
+        }
+    }
+    let start = realtime_ns() + 20_000_000;
+    let until = start + FRAMES * PERIOD;
+    for (k, dst) in dsts.iter().enumerate() {
+        let sock = in_netns(&h0.netns, || {
+            LaneSocket::open(&SocketConfig::express(SocketAddrV4::new(h0.addr, 0)))
+        })
+        .unwrap()
+        .unwrap();
+        lane.add_sender(SenderSpec {
+            sock,
+            core: PeriodicSender::new(params(k as u32 + 1), start + k as u64 * PERIOD / 2).unwrap(),
+            dsts: vec![*dst],
+            until_ns: until,
+            fill: |c: &mut PeriodicSender, slot: u64| {
+                let _ = c.enqueue(0, &slot.to_be_bytes());
+            },
+            seal: None,
+        });
+    }
+    let stop = AtomicBool::new(false);
+    lane.run(&stop, until + 200_000_000, WaitMode::Interrupt)
+        .expect("run");
+    for (k, id) in ids.iter().enumerate() {
+        let r = lane.receiver(*id).unwrap();
+        let got = sinks[k].0.lock().unwrap().len() as u64;
+        // Every datagram through the ring, none through the socket (every
+        // frame sent arrived: checked below against the senders' counts).
+        assert!(got > 0 && got <= FRAMES, "receiver {k}: {got} frames");
+        assert_eq!(r.report.xdp, r.report.datagrams, "receiver {k}");
+        assert_eq!(r.report.kernel_stamps, r.report.datagrams, "stamped by XDP");
+        assert_eq!(r.report.refused, 0);
+    }
+    let (senders, _) = {
+        let path = lane.xdp(XdpId(0)).unwrap();
+        let st = path.stats();
+        assert_eq!((st.malformed, st.unclaimed, st.ring_drops), (0, 0, 0));
+        lane.into_ends()
+    };
+    for (k, s) in senders.iter().enumerate() {
+        let got = sinks[k].0.lock().unwrap().len() as u64;
+        assert_eq!(got, s.report.frames, "tunnel {k}: every frame sent arrived");
+    }
+}
