@@ -167,6 +167,10 @@ pub struct ConfigReport {
     pub receiver_drops: u64,
     /// Datagrams read from AF_XDP rings (all of them, for `xlane-xdp`).
     pub xdp_datagrams: u64,
+    /// Median time from the send stamp to the receive stamp (the kernel's
+    /// as the packet entered the stack, or the XDP program's), ns: the
+    /// part of λ50 before the receiving host's lane thread.
+    pub p50_to_stamp_ns: u64,
 }
 
 /// One scenario's report: the object `--json` prints per scenario.
@@ -440,6 +444,15 @@ fn summarize(
         rate_limited: res.rate_limited,
         receiver_drops: res.socket_drops,
         xdp_datagrams: res.xdp_datagrams,
+        p50_to_stamp_ns: {
+            let mut v: Vec<u64> = res.samples.iter().map(FlowSample::network_ns).collect();
+            let k = v.len() / 2;
+            if v.is_empty() {
+                0
+            } else {
+                *v.select_nth_unstable(k).1
+            }
+        },
     };
     (report, sorted, points)
 }
@@ -598,10 +611,14 @@ impl ScenarioReport {
         ) {
             let r = |a: u64, b: u64| a as f64 / b.max(1) as f64;
             out.push_str(&format!(
-                "xlane-xdp / xlane: λ50 {:.2}×, λ99.99 {:.2}×, λmin {:.2}×\n",
+                "xlane-xdp / xlane: λ50 {:.2}×, λ99.99 {:.2}×, λmin {:.2}×; λ50 split at the receive stamp: xlane {} + {}, xlane-xdp {} + {} (the kernel stamps as the stack takes the packet, XDP before it)\n",
                 r(xdp.latency.p50_ns, x.latency.p50_ns),
                 r(xdp.latency.p9999_ns, x.latency.p9999_ns),
-                r(xdp.latency.min_ns, x.latency.min_ns)
+                r(xdp.latency.min_ns, x.latency.min_ns),
+                fmt_ns(x.p50_to_stamp_ns),
+                fmt_ns(x.latency.p50_ns.saturating_sub(x.p50_to_stamp_ns)),
+                fmt_ns(xdp.p50_to_stamp_ns),
+                fmt_ns(xdp.latency.p50_ns.saturating_sub(xdp.p50_to_stamp_ns)),
             ));
         }
         if let (Some(x), Some(pl)) = (

@@ -420,10 +420,13 @@ impl XdpRx {
     }
 }
 
-/// `CLOCK_REALTIME` now, and `CLOCK_REALTIME − CLOCK_MONOTONIC`: the
-/// monotonic reading bracketed by two real-time ones, the tightest of three
-/// tries (an interrupt between two readings would skew the offset by its
-/// length).
+/// A bracket of clock readings wider than this was interrupted.
+const CLOCK_BRACKET_NS: u64 = 1_000;
+
+/// `CLOCK_REALTIME` now, and `CLOCK_REALTIME − CLOCK_MONOTONIC`: a
+/// monotonic reading bracketed by two real-time ones, read again (up to
+/// three times in all) when an interrupt widened the bracket, since that
+/// would skew the offset by the interrupt's length.
 fn clock_offset() -> (u64, u64) {
     let mut best = (u64::MAX, 0, 0);
     for _ in 0..3 {
@@ -433,6 +436,9 @@ fn clock_offset() -> (u64, u64) {
         let gap = b.wrapping_sub(a);
         if gap < best.0 {
             best = (gap, a + gap / 2, m);
+        }
+        if gap <= CLOCK_BRACKET_NS {
+            break;
         }
     }
     let (_, rt, mono) = best;
