@@ -334,6 +334,23 @@ fn deliver<S: FrameSink>(r: &mut ReceiverEnd<S>, st: RxStamps, bytes: &[u8]) {
     }
 }
 
+/// The first free slot of a handle table (its end when none is free).
+fn free_slot<T>(slots: &[Option<T>]) -> usize {
+    slots
+        .iter()
+        .position(Option::is_none)
+        .unwrap_or(slots.len())
+}
+
+/// Puts `x` in slot `i` of a handle table (`i` from [`free_slot`]).
+fn put<T>(slots: &mut Vec<Option<T>>, i: usize, x: T) {
+    if i == slots.len() {
+        slots.push(Some(x));
+    } else {
+        slots[i] = Some(x);
+    }
+}
+
 fn cvt(r: libc::c_int) -> io::Result<libc::c_int> {
     if r < 0 {
         Err(io::Error::last_os_error())
@@ -411,27 +428,15 @@ impl<F: SlotFill, S: FrameSink> LaneLoop<F, S> {
             seal: s.seal,
             report: SendReport::default(),
         };
-        let i = match self.senders.iter().position(Option::is_none) {
-            Some(i) => {
-                self.senders[i] = Some(end);
-                i
-            }
-            None => {
-                self.senders.push(Some(end));
-                self.senders.len() - 1
-            }
-        };
+        let i = free_slot(&self.senders);
+        put(&mut self.senders, i, end);
         SenderId(i)
     }
 
     /// Adds a receiver: its socket becomes non-blocking and joins the epoll set.
     pub fn add_receiver(&mut self, r: ReceiverSpec<S>) -> io::Result<ReceiverId> {
         r.sock.set_nonblocking()?;
-        let i = self
-            .receivers
-            .iter()
-            .position(Option::is_none)
-            .unwrap_or(self.receivers.len());
+        let i = free_slot(&self.receivers);
         if let Some(id) = r.xdp {
             let port = r
                 .sock
@@ -462,11 +467,7 @@ impl<F: SlotFill, S: FrameSink> LaneLoop<F, S> {
             xdp: r.xdp,
             report: RecvReport::default(),
         };
-        if i == self.receivers.len() {
-            self.receivers.push(Some(end));
-        } else {
-            self.receivers[i] = Some(end);
-        }
+        put(&mut self.receivers, i, end);
         Ok(ReceiverId(i))
     }
 
@@ -504,11 +505,7 @@ impl<F: SlotFill, S: FrameSink> LaneLoop<F, S> {
     /// namespace): its queues join the epoll set. Receivers name it in
     /// [`ReceiverSpec::xdp`].
     pub fn add_xdp(&mut self, rx: XdpRx) -> io::Result<XdpId> {
-        let i = self
-            .paths
-            .iter()
-            .position(Option::is_none)
-            .unwrap_or(self.paths.len());
+        let i = free_slot(&self.paths);
         for q in 0..rx.queues() {
             let Some(fd) = rx.fd(q) else { continue };
             if let Err(e) = self.watch(fd, XDP_TOKEN | (q as u64) << 32 | i as u64) {
@@ -522,11 +519,7 @@ impl<F: SlotFill, S: FrameSink> LaneLoop<F, S> {
             rx,
             by_port: Vec::new(),
         };
-        if i == self.paths.len() {
-            self.paths.push(Some(path));
-        } else {
-            self.paths[i] = Some(path);
-        }
+        put(&mut self.paths, i, path);
         Ok(XdpId(i))
     }
 

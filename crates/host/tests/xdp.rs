@@ -13,7 +13,7 @@ use xlane_host::runtime::{Sample, WaitMode};
 use xlane_host::socket::{realtime_ns, LaneSocket, RecvBatch, SocketConfig, RECV_BATCH};
 use xlane_host::xdp::{XdpRx, XdpRxConfig};
 use xlane_lane::{PeriodicReceiver, PeriodicSender, TunnelParams};
-use xlane_testbed::{enter_netns, in_netns, Testbed, TestbedConfig};
+use xlane_testbed::{enter_netns, in_netns, HostInfo, Testbed, TestbedConfig};
 use xlane_wire::Schema;
 
 const LANE_PORT: u16 = 7310;
@@ -28,6 +28,19 @@ fn need_root() -> bool {
         return false;
     }
     true
+}
+
+/// A testbed of two hosts (split by CPU with a lane core: two queues).
+fn two_hosts(lane_core: Option<usize>) -> (Testbed, HostInfo, HostInfo) {
+    let tb = Testbed::up(TestbedConfig {
+        hosts: 2,
+        measure_probes: 0,
+        lane_core,
+        ..TestbedConfig::default()
+    })
+    .expect("testbed up");
+    let (h0, h1) = (tb.hosts()[0].clone(), tb.hosts()[1].clone());
+    (tb, h0, h1)
 }
 
 fn drain(s: &UdpSocket, want: usize) -> Vec<Vec<u8>> {
@@ -53,15 +66,8 @@ fn lane_frames_take_the_ring_and_the_rest_reaches_sockets() {
     if !need_root() {
         return;
     }
-    let tb = Testbed::up(TestbedConfig {
-        hosts: 2,
-        measure_probes: 0,
-        // Two receive queues per host interface.
-        lane_core: Some(1),
-        ..TestbedConfig::default()
-    })
-    .expect("testbed up");
-    let (h0, h1) = (tb.hosts()[0].clone(), tb.hosts()[1].clone());
+    // Two receive queues per host interface.
+    let (_tb, h0, h1) = two_hosts(Some(1));
     // The receiver: the lane's socket, a regular socket, and the XDP path.
     let (lane_sock, regular, mut xdp) = {
         let _ns = enter_netns(&h1.netns).unwrap();
@@ -169,13 +175,7 @@ fn a_lane_loop_receives_two_tunnels_through_one_xdp_path() {
     if !need_root() {
         return;
     }
-    let tb = Testbed::up(TestbedConfig {
-        hosts: 2,
-        measure_probes: 0,
-        ..TestbedConfig::default()
-    })
-    .expect("testbed up");
-    let (h0, h1) = (tb.hosts()[0].clone(), tb.hosts()[1].clone());
+    let (_tb, h0, h1) = two_hosts(None);
     const PERIOD: u64 = 1_000_000;
     const FRAMES: u64 = 100;
     let params = |tunnel| TunnelParams {

@@ -107,102 +107,85 @@ fn fd(r: libc::c_long) -> OwnedFd {
     unsafe { OwnedFd::from_raw_fd(r as RawFd) }
 }
 
-/// An `XSKMAP`: receive queue index → AF_XDP socket.
-pub struct XskMap {
+/// A BPF map with `u32` keys and values.
+struct Map {
     fd: OwnedFd,
 }
 
-impl XskMap {
-    /// A map for queues `0..entries`.
-    pub fn new(entries: u32) -> Result<Self, BpfError> {
+impl Map {
+    fn create(kind: u32, entries: u32, what: &'static str) -> Result<Self, BpfError> {
         let mut a = Attr::new();
-        a.u32(0, MAP_TYPE_XSKMAP)
-            .u32(4, 4)
-            .u32(8, 4)
-            .u32(12, entries);
-        let r = bpf(MAP_CREATE, &mut a).map_err(|source| BpfError::Call {
-            what: "map create (XSKMAP)",
-            source,
-        })?;
-        Ok(XskMap { fd: fd(r) })
+        a.u32(0, kind).u32(4, 4).u32(8, 4).u32(12, entries);
+        let r = bpf(MAP_CREATE, &mut a).map_err(|source| BpfError::Call { what, source })?;
+        Ok(Map { fd: fd(r) })
     }
 
-    /// Frames of receive queue `queue` go to the AF_XDP socket `xsk`.
-    pub fn set(&self, queue: u32, xsk: RawFd) -> Result<(), BpfError> {
-        let key = queue;
-        let value = xsk as u32;
-        let mut a = Attr::new();
-        a.u32(0, self.fd.as_raw_fd() as u32)
-            .u64(8, &key as *const u32 as u64)
-            .u64(16, &value as *const u32 as u64)
-            .u64(24, 0);
-        bpf(MAP_UPDATE_ELEM, &mut a)
-            .map(|_| ())
-            .map_err(|source| BpfError::Call {
-                what: "map update (XSKMAP)",
-                source,
-            })
-    }
-
-    /// Queue `queue`'s frames go back to the stack.
-    pub fn clear(&self, queue: u32) {
-        let key = queue;
-        let mut a = Attr::new();
-        a.u32(0, self.fd.as_raw_fd() as u32)
-            .u64(8, &key as *const u32 as u64);
-        // A missing entry is fine.
-        let _ = bpf(MAP_DELETE_ELEM, &mut a);
-    }
-
-    /// The map's descriptor (for the program's map reference).
-    pub fn raw_fd(&self) -> RawFd {
-        self.fd.as_raw_fd()
-    }
-}
-
-/// A hash map of `u32` keys to `u32` values (the steering program's ports).
-pub struct U32Set {
-    fd: OwnedFd,
-}
-
-impl U32Set {
-    /// A set of at most `entries` keys.
-    pub fn new(entries: u32) -> Result<Self, BpfError> {
-        let mut a = Attr::new();
-        a.u32(0, MAP_TYPE_HASH).u32(4, 4).u32(8, 4).u32(12, entries);
-        let r = bpf(MAP_CREATE, &mut a).map_err(|source| BpfError::Call {
-            what: "map create (ports)",
-            source,
-        })?;
-        Ok(U32Set { fd: fd(r) })
-    }
-
-    /// Adds `key`.
-    pub fn insert(&self, key: u32) -> Result<(), BpfError> {
-        let value = 1u32;
+    fn update(&self, key: u32, value: u32, what: &'static str) -> Result<(), BpfError> {
         let mut a = Attr::new();
         a.u32(0, self.fd.as_raw_fd() as u32)
             .u64(8, &key as *const u32 as u64)
             .u64(16, &value as *const u32 as u64);
         bpf(MAP_UPDATE_ELEM, &mut a)
             .map(|_| ())
-            .map_err(|source| BpfError::Call {
-                what: "map update (ports)",
-                source,
-            })
+            .map_err(|source| BpfError::Call { what, source })
     }
 
-    /// Removes `key` (absent is fine).
-    pub fn remove(&self, key: u32) {
+    /// Removes `key`; a missing entry is fine.
+    fn delete(&self, key: u32) {
         let mut a = Attr::new();
         a.u32(0, self.fd.as_raw_fd() as u32)
             .u64(8, &key as *const u32 as u64);
         let _ = bpf(MAP_DELETE_ELEM, &mut a);
     }
+}
+
+/// An `XSKMAP`: receive queue index → AF_XDP socket.
+pub struct XskMap(Map);
+
+impl XskMap {
+    /// A map for queues `0..entries`.
+    pub fn new(entries: u32) -> Result<Self, BpfError> {
+        Map::create(MAP_TYPE_XSKMAP, entries, "map create (XSKMAP)").map(XskMap)
+    }
+
+    /// Frames of receive queue `queue` go to the AF_XDP socket `xsk`.
+    pub fn set(&self, queue: u32, xsk: RawFd) -> Result<(), BpfError> {
+        self.0.update(queue, xsk as u32, "map update (XSKMAP)")
+    }
+
+    /// Queue `queue`'s frames go back to the stack.
+    pub fn clear(&self, queue: u32) {
+        self.0.delete(queue)
+    }
+
+    /// The map's descriptor (for the program's map reference).
+    pub fn raw_fd(&self) -> RawFd {
+        self.0.fd.as_raw_fd()
+    }
+}
+
+/// A hash map of `u32` keys to `u32` values (the steering program's ports).
+pub struct U32Set(Map);
+
+impl U32Set {
+    /// A set of at most `entries` keys.
+    pub fn new(entries: u32) -> Result<Self, BpfError> {
+        Map::create(MAP_TYPE_HASH, entries, "map create (ports)").map(U32Set)
+    }
+
+    /// Adds `key`.
+    pub fn insert(&self, key: u32) -> Result<(), BpfError> {
+        self.0.update(key, 1, "map update (ports)")
+    }
+
+    /// Removes `key` (absent is fine).
+    pub fn remove(&self, key: u32) {
+        self.0.delete(key)
+    }
 
     /// The map's descriptor.
     pub fn raw_fd(&self) -> RawFd {
-        self.fd.as_raw_fd()
+        self.0.fd.as_raw_fd()
     }
 }
 
