@@ -672,8 +672,8 @@ fn set_up_group(plans: &[FlowPlan], idx: &[usize]) -> Result<SetUp, FlowError> {
     // is the one with time to spare.
     place_current_thread(first.placement())
         .map_err(|e| first.thread_err("lane loop", &first.sender, e))?;
-    let mut lane: LaneLoop<FlowFill, FlowSink> = LaneLoop::new()
-        .map_err(|e| plans[idx[0]].thread_err("lane loop", &plans[idx[0]].sender, e))?;
+    let mut lane: LaneLoop<FlowFill, FlowSink> =
+        LaneLoop::new().map_err(|e| first.thread_err("lane loop", &first.sender, e))?;
     // One AF_XDP path per receiving host, shared by the flows on it.
     let mut paths: Vec<(String, u8, XdpId)> = Vec::new();
     for &fi in idx {

@@ -446,12 +446,8 @@ fn summarize(
         xdp_datagrams: res.xdp_datagrams,
         p50_to_stamp_ns: {
             let mut v: Vec<u64> = res.samples.iter().map(FlowSample::network_ns).collect();
-            let k = v.len() / 2;
-            if v.is_empty() {
-                0
-            } else {
-                *v.select_nth_unstable(k).1
-            }
+            v.sort_unstable();
+            xlane_stats::percentile(&v, 0.5).unwrap_or(0)
         },
     };
     (report, sorted, points)

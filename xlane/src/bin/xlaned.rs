@@ -29,7 +29,7 @@ use xlane_host::runtime::{
 };
 use xlane_host::socket::{realtime_ns, LaneSocket, SocketConfig};
 use xlane_host::tuning::{install_termination_flag, HostTuning, RpsPolicy, RpsTarget, TuningPlan};
-use xlane_host::xdp::{RxMode, XdpRx, XdpRxConfig};
+use xlane_host::xdp::{RxMode, RxPathProbe, XdpRx, XdpRxConfig};
 use xlane_lane::{Delivery, PeriodicReceiver, PeriodicSender, TunnelParams};
 use xlane_metrics::{Family, Histogram, Kind, LATENCY_BOUNDS_NS};
 use xlane_wire::{Schema, MAX_FRAME_LEN};
@@ -452,11 +452,8 @@ fn open_xdp(iface: Option<&str>) -> Result<Option<XdpRx>, DaemonError> {
                 .into(),
         ));
     };
-    let (mode, why) = xlane_host::xdp::choose(RxMode::Xdp);
-    if let Some(line) = why {
-        eprintln!("xlaned: {line}");
-    }
-    if mode == RxMode::Socket {
+    if let RxPathProbe::Socket(why) = xlane_host::xdp::probe() {
+        eprintln!("xlaned: rx: XDP unavailable ({why}); receiving on the socket");
         return Ok(None);
     }
     let rx = XdpRx::open(&XdpRxConfig {

@@ -153,11 +153,6 @@ impl XskMap {
         self.0.update(queue, xsk as u32, "map update (XSKMAP)")
     }
 
-    /// Queue `queue`'s frames go back to the stack.
-    pub fn clear(&self, queue: u32) {
-        self.0.delete(queue)
-    }
-
     /// The map's descriptor (for the program's map reference).
     pub fn raw_fd(&self) -> RawFd {
         self.0.fd.as_raw_fd()

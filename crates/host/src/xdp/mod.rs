@@ -249,7 +249,7 @@ impl Queue {
 pub struct XdpRx {
     // Detach first, then close the sockets, then free the frames.
     link: Link,
-    map: XskMap,
+    _map: XskMap,
     ports: U32Set,
     _prog: Program,
     queues: Vec<Queue>,
@@ -312,7 +312,7 @@ impl XdpRx {
         };
         Ok(XdpRx {
             link,
-            map,
+            _map: map,
             ports,
             _prog: prog,
             queues,
@@ -378,6 +378,9 @@ impl XdpRx {
             return 0;
         };
         let mut got = queue.rx.receive(RECV_BATCH as u32);
+        if got.capacity() == 0 {
+            return 0;
+        }
         let (user_ns, offset) = clock_offset();
         let mut n = 0;
         while let Some(d) = got.read() {
@@ -445,14 +448,6 @@ fn clock_offset() -> (u64, u64) {
     (rt, rt.wrapping_sub(mono))
 }
 
-impl Drop for XdpRx {
-    fn drop(&mut self) {
-        for q in &self.queues {
-            self.map.clear(q.id);
-        }
-    }
-}
-
 /// Which receive path this host can give the lane, checked without
 /// touching any interface: an AF_XDP socket can be made and the kernel's
 /// verifier accepts the steering program.
@@ -485,20 +480,5 @@ pub fn probe() -> RxPathProbe {
     match Program::load_xdp("xlane_probe", &insns) {
         Ok(_) => RxPathProbe::Xdp,
         Err(e) => RxPathProbe::Socket(e.to_string()),
-    }
-}
-
-/// The receive path to use when `want` was asked for: XDP when asked and
-/// `probe` allows it, else the socket, with the one line that says why.
-pub fn choose(want: RxMode) -> (RxMode, Option<String>) {
-    match (want, probe()) {
-        (RxMode::Socket, _) => (RxMode::Socket, None),
-        (RxMode::Xdp, RxPathProbe::Xdp) => (RxMode::Xdp, None),
-        (RxMode::Xdp, RxPathProbe::Socket(why)) => (
-            RxMode::Socket,
-            Some(format!(
-                "rx: XDP unavailable ({why}); receiving on the socket"
-            )),
-        ),
     }
 }
