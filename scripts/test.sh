@@ -30,6 +30,17 @@ step "rust components"
 rustup component add rustfmt clippy >/dev/null 2>&1 || true
 cargo --version
 
+step "disk space"
+# A clean build, the tests and the fuzz targets write about 5.5 GB under
+# target/; a disk that fills mid-link kills the linker with SIGBUS.
+need_kb=$((6 * 1024 * 1024))
+free_kb=$(df -Pk . | awk 'NR == 2 { print $4 }')
+if [ "${free_kb:-0}" -lt "$need_kb" ]; then
+    echo "only $((free_kb / 1024)) MB free on the disk holding $(pwd); the build needs about 6 GB: free some space first" >&2
+    exit 1
+fi
+echo "$((free_kb / 1024 / 1024)) GB free"
+
 step "leftover testbeds from crashed runs"
 cargo build -q -p xlane -p xlane-preload   # the preload tests load the cdylib, which cargo test does not rebuild
 ./target/debug/xlane testbed down --all || true

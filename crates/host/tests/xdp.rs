@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use xlane_host::lane_loop::{FrameSink, LaneLoop, ReceiverSpec, SenderSpec, XdpId};
 use xlane_host::runtime::{Sample, WaitMode};
 use xlane_host::socket::{realtime_ns, LaneSocket, RecvBatch, SocketConfig, RECV_BATCH};
-use xlane_host::xdp::{XdpRx, XdpRxConfig};
+use xlane_host::xdp::{XdpRx, XdpRxConfig, FRAMES};
 use xlane_lane::{PeriodicReceiver, PeriodicSender, TunnelParams};
 use xlane_testbed::{enter_netns, in_netns, HostInfo, Testbed, TestbedConfig};
 use xlane_wire::Schema;
@@ -20,6 +20,8 @@ const LANE_PORT: u16 = 7310;
 const OTHER_PORT: u16 = 7311;
 const LANE_FRAMES: usize = 200;
 const REGULAR: usize = 50;
+/// Lane frames sent before the test reads the rings.
+const BURST: usize = 20;
 
 fn need_root() -> bool {
     // SAFETY: geteuid cannot fail.
@@ -95,45 +97,45 @@ fn lane_frames_take_the_ring_and_the_rest_reaches_sockets() {
     let lane_dst = SocketAddrV4::new(h1.addr, LANE_PORT);
     let other_dst = SocketAddrV4::new(h1.addr, OTHER_PORT);
     let t0 = realtime_ns();
-    for i in 0..LANE_FRAMES {
-        express
-            .send_to(format!("lane {i}").as_bytes(), lane_dst)
-            .unwrap();
-        if i < REGULAR {
-            plain
-                .send_to(format!("regular {i}").as_bytes(), other_dst)
-                .unwrap();
-            // The lane's port, but not the lane's DSCP: regular traffic.
-            plain
-                .send_to(format!("unmarked {i}").as_bytes(), lane_dst)
-                .unwrap();
-        }
-        if i % 20 == 19 {
-            std::thread::sleep(Duration::from_millis(1));
-        }
-    }
     let mut batch = RecvBatch::new();
     let mut ports = [0u16; RECV_BATCH];
     let mut lane = Vec::new();
-    let end = Instant::now() + Duration::from_secs(10);
-    while lane.len() < LANE_FRAMES && Instant::now() < end {
-        for q in 0..xdp.queues() {
-            let n = xdp.recv_batch(q, &mut batch, &mut ports);
-            assert!(ports[..n].iter().all(|&p| p == LANE_PORT));
-            for j in 0..n {
-                let (st, bytes) = batch.get(j).unwrap();
-                assert_eq!(st.received.src.ip(), &h0.addr);
-                let stamp = st.software_ns.expect("the program stamps each frame");
-                // The clock's domain, not a latency: CLOCK_MONOTONIC would be
-                // decades away from CLOCK_REALTIME.
-                assert!(
-                    stamp.abs_diff(t0) < 60_000_000_000,
-                    "stamp mapped to CLOCK_REALTIME"
-                );
-                lane.push(String::from_utf8(bytes.to_vec()).unwrap());
+    // Bursts well inside the ring, each read before the next.
+    for burst in 0..LANE_FRAMES / BURST {
+        for i in burst * BURST..(burst + 1) * BURST {
+            express
+                .send_to(format!("lane {i}").as_bytes(), lane_dst)
+                .unwrap();
+            if i < REGULAR {
+                plain
+                    .send_to(format!("regular {i}").as_bytes(), other_dst)
+                    .unwrap();
+                // The lane's port, but not the lane's DSCP: regular traffic.
+                plain
+                    .send_to(format!("unmarked {i}").as_bytes(), lane_dst)
+                    .unwrap();
             }
         }
-        std::thread::sleep(Duration::from_millis(1));
+        let end = Instant::now() + Duration::from_secs(10);
+        while lane.len() < (burst + 1) * BURST && Instant::now() < end {
+            for q in 0..xdp.queues() {
+                let n = xdp.recv_batch(q, &mut batch, &mut ports);
+                assert!(ports[..n].iter().all(|&p| p == LANE_PORT));
+                for j in 0..n {
+                    let (st, bytes) = batch.get(j).unwrap();
+                    assert_eq!(st.received.src.ip(), &h0.addr);
+                    let stamp = st.software_ns.expect("the program stamps each frame");
+                    // The clock's domain, not a latency: CLOCK_MONOTONIC
+                    // would be decades away from CLOCK_REALTIME.
+                    assert!(
+                        stamp.abs_diff(t0) < 60_000_000_000,
+                        "stamp mapped to CLOCK_REALTIME"
+                    );
+                    lane.push(String::from_utf8(bytes.to_vec()).unwrap());
+                }
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
     }
     lane.sort();
     let mut want: Vec<String> = (0..LANE_FRAMES).map(|i| format!("lane {i}")).collect();
@@ -149,6 +151,33 @@ fn lane_frames_take_the_ring_and_the_rest_reaches_sockets() {
     let got = drain(&lane_sock, REGULAR);
     assert_eq!(got.len(), REGULAR, "unmarked datagrams to the lane's port");
     assert!(got.iter().all(|g| g.starts_with(b"unmarked")));
+    // A burst three rings long, read only after it has all arrived: every
+    // frame is read or counted as a ring drop, none reaches the socket.
+    let sent = 3 * FRAMES as usize;
+    for i in 0..sent {
+        express
+            .send_to(format!("burst {i}").as_bytes(), lane_dst)
+            .unwrap();
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    let mut read = 0;
+    for q in 0..xdp.queues() {
+        loop {
+            let n = xdp.recv_batch(q, &mut batch, &mut ports);
+            if n == 0 {
+                break;
+            }
+            read += n;
+        }
+    }
+    let stats = xdp.stats();
+    assert!(read <= FRAMES as usize * xdp.queues(), "{read} frames read");
+    assert_eq!(
+        read as u64 + stats.ring_drops,
+        sent as u64,
+        "{read} read, {} counted as ring drops",
+        stats.ring_drops
+    );
     // A port taken off the path goes back to the stack.
     xdp.remove_port(LANE_PORT);
     express.send_to(b"removed", lane_dst).unwrap();

@@ -40,9 +40,16 @@ use xdpilone::{DeviceQueue, IfInfo, RingRx, Socket, SocketConfig, Umem, UmemConf
 
 /// Receive queues looked for on an interface.
 pub const MAX_QUEUES: u32 = 16;
-/// Frames per receive queue (ring and UMEM): 1 024 frames carry 200 ms of
-/// a 200 µs lane flow, longer than the machine's longest gaps, in 2 MiB.
-pub const FRAMES: u32 = 1024;
+/// Frames per receive queue (ring and UMEM). Small on purpose: the kernel
+/// takes frames from the fill ring in order, so every frame of the UMEM is
+/// written once per `FRAMES` packets, and on a virtual machine a write to a
+/// page not written for a while can stall the vCPU for 100 µs or more
+/// (`cargo run --release -p xlane-host --example page_writes` measures
+/// it). 64 frames are 32 pages, a set as small as the socket path's, and
+/// still hold 12.8 ms of a 200 µs lane flow, four times the longest gaps
+/// seen on the test machine. A burst beyond that is counted in
+/// [`XdpStats::ring_drops`].
+pub const FRAMES: u32 = 64;
 /// Bytes per UMEM frame.
 pub const FRAME_SIZE: u32 = 2048;
 /// How long [`XdpRx::open`] waits for a queue that a closed AF_XDP socket
@@ -356,7 +363,10 @@ impl XdpRx {
         let mut drops = 0;
         for q in &self.queues {
             if let Ok(s) = q.fq.statistics_v2() {
-                drops += s.rx_dropped + s.rx_ring_full + s.rx_fill_ring_empty_descs;
+                // A frame that found no free frame in the fill ring is
+                // counted in `rx_dropped`; `rx_fill_ring_empty_descs` counts
+                // the same event again, so it is left out.
+                drops += s.rx_dropped + s.rx_ring_full;
             }
         }
         self.stats.ring_drops = drops;
