@@ -20,14 +20,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread;
 use xlane_host::budget::CpuTimes;
 use xlane_host::lane_loop::{
-    FrameSink, LaneLoop, LoopStats, ReceiverSpec, SenderSpec, SlotFill, XdpId,
+    FrameSink, LaneLoop, LoopStats, ReceiverSpec, SenderSpec, SlotFill, XdpId, XdpSend,
 };
 use xlane_host::runtime::{
     place_current_thread, Placement, Sample, SampleLog, SendReport, WaitMode,
 };
 use xlane_host::socket::realtime_ns;
 use xlane_host::socket::{LaneSocket, SocketConfig};
-use xlane_host::xdp::{RxMode, XdpRx, XdpRxConfig};
+use xlane_host::xdp::{RxMode, XdpConfig, XdpRings};
 use xlane_lane::{PeriodicReceiver, PeriodicSender, TunnelParams};
 use xlane_testbed::HostInfo;
 use xlane_wire::Schema;
@@ -46,9 +46,13 @@ pub enum Variant {
     /// The lane: express class, lane threads pinned to the lane core at
     /// `SCHED_FIFO`, host measures applied.
     Xlane,
-    /// The lane receiving through its own ring: as `Xlane`, with each
-    /// receiving host's frames steered by XDP to AF_XDP sockets.
+    /// The lane on its own rings: as `Xlane`, with each receiving host's
+    /// frames steered by XDP to AF_XDP sockets, and the sender writing its
+    /// frames into its host's AF_XDP transmit ring.
     XlaneXdp,
+    /// As `XlaneXdp`, receiving through the rings but sending on the
+    /// socket (what the receive ring alone gives).
+    XlaneXdpRx,
     /// The lane's express class and dedicated core, but without the
     /// scheduling and interrupt measures: normal policy, no host tuning
     /// (X-Lane₀ of the paper).
@@ -66,9 +70,10 @@ pub enum Variant {
 
 impl Variant {
     /// Every configuration, in report order.
-    pub const ALL: [Variant; 6] = [
+    pub const ALL: [Variant; 7] = [
         Variant::Xlane,
         Variant::XlaneXdp,
+        Variant::XlaneXdpRx,
         Variant::Xlane0,
         Variant::Qjump,
         Variant::BusyPoll,
@@ -80,6 +85,7 @@ impl Variant {
         match self {
             Variant::Xlane => "xlane",
             Variant::XlaneXdp => "xlane-xdp",
+            Variant::XlaneXdpRx => "xlane-xdp-rx",
             Variant::Xlane0 => "xlane0",
             Variant::Qjump => "qjump",
             Variant::BusyPoll => "busypoll",
@@ -96,26 +102,41 @@ impl Variant {
     pub fn express_class(self) -> bool {
         matches!(
             self,
-            Variant::Xlane | Variant::XlaneXdp | Variant::Xlane0 | Variant::Qjump
+            Variant::Xlane
+                | Variant::XlaneXdpRx
+                | Variant::XlaneXdp
+                | Variant::Xlane0
+                | Variant::Qjump
         )
     }
 
     /// Runs on the lane core.
     pub fn on_lane_core(self) -> bool {
-        matches!(self, Variant::Xlane | Variant::XlaneXdp | Variant::Xlane0)
+        matches!(
+            self,
+            Variant::Xlane | Variant::XlaneXdpRx | Variant::XlaneXdp | Variant::Xlane0
+        )
     }
 
     /// Applies the host measures while it runs.
     pub fn host_measures(self) -> bool {
-        matches!(self, Variant::Xlane | Variant::XlaneXdp)
+        matches!(
+            self,
+            Variant::Xlane | Variant::XlaneXdpRx | Variant::XlaneXdp
+        )
     }
 
     /// How its receivers read: AF_XDP rings or sockets.
     pub fn rx(self) -> RxMode {
         match self {
-            Variant::XlaneXdp => RxMode::Xdp,
+            Variant::XlaneXdpRx | Variant::XlaneXdp => RxMode::Xdp,
             _ => RxMode::Socket,
         }
+    }
+
+    /// Whether its sender writes into an AF_XDP transmit ring.
+    pub fn xdp_tx(self) -> bool {
+        self == Variant::XlaneXdp
     }
 }
 
@@ -144,7 +165,7 @@ pub struct FlowPlan {
     pub lane_core: usize,
     /// The regular core ordinary threads are pinned to (none: unpinned).
     pub regular_core: Option<usize>,
-    /// How the lane's threads wait (`Xlane` and `XlaneXdp` only; busypoll
+    /// How the lane's threads wait (`Xlane` and the AF_XDP ones only; busypoll
     /// always spins, the others always sleep).
     pub lane_mode: WaitMode,
     /// The sending host.
@@ -274,7 +295,7 @@ impl FlowPlan {
 
     fn mode(&self) -> WaitMode {
         match self.variant {
-            Variant::Xlane | Variant::XlaneXdp => self.lane_mode,
+            Variant::Xlane | Variant::XlaneXdpRx | Variant::XlaneXdp => self.lane_mode,
             Variant::BusyPoll => WaitMode::BusyPoll,
             _ => WaitMode::Interrupt,
         }
@@ -296,7 +317,7 @@ impl FlowPlan {
     /// Where this configuration's lane loop runs.
     fn placement(&self) -> Placement {
         match self.variant {
-            Variant::Xlane | Variant::XlaneXdp => Placement {
+            Variant::Xlane | Variant::XlaneXdpRx | Variant::XlaneXdp => Placement {
                 core: Some(self.lane_core),
                 fifo: Some(LANE_PRIORITY),
             },
@@ -369,7 +390,7 @@ impl FlowPlan {
         }
         let rx = {
             let _ns = xlane_testbed::enter_netns(&host.netns)?;
-            XdpRx::open(&XdpRxConfig {
+            XdpRings::open(&XdpConfig {
                 iface: host.iface.clone(),
                 dscp,
                 mode: None,
@@ -385,6 +406,28 @@ impl FlowPlan {
             .map_err(|e| self.thread_err("receiver", host, e))?;
         paths.push((host.netns.clone(), dscp, id));
         Ok(id)
+    }
+
+    /// The sender's transmit ring: its host's AF_XDP path, and the
+    /// frames' addresses resolved in the host's namespace.
+    fn xdp_send<F: SlotFill, S: FrameSink>(
+        &self,
+        sock: &LaneSocket,
+        lane: &mut LaneLoop<F, S>,
+        paths: &mut Vec<(String, u8, XdpId)>,
+    ) -> Result<XdpSend, FlowError> {
+        let host = &self.sender;
+        let path = self.xdp_path(host, lane, paths)?;
+        let src = sock
+            .local_addr()
+            .map_err(|e| self.thread_err("sender", host, e))?;
+        let dscp = self.dscp.unwrap_or(xlane_host::socket::DSCP_EXPRESS);
+        let addrs = {
+            let _ns = xlane_testbed::enter_netns(&host.netns)?;
+            xlane_host::xdp::neigh::frame_addrs(&host.iface, src, &[self.group], dscp)
+                .map_err(|e| self.thread_err("sender", host, e))?
+        };
+        Ok(XdpSend { path, addrs })
     }
 
     fn expected_frames(&self) -> usize {
@@ -612,11 +655,12 @@ impl StartGate {
     }
 }
 
-/// A loop with its receivers set up, and its senders' sockets.
+/// A loop with its receivers set up, and its senders' sockets (with
+/// their transmit rings, if they write into one).
 type SetUp = (
     LaneLoop<FlowFill, FlowSink>,
     Vec<(String, u8, XdpId)>,
-    Vec<LaneSocket>,
+    Vec<(LaneSocket, Option<XdpSend>)>,
 );
 
 /// One lane loop: places itself, opens every socket (and AF_XDP path) of
@@ -632,7 +676,7 @@ fn run_group(
     // Every loop passes the gate, even one whose set-up failed.
     let shift = gate.pass();
     let (mut lane, paths, socks) = setup?;
-    for (&fi, sock) in idx.iter().zip(socks) {
+    for (&fi, (sock, xdp)) in idx.iter().zip(socks) {
         let plan = &plans[fi];
         let host = &plan.sender;
         let core = PeriodicSender::new(plan.params(), plan.first_slot_ns + shift)
@@ -652,6 +696,7 @@ fn run_group(
                 .mac
                 .as_ref()
                 .map(|k| xlane_auth::Sealer::new(plan.tunnel, k.clone(), plan.tunnel)),
+            xdp,
         });
     }
     let first = &plans[idx[0]];
@@ -705,10 +750,17 @@ fn set_up_group(plans: &[FlowPlan], idx: &[usize]) -> Result<SetUp, FlowError> {
             .map_err(|e| plan.thread_err("receiver", host, e))?;
         }
     }
-    let socks = idx
-        .iter()
-        .map(|&fi| plans[fi].sender_socket())
-        .collect::<Result<Vec<_>, _>>()?;
+    let mut socks = Vec::with_capacity(idx.len());
+    for &fi in idx {
+        let plan = &plans[fi];
+        let sock = plan.sender_socket()?;
+        let xdp = if plan.variant.xdp_tx() {
+            Some(plan.xdp_send(&sock, &mut lane, &mut paths)?)
+        } else {
+            None
+        };
+        socks.push((sock, xdp));
+    }
     Ok((lane, paths, socks))
 }
 

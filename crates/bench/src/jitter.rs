@@ -1,5 +1,6 @@
 //! `xlane bench jitter`: the comparison of X-Lane §6.2–§6.3 in the
-//! testbed — five configurations by default, six with `xlane-xdp`
+//! testbed — five configurations by default, more with `xlane-xdp` and
+//! `xlane-xdp-rx`
 //! ([`Variant`]), four scenarios
 //! ([`Scenario`]), interleaved in short rounds so that every configuration
 //! meets the same interference, with the machine's floor measured in the
@@ -121,7 +122,8 @@ impl Default for JitterConfig {
             per_config_ns: 10_000_000_000,
             round_ns: 2_000_000_000,
             scenarios: Scenario::ALL.to_vec(),
-            // Every configuration on the socket path; `xlane-xdp` on request.
+            // Every configuration on the socket path; the AF_XDP ones on
+            // request.
             variants: Variant::ALL
                 .into_iter()
                 .filter(|v| v.rx() == xlane_host::xdp::RxMode::Socket)
@@ -165,7 +167,8 @@ pub struct ConfigReport {
     /// Datagrams the kernel dropped at the receivers' sockets or AF_XDP
     /// rings (part of the loss, by cause).
     pub receiver_drops: u64,
-    /// Datagrams read from AF_XDP rings (all of them, for `xlane-xdp`).
+    /// Datagrams read from AF_XDP rings (all of them, for `xlane-xdp` and
+    /// `xlane-xdp-rx`).
     pub xdp_datagrams: u64,
     /// Median time from the send stamp to the receive stamp (the kernel's
     /// as the packet entered the stack, or the XDP program's), ns: the
@@ -601,13 +604,17 @@ impl ScenarioReport {
                 c.latency.name, c.xdp_datagrams, c.latency.samples, c.receiver_drops
             ));
         }
-        if let (Some(x), Some(xdp)) = (
-            self.configs.iter().find(|c| c.latency.name == "xlane"),
-            self.configs.iter().find(|c| c.latency.name == "xlane-xdp"),
-        ) {
+        let xdp_configs = self
+            .configs
+            .iter()
+            .filter(|c| c.latency.name.starts_with("xlane-xdp"));
+        for xdp in xdp_configs {
+            let Some(x) = self.configs.iter().find(|c| c.latency.name == "xlane") else {
+                break;
+            };
             let r = |a: u64, b: u64| a as f64 / b.max(1) as f64;
             out.push_str(&format!(
-                "xlane-xdp / xlane: λ50 {:.2}×, λ99.99 {:.2}×, λmin {:.2}×; λ50 split at the receive stamp: xlane {} + {}, xlane-xdp {} + {} (the kernel stamps as the stack takes the packet, XDP before it)\n",
+                "{n} / xlane: λ50 {:.2}×, λ99.99 {:.2}×, λmin {:.2}×; λ50 split at the receive stamp: xlane {} + {}, {n} {} + {} (the kernel stamps as the stack takes the packet, XDP before it)\n",
                 r(xdp.latency.p50_ns, x.latency.p50_ns),
                 r(xdp.latency.p9999_ns, x.latency.p9999_ns),
                 r(xdp.latency.min_ns, x.latency.min_ns),
@@ -615,6 +622,7 @@ impl ScenarioReport {
                 fmt_ns(x.latency.p50_ns.saturating_sub(x.p50_to_stamp_ns)),
                 fmt_ns(xdp.p50_to_stamp_ns),
                 fmt_ns(xdp.latency.p50_ns.saturating_sub(xdp.p50_to_stamp_ns)),
+                n = xdp.latency.name,
             ));
         }
         if let (Some(x), Some(pl)) = (

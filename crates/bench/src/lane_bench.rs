@@ -296,7 +296,7 @@ pub fn run(
         };
     let lane = match cfg.rx {
         xlane_host::xdp::RxMode::Socket => Variant::Xlane,
-        xlane_host::xdp::RxMode::Xdp => Variant::XlaneXdp,
+        xlane_host::xdp::RxMode::Xdp => Variant::XlaneXdpRx,
     };
     // The plain flow sends half a period after the lane flow, the
     // authenticated one a quarter.

@@ -12,7 +12,7 @@
 //!   destination.
 //! - **Receivers** ([`ReceiverSpec`]): a [`PeriodicReceiver`] core and a
 //!   socket, and optionally the lane's own receive ring
-//!   ([`crate::xdp::XdpRx`]: AF_XDP sockets fed by the XDP steering
+//!   ([`crate::xdp::XdpRings`]: AF_XDP sockets fed by the XDP steering
 //!   program). All receiving sockets (of every emulated host: a socket
 //!   keeps the network namespace it was made in) and rings sit in one epoll
 //!   set; a ready socket is read with `recvmmsg`, a ready ring by taking its
@@ -50,7 +50,8 @@
 use crate::budget::ThreadUsage;
 use crate::runtime::{RecvReport, Sample, SendReport, WaitMode};
 use crate::socket::{realtime_ns, LaneSocket, RecvBatch, RxStamps, StampSource};
-use crate::xdp::XdpRx;
+use crate::xdp::frame::FrameAddrs;
+use crate::xdp::XdpRings;
 use std::io;
 use std::net::SocketAddrV4;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
@@ -109,8 +110,21 @@ pub struct SenderSpec<F> {
     pub fill: F,
     /// Seal every frame (for every receiver of its group).
     pub seal: Option<Sealer>,
+    /// Send through an AF_XDP path's transmit ring instead of `sock`.
+    pub xdp: Option<XdpSend>,
 }
 
+/// A sender's frames through the transmit ring of an AF_XDP path on its
+/// interface ([`XdpRings::send`]): written whole by the loop, one per
+/// destination, with the addresses resolved when the sender was set up.
+#[derive(Clone, Debug)]
+pub struct XdpSend {
+    /// The path.
+    pub path: XdpId,
+    /// One per destination, in the order of the sender's `dsts`
+    /// ([`crate::xdp::neigh::frame_addrs`]).
+    pub addrs: Vec<FrameAddrs>,
+}
 /// A receiver to add.
 pub struct ReceiverSpec<S> {
     /// Its socket (any namespace); the loop makes it non-blocking.
@@ -143,6 +157,8 @@ pub struct SenderEnd<F> {
     pub fill: F,
     /// Its sealer, if it seals.
     pub seal: Option<Sealer>,
+    /// Its AF_XDP transmit path, if it has one.
+    pub xdp: Option<XdpSend>,
     /// Frames sent, refused copies, lateness.
     pub report: SendReport,
 }
@@ -175,7 +191,7 @@ pub struct XdpId(pub usize);
 
 /// An AF_XDP receive path of the loop and the receivers it feeds.
 struct XdpPath {
-    rx: XdpRx,
+    rings: XdpRings,
     /// (port, receiver index), one per receiver on the path.
     by_port: Vec<(u16, usize)>,
 }
@@ -207,8 +223,8 @@ enum Command<F, S> {
         ReceiverSpec<S>,
         std::sync::mpsc::Sender<io::Result<ReceiverId>>,
     ),
-    AddXdp(XdpRx, std::sync::mpsc::Sender<io::Result<XdpId>>),
-    RemoveXdp(XdpId, std::sync::mpsc::Sender<Option<XdpRx>>),
+    AddXdp(XdpRings, std::sync::mpsc::Sender<io::Result<XdpId>>),
+    RemoveXdp(XdpId, std::sync::mpsc::Sender<Option<XdpRings>>),
     RemoveSender(SenderId, std::sync::mpsc::Sender<Option<SenderEnd<F>>>),
     RemoveReceiver(ReceiverId, std::sync::mpsc::Sender<Option<ReceiverEnd<S>>>),
 }
@@ -260,12 +276,12 @@ impl<F: SlotFill, S: FrameSink> Control<F, S> {
     }
 
     /// Adds an AF_XDP receive path to the running loop.
-    pub fn add_xdp(&self, x: XdpRx) -> io::Result<XdpId> {
+    pub fn add_xdp(&self, x: XdpRings) -> io::Result<XdpId> {
         self.send(|tx| Command::AddXdp(x, tx))?
     }
 
     /// Removes an AF_XDP receive path that no receiver uses any more.
-    pub fn remove_xdp(&self, id: XdpId) -> io::Result<Option<XdpRx>> {
+    pub fn remove_xdp(&self, id: XdpId) -> io::Result<Option<XdpRings>> {
         self.send(|tx| Command::RemoveXdp(id, tx))
     }
 
@@ -426,6 +442,7 @@ impl<F: SlotFill, S: FrameSink> LaneLoop<F, S> {
             until_ns: s.until_ns,
             fill: s.fill,
             seal: s.seal,
+            xdp: s.xdp,
             report: SendReport::default(),
         };
         let i = free_slot(&self.senders);
@@ -448,7 +465,7 @@ impl<F: SlotFill, S: FrameSink> LaneLoop<F, S> {
                 .get_mut(id.0)
                 .and_then(Option::as_mut)
                 .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, "no such XDP path"))?;
-            path.rx
+            path.rings
                 .add_port(port)
                 .map_err(|e| io::Error::other(e.to_string()))?;
             path.by_port.push((port, i));
@@ -497,14 +514,14 @@ impl<F: SlotFill, S: FrameSink> LaneLoop<F, S> {
         };
         let (port, _) = path.by_port.swap_remove(k);
         if path.by_port.iter().all(|&(p, _)| p != port) {
-            path.rx.remove_port(port);
+            path.rings.remove_port(port);
         }
     }
 
     /// Adds an AF_XDP receive path (opened on its interface, in its
     /// namespace): its queues join the epoll set. Receivers name it in
     /// [`ReceiverSpec::xdp`].
-    pub fn add_xdp(&mut self, rx: XdpRx) -> io::Result<XdpId> {
+    pub fn add_xdp(&mut self, rx: XdpRings) -> io::Result<XdpId> {
         let i = free_slot(&self.paths);
         for q in 0..rx.queues() {
             let Some(fd) = rx.fd(q) else { continue };
@@ -516,7 +533,7 @@ impl<F: SlotFill, S: FrameSink> LaneLoop<F, S> {
             }
         }
         let path = XdpPath {
-            rx,
+            rings: rx,
             by_port: Vec::new(),
         };
         put(&mut self.paths, i, path);
@@ -525,21 +542,26 @@ impl<F: SlotFill, S: FrameSink> LaneLoop<F, S> {
 
     /// Removes an AF_XDP path once no receiver uses it (else `None`, and
     /// it stays); dropping the returned path detaches its program.
-    pub fn remove_xdp(&mut self, id: XdpId) -> Option<XdpRx> {
+    pub fn remove_xdp(&mut self, id: XdpId) -> Option<XdpRings> {
+        let sending = self
+            .senders
+            .iter()
+            .flatten()
+            .any(|s| s.xdp.as_ref().is_some_and(|x| x.path == id));
         let slot = self.paths.get_mut(id.0)?;
-        if !slot.as_ref()?.by_port.is_empty() {
+        if sending || !slot.as_ref()?.by_port.is_empty() {
             return None;
         }
         let path = slot.take()?;
-        for fd in (0..path.rx.queues()).filter_map(|q| path.rx.fd(q)) {
+        for fd in (0..path.rings.queues()).filter_map(|q| path.rings.fd(q)) {
             self.unwatch(fd);
         }
-        Some(path.rx)
+        Some(path.rings)
     }
 
     /// An AF_XDP path, by handle (for its counters).
-    pub fn xdp(&mut self, id: XdpId) -> Option<&mut XdpRx> {
-        Some(&mut self.paths.get_mut(id.0)?.as_mut()?.rx)
+    pub fn xdp(&mut self, id: XdpId) -> Option<&mut XdpRings> {
+        Some(&mut self.paths.get_mut(id.0)?.as_mut()?.rings)
     }
 
     fn unwatch(&self, fd: RawFd) {
@@ -630,7 +652,19 @@ impl<F: SlotFill, S: FrameSink> LaneLoop<F, S> {
             let _ = xlane_wire::stamp_send_time(&mut frame[..tx.len], t);
             // The buffer has room for the trailer.
             let len = seal_if_keyed(s.seal.as_mut(), frame, tx.len, ANY_RECEIVER, t);
-            let ok = s.sock.send_many(&frame[..len], &s.dsts);
+            let ok = match &s.xdp {
+                Some(x) => match self.paths.get_mut(x.path.0).and_then(Option::as_mut) {
+                    Some(p) => {
+                        let q = p.rings.tx_queue();
+                        x.addrs
+                            .iter()
+                            .filter(|a| p.rings.send(q, a, &frame[..len]).is_ok())
+                            .count()
+                    }
+                    None => 0,
+                },
+                None => s.sock.send_many(&frame[..len], &s.dsts),
+            };
             self.stats.send_calls += s.dsts.len().div_ceil(crate::socket::SEND_BATCH) as u64;
             self.stats.frames += 1;
             s.report.send_errors += (s.dsts.len() - ok) as u64;
@@ -695,7 +729,7 @@ impl<F: SlotFill, S: FrameSink> LaneLoop<F, S> {
         };
         let mut read = 0;
         while read < RECV_BUDGET {
-            let n = path.rx.recv_batch(q, &mut self.batch, &mut self.ports);
+            let n = path.rings.recv_batch(q, &mut self.batch, &mut self.ports);
             if n == 0 {
                 return;
             }
@@ -713,7 +747,7 @@ impl<F: SlotFill, S: FrameSink> LaneLoop<F, S> {
                         r.report.xdp += 1;
                         deliver(r, st, bytes);
                     }
-                    None => path.rx.count_unclaimed(),
+                    None => path.rings.count_unclaimed(),
                 }
             }
             if n < crate::socket::RECV_BATCH {

@@ -34,6 +34,8 @@ use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 pub const DSCP_EXPRESS: u8 = 46;
 /// The socket priority the lane marks express packets with.
 pub const EXPRESS_PRIORITY: u32 = 6;
+/// The TTL of the lane's multicast datagrams (a few routed hops at most).
+pub const LANE_MULTICAST_TTL: u8 = 4;
 
 /// Where a receive timestamp came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -533,7 +535,7 @@ impl LaneSocket {
                 &zero,
                 "IP_MULTICAST_LOOP",
             )?;
-            let ttl: libc::c_int = 4;
+            let ttl = libc::c_int::from(LANE_MULTICAST_TTL);
             setopt(
                 raw,
                 libc::IPPROTO_IP,

@@ -92,6 +92,7 @@ fn one_loop_serves_every_end_and_ends_come_and_go() {
         until_ns: until,
         fill: fill(1),
         seal: None,
+        xdp: None,
     });
     lane.add_sender(SenderSpec {
         sock: socket(),
@@ -100,6 +101,7 @@ fn one_loop_serves_every_end_and_ends_come_and_go() {
         until_ns: until,
         fill: fill(2),
         seal: None,
+        xdp: None,
     });
     let control = lane.control().unwrap();
     let stop = AtomicBool::new(false);
@@ -132,6 +134,7 @@ fn one_loop_serves_every_end_and_ends_come_and_go() {
                 until_ns: u64::MAX,
                 fill: fill(4),
                 seal: None,
+                xdp: None,
             })
             .expect("add sender while running");
         std::thread::sleep(std::time::Duration::from_millis(60));
@@ -195,6 +198,7 @@ fn an_embedding_loop_drives_it_by_descriptor_and_deadline() {
         until_ns: until,
         fill: fill(5),
         seal: None,
+        xdp: None,
     });
     assert_eq!(lane.next_deadline(), Some(start));
     // The embedding loop's own wait: the lane's descriptor beside its own.
@@ -261,6 +265,7 @@ fn sealed_frames_reach_only_the_receivers_that_hold_the_key() {
         until_ns: until,
         fill: fill(1),
         seal: Some(Sealer::new(1, key, 9)),
+        xdp: None,
     });
     let stop = AtomicBool::new(false);
     lane.run(&stop, until + 50_000_000, WaitMode::Interrupt)

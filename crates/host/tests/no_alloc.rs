@@ -83,6 +83,7 @@ fn the_lane_loop_does_not_allocate() {
             xlane_auth::Key::from_bytes([7; 16]),
             1,
         )),
+        xdp: None,
     });
     let stop = AtomicBool::new(false);
     let (r, allocs) =

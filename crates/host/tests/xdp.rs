@@ -8,10 +8,11 @@ use std::net::{SocketAddrV4, UdpSocket};
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use xlane_host::lane_loop::{FrameSink, LaneLoop, ReceiverSpec, SenderSpec, XdpId};
+use xlane_host::lane_loop::{FrameSink, LaneLoop, ReceiverSpec, SenderSpec, XdpId, XdpSend};
 use xlane_host::runtime::{Sample, WaitMode};
 use xlane_host::socket::{realtime_ns, LaneSocket, RecvBatch, SocketConfig, RECV_BATCH};
-use xlane_host::xdp::{XdpRx, XdpRxConfig, FRAMES};
+use xlane_host::xdp::neigh::frame_addrs;
+use xlane_host::xdp::{XdpConfig, XdpRings, FRAMES};
 use xlane_lane::{PeriodicReceiver, PeriodicSender, TunnelParams};
 use xlane_testbed::{enter_netns, in_netns, HostInfo, Testbed, TestbedConfig};
 use xlane_wire::Schema;
@@ -75,7 +76,7 @@ fn lane_frames_take_the_ring_and_the_rest_reaches_sockets() {
         let _ns = enter_netns(&h1.netns).unwrap();
         let lane_sock = UdpSocket::bind(SocketAddrV4::new(h1.addr, LANE_PORT)).unwrap();
         let regular = UdpSocket::bind(SocketAddrV4::new(h1.addr, OTHER_PORT)).unwrap();
-        let xdp = XdpRx::open(&XdpRxConfig {
+        let xdp = XdpRings::open(&XdpConfig {
             iface: h1.iface.clone(),
             dscp: 46,
             mode: None,
@@ -226,7 +227,7 @@ fn a_lane_loop_receives_two_tunnels_through_one_xdp_path() {
         let _ns = enter_netns(&h1.netns).unwrap();
         // A path opened right after another closed on the same interface
         // (the kernel frees the old queues a moment later).
-        let x = XdpRx::open(&XdpRxConfig {
+        let x = XdpRings::open(&XdpConfig {
             iface: h1.iface.clone(),
             dscp: 46,
             mode: None,
@@ -235,7 +236,7 @@ fn a_lane_loop_receives_two_tunnels_through_one_xdp_path() {
         drop(x);
         let path = lane
             .add_xdp(
-                XdpRx::open(&XdpRxConfig {
+                XdpRings::open(&XdpConfig {
                     iface: h1.iface.clone(),
                     dscp: 46,
                     mode: None,
@@ -260,13 +261,30 @@ fn a_lane_loop_receives_two_tunnels_through_one_xdp_path() {
             );
         }
     }
+    // Tunnel 2's sender writes its frames into h0's transmit ring.
+    let tx_path = {
+        let _ns = enter_netns(&h0.netns).unwrap();
+        let rings = XdpRings::open(&XdpConfig {
+            iface: h0.iface.clone(),
+            dscp: 46,
+            mode: None,
+        })
+        .expect("XDP path on the sender");
+        lane.add_xdp(rings).unwrap()
+    };
     let start = realtime_ns() + 20_000_000;
     let until = start + FRAMES * PERIOD;
     for (k, dst) in dsts.iter().enumerate() {
-        let sock = in_netns(&h0.netns, || {
-            LaneSocket::open(&SocketConfig::express(SocketAddrV4::new(h0.addr, 0)))
+        let (sock, xdp) = in_netns(&h0.netns, || {
+            let sock =
+                LaneSocket::open(&SocketConfig::express(SocketAddrV4::new(h0.addr, 0))).unwrap();
+            let xdp = (k == 1).then(|| XdpSend {
+                path: tx_path,
+                addrs: frame_addrs(&h0.iface, sock.local_addr().unwrap(), &[*dst], 46)
+                    .expect("the testbed's permanent neighbour entry"),
+            });
+            (sock, xdp)
         })
-        .unwrap()
         .unwrap();
         lane.add_sender(SenderSpec {
             sock,
@@ -277,6 +295,7 @@ fn a_lane_loop_receives_two_tunnels_through_one_xdp_path() {
                 let _ = c.enqueue(0, &slot.to_be_bytes());
             },
             seal: None,
+            xdp,
         });
     }
     let stop = AtomicBool::new(false);
@@ -292,6 +311,7 @@ fn a_lane_loop_receives_two_tunnels_through_one_xdp_path() {
         assert_eq!(r.report.kernel_stamps, r.report.datagrams, "stamped by XDP");
         assert_eq!(r.report.refused, 0);
     }
+    let tx = lane.xdp(tx_path).unwrap().stats();
     let (senders, _) = {
         let path = lane.xdp(XdpId(0)).unwrap();
         let st = path.stats();
@@ -301,5 +321,70 @@ fn a_lane_loop_receives_two_tunnels_through_one_xdp_path() {
     for (k, s) in senders.iter().enumerate() {
         let got = sinks[k].0.lock().unwrap().len() as u64;
         assert_eq!(got, s.report.frames, "tunnel {k}: every frame sent arrived");
+        assert_eq!(s.report.send_errors, 0);
     }
+    // Tunnel 2 went through the ring (its frames carried the lane's DSCP
+    // and port: h1's program steered them), tunnel 1 did not.
+    assert_eq!(tx.sent, senders[1].report.frames);
+    assert_eq!(tx.send_refused, 0);
+}
+
+#[test]
+fn frames_sent_through_the_ring_pass_the_receivers_checks() {
+    if !need_root() {
+        return;
+    }
+    let (_tb, h0, h1) = two_hosts(Some(1));
+    // No program on h1: its kernel checks every checksum and length.
+    let rx = in_netns(&h1.netns, || {
+        UdpSocket::bind(SocketAddrV4::new(h1.addr, OTHER_PORT)).unwrap()
+    })
+    .unwrap();
+    rx.set_read_timeout(Some(Duration::from_millis(300)))
+        .unwrap();
+    let dst = SocketAddrV4::new(h1.addr, OTHER_PORT);
+    let (_sock, mut rings, addrs) = in_netns(&h0.netns, || {
+        let sock = LaneSocket::open(&SocketConfig::express(SocketAddrV4::new(h0.addr, 0))).unwrap();
+        let rings = XdpRings::open(&XdpConfig {
+            iface: h0.iface.clone(),
+            dscp: 46,
+            mode: None,
+        })
+        .expect("XDP path");
+        let addrs = frame_addrs(&h0.iface, sock.local_addr().unwrap(), &[dst], 46).unwrap();
+        (sock, rings, addrs)
+    })
+    .unwrap();
+    assert_eq!(addrs[0].src_mac, rings.mac());
+    // Three rings' worth, in bursts the receiver drains: transmit frames
+    // come back and are reused.
+    let total = 3 * FRAMES as usize;
+    let mut got = Vec::new();
+    let mut buf = [0u8; 2048];
+    let q = rings.tx_queue();
+    for burst in (0..total).collect::<Vec<_>>().chunks(BURST) {
+        for i in burst {
+            rings
+                .send(q, &addrs[0], format!("sent {i}").as_bytes())
+                .expect("a free transmit frame");
+        }
+        let end = Instant::now() + Duration::from_secs(10);
+        while got.len() < burst[burst.len() - 1] + 1 && Instant::now() < end {
+            if let Ok((n, from)) = rx.recv_from(&mut buf) {
+                assert_eq!(from, std::net::SocketAddr::V4(addrs[0].src));
+                got.push(String::from_utf8(buf[..n].to_vec()).unwrap());
+            }
+        }
+    }
+    let want: Vec<String> = (0..total).map(|i| format!("sent {i}")).collect();
+    assert_eq!(got, want, "every datagram, in order, intact");
+    let st = rings.stats();
+    assert_eq!((st.sent, st.send_refused), (total as u64, 0));
+    // An unresolvable destination is a typed error, not a guess.
+    let stranger = SocketAddrV4::new(std::net::Ipv4Addr::new(10, 254, 0, 9), 1);
+    let e = in_netns(&h0.netns, || {
+        frame_addrs(&h0.iface, addrs[0].src, &[stranger], 46).unwrap_err()
+    })
+    .unwrap();
+    assert!(e.to_string().contains("no resolved neighbour entry"), "{e}");
 }

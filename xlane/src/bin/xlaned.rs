@@ -29,7 +29,7 @@ use xlane_host::runtime::{
 };
 use xlane_host::socket::{realtime_ns, LaneSocket, SocketConfig};
 use xlane_host::tuning::{install_termination_flag, HostTuning, RpsPolicy, RpsTarget, TuningPlan};
-use xlane_host::xdp::{RxMode, RxPathProbe, XdpRx, XdpRxConfig};
+use xlane_host::xdp::{RxMode, RxPathProbe, XdpConfig, XdpRings};
 use xlane_lane::{Delivery, PeriodicReceiver, PeriodicSender, TunnelParams};
 use xlane_metrics::{Family, Histogram, Kind, LATENCY_BOUNDS_NS};
 use xlane_wire::{Schema, MAX_FRAME_LEN};
@@ -445,7 +445,7 @@ fn run(cli: Cli) -> Result<(), DaemonError> {
 
 /// The receiver's AF_XDP path on `iface`, or `None` (the socket path) when
 /// this host cannot have one, said in one line.
-fn open_xdp(iface: Option<&str>) -> Result<Option<XdpRx>, DaemonError> {
+fn open_xdp(iface: Option<&str>) -> Result<Option<XdpRings>, DaemonError> {
     let Some(iface) = iface else {
         return Err(DaemonError::Usage(
             "--rx xdp needs the lane's interface: give --iface, or bind or join on its address"
@@ -456,7 +456,7 @@ fn open_xdp(iface: Option<&str>) -> Result<Option<XdpRx>, DaemonError> {
         eprintln!("xlaned: rx: XDP unavailable ({why}); receiving on the socket");
         return Ok(None);
     }
-    let rx = XdpRx::open(&XdpRxConfig {
+    let rx = XdpRings::open(&XdpConfig {
         iface: iface.to_string(),
         dscp: xlane_host::socket::DSCP_EXPRESS,
         mode: None,
@@ -627,6 +627,7 @@ fn run_sender(
             metrics: Arc::clone(&ctx.metrics),
         },
         seal: None,
+        xdp: None,
     });
     lane.run(ctx.stop, ctx.until, ctx.mode)
         .map_err(DaemonError::Lane)?;
@@ -648,7 +649,7 @@ fn run_receiver(
     ctx: LaneCtx<'_>,
     bind: SocketAddrV4,
     join: Option<String>,
-    xdp: Option<XdpRx>,
+    xdp: Option<XdpRings>,
 ) -> Result<serde_json::Value, DaemonError> {
     let mut cfg = SocketConfig::express(bind);
     cfg.join = join.as_deref().map(parse_join).transpose()?;

@@ -175,9 +175,10 @@ struct JitterArgs {
     /// Scenarios, comma-separated: idle, cross, cpu, both.
     #[arg(long, default_value = "idle,cross,cpu,both", value_delimiter = ',')]
     scenario: Vec<String>,
-    /// Configurations, comma-separated: xlane, xlane-xdp (the lane receiving
-    /// through AF_XDP rings fed by XDP steering), xlane0, qjump, busypoll,
-    /// plain.
+    /// Configurations, comma-separated: xlane, xlane-xdp (the lane on its
+    /// own AF_XDP rings: receiving through rings fed by XDP steering,
+    /// sending through a transmit ring), xlane-xdp-rx (the rings for
+    /// receiving only), xlane0, qjump, busypoll, plain.
     #[arg(
         long,
         default_value = "xlane,xlane0,qjump,busypoll,plain",
@@ -345,7 +346,7 @@ fn jitter(a: JitterArgs) -> super::CmdResult {
         .map(|s| {
             Variant::from_name(s).ok_or_else(|| {
                 format!(
-                    "unknown configuration {s:?} (xlane, xlane-xdp, xlane0, qjump, busypoll, plain)"
+                    "unknown configuration {s:?} (xlane, xlane-xdp, xlane-xdp-rx, xlane0, qjump, busypoll, plain)"
                 )
             })
         })

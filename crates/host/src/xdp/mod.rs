@@ -1,22 +1,28 @@
-//! The lane's own receive ring: an XDP program on the interface steers the
+//! The lane's own rings: an XDP program on the interface steers the
 //! lane's frames (its DSCP, and the UDP ports its receivers listen on) to
 //! AF_XDP sockets that the lane core reads, and passes everything else to
-//! the regular stack. One [`XdpRx`] serves every lane receiver on its
-//! interface: receivers add their ports ([`XdpRx::add_port`]), and each
-//! frame read comes with its destination port for the caller to hand on.
+//! the regular stack; the same sockets' transmit rings send the lane's
+//! frames without the kernel's UDP and IP output path. One [`XdpRings`]
+//! serves every lane receiver and sender on its interface: receivers add
+//! their ports ([`XdpRings::add_port`]), each frame read comes with its
+//! destination port for the caller to hand on, and senders write whole
+//! frames ([`XdpRings::send`]).
 //!
 //! - [`prog`]: the steering program (assembled here; see there why).
 //! - [`bpf`]: the `XSKMAP`, loading, and attaching through a BPF link
 //!   (closing it, or the process ending, detaches the program).
-//! - [`frame`]: the Ethernet/IPv4/UDP view of a received frame.
-//! - [`XdpRx`]: one AF_XDP socket per receive queue of the interface
+//! - [`frame`]: the Ethernet/IPv4/UDP view of a received frame, and the
+//!   writer of a frame to send.
+//! - [`neigh`]: the MACs a sent frame needs (the interface's, and the next
+//!   hop's from the kernel's neighbour table).
+//! - [`XdpRings`]: one AF_XDP socket per receive queue of the interface
 //!   (the [`xdpilone`] crate: rings and UMEM without libbpf), read by
-//!   [`XdpRx::recv_batch`] into the same [`RecvBatch`] the socket path
+//!   [`XdpRings::recv_batch`] into the same [`RecvBatch`] the socket path
 //!   fills, so the lane loop treats both alike.
 //!
 //! **Receive stamps.** The program writes `bpf_ktime_get_ns()`
 //! (`CLOCK_MONOTONIC`) into 8 bytes of metadata in front of each lane
-//! frame; [`XdpRx::recv_batch`] maps it to `CLOCK_REALTIME`, the lane's
+//! frame; [`XdpRings::recv_batch`] maps it to `CLOCK_REALTIME`, the lane's
 //! clock, with the offset between the two clocks read at that call. A frame
 //! without metadata (a driver that offers none) is stamped when it is read.
 //!
@@ -28,15 +34,18 @@
 
 pub mod bpf;
 pub mod frame;
+pub mod neigh;
 pub mod prog;
 
 use crate::socket::{monotonic_ns, realtime_ns, RecvBatch, RECV_BATCH};
 use bpf::{BpfError, Link, Program, U32Set, XdpMode, XskMap};
+use frame::FrameAddrs;
 use std::ffi::CString;
 use std::num::NonZeroU32;
 use std::os::fd::RawFd;
 use std::ptr::NonNull;
-use xdpilone::{DeviceQueue, IfInfo, RingRx, Socket, SocketConfig, Umem, UmemConfig};
+use xdpilone::xdp::XdpDesc;
+use xdpilone::{DeviceQueue, IfInfo, RingRx, RingTx, Socket, SocketConfig, Umem, UmemConfig};
 
 /// Receive queues looked for on an interface.
 pub const MAX_QUEUES: u32 = 16;
@@ -52,7 +61,7 @@ pub const MAX_QUEUES: u32 = 16;
 pub const FRAMES: u32 = 64;
 /// Bytes per UMEM frame.
 pub const FRAME_SIZE: u32 = 2048;
-/// How long [`XdpRx::open`] waits for a queue that a closed AF_XDP socket
+/// How long [`XdpRings::open`] waits for a queue that a closed AF_XDP socket
 /// still holds.
 const BUSY_WAIT_NS: u64 = 2_000_000_000;
 /// Lane ports one interface's program can match.
@@ -115,6 +124,9 @@ pub enum XdpError {
     /// Memory for the frames.
     #[error("UMEM of {0} bytes: {1}")]
     Memory(usize, std::io::Error),
+    /// The interface's MAC could not be read.
+    #[error("MAC of {0}: {1}")]
+    Mac(String, std::io::Error),
 }
 
 fn xsk(what: &'static str) -> impl Fn(xdpilone::Errno) -> XdpError {
@@ -126,7 +138,7 @@ fn xsk(what: &'static str) -> impl Fn(xdpilone::Errno) -> XdpError {
 
 /// Where to receive.
 #[derive(Clone, Debug)]
-pub struct XdpRxConfig {
+pub struct XdpConfig {
     /// The interface (in the calling thread's network namespace).
     pub iface: String,
     /// The lane's DSCP.
@@ -150,6 +162,30 @@ pub struct XdpStats {
     /// Frames the kernel dropped at the rings (ring full, no free frame),
     /// from the sockets' statistics when last read.
     pub ring_drops: u64,
+    /// Datagrams put on a transmit ring.
+    pub sent: u64,
+    /// Sends whose wake-up the kernel answered "busy": the frame waited in
+    /// the ring for the next one.
+    pub send_busy: u64,
+    /// Sends refused before the ring (no free frame, too long).
+    pub send_refused: u64,
+}
+
+/// Why [`XdpRings::send`] did not put a datagram on the ring.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum XdpSendError {
+    /// No such queue.
+    #[error("no queue {0}")]
+    NoQueue(usize),
+    /// Every transmit frame is still with the kernel.
+    #[error("every transmit frame of the queue is in flight")]
+    NoFrame,
+    /// The payload does not fit one frame.
+    #[error("a payload of {0} bytes does not fit a {FRAME_SIZE}-byte frame")]
+    TooLong(usize),
+    /// The kernel refused the wake-up.
+    #[error("AF_XDP transmit: errno {0}")]
+    Kick(i32),
 }
 
 /// A page-aligned anonymous mapping for one queue's frames.
@@ -203,17 +239,24 @@ impl Drop for Area {
     }
 }
 
-/// One receive queue's AF_XDP socket.
+/// One queue's AF_XDP socket: a receive ring fed from the first
+/// [`FRAMES`] frames of its UMEM, a transmit ring sending from the next
+/// [`FRAMES`].
 struct Queue {
     id: u32,
     rx: RingRx,
+    tx: RingTx,
     fq: DeviceQueue,
+    /// Transmit frames not in the kernel's hands, as a stack: the frame
+    /// sent last is reused first, so sending keeps writing one page.
+    tx_free: [u64; FRAMES as usize],
+    tx_free_len: usize,
     area: Area,
 }
 
 impl Queue {
     fn open(info: &IfInfo, id: u32) -> Result<Self, XdpError> {
-        let mut area = Area::new((FRAMES * FRAME_SIZE) as usize)?;
+        let mut area = Area::new((2 * FRAMES * FRAME_SIZE) as usize)?;
         let cfg = UmemConfig {
             fill_size: FRAMES,
             complete_size: FRAMES,
@@ -222,7 +265,7 @@ impl Queue {
             flags: 0,
         };
         let region = NonNull::from(area.bytes_mut());
-        // SAFETY: `area` is page aligned, `FRAMES * FRAME_SIZE` bytes, and
+        // SAFETY: `area` is page aligned, `2 * FRAMES * FRAME_SIZE` bytes, and
         // lives as long as the queue (it is dropped after the rings).
         let umem = unsafe { Umem::new(cfg, region) }.map_err(xsk("UMEM registration"))?;
         let mut info = *info;
@@ -236,24 +279,50 @@ impl Queue {
                 &sock,
                 &SocketConfig {
                     rx_size: NonZeroU32::new(FRAMES),
-                    tx_size: None,
+                    tx_size: NonZeroU32::new(FRAMES),
                     bind_flags: 0,
                 },
             )
-            .map_err(xsk("receive ring"))?;
+            .map_err(xsk("rings"))?;
         let rx = user.map_rx().map_err(xsk("receive ring mapping"))?;
+        let tx = user.map_tx().map_err(xsk("transmit ring mapping"))?;
         umem.bind(&user).map_err(xsk("bind"))?;
         {
             let mut w = fq.fill(FRAMES);
             w.insert((0..FRAMES).map(|i| u64::from(i * FRAME_SIZE)));
             w.commit();
         }
-        Ok(Queue { id, rx, fq, area })
+        let mut tx_free = [0u64; FRAMES as usize];
+        for (i, f) in tx_free.iter_mut().enumerate() {
+            // Highest first, so the first frame sent is the lowest.
+            *f = u64::from((2 * FRAMES - 1 - i as u32) * FRAME_SIZE);
+        }
+        Ok(Queue {
+            id,
+            rx,
+            tx,
+            fq,
+            tx_free,
+            tx_free_len: FRAMES as usize,
+            area,
+        })
+    }
+
+    /// Takes back the transmit frames the kernel has finished with.
+    fn reclaim(&mut self) {
+        let mut c = self.fq.complete(FRAMES);
+        while let Some(addr) = c.read() {
+            if self.tx_free_len < self.tx_free.len() {
+                self.tx_free[self.tx_free_len] = addr;
+                self.tx_free_len += 1;
+            }
+        }
+        c.release();
     }
 }
 
 /// The lane's AF_XDP receive path on one interface (see the module docs).
-pub struct XdpRx {
+pub struct XdpRings {
     // Detach first, then close the sockets, then free the frames.
     link: Link,
     _map: XskMap,
@@ -262,14 +331,16 @@ pub struct XdpRx {
     queues: Vec<Queue>,
     stats: XdpStats,
     recycle: [u64; RECV_BATCH],
+    mac: [u8; 6],
+    ident: u16,
 }
 
-impl XdpRx {
+impl XdpRings {
     /// Opens one AF_XDP socket per receive queue of `cfg.iface`, loads the
     /// steering program and attaches it, with no lane port yet (everything
     /// passes). Everything is undone when the value is dropped (or the
     /// process ends).
-    pub fn open(cfg: &XdpRxConfig) -> Result<Self, XdpError> {
+    pub fn open(cfg: &XdpConfig) -> Result<Self, XdpError> {
         let name = CString::new(cfg.iface.clone())
             .map_err(|_| XdpError::NoInterface(cfg.iface.clone()))?;
         let mut info = IfInfo::invalid();
@@ -301,6 +372,8 @@ impl XdpRx {
             }
             id += 1;
         }
+        let mac =
+            neigh::interface_mac(&cfg.iface).map_err(|e| XdpError::Mac(cfg.iface.clone(), e))?;
         let map = XskMap::new(MAX_QUEUES)?;
         for q in &queues {
             map.set(q.id, q.rx.as_raw_fd())?;
@@ -317,7 +390,7 @@ impl XdpRx {
                 .attach(ifindex, XdpMode::Native)
                 .or_else(|_| prog.attach(ifindex, XdpMode::Generic))?,
         };
-        Ok(XdpRx {
+        Ok(XdpRings {
             link,
             _map: map,
             ports,
@@ -325,7 +398,95 @@ impl XdpRx {
             queues,
             stats: XdpStats::default(),
             recycle: [0; RECV_BATCH],
+            mac,
+            ident: 0,
         })
+    }
+
+    /// The interface's MAC, the source of every frame sent.
+    pub fn mac(&self) -> [u8; 6] {
+        self.mac
+    }
+
+    /// The queue the lane sends on: the last one (on a testbed split by
+    /// CPU, the lane core's).
+    pub fn tx_queue(&self) -> usize {
+        self.queues.len().saturating_sub(1)
+    }
+
+    /// Sends one datagram from queue `q`'s transmit ring: the frame is
+    /// written into a free transmit frame and the kernel woken. On a
+    /// driver without zero-copy (veth) the kernel copies it into a packet
+    /// and hands that straight to the driver: it skips the interface's
+    /// queueing discipline, as a NIC queue of the lane's own would. No
+    /// allocation; bounded work.
+    pub fn send(
+        &mut self,
+        q: usize,
+        addrs: &FrameAddrs,
+        payload: &[u8],
+    ) -> Result<(), XdpSendError> {
+        let r = self.send_inner(q, addrs, payload);
+        match r {
+            Ok(()) => self.stats.sent += 1,
+            Err(XdpSendError::Kick(e)) if e == libc::EAGAIN || e == libc::EBUSY => {
+                self.stats.sent += 1;
+                self.stats.send_busy += 1;
+                return Ok(());
+            }
+            Err(_) => self.stats.send_refused += 1,
+        }
+        r
+    }
+
+    fn send_inner(
+        &mut self,
+        q: usize,
+        addrs: &FrameAddrs,
+        payload: &[u8],
+    ) -> Result<(), XdpSendError> {
+        let ident = self.ident;
+        self.ident = self.ident.wrapping_add(1);
+        let queue = self.queues.get_mut(q).ok_or(XdpSendError::NoQueue(q))?;
+        queue.reclaim();
+        if queue.tx_free_len == 0 {
+            return Err(XdpSendError::NoFrame);
+        }
+        let addr = queue.tx_free[queue.tx_free_len - 1];
+        let at = addr as usize;
+        let room = &mut queue.area.bytes_mut()[at..at + FRAME_SIZE as usize];
+        let len = frame::write(room, addrs, ident, payload)
+            .ok_or(XdpSendError::TooLong(payload.len()))?;
+        {
+            let mut w = queue.tx.transmit(1);
+            // As many ring slots as transmit frames: a free frame has one.
+            if !w.insert_once(XdpDesc {
+                addr,
+                len: len as u32,
+                options: 0,
+            }) {
+                return Err(XdpSendError::NoFrame);
+            }
+            w.commit();
+        }
+        queue.tx_free_len -= 1;
+        // SAFETY: a zero-length sendto on the socket's own descriptor: the
+        // kernel's wake-up for the transmit ring.
+        let r = unsafe {
+            libc::sendto(
+                queue.tx.as_raw_fd(),
+                std::ptr::null(),
+                0,
+                libc::MSG_DONTWAIT,
+                std::ptr::null(),
+                0,
+            )
+        };
+        if r < 0 {
+            let e = std::io::Error::last_os_error().raw_os_error().unwrap_or(0);
+            return Err(XdpSendError::Kick(e));
+        }
+        Ok(())
     }
 
     /// Lane frames to UDP port `port` take the ring from now on.
