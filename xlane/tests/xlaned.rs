@@ -203,6 +203,124 @@ fn applications_talk_through_two_daemons() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Messages through a sender that writes whole frames into its
+/// interface's AF_XDP transmit ring (`--tx xdp`) and a receiver reading
+/// its AF_XDP ring (`--rx xdp`), in the testbed; and a sender whose
+/// destination has no neighbour entry says so and uses its socket.
+#[test]
+fn daemons_on_the_lanes_own_rings() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: needs root");
+        return;
+    }
+    let tb = xlane_testbed::Testbed::up(xlane_testbed::TestbedConfig {
+        hosts: 2,
+        measure_probes: 0,
+        lane_core: Some(1),
+        ..xlane_testbed::TestbedConfig::default()
+    })
+    .expect("testbed up");
+    let (h0, h1) = (tb.hosts()[0].clone(), tb.hosts()[1].clone());
+    let dir = std::env::temp_dir().join(format!("xlaned-xdp-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("tmp dir");
+    let rx_sock = dir.join("rx.sock");
+    let tx_sock = dir.join("tx.sock");
+    let (rxd, rx_addr) = Daemon::start(&[
+        "--netns",
+        &h1.netns,
+        "--rx",
+        "xdp",
+        "--tunnel",
+        "3",
+        "--period-us",
+        "500",
+        "--bridge",
+        rx_sock.to_str().expect("path"),
+        "receiver",
+        "--bind",
+        &format!("{}:0", h1.addr),
+    ]);
+    let (txd, _) = Daemon::start(&[
+        "--netns",
+        &h0.netns,
+        "--tx",
+        "xdp",
+        "--tunnel",
+        "3",
+        "--period-us",
+        "500",
+        "--bridge",
+        tx_sock.to_str().expect("path"),
+        "sender",
+        "--bind",
+        &format!("{}:0", h0.addr),
+        "--dest",
+        &rx_addr.to_string(),
+    ]);
+    let mut consumer = connect(&rx_sock).expect("connect to receiver's bridge");
+    let mut producer = connect(&tx_sock).expect("connect to sender's bridge");
+    std::thread::sleep(Duration::from_millis(100));
+    let n: u64 = 2_000;
+    let mut buf = [0u8; 64];
+    let (mut got, mut sent) = (0u64, 0u64);
+    wait_for(
+        || {
+            while sent < n && producer.send(&sent.to_be_bytes()).is_ok() {
+                sent += 1;
+            }
+            while let Ok(Some(len)) = consumer.try_recv(&mut buf) {
+                let v = u64::from_be_bytes(buf[len - 8..len].try_into().expect("8 bytes"));
+                assert_eq!(v, got, "lost or reordered");
+                got += 1;
+            }
+            got == n
+        },
+        "all messages through the rings",
+    );
+    let t = txd.stop();
+    let r = rxd.stop();
+    assert_eq!(t["tx"], "xdp", "{t}");
+    assert_eq!(
+        t["xdp_sent"], t["frames"],
+        "every frame through the ring: {t}"
+    );
+    assert_eq!(t["xdp_send_refused"], 0, "{t}");
+    assert_eq!(r["rx"], "xdp", "{r}");
+    assert_eq!(r["xdp_datagrams"], r["datagrams"], "{r}");
+    assert_eq!(
+        (r["delivered"].as_u64(), r["lost"].as_u64()),
+        (Some(n), Some(0)),
+        "{r}"
+    );
+
+    // A destination off the link: the sender says why and uses its socket.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_xlaned"))
+        .args(["--no-tuning", "--fifo", "0", "--core", "0"])
+        .args(["--netns", &h0.netns, "--tx", "xdp", "--seconds", "0.3"])
+        .args(["sender", "--bind", &format!("{}:0", h0.addr)])
+        .args(["--dest", "10.254.0.9:9000"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn xlaned");
+    let mut err = String::new();
+    std::io::Read::read_to_string(child.stderr.as_mut().expect("stderr"), &mut err)
+        .expect("stderr");
+    let out = child.wait_with_output().expect("wait");
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("tx: no resolved neighbour entry for 10.254.0.9")
+            && err.contains("sending on the socket"),
+        "{err}"
+    );
+    let last = String::from_utf8_lossy(&out.stdout);
+    let v: serde_json::Value =
+        serde_json::from_str(last.trim().lines().last().unwrap_or("")).expect("report");
+    assert_eq!(v["tx"], "socket", "{v}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn host_measures_are_applied_and_restored_on_sigterm() {
     // SAFETY: geteuid has no preconditions.

@@ -27,7 +27,7 @@ use xlane_host::runtime::{
 };
 use xlane_host::socket::realtime_ns;
 use xlane_host::socket::{LaneSocket, SocketConfig};
-use xlane_host::xdp::{RxMode, XdpConfig, XdpRings};
+use xlane_host::xdp::{PathMode, XdpConfig, XdpRings};
 use xlane_lane::{PeriodicReceiver, PeriodicSender, TunnelParams};
 use xlane_testbed::HostInfo;
 use xlane_wire::Schema;
@@ -127,10 +127,10 @@ impl Variant {
     }
 
     /// How its receivers read: AF_XDP rings or sockets.
-    pub fn rx(self) -> RxMode {
+    pub fn rx(self) -> PathMode {
         match self {
-            Variant::XlaneXdpRx | Variant::XlaneXdp => RxMode::Xdp,
-            _ => RxMode::Socket,
+            Variant::XlaneXdpRx | Variant::XlaneXdp => PathMode::Xdp,
+            _ => PathMode::Socket,
         }
     }
 
@@ -726,8 +726,8 @@ fn set_up_group(plans: &[FlowPlan], idx: &[usize]) -> Result<SetUp, FlowError> {
         for (ri, host) in plan.receivers.iter().enumerate() {
             let sock = plan.receiver_socket(host)?;
             let xdp = match plan.variant.rx() {
-                RxMode::Socket => None,
-                RxMode::Xdp => Some(plan.xdp_path(host, &mut lane, &mut paths)?),
+                PathMode::Socket => None,
+                PathMode::Xdp => Some(plan.xdp_path(host, &mut lane, &mut paths)?),
             };
             let cap = plan.expected_frames();
             lane.add_receiver(ReceiverSpec {

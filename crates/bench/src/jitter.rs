@@ -126,7 +126,7 @@ impl Default for JitterConfig {
             // request.
             variants: Variant::ALL
                 .into_iter()
-                .filter(|v| v.rx() == xlane_host::xdp::RxMode::Socket)
+                .filter(|v| v.rx() == xlane_host::xdp::PathMode::Socket)
                 .collect(),
             lane_core: Cores::online() - 1,
             mode: WaitMode::Interrupt,

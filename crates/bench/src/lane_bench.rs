@@ -73,7 +73,7 @@ pub struct LaneBenchConfig {
     pub mac: bool,
     /// How the lane flows' receivers read: sockets, or AF_XDP rings fed
     /// by XDP steering.
-    pub rx: xlane_host::xdp::RxMode,
+    pub rx: xlane_host::xdp::PathMode,
 }
 
 impl Default for LaneBenchConfig {
@@ -94,7 +94,7 @@ impl Default for LaneBenchConfig {
             mode: WaitMode::Interrupt,
             tuning: true,
             mac: true,
-            rx: xlane_host::xdp::RxMode::Socket,
+            rx: xlane_host::xdp::PathMode::Socket,
         }
     }
 }
@@ -295,8 +295,8 @@ pub fn run(
             dscp: None,
         };
     let lane = match cfg.rx {
-        xlane_host::xdp::RxMode::Socket => Variant::Xlane,
-        xlane_host::xdp::RxMode::Xdp => Variant::XlaneXdpRx,
+        xlane_host::xdp::PathMode::Socket => Variant::Xlane,
+        xlane_host::xdp::PathMode::Xdp => Variant::XlaneXdpRx,
     };
     // The plain flow sends half a period after the lane flow, the
     // authenticated one a quarter.

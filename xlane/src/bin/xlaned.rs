@@ -23,13 +23,14 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::Duration;
 use xlane_host::bridge::{BridgeServer, BridgeServerConfig, LaneEnd, RingConfig};
-use xlane_host::lane_loop::{FrameSink, LaneLoop, ReceiverSpec, SenderSpec, SlotFill};
+use xlane_host::lane_loop::{FrameSink, LaneLoop, ReceiverSpec, SenderSpec, SlotFill, XdpSend};
 use xlane_host::runtime::{
     default_lane_core, lock_memory, place_current_thread, Placement, Sample, WaitMode,
 };
 use xlane_host::socket::{realtime_ns, LaneSocket, SocketConfig};
 use xlane_host::tuning::{install_termination_flag, HostTuning, RpsPolicy, RpsTarget, TuningPlan};
-use xlane_host::xdp::{RxMode, RxPathProbe, XdpConfig, XdpRings};
+use xlane_host::xdp::neigh::frame_addrs;
+use xlane_host::xdp::{PathMode, RxPathProbe, XdpConfig, XdpRings};
 use xlane_lane::{Delivery, PeriodicReceiver, PeriodicSender, TunnelParams};
 use xlane_metrics::{Family, Histogram, Kind, LATENCY_BOUNDS_NS};
 use xlane_wire::{Schema, MAX_FRAME_LEN};
@@ -93,7 +94,16 @@ struct Cli {
     /// else reaches the stack as before). Without XDP or AF_XDP on this
     /// host, `xdp` falls back to the socket and says so in one line.
     #[arg(long, global = true, default_value = "socket")]
-    rx: xlane_host::xdp::RxMode,
+    rx: xlane_host::xdp::PathMode,
+    /// How a sender sends the lane's frames: `socket` (the kernel's UDP
+    /// and IP output path) or `xdp` (the lane thread writes whole frames
+    /// into an AF_XDP transmit ring of the interface; they skip its
+    /// queueing discipline and netfilter, and reach multicast groups and
+    /// hosts on the link the kernel has resolved). Without AF_XDP, or with
+    /// a destination it cannot reach, `xdp` falls back to the socket and
+    /// says so in one line.
+    #[arg(long, global = true, default_value = "socket")]
+    tx: xlane_host::xdp::PathMode,
     /// Serve Prometheus metrics at http://ADDR/metrics: frames, chunks,
     /// refusals, and histograms of the sender's wake lateness per slot
     /// (the host-gap floor as the lane core sees it) or the receiver's
@@ -387,8 +397,10 @@ fn run(cli: Cli) -> Result<(), DaemonError> {
         fifo: (cli.fifo > 0).then_some(cli.fifo),
     };
     let mode = cli.mode;
-    let xdp = match (&cli.role, cli.rx) {
-        (Role::Receiver { .. }, RxMode::Xdp) => open_xdp(iface.as_deref())?,
+    let tx_iface = iface.clone();
+    let xdp = match (&cli.role, cli.rx, cli.tx) {
+        (Role::Receiver { .. }, PathMode::Xdp, _) => open_xdp(iface.as_deref(), "rx")?,
+        (Role::Sender { .. }, _, PathMode::Xdp) => open_xdp(iface.as_deref(), "tx")?,
         _ => None,
     };
     let result = std::thread::scope(|s| {
@@ -408,7 +420,7 @@ fn run(cli: Cli) -> Result<(), DaemonError> {
                 dest,
                 multicast_if,
                 heartbeat,
-            } => run_sender(ctx, bind, dest, multicast_if, heartbeat),
+            } => run_sender(ctx, bind, dest, multicast_if, heartbeat, xdp.zip(tx_iface)),
             Role::Receiver { bind, join } => run_receiver(ctx, bind, join, xdp),
         });
         // The control loop: hand new applications to the lane thread, notice
@@ -443,17 +455,16 @@ fn run(cli: Cli) -> Result<(), DaemonError> {
     Ok(())
 }
 
-/// The receiver's AF_XDP path on `iface`, or `None` (the socket path) when
-/// this host cannot have one, said in one line.
-fn open_xdp(iface: Option<&str>) -> Result<Option<XdpRings>, DaemonError> {
+/// The AF_XDP rings on `iface` for `dir` (`rx` or `tx`), or `None` (the
+/// socket path) when this host cannot have them, said in one line.
+fn open_xdp(iface: Option<&str>, dir: &str) -> Result<Option<XdpRings>, DaemonError> {
     let Some(iface) = iface else {
-        return Err(DaemonError::Usage(
-            "--rx xdp needs the lane's interface: give --iface, or bind or join on its address"
-                .into(),
-        ));
+        return Err(DaemonError::Usage(format!(
+            "--{dir} xdp needs the lane's interface: give --iface, or bind on its address (or name it with --multicast-if or --join)"
+        )));
     };
     if let RxPathProbe::Socket(why) = xlane_host::xdp::probe() {
-        eprintln!("xlaned: rx: XDP unavailable ({why}); receiving on the socket");
+        eprintln!("xlaned: {dir}: XDP unavailable ({why}); using the socket");
         return Ok(None);
     }
     let rx = XdpRings::open(&XdpConfig {
@@ -461,9 +472,9 @@ fn open_xdp(iface: Option<&str>) -> Result<Option<XdpRings>, DaemonError> {
         dscp: xlane_host::socket::DSCP_EXPRESS,
         mode: None,
     })
-    .map_err(|e| DaemonError::Usage(format!("--rx xdp on {iface}: {e}")))?;
+    .map_err(|e| DaemonError::Usage(format!("--{dir} xdp on {iface}: {e}")))?;
     tracing::info!(
-        "receiving through AF_XDP on {iface}: XDP {} mode, {} queues",
+        "{dir} through AF_XDP on {iface}: XDP {} mode, {} queues",
         rx.mode().name(),
         rx.queues()
     );
@@ -601,18 +612,32 @@ fn run_sender(
     dest: Vec<SocketAddrV4>,
     multicast_if: Option<Ipv4Addr>,
     heartbeat: bool,
+    xdp: Option<(XdpRings, String)>,
 ) -> Result<serde_json::Value, DaemonError> {
     let mut cfg = SocketConfig::express(bind);
     cfg.rx_timestamps = false;
     cfg.multicast_if = multicast_if;
     let sock = LaneSocket::open(&cfg)?;
+    let mut lane = Lane::new().map_err(DaemonError::Lane)?;
+    // The transmit ring, when every destination has a next hop on it.
+    let mut tx = None;
+    if let Some((rings, iface)) = xdp {
+        let src = sock.local_addr()?;
+        match frame_addrs(&iface, src, &dest, cfg.dscp) {
+            Ok(addrs) => {
+                let path = lane.add_xdp(rings).map_err(DaemonError::Lane)?;
+                tx = Some(XdpSend { path, addrs });
+            }
+            Err(e) => eprintln!("xlaned: tx: {e}; sending on the socket"),
+        }
+    }
     ready("sender", &sock, &ctx.metrics_addr);
     place_current_thread(ctx.placement)?;
     let first = realtime_ns() + ctx.params.period_ns;
     let mut core =
         PeriodicSender::new(ctx.params, first).map_err(|e| DaemonError::Usage(e.to_string()))?;
     core.set_heartbeat(heartbeat);
-    let mut lane = Lane::new().map_err(DaemonError::Lane)?;
+    let path = tx.as_ref().map(|x| x.path);
     let id = lane.add_sender(SenderSpec {
         sock,
         core,
@@ -627,16 +652,21 @@ fn run_sender(
             metrics: Arc::clone(&ctx.metrics),
         },
         seal: None,
-        xdp: None,
+        xdp: tx,
     });
     lane.run(ctx.stop, ctx.until, ctx.mode)
         .map_err(DaemonError::Lane)?;
     let end = lane.remove_sender(id).expect("added above");
+    let ring = path.and_then(|p| lane.xdp(p)).map(|x| x.stats());
     let (report, st) = (end.report, end.core.stats());
     Ok(json!({
         "role": "sender",
         "frames": report.frames,
         "send_errors": report.send_errors,
+        "tx": if ring.is_some() { "xdp" } else { "socket" },
+        "xdp_sent": ring.map_or(0, |r| r.sent),
+        "xdp_send_busy": ring.map_or(0, |r| r.send_busy),
+        "xdp_send_refused": ring.map_or(0, |r| r.send_refused),
         "late_max_ns": report.late_max_ns,
         "chunks": st.chunks,
         "heartbeats": st.heartbeats,

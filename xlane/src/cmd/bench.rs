@@ -266,7 +266,7 @@ struct LaneArgs {
     /// How the lane flows' receivers read: socket, or xdp (AF_XDP rings
     /// fed by an XDP program on each receiving host's interface).
     #[arg(long, default_value = "socket")]
-    rx: xlane_host::xdp::RxMode,
+    rx: xlane_host::xdp::PathMode,
 }
 
 /// Run `xlane bench`.

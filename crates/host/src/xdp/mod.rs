@@ -69,38 +69,39 @@ pub const MAX_PORTS: u32 = 1024;
 /// Bytes of metadata the program puts in front of a frame (the stamp).
 const META_LEN: usize = 8;
 
-/// Which receive path to use.
+/// Which path the lane's frames take (receiving: `--rx`; sending:
+/// `--tx`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
-pub enum RxMode {
-    /// The socket (the kernel's UDP receive path).
+pub enum PathMode {
+    /// The socket (the kernel's UDP path).
     Socket,
-    /// AF_XDP with XDP steering.
+    /// AF_XDP rings (received: steered by XDP; sent: written whole).
     Xdp,
 }
 
-impl RxMode {
+impl PathMode {
     /// Name on command lines and in reports.
     pub fn name(self) -> &'static str {
         match self {
-            RxMode::Socket => "socket",
-            RxMode::Xdp => "xdp",
+            PathMode::Socket => "socket",
+            PathMode::Xdp => "xdp",
         }
     }
 
     /// Parses `socket` or `xdp`.
     pub fn from_name(s: &str) -> Option<Self> {
         match s {
-            "socket" => Some(RxMode::Socket),
-            "xdp" => Some(RxMode::Xdp),
+            "socket" => Some(PathMode::Socket),
+            "xdp" => Some(PathMode::Xdp),
             _ => None,
         }
     }
 }
 
-impl std::str::FromStr for RxMode {
+impl std::str::FromStr for PathMode {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
-        RxMode::from_name(s).ok_or_else(|| format!("unknown receive path {s:?} (xdp, socket)"))
+        PathMode::from_name(s).ok_or_else(|| format!("unknown path {s:?} (xdp, socket)"))
     }
 }
 

@@ -114,8 +114,9 @@ pub fn next_hop_in(table: &str, iface: &str, ip: Ipv4Addr) -> Result<[u8; 6], Ne
         })
 }
 
-/// The MAC of `iface` in the calling thread's network namespace.
-pub fn interface_mac(iface: &str) -> Result<[u8; 6], std::io::Error> {
+/// `ioctl(request)` on an `ifreq` naming `iface`, through a datagram
+/// socket of the calling thread's network namespace.
+fn ifreq_ioctl(iface: &str, request: libc::Ioctl) -> Result<libc::ifreq, std::io::Error> {
     let name = iface.as_bytes();
     if name.is_empty() || name.len() >= libc::IFNAMSIZ || name.contains(&0) {
         return Err(std::io::Error::new(
@@ -133,14 +134,21 @@ pub fn interface_mac(iface: &str) -> Result<[u8; 6], std::io::Error> {
     for (d, s) in req.ifr_name.iter_mut().zip(name) {
         *d = *s as libc::c_char;
     }
-    // SAFETY: `req` is a valid ifreq with a NUL-terminated name.
-    let r = unsafe { libc::ioctl(fd, libc::SIOCGIFHWADDR, &mut req) };
+    // SAFETY: `req` is a valid ifreq with a NUL-terminated name, large
+    // enough for the interface requests this module makes.
+    let r = unsafe { libc::ioctl(fd, request, &mut req) };
     let e = std::io::Error::last_os_error();
     // SAFETY: the descriptor made above.
     unsafe { libc::close(fd) };
     if r < 0 {
         return Err(e);
     }
+    Ok(req)
+}
+
+/// The MAC of `iface` in the calling thread's network namespace.
+pub fn interface_mac(iface: &str) -> Result<[u8; 6], std::io::Error> {
+    let req = ifreq_ioctl(iface, libc::SIOCGIFHWADDR)?;
     // SAFETY: SIOCGIFHWADDR filled the hardware address member.
     let sa = unsafe { req.ifr_ifru.ifru_hwaddr };
     let mut mac = [0u8; 6];
@@ -150,9 +158,21 @@ pub fn interface_mac(iface: &str) -> Result<[u8; 6], std::io::Error> {
     Ok(mac)
 }
 
-/// The addresses of frames from `src` (a lane socket's address) to each
-/// of `dsts` through `iface`, marked `dscp`, resolved in the calling
-/// thread's network namespace.
+/// The first IPv4 address of `iface` in the calling thread's network
+/// namespace.
+pub fn interface_ipv4(iface: &str) -> Result<Ipv4Addr, std::io::Error> {
+    let req = ifreq_ioctl(iface, libc::SIOCGIFADDR)?;
+    // SAFETY: SIOCGIFADDR filled the address member with a sockaddr_in.
+    let sa = unsafe { req.ifr_ifru.ifru_addr };
+    // SAFETY: an AF_INET address is a sockaddr_in.
+    let sin: libc::sockaddr_in = unsafe { std::mem::transmute_copy(&sa) };
+    Ok(Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr)))
+}
+
+/// The addresses of frames from `src` (a lane socket's address; an
+/// unspecified address becomes the interface's) to each of `dsts` through
+/// `iface`, marked `dscp`, resolved in the calling thread's network
+/// namespace.
 pub fn frame_addrs(
     iface: &str,
     src: SocketAddrV4,
@@ -160,6 +180,12 @@ pub fn frame_addrs(
     dscp: u8,
 ) -> Result<Vec<FrameAddrs>, NeighError> {
     let src_mac = interface_mac(iface).map_err(|e| NeighError::Mac(iface.to_string(), e))?;
+    let src = if src.ip().is_unspecified() {
+        let ip = interface_ipv4(iface).map_err(|e| NeighError::Mac(iface.to_string(), e))?;
+        SocketAddrV4::new(ip, src.port())
+    } else {
+        src
+    };
     // The thread's own view: a thread that entered a namespace sees its
     // table there, where /proc/self/net would show the process's.
     let table = std::fs::read_to_string("/proc/thread-self/net/arp").map_err(NeighError::Read)?;
@@ -231,7 +257,8 @@ IP address       HW type     Flags       HW address            Mask     Device
     }
 
     #[test]
-    fn the_loopback_has_a_mac() {
+    fn the_loopback_has_a_mac_and_an_address() {
+        assert_eq!(interface_ipv4("lo").unwrap(), Ipv4Addr::LOCALHOST);
         assert_eq!(interface_mac("lo").unwrap(), [0; 6]);
         assert!(interface_mac("").is_err());
         assert!(interface_mac("no-such-if0").is_err());
