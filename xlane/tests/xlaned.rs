@@ -73,6 +73,69 @@ fn wait_for(mut f: impl FnMut() -> bool, what: &str) {
     }
 }
 
+/// A receiving and a sending daemon on tunnel 3 (500 µs period), each
+/// with its own arguments first and a bridge in `dir`: `n` numbered
+/// messages from an application on the sender's bridge must reach one on
+/// the receiver's, complete and in order. Returns both daemons' final
+/// counters (sender, receiver).
+fn talk(
+    dir: &std::path::Path,
+    (rx_args, rx_bind): (&[&str], &str),
+    (tx_args, tx_bind): (&[&str], &str),
+    n: u64,
+) -> (serde_json::Value, serde_json::Value) {
+    let rx_sock = dir.join("rx.sock");
+    let tx_sock = dir.join("tx.sock");
+    let tunnel = |bridge: &std::path::Path| {
+        [
+            "--tunnel".to_string(),
+            "3".into(),
+            "--period-us".into(),
+            "500".into(),
+            "--bridge".into(),
+            bridge.to_str().expect("path").into(),
+        ]
+    };
+    let args = |own: &[&str], bridge, role: &[&str]| -> Vec<String> {
+        let mut v: Vec<String> = own.iter().map(|a| a.to_string()).collect();
+        v.extend(tunnel(bridge));
+        v.extend(role.iter().map(|a| a.to_string()));
+        v
+    };
+    let rx = args(rx_args, &rx_sock, &["receiver", "--bind", rx_bind]);
+    let (rxd, rx_addr) = Daemon::start(&rx.iter().map(String::as_str).collect::<Vec<_>>());
+    let dest = rx_addr.to_string();
+    let tx = args(
+        tx_args,
+        &tx_sock,
+        &["sender", "--bind", tx_bind, "--dest", &dest],
+    );
+    let (txd, _) = Daemon::start(&tx.iter().map(String::as_str).collect::<Vec<_>>());
+    let mut consumer = connect(&rx_sock).expect("connect to receiver's bridge");
+    let mut producer = connect(&tx_sock).expect("connect to sender's bridge");
+    // The daemons attach applications from their control threads: wait a beat.
+    std::thread::sleep(Duration::from_millis(100));
+    let mut buf = [0u8; 64];
+    let (mut next_expected, mut sent) = (0u64, 0u64);
+    wait_for(
+        || {
+            // A full ring: the lane drains it one frame per period.
+            while sent < n && producer.send(&sent.to_be_bytes()).is_ok() {
+                sent += 1;
+            }
+            while let Ok(Some(len)) = consumer.try_recv(&mut buf) {
+                assert_eq!(len, 25 + 8, "delivery size");
+                let v = u64::from_be_bytes(buf[25..33].try_into().expect("8 bytes"));
+                assert_eq!(v, next_expected, "lost or reordered");
+                next_expected += 1;
+            }
+            next_expected == n
+        },
+        "all messages through the lane",
+    );
+    (txd.stop(), rxd.stop())
+}
+
 #[test]
 fn bad_input_is_counted_and_dropped() {
     let (d, addr) = Daemon::start(&[
@@ -142,71 +205,14 @@ fn bad_input_is_counted_and_dropped() {
 fn applications_talk_through_two_daemons() {
     let dir = std::env::temp_dir().join(format!("xlaned-test-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("tmp dir");
-    let rx_sock = dir.join("rx.sock");
-    let tx_sock = dir.join("tx.sock");
-    let (rxd, rx_addr) = Daemon::start(&[
-        "--tunnel",
-        "3",
-        "--period-us",
-        "500",
-        "--bridge",
-        rx_sock.to_str().expect("path"),
-        "receiver",
-        "--bind",
-        "127.0.0.1:0",
-    ]);
-    let dest = rx_addr.to_string();
-    let (txd, _) = Daemon::start(&[
-        "--tunnel",
-        "3",
-        "--period-us",
-        "500",
-        "--bridge",
-        tx_sock.to_str().expect("path"),
-        "sender",
-        "--bind",
-        "127.0.0.1:0",
-        "--dest",
-        &dest,
-    ]);
-    let mut consumer = connect(&rx_sock).expect("connect to receiver's bridge");
-    let mut producer = connect(&tx_sock).expect("connect to sender's bridge");
-    // The daemons attach applications from their control threads: wait a beat.
-    std::thread::sleep(Duration::from_millis(100));
     let n: u64 = 5_000;
-    let mut buf = [0u8; 64];
-    let mut next_expected = 0u64;
-    let mut sent = 0u64;
-    wait_for(
-        || {
-            while sent < n {
-                match producer.send(&sent.to_be_bytes()) {
-                    Ok(()) => sent += 1,
-                    Err(_) => break, // ring full: the lane drains it one frame per period
-                }
-            }
-            while let Ok(Some(len)) = consumer.try_recv(&mut buf) {
-                assert_eq!(len, 25 + 8, "delivery size");
-                let v = u64::from_be_bytes(buf[25..33].try_into().expect("8 bytes"));
-                assert_eq!(v, next_expected, "lost or reordered");
-                next_expected += 1;
-            }
-            next_expected == n
-        },
-        "all messages through the lane",
-    );
-    let t = txd.stop();
-    let r = rxd.stop();
+    let (t, r) = talk(&dir, (&[], "127.0.0.1:0"), (&[], "127.0.0.1:0"), n);
     assert_eq!(t["chunks"], n, "{t}");
     assert_eq!(r["delivered"], n, "{r}");
     assert_eq!(r["lost"], 0, "{r}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// Messages through a sender that writes whole frames into its
-/// interface's AF_XDP transmit ring (`--tx xdp`) and a receiver reading
-/// its AF_XDP ring (`--rx xdp`), in the testbed; and a sender whose
-/// destination has no neighbour entry says so and uses its socket.
 #[test]
 fn daemons_on_the_lanes_own_rings() {
     // SAFETY: geteuid has no preconditions.
@@ -224,62 +230,14 @@ fn daemons_on_the_lanes_own_rings() {
     let (h0, h1) = (tb.hosts()[0].clone(), tb.hosts()[1].clone());
     let dir = std::env::temp_dir().join(format!("xlaned-xdp-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("tmp dir");
-    let rx_sock = dir.join("rx.sock");
-    let tx_sock = dir.join("tx.sock");
-    let (rxd, rx_addr) = Daemon::start(&[
-        "--netns",
-        &h1.netns,
-        "--rx",
-        "xdp",
-        "--tunnel",
-        "3",
-        "--period-us",
-        "500",
-        "--bridge",
-        rx_sock.to_str().expect("path"),
-        "receiver",
-        "--bind",
-        &format!("{}:0", h1.addr),
-    ]);
-    let (txd, _) = Daemon::start(&[
-        "--netns",
-        &h0.netns,
-        "--tx",
-        "xdp",
-        "--tunnel",
-        "3",
-        "--period-us",
-        "500",
-        "--bridge",
-        tx_sock.to_str().expect("path"),
-        "sender",
-        "--bind",
-        &format!("{}:0", h0.addr),
-        "--dest",
-        &rx_addr.to_string(),
-    ]);
-    let mut consumer = connect(&rx_sock).expect("connect to receiver's bridge");
-    let mut producer = connect(&tx_sock).expect("connect to sender's bridge");
-    std::thread::sleep(Duration::from_millis(100));
     let n: u64 = 2_000;
-    let mut buf = [0u8; 64];
-    let (mut got, mut sent) = (0u64, 0u64);
-    wait_for(
-        || {
-            while sent < n && producer.send(&sent.to_be_bytes()).is_ok() {
-                sent += 1;
-            }
-            while let Ok(Some(len)) = consumer.try_recv(&mut buf) {
-                let v = u64::from_be_bytes(buf[len - 8..len].try_into().expect("8 bytes"));
-                assert_eq!(v, got, "lost or reordered");
-                got += 1;
-            }
-            got == n
-        },
-        "all messages through the rings",
+    let (rx_bind, tx_bind) = (format!("{}:0", h1.addr), format!("{}:0", h0.addr));
+    let (t, r) = talk(
+        &dir,
+        (&["--netns", &h1.netns, "--rx", "xdp"], &rx_bind),
+        (&["--netns", &h0.netns, "--tx", "xdp"], &tx_bind),
+        n,
     );
-    let t = txd.stop();
-    let r = rxd.stop();
     assert_eq!(t["tx"], "xdp", "{t}");
     assert_eq!(
         t["xdp_sent"], t["frames"],

@@ -46,6 +46,17 @@ fn two_hosts(lane_core: Option<usize>) -> (Testbed, HostInfo, HostInfo) {
     (tb, h0, h1)
 }
 
+/// The lane's rings on `h`'s interface (call inside its namespace),
+/// steering DSCP 46.
+fn rings(h: &HostInfo) -> XdpRings {
+    XdpRings::open(&XdpConfig {
+        iface: h.iface.clone(),
+        dscp: 46,
+        mode: None,
+    })
+    .expect("XDP path")
+}
+
 fn drain(s: &UdpSocket, want: usize) -> Vec<Vec<u8>> {
     let mut got = Vec::new();
     let mut buf = [0u8; 2048];
@@ -76,12 +87,7 @@ fn lane_frames_take_the_ring_and_the_rest_reaches_sockets() {
         let _ns = enter_netns(&h1.netns).unwrap();
         let lane_sock = UdpSocket::bind(SocketAddrV4::new(h1.addr, LANE_PORT)).unwrap();
         let regular = UdpSocket::bind(SocketAddrV4::new(h1.addr, OTHER_PORT)).unwrap();
-        let xdp = XdpRings::open(&XdpConfig {
-            iface: h1.iface.clone(),
-            dscp: 46,
-            mode: None,
-        })
-        .expect("XDP path");
+        let xdp = rings(&h1);
         xdp.add_port(LANE_PORT).unwrap();
         (lane_sock, regular, xdp)
     };
@@ -227,23 +233,9 @@ fn a_lane_loop_receives_two_tunnels_through_one_xdp_path() {
         let _ns = enter_netns(&h1.netns).unwrap();
         // A path opened right after another closed on the same interface
         // (the kernel frees the old queues a moment later).
-        let x = XdpRings::open(&XdpConfig {
-            iface: h1.iface.clone(),
-            dscp: 46,
-            mode: None,
-        })
-        .expect("XDP path");
+        let x = rings(&h1);
         drop(x);
-        let path = lane
-            .add_xdp(
-                XdpRings::open(&XdpConfig {
-                    iface: h1.iface.clone(),
-                    dscp: 46,
-                    mode: None,
-                })
-                .expect("XDP path"),
-            )
-            .unwrap();
+        let path = lane.add_xdp(rings(&h1)).unwrap();
         for (k, sink) in sinks.iter().enumerate() {
             let mut c = SocketConfig::express(SocketAddrV4::new(h1.addr, LANE_PORT + k as u16));
             c.rcvbuf = 1 << 20;
@@ -264,12 +256,7 @@ fn a_lane_loop_receives_two_tunnels_through_one_xdp_path() {
     // Tunnel 2's sender writes its frames into h0's transmit ring.
     let tx_path = {
         let _ns = enter_netns(&h0.netns).unwrap();
-        let rings = XdpRings::open(&XdpConfig {
-            iface: h0.iface.clone(),
-            dscp: 46,
-            mode: None,
-        })
-        .expect("XDP path on the sender");
+        let rings = rings(&h0);
         lane.add_xdp(rings).unwrap()
     };
     let start = realtime_ns() + 20_000_000;
@@ -345,12 +332,7 @@ fn frames_sent_through_the_ring_pass_the_receivers_checks() {
     let dst = SocketAddrV4::new(h1.addr, OTHER_PORT);
     let (_sock, mut rings, addrs) = in_netns(&h0.netns, || {
         let sock = LaneSocket::open(&SocketConfig::express(SocketAddrV4::new(h0.addr, 0))).unwrap();
-        let rings = XdpRings::open(&XdpConfig {
-            iface: h0.iface.clone(),
-            dscp: 46,
-            mode: None,
-        })
-        .expect("XDP path");
+        let rings = rings(&h0);
         let addrs = frame_addrs(&h0.iface, sock.local_addr().unwrap(), &[dst], 46).unwrap();
         (sock, rings, addrs)
     })
