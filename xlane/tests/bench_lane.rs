@@ -86,3 +86,47 @@ fn bench_lane_json_has_both_flows_and_the_floor() {
     let ns = String::from_utf8_lossy(&ns.stdout);
     assert!(!ns.contains(prefix), "testbed {prefix} left behind: {ns}");
 }
+
+/// The lane flows on the lane's own rings (`--rx xdp --tx xdp`): every
+/// datagram of the lane flow read from AF_XDP rings, nothing refused or
+/// dropped; and `--tx xdp` alone is refused before any testbed is built.
+#[test]
+fn bench_lane_on_the_lanes_own_rings() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: needs root");
+        return;
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_xlane"))
+        .args(["bench", "lane", "--json", "--no-mac", "--seconds", "1"])
+        .args(["--period-us", "500", "--rx", "xdp", "--tx", "xdp"])
+        .output()
+        .expect("run xlane");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "xlane bench lane failed: {stderr}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
+    let lane = &v["counters"][0];
+    let samples = v["configs"][0]["samples"].as_u64().expect("samples");
+    assert!(samples > 0, "{v}");
+    assert!(
+        lane["xdp_datagrams"].as_u64().unwrap_or(0) >= samples,
+        "{lane}"
+    );
+    assert_eq!(
+        (
+            &lane["send_errors"],
+            &lane["refused"],
+            &lane["socket_drops"]
+        ),
+        (&0.into(), &0.into(), &0.into()),
+        "{lane}"
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_xlane"))
+        .args(["bench", "lane", "--tx", "xdp"])
+        .output()
+        .expect("run xlane");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(stderr.contains("--tx xdp goes with --rx xdp"), "{stderr}");
+    assert!(!stderr.contains("testbed"), "nothing was built: {stderr}");
+}

@@ -36,6 +36,7 @@ use std::sync::atomic::AtomicBool;
 use xlane_host::runtime::{lock_memory, WaitMode};
 use xlane_host::socket::realtime_ns;
 use xlane_host::tuning::{AppliedTuning, HostTuning, TuningPlan};
+use xlane_host::xdp::PathMode;
 
 /// Multicast group and port of the lane flow.
 const LANE_GROUP: SocketAddrV4 = SocketAddrV4::new(Ipv4Addr::new(239, 77, 0, 1), 7100);
@@ -73,7 +74,10 @@ pub struct LaneBenchConfig {
     pub mac: bool,
     /// How the lane flows' receivers read: sockets, or AF_XDP rings fed
     /// by XDP steering.
-    pub rx: xlane_host::xdp::PathMode,
+    pub rx: PathMode,
+    /// How the lane flows' senders send: sockets, or their host's AF_XDP
+    /// transmit ring (with `rx` on the rings too).
+    pub tx: PathMode,
 }
 
 impl Default for LaneBenchConfig {
@@ -94,7 +98,8 @@ impl Default for LaneBenchConfig {
             mode: WaitMode::Interrupt,
             tuning: true,
             mac: true,
-            rx: xlane_host::xdp::PathMode::Socket,
+            rx: PathMode::Socket,
+            tx: PathMode::Socket,
         }
     }
 }
@@ -227,6 +232,16 @@ pub fn run(
     if cfg.period_ns < 10_000 {
         return Err(BenchError::Config("period below 10 µs".into()));
     }
+    let lane = match (cfg.rx, cfg.tx) {
+        (PathMode::Socket, PathMode::Socket) => Variant::Xlane,
+        (PathMode::Xdp, PathMode::Socket) => Variant::XlaneXdpRx,
+        (PathMode::Xdp, PathMode::Xdp) => Variant::XlaneXdp,
+        (PathMode::Socket, PathMode::Xdp) => {
+            return Err(BenchError::Config(
+                "--tx xdp goes with --rx xdp (the lane on its own rings)".into(),
+            ))
+        }
+    };
     let cores = Cores::new(Cores::online(), cfg.lane_core).map_err(BenchError::Config)?;
     let _off_lane = cores.keep_off_lane_core()?;
 
@@ -294,10 +309,6 @@ pub fn run(
             mac: None,
             dscp: None,
         };
-    let lane = match cfg.rx {
-        xlane_host::xdp::PathMode::Socket => Variant::Xlane,
-        xlane_host::xdp::PathMode::Xdp => Variant::XlaneXdpRx,
-    };
     // The plain flow sends half a period after the lane flow, the
     // authenticated one a quarter.
     let mut plans = vec![

@@ -267,6 +267,11 @@ struct LaneArgs {
     /// fed by an XDP program on each receiving host's interface).
     #[arg(long, default_value = "socket")]
     rx: xlane_host::xdp::PathMode,
+    /// How the lane flows' senders send: socket, or xdp (whole frames
+    /// written into the sending host's AF_XDP transmit ring; needs `--rx
+    /// xdp`).
+    #[arg(long, default_value = "socket")]
+    tx: xlane_host::xdp::PathMode,
 }
 
 /// Run `xlane bench`.
@@ -408,6 +413,7 @@ fn lane(a: LaneArgs) -> super::CmdResult {
         tuning: !a.no_tuning,
         mac: !a.no_mac,
         rx: a.rx,
+        tx: a.tx,
         ..LaneBenchConfig::default()
     };
     if let Some(c) = a.lane_core {
