@@ -259,8 +259,8 @@ pub enum FlowError {
         /// Cause.
         source: xlane_host::socket::SocketError,
     },
-    /// The AF_XDP receive path could not be set up.
-    #[error("{flow}: AF_XDP receive path on {host}: {source}")]
+    /// The AF_XDP path could not be set up.
+    #[error("{flow}: AF_XDP path on {host}: {source}")]
     Xdp {
         /// The flow.
         flow: String,
@@ -373,6 +373,7 @@ impl FlowPlan {
     /// program steers one DSCP, so flows on one host must agree on it.
     fn xdp_path<F: SlotFill, S: FrameSink>(
         &self,
+        role: &'static str,
         host: &HostInfo,
         lane: &mut LaneLoop<F, S>,
         paths: &mut Vec<(String, u8, XdpId)>,
@@ -381,7 +382,7 @@ impl FlowPlan {
         if let Some((_, d, id)) = paths.iter().find(|(ns, _, _)| *ns == host.netns) {
             if *d != dscp {
                 return Err(self.thread_err(
-                    "receiver",
+                    role,
                     host,
                     format!("AF_XDP path steers DSCP {d}, this flow is marked {dscp}"),
                 ));
@@ -403,7 +404,7 @@ impl FlowPlan {
         };
         let id = lane
             .add_xdp(rx)
-            .map_err(|e| self.thread_err("receiver", host, e))?;
+            .map_err(|e| self.thread_err(role, host, e))?;
         paths.push((host.netns.clone(), dscp, id));
         Ok(id)
     }
@@ -417,14 +418,18 @@ impl FlowPlan {
         paths: &mut Vec<(String, u8, XdpId)>,
     ) -> Result<XdpSend, FlowError> {
         let host = &self.sender;
-        let path = self.xdp_path(host, lane, paths)?;
+        let path = self.xdp_path("sender", host, lane, paths)?;
         let src = sock
             .local_addr()
             .map_err(|e| self.thread_err("sender", host, e))?;
         let dscp = self.dscp.unwrap_or(xlane_host::socket::DSCP_EXPRESS);
+        let rings = lane
+            .xdp(path)
+            .ok_or_else(|| self.thread_err("sender", host, "its AF_XDP path is gone"))?;
         let addrs = {
             let _ns = xlane_testbed::enter_netns(&host.netns)?;
-            xlane_host::xdp::neigh::frame_addrs(&host.iface, src, &[self.group], dscp)
+            rings
+                .frame_addrs(src, &[self.group], dscp)
                 .map_err(|e| self.thread_err("sender", host, e))?
         };
         Ok(XdpSend { path, addrs })
@@ -727,7 +732,7 @@ fn set_up_group(plans: &[FlowPlan], idx: &[usize]) -> Result<SetUp, FlowError> {
             let sock = plan.receiver_socket(host)?;
             let xdp = match plan.variant.rx() {
                 PathMode::Socket => None,
-                PathMode::Xdp => Some(plan.xdp_path(host, &mut lane, &mut paths)?),
+                PathMode::Xdp => Some(plan.xdp_path("receiver", host, &mut lane, &mut paths)?),
             };
             let cap = plan.expected_frames();
             lane.add_receiver(ReceiverSpec {

@@ -604,14 +604,12 @@ impl ScenarioReport {
                 c.latency.name, c.xdp_datagrams, c.latency.samples, c.receiver_drops
             ));
         }
+        let xlane = self.configs.iter().find(|c| c.latency.name == "xlane");
         let xdp_configs = self
             .configs
             .iter()
             .filter(|c| c.latency.name.starts_with("xlane-xdp"));
-        for xdp in xdp_configs {
-            let Some(x) = self.configs.iter().find(|c| c.latency.name == "xlane") else {
-                break;
-            };
+        for (x, xdp) in xdp_configs.filter_map(|c| Some((xlane?, c))) {
             let r = |a: u64, b: u64| a as f64 / b.max(1) as f64;
             out.push_str(&format!(
                 "{n} / xlane: λ50 {:.2}×, λ99.99 {:.2}×, λmin {:.2}×; λ50 split at the receive stamp: xlane {} + {}, {n} {} + {} (the kernel stamps as the stack takes the packet, XDP before it)\n",

@@ -122,9 +122,10 @@ pub struct XdpSend {
     /// The path.
     pub path: XdpId,
     /// One per destination, in the order of the sender's `dsts`
-    /// ([`crate::xdp::neigh::frame_addrs`]).
+    /// ([`XdpRings::frame_addrs`]).
     pub addrs: Vec<FrameAddrs>,
 }
+
 /// A receiver to add.
 pub struct ReceiverSpec<S> {
     /// Its socket (any namespace); the loop makes it non-blocking.
@@ -185,11 +186,12 @@ pub struct SenderId(pub usize);
 /// Handle of a receiver in a loop.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct ReceiverId(pub usize);
-/// Handle of an AF_XDP receive path in a loop.
+/// Handle of an AF_XDP path in a loop.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct XdpId(pub usize);
 
-/// An AF_XDP receive path of the loop and the receivers it feeds.
+/// An AF_XDP path of the loop and the receivers it feeds (senders name
+/// it in their [`XdpSend`]).
 struct XdpPath {
     rings: XdpRings,
     /// (port, receiver index), one per receiver on the path.
@@ -205,7 +207,8 @@ pub struct LoopStats {
     pub sleeps: u64,
     /// Frames sent (each once, whatever its number of destinations).
     pub frames: u64,
-    /// `sendmmsg` calls.
+    /// `sendmmsg` calls (a sender on an AF_XDP path: frames put on the
+    /// ring, one wake-up each).
     pub send_calls: u64,
     /// Datagrams read.
     pub datagrams: u64,
@@ -275,12 +278,12 @@ impl<F: SlotFill, S: FrameSink> Control<F, S> {
         self.send(|tx| Command::AddReceiver(r, tx))?
     }
 
-    /// Adds an AF_XDP receive path to the running loop.
+    /// Adds an AF_XDP path to the running loop.
     pub fn add_xdp(&self, x: XdpRings) -> io::Result<XdpId> {
         self.send(|tx| Command::AddXdp(x, tx))?
     }
 
-    /// Removes an AF_XDP receive path that no receiver uses any more.
+    /// Removes an AF_XDP path that no receiver or sender uses any more.
     pub fn remove_xdp(&self, id: XdpId) -> io::Result<Option<XdpRings>> {
         self.send(|tx| Command::RemoveXdp(id, tx))
     }
@@ -518,9 +521,9 @@ impl<F: SlotFill, S: FrameSink> LaneLoop<F, S> {
         }
     }
 
-    /// Adds an AF_XDP receive path (opened on its interface, in its
+    /// Adds an AF_XDP path (opened on its interface, in its
     /// namespace): its queues join the epoll set. Receivers name it in
-    /// [`ReceiverSpec::xdp`].
+    /// [`ReceiverSpec::xdp`], senders in [`SenderSpec::xdp`].
     pub fn add_xdp(&mut self, rx: XdpRings) -> io::Result<XdpId> {
         let i = free_slot(&self.paths);
         for q in 0..rx.queues() {
@@ -540,8 +543,9 @@ impl<F: SlotFill, S: FrameSink> LaneLoop<F, S> {
         Ok(XdpId(i))
     }
 
-    /// Removes an AF_XDP path once no receiver uses it (else `None`, and
-    /// it stays); dropping the returned path detaches its program.
+    /// Removes an AF_XDP path once no receiver or sender uses it (else
+    /// `None`, and it stays); dropping the returned path detaches its
+    /// program.
     pub fn remove_xdp(&mut self, id: XdpId) -> Option<XdpRings> {
         let sending = self
             .senders
@@ -652,22 +656,29 @@ impl<F: SlotFill, S: FrameSink> LaneLoop<F, S> {
             let _ = xlane_wire::stamp_send_time(&mut frame[..tx.len], t);
             // The buffer has room for the trailer.
             let len = seal_if_keyed(s.seal.as_mut(), frame, tx.len, ANY_RECEIVER, t);
-            let ok = match &s.xdp {
-                Some(x) => match self.paths.get_mut(x.path.0).and_then(Option::as_mut) {
-                    Some(p) => {
+            // (copies attempted, copies sent, system calls)
+            let (tried, ok, calls) = match &s.xdp {
+                Some(x) => {
+                    let path = self.paths.get_mut(x.path.0).and_then(Option::as_mut);
+                    let ok = path.map_or(0, |p| {
                         let q = p.rings.tx_queue();
                         x.addrs
                             .iter()
                             .filter(|a| p.rings.send(q, a, &frame[..len]).is_ok())
                             .count()
-                    }
-                    None => 0,
-                },
-                None => s.sock.send_many(&frame[..len], &s.dsts),
+                    });
+                    // One wake-up per frame put on the ring.
+                    (x.addrs.len(), ok, ok)
+                }
+                None => (
+                    s.dsts.len(),
+                    s.sock.send_many(&frame[..len], &s.dsts),
+                    s.dsts.len().div_ceil(crate::socket::SEND_BATCH),
+                ),
             };
-            self.stats.send_calls += s.dsts.len().div_ceil(crate::socket::SEND_BATCH) as u64;
+            self.stats.send_calls += calls as u64;
             self.stats.frames += 1;
-            s.report.send_errors += (s.dsts.len() - ok) as u64;
+            s.report.send_errors += (tried - ok) as u64;
             let late = now.saturating_sub(tx.slot);
             s.report.frames += 1;
             s.report.late_total_ns += late;

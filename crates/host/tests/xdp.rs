@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use xlane_host::lane_loop::{FrameSink, LaneLoop, ReceiverSpec, SenderSpec, XdpId, XdpSend};
 use xlane_host::runtime::{Sample, WaitMode};
 use xlane_host::socket::{realtime_ns, LaneSocket, RecvBatch, SocketConfig, RECV_BATCH};
-use xlane_host::xdp::neigh::frame_addrs;
+use xlane_host::xdp::neigh::interface_mac;
 use xlane_host::xdp::{XdpConfig, XdpRings, FRAMES};
 use xlane_lane::{PeriodicReceiver, PeriodicSender, TunnelParams};
 use xlane_testbed::{enter_netns, in_netns, HostInfo, Testbed, TestbedConfig};
@@ -267,7 +267,10 @@ fn a_lane_loop_receives_two_tunnels_through_one_xdp_path() {
                 LaneSocket::open(&SocketConfig::express(SocketAddrV4::new(h0.addr, 0))).unwrap();
             let xdp = (k == 1).then(|| XdpSend {
                 path: tx_path,
-                addrs: frame_addrs(&h0.iface, sock.local_addr().unwrap(), &[*dst], 46)
+                addrs: lane
+                    .xdp(tx_path)
+                    .unwrap()
+                    .frame_addrs(sock.local_addr().unwrap(), &[*dst], 46)
                     .expect("the testbed's permanent neighbour entry"),
             });
             (sock, xdp)
@@ -333,11 +336,13 @@ fn frames_sent_through_the_ring_pass_the_receivers_checks() {
     let (_sock, mut rings, addrs) = in_netns(&h0.netns, || {
         let sock = LaneSocket::open(&SocketConfig::express(SocketAddrV4::new(h0.addr, 0))).unwrap();
         let rings = rings(&h0);
-        let addrs = frame_addrs(&h0.iface, sock.local_addr().unwrap(), &[dst], 46).unwrap();
+        let addrs = rings
+            .frame_addrs(sock.local_addr().unwrap(), &[dst], 46)
+            .unwrap();
+        assert_eq!(addrs[0].src_mac, interface_mac(&h0.iface).unwrap());
         (sock, rings, addrs)
     })
     .unwrap();
-    assert_eq!(addrs[0].src_mac, rings.mac());
     // Three rings' worth, in bursts the receiver drains: transmit frames
     // come back and are reused.
     let total = 3 * FRAMES as usize;
@@ -365,7 +370,9 @@ fn frames_sent_through_the_ring_pass_the_receivers_checks() {
     // An unresolvable destination is a typed error, not a guess.
     let stranger = SocketAddrV4::new(std::net::Ipv4Addr::new(10, 254, 0, 9), 1);
     let e = in_netns(&h0.netns, || {
-        frame_addrs(&h0.iface, addrs[0].src, &[stranger], 46).unwrap_err()
+        rings
+            .frame_addrs(addrs[0].src, &[stranger], 46)
+            .unwrap_err()
     })
     .unwrap();
     assert!(e.to_string().contains("no resolved neighbour entry"), "{e}");

@@ -29,7 +29,6 @@ use xlane_host::runtime::{
 };
 use xlane_host::socket::{realtime_ns, LaneSocket, SocketConfig};
 use xlane_host::tuning::{install_termination_flag, HostTuning, RpsPolicy, RpsTarget, TuningPlan};
-use xlane_host::xdp::neigh::frame_addrs;
 use xlane_host::xdp::{PathMode, RxPathProbe, XdpConfig, XdpRings};
 use xlane_lane::{Delivery, PeriodicReceiver, PeriodicSender, TunnelParams};
 use xlane_metrics::{Family, Histogram, Kind, LATENCY_BOUNDS_NS};
@@ -397,7 +396,6 @@ fn run(cli: Cli) -> Result<(), DaemonError> {
         fifo: (cli.fifo > 0).then_some(cli.fifo),
     };
     let mode = cli.mode;
-    let tx_iface = iface.clone();
     let xdp = match (&cli.role, cli.rx, cli.tx) {
         (Role::Receiver { .. }, PathMode::Xdp, _) => open_xdp(iface.as_deref(), "rx")?,
         (Role::Sender { .. }, _, PathMode::Xdp) => open_xdp(iface.as_deref(), "tx")?,
@@ -420,7 +418,7 @@ fn run(cli: Cli) -> Result<(), DaemonError> {
                 dest,
                 multicast_if,
                 heartbeat,
-            } => run_sender(ctx, bind, dest, multicast_if, heartbeat, xdp.zip(tx_iface)),
+            } => run_sender(ctx, bind, dest, multicast_if, heartbeat, xdp),
             Role::Receiver { bind, join } => run_receiver(ctx, bind, join, xdp),
         });
         // The control loop: hand new applications to the lane thread, notice
@@ -612,7 +610,7 @@ fn run_sender(
     dest: Vec<SocketAddrV4>,
     multicast_if: Option<Ipv4Addr>,
     heartbeat: bool,
-    xdp: Option<(XdpRings, String)>,
+    xdp: Option<XdpRings>,
 ) -> Result<serde_json::Value, DaemonError> {
     let mut cfg = SocketConfig::express(bind);
     cfg.rx_timestamps = false;
@@ -621,9 +619,9 @@ fn run_sender(
     let mut lane = Lane::new().map_err(DaemonError::Lane)?;
     // The transmit ring, when every destination has a next hop on it.
     let mut tx = None;
-    if let Some((rings, iface)) = xdp {
+    if let Some(rings) = xdp {
         let src = sock.local_addr()?;
-        match frame_addrs(&iface, src, &dest, cfg.dscp) {
+        match rings.frame_addrs(src, &dest, cfg.dscp) {
             Ok(addrs) => {
                 let path = lane.add_xdp(rings).map_err(DaemonError::Lane)?;
                 tx = Some(XdpSend { path, addrs });

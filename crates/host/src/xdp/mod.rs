@@ -137,7 +137,7 @@ fn xsk(what: &'static str) -> impl Fn(xdpilone::Errno) -> XdpError {
     }
 }
 
-/// Where to receive.
+/// Where the rings go.
 #[derive(Clone, Debug)]
 pub struct XdpConfig {
     /// The interface (in the calling thread's network namespace).
@@ -322,7 +322,7 @@ impl Queue {
     }
 }
 
-/// The lane's AF_XDP receive path on one interface (see the module docs).
+/// The lane's AF_XDP rings on one interface (see the module docs).
 pub struct XdpRings {
     // Detach first, then close the sockets, then free the frames.
     link: Link,
@@ -332,6 +332,7 @@ pub struct XdpRings {
     queues: Vec<Queue>,
     stats: XdpStats,
     recycle: [u64; RECV_BATCH],
+    iface: String,
     mac: [u8; 6],
     ident: u16,
 }
@@ -399,14 +400,24 @@ impl XdpRings {
             queues,
             stats: XdpStats::default(),
             recycle: [0; RECV_BATCH],
+            iface: cfg.iface.clone(),
             mac,
             ident: 0,
         })
     }
 
-    /// The interface's MAC, the source of every frame sent.
-    pub fn mac(&self) -> [u8; 6] {
-        self.mac
+    /// The addresses of frames from `src` (a lane socket's address) to
+    /// each of `dsts` through these rings: the interface's MAC, and each
+    /// destination's next hop from the kernel's neighbour table
+    /// ([`neigh::frame_addrs`]). Call it in the rings' network namespace;
+    /// set-up work, not for the real-time path.
+    pub fn frame_addrs(
+        &self,
+        src: std::net::SocketAddrV4,
+        dsts: &[std::net::SocketAddrV4],
+        dscp: u8,
+    ) -> Result<Vec<FrameAddrs>, neigh::NeighError> {
+        neigh::frame_addrs(&self.iface, self.mac, src, dsts, dscp)
     }
 
     /// The queue the lane sends on: the last one (on a testbed split by

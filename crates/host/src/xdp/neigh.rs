@@ -16,9 +16,10 @@ pub enum NeighError {
     /// The neighbour table could not be read.
     #[error("reading the neighbour table: {0}")]
     Read(std::io::Error),
-    /// The interface's MAC could not be read.
-    #[error("MAC of {0}: {1}")]
-    Mac(String, std::io::Error),
+    /// The interface's IPv4 address (for an unspecified source) could not
+    /// be read.
+    #[error("IPv4 address of {0}: {1}")]
+    Address(String, std::io::Error),
     /// No resolved entry: the destination is not on the link, or nothing
     /// has talked to it yet.
     #[error("no resolved neighbour entry for {ip} on {iface}: the lane's own send ring reaches hosts on the link whose address the kernel has resolved (send anything to it first, or add a permanent entry)")]
@@ -170,18 +171,18 @@ pub fn interface_ipv4(iface: &str) -> Result<Ipv4Addr, std::io::Error> {
 }
 
 /// The addresses of frames from `src` (a lane socket's address; an
-/// unspecified address becomes the interface's) to each of `dsts` through
-/// `iface`, marked `dscp`, resolved in the calling thread's network
-/// namespace.
+/// unspecified address becomes the interface's) and `src_mac` (the
+/// interface's MAC) to each of `dsts` through `iface`, marked `dscp`,
+/// resolved in the calling thread's network namespace.
 pub fn frame_addrs(
     iface: &str,
+    src_mac: [u8; 6],
     src: SocketAddrV4,
     dsts: &[SocketAddrV4],
     dscp: u8,
 ) -> Result<Vec<FrameAddrs>, NeighError> {
-    let src_mac = interface_mac(iface).map_err(|e| NeighError::Mac(iface.to_string(), e))?;
     let src = if src.ip().is_unspecified() {
-        let ip = interface_ipv4(iface).map_err(|e| NeighError::Mac(iface.to_string(), e))?;
+        let ip = interface_ipv4(iface).map_err(|e| NeighError::Address(iface.to_string(), e))?;
         SocketAddrV4::new(ip, src.port())
     } else {
         src
