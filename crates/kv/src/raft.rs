@@ -572,11 +572,23 @@ pub(crate) mod tests {
         }
         for n in &nodes {
             if n.id() != leader {
-                match n.propose(set("z", "z")) {
-                    Err(ReplicaError::NotLeader { leader: Some(c) }) => {
-                        assert_eq!(c, peers[&leader].client)
+                // A follower that has not heard from the leader yet (on a
+                // loaded machine its election timer may have fired) knows
+                // no leader for a moment: that is liveness, so wait for it.
+                let deadline = std::time::Instant::now() + Duration::from_secs(30);
+                loop {
+                    match n.propose(set("z", "z")) {
+                        Err(ReplicaError::NotLeader { leader: Some(c) }) => {
+                            assert_eq!(c, peers[&leader].client);
+                            break;
+                        }
+                        Err(ReplicaError::NotLeader { leader: None })
+                            if std::time::Instant::now() < deadline =>
+                        {
+                            std::thread::sleep(Duration::from_millis(5));
+                        }
+                        other => panic!("follower {}: {other:?}", n.id()),
                     }
-                    other => panic!("follower {}: {other:?}", n.id()),
                 }
             }
             n.read_barrier().expect("barrier");
