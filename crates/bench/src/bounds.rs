@@ -458,7 +458,8 @@ pub fn run(cfg: &BoundsConfig, progress: &mut dyn FnMut(&str)) -> Result<BoundsR
     }
     progress(&format!(
         "switch and NICs programmed for {n_installed} tunnels in {}",
-        fmt_ns(realtime_ns() - t_install)
+        // The realtime clock may be stepped back between the two reads.
+        fmt_ns(realtime_ns().saturating_sub(t_install))
     ));
 
     // Duration: long enough for min_packets copies.
@@ -584,34 +585,22 @@ pub fn run(cfg: &BoundsConfig, progress: &mut dyn FnMut(&str)) -> Result<BoundsR
         .zip(&flows)
         .map(|(g, f)| tunnel_report(g, f, &gaps, &widened, start_ns))
         .collect();
-    let kept = || tunnels.iter().filter(|t| t.kept_allocation);
-    let packets = kept().map(|t| t.packets).sum::<u64>();
-    let outside = kept().map(|t| t.outside).sum::<u64>();
-    let explained = kept()
-        .map(|t| t.outside_explained_by_host_gaps)
-        .sum::<u64>();
-    let widened_explained = kept()
-        .map(|t| t.outside_explained_with_probe_uncertainty)
-        .sum::<u64>();
-    let lost = kept().map(|t| t.lost).sum::<u64>();
-    let lost_at_sockets = kept().map(|t| t.socket_drops.min(t.lost)).sum::<u64>();
-    let rest = lost - lost_at_sockets;
-    let lost_while_saturated = if lane_core.saturated { rest } else { 0 };
+    let t = totals(&tunnels, lane_core.saturated);
     Ok(BoundsReport {
         tunnels,
-        packets,
+        packets: t.packets,
         requested_packets: cfg.min_packets,
-        outside,
-        outside_explained_by_host_gaps: explained,
-        outside_unexplained: outside - explained,
-        outside_explained_with_probe_uncertainty: widened_explained,
-        host_gap_fraction: explained as f64 / packets.max(1) as f64,
+        outside: t.outside,
+        outside_explained_by_host_gaps: t.explained,
+        outside_unexplained: t.outside - t.explained,
+        outside_explained_with_probe_uncertainty: t.widened_explained,
+        host_gap_fraction: t.explained as f64 / t.packets.max(1) as f64,
         floor,
         lane_core,
-        lost,
-        lost_at_sockets,
-        lost_while_saturated,
-        lost_unexplained: rest - lost_while_saturated,
+        lost: t.lost,
+        lost_at_sockets: t.lost_at_sockets,
+        lost_while_saturated: t.lost_while_saturated,
+        lost_unexplained: t.lost - t.lost_at_sockets - t.lost_while_saturated,
         cross_traffic_bps: cross_bps,
         switch_best_effort_drops: drops,
         link_rate_bps: cfg.link_rate_bps,
@@ -619,6 +608,39 @@ pub fn run(cfg: &BoundsConfig, progress: &mut dyn FnMut(&str)) -> Result<BoundsR
         lane_core_id: cfg.lane_core,
         fabric_errors,
     })
+}
+
+/// The tunnels that kept their allocation, counted together.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct Totals {
+    packets: u64,
+    outside: u64,
+    explained: u64,
+    widened_explained: u64,
+    lost: u64,
+    lost_at_sockets: u64,
+    lost_while_saturated: u64,
+}
+
+/// Sums over the tunnels that kept their allocation. Each tunnel's socket
+/// drops count at most its losses (`min`) and its explained packets are a
+/// subset of its outside ones (`bounds_check::check`), so `outside −
+/// explained` and `lost − lost_at_sockets − lost_while_saturated` cannot
+/// go negative.
+fn totals(tunnels: &[TunnelReport], lane_core_saturated: bool) -> Totals {
+    let mut t = Totals::default();
+    for x in tunnels.iter().filter(|t| t.kept_allocation) {
+        t.packets += x.packets;
+        t.outside += x.outside;
+        t.explained += x.outside_explained_by_host_gaps;
+        t.widened_explained += x.outside_explained_with_probe_uncertainty;
+        t.lost += x.lost;
+        t.lost_at_sockets += x.socket_drops.min(x.lost);
+    }
+    if lane_core_saturated {
+        t.lost_while_saturated = t.lost - t.lost_at_sockets;
+    }
+    t
 }
 
 /// The controller's nice value in this benchmark (see [`run`]).
@@ -879,11 +901,15 @@ impl BoundsReport {
                     fmt_ns(x.announced_min_ns),
                     fmt_ns(x.announced_max_ns)
                 ),
-                format!(
-                    "[{}, {}]",
-                    fmt_ns(x.observed_min_ns),
-                    fmt_ns(x.observed_max_ns)
-                ),
+                if x.promised == 0 {
+                    "-".into()
+                } else {
+                    format!(
+                        "[{}, {}]",
+                        fmt_ns(x.observed_min_ns),
+                        fmt_ns(x.observed_max_ns)
+                    )
+                },
                 x.packets.to_string(),
                 x.lost.to_string(),
                 x.outside.to_string(),
@@ -904,6 +930,7 @@ impl BoundsReport {
         if self.outside_explained_with_probe_uncertainty > self.outside_explained_by_host_gaps {
             out.push_str(&format!(
                 "({} of the unexplained would be explained if each gap had begun up to {} before the probe saw it, which a probe waking every {} cannot rule out)\n",
+                // Greater: checked on the line above.
                 self.outside_explained_with_probe_uncertainty - self.outside_explained_by_host_gaps,
                 fmt_ns(FLOOR_INTERVAL_NS),
                 fmt_ns(FLOOR_INTERVAL_NS)
@@ -940,6 +967,92 @@ impl BoundsReport {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Tunnels that received nothing, lost every frame, or saw a receive
+    /// stamp before the send stamp: each is checked, counted and
+    /// rendered; an empty tunnel shows no observed range.
+    #[test]
+    fn degenerate_tunnels_are_checked_counted_and_rendered() {
+        use crate::flows::flow_for_tests as flow;
+        let granted = |name: &str| Granted {
+            spec: TunnelSpec {
+                name: name.into(),
+                sender: 0,
+                receivers: vec![1],
+                sublane: 0,
+                period_ns: 500_000,
+                rogue: false,
+            },
+            id: 1,
+            period_ns: 500_000,
+            period_raised: false,
+            ranges: RangeTimeline::granted(0, 10, 50),
+            demoted_at: Some(5),
+            terminated_at: None,
+            upcalls: Vec::new(),
+        };
+        let gaps = GapIndex::new(&[]);
+        // (frames sent, stamps (send, kernel rx, user rx), want packets,
+        // lost, outside)
+        type Case<'a> = (u64, &'a [(u64, u64, u64)], (u64, u64, u64));
+        let cases: &[Case] = &[
+            (0, &[], (0, 0, 0)),
+            (7, &[], (0, 7, 0)),
+            (1, &[(100, 90, 95)], (1, 0, 1)),
+            (1, &[(100, 130, 140)], (1, 0, 0)),
+        ];
+        let mut tunnels = Vec::new();
+        for &(frames, stamps, want) in cases {
+            let mut g = granted("u0");
+            // A demotion stamped before the start: an offset of 0, not a wrap.
+            g.demoted_at = Some(5);
+            let t = tunnel_report(&g, &flow("u0", frames, stamps), &gaps, &gaps, 10);
+            assert_eq!((t.packets, t.lost, t.outside), want, "{stamps:?}");
+            assert_eq!(t.demoted_after_ns, Some(0));
+            tunnels.push(TunnelReport {
+                kept_allocation: true,
+                ..t
+            });
+        }
+        for saturated in [false, true] {
+            let t = totals(&tunnels, saturated);
+            assert_eq!((t.packets, t.lost, t.outside, t.explained), (2, 7, 1, 0));
+            assert_eq!(t.lost_while_saturated, if saturated { 7 } else { 0 });
+        }
+        assert_eq!(totals(&[], true), Totals::default());
+        let t = totals(&tunnels, false);
+        let r = BoundsReport {
+            tunnels,
+            packets: t.packets,
+            requested_packets: 100,
+            outside: t.outside,
+            outside_explained_by_host_gaps: t.explained,
+            outside_unexplained: t.outside - t.explained,
+            outside_explained_with_probe_uncertainty: t.widened_explained,
+            host_gap_fraction: 0.0,
+            floor: Floor {
+                stolen_fraction: 0.0,
+                max_gap_ns: 0,
+                cores: Vec::new(),
+            },
+            lane_core: LaneCoreBudget::default(),
+            lost: t.lost,
+            lost_at_sockets: t.lost_at_sockets,
+            lost_while_saturated: t.lost_while_saturated,
+            lost_unexplained: t.lost - t.lost_at_sockets - t.lost_while_saturated,
+            cross_traffic_bps: Vec::new(),
+            switch_best_effort_drops: 0,
+            link_rate_bps: 1_000_000_000,
+            duration_ns: 0,
+            lane_core_id: 1,
+            fabric_errors: 0,
+        };
+        let text = r.render();
+        assert!(text.contains("short of the 100 packets"), "{text}");
+        assert!(text.contains("7 with no cause found"), "{text}");
+        let empty_row = text.lines().nth(1).unwrap();
+        assert!(empty_row.contains(" - "), "{text}");
+    }
 
     #[test]
     fn default_set_has_what_the_check_needs() {

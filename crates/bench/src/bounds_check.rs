@@ -147,6 +147,7 @@ pub struct RangeCheck {
 impl RangeCheck {
     /// Packets outside their range that host gaps do not explain.
     pub fn unexplained(&self) -> u64 {
+        // Every explained packet was counted outside too (`check`).
         self.outside - self.outside_explained_by_host_gaps
     }
 }

@@ -2269,6 +2269,7 @@ fn classify(
             continue;
         };
         if peer == Some(win.victim) && *o != win.victim && reason == win.kind.expected_reason() {
+            // In the window: at_ns ≥ start_ns (the `position` above).
             let d = e.at_ns - win.start_ns;
             first
                 .entry((wi, *o))
@@ -3056,6 +3057,113 @@ mod tests {
         let p = d[2].phi.as_ref().expect("phi detail");
         assert!(p.min_perfect_phi > 0.0);
         assert!(p.timeout_at_min_perfect_max_ns >= p.timeout_at_min_perfect_mean_ns - 1.0);
+    }
+
+    /// Runs with nothing to evaluate: no round, one heartbeat per path
+    /// (no interval), every plain heartbeat lost, injections nobody
+    /// detected, a window that ended before it started. Each is evaluated,
+    /// classified, rendered and plotted; no threshold or ratio is given
+    /// where no interval was seen.
+    #[test]
+    fn degenerate_runs_are_evaluated_classified_rendered_and_plotted() {
+        let t = 1_000_000;
+        let none = GapIndex::new(&[]);
+        // (lane trace, plain trace, want a lane threshold, a plain one)
+        type Case = (Option<(u64, u64)>, bool, bool);
+        let cases: &[Case] = &[
+            (None, false, false),
+            (Some((1, 1)), false, false),
+            (Some((50, 0)), true, false),
+        ];
+        let dir = std::env::temp_dir().join(format!("xlane-fd-degenerate-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        for &(traces, lane_has, plain_has) in cases {
+            let mut acc = Accumulators::new();
+            if let Some((lane, plain)) = traces {
+                acc.lane_sent = lane;
+                acc.plain_sent = lane;
+                acc.add_round(
+                    t,
+                    vec![trace(lane, t, &[], &[])],
+                    vec![trace(plain, t, &[], &[])],
+                )
+                .expect("replay");
+            }
+            let (d, curves) = evaluate(t, acc, &none, &none);
+            assert_eq!(d.len(), 3);
+            assert_eq!(
+                d[0].min_perfect_threshold_ns.is_some(),
+                lane_has,
+                "{traces:?} {d:?}"
+            );
+            assert_eq!(
+                d[1].min_perfect_threshold_ns.is_some(),
+                plain_has,
+                "{traces:?}"
+            );
+            let kinds = [FailureKind::KillRunner];
+            let windows = [
+                Window {
+                    kind: FailureKind::KillRunner,
+                    victim: 1,
+                    start_ns: 2_000,
+                    end_ns: 3_000,
+                },
+                // Ended before it started: no event falls in it.
+                Window {
+                    kind: FailureKind::KillRunner,
+                    victim: 2,
+                    start_ns: 5_000,
+                    end_ns: 4_000,
+                },
+            ];
+            // A suspicion stamped before the run's origin.
+            let events = [ev(0, 2, 500, EventKind::Suspected(Reason::Silent))];
+            let (f, between, falses) = classify(&hosts(3), &kinds, &windows, &events, 1_000);
+            assert_eq!((f[0].injections, f[0].detected, f[0].min_ns), (2, 0, None));
+            assert_eq!((between, falses.len()), (1, 1));
+            let ratio =
+                |i: usize| match (d[i].min_perfect_threshold_ns, d[0].min_perfect_threshold_ns) {
+                    (Some(b), Some(x)) if x > 0 => Some(b as f64 / x as f64),
+                    _ => None,
+                };
+            let report = FdBenchReport {
+                ratio_plain_over_xfd: ratio(1),
+                ratio_phi_over_xfd: ratio(2),
+                ratio_plain_over_xfd_outside_host_gaps: None,
+                ratio_phi_over_xfd_outside_host_gaps: None,
+                host_gap_rule: crate::fd_gaps::RULE.into(),
+                detectors: d,
+                rounds: Vec::new(),
+                floor: Floor {
+                    stolen_fraction: 0.0,
+                    max_gap_ns: 0,
+                    cores: Vec::new(),
+                },
+                lane_core: None,
+                failures: f,
+                failure_run: None,
+                host_measures: Vec::new(),
+                cross_traffic_bps: Vec::new(),
+                switch_best_effort_drops: 0,
+                plots: Vec::new(),
+                params: FdRunParams {
+                    hosts: 3,
+                    link_rate_bps: 1_000_000_000,
+                    period_ns: t,
+                    heartbeats_requested: 0,
+                    lane_core: 1,
+                    cross_traffic: false,
+                    cpu_load: false,
+                },
+            };
+            assert!(report.ratio_plain_over_xfd.is_none());
+            let text = report.render();
+            assert!(!text.contains("NaN") && !text.contains("inf"), "{text}");
+            let files = plot::write(&report, &curves, &dir.join("fd-accuracy")).expect("plot");
+            assert!(files.iter().all(|p| p.exists()));
+        }
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

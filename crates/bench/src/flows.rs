@@ -833,3 +833,33 @@ fn collect_group(
         },
     })
 }
+
+/// A flow's result from `(send, kernel receive, user receive)` stamps of
+/// one receiver, `frames` sent: the analysis steps' tests build their
+/// degenerate runs with it.
+#[cfg(test)]
+pub(crate) fn flow_for_tests(name: &str, frames: u64, stamps: &[(u64, u64, u64)]) -> FlowResult {
+    FlowResult {
+        name: name.into(),
+        samples: stamps
+            .iter()
+            .enumerate()
+            .map(|(i, &(send_ns, kernel_rx_ns, user_rx_ns))| FlowSample {
+                sample: Sample {
+                    seq: i as u64,
+                    send_ns,
+                    kernel_rx_ns,
+                    user_rx_ns,
+                },
+                slot_ns: send_ns,
+                receiver: 0,
+            })
+            .collect(),
+        sent: SendReport {
+            frames,
+            ..SendReport::default()
+        },
+        receivers: 1,
+        ..FlowResult::default()
+    }
+}

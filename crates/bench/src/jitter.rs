@@ -605,10 +605,13 @@ impl ScenarioReport {
             ));
         }
         let xlane = self.configs.iter().find(|c| c.latency.name == "xlane");
+        // Ratios only between configurations that both have samples: a
+        // ratio of nothing is neither 0× nor infinite.
+        let xlane = xlane.filter(|c| c.latency.samples > 0);
         let xdp_configs = self
             .configs
             .iter()
-            .filter(|c| c.latency.name.starts_with("xlane-xdp"));
+            .filter(|c| c.latency.name.starts_with("xlane-xdp") && c.latency.samples > 0);
         for (x, xdp) in xdp_configs.filter_map(|c| Some((xlane?, c))) {
             let r = |a: u64, b: u64| a as f64 / b.max(1) as f64;
             out.push_str(&format!(
@@ -624,8 +627,10 @@ impl ScenarioReport {
             ));
         }
         if let (Some(x), Some(pl)) = (
-            self.configs.iter().find(|c| c.latency.name == "xlane"),
-            self.configs.iter().find(|c| c.latency.name == "plain"),
+            xlane,
+            self.configs
+                .iter()
+                .find(|c| c.latency.name == "plain" && c.latency.samples > 0),
         ) {
             let r = |a: u64, b: u64| a as f64 / b.max(1) as f64;
             out.push_str(&format!(
@@ -641,5 +646,82 @@ impl ScenarioReport {
             }
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::flows::flow_for_tests as flow;
+
+    /// Configurations that received nothing, lost everything, got one
+    /// frame or saw a receive stamp before the send stamp: each is
+    /// summarised, rendered and plotted; no ratio is taken of nothing,
+    /// and an interval that cannot be had says so.
+    #[test]
+    fn degenerate_configurations_are_summarised_rendered_and_plotted() {
+        let gaps = GapIndex::new(&[]);
+        // (flows, want samples, want a plain/xlane ratio line)
+        type Case = (Vec<FlowResult>, &'static [u64], bool);
+        let cases: Vec<Case> = vec![
+            (
+                vec![flow("xlane", 0, &[]), flow("plain", 0, &[])],
+                &[0, 0],
+                false,
+            ),
+            (
+                vec![flow("xlane", 9, &[]), flow("plain", 9, &[(5, 6, 7)])],
+                &[0, 1],
+                false,
+            ),
+            (
+                vec![
+                    flow("xlane", 1, &[(100, 90, 80)]),
+                    flow("plain", 1, &[(100, 150, 200)]),
+                ],
+                &[1, 1],
+                true,
+            ),
+            (vec![flow("xlane-xdp", 1, &[(10, 20, 30)])], &[1], false),
+        ];
+        let dir =
+            std::env::temp_dir().join(format!("xlane-jitter-degenerate-{}", std::process::id()));
+        for (flows, samples, ratio) in cases {
+            let mut configs = Vec::new();
+            let mut series = Vec::new();
+            let mut outliers = Vec::new();
+            for f in &flows {
+                // t0 after every send stamp: offsets clamp, never wrap.
+                let (c, sorted, points) = summarize(f, &gaps, 0.95, 1_000);
+                assert!(c.latency.max_ns < 1_000, "{c:?}");
+                assert!(points.iter().all(|p| p.t_ns == 0));
+                series.push((c.latency.name.clone(), sorted));
+                outliers.extend(points);
+                configs.push(c);
+            }
+            let got: Vec<u64> = configs.iter().map(|c| c.latency.samples).collect();
+            assert_eq!(got, samples);
+            let r = ScenarioReport {
+                scenario: "idle".into(),
+                configs,
+                floor: Floor {
+                    stolen_fraction: 0.0,
+                    max_gap_ns: 0,
+                    cores: Vec::new(),
+                },
+                lane_core: LaneCoreBudget::default(),
+                cross_traffic_bps: Vec::new(),
+                switch_best_effort_drops: 0,
+                confidence: 0.95,
+                plots: Vec::new(),
+            };
+            let text = r.render();
+            assert_eq!(text.contains("plain / xlane"), ratio, "{text}");
+            assert!(!text.contains("xlane-xdp / xlane"), "{text}");
+            assert!(text.contains("too few samples"), "{text}");
+            let files = write_plots(&dir, Scenario::Idle, &series, &outliers).expect("plots");
+            assert_eq!(files.len(), 6, "{files:?}");
+        }
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

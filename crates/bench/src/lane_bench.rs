@@ -349,35 +349,11 @@ pub fn run(
 
     let run = result?;
     let lane_core = LaneCoreUse::of_run(&run, cfg.lane_core).budget(floor.stolen_fraction);
-    let flows = run.flows;
-    let mut configs = Vec::new();
-    let mut kernel_configs = Vec::new();
-    let mut counters = Vec::new();
-    for f in &flows {
-        configs.push(summary(f, |s| s.latency_ns()));
-        kernel_configs.push(summary(f, |s| s.network_ns()));
-        counters.push(FlowCounters {
-            frames_sent: f.sent.frames,
-            slots: f.slots,
-            send_errors: f.sent.send_errors,
-            sender_late_max_ns: f.sent.late_max_ns,
-            refused: f.refused,
-            socket_drops: f.socket_drops,
-            xdp_datagrams: f.xdp_datagrams,
-        });
-    }
+    let (configs, kernel_configs, counters) = tables(&run.flows);
     let mac = cfg.mac.then(|| {
         let frame_bytes = xlane_wire::HEADER_LEN + xlane_wire::Schema::Chunk26.chunk_len();
         let (seal_ns, open_ns) = time_mac(frame_bytes);
-        let (lane, with) = (configs[0].p50_ns, configs[2].p50_ns);
-        let delta = with as i64 - lane as i64;
-        MacCost {
-            frame_bytes,
-            seal_ns,
-            open_ns,
-            p50_delta_ns: delta,
-            p50_delta_share: delta as f64 / lane.max(1) as f64,
-        }
+        mac_cost(&configs, frame_bytes, seal_ns, open_ns)
     });
     Ok(LaneBenchReport {
         mac,
@@ -400,6 +376,47 @@ pub fn run(
             cpu_load: cfg.cpu_load,
         },
     })
+}
+
+/// Per configuration: latency to the receiving thread, to the kernel's
+/// receive stamp, and the flow's counters.
+fn tables(flows: &[FlowResult]) -> (Vec<LatencySummary>, Vec<LatencySummary>, Vec<FlowCounters>) {
+    let configs = flows
+        .iter()
+        .map(|f| summary(f, |s| s.latency_ns()))
+        .collect();
+    let kernel = flows
+        .iter()
+        .map(|f| summary(f, |s| s.network_ns()))
+        .collect();
+    let counters = flows
+        .iter()
+        .map(|f| FlowCounters {
+            frames_sent: f.sent.frames,
+            slots: f.slots,
+            send_errors: f.sent.send_errors,
+            sender_late_max_ns: f.sent.late_max_ns,
+            refused: f.refused,
+            socket_drops: f.socket_drops,
+            xdp_datagrams: f.xdp_datagrams,
+        })
+        .collect();
+    (configs, kernel, counters)
+}
+
+/// The MAC's cost: `xlane-mac`'s λ50 (the third configuration) against
+/// `xlane`'s (the first); a missing one counts as no samples.
+fn mac_cost(configs: &[LatencySummary], frame_bytes: usize, seal_ns: f64, open_ns: f64) -> MacCost {
+    let p50 = |i: usize| configs.get(i).map_or(0, |c| c.p50_ns);
+    let (lane, with) = (p50(0), p50(2));
+    let delta = crate::stats::signed_diff(with, lane);
+    MacCost {
+        frame_bytes,
+        seal_ns,
+        open_ns,
+        p50_delta_ns: delta,
+        p50_delta_share: delta as f64 / lane.max(1) as f64,
+    }
 }
 
 fn summary(f: &FlowResult, measure: impl Fn(&crate::flows::FlowSample) -> u64) -> LatencySummary {
@@ -485,5 +502,105 @@ impl LaneBenchReport {
             self.params.link_rate_bps,
         ));
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::flows::flow_for_tests as flow;
+
+    /// A run whose flows received nothing, lost everything, got one
+    /// frame, or saw a receive stamp before the send stamp: the tables
+    /// say what each had and the render shows no ratio it cannot take.
+    #[test]
+    fn degenerate_flows_are_summarised_and_rendered() {
+        // (flows, want samples per config, want lost, want ratio line)
+        type Case = (Vec<FlowResult>, &'static [u64], &'static [u64], bool);
+        let cases: Vec<Case> = vec![
+            (vec![], &[], &[], false),
+            (
+                vec![
+                    flow("xlane", 0, &[]),
+                    flow("plain-udp", 0, &[]),
+                    flow("xlane-mac", 0, &[]),
+                ],
+                &[0, 0, 0],
+                &[0, 0, 0],
+                false,
+            ),
+            (
+                vec![flow("xlane", 5, &[]), flow("plain-udp", 5, &[])],
+                &[0, 0],
+                &[5, 5],
+                false,
+            ),
+            (
+                vec![
+                    flow("xlane", 1, &[(100, 90, 80)]),
+                    flow("plain-udp", 1, &[(100, 150, 200)]),
+                ],
+                &[1, 1],
+                &[0, 0],
+                false,
+            ),
+            (
+                vec![
+                    flow("xlane", 1, &[(100, 110, 120)]),
+                    flow("plain-udp", 2, &[(100, 150, 200)]),
+                ],
+                &[1, 1],
+                &[0, 1],
+                true,
+            ),
+        ];
+        for (flows, samples, lost, ratio) in cases {
+            let (configs, kernel, counters) = tables(&flows);
+            let got: Vec<u64> = configs.iter().map(|c| c.samples).collect();
+            assert_eq!(got, samples);
+            let got: Vec<u64> = configs.iter().map(|c| c.lost).collect();
+            assert_eq!(got, lost);
+            assert_eq!((kernel.len(), counters.len()), (flows.len(), flows.len()));
+            // A receive stamp before the send stamp is 0, not a wrap.
+            assert!(configs.iter().all(|c| c.max_ns < 1_000), "{configs:?}");
+            let mac = mac_cost(&configs, 64, 10.0, 10.0);
+            assert!(mac.p50_delta_ns.unsigned_abs() < 1_000, "{mac:?}");
+            let report = LaneBenchReport {
+                configs,
+                kernel_configs: kernel,
+                floor: Floor {
+                    stolen_fraction: 0.0,
+                    max_gap_ns: 0,
+                    cores: Vec::new(),
+                },
+                lane_core: LaneCoreBudget::default(),
+                counters,
+                host_measures: Vec::new(),
+                cross_traffic_bps: Vec::new(),
+                switch_best_effort_drops: 0,
+                params: RunParams {
+                    hosts: 4,
+                    link_rate_bps: 1_000_000_000,
+                    period_ns: 100_000,
+                    duration_ns: 0,
+                    lane_core: 1,
+                    mode: "Sleep".into(),
+                    cross_traffic: false,
+                    cpu_load: false,
+                },
+                mac: Some(mac),
+            };
+            let text = report.render();
+            assert_eq!(text.contains("plain-udp / xlane"), ratio, "{text}");
+            for (c, lost) in report.configs.iter().zip(lost) {
+                if c.samples + lost == 0 {
+                    assert!(
+                        text.lines()
+                            .any(|l| l.starts_with(&c.name) && l.contains(" - ")),
+                        "{text}"
+                    );
+                }
+            }
+        }
     }
 }

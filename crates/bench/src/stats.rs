@@ -51,14 +51,39 @@ impl LatencySummary {
             p9999_ns: p(0.9999),
             max_ns: max,
             avg_ns: if n == 0 { 0 } else { (sum / n as u128) as u64 },
+            // Sorted above: the last is at least the first.
             delta_max_ns: max - min,
         }
+    }
+}
+
+/// `a − b` as a signed count (of ns), whichever of the two is larger,
+/// saturating at `i64`'s ends (585 years of ns: never reached by two
+/// instants of one run).
+pub fn signed_diff(a: u64, b: u64) -> i64 {
+    if a >= b {
+        i64::try_from(a - b).unwrap_or(i64::MAX)
+    } else {
+        i64::try_from(b - a).map_or(i64::MIN, |d| -d)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn signed_differences_never_wrap() {
+        for (a, b, want) in [
+            (5u64, 3u64, 2i64),
+            (3, 5, -2),
+            (7, 7, 0),
+            (0, u64::MAX, i64::MIN),
+            (u64::MAX, 0, i64::MAX),
+        ] {
+            assert_eq!(signed_diff(a, b), want, "{a} − {b}");
+        }
+    }
 
     #[test]
     fn summary_of_known_samples() {

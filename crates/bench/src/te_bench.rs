@@ -490,9 +490,9 @@ pub fn render(r: &TeReport) -> String {
             "  {:<9} {:<10} {:<10} {:<10} {:<10} {:<10} {:<12} {:<14} {} MB\n",
             p.tunnels,
             p.requests,
-            fmt_ns(p.p50_ns as f64),
-            fmt_ns(p.p99_ns as f64),
-            fmt_ns(p.max_ns as f64),
+            fmt_opt(p.p50_ns),
+            fmt_opt(p.p99_ns),
+            fmt_opt(p.max_ns),
             p.multicast,
             fmt_opt(p.unicast_p99_ns),
             fmt_opt(p.multicast_p99_ns),
@@ -563,7 +563,7 @@ pub fn plot(r: &TeReport, stem: &Path) -> Result<[PathBuf; 2], crate::plot::Plot
                     p.tunnels.max(1) as f64,
                     p.unicast_p99_ns as f64,
                     p.multicast_p99_ns as f64,
-                    p.max_ns.max(1) as f64,
+                    p.max_ns as f64,
                 )
             })
             .collect(),
@@ -581,14 +581,16 @@ impl Figure for TimeFigure {
         let body = title_area(root, &self.title)?;
         let xmax = self.pts.iter().map(|p| p.0).fold(10.0, f64::max) * 2.0;
         let xmin = self.pts.iter().map(|p| p.0).fold(xmax, f64::min) / 2.0;
+        // Times of 0 are windows without a request of that kind: no point,
+        // and no part of the axis.
         let lo = self
             .pts
             .iter()
-            .flat_map(|p| [p.1, p.2])
+            .flat_map(|p| [p.1, p.2, p.3])
             .filter(|&v| v > 0.0)
             .fold(f64::INFINITY, f64::min);
         let hi = self.pts.iter().map(|p| p.3).fold(0.0, f64::max);
-        let (lo, hi) = if hi > 0.0 {
+        let (lo, hi) = if hi > 0.0 && lo.is_finite() {
             (lo / 2.0, hi * 2.0)
         } else {
             (1e3, 1e6)
@@ -687,6 +689,68 @@ mod tests {
             text.contains("same state") && text.contains("equal"),
             "{text}"
         );
+    }
+
+    /// A report with no point, and points whose window held no request
+    /// of a kind: rendered with `-` where nothing was timed, and plotted.
+    #[test]
+    fn degenerate_reports_render_and_plot() {
+        let point = |requests: usize, multicast: usize, p99: u64, max: u64| TePoint {
+            tunnels: 10,
+            requests,
+            p50_ns: p99,
+            p99_ns: p99,
+            max_ns: max,
+            multicast,
+            unicast_p99_ns: if requests > multicast { p99 } else { 0 },
+            multicast_p99_ns: if multicast > 0 { p99 } else { 0 },
+            rss_bytes: 0,
+            at_s: 0.0,
+        };
+        let cases: Vec<(Vec<TePoint>, usize)> = vec![
+            (vec![], 0),
+            (vec![point(0, 0, 0, 0)], 5),
+            (vec![point(3, 3, 0, 7_000)], 4),
+            (vec![point(3, 0, 5_000, 7_000), point(0, 0, 0, 0)], 6),
+        ];
+        let dir = std::env::temp_dir().join(format!("xlane-te-degenerate-{}", std::process::id()));
+        for (points, dashes) in cases {
+            let r = TeReport {
+                config: TeBenchConfig::default(),
+                hosts: 0,
+                switches: 0,
+                links: 0,
+                topology_s: 0.0,
+                points,
+                fill_s: None,
+                tunnels: 0,
+                requests: 0,
+                granted: 0,
+                refused: BTreeMap::new(),
+                releases: 0,
+                changes: 0,
+                restarts: 0,
+                journal_records: 0,
+                replay_s: 0.0,
+                replay_same: true,
+                bounds_checked: 0,
+                bounds_equal: true,
+                verify_s: 0.0,
+            };
+            let text = render(&r);
+            let untimed = text
+                .lines()
+                .skip(3)
+                .take(r.points.len())
+                .flat_map(str::split_whitespace)
+                .filter(|c| *c == "-")
+                .count();
+            assert_eq!(untimed, dashes, "{text}");
+            assert!(text.contains("(not reached)"), "{text}");
+            let [png, _] = plot(&r, &dir.join("te")).expect("plot");
+            assert!(png.exists());
+        }
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

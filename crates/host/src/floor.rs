@@ -251,6 +251,8 @@ impl FloorProbe {
             _ => FloorReport::empty(self.core, self.threshold_ns),
         };
         if let (Some(before), Some(after)) = (self.steal_before, read_steal_ticks(self.core)) {
+            // A counter that went back (the CPU went offline and came back)
+            // tells nothing: 0, as documented for "unavailable".
             report.steal_ticks_delta = after.saturating_sub(before);
         }
         report
@@ -439,6 +441,7 @@ fn spin(
     if let Some(s) = &saved {
         leave_fifo(s);
     }
+    // prev >= t0: monotonic readings of this thread, prev taken last.
     let duration = prev.saturating_sub(t0);
     FloorReport {
         core,
@@ -590,5 +593,39 @@ mod tests {
         };
         assert_eq!(r.gaps.len(), 4);
         assert!(r.gaps_dropped > 0);
+    }
+
+    /// A probe that saw nothing (it died, or ran for no time) reports no
+    /// time, no gaps and a fraction of 0 with its duration of 0, and
+    /// overlaps no interval, reversed ones included.
+    #[test]
+    fn an_empty_floor() {
+        let r = FloorReport::empty(3, 10_000);
+        let s = r.summary();
+        assert_eq!((s.core, s.duration_ns, s.gaps, s.max_gap_ns), (3, 0, 0, 0));
+        assert_eq!(s.stolen_fraction, 0.0);
+        for (a, b) in [(0, 0), (0, u64::MAX), (u64::MAX, 0), (5, 4)] {
+            assert!(!r.overlaps(a, b), "[{a}, {b}]");
+        }
+        // A gap of no length overlaps nothing; one at the end of time ends
+        // there (saturating) instead of wrapping around.
+        let r = report(&[(5, 0), (u64::MAX - 1, 10)]);
+        assert!(!r.overlaps(5, 5));
+        assert_eq!(r.gaps[1].end_realtime_ns(), u64::MAX);
+        assert!(r.overlaps(u64::MAX - 1, u64::MAX - 1));
+        assert!(!r.overlaps(0, 4));
+    }
+
+    #[test]
+    fn a_probe_stopped_at_once_is_consistent() {
+        let r = match measure_blocking(0, Duration::ZERO) {
+            Ok(r) => r,
+            Err(e) => panic!("probe on cpu0: {e}"),
+        };
+        assert!(r.stolen_ns <= r.duration_ns, "{r:?}");
+        assert!((0.0..=1.0).contains(&r.stolen_fraction), "{r:?}");
+        if r.duration_ns == 0 {
+            assert!(r.gaps.is_empty() && r.stolen_fraction == 0.0, "{r:?}");
+        }
     }
 }

@@ -186,7 +186,7 @@ fn independence(samples: &[Sample]) -> Thinning {
         };
     }
     let w = n.min(INDEPENDENCE_WINDOW);
-    let start = (n - w) / 2;
+    let start = (n - w) / 2; // w <= n
     let series: Vec<f64> = samples[start..start + w]
         .iter()
         .map(|s| s.latency_ns as f64)
@@ -308,6 +308,8 @@ pub fn samples_needed(samples: &[Sample], params: &AnalysisParams) -> Option<usi
     Some(need.saturating_mul(th.lag).max(samples.len() + 1))
 }
 
+/// The median of `v`, which must not be empty (the caller gives chunks of
+/// at least 10 samples).
 fn median(v: &mut [f64]) -> f64 {
     let m = v.len() / 2;
     let (_, x, _) = v.select_nth_unstable_by(m, f64::total_cmp);
@@ -410,16 +412,39 @@ fn secs_for(samples: usize, per_s: f64) -> f64 {
     }
 }
 
-/// Analyse a run: `samples` are the post-warm-up latency samples of every
-/// measuring agent in scheduled-time order.
-pub fn analyze(samples: &[Sample], facts: &RunFacts<'_>, params: &AnalysisParams) -> Analysis {
-    let mut checks = Vec::new();
-    let mut verdicts = Vec::new();
-    let window_s = facts.window_ns as f64 / 1e9;
-    let achieved = facts.sent as f64 / window_s;
+/// The rate check and, when it fails, its verdict. A window of 0 (sending
+/// ended when it began) or a requested rate that is not positive has no
+/// rate to compare: the check fails and says so instead of dividing by 0.
+fn rate(facts: &RunFacts<'_>, params: &AnalysisParams) -> (Check, Option<String>) {
+    let fail = |detail: String| Check {
+        name: "rate",
+        status: CheckStatus::Fail,
+        statistic: None,
+        threshold: Some(params.rate),
+        detail,
+    };
+    if facts.window_ns == 0 {
+        return (
+            fail(format!(
+                "no sending window (it ended when it began): {} requests sent, no rate",
+                facts.sent
+            )),
+            Some("rate: the run has no sending window (its end is not after its start), so nothing was measured; check that the agents started and ran for --duration".into()),
+        );
+    }
+    if !(params.rate > 0.0 && params.rate.is_finite()) {
+        return (
+            fail(format!("no requested rate to compare with ({})", params.rate)),
+            Some(format!(
+                "rate: the requested rate is {}, so the achieved rate cannot be checked; give a positive --rate",
+                params.rate
+            )),
+        );
+    }
+    let achieved = facts.sent as f64 / (facts.window_ns as f64 / 1e9);
     let dev = achieved / params.rate - 1.0;
     let rate_ok = dev.abs() <= RATE_TOLERANCE;
-    checks.push(Check {
+    let check = Check {
         name: "rate",
         status: if rate_ok {
             CheckStatus::Pass
@@ -434,14 +459,30 @@ pub fn analyze(samples: &[Sample], facts: &RunFacts<'_>, params: &AnalysisParams
             dev * 100.0,
             RATE_TOLERANCE * 100.0
         ),
-    });
-    if !rate_ok {
-        verdicts.push(format!(
+    };
+    let verdict = (!rate_ok).then(|| {
+        format!(
             "rate: sent {achieved:.0} req/s instead of {:.0} ({:+.1} %): the client could not keep its schedule or its sends failed; lower --rate, add --threads/--conns, or check send errors",
             params.rate,
             dev * 100.0
-        ));
-    }
+        )
+    });
+    (check, verdict)
+}
+
+/// Analyse a run: `samples` are the post-warm-up latency samples of every
+/// measuring agent in scheduled-time order.
+///
+/// Degenerate runs give a report, never a panic: no samples, a window of 0
+/// or a requested rate of 0 fail the checks concerned, each with its verdict,
+/// and leave the percentiles `None`.
+pub fn analyze(samples: &[Sample], facts: &RunFacts<'_>, params: &AnalysisParams) -> Analysis {
+    let mut checks = Vec::new();
+    let mut verdicts = Vec::new();
+    let window_s = facts.window_ns as f64 / 1e9;
+    let (rate_check, rate_verdict) = rate(facts, params);
+    checks.push(rate_check);
+    verdicts.extend(rate_verdict);
     let ad = poisson(facts.gaps, facts.gap_floor_ns, params.arrival);
     if ad.status == CheckStatus::Fail {
         verdicts.push(format!(
@@ -509,8 +550,13 @@ pub fn analyze(samples: &[Sample], facts: &RunFacts<'_>, params: &AnalysisParams
         }
         out.thinning_lag = lag;
         out.used = n;
-        // Raw samples per second of sending (after warm-up), for advice.
-        let per_s = samples.len() as f64 / window_s;
+        // Raw samples per second of sending (after warm-up), for advice;
+        // 0 for an empty window (the advice then cannot say how long).
+        let per_s = if window_s > 0.0 {
+            samples.len() as f64 / window_s
+        } else {
+            0.0
+        };
         let mut ci_fail = Vec::new();
         for r in &out.latency {
             let Some(need) = needed_independent(r, n, params) else {
@@ -519,10 +565,17 @@ pub fn analyze(samples: &[Sample], facts: &RunFacts<'_>, params: &AnalysisParams
             let q = r.percentile / 100.0;
             let raw_need = need.saturating_mul(lag);
             let t = secs_for(raw_need, per_s);
+            let how_long = if t.is_finite() {
+                format!("≈ {t:.0} s at this rate")
+            } else if samples.is_empty() {
+                "and none came in during the run".to_string()
+            } else {
+                "with no sending window to tell how long that takes".to_string()
+            };
             ci_fail.push(label(q));
             if r.ci_lower_ns.is_none() {
                 verdicts.push(format!(
-                    "ci: too few samples for {}: {n} independent samples (every {lag}-th of {}), at least {} needed for a {:.0} % interval (min_samples_for_ci), {} for ±{:.1} %: about {raw_need} latency samples, ≈ {t:.0} s at this rate; raise --max-duration",
+                    "ci: too few samples for {}: {n} independent samples (every {lag}-th of {}), at least {} needed for a {:.0} % interval (min_samples_for_ci), {} for ±{:.1} %: about {raw_need} latency samples, {how_long}; raise --max-duration",
                     label(q),
                     samples.len(),
                     min_samples_for_ci(q, params.confidence),
@@ -532,7 +585,7 @@ pub fn analyze(samples: &[Sample], facts: &RunFacts<'_>, params: &AnalysisParams
                 ));
             } else {
                 verdicts.push(format!(
-                    "ci: the {:.0} % interval of {} is ±{:.1} %, wider than ±{:.1} %: about {need} independent samples needed ({raw_need} latency samples, ≈ {t:.0} s at this rate); raise --max-duration or loosen --ci-width",
+                    "ci: the {:.0} % interval of {} is ±{:.1} %, wider than ±{:.1} %: about {need} independent samples needed ({raw_need} latency samples, {how_long}); raise --max-duration or loosen --ci-width",
                     params.confidence * 100.0,
                     label(q),
                     r.ci_rel_halfwidth.unwrap_or(f64::INFINITY) * 100.0,
@@ -776,5 +829,142 @@ mod tests {
         let loose = samples_needed(&s, &params(&[0.99], 0.05)).unwrap();
         let tight = samples_needed(&s, &params(&[0.99], 0.01)).unwrap();
         assert!(tight > loose && loose > 5000, "{loose} {tight}");
+    }
+
+    /// Degenerate runs: every one gives an invalid analysis that says why,
+    /// no percentile without samples, and no NaN or infinite statistic.
+    #[test]
+    fn degenerate_runs_are_reported() {
+        type Edit = fn(&mut RunFacts<'_>, &mut AnalysisParams);
+        let one = iid(1, 1);
+        let few = iid(10, 1);
+        let none: &[Sample] = &[];
+        // (case, samples, edit of a clean run's facts/params, samples used,
+        //  the check that must fail, a phrase of its detail)
+        type Case<'a> = (&'a str, &'a [Sample], Edit, usize, &'a str, &'a str);
+        let table: &[Case] = &[
+            (
+                "no deliveries",
+                none,
+                |f, _| f.lost = f.sent,
+                0,
+                "independence",
+                "0 samples are too few",
+            ),
+            (
+                "one sample",
+                &one,
+                |_, _| {},
+                1,
+                "stationarity",
+                "1 samples are too few",
+            ),
+            (
+                "ten samples",
+                &few,
+                |_, _| {},
+                10,
+                "ci",
+                "too wide or missing",
+            ),
+            (
+                "every agent failed",
+                none,
+                |f, _| {
+                    f.sent = 0;
+                    f.gaps = &[];
+                },
+                0,
+                "poisson",
+                "0 send gaps are too few",
+            ),
+            (
+                "window ended when it began",
+                none,
+                |f, _| f.window_ns = 0,
+                0,
+                "rate",
+                "no sending window",
+            ),
+            (
+                "requested rate of zero",
+                none,
+                |_, p| p.rate = 0.0,
+                0,
+                "rate",
+                "no requested rate",
+            ),
+            (
+                "nothing measured, nothing sent",
+                none,
+                |f, _| {
+                    f.sent = 0;
+                    f.measuring = false;
+                },
+                0,
+                "rate",
+                "achieved 0 req/s",
+            ),
+        ];
+        let g = exp_gaps(2000, 3);
+        for &(case, samples, edit, used, failing, phrase) in table {
+            let mut f = facts(1000, &g);
+            let mut p = params(&[0.5, 0.99], 0.1);
+            edit(&mut f, &mut p);
+            let a = analyze(samples, &f, &p);
+            assert!(!a.valid, "{case}: valid");
+            assert_eq!(a.used, used, "{case}");
+            let c = a
+                .checks
+                .iter()
+                .find(|c| c.name == failing)
+                .unwrap_or_else(|| panic!("{case}: no {failing} check"));
+            assert_eq!(c.status, CheckStatus::Fail, "{case}: {c:?}");
+            assert!(c.detail.contains(phrase), "{case}: {:?}", c.detail);
+            for c in a.checks.iter().filter(|c| c.status == CheckStatus::Fail) {
+                let prefix = format!("{}:", c.name);
+                assert!(
+                    a.verdicts.iter().any(|v| v.starts_with(&prefix)),
+                    "{case}: no verdict for {}: {:?}",
+                    c.name,
+                    a.verdicts
+                );
+            }
+            assert!(
+                a.checks
+                    .iter()
+                    .filter_map(|c| c.statistic)
+                    .all(f64::is_finite),
+                "{case}: {:?}",
+                a.checks
+            );
+            for r in a.latency.iter().chain(&a.user_rtt) {
+                assert_eq!(r.value_ns, None, "{case}: a value on an invalid run");
+                assert_eq!(r.raw_ns.is_some(), used > 0, "{case}: {r:?}");
+                if used < min_samples_for_ci(r.percentile / 100.0, p.confidence) {
+                    assert_eq!(r.ci_lower_ns, None, "{case}: an interval from {used}");
+                    assert!(!r.ci_ok, "{case}");
+                }
+            }
+            assert_eq!(a.mean_latency_ns.is_some(), used > 0, "{case}");
+            if f.measuring && used == 0 {
+                assert!(
+                    a.verdicts
+                        .iter()
+                        .any(|v| v.starts_with("ci: too few samples")),
+                    "{case}: {:?}",
+                    a.verdicts
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn samples_needed_without_samples() {
+        let p = params(&[0.5, 0.99], 0.1);
+        let need = samples_needed(&[], &p).expect("some samples are needed");
+        assert!(need >= min_samples_for_ci(0.99, 0.95), "{need}");
+        let need = samples_needed(&iid(1, 1), &p).expect("more samples are needed");
+        assert!(need > 1, "{need}");
     }
 }

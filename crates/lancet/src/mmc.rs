@@ -102,6 +102,20 @@ pub enum MmcError {
     /// A measurement could not run.
     #[error("measurement: {0}")]
     Run(#[from] RunError),
+    /// The zero-service run gave no latency percentiles, so the overhead to
+    /// subtract is unknown and no load can be compared with theory.
+    #[error(
+        "the zero-service run gave no latency samples ({sent} sent, {received} answered, \
+         {lost} lost): the overhead cannot be measured"
+    )]
+    NoBaseline {
+        /// Requests it sent.
+        sent: u64,
+        /// Responses it received.
+        received: u64,
+        /// Requests never answered.
+        lost: u64,
+    },
 }
 
 /// The overhead measured with zero service time.
@@ -222,6 +236,9 @@ pub fn run_mmc(cfg: &MmcConfig) -> Result<MmcReport, MmcError> {
     if cfg.loads.is_empty() || cfg.loads.iter().any(|r| !(*r > 0.0 && *r < 1.0)) {
         return Err(MmcError::Config("every load must be in (0, 1)".into()));
     }
+    if cfg.percentiles.is_empty() {
+        return Err(MmcError::Config("at least one percentile is needed".into()));
+    }
     let mu = 1e9 / cfg.service_mean_ns as f64;
     let c = cfg.workers;
     // 1. Overhead: the same path with zero service time, at the middle load's rate.
@@ -237,14 +254,7 @@ pub fn run_mmc(cfg: &MmcConfig) -> Result<MmcReport, MmcError> {
     bc.percentiles = vec![50.0, 99.0];
     let base = run(&bc)?;
     let mut rt_denied = base.counts.rt_denied + srv.stop().rt_denied;
-    let p = |r: &Report, q: f64| r.latency_at(q).and_then(|x| x.raw_ns).unwrap_or(0);
-    let (b50, b99) = (p(&base, 50.0), p(&base, 99.0));
-    let overhead = Overhead {
-        p50_ns: b50,
-        p99_ns: b99,
-        slack_ns: b99.saturating_sub(b50).max(MIN_SLACK_NS),
-        samples: base.samples.used,
-    };
+    let overhead = overhead_of(&base)?;
     // 2. Each load against a fresh server (empty queue, its own seed).
     let mut rows = Vec::new();
     let mut runs = Vec::new();
@@ -262,43 +272,11 @@ pub fn run_mmc(cfg: &MmcConfig) -> Result<MmcReport, MmcError> {
         cc.seed = seed;
         let rep = run(&cc)?;
         rt_denied += rep.counts.rt_denied + srv.stop().rt_denied;
-        for &pc in &cfg.percentiles {
-            let q = pc / 100.0;
-            let theory_ns = xlane_stats::mmc::sojourn_quantile(lambda, mu, c, q)
-                .ok_or_else(|| MmcError::Config(format!("no M/M/{c} quantile for ρ = {rho}")))?
-                * 1e9;
-            let row = rep.latency_at(pc);
-            let measured_ns = row.and_then(|r| r.raw_ns);
-            let ci_ns = row.and_then(|r| r.ci_lower_ns.zip(r.ci_upper_ns));
-            let off = overhead.p50_ns as f64;
-            let slack = overhead.slack_ns as f64;
-            let window_ns = ci_ns.map(|(lo, hi)| {
-                (
-                    (lo as f64 - off) * cfg.margin_low - slack,
-                    (hi as f64 - off) * cfg.margin_high + slack,
-                )
-            });
-            let server_ns = rep.server_sojourn.as_ref().and_then(|rs| {
-                rs.iter()
-                    .find(|r| (r.percentile - pc).abs() < 1e-9)
-                    .and_then(|r| r.raw_ns)
-            });
-            rows.push(MmcRow {
-                rho,
-                lambda,
-                percentile: pc,
-                theory_ns,
-                measured_ns,
-                ci_ns,
-                corrected_ns: measured_ns.map(|m| m as f64 - off),
-                window_ns,
-                server_ns,
-                pass: window_ns.is_some_and(|(lo, hi)| theory_ns >= lo && theory_ns <= hi),
-            });
-        }
+        rows.extend(compare(cfg, &overhead, rho, mu, &rep)?);
         runs.push(MmcRun { rho, report: rep });
     }
-    let all_pass = rows.iter().all(|r| r.pass);
+    // No row is no agreement.
+    let all_pass = !rows.is_empty() && rows.iter().all(|r| r.pass);
     Ok(MmcReport {
         config: cfg.clone(),
         overhead,
@@ -307,6 +285,78 @@ pub fn run_mmc(cfg: &MmcConfig) -> Result<MmcReport, MmcError> {
         all_pass,
         rt_denied,
     })
+}
+
+/// The overhead from the zero-service run; an error if it gave no
+/// percentiles (subtracting 0 instead would make every row look better).
+fn overhead_of(base: &Report) -> Result<Overhead, MmcError> {
+    let p = |q: f64| base.latency_at(q).and_then(|x| x.raw_ns);
+    let (Some(b50), Some(b99)) = (p(50.0), p(99.0)) else {
+        let k = &base.counts;
+        return Err(MmcError::NoBaseline {
+            sent: k.sent,
+            received: k.received,
+            lost: k.lost,
+        });
+    };
+    Ok(Overhead {
+        p50_ns: b50,
+        p99_ns: b99,
+        // p99 >= p50 (nearest ranks of the same sorted samples); saturating
+        // all the same.
+        slack_ns: b99.saturating_sub(b50).max(MIN_SLACK_NS),
+        samples: base.samples.used,
+    })
+}
+
+/// The rows of the run `rep` at load `rho`: theory against the measured
+/// interval less the overhead. A percentile without an interval (too few
+/// samples, none at all) has no window and does not pass.
+fn compare(
+    cfg: &MmcConfig,
+    overhead: &Overhead,
+    rho: f64,
+    mu: f64,
+    rep: &Report,
+) -> Result<Vec<MmcRow>, MmcError> {
+    let c = cfg.workers;
+    let lambda = rho * c as f64 * mu;
+    let mut rows = Vec::new();
+    for &pc in &cfg.percentiles {
+        let q = pc / 100.0;
+        let theory_ns = xlane_stats::mmc::sojourn_quantile(lambda, mu, c, q)
+            .ok_or_else(|| MmcError::Config(format!("no M/M/{c} quantile for ρ = {rho}")))?
+            * 1e9;
+        let row = rep.latency_at(pc);
+        let measured_ns = row.and_then(|r| r.raw_ns);
+        let ci_ns = row.and_then(|r| r.ci_lower_ns.zip(r.ci_upper_ns));
+        let off = overhead.p50_ns as f64;
+        let slack = overhead.slack_ns as f64;
+        let window_ns = ci_ns.map(|(lo, hi)| {
+            (
+                (lo as f64 - off) * cfg.margin_low - slack,
+                (hi as f64 - off) * cfg.margin_high + slack,
+            )
+        });
+        let server_ns = rep.server_sojourn.as_ref().and_then(|rs| {
+            rs.iter()
+                .find(|r| (r.percentile - pc).abs() < 1e-9)
+                .and_then(|r| r.raw_ns)
+        });
+        rows.push(MmcRow {
+            rho,
+            lambda,
+            percentile: pc,
+            theory_ns,
+            measured_ns,
+            ci_ns,
+            corrected_ns: measured_ns.map(|m| m as f64 - off),
+            window_ns,
+            server_ns,
+            pass: window_ns.is_some_and(|(lo, hi)| theory_ns >= lo && theory_ns <= hi),
+        });
+    }
+    Ok(rows)
 }
 
 fn f(ns: f64) -> String {
@@ -411,11 +461,11 @@ impl MmcReport {
                 .collect();
             let _ = writeln!(
                 s,
-                "ρ = {:.2}: {:.1} s, {} sent ({:.0}/s), {} samples, every {}-th used ({}); {}",
+                "ρ = {:.2}: {:.1} s, {} sent ({}), {} samples, every {}-th used ({}); {}",
                 run.rho,
                 rep.elapsed_s,
                 rep.counts.sent,
-                rep.achieved_rate,
+                crate::report::fmt_rate(rep.achieved_rate),
                 rep.samples.after_warmup,
                 rep.samples.thinning_lag,
                 rep.samples.used,
@@ -432,5 +482,84 @@ impl MmcReport {
             }
         );
         s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::empty_report;
+
+    #[test]
+    fn a_baseline_without_samples_is_an_error() {
+        for (sent, window) in [(0, 0), (0, 1_000_000_000), (500, 1_000_000_000)] {
+            match overhead_of(&empty_report(sent, window)) {
+                Err(MmcError::NoBaseline { sent: s, lost, .. }) => {
+                    assert_eq!((s, lost), (sent, sent));
+                }
+                r => panic!("{sent}/{window}: {r:?}"),
+            }
+        }
+    }
+
+    /// A load that got no response (zero arrivals at the server): its rows
+    /// have no measurement and no window, and fail; the render says so.
+    #[test]
+    fn a_load_without_responses_fails_its_rows() {
+        let cfg = MmcConfig::default();
+        let overhead = Overhead {
+            p50_ns: 30_000,
+            p99_ns: 40_000,
+            slack_ns: MIN_SLACK_NS,
+            samples: 1000,
+        };
+        let mu = 1e9 / cfg.service_mean_ns as f64;
+        for (sent, window) in [(1000, 1_000_000_000), (0, 0)] {
+            let rep = empty_report(sent, window);
+            let rows = compare(&cfg, &overhead, 0.5, mu, &rep).unwrap();
+            assert_eq!(rows.len(), cfg.percentiles.len());
+            for r in &rows {
+                assert!(!r.pass, "{r:?}");
+                assert_eq!((r.measured_ns, r.ci_ns, r.window_ns), (None, None, None));
+                assert!(r.theory_ns.is_finite() && r.theory_ns > 0.0);
+            }
+            let report = MmcReport {
+                config: cfg.clone(),
+                overhead: overhead.clone(),
+                rows,
+                runs: vec![MmcRun {
+                    rho: 0.5,
+                    report: rep,
+                }],
+                all_pass: false,
+                rt_denied: 0,
+            };
+            let text = report.render();
+            assert!(
+                text.contains("(too few)") && text.contains("DISAGREEMENT"),
+                "{text}"
+            );
+            assert!(text.contains(&format!("{sent} sent")), "{text}");
+            assert!(!text.contains("NaN"), "{text}");
+        }
+    }
+
+    #[test]
+    fn nothing_to_compare_is_refused() {
+        type Edit = fn(&mut MmcConfig);
+        let table: &[(&str, Edit)] = &[
+            ("percentile", |c| c.percentiles.clear()),
+            ("load", |c| c.loads.clear()),
+            ("load", |c| c.loads = vec![0.0]),
+            ("workers", |c| c.workers = 0),
+        ];
+        for (want, edit) in table {
+            let mut c = MmcConfig::default();
+            edit(&mut c);
+            match run_mmc(&c) {
+                Err(MmcError::Config(m)) => assert!(m.contains(want), "{want}: {m}"),
+                r => panic!("{want}: {:?}", r.map(|r| r.all_pass)),
+            }
+        }
     }
 }

@@ -160,6 +160,7 @@ impl ReplyProgress {
         }
         self.seen |= bit;
         if self.count != 0 {
+            // count is in 1..=MAX_REPLY_PACKETS (64), checked when it was set.
             let all = u64::MAX >> (64 - u32::from(self.count));
             if self.seen & all == all {
                 return Progress::Complete;
@@ -257,6 +258,8 @@ impl Worker {
                     busy = Some((job, done));
                 }
             }
+            // The driver's counters only grow and `reported_*` are earlier
+            // readings of the same counters, so the differences are >= 0.
             let st = self.srv.stats();
             let drops = self.srv.core().stats().dropped_full;
             c.send_errors

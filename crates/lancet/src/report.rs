@@ -29,6 +29,10 @@ pub struct Counts {
     /// Transmit stamps that contradicted their request (numbering lost; the
     /// socket then falls back to user-space transmit times).
     pub tx_stamp_mismatch: u64,
+    /// Responses whose receive time came before their request's transmit
+    /// time (the realtime clock stepped between the two): no latency can be
+    /// told, so they are counted here and are not samples.
+    pub rx_before_tx: u64,
     /// Samples not kept because the sample store was full.
     pub samples_dropped: u64,
     /// Samples whose transmit time is the kernel's software stamp.
@@ -67,6 +71,7 @@ impl Counts {
         self.send_errors += o.send_errors;
         self.recv_errors += o.recv_errors;
         self.tx_stamp_mismatch += o.tx_stamp_mismatch;
+        self.rx_before_tx += o.rx_before_tx;
         self.samples_dropped += o.samples_dropped;
         self.tx_kernel += o.tx_kernel;
         self.tx_hardware += o.tx_hardware;
@@ -113,9 +118,11 @@ pub struct Report {
     pub elapsed_s: f64,
     /// Warm-up discarded, s.
     pub warmup_s: f64,
-    /// Requests sent per second.
+    /// Requests sent per second; NaN (`null` in JSON) when the sending
+    /// window is empty (the `rate` check then says so).
     pub achieved_rate: f64,
-    /// Responses received per second.
+    /// Responses received per second; NaN (`null` in JSON) when the sending
+    /// window is empty.
     pub completion_rate: f64,
     /// Counters.
     pub counts: Counts,
@@ -153,6 +160,25 @@ pub fn fmt_ns(ns: u64) -> String {
     }
 }
 
+/// `count` per second over `window_ns`; NaN for an empty window (there is
+/// no rate, and 0 would claim one).
+pub fn per_second(count: u64, window_ns: u64) -> f64 {
+    if window_ns == 0 {
+        f64::NAN
+    } else {
+        count as f64 / (window_ns as f64 / 1e9)
+    }
+}
+
+/// `1234/s`, or `-/s` for a rate that is not a number (empty window).
+pub fn fmt_rate(per_s: f64) -> String {
+    if per_s.is_finite() {
+        format!("{per_s:.0}/s")
+    } else {
+        "-/s".into()
+    }
+}
+
 fn opt_ns(v: Option<u64>) -> String {
     v.map_or_else(|| "-".to_string(), fmt_ns)
 }
@@ -180,8 +206,8 @@ impl Report {
             config: cfg.clone(),
             elapsed_s,
             warmup_s: cfg.warmup() as f64 / 1e9,
-            achieved_rate: counts.sent as f64 / elapsed_s,
-            completion_rate: counts.received as f64 / elapsed_s,
+            achieved_rate: per_second(counts.sent, facts.window_ns),
+            completion_rate: per_second(counts.received, facts.window_ns),
             samples: SampleCounts {
                 collected,
                 after_warmup,
@@ -230,12 +256,12 @@ impl Report {
         let k = &self.counts;
         let _ = writeln!(
             s,
-            "sent {} in {:.1} s ({:.0}/s), received {} ({:.0}/s), lost {}, unmatched {}, malformed {}, send errors {}",
+            "sent {} in {:.1} s ({}), received {} ({}), lost {}, unmatched {}, malformed {}, send errors {}",
             k.sent,
             self.elapsed_s,
-            self.achieved_rate,
+            fmt_rate(self.achieved_rate),
             k.received,
-            self.completion_rate,
+            fmt_rate(self.completion_rate),
             k.lost,
             k.unmatched,
             k.malformed,
@@ -244,8 +270,9 @@ impl Report {
         if c.transport == crate::Transport::R2p2 {
             let _ = writeln!(
                 s,
-                "r2p2: {} requests refused with DROP (answered, not samples); goodput {:.0}/s",
-                k.dropped, self.completion_rate
+                "r2p2: {} requests refused with DROP (answered, not samples); goodput {}",
+                k.dropped,
+                fmt_rate(self.completion_rate)
             );
         }
         if !c.more_targets.is_empty() {
@@ -267,6 +294,13 @@ impl Report {
                 } else {
                     String::new()
                 }
+            );
+        }
+        if k.rx_before_tx > 0 {
+            let _ = writeln!(
+                s,
+                "clock: {} responses stamped before their request was sent (the realtime clock stepped): not samples",
+                k.rx_before_tx
             );
         }
         let stamped = k.tx_kernel + k.tx_hardware + k.tx_user;
@@ -379,9 +413,132 @@ impl Report {
     }
 }
 
+/// The report of a measuring run that got no response at all: `sent`
+/// requests over `window_ns`, every one lost.
+#[cfg(test)]
+pub(crate) fn empty_report(sent: u64, window_ns: u64) -> Report {
+    use crate::analysis::{analyze, AnalysisParams};
+    use std::net::{Ipv4Addr, SocketAddrV4};
+    let cfg = ClientConfig::new(SocketAddrV4::new(Ipv4Addr::LOCALHOST, 9));
+    let facts = RunFacts {
+        sent,
+        lost: sent,
+        dropped: 0,
+        window_ns,
+        gaps: &[],
+        gap_floor_ns: 0.0,
+        measuring: true,
+    };
+    let a = analyze(&[], &facts, &AnalysisParams::from_config(&cfg));
+    let counts = Counts {
+        sent,
+        lost: sent,
+        ..Counts::default()
+    };
+    Report::build(&cfg, counts, 0, 0, &facts, a)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rates_over_an_empty_window_are_not_numbers() {
+        let table = [
+            (0, 0, None),
+            (5, 0, None),
+            (0, 1_000_000_000, Some(0.0)),
+            (1000, 1_000_000_000, Some(1000.0)),
+            (1, 500_000_000, Some(2.0)),
+        ];
+        for (count, window, want) in table {
+            let got = per_second(count, window);
+            match want {
+                None => assert!(got.is_nan(), "{count}/{window}: {got}"),
+                Some(w) => assert_eq!(got, w, "{count}/{window}"),
+            }
+        }
+        assert_eq!(fmt_rate(f64::NAN), "-/s");
+        assert_eq!(fmt_rate(f64::INFINITY), "-/s");
+        assert_eq!(fmt_rate(1234.4), "1234/s");
+    }
+
+    /// Runs with no response, or no window: the report renders, says the
+    /// run is not valid and why, and prints no NaN.
+    #[test]
+    fn empty_runs_render() {
+        // (case, sent, window, phrases the text must hold)
+        let table: &[(&str, u64, u64, &[&str])] = &[
+            (
+                "all lost",
+                1000,
+                1_000_000_000,
+                &[
+                    "sent 1000 in 1.0 s (1000/s)",
+                    "lost 1000",
+                    "0 samples are too few",
+                    "NOT VALID",
+                ],
+            ),
+            (
+                "nothing sent",
+                0,
+                1_000_000_000,
+                &["sent 0 in 1.0 s (0/s)", "FAIL  rate", "NOT VALID"],
+            ),
+            (
+                "window ended when it began",
+                0,
+                0,
+                &[
+                    "sent 0 in 0.0 s (-/s), received 0 (-/s)",
+                    "no sending window",
+                    "NOT VALID",
+                ],
+            ),
+        ];
+        for &(case, sent, window, phrases) in table {
+            let r = empty_report(sent, window);
+            assert!(!r.valid, "{case}");
+            assert_eq!((r.samples.collected, r.samples.used), (0, 0), "{case}");
+            assert!(r
+                .latency
+                .iter()
+                .all(|l| l.value_ns.is_none() && l.raw_ns.is_none()));
+            assert_eq!(
+                (r.mean_latency_ns, r.send_lag.clone()),
+                (None, None),
+                "{case}"
+            );
+            assert_eq!(r.achieved_rate.is_nan(), window == 0, "{case}");
+            let text = r.render();
+            for p in phrases {
+                assert!(text.contains(p), "{case}: {p:?} not in\n{text}");
+            }
+            assert!(
+                !text.contains("NaN") && !text.contains("inf"),
+                "{case}:\n{text}"
+            );
+            assert!(
+                r.latency_at(50.0).is_some_and(|l| l.raw_ns.is_none()),
+                "{case}"
+            );
+        }
+    }
+
+    #[test]
+    fn responses_before_their_requests_are_reported() {
+        let mut r = empty_report(10, 1_000_000_000);
+        assert!(!r.render().contains("clock:"));
+        r.counts.rx_before_tx = 3;
+        assert!(r
+            .render()
+            .contains("clock: 3 responses stamped before their request was sent"));
+        let mut sum = Counts::default();
+        sum.add(&r.counts);
+        sum.add(&r.counts);
+        assert_eq!(sum.rx_before_tx, 6);
+    }
 
     #[test]
     fn durations_print_readably() {

@@ -669,7 +669,7 @@ fn tcp_conn(
                     }
                 }
                 buf.copy_within(at..have, 0);
-                have -= at;
+                have -= at; // at <= have: every frame parsed lies in buf[..have]
             }
         }
     }

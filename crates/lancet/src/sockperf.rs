@@ -90,7 +90,14 @@ fn number_after(line: &str, marker: &str) -> Option<f64> {
     rest[..end].parse().ok().filter(|v: &f64| v.is_finite())
 }
 
+/// A count as printed: `None` for a negative or fractional number (garbled).
+fn count_of(v: f64) -> Option<u64> {
+    (v >= 0.0 && v.fract() == 0.0 && v < u64::MAX as f64).then_some(v as u64)
+}
+
 /// Parse sockperf's ping-pong output (stdout and stderr together is fine).
+/// Garbled lines (a negative round trip or count, a percentile outside
+/// (0, 100)) are skipped, as if not printed.
 pub fn parse(output: &str) -> Result<SockperfResult, SockperfParseError> {
     let text = strip_ansi(output);
     let mut doubled = None;
@@ -109,7 +116,7 @@ pub fn parse(output: &str) -> Result<SockperfResult, SockperfParseError> {
             let rest = &line[line.find("---> percentile").unwrap_or(0) + 15..];
             if let Some((p, v)) = rest.split_once('=') {
                 if let (Ok(p), Ok(v)) = (p.trim().parse::<f64>(), v.trim().parse::<f64>()) {
-                    if p > 0.0 && p < 100.0 && v.is_finite() {
+                    if p > 0.0 && p < 100.0 && v.is_finite() && v >= 0.0 {
                         percentiles.push((p, v));
                     }
                 }
@@ -119,13 +126,13 @@ pub fn parse(output: &str) -> Result<SockperfResult, SockperfParseError> {
         } else if line.contains("<MIN> observation") {
             min = number_after(line, "<MIN> observation");
         } else if line.contains("# dropped messages") {
-            let count = |m| number_after(line, m).map(|v| v as u64);
+            let count = |m| number_after(line, m).and_then(count_of);
             dropped = count("# dropped messages");
             duplicated = count("# duplicated messages");
             out_of_order = count("# out-of-order messages");
         } else if let Some(v) = number_after(line, "Total") {
             if line.contains("observations") {
-                obs = Some(v as u64);
+                obs = count_of(v);
             }
         }
     }
@@ -295,5 +302,85 @@ x, 1, 2, 3
         )
         .unwrap();
         assert_eq!(r.percentiles, vec![(50.0, 2500.0)]);
+    }
+
+    #[test]
+    fn garbled_outputs() {
+        use SockperfParseError::*;
+        const SUMMARY: &str = "Summary: Round trip is 3 usec\n";
+        // (output, percentiles parsed or the error, observations)
+        let table: &[(&str, Result<usize, SockperfParseError>, Option<u64>)] = &[
+            ("\u{1b}[", Err(NoSummary), None),
+            ("\u{1b}[2;35", Err(NoSummary), None),
+            (
+                "Summary: Round trip is\n---> percentile 50 = 1\n",
+                Err(NoSummary),
+                None,
+            ),
+            (
+                "Summary: Round trip is nan usec\n---> percentile 50 = 1\n",
+                Err(NoSummary),
+                None,
+            ),
+            (
+                "Summary: Round trip is 3 usec\n---> percentile\n",
+                Err(NoPercentiles),
+                None,
+            ),
+            (
+                "Summary: Round trip is 3 usec\n---> percentile 50 = -1\n",
+                Err(NoPercentiles),
+                None,
+            ),
+            (
+                "Summary: Round trip is 3 usec\n---> percentile 150 = 1\n",
+                Err(NoPercentiles),
+                None,
+            ),
+            (
+                "Summary: Round trip is 3 usec\n---> percentile 50 = inf\n",
+                Err(NoPercentiles),
+                None,
+            ),
+            (
+                "Total -5 observations\n---> percentile 50 = 1\n",
+                Ok(1),
+                None,
+            ),
+            (
+                "Total 2.5 observations\n---> percentile 50 = 1\n",
+                Ok(1),
+                None,
+            ),
+            (
+                "Total 0 observations\n---> percentile 50 = 1\n",
+                Ok(1),
+                Some(0),
+            ),
+        ];
+        for (i, &(out, ref want, obs)) in table.iter().enumerate() {
+            let text = if out.starts_with("Total") {
+                format!("{SUMMARY}{out}")
+            } else {
+                out.to_string()
+            };
+            match (parse(&text), want) {
+                (Ok(r), Ok(n)) => {
+                    assert_eq!(r.percentiles.len(), *n, "case {i}");
+                    assert_eq!(r.observations, obs, "case {i}");
+                }
+                (Err(e), Err(w)) => assert_eq!(&e, w, "case {i}"),
+                (got, _) => panic!("case {i}: {got:?}, wanted {want:?}"),
+            }
+        }
+        let lossy =
+            "# dropped messages = -3; # duplicated messages = 1.5; # out-of-order messages = 2\n";
+        let r = parse(&format!("{SUMMARY}{lossy}---> percentile 50 = 1\n")).unwrap();
+        assert_eq!(
+            (r.dropped, r.duplicated, r.out_of_order),
+            (None, None, Some(2))
+        );
+        // A log whose every row is garbled or runs backwards gives nothing.
+        assert!(parse_full_log("0, 2.5, 2.4, 1\n1, x, 2, 3\n2, 1, 2\n").is_empty());
     }
 }

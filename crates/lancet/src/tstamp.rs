@@ -139,6 +139,8 @@ impl TxMatch {
                 } else {
                     request_len
                 };
+                // at < request_len and at < first_chunk picks first_chunk,
+                // so end > at.
                 pending.min((end - at) as usize)
             }
         }

@@ -230,4 +230,24 @@ mod tests {
         let r = independence_lag(&[1.0, 2.0, 3.0, 4.0, 5.0], 0);
         assert_eq!((r.lag, r.rho_at_lag.len()), (None, 0));
     }
+
+    #[test]
+    fn tiny_series() {
+        let x = [1.0, 2.0];
+        for n in 0..=2 {
+            // Two pairs are the fewest with a correlation.
+            let want = (n == 2).then_some(1.0);
+            assert_eq!(spearman(&x[..n], &x[..n]), want, "n={n}");
+            let r = independence_lag(&x[..n], 5);
+            assert_eq!((r.lag, r.rho_at_lag.len()), (None, 0), "n={n}");
+            assert!(r.threshold.is_nan(), "n={n}");
+        }
+        // max_lag beyond the series: stops at the first lag with fewer than 3 pairs.
+        let r = independence_lag(&[1.0, 2.0, 3.0], usize::MAX);
+        assert_eq!((r.lag, r.rho_at_lag.len()), (None, 0));
+        // 3 pairs: the threshold 1.96/√2 exceeds any ρ, so lag 1 passes
+        // (which is why lancet's analysis asks for 30 samples first).
+        let r = independence_lag(&[1.0, 2.0, 3.0, 4.0], usize::MAX);
+        assert_eq!((r.lag, r.rho_at_lag), (Some(1), vec![(1, 1.0)]));
+    }
 }

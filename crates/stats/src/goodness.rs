@@ -190,4 +190,12 @@ mod tests {
         let xs: Vec<f64> = (0..500).map(|_| 5.0 + rng.exp(1.0)).collect();
         assert!(anderson_darling_exponential(&xs).unwrap().reject_at_5pct);
     }
+
+    #[test]
+    fn tiny_samples() {
+        let x = [1.0, 2.0];
+        for n in 0..=2 {
+            assert_eq!(anderson_darling_exponential(&x[..n]), None, "n={n}");
+        }
+    }
 }

@@ -72,6 +72,7 @@ pub fn kpss_with_lags(samples: &[f64], lags: usize) -> Option<Kpss> {
         sum_s2 += s * s;
     }
     let mut lrv = e.iter().map(|v| v * v).sum::<f64>() / nf;
+    // lag <= lags < n (checked above), so `n - lag` >= 1.
     for lag in 1..=lags {
         let w = 1.0 - lag as f64 / (lags as f64 + 1.0);
         let gamma: f64 = e[lag..].iter().zip(&e[..n - lag]).map(|(a, b)| a * b).sum();
@@ -184,5 +185,16 @@ mod tests {
             .map(|t| if t < 250 { 0.0 } else { 2.0 } + rng.normal())
             .collect();
         assert!(!kpss(&shift).unwrap().stationary);
+    }
+
+    #[test]
+    fn tiny_series() {
+        let x = [1.0, 2.0];
+        for n in 0..=2 {
+            assert_eq!(kpss(&x[..n]), None, "n={n}");
+            assert_eq!(kpss_with_lags(&x[..n], n), None, "n={n}: lags >= n");
+        }
+        assert_eq!(kpss_with_lags(&[], 0), None);
+        assert_eq!(schwert_lags(0), 0);
     }
 }

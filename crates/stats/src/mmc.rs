@@ -342,4 +342,21 @@ mod tests {
             }
         }
     }
+
+    #[test]
+    fn zero_arrivals() {
+        // No arrivals: nobody waits, the sojourn is the service time alone, Exp(μ).
+        assert_eq!(erlang_c(3, 0.0), 0.0);
+        for c in [1, 4] {
+            for q in [0.5, 0.99] {
+                let got = sojourn_quantile(0.0, 2.0, c, q).unwrap();
+                let want = -(-q).ln_1p() / 2.0;
+                assert!(close(got, want, 1e-9), "c={c} q={q}: {got} vs {want}");
+            }
+        }
+        // No servers, or no service rate: not a queue.
+        assert_eq!(sojourn_quantile(0.0, 2.0, 0, 0.5), None);
+        assert_eq!(sojourn_quantile(0.0, 0.0, 1, 0.5), None);
+        assert_eq!(sojourn_cdf(0.0, 0.0, 1, 1.0), None);
+    }
 }

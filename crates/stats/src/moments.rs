@@ -240,4 +240,21 @@ mod tests {
             assert!(b.p1 <= violation_bound(m, v, l, n).p1);
         }
     }
+
+    #[test]
+    fn no_samples_give_the_trivial_bound() {
+        // An empty run: no moments, so no bound better than 1; no packets, no violation.
+        let (m, v) = mean_variance(&[]);
+        let b = violation_bound(m, v, 100.0, 1000);
+        assert_eq!((b.p1, b.pn), (1.0, 1.0));
+        let b = cantelli_bound(m, v, 100.0, 1000);
+        assert_eq!((b.p1, b.pn), (1.0, 1.0));
+        assert_eq!(violation_bound(10.0, 4.0, 20.0, 0).pn, 0.0);
+        // One sample: variance 0, so any λ above it is never exceeded.
+        let (m, v) = mean_variance(&[5]);
+        assert_eq!((m, v), (5.0, 0.0));
+        assert_eq!(violation_bound(m, v, 6.0, 10).p1, 0.0);
+        assert_eq!(violation_bound(m, v, 5.0, 10).p1, 1.0);
+        assert_eq!(mean_variance_f64(&[5.0]), Some((5.0, 0.0)));
+    }
 }

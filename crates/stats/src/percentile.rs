@@ -38,6 +38,7 @@ pub fn nearest_rank(n: usize, q: f64) -> Option<usize> {
 /// `None` if `sorted` is empty or `q` is not in `(0, 1]` (including NaN).
 pub fn percentile(sorted: &[u64], q: f64) -> Option<u64> {
     let r = nearest_rank(sorted.len(), q)?;
+    // r >= 1: `nearest_rank` clamps to 1..=n and returns None for n = 0.
     sorted.get(r - 1).copied()
 }
 
@@ -250,6 +251,7 @@ fn exact_ranks(n: usize, q: f64, alpha_half: f64) -> Option<(usize, usize, f64)>
         }
         // Past `hi` the remaining mass is < 1e-28, so B(hi) is 1 up to rounding.
         if cdf >= 1.0 - alpha_half || m >= hi {
+            // n >= 1: the caller checked n >= min_samples_for_ci(..) >= 1.
             break (m.min(n - 1), cdf.min(1.0));
         }
         term *= (nf - m as f64) / (m as f64 + 1.0) * odds_up;
@@ -289,6 +291,7 @@ fn exact_ranks(n: usize, q: f64, alpha_half: f64) -> Option<(usize, usize, f64)>
 /// at least 36 887 samples.
 pub fn percentile_ci(sorted: &[u64], q: f64, confidence: f64) -> Option<PercentileCi> {
     let (lower_rank, upper_rank, coverage) = percentile_ci_ranks(sorted.len(), q, confidence)?;
+    // Both ranks are >= 1 (clamped to 1..=n by the rank functions).
     Some(PercentileCi {
         q,
         lower: *sorted.get(lower_rank - 1)?,
@@ -518,6 +521,33 @@ mod tests {
                 frac <= 0.99,
                 "seed {seed:#x}: q={q} suspiciously wide: {frac}"
             );
+        }
+    }
+
+    #[test]
+    fn degenerate_inputs_give_none() {
+        // (sorted samples, q, estimate, an interval at 95 % exists)
+        let six = [1u64, 2, 3, 4, 5, 6];
+        let cases: &[(&[u64], f64, Option<u64>, bool)] = &[
+            (&[], 0.5, None, false),
+            (&[], 0.999, None, false),
+            (&[7], 0.5, Some(7), false),
+            (&[7], 0.999, Some(7), false),
+            (&[7, 7], 0.5, Some(7), false),
+            (&six[..5], 0.5, Some(3), false), // 5 < min_samples_for_ci(0.5, 0.95) = 6
+            (&six, 0.5, Some(3), true),
+            (&six, 0.99, Some(6), false),
+        ];
+        for (i, &(data, q, est, has_ci)) in cases.iter().enumerate() {
+            assert_eq!(percentile(data, q), est, "case {i}");
+            let ci = percentile_ci(data, q, 0.95);
+            assert_eq!(ci.is_some(), has_ci, "case {i}: {ci:?}");
+            if let Some(c) = ci {
+                assert!(c.lower <= c.upper && c.lower_rank >= 1 && c.upper_rank <= data.len());
+            }
+        }
+        for n in 0..6 {
+            assert_eq!(percentile_ci_ranks(n, 0.5, 0.95), None, "n={n}");
         }
     }
 }

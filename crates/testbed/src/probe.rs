@@ -150,6 +150,14 @@ fn encode(buf: &mut [u8; PROBE_LEN], seq: u64, class: u8, tx_ns: i128) {
     buf[9..25].copy_from_slice(&tx_ns.to_le_bytes());
 }
 
+/// The one-way latency of a probe sent at `t_tx` and stamped at `t_rx`
+/// (realtime ns). `None` when the stamp comes first (the realtime clock
+/// stepped between the two) or the send time is garbled: there is no
+/// latency to tell, and 0 would claim one.
+fn one_way_ns(t_tx: i128, t_rx: i128) -> Option<u64> {
+    u64::try_from(t_rx.checked_sub(t_tx)?).ok()
+}
+
 fn decode(buf: &[u8]) -> Option<(u64, u8, i128)> {
     if buf.len() < 25 {
         return None;
@@ -165,6 +173,7 @@ pub fn quantile(sorted: &[u64], q: f64) -> Option<u64> {
         return None;
     }
     let rank = (q.clamp(0.0, 1.0) * sorted.len() as f64).ceil() as usize;
+    // len >= 1: the empty case returned above.
     Some(sorted[rank.saturating_sub(1).min(sorted.len() - 1)])
 }
 
@@ -177,7 +186,9 @@ pub struct PathMeasurement {
     pub to: usize,
     /// Probes sent (after warm-up).
     pub sent: usize,
-    /// Probes received with a timestamp.
+    /// Probes received with a timestamp not before their send time (one
+    /// stamped earlier, after a step of the realtime clock, has no latency
+    /// and counts as not received).
     pub received: usize,
     /// Minimum one-way latency, ns.
     pub min_ns: u64,
@@ -218,6 +229,7 @@ pub fn measure_path_idle(
     let mut inb = [0u8; 256];
     let mut samples = Vec::with_capacity(probes);
     let mut no_stamp = 0usize;
+    let mut backwards = 0usize;
     for seq in 0..(WARMUP + probes) as u64 {
         let t0 = realtime_ns();
         encode(&mut out, seq, 0, t0);
@@ -233,9 +245,10 @@ pub fn measure_path_idle(
                         continue;
                     }
                     match stamp {
-                        Some(t_rx) if seq >= WARMUP as u64 => {
-                            samples.push((t_rx - t_tx).max(0) as u64);
-                        }
+                        Some(t_rx) if seq >= WARMUP as u64 => match one_way_ns(t_tx, t_rx) {
+                            Some(ns) => samples.push(ns),
+                            None => backwards += 1,
+                        },
                         None => no_stamp += 1,
                         _ => {}
                     }
@@ -256,7 +269,8 @@ pub fn measure_path_idle(
     }
     if samples.is_empty() {
         return Err(TestbedError::Thread(format!(
-            "no probe from h{} reached h{} with a timestamp ({no_stamp} without)",
+            "no probe from h{} reached h{} with a timestamp ({no_stamp} without, \
+             {backwards} stamped before they were sent)",
             src.index, dst.index
         )));
     }
@@ -266,6 +280,7 @@ pub fn measure_path_idle(
         to: dst.index,
         sent: probes,
         received: samples.len(),
+        // Not empty (returned above), so these exist.
         min_ns: samples[0],
         p50_ns: quantile(&samples, 0.5).unwrap_or(0),
         p999_ns: quantile(&samples, 0.999).unwrap_or(0),
@@ -301,12 +316,19 @@ pub struct ClassSamples {
     pub sent: usize,
     /// One-way latencies of the probes received, ns, sorted.
     pub one_way_ns: Vec<u64>,
+    /// Probes received with a stamp before their send time (the realtime
+    /// clock stepped between the two): no latency, so not in `one_way_ns`,
+    /// and not lost either.
+    pub backwards: usize,
 }
 
 impl ClassSamples {
-    /// Probes not received.
+    /// Probes not received. Saturating: a probe counted in another class
+    /// (a garbled class byte) could make the received exceed the sent.
     pub fn lost(&self) -> usize {
-        self.sent.saturating_sub(self.one_way_ns.len())
+        self.sent
+            .saturating_sub(self.one_way_ns.len())
+            .saturating_sub(self.backwards)
     }
     /// Quantile of the received latencies (see [`quantile`]).
     pub fn quantile(&self, q: f64) -> Option<u64> {
@@ -354,7 +376,7 @@ pub fn run_probe(
     let count = spec.count;
     let receiver = std::thread::Builder::new()
         .name("xl-probe-rx".into())
-        .spawn(move || -> std::io::Result<Vec<(u8, u64)>> {
+        .spawn(move || -> std::io::Result<Vec<(u8, Option<u64>)>> {
             let mut got = Vec::with_capacity(count);
             let mut seen = vec![false; count];
             let mut buf = [0u8; 256];
@@ -365,7 +387,7 @@ pub fn run_probe(
                             let i = seq as usize;
                             if i < count && !seen[i] {
                                 seen[i] = true;
-                                got.push((class, (t_rx - t_tx).max(0) as u64));
+                                got.push((class, one_way_ns(t_tx, t_rx)));
                             }
                         }
                     }
@@ -430,11 +452,15 @@ pub fn run_probe(
             tos,
             sent,
             one_way_ns: Vec::new(),
+            backwards: 0,
         })
         .collect();
     for (class, ns) in got {
         if let Some(c) = classes.get_mut(class as usize) {
-            c.one_way_ns.push(ns);
+            match ns {
+                Some(ns) => c.one_way_ns.push(ns),
+                None => c.backwards += 1,
+            }
         }
     }
     for c in &mut classes {
@@ -486,5 +512,45 @@ mod tests {
         assert_eq!(&buf[..n], b"hello");
         let stamp = stamp.expect("software rx timestamp");
         assert!(stamp >= t0, "rx stamp {stamp} before send {t0}");
+    }
+
+    #[test]
+    fn one_way_latencies() {
+        let table = [
+            (1_000, 1_500, Some(500)),
+            (1_000, 1_000, Some(0)),
+            (1_000, 999, None),         // stamped before it was sent
+            (i128::MIN, 1_000, None),   // garbled send time: overflow
+            (-(1i128 << 100), 0, None), // beyond u64
+            (0, i128::MIN, None),
+        ];
+        for (tx, rx, want) in table {
+            assert_eq!(one_way_ns(tx, rx), want, "{tx} -> {rx}");
+        }
+    }
+
+    #[test]
+    fn degenerate_classes() {
+        // (sent, latencies, stamped backwards, lost, p50)
+        type Case = (usize, &'static [u64], usize, usize, Option<u64>);
+        let table: &[Case] = &[
+            (0, &[], 0, 0, None),
+            (10, &[], 0, 10, None),
+            (10, &[], 10, 0, None),
+            (10, &[5], 2, 7, Some(5)),
+            (1, &[5, 6], 0, 0, Some(5)),
+        ];
+        for &(sent, ns, backwards, lost, p50) in table {
+            let c = ClassSamples {
+                tos: 0,
+                sent,
+                one_way_ns: ns.to_vec(),
+                backwards,
+            };
+            assert_eq!(c.lost(), lost, "{c:?}");
+            assert_eq!(c.quantile(0.5), p50, "{c:?}");
+            assert_eq!(c.quantile(0.0), ns.first().copied(), "{c:?}");
+            assert_eq!(c.quantile(1.0), ns.last().copied(), "{c:?}");
+        }
     }
 }

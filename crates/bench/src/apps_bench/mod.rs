@@ -212,11 +212,12 @@ pub struct AppRatio {
     pub name: String,
     /// What is divided.
     pub metric: String,
-    /// The quotient.
-    pub ratio: f64,
+    /// The quotient; `None` when a run it needs has no figure (no sample,
+    /// and for the numerator no failure to bound it by).
+    pub ratio: Option<f64>,
     /// What the issue asks of it.
     pub target: String,
-    /// Whether it holds.
+    /// Whether it holds (never without a `ratio`).
     pub met: bool,
     /// The numerator is a lower bound: more than 1 % of its writes failed
     /// (not visible within the timeout), so its p99 is at least the
@@ -501,7 +502,7 @@ fn run_cluster(
         stopped?;
         let after = cl.leader_state()?;
         cl.check_alive()?;
-        Ok((m, after.changes_since(&before), path))
+        Ok((m, after.changes_since(&before)?, path))
     })();
     match r {
         Ok((mut m, changes, path)) => {
@@ -651,17 +652,32 @@ fn find<'a>(runs: &'a [AppRun], app: App, mode: &str, scenario: &str) -> Option<
         .find(|r| r.name == app.name() && r.mode == mode && r.scenario == scenario && r.available)
 }
 
+/// `num ÷ den`, or `None` when the denominator is no figure (0 ns: no
+/// sample).
+fn quotient(num: u64, den: u64) -> Option<f64> {
+    (den > 0).then(|| num as f64 / den as f64)
+}
+
 /// The ratios the issue asks about (`timeout_ns`: a failed write's
-/// latency is at least this).
+/// latency is at least this). A run without samples has no p99: as a
+/// denominator it gives no ratio; as a numerator only its failures can
+/// bound it (see [`p99_for_ratio`]). Without a ratio a target is not met.
 pub fn ratios(runs: &[AppRun], timeout_ns: u64) -> Vec<AppRatio> {
     let mut v = Vec::new();
+    // A run's p99 when it has one: 0 otherwise (`quotient` drops it).
+    let p99 = |r: &AppRun| if r.samples > 0 { r.p99_ns } else { 0 };
     for app in [App::Etcd, App::Redis] {
         if let (Some(d), Some(l)) = (
             find(runs, app, "default", "both"),
             find(runs, app, "level", "both"),
         ) {
             let (dp99, lower_bound) = p99_for_ratio(d, timeout_ns);
-            let ratio = dp99 as f64 / l.p99_ns.max(1) as f64;
+            let dp99 = if d.samples > 0 || lower_bound {
+                dp99
+            } else {
+                0
+            };
+            let ratio = quotient(dp99, p99(l)).filter(|&x| x > 0.0);
             let target = if app == App::Etcd {
                 "≥ 20, no leader change on the level"
             } else {
@@ -672,15 +688,20 @@ pub fn ratios(runs: &[AppRun], timeout_ns: u64) -> Vec<AppRatio> {
                 metric: "p99 default ÷ p99 level (both under interference)".into(),
                 ratio,
                 target: target.into(),
-                met: app != App::Etcd || (ratio >= 20.0 && l.leader_changes == 0),
-                lower_bound,
+                met: ratio
+                    .is_some_and(|x| app != App::Etcd || (x >= 20.0 && l.leader_changes == 0)),
+                lower_bound: lower_bound && ratio.is_some(),
             });
         }
     }
     if let Some(idle) = find(runs, App::Sockperf, "default", "idle") {
         for mode in ["level", "default"] {
             if let Some(r) = find(runs, App::Sockperf, mode, "both") {
-                let ratio = r.p99_ns as f64 / idle.p99_ns.max(1) as f64;
+                let ratio = if r.samples > 0 {
+                    quotient(r.p99_ns, p99(idle))
+                } else {
+                    None
+                };
                 v.push(AppRatio {
                     name: "sockperf".into(),
                     metric: format!("p99 interfered ({mode}) ÷ p99 interference-free"),
@@ -691,7 +712,7 @@ pub fn ratios(runs: &[AppRun], timeout_ns: u64) -> Vec<AppRatio> {
                         "(no target)"
                     }
                     .into(),
-                    met: mode != "level" || ratio <= 3.0,
+                    met: ratio.is_some_and(|x| mode != "level" || x <= 3.0),
                     lower_bound: false,
                 });
             }
@@ -877,18 +898,16 @@ pub fn render(r: &AppsReport) -> String {
     }
     let _ = writeln!(s, "\nQJump's comparison (sockperf round trip): interference-free = idle/default, interfered = both/default, interfered on a level = both/level");
     for q in &r.ratios {
-        let verdict = match q.target.as_str() {
-            "(no target)" => "(no target)".to_string(),
-            t => format!("(target {t}: {})", if q.met { "met" } else { "NOT met" }),
+        let verdict = match (q.target.as_str(), q.ratio) {
+            ("(no target)", _) => "(no target)".to_string(),
+            (t, None) => format!("(target {t}: NOT met, no data)"),
+            (t, Some(_)) => format!("(target {t}: {})", if q.met { "met" } else { "NOT met" }),
         };
-        let _ = writeln!(
-            s,
-            "{:<9} {}: {}{:.2} {verdict}",
-            q.name,
-            q.metric,
-            if q.lower_bound { "≥ " } else { "" },
-            q.ratio,
-        );
+        let value = match q.ratio {
+            Some(x) => format!("{}{x:.2}", if q.lower_bound { "≥ " } else { "" }),
+            None => "– (a run without samples)".into(),
+        };
+        let _ = writeln!(s, "{:<9} {}: {value} {verdict}", q.name, q.metric);
     }
     let _ = writeln!(
         s,
@@ -896,6 +915,7 @@ pub fn render(r: &AppsReport) -> String {
         r.floor.stolen_fraction * 100.0,
         fmt_ns(r.floor.max_gap_ns),
         r.cross_traffic_bps.len(),
+        // No flow: a mean of 0 over the "0 flows" the line states.
         r.cross_traffic_bps.iter().sum::<u64>() as f64
             / r.cross_traffic_bps.len().max(1) as f64
             / 1e6
@@ -914,6 +934,7 @@ mod tests {
         let app = App::from_name(name).unwrap();
         let mut r = empty_run(app, mode == "level", scenario);
         r.available = true;
+        r.samples = if p99 > 0 { 100 } else { 0 };
         r.p99_ns = p99;
         r.leader_changes = changes;
         r
@@ -931,8 +952,9 @@ mod tests {
         let r = ratios(&runs, 10_000_000_000);
         assert_eq!(r.len(), 3);
         assert_eq!(r[0].name, "etcd");
-        assert!((r[0].ratio - 50.0).abs() < 1e-9 && r[0].met);
-        assert!((r[1].ratio - 2.5).abs() < 1e-9 && r[1].met);
+        let near = |x: Option<f64>, want: f64| x.is_some_and(|x| (x - want).abs() < 1e-9);
+        assert!(near(r[0].ratio, 50.0) && r[0].met);
+        assert!(near(r[1].ratio, 2.5) && r[1].met);
         assert!(!runs.is_empty());
         let with_change = vec![
             run("etcd", "default", "both", 100_000_000, 0),
@@ -944,7 +966,7 @@ mod tests {
         failed.errors = 6;
         let all_failed = vec![failed, run("etcd", "level", "both", 100_000_000, 0)];
         let q = &ratios(&all_failed, 10_000_000_000)[0];
-        assert!(q.lower_bound && (q.ratio - 100.0).abs() < 1e-9 && q.met);
+        assert!(q.lower_bound && near(q.ratio, 100.0) && q.met);
     }
 
     #[test]
@@ -970,5 +992,160 @@ mod tests {
         let l = vec!["xlane run: path: classifier (etcd is a Go binary; 8 rules)".to_string()];
         assert_eq!(path_of(&l), "classifier (etcd is a Go binary; 8 rules)");
         assert_eq!(path_of(&[]), "");
+    }
+
+    /// Degenerate runs go through the ratios, the text and the figure: a
+    /// run without samples shows "–", a ratio it cannot give is absent
+    /// (`None`) and its target "NOT met, no data".
+    #[test]
+    fn degenerate_inputs_are_analysed_and_reported() {
+        let one = |name: &str, mode: &str, scenario: &str| {
+            let mut r = run(name, mode, scenario, 1_000_000, 0);
+            (r.samples, r.p50_ns, r.max_ns) = (1, 1_000_000, 1_000_000);
+            r
+        };
+        let empty = |name: &str, mode: &str, scenario: &str, errors: u64| {
+            let mut r = run(name, mode, scenario, 0, 0);
+            r.errors = errors;
+            r
+        };
+        let off = |name: &str, mode: &str, scenario: &str| {
+            let mut r = empty_run(App::from_name(name).unwrap(), mode == "level", scenario);
+            r.reason = Some("did not start".into());
+            r
+        };
+        let mut no_max = one("sockperf", "level", "both");
+        no_max.max_ns = 0;
+        // (case, runs, ratios with a value, ratios met, lower bounds, text
+        //  the render must contain)
+        type Case = (
+            &'static str,
+            Vec<AppRun>,
+            usize,
+            usize,
+            usize,
+            Vec<&'static str>,
+        );
+        let cases: Vec<Case> = vec![
+            ("no run at all", vec![], 0, 0, 0, vec!["longest gap 0ns"]),
+            (
+                "every run failed to start",
+                vec![
+                    off("etcd", "default", "both"),
+                    off("etcd", "level", "both"),
+                    off("sockperf", "default", "idle"),
+                    off("sockperf", "level", "both"),
+                ],
+                0,
+                0,
+                0,
+                vec!["not available: did not start"],
+            ),
+            (
+                "every default write failed, the level run measured",
+                vec![
+                    empty("etcd", "default", "both", 6),
+                    one("etcd", "level", "both"),
+                ],
+                1,
+                1,
+                1,
+                vec!["≥ ", "(target ≥ 20, no leader change on the level: met)"],
+            ),
+            (
+                "every level write failed",
+                vec![
+                    one("etcd", "default", "both"),
+                    empty("etcd", "level", "both", 6),
+                ],
+                0,
+                0,
+                0,
+                vec!["– (a run without samples)", "NOT met, no data", "       –"],
+            ),
+            (
+                "no sample and no failure at default",
+                vec![
+                    empty("redis", "default", "both", 0),
+                    one("redis", "level", "both"),
+                ],
+                0,
+                0,
+                0,
+                vec!["– (a run without samples)"],
+            ),
+            (
+                "sockperf without samples when interference-free",
+                vec![
+                    empty("sockperf", "default", "idle", 3),
+                    one("sockperf", "level", "both"),
+                    one("sockperf", "default", "both"),
+                ],
+                0,
+                0,
+                0,
+                vec!["(target ≤ 3: NOT met, no data)"],
+            ),
+            (
+                "one sample everywhere, a run without its maximum",
+                vec![
+                    one("sockperf", "default", "idle"),
+                    no_max,
+                    one("etcd", "default", "both"),
+                    one("etcd", "level", "both"),
+                ],
+                2,
+                1,
+                0,
+                vec![
+                    "(target ≤ 3: met)",
+                    "(target ≥ 20, no leader change on the level: NOT met)",
+                ],
+            ),
+        ];
+        let dir =
+            std::env::temp_dir().join(format!("xlane-apps-degenerate-{}", std::process::id()));
+        for (case, apps, valued, met, lower, has) in cases {
+            let ratios = ratios(&apps, 10_000_000_000);
+            let report = AppsReport {
+                apps,
+                ratios,
+                level: level_info(&AppsBenchConfig::new(PathBuf::new())),
+                floor: crate::interference::Floor {
+                    stolen_fraction: 0.0,
+                    max_gap_ns: 0,
+                    cores: Vec::new(),
+                },
+                cross_traffic_bps: Vec::new(),
+                placement: String::new(),
+                plots: Vec::new(),
+            };
+            let r = &report.ratios;
+            assert_eq!(
+                r.iter().filter(|q| q.ratio.is_some()).count(),
+                valued,
+                "{case}: {r:?}"
+            );
+            assert_eq!(r.iter().filter(|q| q.met).count(), met, "{case}: {r:?}");
+            assert_eq!(
+                r.iter().filter(|q| q.lower_bound).count(),
+                lower,
+                "{case}: {r:?}"
+            );
+            assert!(
+                r.iter()
+                    .flat_map(|q| q.ratio)
+                    .all(|x| x.is_finite() && x > 0.0),
+                "{case}: {r:?}"
+            );
+            let text = render(&report);
+            for h in has {
+                assert!(text.contains(h), "{case}: no {h:?} in\n{text}");
+            }
+            let files =
+                plot::plot(&report, &dir.join("apps")).unwrap_or_else(|e| panic!("{case}: {e}"));
+            assert!(files.iter().all(|f| f.is_file()), "{case}");
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -65,11 +65,14 @@ fn draw<DB: plotters::prelude::DrawingBackend>(
     let runs: Vec<&AppRun> = r.apps.iter().collect();
     let sampled = || runs.iter().filter(|a| a.available && a.samples > 0);
     let lo = sampled().map(|a| a.p50_ns.max(1)).min().unwrap_or(1_000) as f64 / 2.0;
+    // The highest of every figure drawn (a sockperf run may miss its max),
+    // and above `lo`: a log axis needs lo < hi.
     let hi = sampled()
-        .map(|a| a.max_ns.max(1))
+        .map(|a| a.max_ns.max(a.p99_ns).max(a.p50_ns).max(1))
         .max()
         .unwrap_or(1_000_000) as f64
         * 2.0;
+    let hi = hi.max(lo * 4.0);
     let n = runs.len().max(1);
     let mut chart = ChartBuilder::on(root)
         .caption(
@@ -127,7 +130,8 @@ fn draw<DB: plotters::prelude::DrawingBackend>(
         .draw_series(
             runs.iter()
                 .enumerate()
-                .filter(|(_, a)| a.available && a.samples > 0)
+                // No cross for a run that did not report its maximum.
+                .filter(|(_, a)| a.available && a.samples > 0 && a.max_ns > 0)
                 .map(|(i, a)| {
                     Cross::new((i as f64, a.max_ns.max(1) as f64), 6, BLACK.stroke_width(2))
                 }),

@@ -258,7 +258,8 @@ pub struct SystemReport {
     pub ack_p50_ns: u64,
     /// Writes timed in the latency phase (failed ones not included).
     pub latency_writes: u64,
-    /// Writes per second of the throughput phase, visible on every member.
+    /// Writes per second of the throughput phase, visible on every member
+    /// (0 when no throughput phase ran: `throughput_ns` is then 0 too).
     pub ops_per_s: f64,
     /// Acknowledged writes of the throughput phase.
     pub throughput_writes: u64,
@@ -272,8 +273,9 @@ pub struct SystemReport {
     /// Redis: members whose role changed).
     pub leader_changes: u64,
     /// Busy fraction of the lane core during this system's rounds
-    /// (`/proc/stat`: all but idle and steal).
-    pub lane_core_busy: f64,
+    /// (`/proc/stat`: all but idle and steal); `None` when `/proc/stat`
+    /// could not be read or no tick passed.
+    pub lane_core_busy: Option<f64>,
 }
 
 /// The lane core during a scenario, from `/proc/stat` and its floor probe.
@@ -289,7 +291,8 @@ pub struct KvLaneCore {
     pub headroom: f64,
     /// Headroom below [`SATURATION_HEADROOM`].
     pub saturated: bool,
-    /// Its time by kind.
+    /// Its time by kind; all 0 when `/proc/stat` could not be read (then
+    /// every fraction above is 0 and `saturated` false: not measured).
     pub cpu: CpuShares,
 }
 
@@ -546,6 +549,12 @@ fn busy(cpu: &CpuShares) -> f64 {
     (1.0 - cpu.idle - cpu.steal).clamp(0.0, 1.0)
 }
 
+/// Whether `cpu` holds a measurement: the shares of a measured interval
+/// sum to 1; all zeros mean `/proc/stat` was unreadable or no tick passed.
+pub(crate) fn cpu_measured(cpu: &CpuShares) -> bool {
+    cpu.user + cpu.system + cpu.irq + cpu.softirq + cpu.idle + cpu.steal > 0.0
+}
+
 /// The lane core's busy and total time over a system's rounds (jiffies).
 #[derive(Default, Clone, Copy)]
 struct CoreUse {
@@ -562,12 +571,10 @@ impl CoreUse {
         }
     }
 
-    fn fraction(&self) -> f64 {
-        if self.total == 0 {
-            0.0
-        } else {
-            self.busy as f64 / self.total as f64
-        }
+    /// The busy share, or `None` when nothing was measured (a 0 would
+    /// read as an idle core).
+    fn fraction(&self) -> Option<f64> {
+        (self.total > 0).then(|| self.busy as f64 / self.total as f64)
     }
 }
 
@@ -698,7 +705,8 @@ fn run_group(
                         }
                     })
                 } else {
-                    let length = cfg.throughput_duration / rounds as u32;
+                    let length =
+                        cfg.throughput_duration / u32::try_from(rounds).unwrap_or(u32::MAX);
                     run.throughput_round(cfg, clock, length)
                 };
                 core_use[i].add(before, CpuTimes::read(cfg.lane_core));
@@ -727,7 +735,7 @@ fn run_group(
             stopped?;
             let after = cl.leader_state()?;
             cl.check_alive()?;
-            Ok(after.changes_since(&before))
+            after.changes_since(&before)
         })();
         let changes = match r {
             Ok(c) => c,
@@ -751,7 +759,11 @@ fn run_group(
         rep.ack_p50_ns = ack.p50_ns;
         rep.throughput_writes = m.tput_writes;
         rep.throughput_ns = m.tput_ns;
-        rep.ops_per_s = m.tput_writes as f64 * 1e9 / m.tput_ns.max(1) as f64;
+        rep.ops_per_s = if m.tput_ns == 0 {
+            0.0 // no throughput round ran: the render shows "–"
+        } else {
+            m.tput_writes as f64 * 1e9 / m.tput_ns as f64
+        };
         rep.errors = m.errors;
         rep.leader_changes = changes;
         rep.reason = m.first_error.map(|e| format!("first failed write: {e}"));
@@ -792,7 +804,7 @@ fn empty_report(scenario: Scenario, s: System, n: usize) -> SystemReport {
         throughput_ns: 0,
         errors: 0,
         leader_changes: 0,
-        lane_core_busy: 0.0,
+        lane_core_busy: None,
     }
 }
 
@@ -883,15 +895,18 @@ pub fn run(cfg: &KvBenchConfig, log: &mut dyn FnMut(&str)) -> Result<KvBenchRepo
         };
         let (floor, _) = probes.stop();
         let drops = switch_drops(&tb).saturating_sub(drops_before);
+        // Unmeasured (all shares 0): neither busy nor saturated; the
+        // render says "not measured".
+        let measured = cpu_measured(&cpu);
         let headroom = cpu.idle;
         conditions.push(ScenarioConditions {
             scenario: scenario.name().to_string(),
             lane_core: KvLaneCore {
                 core: cores.lane,
-                busy_fraction: busy(&cpu),
+                busy_fraction: if measured { busy(&cpu) } else { 0.0 },
                 machine_fraction: floor.stolen_fraction,
                 headroom,
-                saturated: headroom < SATURATION_HEADROOM,
+                saturated: measured && headroom < SATURATION_HEADROOM,
                 cpu,
             },
             floor,

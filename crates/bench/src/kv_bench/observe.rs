@@ -598,6 +598,7 @@ impl<'a> Run<'a> {
                 let _ = self.writer.reconnect_same();
                 continue;
             }
+            // One monotonic clock, read after t0.
             let ack = clock.now() - t0;
             match self.obs.await_key(clock, &key, n, t0 + timeout_ns) {
                 Some(last) => {
@@ -719,7 +720,13 @@ impl<'a> Run<'a> {
             .max()
             .unwrap_or(start);
         self.m.tput_writes += acked;
-        self.m.tput_ns += last.saturating_sub(start).max(1);
+        // Until the last write was visible; when none of this round's was
+        // (the stamps are all older than its start), until the bench gave
+        // up waiting: a round always took the time it ran, never 0 or 1 ns.
+        self.m.tput_ns += match last.checked_sub(start) {
+            Some(d) if d > 0 => d,
+            _ => clock.now().saturating_sub(start).max(1),
+        };
         Ok(())
     }
 }

@@ -156,8 +156,10 @@ fn draw<DB: plotters::prelude::DrawingBackend>(
             )
         }))
         .map_err(e)?;
+        // A run without a throughput round has no writes/s (not 0).
         let tpts: Vec<(f64, f64)> = pts
             .iter()
+            .filter(|s| s.throughput_ns > 0)
             .map(|s| (s.replicas as f64, s.ops_per_s))
             .collect();
         tp.draw_series(LineSeries::new(tpts.clone(), c.stroke_width(2)))

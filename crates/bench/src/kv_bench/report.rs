@@ -19,6 +19,13 @@ use crate::table::{fmt_ns, Table};
 /// the timeout: its mean is then a lower bound, and so is its p99 once more
 /// than 1 % of its writes failed (with none visible at all, both are the
 /// timeout). Such ratios are marked `lower_bound`.
+///
+/// A ratio is only stated when both figures were measured: a latency ratio
+/// needs a timed write (visible or failed) on both sides, a writes/s ratio
+/// a throughput phase on both sides and a non-zero denominator, and the
+/// denominator must not itself be a lower bound (the quotient would be
+/// bounded in no direction the report could state). Otherwise the pair is
+/// left out, not reported as 0, infinite or exact.
 pub fn ratios(systems: &[SystemReport], timeout_ns: u64) -> Vec<Ratio> {
     let find = |sc: &str, n: usize, name: &str| {
         systems
@@ -51,6 +58,13 @@ pub fn ratios(systems: &[SystemReport], timeout_ns: u64) -> Vec<Ratio> {
             let (Some(x), Some(y)) = (find(&sc, n, a), find(&sc, n, b)) else {
                 continue;
             };
+            let measured = |s: &SystemReport| match metric {
+                "writes/s" => s.throughput_ns > 0,
+                _ => s.latency_writes + s.errors > 0,
+            };
+            if !measured(x) || !measured(y) {
+                continue;
+            }
             let t = timeout_ns as f64;
             // (figure, whether it is a lower bound)
             let v = |s: &SystemReport| {
@@ -66,14 +80,19 @@ pub fn ratios(systems: &[SystemReport], timeout_ns: u64) -> Vec<Ratio> {
                 }
             };
             let ((vx, lx), (vy, ly)) = (v(x), v(y));
+            // A denominator of 0 (no write/s, or a latency of 0 ns) has no
+            // finite ratio; one that is only a lower bound no stated one.
+            if ly || vy.is_nan() || vy <= 0.0 {
+                continue;
+            }
             out.push(Ratio {
                 scenario: sc.clone(),
                 replicas: n,
                 metric: metric.to_string(),
                 system: a.to_string(),
                 versus: b.to_string(),
-                ratio: if vy > 0.0 { vx / vy } else { 0.0 },
-                lower_bound: lx && !ly,
+                ratio: vx / vy,
+                lower_bound: lx,
             });
         }
     }
@@ -165,10 +184,15 @@ impl KvBenchReport {
                         p999,
                         max,
                         ack,
-                        format!("{:.0}", s.ops_per_s),
+                        if s.throughput_ns > 0 {
+                            format!("{:.0}", s.ops_per_s)
+                        } else {
+                            "–".into()
+                        },
                         s.errors.to_string(),
                         s.leader_changes.to_string(),
-                        format!("{:.0}%", 100.0 * s.lane_core_busy),
+                        s.lane_core_busy
+                            .map_or("–".into(), |b| format!("{:.0}%", 100.0 * b)),
                     ]);
                 } else {
                     t.row(vec![label.clone(), s.replicas.to_string(), "n/a".into()]);
@@ -182,7 +206,8 @@ impl KvBenchReport {
             out.push_str(
                 "failed: writes refused or not visible on every member in time; leader chg: raft \
                  terms begun (etcd, xlane kv) or roles changed (Redis); lane core: its busy share \
-                 during that system's rounds\n",
+                 during that system's rounds; –: not measured (no write timed, no throughput \
+                 round, /proc/stat unreadable)\n",
             );
             for n in notes {
                 let _ = writeln!(out, "{n}");
@@ -202,16 +227,22 @@ impl KvBenchReport {
             out.push_str(&c.floor.render(c.lane_core.core));
             let l = &c.lane_core;
             let pct = |x: f64| format!("{:.1}%", 100.0 * x);
+            let lane = if super::cpu_measured(&l.cpu) {
+                format!(
+                    "busy {} (softirq {}, system {}, user {}), idle {}",
+                    pct(l.busy_fraction),
+                    pct(l.cpu.softirq),
+                    pct(l.cpu.system),
+                    pct(l.cpu.user),
+                    pct(l.headroom)
+                )
+            } else {
+                "not measured (/proc/stat unreadable)".to_string()
+            };
             let _ = writeln!(
                 out,
-                "lane core {} over the scenario: busy {} (softirq {}, system {}, user {}), idle {}, \
-                 machine {}{}",
+                "lane core {} over the scenario: {lane}, machine {}{}",
                 l.core,
-                pct(l.busy_fraction),
-                pct(l.cpu.softirq),
-                pct(l.cpu.system),
-                pct(l.cpu.user),
-                pct(l.headroom),
                 pct(l.machine_fraction),
                 if l.saturated { "; SATURATED" } else { "" }
             );
@@ -250,7 +281,10 @@ impl KvBenchReport {
 
 #[cfg(test)]
 mod tests {
+    use super::super::{KvLaneCore, ScenarioConditions, Workload};
     use super::*;
+    use crate::interference::Floor;
+    use xlane_host::budget::CpuShares;
 
     fn mk(sc: &str, name: &str, n: usize, mean: u64, p99: u64, ops: f64) -> SystemReport {
         let mut r = super::super::empty_report(super::super::Scenario::Idle, System::Xlane, n);
@@ -260,7 +294,186 @@ mod tests {
         r.mean_ns = mean;
         r.p99_ns = p99;
         r.ops_per_s = ops;
+        // Measured figures come with their samples.
+        r.latency_writes = if mean > 0 { 100 } else { 0 };
+        r.throughput_ns = if ops > 0.0 { 1_000_000_000 } else { 0 };
         r
+    }
+
+    fn report_of(systems: Vec<SystemReport>, cpu: CpuShares) -> KvBenchReport {
+        KvBenchReport {
+            ratios: ratios(&systems, 1_000_000),
+            systems,
+            scenarios: vec![ScenarioConditions {
+                scenario: "both".into(),
+                floor: Floor {
+                    stolen_fraction: 0.0,
+                    max_gap_ns: 0,
+                    cores: Vec::new(),
+                },
+                lane_core: KvLaneCore {
+                    core: 1,
+                    busy_fraction: 1.0 - cpu.idle,
+                    headroom: cpu.idle,
+                    saturated: super::super::cpu_measured(&cpu)
+                        && cpu.idle < crate::budget::SATURATION_HEADROOM,
+                    cpu,
+                    ..KvLaneCore::default()
+                },
+                cross_traffic_bps: Vec::new(),
+                switch_best_effort_drops: 0,
+                link_rate_bps: 40_000_000,
+                plots: Vec::new(),
+            }],
+            workload: Workload {
+                mean_size: 25.6,
+                sd_size: 10.0,
+                min_size: 1,
+                max_size: super::super::MAX_SIZE,
+                observed_mean: 0.0,
+                observed_sd: 0.0,
+                seed: 1,
+                writes: 10,
+                clients: 1,
+                rounds: 1,
+                seconds: 1.0,
+                timeout_s: 1.0,
+                visibility: String::new(),
+                placement: String::new(),
+            },
+        }
+    }
+
+    /// Every degenerate input a run can leave behind goes through the
+    /// ratios, the text and the figure; what was not measured shows as
+    /// such ("–", "n/a", "not measured", no ratio), never as a 0.
+    #[test]
+    fn degenerate_inputs_are_analysed_and_reported() {
+        let one = |name: &str| {
+            let mut r = mk("both", name, 3, 0, 0, 0.0);
+            (r.latency_writes, r.mean_ns, r.p50_ns, r.p99_ns) = (1, 700, 700, 700);
+            (r.min_ns, r.max_ns, r.p999_ns) = (700, 700, 700);
+            r
+        };
+        let nothing = |name: &str| mk("both", name, 3, 0, 0, 0.0);
+        let all_failed = |name: &str| {
+            let mut r = nothing(name);
+            r.errors = 5;
+            r.reason = Some("first failed write: k: not visible".into());
+            r
+        };
+        let off = |name: &str| {
+            let mut r = nothing(name);
+            r.available = false;
+            r.reason = Some("did not start".into());
+            r
+        };
+        let measured = CpuShares {
+            idle: 0.05,
+            user: 0.95,
+            ..CpuShares::default()
+        };
+        // (case, systems, lane core, ratios stated (metric, lower bound),
+        //  "–" cells in etcd's row (None: no row), text the render must
+        //  contain, text it must not)
+        type Case = (
+            &'static str,
+            Vec<SystemReport>,
+            CpuShares,
+            Vec<(&'static str, bool)>,
+            Option<usize>,
+            Vec<&'static str>,
+            Vec<&'static str>,
+        );
+        let cases: Vec<Case> = vec![
+            (
+                "no system at all",
+                vec![],
+                CpuShares::default(),
+                vec![],
+                None,
+                vec![
+                    "== scenario both ==",
+                    "lane core 1 over the scenario: not measured",
+                ],
+                vec!["SATURATED", " / xlane-lane"],
+            ),
+            (
+                "every system failed to start",
+                vec![off("xlane-lane"), off("etcd"), off("redis")],
+                CpuShares::default(),
+                vec![],
+                Some(0),
+                vec!["n/a", "etcd with 3 members: not available: did not start"],
+                vec![" / xlane-lane"],
+            ),
+            (
+                "available, nothing timed, no throughput round",
+                vec![nothing("xlane-lane"), nothing("etcd")],
+                CpuShares::default(),
+                vec![],
+                // 6 latencies, writes/s, lane core.
+                Some(8),
+                vec![],
+                vec![" / xlane-lane"],
+            ),
+            (
+                "every write failed, against one sample",
+                vec![one("xlane-lane"), all_failed("etcd")],
+                measured,
+                vec![("p99", true), ("mean", true)],
+                Some(8),
+                vec![
+                    "etcd / xlane-lane p99 with 3 members: ≥ ",
+                    "first failed write",
+                    "SATURATED",
+                ],
+                vec!["over the scenario: not measured"],
+            ),
+            (
+                "one sample against a denominator with none visible",
+                vec![all_failed("xlane-lane"), one("etcd"), nothing("redis")],
+                measured,
+                vec![],
+                Some(2),
+                vec![],
+                vec![" / xlane-lane"],
+            ),
+        ];
+        let dir = std::env::temp_dir().join(format!("xlane-kv-degenerate-{}", std::process::id()));
+        for (case, systems, cpu, want_ratios, etcd_dashes, has, lacks) in cases {
+            let r = report_of(systems, cpu);
+            let got: Vec<(&str, bool)> = r
+                .ratios
+                .iter()
+                .map(|x| (x.metric.as_str(), x.lower_bound))
+                .collect();
+            assert_eq!(got, want_ratios, "{case}: {:?}", r.ratios);
+            assert!(
+                r.ratios
+                    .iter()
+                    .all(|x| x.ratio.is_finite() && x.ratio > 0.0),
+                "{case}: {:?}",
+                r.ratios
+            );
+            let text = r.render();
+            let row = text.lines().find(|l| l.starts_with("etcd "));
+            assert_eq!(
+                row.map(|l| l.matches('–').count()),
+                etcd_dashes,
+                "{case}: etcd's row in\n{text}"
+            );
+            for h in has {
+                assert!(text.contains(h), "{case}: no {h:?} in\n{text}");
+            }
+            for l in lacks {
+                assert!(!text.contains(l), "{case}: {l:?} in\n{text}");
+            }
+            let files = super::super::plot::plot(&r.systems, "both", &dir.join("fig8"))
+                .unwrap_or_else(|e| panic!("{case}: {e}"));
+            assert!(files.iter().all(|f| f.is_file()), "{case}");
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

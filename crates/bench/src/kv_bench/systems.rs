@@ -339,6 +339,7 @@ impl Cluster {
             for i in 0..n {
                 let info = cl.resp(i, Duration::from_secs(1))?.info("replication")?;
                 let ok = if i == 0 {
+                    // i = 0 < n: n ≥ 1.
                     info_field(&info, "connected_slaves") == Some(&(n - 1).to_string())
                 } else {
                     info_field(&info, "master_link_status") == Some("up")
@@ -527,14 +528,17 @@ pub enum LeaderState {
 
 impl LeaderState {
     /// Leader changes from `before` to `self`: terms begun, or members
-    /// whose role changed.
-    pub fn changes_since(&self, before: &LeaderState) -> u64 {
+    /// whose role changed. A highest term that went back (a member lost
+    /// its raft state) is an error: no count of changes would be true.
+    pub fn changes_since(&self, before: &LeaderState) -> Result<u64, String> {
         match (before, self) {
-            (LeaderState::Term(a), LeaderState::Term(b)) => b.saturating_sub(*a),
+            (LeaderState::Term(a), LeaderState::Term(b)) => b.checked_sub(*a).ok_or_else(|| {
+                format!("the highest raft term went back from {a} to {b}: a member lost its state")
+            }),
             (LeaderState::Roles(a), LeaderState::Roles(b)) => {
-                a.iter().zip(b).filter(|(x, y)| x != y).count() as u64
+                Ok(a.iter().zip(b).filter(|(x, y)| x != y).count() as u64)
             }
-            _ => 0,
+            _ => Ok(0),
         }
     }
 }
@@ -617,16 +621,18 @@ mod tests {
     fn leader_changes_count_terms_and_roles() {
         let t = |n| LeaderState::Term(n);
         let r = |v: &[&str]| LeaderState::Roles(v.iter().map(|s| s.to_string()).collect());
+        // None: the term went back, an error.
         let table = [
-            (t(2), t(2), 0),
-            (t(2), t(5), 3),
-            (t(5), t(2), 0),
-            (r(&["master", "slave"]), r(&["master", "slave"]), 0),
-            (r(&["master", "slave"]), r(&["slave", "master"]), 2),
-            (t(1), r(&["master"]), 0),
+            (t(2), t(2), Some(0)),
+            (t(2), t(5), Some(3)),
+            (t(5), t(2), None),
+            (r(&["master", "slave"]), r(&["master", "slave"]), Some(0)),
+            (r(&["master", "slave"]), r(&["slave", "master"]), Some(2)),
+            (t(1), r(&["master"]), Some(0)),
         ];
         for (before, after, want) in table {
-            assert_eq!(after.changes_since(&before), want, "{before:?} → {after:?}");
+            let got = after.changes_since(&before);
+            assert_eq!(got.clone().ok(), want, "{before:?} → {after:?}: {got:?}");
         }
     }
 }

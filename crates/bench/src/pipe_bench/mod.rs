@@ -54,6 +54,7 @@ mod plot;
 mod point;
 mod report;
 pub mod rig;
+pub mod roster;
 
 pub use check::{atomicity, ordering_violations, resumed_after, Atomicity, Sent};
 pub use plot::plot;
@@ -294,8 +295,8 @@ pub struct FailureOut {
 pub struct Suspicion {
     /// The process.
     pub proc: u32,
-    /// Since the point's start, ns.
-    pub at_ns: u64,
+    /// Since the point's start, ns; negative: before it started.
+    pub at_ns: i64,
     /// The process had been killed or cut; false: the machine held it
     /// back past the deadline (then, in reliable mode, it was fenced).
     pub real: bool,
@@ -395,6 +396,18 @@ pub struct PointOut {
     pub background_bps: u64,
     /// Sending stopped early: fewer than two correct processes were left.
     pub ended_early: bool,
+    /// Sending stopped before the point's start (every process but one
+    /// out already): nothing was measured.
+    pub ended_before_start: bool,
+    /// Every process out of the point, who took it out, and when.
+    pub removed: Vec<roster::Removal>,
+}
+
+impl PointOut {
+    /// Why it stopped early, in one line (`None` if it did not).
+    pub fn early_end(&self) -> Option<String> {
+        roster::describe_early_end(self.ended_early, self.ended_before_start, &self.removed)
+    }
 }
 
 /// A target of the issue, checked on the run.
@@ -666,8 +679,8 @@ pub fn run(
             o.suspicions.len(),
             o.false_suspicions
         ));
-        if o.ended_early {
-            progress("    ended early: fewer than two correct processes were left");
+        if let Some(why) = o.early_end() {
+            progress(&format!("    {why}"));
         }
         out.push(o);
     }

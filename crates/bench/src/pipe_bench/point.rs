@@ -16,11 +16,13 @@ use super::check::{atomicity, ordering_violations, resumed_after, Atomicity, Sen
 use super::rig::{
     self, BenchCoordinator, Proc, ProcOut, ProcSpec, Rec, Switchd, SwitchdSpec, DEAD, QUIET,
 };
+use super::roster::{Cause, Roster};
 use super::{
     lane, Beacons, Condition, Failure, FailureOut, Mode, PipeBenchConfig, PipeBenchError, Point,
     PointOut, Suspicion,
 };
 use crate::interference::{Cores, FloorSet, Interference};
+use crate::stats::signed_diff;
 
 /// Brings a cut host's link back up when dropped, whatever happened.
 struct Cuts<'a> {
@@ -94,6 +96,7 @@ pub(super) fn run_point(
     // every input from its start; they send once `start` is set.
     let start_at = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(u64::MAX));
     let delivered = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let ready = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let coordinator = reliable.then_some(rig::COORD_ADDR);
     let procs: Vec<Proc> = (0..n)
         .map(|q| {
@@ -114,6 +117,7 @@ pub(super) fn run_point(
                 seed: cfg.seed,
                 start_ns: start_at.clone(),
                 delivered: delivered.clone(),
+                ready: ready.clone(),
                 fifo,
                 dscp,
                 // The lane phase: the receiving processes on the regular
@@ -135,6 +139,18 @@ pub(super) fn run_point(
             q.join();
         }
     };
+    // Every process bound and beaconing before the hop starts counting
+    // its silence: a thread the machine was slow to start is not a
+    // silent link.
+    let waited = std::time::Instant::now();
+    while ready.load(Ordering::SeqCst) < n {
+        if waited.elapsed() > Duration::from_secs(10) {
+            let up = ready.load(Ordering::SeqCst);
+            stop_all(procs);
+            return Err(err(format!("{up} of {n} processes started within 10 s")));
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
     let mut hop = match Switchd::start(&SwitchdSpec {
         exe: &cfg.exe,
         netns: hop_netns,
@@ -196,42 +212,31 @@ pub(super) fn run_point(
     // Processes reported silent, the failure each went down in (if real),
     // and when reported.
     let mut recovering: HashMap<usize, (Option<usize>, u64)> = HashMap::new();
-    let mut end = match p.until_messages {
+    let planned = match p.until_messages {
         Some(_) => start + 3 * run_ns,
         None => start + run_ns,
     };
-    let mut failed_at: Vec<Option<u64>> = vec![None; n];
-    let mut fenced = vec![false; n];
+    let mut roster = Roster::new(n, start, planned);
     let mut suspicions = Vec::new();
     let mut failures: Vec<FailureOut> = Vec::new();
     let mut next_failure = 0;
-    let mut quiet = false;
-    let mut ended_early = false;
     let mut problem = None;
     loop {
         let now = now_ns();
-        if now >= end + drain_ns {
+        if now >= roster.end() + drain_ns {
             break;
         }
         let enough = p
             .until_messages
             .is_some_and(|m| delivered.load(Ordering::Relaxed) >= m);
-        // Nobody left to scatter to: the point ends (and says why).
-        let alive = (0..n)
-            .filter(|&q| failed_at[q].is_none() && !fenced[q])
-            .count();
-        if !quiet && alive < 2 {
-            ended_early = true;
-        }
-        let enough = enough || ended_early;
-        if !quiet && (now >= end || enough) {
-            end = end.min(now);
+        // The planned end, enough delivered, or nobody left to scatter to
+        // (then the point ends early, and says why).
+        if roster.poll_end(now, enough) {
             for q in &procs {
                 let _ =
                     q.state
                         .compare_exchange(rig::RUN, QUIET, Ordering::SeqCst, Ordering::SeqCst);
             }
-            quiet = true;
         }
         if let Some(&(at, f)) = p.failures.get(next_failure) {
             if now >= start + (at * 1e9) as u64 {
@@ -240,7 +245,7 @@ pub(super) fn run_point(
                 match f {
                     Failure::Kill(q) => {
                         procs[q as usize].state.store(DEAD, Ordering::SeqCst);
-                        failed_at[q as usize] = Some(t);
+                        roster.fail(q as usize, Cause::Killed, t);
                     }
                     Failure::Cut(h) => {
                         cuts.hosts.push(h);
@@ -251,12 +256,13 @@ pub(super) fn run_point(
                         // The link is down once `ip` returned.
                         t = now_ns();
                         for q in (0..n).filter(|&q| host_of(q) == h) {
-                            failed_at[q].get_or_insert(t);
+                            roster.fail(q, Cause::Cut, t);
                         }
                     }
                 }
                 failures.push(FailureOut {
                     failure: f,
+                    // t ≥ now ≥ start + at: read after the check above.
                     at_ns: t - start,
                     detected_ns: Vec::new(),
                     recovered_ns: None,
@@ -287,10 +293,10 @@ pub(super) fn run_point(
         let Some(q) = addrs.iter().position(|a| *a == addr) else {
             continue;
         };
-        let real = failed_at[q].is_some();
+        let real = roster.failed(q);
         suspicions.push(Suspicion {
             proc: q as u32,
-            at_ns: t.saturating_sub(start),
+            at_ns: signed_diff(t, start),
             real,
         });
         // The failure this process went down in.
@@ -308,7 +314,7 @@ pub(super) fn run_point(
             // declared failed, and would retransmit into the dead link
             // until the end of the point.
             procs[q].state.store(DEAD, Ordering::SeqCst);
-            fenced[q] = true;
+            roster.fence(q, t);
             recovering.insert(q, (which.filter(|_| real), t));
         } else if let (true, Some(w)) = (real, which) {
             // Best effort: the hop removed the link itself.
@@ -341,17 +347,11 @@ pub(super) fn run_point(
     if let Some(e) = outs.iter().find_map(|o| o.error.clone()) {
         return Err(err(e));
     }
-    let correct: Vec<bool> = (0..n)
-        .map(|q| failed_at[q].is_none() && !fenced[q])
-        .collect();
-    let mut o = analyze(p, &outs, &correct, start, end, &mut failures);
-    o.seconds = (end - start) as f64 / 1e9;
-    o.ended_early = ended_early;
+    let mut o = analyze(p, &outs, &roster, failures);
     o.background_bps = background_bps;
     o.suspicions = suspicions;
     o.false_suspicions = o.suspicions.iter().filter(|s| !s.real).count() as u64;
-    o.failures = failures;
-    let secs = (end - start + drain_ns) as f64 / 1e9;
+    let secs = (roster.outcome().window.len_ns() + drain_ns) as f64 / 1e9;
     o.hop_cpu = hop_cpu as f64 / 1e9 / secs;
     o.procs_cpu = outs.iter().map(|x| x.cpu_ns).sum::<u64>() as f64 / 1e9 / secs;
     let hop_beacons = hop_end
@@ -404,15 +404,18 @@ pub(super) fn run_point(
     Ok(o)
 }
 
-/// What the deliveries of a point show.
+/// What the deliveries of a point show, once it stopped: a point that
+/// ended before its start has an empty window, and says so.
 fn analyze(
     p: &Point,
     outs: &[ProcOut],
-    correct: &[bool],
-    start: u64,
-    end: u64,
-    failures: &mut [FailureOut],
+    roster: &Roster,
+    mut failures: Vec<FailureOut>,
 ) -> PointOut {
+    let outcome = roster.outcome();
+    let correct = roster.correct();
+    let window = outcome.window;
+    let (start, end) = (window.start(), window.end());
     let recs: Vec<&[Rec]> = outs.iter().map(|o| o.recs.as_slice()).collect();
     let ordering = recs.iter().map(|r| ordering_violations(r)).sum();
     let atom = if p.mode == Mode::Reliable {
@@ -424,13 +427,13 @@ fn analyze(
                 failed: &o.failed,
             })
             .collect();
-        atomicity(&senders, &recs, correct)
+        atomicity(&senders, &recs, &correct)
     } else {
         Atomicity::default()
     };
     let ok: Vec<&[Rec]> = recs
         .iter()
-        .zip(correct)
+        .zip(&correct)
         .filter(|(_, c)| **c)
         .map(|(r, _)| *r)
         .collect();
@@ -438,7 +441,7 @@ fn analyze(
         f.resumed_ns = resumed_after(&ok, start + f.at_ns);
     }
     // Latencies of messages sent after a warm-up of a tenth of the point.
-    let from = start + (end - start) / 10;
+    let from = window.warmed_up();
     let measured = || {
         ok.iter()
             .flat_map(|r| r.iter())
@@ -461,7 +464,7 @@ fn analyze(
     let q = |v: &[u64], x| quantile(v, x).unwrap_or(0);
     let mut timeline = Vec::new();
     if p.timeline {
-        let ms = ((end - start) / 1_000_000 + 1) as usize;
+        let ms = (window.len_ns() / 1_000_000 + 1) as usize;
         timeline = vec![0u32; ms];
         for d in ok.iter().flat_map(|r| r.iter()) {
             if let Some(b) = d
@@ -481,7 +484,7 @@ fn analyze(
         beacons: p.beacons,
         beacon_us: p.beacon_us,
         rate: p.rate,
-        seconds: p.seconds,
+        seconds: window.len_ns() as f64 / 1e9,
         scatterings: outs.iter().map(|o| o.sent.len() as u64).sum(),
         messages: recs.iter().map(|r| r.len() as u64).sum(),
         ordering_violations: ordering,
@@ -510,11 +513,208 @@ fn analyze(
         skipped: outs.iter().map(|o| o.skipped).sum(),
         suspicions: Vec::new(),
         false_suspicions: 0,
-        failures: Vec::new(),
+        failures,
         timeline_per_ms: timeline,
         floor_stolen: 0.0,
         floor_max_gap_ns: 0,
         background_bps: 0,
-        ended_early: false,
+        ended_early: outcome.ended_early,
+        ended_before_start: outcome.ended_before_start,
+        removed: outcome.removed,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{render, PipeReport};
+    use super::*;
+
+    const MS: u64 = 1_000_000;
+
+    fn point(mode: Mode) -> Point {
+        Point {
+            phase: "failures",
+            procs: 3,
+            mode,
+            condition: Condition::Idle,
+            rate: 100.0,
+            seconds: 1.0,
+            beacon_us: 1_000,
+            failures: Vec::new(),
+            timeline: true,
+            until_messages: None,
+            hop_host: None,
+            beacons: Beacons::Regular,
+        }
+    }
+
+    fn delivery(src: u32, ts: u64, arrived: u64, delivered: u64) -> Rec {
+        Rec {
+            src,
+            ts,
+            arrived,
+            delivered,
+        }
+    }
+
+    fn out(id: u32, recs: Vec<Rec>, sent: Vec<(u64, u64)>) -> ProcOut {
+        ProcOut {
+            id,
+            recs,
+            sent,
+            ..ProcOut::default()
+        }
+    }
+
+    fn report(points: Vec<PointOut>) -> PipeReport {
+        PipeReport {
+            config: super::super::PipeBenchConfig::default(),
+            testbed: "t".into(),
+            floor_hop_p50_ns: 0,
+            messages: points.iter().map(|p| p.messages).sum(),
+            ordering_violations: 0,
+            atomicity_violations: 0,
+            targets: super::super::report::targets(
+                &super::super::PipeBenchConfig::default(),
+                &points,
+                0,
+                0,
+            ),
+            points,
+            lane_testbed: None,
+            lane_tunnels: Vec::new(),
+            lane_upcalls: Vec::new(),
+        }
+    }
+
+    /// Degenerate points: each is analysed and rendered without a panic,
+    /// and what it measured is what it had.
+    #[test]
+    fn degenerate_points_are_analysed_and_reported() {
+        let start = 1_000 * MS;
+        let failure = |at_ns| FailureOut {
+            failure: Failure::Kill(1),
+            at_ns,
+            detected_ns: Vec::new(),
+            recovered_ns: None,
+            resumed_ns: None,
+        };
+        // (name, mode, procs' outputs, fences before/after the start,
+        // stop at, want messages, want early, want before start)
+        type Case = (
+            &'static str,
+            Mode,
+            Vec<ProcOut>,
+            &'static [(usize, i64)],
+            u64,
+            (u64, bool, bool),
+        );
+        let sent = start + 200 * MS;
+        let cases: Vec<Case> = vec![
+            (
+                "no deliveries",
+                Mode::Reliable,
+                vec![
+                    out(0, vec![], vec![(sent, 0b110)]),
+                    out(1, vec![], vec![]),
+                    out(2, vec![], vec![]),
+                ],
+                &[],
+                start + 1_000 * MS,
+                (0, false, false),
+            ),
+            (
+                "every process failed before the start",
+                Mode::Reliable,
+                vec![
+                    out(0, vec![], vec![]),
+                    out(1, vec![], vec![]),
+                    out(2, vec![], vec![]),
+                ],
+                &[(0, -30), (1, -20), (2, -10)],
+                start - 5 * MS,
+                (0, true, true),
+            ),
+            (
+                "every process but one failed, after the start",
+                Mode::BestEffort,
+                vec![
+                    out(0, vec![delivery(1, sent, sent + MS, sent + 2 * MS)], vec![]),
+                    out(1, vec![], vec![(sent, 0b001)]),
+                    out(2, vec![], vec![]),
+                ],
+                &[(1, 300), (2, 300)],
+                start + 301 * MS,
+                (1, true, false),
+            ),
+            (
+                // Stamps out of order with the arrival: the latencies
+                // clamp at 0, nothing wraps.
+                "arrival before the stamp",
+                Mode::BestEffort,
+                vec![
+                    out(0, vec![delivery(1, sent, sent - MS, sent - 2 * MS)], vec![]),
+                    out(1, vec![], vec![]),
+                    out(2, vec![], vec![]),
+                ],
+                &[],
+                start + 1_000 * MS,
+                (1, false, false),
+            ),
+        ];
+        let mut points = Vec::new();
+        for (name, mode, outs, fences, stop, (messages, early, before)) in cases {
+            let mut roster = Roster::new(3, start, start + 1_000 * MS);
+            for &(q, at_ms) in fences {
+                roster.fence(q, start.checked_add_signed(at_ms * MS as i64).unwrap());
+            }
+            roster.poll_end(stop, false);
+            let o = analyze(&point(mode), &outs, &roster, vec![failure(100 * MS)]);
+            assert_eq!(
+                (o.messages, o.ended_early, o.ended_before_start),
+                (messages, early, before),
+                "{name}"
+            );
+            assert_eq!(
+                (o.ordering_violations, o.atomicity_violations),
+                (0, 0),
+                "{name}"
+            );
+            // Nothing wrapped: no latency above the 2 ms any delivery took.
+            assert!(
+                o.unordered_p99_ns <= 2 * MS && o.delivered_p99_ns <= 2 * MS,
+                "{name}: {o:?}"
+            );
+            assert!(!o.timeline_per_ms.is_empty(), "{name}");
+            assert_eq!(o.early_end().is_some(), early || before, "{name}");
+            if before {
+                assert_eq!(o.seconds, 0.0, "{name}");
+                assert_eq!(o.removed.len(), 3, "{name}");
+            }
+            points.push(o);
+        }
+        let r = report(points);
+        let text = render(&r);
+        assert!(
+            text.contains("Points that stopped sending early:"),
+            "{text}"
+        );
+        assert!(
+            text.contains("failures, reliable, 3 processes: ended before it started: fewer than two correct processes were left (process 0 fenced after the hop reported its link silent 30.00ms before the start"),
+            "{text}"
+        );
+        assert!(
+            text.contains("failures, best-effort, 3 processes: ended early"),
+            "{text}"
+        );
+        let dir =
+            std::env::temp_dir().join(format!("xlane-pipe-degenerate-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let files = super::super::plot(&r, &dir).expect("plots of degenerate points");
+        assert!(!files.is_empty());
+        let _ = std::fs::remove_dir_all(&dir);
+        // No point at all.
+        let empty = report(Vec::new());
+        assert!(render(&empty).contains("0 messages"));
     }
 }

@@ -256,6 +256,23 @@ pub fn render(r: &PipeReport) -> String {
             s += &format!("Upcalls: {}\n", r.lane_upcalls.join("; "));
         }
     }
+    let early: Vec<String> = r
+        .points
+        .iter()
+        .filter_map(|p| {
+            let why = p.early_end()?;
+            Some(format!(
+                "  {}, {}, {} processes: {why}\n",
+                p.phase,
+                p.mode.name(),
+                p.procs
+            ))
+        })
+        .collect();
+    if !early.is_empty() {
+        s += "\nPoints that stopped sending early:\n";
+        s += &early.concat();
+    }
     s += &format!(
         "\nOver the run: {} messages, {} ordering violations, {} atomicity violations\n\nTargets:\n",
         r.messages, r.ordering_violations, r.atomicity_violations

@@ -327,6 +327,9 @@ pub struct ProcSpec {
     pub start_ns: Arc<std::sync::atomic::AtomicU64>,
     /// Deliveries of every process, counted together.
     pub delivered: Arc<std::sync::atomic::AtomicU64>,
+    /// Processes bound and beaconing, counted together (each adds one
+    /// before its first turn, or when it gave up with an error).
+    pub ready: Arc<std::sync::atomic::AtomicUsize>,
     /// `SCHED_FIFO` priority, if any.
     pub fifo: Option<i32>,
     /// The core it runs on, if pinned.
@@ -392,6 +395,8 @@ pub struct ProcOut {
     pub excluded: bool,
     /// Its lane port's counters (beacons on the lane).
     pub lane: Option<LaneStats>,
+    /// It got as far as its loop (bound, set up, first beacon sent).
+    pub started: bool,
 }
 
 /// A running process.
@@ -432,6 +437,16 @@ impl Proc {
 }
 
 fn run_proc(spec: &ProcSpec, state: &AtomicU8) -> ProcOut {
+    let out = set_up_and_run(spec, state);
+    // A process that stopped before its loop counts as ready too: the
+    // point sees its error instead of waiting for it.
+    if out.error.is_some() && !out.started {
+        spec.ready.fetch_add(1, Ordering::SeqCst);
+    }
+    out
+}
+
+fn set_up_and_run(spec: &ProcSpec, state: &AtomicU8) -> ProcOut {
     let mut out = ProcOut {
         id: spec.id,
         ..ProcOut::default()
@@ -488,6 +503,13 @@ fn run_proc(spec: &ProcSpec, state: &AtomicU8) -> ProcOut {
     let mut next = u64::MAX;
     let gap_ns = 1e9 / spec.rate.max(1e-3);
     let mut dsts: Vec<u32> = Vec::with_capacity(spec.fanout);
+    // The first turn sends the first beacon.
+    if let Err(e) = ep.wait(Duration::ZERO) {
+        out.error = Some(format!("socket: {e}"));
+        return out;
+    }
+    out.started = true;
+    spec.ready.fetch_add(1, Ordering::SeqCst);
     loop {
         let st = state.load(Ordering::Relaxed);
         if st == DEAD {
@@ -509,6 +531,7 @@ fn run_proc(spec: &ProcSpec, state: &AtomicU8) -> ProcOut {
         let now = now_ns();
         let sends = st == RUN && spec.rate > 0.0;
         if sends && now >= next {
+            // now ≥ next: the condition above.
             out.max_send_lag_ns = out.max_send_lag_ns.max(now - next);
             if now - next > MAX_LAG_NS {
                 out.skipped += ((now - next) as f64 / gap_ns) as u64;

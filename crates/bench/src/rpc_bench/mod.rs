@@ -121,11 +121,11 @@ pub struct Point {
     pub achieved_rps: f64,
     /// Latency samples after the warm-up.
     pub samples: usize,
-    /// p50, ns.
+    /// p50, ns (0 without samples: the report shows "–").
     pub p50_ns: u64,
-    /// p99, ns.
+    /// p99, ns (0 without samples).
     pub p99_ns: u64,
-    /// p99.9, ns.
+    /// p99.9, ns (0 without samples).
     pub p999_ns: u64,
     /// Requests refused with DROP (by a server or the router).
     pub dropped: u64,
@@ -140,7 +140,8 @@ pub struct Point {
     /// latencies of a growing queue are neither. The percentiles are then
     /// those of this run only.
     pub lancet_failed: Vec<String>,
-    /// Share of the point the busiest CPU's floor probe was held back.
+    /// Share of the point the busiest CPU's floor probe was held back
+    /// (NaN when the probes could not start: not measured).
     pub floor_stolen: f64,
     /// Longest gap of any CPU's floor probe, ns.
     pub floor_max_gap_ns: u64,
@@ -419,6 +420,7 @@ fn run_point(
         _ => None,
     };
     let rate = load * cfg.capacity_rps();
+    // validate(): servers ≥ 1 and workers ≥ 1, so `workers` is not empty.
     let (target, more) = match router_addr {
         Some(r) => (r, Vec::new()),
         None => (workers[0], workers[1..].to_vec()),
@@ -494,6 +496,7 @@ pub fn run(cfg: &RpcBenchConfig, log: &mut dyn FnMut(&str)) -> Result<RpcReport,
         .map(|p| p.map_or(DIRECT.to_string(), |p| p.to_string()))
         .collect();
     let ncpu = Cores::online();
+    // online() is at least 1.
     let cores = Cores::new(ncpu, ncpu - 1).map_err(RpcBenchError::Config)?;
     let capacity = cfg.capacity_rps();
     log(&format!(
@@ -575,13 +578,23 @@ fn point_at<'a>(runs: &'a [PolicyRun], name: &str, load: f64) -> Option<&'a Poin
 
 /// The two targets: at 0.8 of capacity `jbsq:1`'s p99 is at most
 /// half of `random`'s; at every load above 0.5, `jsq` and every `jbsq:N`
-/// have a lower p99 than `random`.
+/// have a lower p99 than `random`. A point without samples has no p99: a
+/// comparison that needs it is not made (and the detail says so).
 pub fn targets(runs: &[PolicyRun]) -> Vec<Target> {
     let mut out = Vec::new();
+    let claim = "at 0.8 load, jbsq:1 p99 ≤ ½ random p99";
     let half = match (point_at(runs, "jbsq:1", 0.8), point_at(runs, "random", 0.8)) {
+        (Some(j), Some(r)) if j.samples == 0 || r.samples == 0 => Target {
+            claim: claim.into(),
+            holds: None,
+            detail: format!(
+                "no samples at load 0.8 (jbsq:1 {}, random {})",
+                j.samples, r.samples
+            ),
+        },
         (Some(j), Some(r)) => Target {
-            claim: "at 0.8 load, jbsq:1 p99 ≤ ½ random p99".into(),
-            holds: Some(2 * j.p99_ns <= r.p99_ns),
+            claim: claim.into(),
+            holds: Some(j.p99_ns.saturating_mul(2) <= r.p99_ns),
             detail: format!(
                 "jbsq:1 {} vs random {} (ratio {:.2})",
                 crate::table::fmt_ns(j.p99_ns),
@@ -590,7 +603,7 @@ pub fn targets(runs: &[PolicyRun]) -> Vec<Target> {
             ),
         },
         _ => Target {
-            claim: "at 0.8 load, jbsq:1 p99 ≤ ½ random p99".into(),
+            claim: claim.into(),
             holds: None,
             detail: "needs jbsq:1 and random at load 0.8".into(),
         },
@@ -604,6 +617,7 @@ pub fn targets(runs: &[PolicyRun]) -> Vec<Target> {
         .filter(|r| r.name == "jsq" || r.name.starts_with("jbsq:"))
     {
         let mut worse = Vec::new();
+        let mut unsampled = Vec::new();
         let mut n = 0;
         for p in r.points.iter().filter(|p| p.load > 0.5 + 1e-9) {
             let Some(q) = random
@@ -613,6 +627,10 @@ pub fn targets(runs: &[PolicyRun]) -> Vec<Target> {
             else {
                 continue;
             };
+            if p.samples == 0 || q.samples == 0 {
+                unsampled.push(format!("{:.1}", p.load));
+                continue;
+            }
             n += 1;
             if p.p99_ns >= q.p99_ns {
                 worse.push(format!(
@@ -623,16 +641,20 @@ pub fn targets(runs: &[PolicyRun]) -> Vec<Target> {
                 ));
             }
         }
+        let mut detail = if n == 0 {
+            "no load above 0.5 ran with samples".into()
+        } else if worse.is_empty() {
+            format!("below at all {n} loads")
+        } else {
+            format!("not below at {}", worse.join(", "))
+        };
+        if !unsampled.is_empty() {
+            detail.push_str(&format!("; no samples at {}", unsampled.join(", ")));
+        }
         out.push(Target {
             claim: format!("{} p99 < random p99 at every load above 0.5", r.name),
             holds: (n > 0).then_some(worse.is_empty()),
-            detail: if n == 0 {
-                "no load above 0.5 ran".into()
-            } else if worse.is_empty() {
-                format!("below at all {n} loads")
-            } else {
-                format!("not below at {}", worse.join(", "))
-            },
+            detail,
         });
     }
     out
@@ -659,19 +681,26 @@ pub fn render(r: &RpcReport) -> String {
             "  load  offered/s  achieved/s        p50        p99      p99.9  drops  lost  samples  floor gap  lancet checks"
         );
         for q in &p.points {
+            // No sample, no latency: "–", not 0 ns.
+            let lat = |ns: u64| if q.samples > 0 { f(ns) } else { "–".into() };
             let _ = writeln!(
                 s,
                 "  {:.2}  {:>9.0}  {:>10.0}  {:>9}  {:>9}  {:>9}  {:>5}  {:>4}  {:>7}  {:>9}  {}{}",
                 q.load,
                 q.offered_rps,
                 q.achieved_rps,
-                f(q.p50_ns),
-                f(q.p99_ns),
-                f(q.p999_ns),
+                lat(q.p50_ns),
+                lat(q.p99_ns),
+                lat(q.p999_ns),
                 q.dropped,
                 q.lost,
                 q.samples,
-                f(q.floor_max_gap_ns),
+                // NaN stolen share: the floor probes did not run.
+                if q.floor_stolen.is_nan() {
+                    "–".into()
+                } else {
+                    f(q.floor_max_gap_ns)
+                },
                 if q.lancet_failed.is_empty() {
                     "all pass".to_string()
                 } else {
@@ -809,5 +838,131 @@ mod tests {
         let c = RpcBenchConfig::default();
         // 8 workers, mean 1.9 · 1 ms = 1.9 ms.
         assert!((c.capacity_rps() - 8.0 / 1.9e-3).abs() < 1e-6);
+    }
+
+    /// Degenerate points go through the targets, the text and the figure:
+    /// a point without samples shows "–", a comparison that needs its p99
+    /// is not made ("n/a" and why), never a 0 ns that wins. And a point
+    /// retried for host gaps keeps the least gap within its retries.
+    #[test]
+    fn degenerate_inputs_are_analysed_and_reported() {
+        let pt = |load: f64, samples: usize, p99: u64, lost: u64| Point {
+            samples,
+            lost,
+            p50_ns: p99 / 2,
+            p999_ns: p99,
+            ..tests_point(load, p99)
+        };
+        let mut unprobed = pt(0.8, 10, 5_000, 0);
+        unprobed.floor_stolen = f64::NAN;
+        let policy = |name: &str, points: Vec<Point>| PolicyRun {
+            name: name.into(),
+            points,
+        };
+        // (case, runs, each target's verdict, text the render must contain)
+        type Case = (
+            &'static str,
+            Vec<PolicyRun>,
+            Vec<Option<bool>>,
+            Vec<&'static str>,
+        );
+        let cases: Vec<Case> = vec![
+            (
+                "no policy ran",
+                vec![],
+                vec![None],
+                vec!["n/a    at 0.8 load", "needs jbsq:1 and random"],
+            ),
+            (
+                "policies without a point",
+                vec![
+                    policy("random", vec![]),
+                    policy("jbsq:1", vec![]),
+                    policy("jsq", vec![]),
+                ],
+                vec![None, None, None],
+                vec!["no load above 0.5 ran with samples"],
+            ),
+            (
+                "every request of jbsq:1 lost",
+                vec![
+                    policy("random", vec![pt(0.8, 100, 10_000, 0)]),
+                    policy("jbsq:1", vec![pt(0.8, 0, 0, 100)]),
+                ],
+                vec![None, None],
+                vec![
+                    "no samples at load 0.8 (jbsq:1 0, random 100)",
+                    "no samples at 0.8",
+                    "  –",
+                ],
+            ),
+            (
+                "random answered nothing",
+                vec![
+                    policy("random", vec![pt(0.6, 0, 0, 7), pt(0.8, 1, 10_000, 0)]),
+                    policy("jsq", vec![pt(0.6, 1, 1_000, 0), pt(0.8, 1, 9_000, 0)]),
+                ],
+                vec![None, Some(true)],
+                vec!["below at all 1 loads; no samples at 0.6"],
+            ),
+            (
+                "one sample each, floor not probed",
+                vec![
+                    policy("random", vec![pt(0.8, 1, 10_000, 0)]),
+                    policy("jbsq:1", vec![unprobed]),
+                ],
+                vec![Some(true), Some(true)],
+                vec!["HOLDS  at 0.8 load"],
+            ),
+        ];
+        let dir = std::env::temp_dir().join(format!("xlane-rpc-degenerate-{}", std::process::id()));
+        for (case, policies, verdicts, has) in cases {
+            let targets = targets(&policies);
+            let got: Vec<Option<bool>> = targets.iter().map(|t| t.holds).collect();
+            assert_eq!(got, verdicts, "{case}: {targets:?}");
+            let r = RpcReport {
+                config: RpcBenchConfig::default(),
+                mean_service_ns: 1_900_000.0,
+                capacity_rps: 4_210.0,
+                policies,
+                targets,
+                floor_stolen_max: 0.0,
+            };
+            let text = render(&r);
+            for h in has {
+                assert!(text.contains(h), "{case}: no {h:?} in\n{text}");
+            }
+            let without = r
+                .policies
+                .iter()
+                .flat_map(|p| &p.points)
+                .filter(|q| q.samples == 0);
+            let dashed = text.lines().filter(|l| l.contains("  –  ")).count();
+            assert!(dashed >= without.count(), "{case}: {text}");
+            let files = plot(&r, &dir.join("rpc")).unwrap_or_else(|e| panic!("{case}: {e}"));
+            assert!(files.iter().all(|f| f.is_file()), "{case}");
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+        // (max gap, retries, each attempt's gap) → (kept gap, set aside)
+        type Retry = (u64, usize, &'static [u64], u64, usize);
+        let retries: &[Retry] = &[
+            (10, 0, &[30], 30, 0),
+            (10, 2, &[30, 20, 40], 20, 2),
+            (10, 2, &[5], 5, 0),
+            (0, 1, &[0], 0, 0),
+        ];
+        for &(max, n, gaps, kept, aside) in retries {
+            let mut next = gaps.iter().copied();
+            let (g, a) = least_gap_of(
+                max,
+                n,
+                "point",
+                |g: &u64| (*g, 0),
+                || Ok(next.next().expect("no more attempts than retries")),
+                &mut |_| {},
+            )
+            .unwrap();
+            assert_eq!((g, a.len()), (kept, aside), "{gaps:?}");
+        }
     }
 }

@@ -252,9 +252,10 @@ pub struct CurvePoint {
     pub offered_rps: f64,
     /// Replies per second received (after the warm-up).
     pub achieved_rps: f64,
-    /// p99, lost requests counted as late as they waited, ns.
+    /// p99, lost requests counted as late as they waited, ns (0 when the
+    /// point has neither samples nor lost requests: shown as "–").
     pub p99_ns: u64,
-    /// The SLO's percentile, counted the same way, ns.
+    /// The SLO's percentile, counted the same way, ns (0 likewise).
     pub slo_percentile_ns: u64,
     /// The percentile is a lower bound (it falls on a lost request).
     pub at_least: bool,
@@ -276,8 +277,9 @@ pub struct Curve {
     pub distribution: Shape,
     /// In load order.
     pub points: Vec<CurvePoint>,
-    /// The throughput at which the SLO breaks, requests/s.
-    pub slo_violating_rps: f64,
+    /// The throughput at which the SLO breaks, requests/s, over the points
+    /// with a percentile; `None` when no point has one.
+    pub slo_violating_rps: Option<f64>,
     /// False when no point broke the SLO (the value is then the last
     /// point's throughput: a lower bound).
     pub crossed: bool,
@@ -297,8 +299,9 @@ pub struct ControllerRun {
     pub settled_percentile_ns: Option<u64>,
     /// `settled_percentile_ns` falls on a lost request.
     pub settled_at_least: bool,
-    /// Largest per-second SLO percentile over the SLO's bound.
-    pub overshoot: f64,
+    /// Largest per-second SLO percentile over the SLO's bound; `None` when
+    /// no second has a request.
+    pub overshoot: Option<f64>,
     /// Requests the router's admission control refused.
     pub admission_drops: u64,
     /// Share of the run the busiest CPU's floor probe was held back.
@@ -539,6 +542,7 @@ fn run_curve_point(
     let q = |q: f64| seconds::quantile_with_lost(&lat, lost, DRAIN_NS, q).unwrap_or((0, false));
     let (p99, a) = q(0.99);
     let (ps, b) = q(slo.quantile);
+    // validate(): curve_seconds ≥ 1, so secs ≥ 1 s > the ½ s warm-up.
     let window_s = (secs - warmup) as f64 / 1e9;
     Ok((
         CurvePoint {
@@ -632,11 +636,40 @@ fn run_steps(
     Ok((run, a))
 }
 
+impl CurvePoint {
+    /// Whether the point has a percentile: a request was answered or lost.
+    pub fn has_percentile(&self) -> bool {
+        self.samples > 0 || self.lost > 0
+    }
+}
+
+/// The curve of `shape` from its points: the SLO-violating throughput over
+/// the points that have a percentile (a point without any request says
+/// nothing of the SLO; its 0 would read as within it).
+fn curve_of(shape: Shape, points: Vec<CurvePoint>, slo: Slo) -> Curve {
+    let at: Vec<CurveAt> = points
+        .iter()
+        .filter(|p| p.has_percentile())
+        .map(|p| CurveAt {
+            achieved_rps: p.achieved_rps,
+            percentile_ns: p.slo_percentile_ns,
+        })
+        .collect();
+    let v = slo_violating_rps(&at, slo.latency_ns);
+    Curve {
+        distribution: shape,
+        points,
+        slo_violating_rps: v.map(|v| v.0),
+        crossed: v.is_some_and(|v| v.1),
+    }
+}
+
 /// Runs the bench; `log` gets a line per point and run.
 pub fn run(cfg: &SvenBenchConfig, log: &mut dyn FnMut(&str)) -> Result<SvenReport, SvenBenchError> {
     cfg.validate()?;
     let started = std::time::Instant::now();
     let ncpu = Cores::online();
+    // online() is at least 1.
     let cores = Cores::new(ncpu, ncpu - 1).map_err(SvenBenchError::Config)?;
     let slo = cfg.slo();
     let cap = cfg.capacity_rps();
@@ -681,27 +714,25 @@ pub fn run(cfg: &SvenBenchConfig, log: &mut dyn FnMut(&str)) -> Result<SvenRepor
             ));
             points.push(p);
         }
-        let at: Vec<CurveAt> = points
-            .iter()
-            .map(|p| CurveAt {
-                achieved_rps: p.achieved_rps,
-                percentile_ns: p.slo_percentile_ns,
-            })
-            .collect();
-        if let Some((v, crossed)) = slo_violating_rps(&at, slo.latency_ns) {
-            log(&format!(
-                "{}: SLO-violating throughput {}{v:.0}/s ({:.2} of capacity)",
-                shape.name(),
-                if crossed { "" } else { "≥ " },
-                v / cap
-            ));
-            violating.insert(shape.name().to_string(), v);
-            curves.push(Curve {
-                distribution: shape,
-                points,
-                slo_violating_rps: v,
-                crossed,
-            });
+        let curve = curve_of(shape, points, slo);
+        match curve.slo_violating_rps {
+            Some(v) => {
+                log(&format!(
+                    "{}: SLO-violating throughput {}{v:.0}/s ({:.2} of capacity)",
+                    shape.name(),
+                    if curve.crossed { "" } else { "≥ " },
+                    v / cap
+                ));
+                violating.insert(shape.name().to_string(), v);
+            }
+            None if curve.points.is_empty() => {}
+            None => log(&format!(
+                "{}: no curve point has a sample: no SLO-violating throughput",
+                shape.name()
+            )),
+        }
+        if !curve.points.is_empty() {
+            curves.push(curve);
         }
         // The controllers' order rotates from distribution to distribution.
         let n = cfg.controllers.len();
@@ -716,10 +747,10 @@ pub fn run(cfg: &SvenBenchConfig, log: &mut dyn FnMut(&str)) -> Result<SvenRepor
             let goodput =
                 settled.iter().map(|s| s.goodput_rps).sum::<f64>() / settled.len().max(1) as f64;
             log(&format!(
-                "{} {}: overshoot {:.2}× SLO, settled overload: percentile {}{}, goodput {goodput:.0}/s, admission drops {}",
+                "{} {}: overshoot {}× SLO, settled overload: percentile {}{}, goodput {goodput:.0}/s, admission drops {}",
                 shape.name(),
                 r.name,
-                r.overshoot,
+                r.overshoot.map_or("-".into(), |o| format!("{o:.2}")),
                 if r.settled_at_least { "≥ " } else { "" },
                 r.settled_percentile_ns.map_or("-".into(), crate::table::fmt_ns),
                 r.admission_drops
@@ -778,13 +809,18 @@ pub fn render(r: &SvenReport) -> String {
         r.duration_s
     );
     for c in &r.curves {
+        let v = match c.slo_violating_rps {
+            Some(v) => format!(
+                "{}{v:.0}/s ({:.2} of capacity)",
+                if c.crossed { "" } else { "≥ " },
+                v / r.capacity_rps
+            ),
+            None => "– (no point has a sample)".into(),
+        };
         let _ = writeln!(
             s,
-            "\n{} without control: SLO-violating throughput {}{:.0}/s ({:.2} of capacity)",
-            c.distribution.name(),
-            if c.crossed { "" } else { "≥ " },
-            c.slo_violating_rps,
-            c.slo_violating_rps / r.capacity_rps
+            "\n{} without control: SLO-violating throughput {v}",
+            c.distribution.name()
         );
         let _ = writeln!(
             s,
@@ -797,7 +833,11 @@ pub fn render(r: &SvenReport) -> String {
                 p.load,
                 p.offered_rps,
                 p.achieved_rps,
-                format!("{}{}", if p.at_least { "≥" } else { "" }, f(p.p99_ns)),
+                if p.has_percentile() {
+                    format!("{}{}", if p.at_least { "≥" } else { "" }, f(p.p99_ns))
+                } else {
+                    "–".into()
+                },
                 p.lost,
                 f(p.floor_max_gap_ns),
                 crate::rpc_bench::set_aside_note(&p.set_aside)
@@ -807,10 +847,13 @@ pub fn render(r: &SvenReport) -> String {
     for c in &r.controllers {
         let _ = writeln!(
             s,
-            "\n{} {}: overshoot {:.2}× SLO, admission drops {}",
+            "\n{} {}: overshoot {}, admission drops {}",
             c.distribution.name(),
             c.name,
-            c.overshoot,
+            c.overshoot
+                .map_or("– (no second with a request)".into(), |o| format!(
+                    "{o:.2}× SLO"
+                )),
             c.admission_drops
         );
         let _ = writeln!(
@@ -828,7 +871,11 @@ pub fn render(r: &SvenReport) -> String {
                 x.achieved_rps,
                 x.goodput_rps,
                 x.drop_rate * 100.0,
-                format!("{}{}", if x.at_least { "≥" } else { "" }, f(x.p99_ns)),
+                if x.has_percentile() {
+                    format!("{}{}", if x.at_least { "≥" } else { "" }, f(x.p99_ns))
+                } else {
+                    "–".into()
+                },
                 x.lost,
                 f(x.floor_max_gap_ns)
             );
@@ -966,5 +1013,222 @@ mod tests {
         };
         // Gaps before the start (t = 1 < 1000) and past the end are left out.
         assert_eq!(gaps_per_second(&[rep], 1_000, 2), vec![0, 7]);
+    }
+
+    /// Degenerate runs go through the per-second analysis, the curve, the
+    /// targets, the text and both figures: a second or point without a
+    /// request shows "–", a verdict that needs what is missing is "n/a",
+    /// a percentile bounded only from below proves nothing within the SLO.
+    #[test]
+    fn degenerate_inputs_are_analysed_and_reported() {
+        use xlane_lancet::TimelineBucket;
+        let b = |sent: u64, answered: u64, lost: u64| TimelineBucket {
+            sent,
+            answered,
+            dropped: 0,
+            lost,
+        };
+        let cp = |samples: usize, lost: u64, pct: u64, achieved: f64| CurvePoint {
+            load: 1.0,
+            offered_rps: 1_000.0,
+            achieved_rps: achieved,
+            p99_ns: pct,
+            slo_percentile_ns: pct,
+            at_least: lost > 0,
+            samples,
+            lost,
+            floor_max_gap_ns: 0,
+            set_aside: vec![],
+        };
+        let cfg = SvenBenchConfig {
+            distributions: vec![Shape::Exp],
+            ..SvenBenchConfig::default()
+        };
+        let slo = cfg.slo();
+        // (case, timeline, samples (sched, latency), loads, client gave up
+        //  at, curve points; seconds without a percentile, pooled
+        //  percentile, overshoot known, SLO-violating throughput known, the
+        //  four targets' verdicts)
+        type Case = (
+            &'static str,
+            Vec<TimelineBucket>,
+            Vec<(u64, u64)>,
+            Vec<f64>,
+            u64,
+            Vec<CurvePoint>,
+            usize,
+            Option<(u64, bool)>,
+            bool,
+            bool,
+            [Option<bool>; 4],
+        );
+        let cases: Vec<Case> = vec![
+            (
+                "no timeline, no sample, no curve point",
+                vec![],
+                vec![],
+                vec![],
+                0,
+                vec![],
+                0,
+                None,
+                false,
+                false,
+                [None; 4],
+            ),
+            (
+                "every request lost",
+                vec![b(100, 0, 100); 3],
+                vec![],
+                vec![1.15; 3],
+                5 * S,
+                vec![cp(0, 100, DRAIN_NS, 0.0)],
+                0,
+                // 300 lost at 4, 3 and 2 s: rank 297 is one of second 0's.
+                Some((4 * S, true)),
+                true,
+                true,
+                [Some(false), None, Some(true), Some(false)],
+            ),
+            (
+                "nothing sent in the overload",
+                vec![b(0, 0, 0); 2],
+                vec![],
+                vec![1.15; 2],
+                4 * S,
+                vec![cp(0, 0, 0, 0.0), cp(0, 0, 0, 0.0)],
+                2,
+                None,
+                false,
+                false,
+                [None; 4],
+            ),
+            (
+                "one sample",
+                vec![b(1, 1, 0)],
+                vec![(0, 5_000)],
+                vec![1.15],
+                3 * S,
+                vec![cp(1, 0, 5_000, 1.0)],
+                0,
+                Some((5_000, false)),
+                true,
+                true,
+                [Some(true), Some(true), Some(false), Some(false)],
+            ),
+            (
+                "the client gave up before the seconds ended",
+                vec![b(10, 0, 10); 3],
+                vec![],
+                vec![1.15; 3],
+                S / 2,
+                vec![cp(0, 10, DRAIN_NS, 0.0)],
+                0,
+                Some((0, true)),
+                true,
+                true,
+                [Some(false), None, None, Some(false)],
+            ),
+            (
+                "samples scheduled past the timeline",
+                vec![b(2, 2, 0)],
+                vec![(0, 1_000), (5 * S, 1_000), (u64::MAX - 10, 100)],
+                vec![0.6],
+                3 * S,
+                vec![cp(1, 0, 1_000, 1.0)],
+                0,
+                None,
+                true,
+                true,
+                [None, None, None, Some(false)],
+            ),
+        ];
+        let dir =
+            std::env::temp_dir().join(format!("xlane-sven-degenerate-{}", std::process::id()));
+        for (case, timeline, samples, loads, gave_up_ns, points, empty, pooled, o, v, holds) in
+            cases
+        {
+            let a = analyze(&RunData {
+                timeline: &timeline,
+                samples: &samples,
+                loads: &loads,
+                slo,
+                gave_up_ns,
+                floor_gaps: &[],
+                settle_s: 0,
+            });
+            assert_eq!(a.seconds.len(), timeline.len(), "{case}");
+            let answered: u64 = a.seconds.iter().map(|x| x.samples).sum();
+            assert!(answered <= samples.len() as u64, "{case}: {a:?}");
+            let without = a.seconds.iter().filter(|x| !x.has_percentile()).count();
+            assert_eq!(without, empty, "{case}: {a:?}");
+            assert_eq!(a.settled_percentile, pooled, "{case}");
+            let curve = curve_of(Shape::Exp, points, slo);
+            assert_eq!(curve.slo_violating_rps.is_some(), v, "{case}: {curve:?}");
+            let runs: Vec<ControllerRun> = [Control::None, Control::Aiad, Control::Default]
+                .iter()
+                .map(|c| ControllerRun {
+                    name: c.name().into(),
+                    distribution: Shape::Exp,
+                    seconds: a.seconds.clone(),
+                    settled_percentile_ns: a.settled_percentile.map(|p| p.0),
+                    settled_at_least: a.settled_percentile.is_some_and(|p| p.1),
+                    overshoot: overshoot(&a, slo),
+                    admission_drops: 0,
+                    floor_stolen: f64::NAN,
+                })
+                .collect();
+            assert_eq!(runs[0].overshoot.is_some(), o, "{case}");
+            let targets = seconds::targets(
+                &seconds::DistResult {
+                    name: "exp",
+                    slo_violating_rps: curve.slo_violating_rps,
+                    none: Some(&a),
+                    aiad: Some(&a),
+                    default: Some(&a),
+                },
+                slo,
+            );
+            let got: Vec<Option<bool>> = targets.iter().map(|t| t.holds).collect();
+            assert_eq!(got, holds, "{case}: {targets:?}");
+            let r = SvenReport {
+                config: cfg.clone(),
+                slo: slo.to_string(),
+                slo_ns: slo.latency_ns,
+                capacity_rps: cfg.capacity_rps(),
+                slo_violating_rps: curve
+                    .slo_violating_rps
+                    .map(|v| ("exp".to_string(), v))
+                    .into_iter()
+                    .collect(),
+                curves: if curve.points.is_empty() {
+                    vec![]
+                } else {
+                    vec![curve]
+                },
+                controllers: runs,
+                targets,
+                floor_stolen_max: 0.0,
+                duration_s: 0.0,
+            };
+            let text = render(&r);
+            // Every second without a percentile shows "–" in each of the
+            // three runs' tables, and a missing overshoot or SLO-violating
+            // throughput says so.
+            let dashed = text.lines().filter(|l| l.contains("       –")).count();
+            assert!(dashed >= 3 * empty, "{case}: {dashed} rows with –\n{text}");
+            assert_eq!(
+                text.contains("overshoot – (no second"),
+                !o && !r.controllers.is_empty()
+            );
+            assert_eq!(
+                text.contains("throughput – (no point has a sample)"),
+                !v && !r.curves.is_empty(),
+                "{case}\n{text}"
+            );
+            let [curve_png, steps_png] = plot(&r, &dir).unwrap_or_else(|e| panic!("{case}: {e}"));
+            assert!(curve_png.is_file() && steps_png.is_file(), "{case}");
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -28,11 +28,11 @@ pub fn plot(r: &SvenReport, dir: &Path) -> Result<[PathBuf; 2], PlotError> {
 struct CurveFigure<'a>(&'a SvenReport);
 
 fn lat_range(v: impl Iterator<Item = u64>, slo: u64) -> (f64, f64) {
+    // At least 1 ns: a log axis from 0 has no bottom.
+    let slo = slo.max(1) as f64;
     let (lo, hi) = v
         .filter(|&x| x > 0)
-        .fold((slo as f64, slo as f64), |(a, b), x| {
-            (a.min(x as f64), b.max(x as f64))
-        });
+        .fold((slo, slo), |(a, b), x| (a.min(x as f64), b.max(x as f64)));
     (lo / 1.5, hi * 1.5)
 }
 
@@ -54,9 +54,20 @@ impl Figure for CurveFigure<'_> {
                 r.slo
             ),
         )?;
-        let pts = || r.curves.iter().flat_map(|c| c.points.iter());
+        // A point without any request has no percentile to draw.
+        let pts = || {
+            r.curves
+                .iter()
+                .flat_map(|c| c.points.iter())
+                .filter(|p| p.has_percentile())
+        };
         let (lo, hi) = lat_range(pts().map(|p| p.slo_percentile_ns), r.slo_ns);
-        let xmax = pts().map(|p| p.achieved_rps).fold(r.capacity_rps, f64::max) * 1.05;
+        // Not 0: the axis needs a width even without capacity or points.
+        let xmax = pts()
+            .map(|p| p.achieved_rps)
+            .fold(r.capacity_rps, f64::max)
+            .max(1.0)
+            * 1.05;
         let mut chart = ChartBuilder::on(&body)
             .margin(20)
             .x_label_area_size(50)
@@ -87,30 +98,32 @@ impl Figure for CurveFigure<'_> {
             let line: Vec<(f64, f64)> = c
                 .points
                 .iter()
+                .filter(|p| p.has_percentile())
                 .map(|p| (p.achieved_rps, p.slo_percentile_ns.max(1) as f64))
                 .collect();
             chart
                 .draw_series(LineSeries::new(line.clone(), col.stroke_width(3)))
                 .map_err(de)?
-                .label(format!(
-                    "{}: SLO broken at {:.0}/s",
-                    c.distribution.name(),
-                    c.slo_violating_rps
-                ))
+                .label(match c.slo_violating_rps {
+                    Some(v) => format!("{}: SLO broken at {v:.0}/s", c.distribution.name()),
+                    None => format!("{}: no point with a sample", c.distribution.name()),
+                })
                 .legend(move |(x, y)| {
                     PathElement::new(vec![(x, y), (x + 24, y)], col.stroke_width(3))
                 });
             chart
                 .draw_series(line.iter().map(|&p| Circle::new(p, 5, col.filled())))
                 .map_err(de)?;
-            chart
-                .draw_series(DashedLineSeries::new(
-                    [(c.slo_violating_rps, lo), (c.slo_violating_rps, hi)],
-                    6,
-                    4,
-                    col.stroke_width(1),
-                ))
-                .map_err(de)?;
+            if let Some(v) = c.slo_violating_rps {
+                chart
+                    .draw_series(DashedLineSeries::new(
+                        [(v, lo), (v, hi)],
+                        6,
+                        4,
+                        col.stroke_width(1),
+                    ))
+                    .map_err(de)?;
+            }
         }
         draw_legend(&mut chart, SeriesLabelPosition::UpperLeft, 16.0)?;
         Ok(())
@@ -242,7 +255,12 @@ impl StepsFigure<'_> {
         let r = self.0;
         let (runs, tmax) = self.runs(shape);
         let (lo, hi) = lat_range(
-            runs.iter().flat_map(|c| c.seconds.iter().map(|s| s.p99_ns)),
+            runs.iter().flat_map(|c| {
+                c.seconds
+                    .iter()
+                    .filter(|s| s.has_percentile())
+                    .map(|s| s.p99_ns)
+            }),
             r.slo_ns,
         );
         let mut chart = ChartBuilder::on(area)
@@ -279,7 +297,7 @@ impl StepsFigure<'_> {
                 .draw_series(LineSeries::new(
                     c.seconds
                         .iter()
-                        .filter(|s| s.p99_ns > 0)
+                        .filter(|s| s.has_percentile() && s.p99_ns > 0)
                         .map(|s| (s.t_s as f64 + 0.5, s.p99_ns as f64)),
                     col.stroke_width(2),
                 ))
@@ -340,6 +358,7 @@ mod tests {
             p99_ns: p,
             slo_percentile_ns: p,
             at_least: false,
+            samples: 100,
             lost: 0,
             floor_max_gap_ns: 0,
             settled: true,
@@ -353,7 +372,7 @@ mod tests {
             curves: vec![Curve {
                 distribution: Shape::Exp,
                 points: vec![],
-                slo_violating_rps: 7_000.0,
+                slo_violating_rps: Some(7_000.0),
                 crossed: true,
             }],
             controllers: vec![ControllerRun {
@@ -362,7 +381,7 @@ mod tests {
                 seconds: vec![second(0, 10_000_000), second(1, 0), second(2, 40_000_000)],
                 settled_percentile_ns: None,
                 settled_at_least: false,
-                overshoot: 2.7,
+                overshoot: Some(2.7),
                 admission_drops: 0,
                 floor_stolen: 0.0,
             }],

@@ -35,6 +35,10 @@ pub struct Second {
     pub slo_percentile_ns: u64,
     /// The percentiles fall on a lost request: they are lower bounds.
     pub at_least: bool,
+    /// Answered requests scheduled in this second: with `lost`, what the
+    /// percentiles are taken over. Both 0: the second has no percentile
+    /// (`p99_ns` and `slo_percentile_ns` are then 0 and shown as "–").
+    pub samples: u64,
     /// Requests never answered.
     pub lost: u64,
     /// Longest gap any CPU's floor probe saw in this second, ns.
@@ -93,6 +97,7 @@ pub(crate) fn quantile_with_lost(
     if n == 0 {
         return None;
     }
+    // n ≥ 1 here, so the clamped rank is at least 1.
     let rank = ((q * n as f64).ceil() as u64).clamp(1, n) - 1;
     // Lost requests sort after every answered latency below `lost_ns`.
     let below = lat.partition_point(|&v| v < lost_ns) as u64;
@@ -101,6 +106,8 @@ pub(crate) fn quantile_with_lost(
     } else if rank < below + lost {
         (lost_ns, true)
     } else {
+        // rank ≥ below + lost, so rank − lost ≥ below ≥ 0; and rank ≤ n − 1
+        // = lat.len() + lost − 1, so the index is within `lat`.
         (lat[(rank - lost) as usize], false)
     })
 }
@@ -128,6 +135,9 @@ pub fn analyze(d: &RunData) -> Analysis {
     for (i, (b, lat)) in d.timeline.iter().zip(per_second.iter_mut()).enumerate() {
         lat.sort_unstable();
         let load = d.loads.get(i).copied().unwrap_or(0.0);
+        // A second that ended after the client gave up (a run cut short):
+        // its lost requests waited at least 0, a bound `at_least` flags
+        // when a percentile falls on one.
         let lost_ns = d.gave_up_ns.saturating_sub((i as u64 + 1) * S);
         let p99 = quantile_with_lost(lat, b.lost, lost_ns, 0.99);
         let ps = quantile_with_lost(lat, b.lost, lost_ns, d.slo.quantile);
@@ -150,6 +160,7 @@ pub fn analyze(d: &RunData) -> Analysis {
             p99_ns: p99.map_or(0, |p| p.0),
             slo_percentile_ns: ps.map_or(0, |p| p.0),
             at_least: ps.is_some_and(|p| p.1) || p99.is_some_and(|p| p.1),
+            samples: lat.len() as u64,
             lost: b.lost,
             floor_max_gap_ns: d.floor_gaps.get(i).copied().unwrap_or(0),
             settled,
@@ -166,6 +177,7 @@ pub fn analyze(d: &RunData) -> Analysis {
             .chain(pooled_lost.iter().map(|&v| (v, true)))
             .collect();
         all.sort_unstable();
+        // Not both empty: n ≥ 1.
         let n = all.len();
         let rank = ((d.slo.quantile * n as f64).ceil() as usize).clamp(1, n) - 1;
         Some(all[rank])
@@ -236,12 +248,25 @@ pub const GOODPUT_SHARE: f64 = 0.9;
 /// Without control the SLO's percentile must exceed this many SLOs.
 pub const UNCONTROLLED_FACTOR: f64 = 10.0;
 
-/// Largest per-second SLO percentile of a run over the SLO's bound.
-pub fn overshoot(a: &Analysis, slo: Slo) -> f64 {
+impl Second {
+    /// Whether the second has a percentile: some request scheduled in it
+    /// was answered or lost.
+    pub fn has_percentile(&self) -> bool {
+        self.samples + self.lost > 0
+    }
+}
+
+/// Largest per-second SLO percentile of a run over the SLO's bound;
+/// `None` when no second has a percentile (or the bound is 0).
+pub fn overshoot(a: &Analysis, slo: Slo) -> Option<f64> {
+    if slo.latency_ns == 0 {
+        return None;
+    }
     a.seconds
         .iter()
+        .filter(|s| s.has_percentile())
         .map(|s| s.slo_percentile_ns as f64 / slo.latency_ns as f64)
-        .fold(0.0, f64::max)
+        .reduce(f64::max)
 }
 
 /// The four targets for one distribution.
@@ -255,6 +280,15 @@ pub fn targets(d: &DistResult, slo: Slo) -> Vec<Target> {
             .cloned()
             .collect::<Vec<_>>()
     };
+    // A settled second without a request has no percentile to be within
+    // the SLO: it is left out of the share (and said so).
+    let with_percentile = |a: &Analysis| {
+        a.seconds
+            .iter()
+            .filter(|s| s.settled && s.has_percentile())
+            .cloned()
+            .collect::<Vec<_>>()
+    };
     let na = |claim: String, why: &str| Target {
         claim,
         holds: None,
@@ -264,21 +298,35 @@ pub fn targets(d: &DistResult, slo: Slo) -> Vec<Target> {
         "{}: default within 1.1×SLO in ≥95 % of settled overload seconds",
         d.name
     );
-    out.push(match d.default.map(settled) {
-        Some(s) if !s.is_empty() => {
-            let ok = s
-                .iter()
-                .filter(|x| x.slo_percentile_ns as f64 <= 1.1 * bound)
-                .count();
-            let share = ok as f64 / s.len() as f64;
-            Target {
-                claim,
-                holds: Some(share >= WITHIN_SHARE),
-                detail: format!("{ok} of {} seconds ({:.0} %)", s.len(), share * 100.0),
+    out.push(
+        match d.default.map(|a| (with_percentile(a), settled(a).len())) {
+            Some((s, all)) if !s.is_empty() => {
+                // A lower bound within the SLO does not show the second was.
+                let ok = s
+                    .iter()
+                    .filter(|x| !x.at_least && x.slo_percentile_ns as f64 <= 1.1 * bound)
+                    .count();
+                let share = ok as f64 / s.len() as f64;
+                let empty = all - s.len(); // `s` is a subset of the settled seconds
+                Target {
+                    claim,
+                    holds: Some(share >= WITHIN_SHARE),
+                    detail: format!(
+                        "{ok} of {} seconds ({:.0} %){}",
+                        s.len(),
+                        share * 100.0,
+                        if empty > 0 {
+                            format!("; {empty} without a request left out")
+                        } else {
+                            String::new()
+                        }
+                    ),
+                }
             }
-        }
-        _ => na(claim, "needs a default run with settled overload seconds"),
-    });
+            Some((_, all)) if all > 0 => na(claim, "no settled overload second has a request"),
+            _ => na(claim, "needs a default run with settled overload seconds"),
+        },
+    );
     let claim = format!(
         "{}: default goodput ≥ 90 % of the SLO-violating throughput",
         d.name
@@ -299,6 +347,16 @@ pub fn targets(d: &DistResult, slo: Slo) -> Vec<Target> {
         d.name
     );
     out.push(match d.none.and_then(|a| a.settled_percentile) {
+        // A lower bound below the threshold says nothing either way.
+        Some((p, true)) if p as f64 <= UNCONTROLLED_FACTOR * bound => Target {
+            claim,
+            holds: None,
+            detail: format!(
+                "≥ {} = {:.1}× SLO: a lower bound (lost requests), cannot tell",
+                crate::table::fmt_ns(p),
+                p as f64 / bound
+            ),
+        },
         Some((p, at_least)) => Target {
             claim,
             holds: Some(p as f64 > UNCONTROLLED_FACTOR * bound),
@@ -313,14 +371,14 @@ pub fn targets(d: &DistResult, slo: Slo) -> Vec<Target> {
     });
     let claim = format!("{}: default overshoot < aiad overshoot", d.name);
     out.push(match (d.default, d.aiad) {
-        (Some(df), Some(ai)) if !df.seconds.is_empty() && !ai.seconds.is_empty() => {
-            let (o_d, o_a) = (overshoot(df, slo), overshoot(ai, slo));
-            Target {
+        (Some(df), Some(ai)) => match (overshoot(df, slo), overshoot(ai, slo)) {
+            (Some(o_d), Some(o_a)) => Target {
                 claim,
                 holds: Some(o_d < o_a),
                 detail: format!("largest second {o_d:.2}× SLO vs {o_a:.2}×"),
-            }
-        }
+            },
+            _ => na(claim, "a default or aiad run has no second with a request"),
+        },
         _ => na(claim, "needs default and aiad runs"),
     });
     out
@@ -498,6 +556,7 @@ mod tests {
             p99_ns: p,
             slo_percentile_ns: p,
             at_least: false,
+            samples: 1,
             lost: 0,
             floor_max_gap_ns: 0,
             settled,

@@ -339,11 +339,13 @@ impl ClientConfig {
             if s.at_ns >= window_ns {
                 break;
             }
-            total += rate * (s.at_ns - from) as f64;
+            // Steps are strictly increasing after `validate`; in an unchecked
+            // list with a step back, the rate before it gets no time (no panic).
+            total += rate * s.at_ns.saturating_sub(from) as f64;
             from = s.at_ns;
             rate = s.rate;
         }
-        total += rate * (window_ns - from) as f64;
+        total += rate * (window_ns - from) as f64; // from < window_ns: the loop breaks before
         total / window_ns as f64
     }
 
@@ -828,12 +830,17 @@ impl Tracker {
         if !self.measure {
             return;
         }
+        // A request is sent once due (`t0 + sched <= now` before the send),
+        // so this does not saturate; it is the same monotonic clock.
         let lag = s.send_mono.saturating_sub(self.t0 + s.sched_ns);
         let mut stamps = 0u8;
+        // Receive and transmit times are realtime stamps taken at different
+        // moments (the NIC's, the kernel's or ours): a clock step between
+        // them puts the receive first, and then there is no latency to tell.
         let wire = match (rx_hw, s.tx_hw) {
             (Some(rh), th) if th != 0 => {
                 stamps |= stamp::TX_HARDWARE | stamp::RX_HARDWARE;
-                rh.saturating_sub(th)
+                rh.checked_sub(th)
             }
             _ => {
                 let tx = if s.tx_sw != 0 {
@@ -849,10 +856,17 @@ impl Tracker {
                     }
                     None => user_rx_rt,
                 };
-                rx.saturating_sub(tx)
+                rx.checked_sub(tx)
             }
         };
+        let user_rtt = user_rx_rt.checked_sub(s.tx_user_rt);
+        let (Some(wire), Some(user_rtt)) = (wire, user_rtt) else {
+            self.counts.rx_before_tx += 1;
+            return;
+        };
         let c = &mut self.counts;
+        // `apply_tx_stamp` refuses a software stamp before its send call, so
+        // tx_sw >= tx_user_rt here.
         if s.tx_sw != 0 {
             c.tx_delay_max_ns = c.tx_delay_max_ns.max(s.tx_sw.saturating_sub(s.tx_user_rt));
         }
@@ -875,7 +889,7 @@ impl Tracker {
             sched_ns: s.sched_ns,
             latency_ns: lag + wire,
             lag_ns: sat(lag),
-            user_rtt_ns: sat(user_rx_rt.saturating_sub(s.tx_user_rt)),
+            user_rtt_ns: sat(user_rtt),
             server_ns: server_ns.map_or(u32::MAX, |v| sat(v).min(u32::MAX - 1)),
             stamps,
         };
@@ -907,7 +921,7 @@ impl Tracker {
         let n = room.min(self.batch.len());
         shared.extend_from_slice(&self.batch[..n]);
         drop(shared);
-        self.counts.samples_dropped += (self.batch.len() - n) as u64;
+        self.counts.samples_dropped += (self.batch.len() - n) as u64; // n <= len
         self.batch.clear();
     }
 }
@@ -1336,6 +1350,8 @@ fn tcp_drain_tx(t: &mut TcpConn, tr: &mut Tracker) {
 /// read, and never past the end of the response being assembled (so that
 /// the read completing a response carries that response's stamp).
 fn tcp_read(t: &mut TcpConn) -> io::Result<Option<StampedRead>> {
+    // have <= inb.len(): `have` only grows by what a read put into
+    // `inb[have..]`, and the caller stops at a full buffer.
     let room = t.inb.len() - t.have;
     match t.stamps.as_deref_mut() {
         Some(s) => {
@@ -1417,7 +1433,7 @@ fn tcp_receive(t: &mut TcpConn, tr: &mut Tracker) {
             }
         }
         t.inb.copy_within(at..t.have, 0);
-        t.have -= at;
+        t.have -= at; // at <= have: every frame parsed lies in inb[..have]
     }
 }
 
@@ -1616,7 +1632,13 @@ pub fn run_traced(cfg: &ClientConfig) -> Result<RunOutput, RunError> {
     }
     // A common start a little ahead, so every thread is up before it.
     let t0 = monotonic_ns() + 50_000_000;
-    let start_realtime_ns = realtime_ns() + (t0 - monotonic_ns());
+    // The realtime clock at t0: `realtime + (t0 - monotonic)`, with both
+    // read now. The machine can hold this thread up for more than 50 ms
+    // between the two monotonic reads, so t0 may have passed already;
+    // adding first keeps it exact either way (realtime ≫ monotonic, no
+    // overflow before the year 2500).
+    let rt = realtime_ns();
+    let start_realtime_ns = (rt + t0).saturating_sub(monotonic_ns());
     stop_at.store(t0 + cfg.max_duration_ns, Ordering::Relaxed);
     let mut handles = Vec::new();
     for mut a in agents {
@@ -1643,7 +1665,7 @@ pub fn run_traced(cfg: &ClientConfig) -> Result<RunOutput, RunError> {
                 break;
             }
             let samples = collect(&stores, warmup);
-            let elapsed = now - t0;
+            let elapsed = now - t0; // now >= t0 + duration: slept until then
             let sample_rate =
                 samples.len() as f64 / ((elapsed.saturating_sub(warmup)) as f64 / 1e9).max(1e-3);
             let need = analysis::samples_needed(&samples, &params);
@@ -1810,5 +1832,153 @@ mod tests {
         assert!(!p[1].measure && p[1].rate == 450.0);
         let idx: Vec<_> = p.iter().map(|a| a.index).collect();
         assert_eq!(idx, vec![0, 1, 2]);
+    }
+
+    fn tracker() -> Tracker {
+        Tracker {
+            measure: true,
+            t0: 0,
+            app: App::Echo,
+            size: 64,
+            inflight: vec![Slot::default(); INFLIGHT],
+            outstanding: 0,
+            counts: Counts::default(),
+            batch: Vec::with_capacity(8),
+            shared: Arc::new(Mutex::new(Vec::new())),
+            shared_cap: 8,
+            trace: Vec::new(),
+            trace_cap: 0,
+            timeline_ns: 0,
+            timeline: Vec::new(),
+        }
+    }
+
+    /// A response stamped before its request (a realtime clock step) is
+    /// answered but not a sample, and counted; never a latency of 0.
+    #[test]
+    fn receive_before_transmit_is_counted_not_sampled() {
+        // (case, tx user, tx kernel, tx hw, rx kernel, rx hw, rx user, wire time)
+        type Case = (
+            &'static str,
+            u64,
+            u64,
+            u64,
+            Option<u64>,
+            Option<u64>,
+            u64,
+            Option<u64>,
+        );
+        let table: &[Case] = &[
+            (
+                "kernel stamps",
+                1000,
+                1100,
+                0,
+                Some(5100),
+                None,
+                5200,
+                Some(4000),
+            ),
+            ("user stamps", 1000, 0, 0, None, None, 5200, Some(4200)),
+            (
+                "hardware stamps",
+                1000,
+                1100,
+                2000,
+                Some(5100),
+                Some(4500),
+                5200,
+                Some(2500),
+            ),
+            (
+                "kernel rx before kernel tx",
+                1000,
+                1100,
+                0,
+                Some(1050),
+                None,
+                5200,
+                None,
+            ),
+            ("user rx before user tx", 1000, 0, 0, None, None, 900, None),
+            (
+                "hardware rx before hardware tx",
+                1000,
+                1100,
+                2000,
+                Some(5100),
+                Some(1500),
+                5200,
+                None,
+            ),
+            (
+                "user rtt backwards",
+                1000,
+                1100,
+                0,
+                Some(5100),
+                None,
+                999,
+                None,
+            ),
+        ];
+        for &(case, tx_user, tx_sw, tx_hw, rx_sw, rx_hw, rx_user, wire) in table {
+            let mut t = tracker();
+            t.inflight[Tracker::slot_of(5)] = Slot {
+                id: 5,
+                sched_ns: 0,
+                send_mono: 10,
+                tx_user_rt: tx_user,
+                tx_sw,
+                tx_hw,
+                ..Slot::default()
+            };
+            t.outstanding = 1;
+            t.complete(5, rx_sw, rx_hw, rx_user, None);
+            t.flush();
+            let samples = lock(&t.shared).clone();
+            assert_eq!((t.counts.received, t.outstanding), (1, 0), "{case}");
+            match wire {
+                Some(w) => {
+                    assert_eq!(t.counts.rx_before_tx, 0, "{case}");
+                    assert_eq!(samples.len(), 1, "{case}");
+                    assert_eq!(samples[0].latency_ns, 10 + w, "{case}");
+                }
+                None => {
+                    assert_eq!(t.counts.rx_before_tx, 1, "{case}");
+                    assert!(samples.is_empty(), "{case}: {samples:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn mean_rate_of_degenerate_windows() {
+        let mut c = cfg();
+        c.rate = 1000.0;
+        assert_eq!(c.mean_rate(0), 1000.0);
+        c.rate_steps = vec![RateStep {
+            at_ns: 500,
+            rate: 3000.0,
+        }];
+        assert_eq!(c.mean_rate(1000), 2000.0);
+        assert_eq!(c.mean_rate(500), 1000.0);
+        // Unvalidated steps out of order: no panic; the rate before the step
+        // back (3000) gets no time.
+        c.rate_steps = vec![
+            RateStep {
+                at_ns: 600,
+                rate: 3000.0,
+            },
+            RateStep {
+                at_ns: 200,
+                rate: 5000.0,
+            },
+        ];
+        assert!(c.validate().is_err());
+        assert_eq!(
+            c.mean_rate(1000),
+            (1000.0 * 600.0 + 5000.0 * 800.0) / 1000.0
+        );
     }
 }

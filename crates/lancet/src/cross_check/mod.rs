@@ -436,54 +436,17 @@ pub fn run(cfg: &CrossCheckConfig) -> Result<CrossCheckReport, CrossCheckError> 
     for v in [&mut sp_pool, &mut user, &mut kern] {
         v.sort_unstable();
     }
-    if sp_pool.is_empty() {
-        return Err(CrossCheckError::NoObservations { tool: "sockperf" });
-    }
-    if user.is_empty() {
-        return Err(CrossCheckError::NoObservations { tool: "lancet" });
-    }
-
-    let mut rows = Vec::new();
-    for &p in &cfg.percentiles {
-        let q = p / 100.0;
-        let (Some(s), Some(l), Some(k)) = (
-            percentile(&sp_pool, q),
-            percentile(&user, q),
-            percentile(&kern, q),
-        ) else {
-            continue;
-        };
-        let ratio = l as f64 / s.max(1) as f64;
-        rows.push(Row {
-            percentile: p,
-            sockperf_ns: s,
-            lancet_user_rtt_ns: l,
-            ratio,
-            lancet_kernel_ns: k,
-            agree: (ratio - 1.0).abs() <= cfg.tolerance,
-        });
-    }
+    let rows = compare_pools(cfg, &sp_pool, &user, &kern)?;
+    // The pool is not empty (compare_pools checked).
     let median = percentile(&sp_pool, 0.5).unwrap_or(0);
     let floor = floor_cpus
         .iter()
         .zip(floor_sums)
-        .map(|(&(cpu, role), f)| {
-            let d = f.duration_ns.max(1) as f64;
-            CpuFloor {
-                cpu,
-                role,
-                duration_ns: f.duration_ns,
-                stolen_ns: f.stolen_ns,
-                stolen_fraction: f.stolen_ns as f64 / d,
-                max_gap_ns: f.max_gap_ns,
-                gaps: f.gaps,
-                threshold_ns: f.threshold_ns,
-                touch_share: ((f.gaps as f64 * median as f64 + f.stolen_ns as f64) / d).min(1.0),
-            }
-        })
+        .map(|(&(cpu, role), f)| cpu_floor(cpu, role, &f, median))
         .collect();
     let silent = sockperf_rounds.iter().filter(|r| r.no_replies).count();
-    let agree = rows.iter().all(|r| r.agree) && lancet_lost == 0 && silent == 0;
+    // No row is no agreement.
+    let agree = !rows.is_empty() && rows.iter().all(|r| r.agree) && lancet_lost == 0 && silent == 0;
     let verdict = verdict(cfg, &rows, lancet_lost, silent);
     Ok(CrossCheckReport {
         config: cfg.clone(),
@@ -501,6 +464,69 @@ pub fn run(cfg: &CrossCheckConfig) -> Result<CrossCheckReport, CrossCheckError> 
     })
 }
 
+/// The compared percentiles of the pooled round trips (each sorted): an
+/// error if a tool produced none.
+fn compare_pools(
+    cfg: &CrossCheckConfig,
+    sockperf: &[u64],
+    user: &[u64],
+    kernel: &[u64],
+) -> Result<Vec<Row>, CrossCheckError> {
+    if sockperf.is_empty() {
+        return Err(CrossCheckError::NoObservations { tool: "sockperf" });
+    }
+    if user.is_empty() {
+        return Err(CrossCheckError::NoObservations { tool: "lancet" });
+    }
+    let mut rows = Vec::new();
+    for &p in &cfg.percentiles {
+        let q = p / 100.0;
+        let (Some(s), Some(l), Some(k)) = (
+            percentile(sockperf, q),
+            percentile(user, q),
+            percentile(kernel, q),
+        ) else {
+            continue;
+        };
+        let ratio = l as f64 / s.max(1) as f64;
+        rows.push(Row {
+            percentile: p,
+            sockperf_ns: s,
+            lancet_user_rtt_ns: l,
+            ratio,
+            lancet_kernel_ns: k,
+            agree: (ratio - 1.0).abs() <= cfg.tolerance,
+        });
+    }
+    Ok(rows)
+}
+
+/// One CPU's floor over the slices, with the share of `median`-long round
+/// trips its gaps would touch. A probe that ran for no time has no
+/// fractions: NaN (`null` in JSON, "not measured" in the text), not 0.
+fn cpu_floor(cpu: usize, role: &'static str, f: &FloorSum, median: u64) -> CpuFloor {
+    let (stolen_fraction, touch_share) = if f.duration_ns == 0 {
+        (f64::NAN, f64::NAN)
+    } else {
+        let d = f.duration_ns as f64;
+        (
+            f.stolen_ns as f64 / d,
+            ((f.gaps as f64 * median as f64 + f.stolen_ns as f64) / d).min(1.0),
+        )
+    };
+    CpuFloor {
+        cpu,
+        role,
+        duration_ns: f.duration_ns,
+        stolen_ns: f.stolen_ns,
+        stolen_fraction,
+        max_gap_ns: f.max_gap_ns,
+        gaps: f.gaps,
+        threshold_ns: f.threshold_ns,
+        touch_share,
+    }
+}
+
 fn verdict(cfg: &CrossCheckConfig, rows: &[Row], lost: u64, silent: usize) -> String {
     let ratios: Vec<String> = rows
         .iter()
@@ -513,7 +539,9 @@ fn verdict(cfg: &CrossCheckConfig, rows: &[Row], lost: u64, silent: usize) -> St
         })
         .collect();
     let tol = cfg.tolerance * 100.0;
-    if silent > 0 {
+    if rows.is_empty() {
+        "verdict: NOT COMPARABLE: no percentile could be compared".to_string()
+    } else if silent > 0 {
         format!(
             "verdict: NOT COMPARABLE: the server answered none of sockperf's requests in \
              {silent} round(s), a stall that the closed-loop sockperf does not record ({})",
@@ -624,5 +652,95 @@ mod tests {
             (lc.app, lc.arrival, lc.seed),
             (App::Sockperf, Arrival::Fixed, 4)
         );
+    }
+
+    #[test]
+    fn a_tool_that_produced_nothing() {
+        let c = CrossCheckConfig::default();
+        let some = [1000u64, 2000, 3000];
+        // (sockperf pool, lancet pool, the tool named in the error)
+        let table: &[(&[u64], &[u64], Option<&str>)] = &[
+            (&[], &some, Some("sockperf")),
+            (&some, &[], Some("lancet")),
+            (&[], &[], Some("sockperf")),
+            (&[0], &[0], None),
+            (&[1000], &[1100], None),
+        ];
+        for &(sp, user, want) in table {
+            match (compare_pools(&c, sp, user, user), want) {
+                (Err(CrossCheckError::NoObservations { tool }), Some(w)) => assert_eq!(tool, w),
+                (Ok(rows), None) => {
+                    assert_eq!(rows.len(), c.percentiles.len());
+                    assert!(rows.iter().all(|r| r.ratio.is_finite()), "{rows:?}");
+                }
+                (r, w) => panic!("{sp:?} {user:?}: {r:?}, wanted {w:?}"),
+            }
+        }
+        assert_eq!(
+            verdict(&c, &[], 0, 0),
+            "verdict: NOT COMPARABLE: no percentile could be compared"
+        );
+    }
+
+    #[test]
+    fn a_floor_that_ran_for_no_time_is_not_measured() {
+        let f = cpu_floor(1, "any", &FloorSum::default(), 50_000);
+        assert!(
+            f.stolen_fraction.is_nan() && f.touch_share.is_nan(),
+            "{f:?}"
+        );
+        let ran = FloorSum {
+            duration_ns: 1_000_000,
+            stolen_ns: 10_000,
+            max_gap_ns: 10_000,
+            gaps: 1,
+            threshold_ns: 10_000,
+        };
+        let g = cpu_floor(0, "any", &ran, 0);
+        assert_eq!((g.stolen_fraction, g.touch_share), (0.01, 0.01));
+        let c = CrossCheckConfig::default();
+        let report = CrossCheckReport {
+            config: c.clone(),
+            sockperf_version: None,
+            port: 0,
+            sockperf_rounds: vec![SockperfRound {
+                round: 0,
+                observations: Some(0),
+                logged: 0,
+                no_replies: true,
+                dropped: None,
+                printed: Vec::new(),
+            }],
+            lancet_rounds: vec![LancetRound {
+                round: 0,
+                sent: 0,
+                received: 0,
+                lost: 0,
+                malformed: 0,
+                unmatched: 0,
+                send_errors: 0,
+                samples: 0,
+                after_warmup: 0,
+                user_rtt_ns: Vec::new(),
+            }],
+            sockperf_pool: 0,
+            lancet_pool: 0,
+            rows: Vec::new(),
+            floor: vec![f, g],
+            lancet_lost: 0,
+            agree: false,
+            verdict: verdict(&c, &[], 0, 1),
+        };
+        let text = report.render();
+        for want in [
+            "CPU 1 (any): not measured",
+            "CPU 0 (any): 1.000 % lost",
+            "NO REPLIES",
+            "NOT COMPARABLE",
+            "sockperf 0 round trips, lancet 0 samples",
+        ] {
+            assert!(text.contains(want), "{want:?} not in\n{text}");
+        }
+        assert!(!text.contains("NaN"), "{text}");
     }
 }

@@ -78,7 +78,8 @@ pub struct CpuFloor {
     pub duration_ns: u64,
     /// Time lost in gaps above the threshold, ns.
     pub stolen_ns: u64,
-    /// `stolen_ns / duration_ns`.
+    /// `stolen_ns / duration_ns`; NaN (`null` in JSON) if the probe ran for
+    /// no time.
     pub stolen_fraction: f64,
     /// Longest gap, ns.
     pub max_gap_ns: u64,
@@ -87,7 +88,8 @@ pub struct CpuFloor {
     /// The gap threshold, ns.
     pub threshold_ns: u64,
     /// Share of round trips of sockperf's median length that a gap would
-    /// touch: `(gaps · p50 + stolen) / duration`.
+    /// touch: `(gaps · p50 + stolen) / duration`; NaN (`null` in JSON) if
+    /// the probe ran for no time.
     pub touch_share: f64,
 }
 
@@ -194,6 +196,14 @@ impl CrossCheckReport {
                 fmt_ns(c.floor_ns)
             );
             for f in &self.floor {
+                if f.duration_ns == 0 {
+                    let _ = writeln!(
+                        s,
+                        "  CPU {} ({}): not measured (the probe ran for no time)",
+                        f.cpu, f.role
+                    );
+                    continue;
+                }
                 let _ = writeln!(
                     s,
                     "  CPU {} ({}): {:.3} % lost, longest gap {}, {} gaps; \

@@ -391,8 +391,9 @@ pub fn run(cfg: &RbConfig, log: &mut dyn FnMut(&str)) -> Result<RbReport, KvBenc
     let ncpu = Cores::online();
     // The floor probes of bench kv, one per core for the whole run; the
     // "lane" core is only a name here (no lane runs).
+    // online() is at least 1.
     let cores = Cores::new(ncpu, ncpu - 1).map_err(KvBenchError::Config)?;
-    let run_ns = (cfg.rounds as u64 * PAIRS.len() as u64 * 600) * 1_000_000_000;
+    let run_ns = (cfg.rounds as u64).saturating_mul(PAIRS.len() as u64 * 600 * 1_000_000_000);
     let (probes, floor_error) = match FloorSet::start(&cores, run_ns) {
         Ok(p) => (Some(p), None),
         Err(e) => {
@@ -458,8 +459,10 @@ pub fn run(cfg: &RbConfig, log: &mut dyn FnMut(&str)) -> Result<RbReport, KvBenc
                     Ok(run) => {
                         let acc = &mut round[i];
                         if let (Some(a), Some(b)) = (cpu0, all_cpus_busy()) {
-                            acc.busy.0 += b.0 - a.0;
-                            acc.busy.1 += b.1 - a.1;
+                            // The kernel's idle counters may step back
+                            // a tick (NO_HZ accounting): none, not a wrap.
+                            acc.busy.0 += b.0.saturating_sub(a.0);
+                            acc.busy.1 += b.1.saturating_sub(a.1);
                         }
                         acc.tests.extend(run.tests);
                         acc.client_cpu_ns += run.client_cpu_ns;

@@ -50,10 +50,12 @@ pub struct RbPair {
     pub broken: Option<String>,
     /// Tests with errors (not results).
     pub tests_with_errors: usize,
-    /// The client's CPU time over its wall time (share of one core).
-    pub client_cpu: f64,
-    /// Share of all CPUs busy while the pair ran.
-    pub machine_busy: f64,
+    /// The client's CPU time over its wall time (share of one core);
+    /// `None` without a round (no wall time).
+    pub client_cpu: Option<f64>,
+    /// Share of all CPUs busy while the pair ran; `None` without a round
+    /// or when `/proc/stat` could not be read.
+    pub machine_busy: Option<f64>,
     /// Per test, the rounds' requests/s (in round order).
     #[serde(skip)]
     per_test: Vec<Vec<f64>>,
@@ -71,6 +73,7 @@ fn median(v: &[f64]) -> Option<f64> {
     Some(if n % 2 == 1 {
         s[n / 2]
     } else {
+        // n even and not empty: n ≥ 2.
         (s[n / 2 - 1] + s[n / 2]) / 2.0
     })
 }
@@ -102,7 +105,8 @@ impl RbPair {
             busy += r.busy.0;
             total += r.busy.1;
         }
-        let ratio = |a: u64, b: u64| if b == 0 { 0.0 } else { a as f64 / b as f64 };
+        // Nothing measured is no share (a 0 % would read as idle).
+        let ratio = |a: u64, b: u64| (b > 0).then(|| a as f64 / b as f64);
         RbPair {
             client: client.name().into(),
             system: system.name().into(),
@@ -375,19 +379,21 @@ impl RbReport {
         out.push_str("\nclients and saturation (every client is single-threaded and shares the 2 vCPUs with the servers):\n");
         for p in &self.pairs {
             let mut notes = Vec::new();
-            if p.client_cpu >= CLIENT_SATURATED {
+            if p.client_cpu.is_some_and(|c| c >= CLIENT_SATURATED) {
                 notes.push("CLIENT SATURATED: the client may bound these figures");
             }
-            if p.machine_busy >= MACHINE_SATURATED {
+            if p.machine_busy.is_some_and(|b| b >= MACHINE_SATURATED) {
                 notes.push("MACHINE SATURATED: no CPU to spare");
             }
+            let pct =
+                |x: Option<f64>| x.map_or("  –".to_string(), |x| format!("{:>3.0}", 100.0 * x));
             let _ = writeln!(
                 out,
-                "  {:<28} {} rounds, client {:>3.0}% of a core, machine {:>3.0}% busy, {} tests with errors{}{}",
+                "  {:<28} {} rounds, client {}% of a core, machine {}% busy, {} tests with errors{}{}",
                 p.key(),
                 p.rounds,
-                100.0 * p.client_cpu,
-                100.0 * p.machine_busy,
+                pct(p.client_cpu),
+                pct(p.machine_busy),
                 p.tests_with_errors,
                 if notes.is_empty() { String::new() } else { format!("; {}", notes.join("; ")) },
                 p.broken.as_ref().map_or(String::new(), |b| format!("; BROKEN: {b}")),
@@ -490,7 +496,7 @@ mod tests {
             "reads: no x3 ratio"
         );
         assert_eq!(r.pairs[5].tests_with_errors, 20);
-        assert_eq!(r.pairs[0].client_cpu, 0.5);
+        assert_eq!(r.pairs[0].client_cpu, Some(0.5));
         let text = r.render();
         assert!(text.contains("ERR(2)"), "{text}");
         let json = serde_json::to_value(&r).unwrap();
@@ -505,5 +511,139 @@ mod tests {
             assert!(len > 1000, "{} has {len} bytes", f.display());
         }
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// Degenerate rounds go through the medians, the ratios, the text and
+    /// the figure: what was not measured shows as "–", ERR(n), BROKEN or
+    /// NOT AVAILABLE, never as a 0 or as a ratio.
+    #[test]
+    fn degenerate_inputs_are_analysed_and_reported() {
+        let writes = DEFAULT_TESTS.iter().filter(|t| t.write).count();
+        let unmeasured = |mut r: PairRun| {
+            (r.client_cpu_ns, r.wall_ns, r.busy) = (0, 0, (0, 0));
+            r
+        };
+        let none: &dyn Fn(RbSystem) -> Vec<PairRun> = &|_| vec![];
+        let failing: &dyn Fn(RbSystem) -> Vec<PairRun> = &|_| vec![run(100.0, 3)];
+        let one: &dyn Fn(RbSystem) -> Vec<PairRun> = &|_| vec![run(100.0, 0)];
+        let zero_redis: &dyn Fn(RbSystem) -> Vec<PairRun> = &|s| match s {
+            RbSystem::Redis | RbSystem::RedisWait => vec![run(0.0, 0)],
+            _ => vec![run(100.0, 0)],
+        };
+        let no_clock: &dyn Fn(RbSystem) -> Vec<PairRun> = &|_| vec![unmeasured(run(100.0, 0))];
+        // (case, each pair's runs, broken, systems available, ratios with a
+        //  value, ratios met, client CPU known, tests with errors per pair,
+        //  text the render must contain)
+        type Case<'a> = (
+            &'a str,
+            &'a dyn Fn(RbSystem) -> Vec<PairRun>,
+            Option<&'a str>,
+            bool,
+            usize,
+            usize,
+            bool,
+            usize,
+            &'a [&'a str],
+        );
+        let all = DEFAULT_TESTS.len() + writes;
+        let cases: &[Case] = &[
+            (
+                "no round at all",
+                none,
+                None,
+                true,
+                0,
+                0,
+                false,
+                0,
+                &["0 of 20 at least 0.8; least –", "client   –% of a core"],
+            ),
+            (
+                "every pair broken, no system started",
+                none,
+                Some("did not start"),
+                false,
+                0,
+                0,
+                false,
+                0,
+                &["BROKEN: did not start", "NOT AVAILABLE: did not start"],
+            ),
+            (
+                "every test errored",
+                failing,
+                None,
+                true,
+                0,
+                0,
+                true,
+                20,
+                &["ERR(3)", "least –"],
+            ),
+            ("one round", one, None, true, all, all, true, 0, &["1.00"]),
+            (
+                "a denominator of 0 requests/s",
+                zero_redis,
+                None,
+                true,
+                0,
+                0,
+                true,
+                0,
+                &["least –"],
+            ),
+            (
+                "rounds without a clock",
+                no_clock,
+                None,
+                true,
+                all,
+                all,
+                false,
+                0,
+                &["machine   –% busy"],
+            ),
+        ];
+        let dir = std::env::temp_dir().join(format!("xlane-rb-degenerate-{}", std::process::id()));
+        for &(case, runs, broken, available, valued, met, cpu_known, errs, has) in cases {
+            let pairs: Vec<RbPair> = super::super::PAIRS
+                .iter()
+                .map(|&(c, s)| RbPair::from_runs(c, s, &runs(s), broken.map(String::from)))
+                .collect();
+            let systems = RbSystem::ALL
+                .iter()
+                .map(|s| RbSystemInfo {
+                    name: s.name().into(),
+                    available,
+                    reason: broken.filter(|_| !available).map(String::from),
+                    version: String::new(),
+                    durability: s.durability().into(),
+                    command_lines: vec![],
+                })
+                .collect();
+            let cfg = RbConfig::default();
+            let r = RbReport::new(&cfg, pairs, systems, None, Some("x".into()), 0.0, vec![]);
+            assert_eq!(r.ratios.len(), all, "{case}");
+            let got = r.ratios.iter().filter(|x| x.ratio.is_some()).count();
+            assert_eq!(got, valued, "{case}: {:?}", r.ratios);
+            assert_eq!(r.ratios.iter().filter(|x| x.met).count(), met, "{case}");
+            assert!(
+                r.ratios.iter().flat_map(|x| x.ratio).all(f64::is_finite),
+                "{case}"
+            );
+            for p in &r.pairs {
+                assert_eq!(p.client_cpu.is_some(), cpu_known, "{case}: {p:?}");
+                assert_eq!(p.machine_busy.is_some(), cpu_known, "{case}: {p:?}");
+                assert_eq!(p.tests_with_errors, errs, "{case}: {p:?}");
+            }
+            let text = r.render();
+            for h in has {
+                assert!(text.contains(h), "{case}: no {h:?} in\n{text}");
+            }
+            let files = super::super::plot::plot(&r, &dir.join("fig"))
+                .unwrap_or_else(|e| panic!("{case}: {e}"));
+            assert!(files.iter().all(|f| f.is_file()), "{case}");
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }
