@@ -188,14 +188,24 @@ fn exported_tc_lines_rebuild_the_testbeds_switch_ports() {
         run("ip", &["-n", &scratch.0, "link", "set", p, "up"]);
     }
     run("tc", &["-n", &scratch.0, "-batch", file.to_str().unwrap()]);
+    // The controller programs the switch after it journals a change (a
+    // tunnel's rate may still move as the later requests come in): the
+    // live ports reach the exported state, within a deadline.
+    let deadline = Instant::now() + Duration::from_secs(30);
     for p in &ports {
         for what in ["qdisc", "class", "filter"] {
-            let live = show(&sw_ns, what, p);
             let built = show(&scratch.0, what, p);
-            assert_eq!(
-                built, live,
-                "{what} of port {p} differs from the testbed's\nexport:\n{lines}"
-            );
+            loop {
+                let live = show(&sw_ns, what, p);
+                if built == live {
+                    break;
+                }
+                assert!(
+                    Instant::now() < deadline,
+                    "{what} of port {p} differs from the testbed's\nlive: {live:?}\nbuilt: {built:?}\nexport:\n{lines}"
+                );
+                std::thread::sleep(Duration::from_millis(100));
+            }
         }
     }
     let tunnel_classes = lines.matches("class add").count() - 4 * ports.len();

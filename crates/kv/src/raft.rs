@@ -508,6 +508,14 @@ impl Replicator for RaftReplicator {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+
+    /// Raft bounds of the in-process test groups: a 10 ms tick and a
+    /// latency bound of 250 ms, so that an election takes 0.5–1 s. A CI
+    /// machine under load stalls a member's thread for tens of ms; the
+    /// tests that are not about failover must not see leaders change then.
+    pub(crate) const TEST_PERIOD_NS: u64 = 10_000_000;
+    /// See [`TEST_PERIOD_NS`].
+    pub(crate) const TEST_LATENCY_NS: u64 = 250_000_000;
     use crate::op::{SetCond, SetTtl, WriteCmd};
     use std::sync::atomic::AtomicU64;
     use std::time::Duration;
@@ -559,8 +567,8 @@ pub(crate) mod tests {
             .map(|id| {
                 let mut st = StorageConfig::new(dirs[id as usize - 1].path());
                 st.fsync = LogFsync::Never;
-                let cfg =
-                    RaftConfig::new(id, peers.clone(), st, 10_000_000, 20_000_000).expect("cfg");
+                let cfg = RaftConfig::new(id, peers.clone(), st, TEST_PERIOD_NS, TEST_LATENCY_NS)
+                    .expect("cfg");
                 RaftReplicator::start(cfg).expect("start").0
             })
             .collect();

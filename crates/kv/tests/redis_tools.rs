@@ -14,6 +14,7 @@ use xlane_kv::resp::{decode_reply, encode_command, split_inline, Limits, Reply};
 use xlane_kv::{Peer, RaftConfig, RaftReplicator, Replicator, Stats};
 
 mod support;
+use support::cluster::{TEST_LATENCY_NS, TEST_PERIOD_NS};
 use support::differential;
 
 fn tool(name: &str, package: &str) -> PathBuf {
@@ -105,8 +106,8 @@ impl Target {
             .map(|(l, id)| {
                 let mut st = StorageConfig::new(dirs[id as usize - 1].path());
                 st.fsync = LogFsync::Never;
-                let cfg =
-                    RaftConfig::new(id, peers.clone(), st, 10_000_000, 20_000_000).expect("cfg");
+                let cfg = RaftConfig::new(id, peers.clone(), st, TEST_PERIOD_NS, TEST_LATENCY_NS)
+                    .expect("cfg");
                 let stats = Arc::new(Stats::default());
                 RaftReplicator::start_serving(cfg, l, Limits::default(), stats)
                     .expect("start")

@@ -1,6 +1,7 @@
 //! The event loop's end-to-end tests: members on loopback, real sockets.
 use super::*;
 use crate::members::Peer;
+use crate::raft::tests::{TEST_LATENCY_NS, TEST_PERIOD_NS};
 use crate::raft::{LogFsync, RaftConfig, RaftReplicator, StorageConfig};
 use crate::resp::{decode_reply, encode_command};
 use std::collections::BTreeMap;
@@ -46,7 +47,8 @@ fn start(n: u64) -> Members {
         .map(|(l, id)| {
             let mut st = StorageConfig::new(dirs[id as usize - 1].path());
             st.fsync = LogFsync::Never;
-            let cfg = RaftConfig::new(id, peers.clone(), st, 10_000_000, 20_000_000).expect("cfg");
+            let cfg = RaftConfig::new(id, peers.clone(), st, TEST_PERIOD_NS, TEST_LATENCY_NS)
+                .expect("cfg");
             let s = Arc::new(Stats::default());
             stats.push(s.clone());
             RaftReplicator::start_serving(cfg, l, Limits::default(), s)

@@ -9,6 +9,14 @@ use xlane_kv::raft::{LogFsync, StorageConfig};
 use xlane_kv::resp::{decode_reply, encode_command, Limits, Reply};
 use xlane_kv::{Peer, RaftConfig, RaftReplicator};
 
+/// Raft bounds of the test groups: a 10 ms tick and a latency bound of
+/// 250 ms, so that an election takes 0.5–1 s. A CI machine under load
+/// stalls a member's thread for tens of ms; the tests that are not about
+/// failover must not see leaders change then.
+pub const TEST_PERIOD_NS: u64 = 10_000_000;
+/// See [`TEST_PERIOD_NS`].
+pub const TEST_LATENCY_NS: u64 = 250_000_000;
+
 /// Sends one command on a fresh connection and returns its reply.
 pub fn call(addr: &str, words: &[&str]) -> std::io::Result<Reply> {
     use std::io::{Read, Write};
@@ -74,7 +82,8 @@ impl Cluster {
     fn member(&self, id: u64, listener: TcpListener) -> RaftReplicator {
         let mut st = StorageConfig::new(self.dirs[id as usize - 1].path());
         st.fsync = LogFsync::Never;
-        let cfg = RaftConfig::new(id, self.peers.clone(), st, 10_000_000, 20_000_000).expect("cfg");
+        let cfg = RaftConfig::new(id, self.peers.clone(), st, TEST_PERIOD_NS, TEST_LATENCY_NS)
+            .expect("cfg");
         let stats = Arc::new(xlane_kv::session::Stats::default());
         RaftReplicator::start_serving(cfg, listener, Limits::default(), stats)
             .expect("start")
