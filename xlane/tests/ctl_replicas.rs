@@ -168,9 +168,17 @@ fn kill_9_of_the_serving_replica_loses_no_acknowledged_grant() {
                             r.acked.push(tunnel);
                             acked.fetch_add(1, Ordering::Relaxed);
                         }
+                        // The replica stopped serving (a loaded machine can
+                        // move the lead before the kill): this and every
+                        // later request are retried below, on the serving
+                        // one, with the same ids.
+                        Ok(Some(ServerMsg::Refused {
+                            code: RefusalCode::NotLeader,
+                            ..
+                        })) => break,
                         Ok(Some(ServerMsg::Refused { code, message })) => {
                             assert!(
-                                !matches!(code, RefusalCode::Internal | RefusalCode::NotLeader),
+                                !matches!(code, RefusalCode::Internal),
                                 "{h}: {code}: {message}"
                             );
                             r.refused += 1;
@@ -185,7 +193,22 @@ fn kill_9_of_the_serving_replica_loses_no_acknowledged_grant() {
                 // Retried on the serving replica with the same ids.
                 let mut c = connect(&addrs, &h, &keys, PATIENCE);
                 for j in answered..PER_HOST {
-                    match c.call(&request(&h, &to(j), j)) {
+                    let mut reply = c.call(&request(&h, &to(j), j));
+                    // Lead moved again: find the serving replica, same id.
+                    for _ in 0..5 {
+                        if !matches!(
+                            &reply,
+                            Err(ClientError::Refused {
+                                code: RefusalCode::NotLeader,
+                                ..
+                            })
+                        ) {
+                            break;
+                        }
+                        c = connect(&addrs, &h, &keys, PATIENCE);
+                        reply = c.call(&request(&h, &to(j), j));
+                    }
+                    match reply {
                         Ok(ServerMsg::Granted { tunnel, .. }) => r.acked.push(tunnel),
                         Err(ClientError::Refused { code, message }) => {
                             assert!(
