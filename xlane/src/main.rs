@@ -46,7 +46,7 @@ enum Command {
     /// Host mode on a real machine: enforce this host's granted tunnels on
     /// its own interface (classes, rates, DSCP marking), restored on exit.
     Host(cmd::host::Args),
-    /// A Redis-compatible (RESP2) key-value server.
+    /// A Redis-compatible (RESP2 and RESP3) key-value server, replicated by X-Raft.
     Kv(cmd::kv::Args),
     /// R2P2 request-reply RPCs on the regular lane: the router.
     Rpc(cmd::rpc::Args),

@@ -199,7 +199,7 @@ fn a_failed_process_is_recovered_by_the_replicated_coordinator() {
         assert_eq!(s.proc_fails.len(), 1, "process {p}: {:?}", s.proc_fails);
         let (f, t) = s.proc_fails[0];
         assert_eq!(f, FAILS, "process {p} was told of another failure");
-        assert!(t_fail.is_none_or(|x| x == t), "two failure timestamps");
+        assert!(t_fail.map_or(true, |x| x == t), "two failure timestamps");
         t_fail = Some(t);
     }
     let t_fail = t_fail.expect("a failure timestamp");

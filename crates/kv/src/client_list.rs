@@ -41,6 +41,8 @@ pub struct ClientFacts {
     pub cmd: String,
     /// The protocol it speaks (2, or 3 after `HELLO 3`).
     pub resp: u8,
+    /// The user it runs as (`AUTH`).
+    pub user: String,
 }
 
 impl ClientFacts {
@@ -73,7 +75,7 @@ impl ClientFacts {
         format!(
             "id={} addr={} laddr={} fd={} name={name} age={} idle={} flags={} db=0 sub={} \
              psub={} ssub=0 multi={} qbuf={} qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 \
-             obl={} oll=0 omem=0 tot-mem=0 events=r cmd={} user=default redir=-1 resp={}\n",
+             obl={} oll=0 omem=0 tot-mem=0 events=r cmd={} user={} redir=-1 resp={}\n",
             self.id,
             addr(self.addr),
             addr(self.laddr),
@@ -87,6 +89,7 @@ impl ClientFacts {
             self.qbuf,
             self.obl,
             self.cmd,
+            self.user,
             self.resp,
         )
     }
@@ -100,7 +103,15 @@ pub fn command_name(args: &Command) -> String {
     let mut name = String::from_utf8_lossy(first).to_ascii_lowercase();
     let container = matches!(
         name.as_str(),
-        "client" | "config" | "cluster" | "command" | "object" | "memory" | "script" | "xinfo"
+        "client"
+            | "config"
+            | "cluster"
+            | "command"
+            | "object"
+            | "memory"
+            | "script"
+            | "xinfo"
+            | "acl"
     );
     if let Some(sub) = args.get(1).filter(|_| container) {
         name.push('|');
@@ -218,6 +229,7 @@ mod tests {
             obl: 0,
             cmd: "client|list".into(),
             resp: 2,
+            user: "default".into(),
         }
     }
 

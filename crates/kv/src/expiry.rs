@@ -75,16 +75,17 @@ impl ExpiryCycle {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::commands::execute_local;
+    use crate::dispatch::execute_local;
+    use crate::exec::Apply;
     use crate::resp::{split_inline, Reply};
 
     const T0: u64 = 1_700_000_000_000;
 
     fn run(store: &mut Store, line: &str, now: u64) -> Reply {
         let args = split_inline(line.as_bytes()).expect("parses");
-        match crate::commands::classify(args.clone(), now) {
+        match crate::dispatch::classify(args.clone(), now) {
             // Reads straight from the state, as a cluster member reads.
-            crate::commands::Action::Read(r) => r.execute(store, now),
+            crate::dispatch::Action::Read(r) => r.execute(store, now, &Default::default()),
             _ => execute_local(store, &args, now),
         }
     }
@@ -101,8 +102,8 @@ mod tests {
             .enumerate()
         {
             let args = split_inline(l.as_bytes()).expect("parses");
-            let crate::commands::Action::Write(op) =
-                crate::commands::classify(args.clone(), T0 + i as u64)
+            let crate::dispatch::Action::Write(op) =
+                crate::dispatch::classify(args.clone(), T0 + i as u64)
             else {
                 panic!("{l} writes");
             };

@@ -1,52 +1,56 @@
-//! `xlane-kv`: a Redis-compatible (RESP2) store — strings, hashes, lists,
-//! sets, sorted sets, transactions — whose writes go through a replication
-//! seam.
+//! `xlane-kv`: a Redis 7.0-compatible store (RESP2 and RESP3) whose every
+//! write is one op decided at the leader of a Raft group and applied alike
+//! by every member.
 //!
-//! * [`resp`]: the incremental sans-IO RESP2 parser and the reply encoder.
-//! * [`resp3`]: the shape of each reply for `HELLO 3` connections.
-//! * [`op`]: [`op::WriteOp`], the versioned binary form of a write, with
-//!   absolute times: what is logged and replicated.
-//! * [`store`]: [`store::Store`], the deterministic state machine.
-//! * [`value`]: what a key holds ([`value::Value`]: string, hash, list,
-//!   set, sorted set) and the pieces the type commands share.
-//! * [`types`]: the commands on hashes, lists, sets, sorted sets and the
-//!   keyspace, one module per type, replicated as command ops.
-//! * [`txn`]: a connection's `MULTI`/`EXEC`/`WATCH` state, sans I/O.
-//! * [`commands`]: request → write op / read / immediate reply, with Redis'
-//!   error texts.
-//! * [`replicator`]: the [`replicator::Replicator`] trait (propose, read
-//!   barrier).
-//! * [`raft`]: [`raft::RaftReplicator`], replication over X-Raft; the
-//!   network between members (UDP/TCP, or the lane) is `xlane-xraft-net`.
-//!   A single node is a group of one member ([`raft::RaftConfig::single`]),
-//!   its raft log the append-only file.
-//! * [`state_machine`]: [`state_machine::KvStateMachine`], what X-Raft
-//!   replicates: the store and the member table, and their snapshot.
-//! * [`client`]: a blocking RESP client of a group that follows the
-//!   leader, for daemons that keep state in it.
-//! * [`client_list`]: `CLIENT LIST` / `CLIENT INFO` lines.
-//! * [`cluster`]: the group as one Redis Cluster shard (`CLUSTER SLOTS`
-//!   and friends), for cluster-aware clients that follow `-MOVED`.
-//! * [`members`]: the member table ([`members::Members`]) and the binary
-//!   form of member addresses carried by membership changes.
-//! * [`session`]: a connection's session and the commands about it, the
-//!   server's counters, hash slots and redirect replies.
-//! * [`client_loop`]: the RESP server: a member's clients, served on its
-//!   raft driver's thread (one event loop per member, single node
-//!   included), pub/sub included.
-//! * [`pubsub`]: channels, patterns and keyspace notifications (Redis'
-//!   `notify-keyspace-events`), fired on every member as writes apply.
-//! * [`xshard`]: transactions across shards (Raft groups) ordered by
-//!   1Pipe: the RESP proxy, the plan by shard, the shard appliers.
+//! The crate is layered; a module imports only from the layers below it.
+//!
+//! 1. **Front end** — [`client_loop`]: the RESP server, one event loop per
+//!    member on its raft driver's thread (connections, pipelining, blocked
+//!    clients, pub/sub, client-side caching, access control per
+//!    connection); [`session`], [`client_list`], [`txn`] (a connection's
+//!    `MULTI`/`EXEC`/`WATCH`, sans I/O); [`client`]: a blocking client of
+//!    a group that follows the leader; [`xshard`]: transactions across
+//!    shards ordered by 1Pipe.
+//! 2. **Protocol** — [`resp`]: the incremental sans-IO parser and the
+//!    reply encoder; [`resp3`]: each reply's RESP3 shape.
+//! 3. **Dispatch** — [`dispatch`]: a request becomes a write op, a read or
+//!    an immediate reply; [`config`], [`info`], [`debug`], [`cluster`]
+//!    (the group as one Redis Cluster shard), [`acl`] (users, rules,
+//!    `AUTH`, `ACL`; a pure library).
+//! 4. **Command table and commands** — [`cmd`]: one spec per Redis 7.0
+//!    command ([`cmd::table`]: arity, flags, key positions, ACL
+//!    categories, from which `COMMAND`, ACL and routing are derived) and
+//!    the commands on the store, one module per group.
+//! 5. **Replicated ops** — [`op`]: [`op::WriteOp`], the versioned binary
+//!    form of a write with absolute times and seeds; [`exec`]: an op
+//!    applied to the store; [`state_machine`]: what X-Raft replicates (the
+//!    store, the member table, their snapshot); [`replicator`], [`raft`]
+//!    (replication over X-Raft; a single node is a group of one member),
+//!    [`members`], [`expiry`] (expiry decided by the leader's clock).
+//! 6. **Store and data types** — [`store`]: [`store::Store`], the
+//!    deterministic state; [`value`]: what a key holds; [`data`]: the
+//!    types with their own algorithms (streams, HyperLogLog, bitmaps,
+//!    geo, Redis's RDB serialization for `DUMP`/`RESTORE`); [`notify`]
+//!    and [`pubsub`]: keyspace events and channels.
+//!
+//! How each command is replicated: `docs/kv-commands.md`.
 #![warn(missing_docs)]
 
+pub mod acl;
 pub mod client;
 pub mod client_list;
 pub mod client_loop;
 pub mod cluster;
-pub mod commands;
+pub mod cmd;
+pub mod config;
+pub mod data;
+pub mod debug;
+pub mod dispatch;
+pub mod exec;
 pub mod expiry;
+pub mod info;
 pub mod members;
+pub mod notify;
 pub mod op;
 pub mod pubsub;
 pub mod raft;
@@ -57,11 +61,10 @@ pub mod session;
 pub mod state_machine;
 pub mod store;
 pub mod txn;
-pub mod types;
 pub mod value;
 pub mod xshard;
 
-pub use commands::{classify, Action, MemberCmd, PubSubCmd, ReadCmd};
+pub use dispatch::{classify, Action, MemberCmd, PubSubCmd, ReadCmd};
 pub use op::{OpDecodeError, SetCond, SetTtl, WriteCmd, WriteOp};
 pub use raft::{Peer, RaftConfig, RaftReplicator, RaftStartError};
 pub use replicator::{ReplicaError, Replicator, SharedStore};

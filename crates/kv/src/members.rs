@@ -292,6 +292,11 @@ impl Members {
         }))
     }
 
+    /// How many members there are.
+    pub fn count(&self) -> usize {
+        self.read(|t| t.len())
+    }
+
     /// A copy of the table.
     pub fn table(&self) -> BTreeMap<u64, Peer> {
         self.read(|t| t.clone())

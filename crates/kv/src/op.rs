@@ -6,13 +6,25 @@
 //! the same sequence of ops to an empty [`crate::store::Store`] gives the
 //! same state and the same replies on every replica, whatever its clock.
 //!
-//! Encoding (version 1; the data-type, transaction, query and expiry tags
-//! 9 to 12 were added without changing the encoding of the others, so earlier logs still
-//! decode), all integers little-endian:
+//! Encoding (version 1; the data-type, transaction, query, expiry,
+//! answer, config, publish and ACL tags 9
+//! to 16 were added without changing the encoding of the
+//! others, so earlier logs still decode), all integers little-endian:
 //! `version:u8 = 1 | tag:u8 | ts_ms:u64 | body`, where byte strings are
 //! `len:u32 | bytes`, lists are `count:u32 | items`, options are
 //! `0 | 1 value`. The encoding is canonical: decoding then encoding gives
-//! the same bytes.
+//! the same bytes. Decoding checks the structure only; the words of a
+//! command op are the command layer's to judge when it is applied (an op
+//! whose words do not parse applies as that error, on every member alike).
+
+/// The origin of an encoded op: a hash of its bytes, by which the member
+/// that proposed it recognises its changes when they are applied
+/// ([`crate::store::Store::take_changes`]; `CLIENT TRACKING ... NOLOOP`).
+/// Two identical ops share it, a collision that can only hide an
+/// invalidation of a change identical to one the connection made itself.
+pub fn origin(encoded: &[u8]) -> u64 {
+    fxhash::hash64(encoded)
+}
 
 /// Version byte of the encoding written by [`WriteOp::encode`].
 pub const OP_VERSION: u8 = 1;
@@ -98,27 +110,52 @@ pub enum WriteCmd {
     },
     /// `FLUSHDB` / `FLUSHALL`.
     FlushDb,
-    /// A write on a hash, list, set or sorted set, or a keyspace write
-    /// (`RENAME`, `COPY`, ...): its Redis command words, checked at the
-    /// leader and again on decode by the same parser
-    /// ([`crate::types::check`]), applied by every replica the same way —
-    /// as Redis' own replication stream carries commands. `seed` drives
-    /// the random picks of `SPOP`, so every replica picks the same.
+    /// A write of the command layer (hashes, lists, sets, sorted sets,
+    /// `RENAME`, `COPY`, ...): its Redis command words, checked at the
+    /// leader ([`crate::cmd::check`]) and applied by every member the same
+    /// way ([`crate::cmd::apply`]) — as Redis' own replication stream
+    /// carries commands. `seed` drives the random picks of `SPOP`, so every
+    /// member picks the same.
     Data {
         /// The command words, name first.
         args: Vec<Vec<u8>>,
         /// Seed of the command's random choices (0 when it makes none).
         seed: u64,
     },
-    /// A command queued in a transaction that writes nothing (a read,
-    /// `PING`, `ECHO`, `TIME`, ...): answered at its place inside
-    /// [`WriteCmd::Exec`] (only there; its own decode refuses it
-    /// elsewhere).
+    /// A read queued in a transaction (or `TIME`): answered at its place
+    /// inside [`WriteCmd::Exec`] ([`crate::cmd::query`]; only there, its
+    /// own decode refuses it elsewhere).
     Query {
         /// The command words.
         args: Vec<Vec<u8>>,
         /// Seed of its random picks (`SRANDMEMBER`).
         seed: u64,
+    },
+    /// A command queued in a transaction whose reply depends neither on the
+    /// store nor on the time (`PING`, `ECHO`, `SELECT 0`, `CONFIG GET`,
+    /// a command's own syntax error, ...): its reply, computed when it was
+    /// queued, as RESP2 bytes (only inside [`WriteCmd::Exec`]).
+    Answer {
+        /// The reply's RESP2 encoding.
+        reply: Vec<u8>,
+    },
+    /// `CONFIG SET` of settings that shape replicated values
+    /// ([`crate::store::DataConfig`]), decided at the leader: every member
+    /// takes the same values at the same place in the log.
+    SetConfig {
+        /// (name, value), each a [`crate::store::DataConfig::NAMES`] entry
+        /// with its value as decimal text.
+        pairs: Vec<(Vec<u8>, Vec<u8>)>,
+    },
+    /// `PUBLISH channel message`: every member hands the message to its
+    /// own subscribers as it applies the op, so a message published on any
+    /// member reaches the subscribers of all, in one order (as in Redis
+    /// Cluster). Changes no key.
+    Publish {
+        /// The channel.
+        channel: Vec<u8>,
+        /// The message.
+        message: Vec<u8>,
     },
     /// Expiry decided by the leader ([`crate::expiry`]): removes each of
     /// `keys` whose expiry is not after the op's `ts_ms` (a key given a
@@ -129,6 +166,17 @@ pub enum WriteCmd {
         /// The keys the leader found expired, at most
         /// [`crate::expiry::BATCH_KEYS`].
         keys: Vec<Vec<u8>>,
+    },
+    /// A change of the users ([`crate::acl::UserTable`], part of the
+    /// replicated state): `SETUSER name rules...`, `DELUSER names...`,
+    /// `LOAD filename text` (the ACL file's text as the leader read it) or
+    /// `REQUIREPASS password` (`CONFIG SET requirepass`). Every member
+    /// applies it with the table's pure functions
+    /// ([`crate::acl::UserTable::apply_setuser`], ...), so users and rules
+    /// are identical everywhere.
+    Acl {
+        /// The change's words, its kind first.
+        args: Vec<Vec<u8>>,
     },
     /// `EXEC`: a transaction's commands, applied as one entry. When any
     /// watched key's version ([`crate::store::Store::version`]) is not the
@@ -188,6 +236,10 @@ const T_DATA: u8 = 9;
 const T_EXEC: u8 = 10;
 const T_QUERY: u8 = 11;
 const T_DELEXPIRED: u8 = 12;
+const T_ANSWER: u8 = 13;
+const T_SETCONFIG: u8 = 14;
+const T_PUBLISH: u8 = 15;
+const T_ACL: u8 = 16;
 
 fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
     // Keys and values are bounded by the RESP limits (< 4 GiB).
@@ -315,6 +367,10 @@ impl WriteCmd {
             WriteCmd::Exec { .. } => T_EXEC,
             WriteCmd::Query { .. } => T_QUERY,
             WriteCmd::DelExpired { .. } => T_DELEXPIRED,
+            WriteCmd::Answer { .. } => T_ANSWER,
+            WriteCmd::SetConfig { .. } => T_SETCONFIG,
+            WriteCmd::Publish { .. } => T_PUBLISH,
+            WriteCmd::Acl { .. } => T_ACL,
         }
     }
 
@@ -331,18 +387,22 @@ impl WriteCmd {
                 };
                 bytes(key) + bytes(value) + 1 + ttl + 1
             }
-            WriteCmd::MSet { pairs } => {
+            WriteCmd::MSet { pairs } | WriteCmd::SetConfig { pairs } => {
                 4 + pairs
                     .iter()
                     .map(|(k, v)| bytes(k) + bytes(v))
                     .sum::<usize>()
             }
-            WriteCmd::Del { keys } | WriteCmd::DelExpired { keys } => {
-                4 + keys.iter().map(|k| bytes(k)).sum::<usize>()
-            }
+            WriteCmd::Del { keys }
+            | WriteCmd::DelExpired { keys }
+            | WriteCmd::Acl { args: keys } => 4 + keys.iter().map(|k| bytes(k)).sum::<usize>(),
             WriteCmd::IncrBy { key, .. } | WriteCmd::ExpireAt { key, .. } => bytes(key) + 8,
-            WriteCmd::Append { key, value } => bytes(key) + bytes(value),
-            WriteCmd::Persist { key } => bytes(key),
+            WriteCmd::Append { key, value }
+            | WriteCmd::Publish {
+                channel: key,
+                message: value,
+            } => bytes(key) + bytes(value),
+            WriteCmd::Persist { key } | WriteCmd::Answer { reply: key } => bytes(key),
             WriteCmd::FlushDb => 0,
             WriteCmd::Data { args, .. } | WriteCmd::Query { args, .. } => {
                 8 + 4 + args.iter().map(|a| bytes(a)).sum::<usize>()
@@ -383,14 +443,16 @@ impl WriteCmd {
                 }
                 out.push(u8::from(*get));
             }
-            WriteCmd::MSet { pairs } => {
+            WriteCmd::MSet { pairs } | WriteCmd::SetConfig { pairs } => {
                 out.extend_from_slice(&(pairs.len() as u32).to_le_bytes());
                 for (k, v) in pairs {
                     put_bytes(out, k);
                     put_bytes(out, v);
                 }
             }
-            WriteCmd::Del { keys } | WriteCmd::DelExpired { keys } => {
+            WriteCmd::Del { keys }
+            | WriteCmd::DelExpired { keys }
+            | WriteCmd::Acl { args: keys } => {
                 out.extend_from_slice(&(keys.len() as u32).to_le_bytes());
                 for k in keys {
                     put_bytes(out, k);
@@ -400,7 +462,11 @@ impl WriteCmd {
                 put_bytes(out, key);
                 out.extend_from_slice(&delta.to_le_bytes());
             }
-            WriteCmd::Append { key, value } => {
+            WriteCmd::Append { key, value }
+            | WriteCmd::Publish {
+                channel: key,
+                message: value,
+            } => {
                 put_bytes(out, key);
                 put_bytes(out, value);
             }
@@ -408,7 +474,7 @@ impl WriteCmd {
                 put_bytes(out, key);
                 out.extend_from_slice(&at_ms.to_le_bytes());
             }
-            WriteCmd::Persist { key } => put_bytes(out, key),
+            WriteCmd::Persist { key } | WriteCmd::Answer { reply: key } => put_bytes(out, key),
             WriteCmd::FlushDb => {}
             WriteCmd::Data { args, seed } | WriteCmd::Query { args, seed } => {
                 out.extend_from_slice(&seed.to_le_bytes());
@@ -498,7 +564,6 @@ impl WriteCmd {
                 for _ in 0..n {
                     args.push(r.bytes()?);
                 }
-                crate::types::check(&args).map_err(|_| OpDecodeError::Invalid("data command"))?;
                 WriteCmd::Data { args, seed }
             }
             T_EXEC if top => {
@@ -523,9 +588,6 @@ impl WriteCmd {
                 for _ in 0..n {
                     args.push(r.bytes()?);
                 }
-                if !crate::commands::is_query(&args) {
-                    return Err(OpDecodeError::Invalid("query command"));
-                }
                 WriteCmd::Query { args, seed }
             }
             T_QUERY => return Err(OpDecodeError::Invalid("query outside exec")),
@@ -538,6 +600,29 @@ impl WriteCmd {
                 WriteCmd::DelExpired { keys }
             }
             T_DELEXPIRED => return Err(OpDecodeError::Invalid("expiry inside exec")),
+            T_ANSWER if !top => WriteCmd::Answer { reply: r.bytes()? },
+            T_ANSWER => return Err(OpDecodeError::Invalid("answer outside exec")),
+            T_SETCONFIG if top => {
+                let n = r.count(8)?;
+                let mut pairs = Vec::with_capacity(n);
+                for _ in 0..n {
+                    pairs.push((r.bytes()?, r.bytes()?));
+                }
+                WriteCmd::SetConfig { pairs }
+            }
+            T_SETCONFIG => return Err(OpDecodeError::Invalid("config inside exec")),
+            T_PUBLISH => WriteCmd::Publish {
+                channel: r.bytes()?,
+                message: r.bytes()?,
+            },
+            T_ACL => {
+                let n = r.count(4)?;
+                let mut args = Vec::with_capacity(n);
+                for _ in 0..n {
+                    args.push(r.bytes()?);
+                }
+                WriteCmd::Acl { args }
+            }
             t => return Err(OpDecodeError::UnknownTag(t)),
         })
     }
@@ -614,7 +699,16 @@ pub(crate) mod tests {
             .prop_map(|(watched, cmds)| WriteCmd::Exec { watched, cmds });
         let expired =
             proptest::collection::vec(bytes(), 1..4).prop_map(|keys| WriteCmd::DelExpired { keys });
-        let cmd = prop_oneof![4 => cmd, 1 => exec, 1 => expired];
+        let acl = prop_oneof![
+            Just(vec!["SETUSER", "u", "on", ">p", "~k*", "+get"]),
+            Just(vec!["DELUSER", "u", "v"]),
+            Just(vec!["LOAD", "users.acl", "user a on nopass +@all\n"]),
+            Just(vec!["REQUIREPASS", "secret"]),
+        ]
+        .prop_map(|w| WriteCmd::Acl {
+            args: w.iter().map(|a| a.as_bytes().to_vec()).collect(),
+        });
+        let cmd = prop_oneof![4 => cmd, 1 => exec, 1 => expired, 1 => acl];
         (any::<u64>(), cmd).prop_map(|(ts_ms, cmd)| WriteOp { ts_ms, cmd })
     }
 

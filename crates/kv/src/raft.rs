@@ -22,7 +22,9 @@ use crate::client_loop::ClientLoop;
 /// The member table and the state machine, re-exported where they were.
 pub use crate::members::{parse_peer, Members, Peer, PeerParseError};
 use crate::op::WriteOp;
-use crate::replicator::{ReplicaError, Replicator, SharedStore};
+use crate::replicator::{
+    replica_error, ReplicaError, Replicator, SharedStore, READ_RETRIES, READ_UNCONFIRMED,
+};
 use crate::resp::{decode_reply, Limits, Reply};
 use crate::session::Stats;
 pub use crate::state_machine::{KvStateMachine, SmStats};
@@ -46,9 +48,6 @@ pub use xlane_xraft_net::{
     frame_sizes, FrameSizes, LaneControl, LaneKeys, LaneStats, LaneTiming, NetAuth, NetConfig,
     NetError, NetTransport, Retune, TcpSide, TransportStats, Tree, TreeIds,
 };
-
-/// How many times a failed read barrier is retried before giving up.
-pub const READ_RETRIES: usize = 3;
 
 /// How to start a [`RaftReplicator`].
 #[derive(Debug, Clone)]
@@ -85,6 +84,9 @@ pub struct RaftConfig {
     /// Lane mode: each tree's own key from the controller (instead of
     /// `auth`'s group key).
     pub lane_keys: Option<LaneKeys>,
+    /// How the users start (`--requirepass`, `--aclfile`): the same on
+    /// every member ([`crate::session::AclStart`]).
+    pub acl: crate::session::AclStart,
 }
 
 impl RaftConfig {
@@ -113,6 +115,7 @@ impl RaftConfig {
             lane_keys: None,
             peers,
             join: false,
+            acl: Default::default(),
         })
     }
 }
@@ -225,7 +228,12 @@ impl RaftReplicator {
         let raft_addr = tcp.addr();
 
         let (storage, report) = DiskStorage::open(cfg.storage.clone())?;
-        let store: SharedStore = Arc::new(RwLock::new(Store::new()));
+        // The users from the start settings, before the log replays on
+        // top of them (identical on every member started alike).
+        let (users, requirepass) = cfg.acl.initial().map_err(RaftStartError::Config)?;
+        let mut initial = Store::new();
+        initial.set_users(users, requirepass);
+        let store: SharedStore = Arc::new(RwLock::new(initial));
         let sm_stats = Arc::new(SmStats::default());
         // The members given at start, until the log or a snapshot says
         // otherwise (restoring the log's snapshot happens in RaftNode::new).
@@ -260,6 +268,7 @@ impl RaftReplicator {
                     stats,
                 )
                 .map_err(RaftStartError::Clients)?
+                .with_acl(cfg.acl.clone())
                 .check_peers_with(Box::new(move |id, p| {
                     net.check_peer(id, p.raft).map_err(|e| e.to_string())
                 }));
@@ -442,31 +451,6 @@ impl Transport for FollowMembers {
     ) -> usize {
         self.follow();
         self.net.poll(now, max, ready, input)
-    }
-}
-
-/// What a read barrier that failed every retry tells the client.
-pub(crate) const READ_UNCONFIRMED: &str = "read barrier not confirmed (no leader reachable?)";
-
-/// The store's view of a driver error; `leader` maps a leader hint to its
-/// client address.
-pub(crate) fn replica_error(
-    e: ReplicateError,
-    leader: impl FnOnce(u64) -> Option<String>,
-) -> ReplicaError {
-    match e {
-        ReplicateError::NotLeader(hint) => ReplicaError::NotLeader {
-            leader: leader(hint),
-        },
-        ReplicateError::Dropped { indeterminate } => ReplicaError::Unavailable(if indeterminate {
-            "leadership changed; the write may or may not have been applied".into()
-        } else {
-            "leadership changed; the write was not applied".into()
-        }),
-        e @ (ReplicateError::ReadFailed | ReplicateError::Stopped) => {
-            ReplicaError::Unavailable(e.to_string())
-        }
-        ReplicateError::ConfChange(c) => ReplicaError::Refused(c.to_string()),
     }
 }
 

@@ -3,7 +3,7 @@
 //!
 //! The implementation proposes the op's bytes
 //! ([`WriteOp::encode`]) to the log, and its apply loop decodes each
-//! committed entry and calls [`Store::apply`] on the [`SharedStore`] it
+//! committed entry and calls [`crate::exec::Apply::apply`] on the [`SharedStore`] it
 //! returns from [`Replicator::store`]; `propose` returns the reply of that
 //! apply once the entry is committed and applied locally. Followers return
 //! [`ReplicaError::NotLeader`], which the server turns into a `MOVED`
@@ -13,6 +13,7 @@ use crate::op::WriteOp;
 use crate::resp::Reply;
 use crate::store::Store;
 use std::sync::{Arc, RwLock};
+use xlane_xraft::driver::ReplicateError;
 
 /// The store as shared between the apply path and the readers.
 pub type SharedStore = Arc<RwLock<Store>>;
@@ -40,7 +41,7 @@ pub enum ReplicaError {
 /// The seam between the RESP front end and replication.
 pub trait Replicator: Send + Sync {
     /// Replicates `op`; returns once it is committed and applied to
-    /// [`Replicator::store`], with the reply [`Store::apply`] gave.
+    /// [`Replicator::store`], with the reply [`crate::exec::Apply::apply`] gave.
     fn propose(&self, op: WriteOp) -> Result<Reply, ReplicaError>;
 
     /// Returns once the local store reflects every write committed before
@@ -49,4 +50,32 @@ pub trait Replicator: Send + Sync {
 
     /// The state machine the committed ops are applied to.
     fn store(&self) -> &SharedStore;
+}
+
+/// How many times a failed read barrier is retried before giving up.
+pub const READ_RETRIES: usize = 3;
+
+/// What a read barrier that failed every retry tells the client.
+pub const READ_UNCONFIRMED: &str = "read barrier not confirmed (no leader reachable?)";
+
+/// The store's view of a driver error; `leader` maps a leader hint to its
+/// client address.
+pub fn replica_error(
+    e: ReplicateError,
+    leader: impl FnOnce(u64) -> Option<String>,
+) -> ReplicaError {
+    match e {
+        ReplicateError::NotLeader(hint) => ReplicaError::NotLeader {
+            leader: leader(hint),
+        },
+        ReplicateError::Dropped { indeterminate } => ReplicaError::Unavailable(if indeterminate {
+            "leadership changed; the write may or may not have been applied".into()
+        } else {
+            "leadership changed; the write was not applied".into()
+        }),
+        e @ (ReplicateError::ReadFailed | ReplicateError::Stopped) => {
+            ReplicaError::Unavailable(e.to_string())
+        }
+        ReplicateError::ConfChange(c) => ReplicaError::Refused(c.to_string()),
+    }
 }

@@ -523,6 +523,18 @@ pub enum Reply {
     /// RESP3 `,1.5`: a double in Redis' text (`%.17g`, `inf`, `-inf`;
     /// RESP2: a bulk string).
     Double(String),
+    /// RESP3 `#t`/`#f` (RESP2: `:1`/`:0`).
+    Bool(bool),
+    /// RESP3 `(123...`: a big number's digits (RESP2: a bulk string).
+    Bignum(String),
+    /// RESP3 `=`: a verbatim string, its format (3 letters) and text
+    /// (RESP2: a bulk string of the text).
+    Verbatim(String, String),
+    /// RESP3 `|`: attributes, then the reply they describe (RESP2: the
+    /// reply alone).
+    Attribute(Vec<(Reply, Reply)>, Box<Reply>),
+    /// RESP3 `>`: an out-of-band push (RESP2: an array).
+    Push(Vec<Reply>),
 }
 
 impl Reply {
@@ -574,7 +586,17 @@ impl Reply {
                     v.encode(out);
                 }
             }
-            Reply::Double(d) => write_bulk(d.as_bytes(), out),
+            Reply::Double(d) | Reply::Bignum(d) | Reply::Verbatim(_, d) => {
+                write_bulk(d.as_bytes(), out)
+            }
+            Reply::Bool(b) => write_header(b':', i64::from(*b), out),
+            Reply::Attribute(_, r) => r.encode(out),
+            Reply::Push(items) => {
+                write_header(b'*', items.len() as i64, out);
+                for i in items {
+                    i.encode(out);
+                }
+            }
         }
     }
 
@@ -602,6 +624,28 @@ impl Reply {
                 }
             }
             Reply::Double(d) => line(b',', d, out),
+            Reply::Bool(b) => out.extend_from_slice(if *b { b"#t\r\n" } else { b"#f\r\n" }),
+            Reply::Bignum(d) => line(b'(', d, out),
+            Reply::Verbatim(fmt, text) => {
+                let body = format!("{fmt}:{text}");
+                write_header(b'=', body.len() as i64, out);
+                out.extend_from_slice(body.as_bytes());
+                out.extend_from_slice(b"\r\n");
+            }
+            Reply::Attribute(attrs, r) => {
+                write_header(b'|', attrs.len() as i64, out);
+                for (k, v) in attrs {
+                    k.encode_resp3(out);
+                    v.encode_resp3(out);
+                }
+                r.encode_resp3(out);
+            }
+            Reply::Push(items) => {
+                write_header(b'>', items.len() as i64, out);
+                for i in items {
+                    i.encode_resp3(out);
+                }
+            }
             Reply::Simple(_) | Reply::Error(_) | Reply::Integer(_) | Reply::Bulk(Some(_)) => {
                 self.encode(out)
             }
@@ -673,6 +717,11 @@ impl fmt::Display for Reply {
                 write!(f, "}}")
             }
             Reply::Double(d) => write!(f, "(double) {d}"),
+            Reply::Bool(b) => write!(f, "({b})"),
+            Reply::Bignum(d) => write!(f, "(big number) {d}"),
+            Reply::Verbatim(_, t) => write!(f, "\"{t}\""),
+            Reply::Attribute(_, r) => write!(f, "{r}"),
+            Reply::Push(items) => write!(f, "{}", Reply::Array(Some(items.clone()))),
         }
     }
 }

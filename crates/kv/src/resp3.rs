@@ -11,7 +11,13 @@
 //!   every score in a `WITHSCORES` reply;
 //! * pairs: a `WITHSCORES`/`WITHVALUES` reply, and `ZPOPMIN`/`ZPOPMAX`
 //!   with a count, become an array of two-element arrays (RESP2 has them
-//!   flat);
+//!   flat); `ZMPOP`'s pairs (nested in RESP2 too) get double scores;
+//! * `LCS ... IDX`: a map (`matches`, `len`);
+//! * `XREAD`/`XREADGROUP`: a map key → entries; `XINFO`'s maps (built as
+//!   maps; reshaped where they arrive flat, inside `EXEC`);
+//! * geo coordinates (`GEOPOS`, a search's `WITHCOORD`): doubles (built
+//!   as doubles, they come back as bulk strings from a replicated op such
+//!   as `EXEC`);
 //! * `EXEC`: each queued command's reply reshaped by that command;
 //! * nil (either kind) is RESP3's null, written by
 //!   [`Reply::encode_resp3`].
@@ -22,6 +28,13 @@
 use crate::resp::{Command, Reply};
 
 /// Whether any argument after the first `skip` is `word` (any case).
+/// The `numkeys` at `args[1]` (0 when it is not a count).
+fn numkeys(args: &Command) -> usize {
+    args.get(1)
+        .and_then(|n| std::str::from_utf8(n).ok()?.parse::<usize>().ok())
+        .unwrap_or(0)
+}
+
 fn has(args: &Command, skip: usize, word: &str) -> bool {
     args.iter()
         .skip(skip)
@@ -77,6 +90,102 @@ fn same(r: Reply) -> Reply {
     r
 }
 
+/// `ZMPOP`'s `[key, [[member, score], ...]]`: the scores as doubles.
+fn key_and_pairs(r: Reply) -> Reply {
+    match r {
+        Reply::Array(Some(mut kv)) if kv.len() == 2 => {
+            if let Some(Reply::Array(Some(items))) = kv.pop() {
+                let items = items
+                    .into_iter()
+                    .map(|p| match p {
+                        Reply::Array(Some(mut p)) if p.len() == 2 => {
+                            let s = p.pop().map(double);
+                            p.extend(s);
+                            Reply::Array(Some(p))
+                        }
+                        other => other,
+                    })
+                    .collect();
+                kv.push(Reply::Array(Some(items)));
+            }
+            Reply::Array(Some(kv))
+        }
+        other => other,
+    }
+}
+
+/// `XREAD`/`XREADGROUP`'s `[[key, entries], ...]` as a map key →
+/// entries (Redis 7.0's RESP3 shape); the nil array stays.
+fn key_map(r: Reply) -> Reply {
+    match r {
+        Reply::Array(Some(items)) => Reply::Map(
+            items
+                .into_iter()
+                .filter_map(|kv| match kv {
+                    Reply::Array(Some(mut kv)) if kv.len() == 2 => {
+                        let v = kv.pop()?;
+                        let k = kv.pop()?;
+                        Some((k, v))
+                    }
+                    _ => None,
+                })
+                .collect(),
+        ),
+        other => other,
+    }
+}
+
+/// `XINFO`'s maps, where they arrive flat (a reply that went through a
+/// replicated op, such as `EXEC`'s): `STREAM` one map, `GROUPS` and
+/// `CONSUMERS` an array of maps. (`STREAM ... FULL` nests maps in maps;
+/// built as maps, it keeps them when read directly.)
+fn xinfo(args: &Command, r: Reply) -> Reply {
+    let sub = args
+        .get(1)
+        .map(|s| s.to_ascii_lowercase())
+        .unwrap_or_default();
+    match sub.as_slice() {
+        b"stream" if args.len() == 3 => map(r),
+        b"groups" | b"consumers" => match r {
+            Reply::Array(Some(items)) => Reply::Array(Some(items.into_iter().map(map).collect())),
+            other => other,
+        },
+        _ => r,
+    }
+}
+
+/// A `[longitude, latitude]` pair (`GEOPOS`, `WITHCOORD`) as doubles.
+fn coords(r: Reply) -> Reply {
+    match r {
+        Reply::Array(Some(p)) if p.len() == 2 => {
+            Reply::Array(Some(p.into_iter().map(double).collect()))
+        }
+        other => other,
+    }
+}
+
+/// A geo search's items: with `WITHCOORD`, an item is an array whose last
+/// element is the coordinate pair (no other element is an array).
+fn geo_items(r: Reply) -> Reply {
+    match r {
+        Reply::Array(Some(items)) => Reply::Array(Some(
+            items
+                .into_iter()
+                .map(|item| match item {
+                    Reply::Array(Some(mut parts)) => {
+                        if let Some(last) = parts.pop() {
+                            parts.push(coords(last));
+                        }
+                        Reply::Array(Some(parts))
+                    }
+                    other => other,
+                })
+                .collect(),
+        )),
+        other => other,
+    }
+}
+
 /// `reply`, built for `args` in RESP2's terms, in the shape RESP3 gives
 /// it. `queued`: for `EXEC`, the commands it ran, in order.
 pub fn shape(args: &Command, queued: &[Command], reply: Reply) -> Reply {
@@ -100,22 +209,42 @@ pub fn shape(args: &Command, queued: &[Command], reply: Reply) -> Reply {
             }
             other => other,
         },
+        // Their options follow `numkeys` keys (a key may be named
+        // `WITHSCORES`).
+        b"zunion" | b"zinter" | b"zdiff" if has(args, 2 + numkeys(args), "withscores") => {
+            pairs(reply, double)
+        }
         b"zrange" | b"zrangebyscore" | b"zrevrange" | b"zrevrangebyscore" | b"zrandmember"
-        | b"zunion" | b"zinter" | b"zdiff"
             if has(args, 2, "withscores") =>
         {
             pairs(reply, double)
         }
         b"hrandfield" if has(args, 2, "withvalues") => pairs(reply, same),
         b"zpopmin" | b"zpopmax" if args.len() > 2 => pairs(reply, double),
-        b"zpopmin" | b"zpopmax" => match reply {
-            Reply::Array(Some(mut items)) if items.len() == 2 => {
+        b"zpopmin" | b"zpopmax" | b"bzpopmin" | b"bzpopmax" => match reply {
+            Reply::Array(Some(mut items)) if items.len() == 2 || items.len() == 3 => {
                 let score = items.pop().map(double);
                 items.extend(score);
                 Reply::Array(Some(items))
             }
             other => other,
         },
+        b"zmpop" | b"bzmpop" => key_and_pairs(reply),
+        b"geopos" => match reply {
+            Reply::Array(Some(items)) => {
+                Reply::Array(Some(items.into_iter().map(coords).collect()))
+            }
+            other => other,
+        },
+        b"georadius"
+        | b"georadius_ro"
+        | b"georadiusbymember"
+        | b"georadiusbymember_ro"
+        | b"geosearch" => geo_items(reply),
+        // An array from `LCS` is `IDX`'s `matches` and `len`, flat in RESP2.
+        b"lcs" => map(reply),
+        b"xread" | b"xreadgroup" => key_map(reply),
+        b"xinfo" => xinfo(args, reply),
         b"exec" => match reply {
             Reply::Array(Some(items)) if items.len() == queued.len() => Reply::Array(Some(
                 items
@@ -209,6 +338,69 @@ mod tests {
                 bulks(&["save", ""]),
                 Reply::Map(vec![(Reply::bulk("save"), Reply::bulk(""))]),
             ),
+            (
+                "ZMPOP 1 z MIN COUNT 2",
+                Reply::Array(Some(vec![
+                    Reply::bulk("z"),
+                    Reply::Array(Some(vec![
+                        pair("a", Reply::bulk("1")),
+                        pair("b", Reply::bulk("2.5")),
+                    ])),
+                ])),
+                Reply::Array(Some(vec![
+                    Reply::bulk("z"),
+                    Reply::Array(Some(vec![pair("a", d("1")), pair("b", d("2.5"))])),
+                ])),
+            ),
+            ("ZMPOP 1 z MIN", Reply::Array(None), Reply::Array(None)),
+            (
+                "XREAD STREAMS s 0",
+                Reply::Array(Some(vec![pair("s", Reply::Array(Some(vec![])))])),
+                Reply::Map(vec![(Reply::bulk("s"), Reply::Array(Some(vec![])))]),
+            ),
+            (
+                "XREAD BLOCK 0 STREAMS s $",
+                Reply::Array(None),
+                Reply::Array(None),
+            ),
+            (
+                "XINFO STREAM s",
+                bulks(&["length", "1"]),
+                Reply::Map(vec![(Reply::bulk("length"), Reply::bulk("1"))]),
+            ),
+            (
+                "XINFO GROUPS s",
+                Reply::Array(Some(vec![bulks(&["name", "g"])])),
+                Reply::Array(Some(vec![Reply::Map(vec![(
+                    Reply::bulk("name"),
+                    Reply::bulk("g"),
+                )])])),
+            ),
+            (
+                "ZRANDMEMBER z -2 WITHSCORES",
+                bulks(&["a", "1", "a", "1"]),
+                Reply::Array(Some(vec![pair("a", d("1")), pair("a", d("1"))])),
+            ),
+            (
+                "ZUNION 2 a b WITHSCORES",
+                bulks(&["m", "2"]),
+                Reply::Array(Some(vec![pair("m", d("2"))])),
+            ),
+            (
+                "LCS a b IDX",
+                Reply::Array(Some(vec![
+                    Reply::bulk("matches"),
+                    Reply::Array(Some(vec![])),
+                    Reply::bulk("len"),
+                    Reply::Integer(0),
+                ])),
+                Reply::Map(vec![
+                    (Reply::bulk("matches"), Reply::Array(Some(vec![]))),
+                    (Reply::bulk("len"), Reply::Integer(0)),
+                ]),
+            ),
+            ("LCS a b", Reply::bulk("ab"), Reply::bulk("ab")),
+            ("LCS a b LEN", Reply::Integer(2), Reply::Integer(2)),
             ("GET k", Reply::bulk("v"), Reply::bulk("v")),
             (
                 "ZSCORE k m",
@@ -219,6 +411,60 @@ mod tests {
         for (c, resp2, want) in table {
             assert_eq!(shape(&cmd(c), &[], resp2), want, "{c}");
         }
+    }
+
+    #[test]
+    fn geo_coordinates_are_doubles() {
+        let pos = |a: Reply, b: Reply| Reply::Array(Some(vec![a, b]));
+        // As a replicated op (EXEC) gives them: bulk strings.
+        let got = shape(
+            &cmd("GEOPOS k a nosuch"),
+            &[],
+            Reply::Array(Some(vec![
+                pos(Reply::bulk("13.5"), Reply::bulk("38")),
+                Reply::Array(None),
+            ])),
+        );
+        assert_eq!(
+            got,
+            Reply::Array(Some(vec![pos(d("13.5"), d("38")), Reply::Array(None)]))
+        );
+        // Built as doubles: unchanged.
+        let built = Reply::Array(Some(vec![pos(d("1"), d("2"))]));
+        assert_eq!(shape(&cmd("GEOPOS k a"), &[], built.clone()), built);
+        // WITHDIST WITHHASH WITHCOORD: only the pair changes.
+        let item = |c: Reply| {
+            Reply::Array(Some(vec![
+                Reply::bulk("m"),
+                Reply::bulk("1.5000"),
+                Reply::Integer(7),
+                c,
+            ]))
+        };
+        let got = shape(
+            &cmd("GEOSEARCH k FROMLONLAT 1 2 BYRADIUS 9 km WITHDIST WITHHASH WITHCOORD"),
+            &[],
+            Reply::Array(Some(vec![item(pos(Reply::bulk("1"), Reply::bulk("2")))])),
+        );
+        assert_eq!(got, Reply::Array(Some(vec![item(pos(d("1"), d("2")))])));
+        // Members alone, or WITHDIST alone: nothing to change.
+        let plain = bulks(&["a", "b"]);
+        assert_eq!(
+            shape(&cmd("GEORADIUS k 1 2 9 km"), &[], plain.clone()),
+            plain
+        );
+        let dist = Reply::Array(Some(vec![Reply::Array(Some(vec![
+            Reply::bulk("a"),
+            Reply::bulk("0.5000"),
+        ]))]));
+        assert_eq!(
+            shape(
+                &cmd("GEORADIUSBYMEMBER k a 9 km WITHDIST"),
+                &[],
+                dist.clone()
+            ),
+            dist
+        );
     }
 
     #[test]

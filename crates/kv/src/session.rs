@@ -5,6 +5,7 @@
 //! replication failure ([`replica_error_reply`]: `-MOVED <slot> <leader>`
 //! when this member is not the leader, `-TRYAGAIN` with no leader known).
 
+use crate::acl::UserTable;
 use crate::replicator::ReplicaError;
 use crate::resp::Reply;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -60,6 +61,15 @@ pub struct Session {
     pub name: Option<Vec<u8>>,
     /// After `HELLO 3`: replies in RESP3 ([`crate::resp3`]).
     pub resp3: bool,
+    /// The user it runs as (`AUTH`, `HELLO ... AUTH`): `None` for
+    /// `default`, as every connection starts.
+    pub user: Option<Vec<u8>>,
+    /// Redis' `c->authenticated`: set at connection when the `default`
+    /// user needs no password, and by a successful `AUTH`. A connection
+    /// not authenticated while `default` needs a password is refused
+    /// every command but `AUTH`, `HELLO`, `QUIT` and `RESET`
+    /// ([`auth_required`]).
+    pub authenticated: bool,
 }
 
 impl Session {
@@ -70,6 +80,75 @@ impl Session {
             id: NEXT.fetch_add(1, Ordering::Relaxed),
             ..Session::default()
         }
+    }
+
+    /// The name of the user it runs as.
+    pub fn user_name(&self) -> &[u8] {
+        self.user.as_deref().unwrap_or(b"default")
+    }
+
+    /// Runs as the `default` user again, authenticated as Redis
+    /// authenticates a new connection (`RESET`, a connection's start):
+    /// when `default` is on and needs no password.
+    pub fn default_auth(&mut self, users: &UserTable) {
+        self.user = None;
+        self.authenticated = users
+            .default_user()
+            .is_some_and(|d| d.nopass() && d.enabled());
+    }
+}
+
+/// Whether a connection not authenticated is refused (Redis'
+/// `authRequired`): the `default` user needs a password or is off.
+pub fn auth_required(users: &UserTable) -> bool {
+    users
+        .default_user()
+        .map_or(true, |d| !d.nopass() || !d.enabled())
+}
+
+/// `-NOAUTH Authentication required.`
+pub const ERR_NOAUTH: &str = "NOAUTH Authentication required.";
+
+/// `HELLO` without `AUTH` on a connection not authenticated.
+pub const ERR_HELLO_NOAUTH: &str = "NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time";
+
+/// How a server's users start (`xlane kv serve --requirepass PASS
+/// --aclfile FILE`). Every member of a group must be started with the same
+/// settings and the same file: each builds its initial table from them
+/// ([`AclStart::initial`]) before it replays the log, and every later
+/// change (`ACL SETUSER`, `DELUSER`, `LOAD`, `CONFIG SET requirepass`) is
+/// a replicated op applied on top of it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AclStart {
+    /// `--requirepass`: the `default` user's password.
+    pub requirepass: Option<Vec<u8>>,
+    /// `--aclfile`: the ACL file (`ACL LOAD` reads it again, `ACL SAVE`
+    /// writes it).
+    pub aclfile: Option<std::path::PathBuf>,
+}
+
+impl AclStart {
+    /// The table a member starts with: the ACL file's users (the whole
+    /// file or an error, as `ACL LOAD`), then `requirepass` given to the
+    /// `default` user; and the `requirepass` value.
+    pub fn initial(&self) -> Result<(UserTable, Vec<u8>), String> {
+        let mut t = UserTable::new();
+        if let Some(f) = &self.aclfile {
+            let text = std::fs::read(f)
+                .map_err(|e| format!("cannot read the ACL file {}: {e}", f.display()))?;
+            t.apply_load(&text, &f.display().to_string())
+                .map_err(|e| e.to_string())?;
+        }
+        let pass = self.requirepass.clone().unwrap_or_default();
+        if !pass.is_empty() {
+            t.set_requirepass(&pass);
+        }
+        Ok((t, pass))
+    }
+
+    /// The ACL file's name as messages give it.
+    pub fn file_name(&self) -> Option<String> {
+        self.aclfile.as_ref().map(|f| f.display().to_string())
     }
 }
 
@@ -90,7 +169,7 @@ fn client_command(session: &mut Session, args: &crate::resp::Command) -> Option<
                     Reply::ok()
                 }
             }
-            _ => crate::commands::arity_error("client|setname"),
+            _ => crate::cmd::arity_error("client|setname"),
         },
         b"getname" if args.len() == 2 => Reply::Bulk(session.name.clone()),
         b"id" if args.len() == 2 => Reply::Integer(session.id as i64),
@@ -103,50 +182,86 @@ fn client_command(session: &mut Session, args: &crate::resp::Command) -> Option<
 /// are no passwords: `AUTH` is taken for the `default` user only, as a
 /// Redis without `requirepass` takes it.
 pub fn hello(session: &mut Session, args: &crate::resp::Command) -> Reply {
+    let mut open = Session {
+        authenticated: true,
+        ..session.clone()
+    };
+    let r = hello_as(&mut open, args, &UserTable::new()).0;
+    session.resp3 = open.resp3;
+    session.name = open.name;
+    r
+}
+
+/// `HELLO [protover [AUTH user pass] [SETNAME name]]` against the users of
+/// `users`, as Redis 7.0 answers it: a failed `AUTH` is `-WRONGPASS` (and
+/// the user tried is returned, for the ACL log); without `AUTH` a
+/// connection not authenticated gets `-NOAUTH`; nothing changes unless it
+/// succeeds.
+pub fn hello_as(
+    session: &mut Session,
+    args: &crate::resp::Command,
+    users: &UserTable,
+) -> (Reply, Option<Vec<u8>>) {
     let mut resp3 = session.resp3;
     if let Some(v) = args.get(1) {
         match crate::resp::parse_i64_strict(v) {
             Some(2) => resp3 = false,
             Some(3) => resp3 = true,
-            Some(_) => return Reply::err("NOPROTO unsupported protocol version"),
-            None => return Reply::err("ERR Protocol version is not an integer or out of range"),
+            Some(_) => return (Reply::err("NOPROTO unsupported protocol version"), None),
+            None => {
+                return (
+                    Reply::err("ERR Protocol version is not an integer or out of range"),
+                    None,
+                )
+            }
         }
     }
     let mut name = None;
+    let mut auth: Option<(&Vec<u8>, &Vec<u8>)> = None;
     let mut i = 2;
     while i < args.len() {
         let opt = args[i].to_ascii_lowercase();
         match opt.as_slice() {
             b"auth" if i + 2 < args.len() => {
-                if !args[i + 1].eq_ignore_ascii_case(b"default") {
-                    return Reply::err(
-                        "WRONGPASS invalid username-password pair or user is disabled.",
-                    );
-                }
+                auth = Some((&args[i + 1], &args[i + 2]));
                 i += 3;
             }
             b"setname" if i + 1 < args.len() => {
                 let n = &args[i + 1];
                 if n.iter().any(|&c| !(b'!'..=b'~').contains(&c)) {
-                    return Reply::err(ERR_CLIENT_NAME);
+                    return (Reply::err(ERR_CLIENT_NAME), None);
                 }
                 name = Some(n.clone());
                 i += 2;
             }
             _ => {
-                return Reply::err(format!(
-                    "ERR Syntax error in HELLO option '{}'",
-                    String::from_utf8_lossy(&args[i])
-                ))
+                return (
+                    Reply::err(format!(
+                        "ERR Syntax error in HELLO option '{}'",
+                        String::from_utf8_lossy(&args[i])
+                    )),
+                    None,
+                )
             }
         }
+    }
+    match auth {
+        Some((user, pass)) => {
+            if users.authenticate(user, pass).is_err() {
+                return (crate::acl::AuthError.reply(), Some(user.clone()));
+            }
+            session.user = (user.as_slice() != b"default").then(|| user.clone());
+            session.authenticated = true;
+        }
+        None if !session.authenticated => return (Reply::err(ERR_HELLO_NOAUTH), None),
+        None => {}
     }
     session.resp3 = resp3;
     if let Some(n) = name {
         session.name = (!n.is_empty()).then_some(n);
     }
     let kv = |k: &str, v: Reply| (Reply::bulk(k), v);
-    Reply::Map(vec![
+    let map = Reply::Map(vec![
         kv("server", Reply::bulk("redis")),
         kv("version", Reply::bulk("7.0.0")),
         kv("proto", Reply::Integer(if resp3 { 3 } else { 2 })),
@@ -154,7 +269,8 @@ pub fn hello(session: &mut Session, args: &crate::resp::Command) -> Reply {
         kv("mode", Reply::bulk("cluster")),
         kv("role", Reply::bulk("master")),
         kv("modules", Reply::Array(Some(Vec::new()))),
-    ])
+    ]);
+    (map, None)
 }
 
 /// Answers the commands about the connection itself (`HELLO`, `READONLY`,
@@ -193,6 +309,45 @@ pub struct Stats {
     pub commands: AtomicU64,
     /// Connections closed for a protocol error.
     pub protocol_errors: AtomicU64,
+    /// Calls per command of [`crate::cmd::table::TABLE`], by its index.
+    calls: std::sync::OnceLock<Vec<AtomicU64>>,
+}
+
+impl Stats {
+    fn call_slots(&self) -> &[AtomicU64] {
+        self.calls.get_or_init(|| {
+            crate::cmd::table::TABLE
+                .iter()
+                .map(|_| AtomicU64::new(0))
+                .collect()
+        })
+    }
+
+    /// Counts a call of command `name` (any case; unknown ones are not
+    /// counted).
+    pub fn count_call(&self, name: &[u8]) {
+        let Some(spec) = crate::cmd::table::spec(name) else {
+            return;
+        };
+        // The spec lies in the table: its index from its address.
+        let table = crate::cmd::table::TABLE;
+        let at = (spec as *const crate::cmd::table::CommandSpec as usize)
+            .wrapping_sub(table.as_ptr() as usize)
+            / std::mem::size_of::<crate::cmd::table::CommandSpec>();
+        if let Some(n) = self.call_slots().get(at) {
+            n.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Calls per command since start, the commands called at least once.
+    pub fn calls(&self) -> Vec<(&'static str, u64)> {
+        crate::cmd::table::TABLE
+            .iter()
+            .zip(self.call_slots())
+            .map(|(c, n)| (c.name, n.load(Ordering::Relaxed)))
+            .filter(|(_, n)| *n > 0)
+            .collect()
+    }
 }
 
 #[cfg(test)]

@@ -12,6 +12,7 @@
 //! read: the store is restored and the member table left as it was (the
 //! members given at start, then the changes applied after the snapshot).
 
+use crate::exec::Apply;
 use crate::members::{decode_member, decode_table, encode_table, MemberDecodeError, Members, Peer};
 use crate::op::WriteOp;
 use crate::replicator::SharedStore;
@@ -119,13 +120,18 @@ impl KvStateMachine {
 }
 
 impl StateMachine for KvStateMachine {
-    fn apply(&mut self, index: u64, op: &[u8]) -> Vec<u8> {
+    fn apply(&mut self, index: u64, op_bytes: &[u8]) -> Vec<u8> {
         self.stats.applied_index.store(index, Ordering::Release);
-        let reply = match WriteOp::decode(op) {
+        let reply = match WriteOp::decode(op_bytes) {
             // Deterministic on every replica: the same bytes give the same error.
             Err(e) => Reply::err(format!("ERR undecodable replicated op: {e}")),
             Ok(op) => match self.store.write() {
-                Ok(mut s) => s.apply(&op),
+                Ok(mut s) => {
+                    if s.tracks_changes() {
+                        s.set_origin(crate::op::origin(op_bytes));
+                    }
+                    s.apply(&op)
+                }
                 Err(_) => Reply::err("ERR store lock poisoned"),
             },
         };

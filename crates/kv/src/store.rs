@@ -1,11 +1,11 @@
 //! [`Store`]: the deterministic state machine (strings, hashes, lists,
 //! sets and sorted sets, each key with an optional expiry).
 //!
-//! Writes go only through [`Store::apply`], which takes its time from the
-//! op ([`WriteOp::ts_ms`]) and keeps a logical clock, the maximum `ts_ms`
+//! Writes go only through `crate::exec::Apply::apply`, which takes its time from the
+//! op (`WriteOp::ts_ms`) and keeps a logical clock, the maximum `ts_ms`
 //! applied so far; keys whose expiry is not after that clock are removed
 //! (in a deterministic order) before each op runs, and the leader removes
-//! the others it finds expired with [`WriteCmd::DelExpired`] ops
+//! the others it finds expired with `WriteCmd::DelExpired` ops
 //! ([`crate::expiry`]).
 //!
 //! Reads judge existence by the applied state alone — a key exists while it
@@ -21,10 +21,8 @@
 //! term of the last leader whose first entry was applied
 //! ([`Store::leader_term`]). None of it is in a snapshot.
 
-use crate::op::{SetCond, SetTtl, WriteCmd, WriteOp, MAX_OP_BYTES};
-use crate::pubsub::{KeyEvent, NotifyFlags};
-use crate::resp::{parse_i64_strict, Reply};
-use crate::value::{wrongtype, Value};
+use crate::notify::{KeyEvent, NotifyFlags};
+use crate::value::Value;
 use imbl::{HashMap, OrdSet};
 use std::collections::VecDeque;
 
@@ -36,7 +34,7 @@ pub const MAX_QUEUED_EVENTS: usize = 1 << 16;
 pub const ERR_NOT_INTEGER: &str = "ERR value is not an integer or out of range";
 /// `ERR increment or decrement would overflow`.
 pub const ERR_OVERFLOW: &str = "ERR increment or decrement would overflow";
-/// The reply to an `APPEND` that would exceed [`MAX_OP_BYTES`].
+/// The reply to an `APPEND` that would exceed `MAX_OP_BYTES` (`crate::op`).
 pub const ERR_TOO_BIG: &str = "ERR string exceeds maximum allowed size (proto-max-bulk-len)";
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -61,6 +59,8 @@ pub struct Store {
     expiries: OrdSet<(u64, Vec<u8>)>,
     /// What `WATCH` sees of absent keys: see [`Tombstones`].
     tombs: Tombstones,
+    /// The settings that shape replicated values.
+    data_cfg: DataConfig,
     clock_ms: u64,
     applied: u64,
     /// Event classes to queue (this member's, not replicated).
@@ -68,6 +68,31 @@ pub struct Store {
     events: VecDeque<KeyEvent>,
     events_dropped: u64,
     leader_term: u64,
+    /// Keys removed because they expired, since start (`INFO`'s
+    /// `expired_keys`; this member's count, not in snapshots).
+    expired: u64,
+    /// Changes signalled since start (`INFO`'s
+    /// `rdb_changes_since_last_save`; this member's count, not in
+    /// snapshots): one per key a write changed, as Redis counts its dirty.
+    dirty: u64,
+    /// Someone subscribes on this member: published messages are queued.
+    subscribers: bool,
+    /// Keys changed by applied ops, for client-side caching's
+    /// invalidations (`CLIENT TRACKING`): kept only while `Some` (a member
+    /// with tracking clients); `None` inside means "every key" (FLUSHALL).
+    /// Each with the origin of the op that changed it.
+    modified: Option<Vec<(u64, Option<Vec<u8>>)>>,
+    /// The origin of the op being applied ([`crate::op::origin`]), while
+    /// changes are kept.
+    origin: u64,
+    /// The users and their rules (replicated, in snapshots: see
+    /// [`Store::users`]).
+    users: crate::acl::UserTable,
+    /// The `requirepass` value last applied (replicated).
+    requirepass: Vec<u8>,
+    /// Changes of the users applied since the client loop last took them
+    /// ([`Store::take_acl_changes`]; this member's, not in snapshots).
+    acl_changes: Vec<crate::acl::Changed>,
 }
 
 /// Why a snapshot could not be restored.
@@ -85,8 +110,86 @@ pub enum SnapshotError {
 const SNAP_MAGIC_V1: &[u8; 8] = b"XLKVSNP1";
 /// Typed values and entry versions, no tombstones: still restored.
 const SNAP_MAGIC_V2: &[u8; 8] = b"XLKVSTO2";
-/// Typed values, entry versions and tombstones.
-const SNAP_MAGIC: &[u8; 8] = b"XLKVSTO3";
+/// Typed values, entry versions and tombstones, no data settings: still
+/// restored.
+const SNAP_MAGIC_V3: &[u8; 8] = b"XLKVSTO3";
+/// Typed values, entry versions, tombstones and the data settings but
+/// `stream-node-max-bytes`: still restored (it takes its default).
+const SNAP_MAGIC_V4: &[u8; 8] = b"XLKVSTO4";
+/// Typed values (streams included), entry versions, tombstones and every
+/// data setting.
+const SNAP_MAGIC: &[u8; 8] = b"XLKVSTO5";
+/// The optional section of the users, after the data settings.
+const SNAP_ACL: &[u8; 4] = b"ACL1";
+
+/// The settings that shape replicated values (a sketch's bytes, where a
+/// stream is trimmed): the same on every member, changed only by an op
+/// (`CONFIG SET` of one of them, decided at the leader), part of
+/// snapshots.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DataConfig {
+    /// `hll-sparse-max-bytes`: the largest sparse HyperLogLog.
+    pub hll_sparse_max_bytes: u64,
+    /// `stream-node-max-entries`: entries per node of a stream (where an
+    /// approximate trim may cut).
+    pub stream_node_max_entries: u64,
+    /// `stream-node-max-bytes`: listpack bytes per node of a stream.
+    pub stream_node_max_bytes: u64,
+    /// `proto-max-bulk-len`: the largest string a command may make
+    /// (`SETRANGE`, `SETBIT`, `APPEND`...).
+    pub proto_max_bulk_len: u64,
+}
+
+impl Default for DataConfig {
+    fn default() -> Self {
+        DataConfig {
+            hll_sparse_max_bytes: 3000,
+            stream_node_max_entries: 100,
+            stream_node_max_bytes: 4096,
+            proto_max_bulk_len: 512 << 20,
+        }
+    }
+}
+
+impl DataConfig {
+    /// The parameters it holds, by their `CONFIG` names.
+    pub const NAMES: [&'static str; 4] = [
+        "hll-sparse-max-bytes",
+        "stream-node-max-entries",
+        "stream-node-max-bytes",
+        "proto-max-bulk-len",
+    ];
+
+    /// The stream settings as [`crate::data::stream`] takes them.
+    pub fn stream(&self) -> crate::data::stream::StreamConfig {
+        crate::data::stream::StreamConfig {
+            node_max_entries: i64::try_from(self.stream_node_max_entries).unwrap_or(i64::MAX),
+            node_max_bytes: self.stream_node_max_bytes,
+        }
+    }
+
+    /// The value of parameter `name`, if it is one of [`Self::NAMES`].
+    pub fn get(&self, name: &str) -> Option<u64> {
+        match name {
+            "hll-sparse-max-bytes" => Some(self.hll_sparse_max_bytes),
+            "stream-node-max-entries" => Some(self.stream_node_max_entries),
+            "stream-node-max-bytes" => Some(self.stream_node_max_bytes),
+            "proto-max-bulk-len" => Some(self.proto_max_bulk_len),
+            _ => None,
+        }
+    }
+
+    /// Sets parameter `name` (one of [`Self::NAMES`]; others are ignored).
+    pub fn set(&mut self, name: &str, v: u64) {
+        match name {
+            "hll-sparse-max-bytes" => self.hll_sparse_max_bytes = v,
+            "stream-node-max-entries" => self.stream_node_max_entries = v,
+            "stream-node-max-bytes" => self.stream_node_max_bytes = v,
+            "proto-max-bulk-len" => self.proto_max_bulk_len = v,
+            _ => {}
+        }
+    }
+}
 
 /// The bit that marks the [`Store::version`] of an absent key.
 pub const ABSENT: u64 = 1 << 63;
@@ -164,7 +267,7 @@ impl Store {
     /// receive, so a store with no subscriber queues nothing.
     pub fn set_notifications(&mut self, classes: NotifyFlags) {
         self.notify = classes;
-        if classes.is_empty() {
+        if classes.is_empty() && !self.subscribers {
             self.events.clear();
         }
     }
@@ -174,9 +277,47 @@ impl Store {
         self.notify
     }
 
+    /// Inside an op: queues a published message for this member's
+    /// subscribers, in order with the keyspace events (none queued while
+    /// nobody subscribes; dropped and counted past [`MAX_QUEUED_EVENTS`]).
+    pub(crate) fn publish(&mut self, channel: &[u8], message: &[u8]) {
+        if !self.subscribers {
+            return;
+        }
+        if self.events.len() >= MAX_QUEUED_EVENTS {
+            self.events_dropped += 1;
+            return;
+        }
+        self.events.push_back(KeyEvent {
+            class: NotifyFlags::NONE,
+            event: "",
+            key: channel.to_vec(),
+            message: Some(message.to_vec()),
+        });
+    }
+
+    /// Whether someone subscribes on this member (published messages are
+    /// queued only then).
+    pub fn set_subscribers(&mut self, any: bool) {
+        self.subscribers = any;
+        if !any && self.notify.is_empty() {
+            self.events.clear();
+        }
+    }
+
     /// Takes the queued events, oldest first.
     pub fn drain_events(&mut self) -> std::collections::vec_deque::Drain<'_, KeyEvent> {
         self.events.drain(..)
+    }
+
+    /// Keys removed because they expired, since this store started.
+    pub fn expired_count(&self) -> u64 {
+        self.expired
+    }
+
+    /// Changes signalled since this store started (see the field).
+    pub fn dirty(&self) -> u64 {
+        self.dirty
     }
 
     /// Events not queued because the queue held [`MAX_QUEUED_EVENTS`].
@@ -203,8 +344,11 @@ impl Store {
             map: self.map.clone(),
             expiries: self.expiries.clone(),
             tombs: self.tombs.clone(),
+            data_cfg: self.data_cfg,
             clock_ms: self.clock_ms,
             applied: self.applied,
+            users: self.users.clone(),
+            requirepass: self.requirepass.clone(),
             ..Store::new()
         }
     }
@@ -216,15 +360,26 @@ impl Store {
             map,
             expiries,
             tombs,
+            data_cfg,
             clock_ms,
             applied,
+            users,
+            requirepass,
             ..
         } = new;
+        if users != self.users {
+            self.acl_changed(crate::acl::Changed::Restored);
+        }
+        self.users = users;
+        self.requirepass = requirepass;
         self.map = map;
         self.expiries = expiries;
         self.tombs = tombs;
+        self.data_cfg = data_cfg;
         self.clock_ms = clock_ms;
         self.applied = applied;
+        // Whatever a tracking client read may differ now.
+        self.changed(None);
     }
 
     fn event(&mut self, class: NotifyFlags, event: &'static str, key: &[u8]) {
@@ -239,6 +394,7 @@ impl Store {
             class,
             event,
             key: key.to_vec(),
+            message: None,
         });
     }
 
@@ -275,10 +431,18 @@ impl Store {
     /// collection) as its tombstone remembers it (see [`Tombstones`]).
     /// Any change to a key between two reads — including one that leaves
     /// it as it was, such as a create then a delete — moves its version.
+    ///
+    /// A key present but already expired reads as the tombstone its expiry
+    /// will leave (stamped with the entry's own version, see `purge`): as
+    /// in Redis, a key that was expired when watched and is then removed
+    /// by its expiry has logically not changed.
     pub fn version(&self, key: &[u8], now_ms: u64) -> u64 {
         match self.live(key, self.now(now_ms)) {
             Some(e) => e.version,
-            None => ABSENT | self.tombs.stamp(key),
+            None => match self.map.get(key) {
+                Some(e) => ABSENT | e.version,
+                None => ABSENT | self.tombs.stamp(key),
+            },
         }
     }
 
@@ -315,7 +479,50 @@ impl Store {
         self.expiries.range((now + 1, Vec::new())..).count()
     }
 
+    /// Records that `key` changed (or, for `None`, every key).
+    fn changed(&mut self, key: Option<&[u8]>) {
+        if let Some(m) = &mut self.modified {
+            if m.len() < MAX_QUEUED_EVENTS {
+                m.push((self.origin, key.map(<[u8]>::to_vec)));
+            } else if m.last().map_or(true, |(_, k)| k.is_some()) {
+                // Too many to name: every key counts as changed.
+                m.push((self.origin, None));
+            }
+        }
+    }
+
+    /// Keep the keys changed by applied ops from now on (`true`), or stop
+    /// and forget them.
+    pub fn track_changes(&mut self, on: bool) {
+        match (on, &self.modified) {
+            (true, None) => self.modified = Some(Vec::new()),
+            (false, Some(_)) => self.modified = None,
+            _ => {}
+        }
+    }
+
+    /// Whether changed keys are kept ([`Store::track_changes`]).
+    pub fn tracks_changes(&self) -> bool {
+        self.modified.is_some()
+    }
+
+    /// The origin of the op applied next ([`crate::op::origin`] of its
+    /// bytes), kept with the keys it changes.
+    pub fn set_origin(&mut self, origin: u64) {
+        self.origin = origin;
+    }
+
+    /// Takes the keys changed since the last call (`None`: every key),
+    /// each with the origin of the op that changed it.
+    pub fn take_changes(&mut self) -> Vec<(u64, Option<Vec<u8>>)> {
+        self.modified
+            .as_mut()
+            .map(std::mem::take)
+            .unwrap_or_default()
+    }
+
     fn remove(&mut self, key: &[u8]) -> Option<Entry> {
+        self.changed(Some(key));
         let e = self.map.remove(key)?;
         if let Some(t) = e.expire_at {
             self.expiries.remove(&(t, key.to_vec()));
@@ -325,6 +532,7 @@ impl Store {
     }
 
     fn set_expiry(&mut self, key: &[u8], at: Option<u64>) {
+        self.changed(Some(key));
         let version = self.applied;
         if let Some(e) = self.map.get_mut(key) {
             if let Some(old) = e.expire_at {
@@ -341,6 +549,7 @@ impl Store {
     /// Sets `key` in one walk of the map (the insert hands back the entry
     /// it replaced, whose expiry, if any, leaves the expiry index).
     fn put(&mut self, key: &[u8], value: Value, expire_at: Option<u64>) {
+        self.changed(Some(key));
         let entry = Entry {
             value,
             expire_at,
@@ -361,18 +570,18 @@ impl Store {
         }
     }
 
-    /// Inside [`Store::apply`]: the value of `key` (every key left is
+    /// Inside [`crate::exec::Apply::apply`]: the value of `key` (every key left is
     /// alive at the logical clock).
     pub(crate) fn cur(&self, key: &[u8]) -> Option<&Value> {
         self.map.get(key).map(|e| &e.value)
     }
 
-    /// Inside [`Store::apply`]: the value and expiry of `key`.
+    /// Inside [`crate::exec::Apply::apply`]: the value and expiry of `key`.
     pub(crate) fn cur_entry(&self, key: &[u8]) -> Option<(&Value, Option<u64>)> {
         self.map.get(key).map(|e| (&e.value, e.expire_at))
     }
 
-    /// Inside [`Store::apply`]: `key`'s value to change. The change counts
+    /// Inside [`crate::exec::Apply::apply`]: `key`'s value to change. The change counts
     /// for `WATCH` once announced with [`Store::notify`] (Redis signals a
     /// modified key where it fires its keyspace event: a command that
     /// changes nothing, such as `SADD` of a member already there, touches
@@ -381,18 +590,18 @@ impl Store {
         self.map.get_mut(key).map(|e| &mut e.value)
     }
 
-    /// Inside [`Store::apply`]: sets `key` to `value` with this expiry
+    /// Inside [`crate::exec::Apply::apply`]: sets `key` to `value` with this expiry
     /// (replacing whatever it held).
     pub(crate) fn put_value(&mut self, key: &[u8], value: Value, expire_at: Option<u64>) {
         self.put(key, value, expire_at);
     }
 
-    /// Inside [`Store::apply`]: deletes `key`; true if it existed.
+    /// Inside [`crate::exec::Apply::apply`]: deletes `key`; true if it existed.
     pub(crate) fn delete(&mut self, key: &[u8]) -> bool {
         self.remove(key).is_some()
     }
 
-    /// Inside [`Store::apply`]: deletes `key` if it holds an empty
+    /// Inside [`crate::exec::Apply::apply`]: deletes `key` if it holds an empty
     /// collection (Redis never keeps one).
     pub(crate) fn drop_if_empty(&mut self, key: &[u8]) {
         if self.cur(key).is_some_and(Value::is_empty_collection) {
@@ -401,9 +610,22 @@ impl Store {
         }
     }
 
-    /// Inside [`Store::apply`]: `key` was changed — its version moves (what
+    /// Inside an op: `key` was changed without a keyspace event (a
+    /// sketch's cached count refreshed) — its version moves, what `WATCH`
+    /// sees.
+    pub(crate) fn touch(&mut self, key: &[u8]) {
+        self.changed(Some(key));
+        let version = self.applied;
+        if let Some(e) = self.map.get_mut(key) {
+            e.version = version;
+        }
+    }
+
+    /// Inside [`crate::exec::Apply::apply`]: `key` was changed — its version moves (what
     /// `WATCH` sees) and its keyspace event is queued.
     pub(crate) fn notify(&mut self, class: NotifyFlags, event: &'static str, key: &[u8]) {
+        self.changed(Some(key));
+        self.dirty += 1;
         let version = self.applied;
         if let Some(e) = self.map.get_mut(key) {
             e.version = version;
@@ -418,15 +640,18 @@ impl Store {
                 break;
             }
             if let Some((_, k)) = self.expiries.remove_min() {
-                self.map.remove(&k);
-                self.tombs.bury(&k, self.applied);
+                self.expired += 1;
+                self.changed(Some(&k));
+                // Stamped with its own version: see `version`.
+                let stamp = self.map.remove(&k).map_or(self.applied, |e| e.version);
+                self.tombs.bury(&k, stamp);
                 self.event(NotifyFlags::EXPIRED, "expired", &k);
             }
         }
     }
 
     /// Up to `limit` keys whose expiry is not after `now_ms`, the earliest
-    /// first (what the leader removes with [`WriteCmd::DelExpired`]).
+    /// first (what the leader removes with `WriteCmd::DelExpired`).
     pub fn due(&self, now_ms: u64, limit: usize) -> Vec<Vec<u8>> {
         self.expiries
             .range(..(now_ms.saturating_add(1), Vec::new()))
@@ -435,8 +660,10 @@ impl Store {
             .collect()
     }
 
-    /// [`WriteCmd::DelExpired`]: removes each key still due at `at`.
-    fn del_expired(&mut self, keys: &[Vec<u8>], at: u64) -> Reply {
+    /// Removes each of `keys` still due to expire at `at` (each an
+    /// `expired` event); how many went. The leader's expiry decision
+    /// ([`crate::op::WriteCmd::DelExpired`]).
+    pub(crate) fn del_expired(&mut self, keys: &[Vec<u8>], at: u64) -> i64 {
         let mut n = 0;
         for k in keys {
             let due = self
@@ -445,201 +672,124 @@ impl Store {
                 .and_then(|e| e.expire_at)
                 .is_some_and(|t| t <= at);
             if due {
+                // Stamped with its own version, as `purge` does: see
+                // `version`.
+                let stamp = self.map.get(k.as_slice()).map(|e| e.version);
                 self.remove(k);
+                if let Some(v) = stamp {
+                    self.tombs.bury(k, v);
+                }
+                self.expired += 1;
                 self.event(NotifyFlags::EXPIRED, "expired", k);
                 n += 1;
             }
         }
-        Reply::Integer(n)
+        n
     }
 
-    /// The reply `op` would get from [`Store::apply`] now if applying it
-    /// changes nothing in the store — no value, expiry, version or event
-    /// (a member already in its set, a pop from an absent key: see
-    /// `types::unchanged_reply`; `DEL` of absent keys). Such a
-    /// write can be answered like a linearizable read, without a log entry,
-    /// as Redis neither propagates it nor touches a `WATCH`. `None` when it
-    /// might change something, and whenever some key is due to expire at
-    /// the op's time (applying would remove it first).
-    pub fn unchanged_reply(&self, op: &WriteOp) -> Option<Reply> {
-        let now = self.clock_ms.max(op.ts_ms);
-        if self.expiries.get_min().is_some_and(|(t, _)| *t <= now) {
-            return None;
-        }
-        match &op.cmd {
-            WriteCmd::Data { args, .. } => crate::types::unchanged_reply(self, args),
-            WriteCmd::Del { keys } => keys
-                .iter()
-                .all(|k| !self.map.contains_key(k.as_slice()))
-                .then_some(Reply::Integer(0)),
-            _ => None,
-        }
-    }
-
-    /// Applies one write and returns its reply. Deterministic: depends only
-    /// on the store and the op.
-    pub fn apply(&mut self, op: &WriteOp) -> Reply {
+    /// Starts applying an op: counts it, moves the logical clock to
+    /// `ts_ms` (never back) and removes the keys due at it. The instant the
+    /// op runs at.
+    pub(crate) fn begin_op(&mut self, ts_ms: u64) -> u64 {
         self.applied += 1;
-        if let WriteCmd::DelExpired { keys } = &op.cmd {
-            return self.del_expired(keys, op.ts_ms);
-        }
-        self.clock_ms = self.clock_ms.max(op.ts_ms);
+        self.clock_ms = self.clock_ms.max(ts_ms);
         let now = self.clock_ms;
         self.purge(now);
-        self.apply_cmd(&op.cmd, now)
+        now
     }
 
-    fn apply_cmd(&mut self, cmd: &WriteCmd, now: u64) -> Reply {
-        match cmd {
-            WriteCmd::Set {
-                key,
-                value,
-                cond,
-                ttl,
-                get,
-            } => {
-                // A plain SET needs nothing of the old entry: `put` is then
-                // the only walk of the map.
-                let plain =
-                    matches!(cond, SetCond::Always) && !*get && !matches!(ttl, SetTtl::Keep);
-                let (exists, old_expiry, old_value) = match plain {
-                    true => (false, None, None),
-                    false => match self.map.get(key.as_slice()) {
-                        Some(e) => {
-                            let old = match (&e.value, *get) {
-                                (Value::Str(v), true) => Some(v.clone()),
-                                (_, true) => return wrongtype(),
-                                _ => None,
-                            };
-                            (true, e.expire_at, old)
-                        }
-                        None => (false, None, None),
-                    },
-                };
-                let proceed = match cond {
-                    SetCond::Always => true,
-                    SetCond::IfAbsent => !exists,
-                    SetCond::IfPresent => exists,
-                };
-                let reply = if *get {
-                    Reply::Bulk(old_value)
-                } else if proceed {
-                    Reply::ok()
-                } else {
-                    Reply::nil()
-                };
-                if proceed {
-                    let expire_at = match ttl {
-                        SetTtl::Persist => None,
-                        SetTtl::Keep => old_expiry,
-                        SetTtl::At(t) => Some(*t),
-                    };
-                    if expire_at.is_some_and(|t| t <= now) {
-                        if self.remove(key).is_some() {
-                            self.event(NotifyFlags::GENERIC, "del", key);
-                        }
-                    } else {
-                        self.put(key, Value::Str(value.clone()), expire_at);
-                        self.event(NotifyFlags::STRING, "set", key);
-                        if matches!(ttl, SetTtl::At(_)) {
-                            self.event(NotifyFlags::GENERIC, "expire", key);
-                        }
-                    }
-                }
-                reply
-            }
-            WriteCmd::MSet { pairs } => {
-                for (k, v) in pairs {
-                    self.put(k, Value::Str(v.clone()), None);
-                    self.event(NotifyFlags::STRING, "set", k);
-                }
-                Reply::ok()
-            }
-            WriteCmd::Del { keys } => {
-                let mut n = 0;
-                for k in keys {
-                    if self.remove(k).is_some() {
-                        self.event(NotifyFlags::GENERIC, "del", k);
-                        n += 1;
-                    }
-                }
-                Reply::Integer(n)
-            }
-            WriteCmd::IncrBy { key, delta } => {
-                let (cur, exp) = match self.map.get(key.as_slice()) {
-                    None => (0, None),
-                    Some(Entry {
-                        value: Value::Str(v),
-                        expire_at,
-                        ..
-                    }) => match parse_i64_strict(v) {
-                        Some(v) => (v, *expire_at),
-                        None => return Reply::err(ERR_NOT_INTEGER),
-                    },
-                    Some(_) => return wrongtype(),
-                };
-                let Some(new) = cur.checked_add(*delta) else {
-                    return Reply::err(ERR_OVERFLOW);
-                };
-                self.put(key, Value::Str(new.to_string().into_bytes()), exp);
-                self.event(NotifyFlags::STRING, "incrby", key);
-                Reply::Integer(new)
-            }
-            WriteCmd::Append { key, value } => {
-                let len = match self.cur_mut(key) {
-                    Some(Value::Str(v)) => {
-                        if v.len() + value.len() > MAX_OP_BYTES {
-                            return Reply::err(ERR_TOO_BIG);
-                        }
-                        v.extend_from_slice(value);
-                        v.len()
-                    }
-                    Some(_) => return wrongtype(),
-                    None => {
-                        self.put(key, Value::Str(value.clone()), None);
-                        value.len()
-                    }
-                };
-                self.notify(NotifyFlags::STRING, "append", key);
-                Reply::Integer(len as i64)
-            }
-            WriteCmd::ExpireAt { key, at_ms } => {
-                if !self.map.contains_key(key.as_slice()) {
-                    return Reply::Integer(0);
-                }
-                if *at_ms <= now {
-                    self.remove(key);
-                    self.event(NotifyFlags::GENERIC, "del", key);
-                } else {
-                    self.set_expiry(key, Some(*at_ms));
-                    self.event(NotifyFlags::GENERIC, "expire", key);
-                }
-                Reply::Integer(1)
-            }
-            WriteCmd::Persist { key } => match self.map.get(key.as_slice()) {
-                Some(e) if e.expire_at.is_some() => {
-                    self.set_expiry(key, None);
-                    self.event(NotifyFlags::GENERIC, "persist", key);
-                    Reply::Integer(1)
-                }
-                _ => Reply::Integer(0),
-            },
-            WriteCmd::FlushDb => {
-                self.map.clear();
-                self.expiries.clear();
-                Reply::ok()
-            }
-            WriteCmd::Data { args, seed } => crate::types::apply(self, args, *seed, now),
-            WriteCmd::Query { args, seed } => crate::commands::query(self, args, *seed, now),
-            // Only at the top (`apply`); a decoded op never has it here.
-            WriteCmd::DelExpired { keys } => self.del_expired(keys, now),
-            WriteCmd::Exec { watched, cmds } => {
-                if watched.iter().any(|(k, v)| self.version(k, now) != *v) {
-                    return Reply::Array(None);
-                }
-                Reply::Array(Some(cmds.iter().map(|c| self.apply_cmd(c, now)).collect()))
-            }
+    /// Starts applying an op that neither moves the clock nor purges
+    /// (the leader's expiry batch).
+    pub(crate) fn begin_bounded_op(&mut self) {
+        self.applied += 1;
+    }
+
+    /// Whether some key is due to expire at `now` (an op at `now` would
+    /// remove it first).
+    pub(crate) fn some_due(&self, now: u64) -> bool {
+        self.expiries.get_min().is_some_and(|(t, _)| *t <= now)
+    }
+
+    /// Whether `key` is in the map (inside an op every key there is
+    /// alive).
+    pub(crate) fn contains(&self, key: &[u8]) -> bool {
+        self.map.contains_key(key)
+    }
+
+    /// Inside an op: sets `key`'s expiry (`None`: none); its version moves.
+    pub(crate) fn set_expire(&mut self, key: &[u8], at: Option<u64>) {
+        self.set_expiry(key, at);
+    }
+
+    /// Inside an op: deletes `key` with its `del` event; true if it existed.
+    pub(crate) fn delete_with_event(&mut self, key: &[u8]) -> bool {
+        let gone = self.remove(key).is_some();
+        if gone {
+            self.event(NotifyFlags::GENERIC, "del", key);
         }
+        gone
+    }
+
+    /// Inside an op: queues an event without touching a version.
+    pub(crate) fn emit(&mut self, class: NotifyFlags, event: &'static str, key: &[u8]) {
+        self.event(class, event, key);
+    }
+
+    /// The settings that shape replicated values.
+    pub fn data_config(&self) -> DataConfig {
+        self.data_cfg
+    }
+
+    /// Inside an op: changes a setting that shapes replicated values.
+    pub(crate) fn set_data_config(&mut self, name: &str, v: u64) {
+        self.data_cfg.set(name, v);
+    }
+
+    /// The users and their rules: replicated state, changed only by
+    /// [`crate::op::WriteCmd::Acl`] ops (and set before the log is
+    /// replayed, from the server's start settings: [`Store::set_users`]).
+    pub fn users(&self) -> &crate::acl::UserTable {
+        &self.users
+    }
+
+    /// The `requirepass` value last applied (`CONFIG GET requirepass`).
+    pub fn requirepass(&self) -> &[u8] {
+        &self.requirepass
+    }
+
+    /// The users a member starts with, before any op (every member of a
+    /// group from the same settings).
+    pub fn set_users(&mut self, users: crate::acl::UserTable, requirepass: Vec<u8>) {
+        self.users = users;
+        self.requirepass = requirepass;
+    }
+
+    /// Inside an op: the users and the `requirepass` value, to change.
+    pub(crate) fn acl_mut(&mut self) -> (&mut crate::acl::UserTable, &mut Vec<u8>) {
+        (&mut self.users, &mut self.requirepass)
+    }
+
+    /// Inside an op: records a change of the users for this member's
+    /// connections (bounded: past 1024 unread changes they read as one
+    /// reload).
+    pub(crate) fn acl_changed(&mut self, c: crate::acl::Changed) {
+        if self.acl_changes.len() >= 1024 {
+            self.acl_changes.clear();
+            self.acl_changes.push(crate::acl::Changed::Reloaded);
+        }
+        self.acl_changes.push(c);
+    }
+
+    /// Takes the changes of the users applied since the last call.
+    pub fn take_acl_changes(&mut self) -> Vec<crate::acl::Changed> {
+        std::mem::take(&mut self.acl_changes)
+    }
+
+    /// Inside an op: removes every key (`FLUSHDB`).
+    pub(crate) fn clear(&mut self) {
+        self.changed(None);
+        self.map.clear();
+        self.expiries.clear();
     }
 
     /// A canonical serialization of the whole state (entries sorted by
@@ -666,18 +816,35 @@ impl Store {
             snap::put_bytes(&mut out, k);
             out.extend_from_slice(&t.to_le_bytes());
         }
+        out.extend_from_slice(&self.data_cfg.hll_sparse_max_bytes.to_le_bytes());
+        out.extend_from_slice(&self.data_cfg.stream_node_max_entries.to_le_bytes());
+        out.extend_from_slice(&self.data_cfg.proto_max_bulk_len.to_le_bytes());
+        out.extend_from_slice(&self.data_cfg.stream_node_max_bytes.to_le_bytes());
+        // The users, when they differ from a fresh server's: `ACL1 |
+        // requirepass | table` (a snapshot without them restores the
+        // fresh table).
+        if self.users != crate::acl::UserTable::new() || !self.requirepass.is_empty() {
+            out.extend_from_slice(SNAP_ACL);
+            snap::put_bytes(&mut out, &self.requirepass);
+            snap::put_bytes(&mut out, &self.users.encode());
+        }
         out
     }
 
     /// Rebuilds a store from [`Store::snapshot`] bytes (or a snapshot of
-    /// an earlier format: strings only, or without tombstones).
+    /// an earlier format: strings only, without tombstones, or without the
+    /// data settings, which then take their defaults).
     pub fn restore(b: &[u8]) -> Result<Store, SnapshotError> {
-        let (typed, tombs, rest) = if let Some(r) = b.strip_prefix(SNAP_MAGIC) {
-            (true, true, r)
+        let (typed, tombs, cfg, v5, rest) = if let Some(r) = b.strip_prefix(SNAP_MAGIC) {
+            (true, true, true, true, r)
+        } else if let Some(r) = b.strip_prefix(SNAP_MAGIC_V4) {
+            (true, true, true, false, r)
+        } else if let Some(r) = b.strip_prefix(SNAP_MAGIC_V3) {
+            (true, true, false, false, r)
         } else if let Some(r) = b.strip_prefix(SNAP_MAGIC_V2) {
-            (true, false, r)
+            (true, false, false, false, r)
         } else if let Some(r) = b.strip_prefix(SNAP_MAGIC_V1) {
-            (false, false, r)
+            (false, false, false, false, r)
         } else {
             return Err(SnapshotError::BadHeader);
         };
@@ -712,6 +879,20 @@ impl Store {
             }
             s.tombs.floor = floor;
         }
+        if cfg {
+            s.data_cfg.hll_sparse_max_bytes = r.u64()?;
+            s.data_cfg.stream_node_max_entries = r.u64()?;
+            s.data_cfg.proto_max_bulk_len = r.u64()?;
+        }
+        if v5 {
+            s.data_cfg.stream_node_max_bytes = r.u64()?;
+            if let Some(rest) = r.0.strip_prefix(SNAP_ACL) {
+                r.0 = rest;
+                s.requirepass = r.bytes()?;
+                s.users = crate::acl::UserTable::decode(&r.bytes()?)
+                    .map_err(|_| SnapshotError::Truncated)?;
+            }
+        }
         if !r.0.is_empty() {
             return Err(SnapshotError::Truncated);
         }
@@ -721,7 +902,7 @@ impl Store {
 
 /// The snapshot encoding of values: byte strings `len:u64 | bytes`,
 /// a value `kind:u8 | count:u64 | items` (a sorted set's items are
-/// member and score bits).
+/// member and score bits); a stream is `5 | bytes` (its RDB object).
 mod snap {
     use super::SnapshotError;
     use crate::value::{Score, Value, ZSet};
@@ -767,6 +948,19 @@ mod snap {
                     put_bytes(out, m);
                     out.extend_from_slice(&sc.get().to_bits().to_le_bytes());
                 }
+            }
+            // A stream as its uncompressed RDB object (type byte
+            // included): it carries every node, counter, group, PEL and
+            // consumer, and reads back to an equal stream.
+            Value::Stream(_) => {
+                out.push(5);
+                let o = crate::data::rdb::DumpOptions {
+                    rdbcompression: false,
+                    ..Default::default()
+                };
+                let mut b = Vec::new();
+                crate::data::rdb::encode_object(v, &o, &mut b);
+                put_bytes(out, &b);
             }
         }
     }
@@ -838,6 +1032,13 @@ mod snap {
                         z.insert(m, sc);
                     }
                     Value::ZSet(z)
+                }
+                5 => {
+                    let b = self.bytes()?;
+                    match crate::data::rdb::load_object(&b) {
+                        Ok((v @ Value::Stream(_), used)) if used == b.len() => v,
+                        _ => return Err(SnapshotError::Truncated),
+                    }
                 }
                 _ => return Err(SnapshotError::Truncated),
             })

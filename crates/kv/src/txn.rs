@@ -8,8 +8,10 @@
 //! queued (`+QUEUED`); a command's own errors (syntax, a bad number) come
 //! in `EXEC`'s reply, as Redis gives them. `EXEC` becomes one op,
 //! [`WriteCmd::Exec`], replicated as one log entry and applied at once on
-//! every member: writes as their ops, reads and other commands as
-//! [`WriteCmd::Query`] so they answer at their place in the transaction.
+//! every member: writes as their ops, reads (and `TIME`) as
+//! [`WriteCmd::Query`] so they answer at their place in the transaction,
+//! and commands whose reply depends on neither (`PING`, `SELECT 0`, a
+//! syntax error) as their reply, [`WriteCmd::Answer`].
 //! Errors while it runs (WRONGTYPE, ...) are per command, in the reply
 //! array, as in Redis.
 //!
@@ -23,7 +25,8 @@
 //! not. A version read on a member that lags can only make `EXEC` abort,
 //! never let a write between `WATCH` and `EXEC` through.
 
-use crate::commands::{arity_error, classify, precheck, Action, ReadCmd};
+use crate::cmd::arity_error;
+use crate::dispatch::{classify, precheck, Action, ReadCmd};
 use crate::op::{WriteCmd, WriteOp};
 use crate::resp::{Command, Reply};
 
@@ -54,6 +57,9 @@ pub struct Txn {
     watched: Vec<(Vec<u8>, u64)>,
 }
 
+/// A command that may grow memory above `maxmemory`.
+const ERR_OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
+
 /// Refused inside MULTI (pub/sub, membership, settings, QUIT).
 const ERR_NOT_IN_MULTI: &str = "ERR Command not allowed inside a transaction";
 
@@ -66,6 +72,49 @@ impl Txn {
     /// Inside `MULTI`: how many commands are queued.
     pub fn queued(&self) -> Option<usize> {
         self.queue.as_ref().map(Vec::len)
+    }
+
+    /// Redis's refusal of a command that may grow memory while used memory
+    /// is above `maxmemory` (`over`: it is): the command (flagged
+    /// `denyoom` in the table) gets `-OOM`, and inside `MULTI` the
+    /// transaction is flagged to fail at `EXEC`; an `EXEC` whose queue holds
+    /// such a command is refused and the transaction discarded. `None`:
+    /// the command goes on.
+    pub fn oom_gate(&mut self, args: &Command, over: bool) -> Option<Reply> {
+        if !over {
+            return None;
+        }
+        let denyoom = |c: &Command| {
+            c.first()
+                .and_then(|n| crate::cmd::table::spec(n))
+                .is_some_and(|s| s.has("denyoom"))
+        };
+        let name = args.first()?;
+        if name.eq_ignore_ascii_case(b"exec") && args.len() == 1 {
+            let queued = self.queue.as_ref()?;
+            let grows = |w: &WriteCmd| match w {
+                WriteCmd::Data { args, .. } => denyoom(args),
+                WriteCmd::Set { .. }
+                | WriteCmd::MSet { .. }
+                | WriteCmd::IncrBy { .. }
+                | WriteCmd::Append { .. } => true,
+                _ => false,
+            };
+            if !queued.iter().any(grows) {
+                return None;
+            }
+            *self = Txn::default();
+            return Some(Reply::err(format!(
+                "EXECABORT Transaction discarded because of: {ERR_OOM}"
+            )));
+        }
+        if !denyoom(args) {
+            return None;
+        }
+        if self.in_multi() {
+            self.failed = true;
+        }
+        Some(Reply::err(ERR_OOM.to_string()))
     }
 
     /// Records the versions `WATCH` read (key, version).
@@ -145,24 +194,55 @@ impl Txn {
         if let Err(r) = precheck(args) {
             return self.refuse(r);
         }
+        // SAVE, SHUTDOWN, ...: the table flags what Redis refuses here.
+        if crate::cmd::table::spec(&args[0]).is_some_and(|s| s.has("no_multi")) {
+            return self.refuse(Reply::err(ERR_NOT_IN_MULTI));
+        }
         let cmd = match classify(args.clone(), now) {
             Action::Write(op) => op.cmd,
             Action::Read(ReadCmd::Data { args, seed }) => WriteCmd::Query { args, seed },
-            Action::Read(_) | Action::Reply(_) => WriteCmd::Query {
+            // TIME answers with the clock of its place in the transaction.
+            Action::Reply(_) if args[0].eq_ignore_ascii_case(b"time") => WriteCmd::Query {
                 args: args.clone(),
                 seed: 0,
+            },
+            // The rest is the same whenever it is answered: answered now.
+            Action::Reply(r) => WriteCmd::Answer {
+                reply: r.to_bytes(),
+            },
+            Action::Read(ReadCmd::Info(_)) => WriteCmd::Answer {
+                reply: Reply::err("ERR INFO is not served inside a transaction").to_bytes(),
             },
             Action::Quit => {
                 // QUIT discards the transaction and closes.
                 *self = Txn::default();
                 return Step::Pass;
             }
-            Action::Member(_) | Action::PubSub(_) | Action::Setting(_) => {
+            // A CONFIG SET that cannot succeed is queued as its error, which
+            // EXEC then answers in its place (Redis runs it there and fails);
+            // one that can is refused: settings are the member's, not an op.
+            Action::Setting(crate::dispatch::SettingCmd::ConfigSet(p)) => {
+                match crate::config::Config::default().set(&p) {
+                    Err(e) => WriteCmd::Answer {
+                        reply: Reply::err(e.to_string()).to_bytes(),
+                    },
+                    Ok(_) => return self.refuse(Reply::err(ERR_NOT_IN_MULTI)),
+                }
+            }
+            Action::Member(_) | Action::PubSub(_) | Action::Setting(_) | Action::Debug(_) => {
                 return self.refuse(Reply::err(ERR_NOT_IN_MULTI));
             }
         };
         queue.push(cmd);
         Step::Reply(Reply::Simple("QUEUED".into()))
+    }
+
+    /// A command refused before it was queued (`NOPERM`, access control):
+    /// `EXEC` will abort (when in MULTI).
+    pub fn flag_refused(&mut self) {
+        if self.in_multi() {
+            self.failed = true;
+        }
     }
 
     /// An error before EXEC: answered now, and EXEC will abort (when in

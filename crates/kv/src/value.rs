@@ -1,5 +1,5 @@
-//! [`Value`]: what a key holds — a string, a hash, a list, a set or a
-//! sorted set — and the pieces the data-type commands share: the WRONGTYPE
+//! [`Value`]: what a key holds — a string, a hash, a list, a set, a
+//! sorted set or a stream — and the pieces the data-type commands share: the WRONGTYPE
 //! error, the sorted set's score ([`Score`]), a seeded PRNG for the
 //! commands that pick at random ([`SplitMix`]), and the cursor of the
 //! `SCAN` family ([`scan_page`]).
@@ -118,6 +118,8 @@ pub enum Value {
     Set(OrdSet<Vec<u8>>),
     /// A sorted set.
     ZSet(ZSet),
+    /// A stream ([`crate::data::stream`]).
+    Stream(crate::data::stream::Stream),
 }
 
 impl Value {
@@ -129,6 +131,7 @@ impl Value {
             Value::List(_) => "list",
             Value::Set(_) => "set",
             Value::ZSet(_) => "zset",
+            Value::Stream(_) => "stream",
         }
     }
 
@@ -140,6 +143,8 @@ impl Value {
             Value::List(l) => l.is_empty(),
             Value::Set(s) => s.is_empty(),
             Value::ZSet(z) => z.is_empty(),
+            // An empty stream is a key (Redis keeps it).
+            Value::Stream(_) => false,
         }
     }
 }

@@ -5,8 +5,7 @@
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use xlane_kv::raft::{LogFsync, OpenReport, StorageConfig};
@@ -16,20 +15,7 @@ use xlane_kv::{Peer, RaftConfig, RaftReplicator, Replicator, Stats};
 mod support;
 use support::cluster::{TEST_LATENCY_NS, TEST_PERIOD_NS};
 use support::differential;
-
-fn tool(name: &str, package: &str) -> PathBuf {
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    for dir in std::env::split_paths(&path) {
-        let p = dir.join(name);
-        if p.is_file() {
-            return p;
-        }
-    }
-    panic!(
-        "{name} not found in PATH: install the Debian package {package} \
-         (apt-get install -y {package}); scripts/test.sh does this"
-    );
-}
+use support::real_redis::{tool, RealRedis};
 
 /// What a test talks to: a single node (a one-member raft group), or a
 /// three-member group; both serve their clients on the raft driver's
@@ -243,7 +229,7 @@ SMEMBERS s
 QUEUED\nQUEUED\nQUEUED\nQUEUED\n1\n3\nv2\n\
 WRONGTYPE Operation against a key holding the wrong kind of value\n\n\
 OK\napp\nhash\n1\nx\n";
-    let redis = start_redis_server();
+    let redis = RealRedis::start();
     assert_eq!(cli_script(redis.port, script), want, "redis-server itself");
     let srv = Target::single();
     let got = cli_script(srv.port(), script);
@@ -304,7 +290,7 @@ fn python_redis_package_works_unmodified() {
         );
         assert_eq!(String::from_utf8_lossy(&out.stdout), "ok\n", "{err}");
     };
-    let redis = start_redis_server();
+    let redis = RealRedis::start();
     run(redis.port);
     for srv in [Target::single(), Target::cluster()] {
         run(srv.port());
@@ -339,7 +325,7 @@ fn rust_redis_crate_works_unmodified() {
         assert_eq!(err.code(), Some("WRONGTYPE"));
         Ok(())
     };
-    let redis = start_redis_server();
+    let redis = RealRedis::start();
     run(redis.port).expect("against redis-server");
     for srv in [Target::single(), Target::cluster()] {
         run(srv.port()).expect("against xlane kv");
@@ -685,57 +671,9 @@ fn follower_redirects_and_redis_cli_c_follows() {
     follower.shutdown();
 }
 
-struct RedisServer {
-    child: Child,
-    port: u16,
-}
-
-impl Drop for RedisServer {
-    fn drop(&mut self) {
-        // Only the process this test started, by PID.
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn start_redis_server() -> RedisServer {
-    let bin = tool("redis-server", "redis-server");
-    let port = xlane_testports::tcp().port();
-    let dir = tempfile::tempdir().expect("tempdir");
-    let child = Command::new(bin)
-        .args([
-            "--port",
-            &port.to_string(),
-            "--bind",
-            "127.0.0.1",
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-            "--daemonize",
-            "no",
-            "--dir",
-        ])
-        .arg(dir.keep())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start redis-server");
-    let rs = RedisServer { child, port };
-    let t0 = Instant::now();
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(
-            t0.elapsed() < Duration::from_secs(10),
-            "redis-server did not start"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    rs
-}
-
 #[test]
 fn same_replies_as_real_redis_server() {
-    let redis = start_redis_server();
+    let redis = RealRedis::start();
     let ours = Target::single();
     let table = [
         "FLUSHDB",
@@ -873,7 +811,7 @@ fn random_streams_over_all_types_match_redis_server() {
     };
     let n = env("XLANE_KV_DIFF_COMMANDS", 100_000) as usize;
     let seed = env("XLANE_KV_DIFF_SEED", 14);
-    let redis = start_redis_server();
+    let redis = RealRedis::start();
     let redis_addr = format!("127.0.0.1:{}", redis.port).parse().expect("addr");
     // The single node and a three-member cluster in RESP2, and the single
     // node again after `HELLO 3` on both servers (every reply in RESP3's
@@ -901,6 +839,18 @@ fn random_streams_over_all_types_match_redis_server() {
             // type (finds where two key spaces part without a reply
             // differing; inside a transaction they queue and run at EXEC,
             // on both servers alike).
+            // XLANE_KV_DIFF_TRACE=2: the sorted sets' members and scores
+            // too (a score or an order that parts shows at once).
+            if env("XLANE_KV_DIFF_TRACE", 0) == 2 {
+                for k in ["z0", "z1", "z2"] {
+                    cmds.push(
+                        ["ZRANGE", k, "0", "-1", "WITHSCORES"]
+                            .map(String::from)
+                            .to_vec(),
+                    );
+                    cmds.push(["OBJECT", "ENCODING", k].map(String::from).to_vec());
+                }
+            }
             if env("XLANE_KV_DIFF_TRACE", 0) == 1 {
                 for t in ["string", "hash", "list", "set", "zset"] {
                     cmds.push(

@@ -15,6 +15,7 @@ use std::time::Instant;
 
 use common::{Faults, Scenario};
 use rand::Rng;
+use xlane_kv::exec::Apply;
 use xlane_kv::{Reply, SetCond, SetTtl, Store, WriteCmd, WriteOp};
 use xlane_lincheck::{
     check, CheckOptions, HistoryRecorder, KvCall, KvInput, KvModel, KvOutput, OpHandle, Verdict,

@@ -1,4 +1,4 @@
-//! `xlane kv`: a Redis-compatible (RESP2) key-value server.
+//! `xlane kv`: a Redis-compatible (RESP2 and RESP3) key-value server.
 //!
 //! * `xlane kv serve` — serves GET/SET/INCR/EXPIRE/... to any Redis client
 //!   (redis-cli, redis-benchmark, client libraries), either on one node (a
@@ -32,7 +32,7 @@ pub struct Args {
 
 #[derive(clap::Subcommand)]
 enum Cmd {
-    /// Serve the Redis protocol (RESP2) on TCP: single node, or replicated.
+    /// Serve the Redis protocol (RESP2 and RESP3) on TCP: single node, or replicated.
     ///
     /// Without --peer: a single node, which is a raft group of one member
     /// (id 1) served by the same event loop as a cluster member; its raft
@@ -60,15 +60,15 @@ enum Cmd {
     /// travel in the raft log and snapshots: --peer is only where a member
     /// starts from.
     ///
-    /// Commands: strings (GET SET(NX XX EX PX EXAT PXAT KEEPTTL GET) INCR
-    /// DECR INCRBY DECRBY MGET MSET APPEND STRLEN ...), hashes (H*), lists
-    /// (L*, R*, LMOVE), sets (S*), sorted sets (Z*), keys (DEL UNLINK
-    /// EXISTS TYPE KEYS SCAN RENAME COPY EXPIRE PEXPIRE EXPIREAT PERSIST TTL
-    /// PTTL RANDOMKEY), transactions (MULTI EXEC DISCARD WATCH UNWATCH),
-    /// server (PING ECHO INFO DBSIZE FLUSHDB FLUSHALL TIME COMMAND
-    /// CONFIG(GET) SELECT(0) HELLO(2 3) CLIENT(LIST INFO SETNAME ...) READONLY
-    /// READWRITE QUIT), CLUSTER(SLOTS SHARDS NODES INFO MYID KEYSLOT),
-    /// RAFT.NODE(ADD REMOVE) RAFT.NODES RAFT.TRANSFER_LEADER; the whole list with how each is
+    /// Commands: Redis 7.0's strings, bitmaps, HyperLogLog, keys and
+    /// expiry (DUMP/RESTORE, SORT, OBJECT), hashes, lists, sets, sorted sets,
+    /// geo, streams (consumer groups included), blocking pops (BLPOP ...
+    /// BZMPOP, XREAD/XREADGROUP BLOCK), transactions, pub/sub, access
+    /// control (AUTH, ACL, --requirepass, --aclfile), CLIENT (TRACKING ...),
+    /// CONFIG, INFO, COMMAND, HELLO 2/3, RESET, SHUTDOWN; CLUSTER(SLOTS
+    /// SHARDS NODES INFO MYID KEYSLOT), RAFT.NODE(ADD REMOVE) RAFT.NODES
+    /// RAFT.TRANSFER_LEADER. Not yet: scripting (EVAL, FUNCTION), WAIT, ROLE,
+    /// MONITOR, sharded pub/sub. The whole list with how each is
     /// replicated is docs/kv-commands.md. One database. Runs until SIGTERM
     /// or SIGINT, which stop it cleanly (the raft log written and fsynced,
     /// controller tunnels given back, exit status 0), or until killed.
@@ -99,6 +99,15 @@ struct ServeArgs {
     /// its --peer entry, else 127.0.0.1:6380.
     #[arg(long)]
     bind: Option<String>,
+    /// The `default` user's password (Redis' `requirepass`): clients must
+    /// `AUTH` first. Every member of a cluster must be given the same.
+    #[arg(long, value_name = "PASS")]
+    requirepass: Option<String>,
+    /// An ACL file (Redis' `aclfile`: `user <name> <rules...>` lines),
+    /// loaded at start, read again by `ACL LOAD` and written by `ACL SAVE`.
+    /// Every member of a cluster must be given the same file.
+    #[arg(long, value_name = "FILE")]
+    aclfile: Option<PathBuf>,
     /// Raft id of this node (cluster mode; must appear in a --peer).
     #[arg(long)]
     id: Option<u64>,
@@ -314,6 +323,7 @@ fn serve_single(a: ServeArgs, fsync: LogFsync) -> super::CmdResult {
         a.max_latency_ms * 1_000_000,
     )?;
     cfg.node.snapshot_interval = a.snapshot_interval;
+    cfg.acl = acl_start(&a);
     let limits = Limits {
         max_bulk: a.max_bulk,
         ..Limits::default()
@@ -436,6 +446,14 @@ fn kv_metrics(repl: &RaftReplicator, stats: &Stats) -> Vec<xlane_metrics::Family
     ];
     v.extend(lane);
     v
+}
+
+/// The users' start settings of `--requirepass` and `--aclfile`.
+fn acl_start(a: &ServeArgs) -> xlane_kv::session::AclStart {
+    xlane_kv::session::AclStart {
+        requirepass: a.requirepass.as_ref().map(|p| p.as_bytes().to_vec()),
+        aclfile: a.aclfile.clone(),
+    }
 }
 
 /// Warns about a torn tail cut from the raft log at start.
@@ -570,6 +588,7 @@ fn serve_raft(a: ServeArgs, fsync: LogFsync) -> super::CmdResult {
         cfg.bind = r;
     }
     cfg.node.snapshot_interval = a.snapshot_interval;
+    cfg.acl = acl_start(&a);
     let bind = a.bind.clone().unwrap_or_else(|| me.client.clone());
     // The client port is bound first so a taken port fails before raft starts.
     let listener = std::net::TcpListener::bind(&bind)?;

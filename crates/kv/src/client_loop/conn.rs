@@ -4,7 +4,7 @@
 
 use super::{Deferred, Registry, MAX_QUEUED, OUT_HIGH};
 use crate::client_list::ClientFacts;
-use crate::commands::ReadCmd;
+use crate::dispatch::ReadCmd;
 use crate::op::{WriteCmd, WriteOp};
 use crate::resp::{decode_reply, Command, Parser, Reply};
 use crate::session::Session;
@@ -29,6 +29,13 @@ pub(super) enum Slot {
     },
     /// Its membership change to be applied.
     Member,
+    /// A `PUBLISH` to this channel to be applied (its reply counts this
+    /// member's receivers then).
+    Publish(Vec<u8>),
+    /// A blocking command waiting for its keys, its timeout or
+    /// `CLIENT UNBLOCK` (see `super::blocking`); nothing later on the
+    /// connection runs meanwhile.
+    Blocked,
     /// Nothing: the reply is ready, behind an earlier one that is not.
     Done(Vec<u8>),
 }
@@ -47,6 +54,8 @@ pub(super) enum Ask {
 pub(super) struct Query {
     pub(super) ask: Ask,
     pub(super) shape: Option<Box<Shape>>,
+    /// Its reply is not sent (`CLIENT REPLY OFF|SKIP`).
+    pub(super) silent: bool,
 }
 
 impl Query {
@@ -59,8 +68,12 @@ impl Query {
         }
     }
 
-    /// Appends `reply` to `out` in the connection's protocol.
+    /// Appends `reply` to `out` in the connection's protocol (nothing if it
+    /// is silent).
     pub(super) fn encode(&self, reply: Reply, out: &mut Vec<u8>) {
+        if self.silent {
+            return;
+        }
         match &self.shape {
             Some(s) => s.encode(reply, out),
             None => reply.encode(out),
@@ -71,6 +84,8 @@ impl Query {
 pub(super) struct Pending {
     pub(super) token: u64,
     pub(super) slot: Slot,
+    /// Its reply is not sent (`CLIENT REPLY OFF|SKIP`).
+    pub(super) silent: bool,
     /// On a RESP3 connection: the command its reply is shaped by.
     pub(super) shape: Option<Box<Shape>>,
 }
@@ -180,20 +195,56 @@ pub(super) struct Conn {
     pub(super) last_input: Instant,
     /// The first word of its last command (`CLIENT LIST`'s `cmd`).
     pub(super) last_cmd: Vec<u8>,
+    /// A blocking command of it waits (a [`Slot::Blocked`] request, or its
+    /// serving write in flight).
+    pub(super) blocked: bool,
+    /// `CLIENT REPLY`.
+    pub(super) replies: ReplyMode,
+}
+
+/// Which replies a connection gets (`CLIENT REPLY`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(super) enum ReplyMode {
+    /// Every reply.
+    #[default]
+    On,
+    /// None.
+    Off,
+    /// None for this many more commands, then every reply again.
+    Skip(u8),
 }
 
 impl Conn {
     pub(super) fn stalled(&self) -> bool {
         self.quit
+            || self.blocked
             || self.read_waiting
             || self.deferred.is_some()
             || self.queue.len() >= MAX_QUEUED
             || self.out.len() >= OUT_HIGH
     }
 
+    /// Whether the command being answered gets its reply (`CLIENT REPLY`).
+    pub(super) fn take_reply(&mut self) -> bool {
+        match self.replies {
+            ReplyMode::On => true,
+            ReplyMode::Off => false,
+            ReplyMode::Skip(n) => {
+                self.replies = match n {
+                    0 | 1 => ReplyMode::On,
+                    n => ReplyMode::Skip(n - 1),
+                };
+                false
+            }
+        }
+    }
+
     /// Queues a reply behind the pending ones (or straight out), in the
     /// connection's protocol.
     pub(super) fn emit(&mut self, reply: &Reply) {
+        if !self.take_reply() {
+            return;
+        }
         if let Some(s) = &self.shape {
             let mut b = Vec::new();
             s.encode(reply.clone(), &mut b);
@@ -204,6 +255,7 @@ impl Conn {
             self.queue.push_back(Pending {
                 token: 0,
                 slot: Slot::Done(reply.to_bytes()),
+                silent: false,
                 shape: None,
             });
         }
@@ -227,6 +279,7 @@ impl Conn {
             self.queue.push_back(Pending {
                 token: 0,
                 slot: Slot::Done(bytes),
+                silent: false,
                 shape: None,
             });
         }
@@ -261,7 +314,13 @@ impl Conn {
     /// Queues a request that waits for `slot`'s outcome.
     pub(super) fn wait(&mut self, token: u64, slot: Slot) {
         let shape = self.shape.clone();
-        self.queue.push_back(Pending { token, slot, shape });
+        let silent = !self.take_reply();
+        self.queue.push_back(Pending {
+            token,
+            slot,
+            silent,
+            shape,
+        });
     }
 
     /// What `CLIENT LIST` says of it.
@@ -283,6 +342,7 @@ impl Conn {
             obl: self.out.len(),
             cmd: String::from_utf8_lossy(&self.last_cmd).to_ascii_lowercase(),
             resp: if self.session.resp3 { 3 } else { 2 },
+            user: String::from_utf8_lossy(self.session.user_name()).into_owned(),
         }
     }
 
@@ -295,10 +355,13 @@ impl Conn {
         {
             if let Some(Pending {
                 slot: Slot::Done(b),
+                silent,
                 ..
             }) = self.queue.pop_front()
             {
-                self.out.extend_from_slice(&b);
+                if !silent {
+                    self.out.extend_from_slice(&b);
+                }
             }
         }
     }

@@ -51,19 +51,26 @@
 //! connection with [`MAX_QUEUED`] unanswered requests or
 //! [`OUT_HIGH`] unsent reply bytes is not read until it drains.
 
+mod admin;
+mod auth;
+mod blocking;
 mod conn;
 mod reads;
+mod tracking;
+use blocking::{Waiter, Waiters};
 use conn::{Ask, Conn, Pending, Query, Shape, Slot};
 use reads::{each, quiet_ask, Answer};
 
-use crate::client_list::{command_name, list_reply, ClientFacts, ListFilter};
-use crate::commands::{classify, config_get, Action, MemberCmd, PubSubCmd, SettingCmd};
+use crate::dispatch::{classify, config_get, Action, MemberCmd, PubSubCmd, SettingCmd};
+use crate::exec::Apply;
 use crate::members::{encode_member, Members, Peer};
-use crate::pubsub::{subscribed_pong, NotifyFlags, Registry};
-use crate::raft::{replica_error, READ_RETRIES};
-use crate::replicator::{ReplicaError, SharedStore};
-use crate::resp::{Command, Limits, Parser, Reply};
-use crate::session::{now_ms, replica_error_reply, session_command, Session, Stats};
+use crate::notify::NotifyFlags;
+use crate::op::{WriteCmd, WriteOp};
+use crate::pubsub::{subscribed_pong, Registry};
+use crate::replicator::{replica_error, ReplicaError, SharedStore, READ_RETRIES, READ_UNCONFIRMED};
+use crate::resp::{Limits, Parser, Reply};
+use crate::session::{now_ms, replica_error_reply, session_command, Stats};
+use crate::store::DataConfig;
 use crate::txn::Step;
 use std::collections::VecDeque;
 use std::io::{ErrorKind, Read, Write};
@@ -77,14 +84,6 @@ use xlane_xraft::ConfChangeType;
 
 /// Bytes of a command's name kept for `CLIENT LIST`.
 const MAX_CMD_NAME: usize = 32;
-
-/// `CLIENT LIST ...` or `CLIENT INFO`: answered from every connection.
-fn is_client_listing(args: &Command) -> bool {
-    args.len() >= 2
-        && args[0].eq_ignore_ascii_case(b"client")
-        && (args[1].eq_ignore_ascii_case(b"list")
-            || (args[1].eq_ignore_ascii_case(b"info") && args.len() == 2))
-}
 
 /// Ready descriptors handled per turn.
 pub const MAX_EVENTS: usize = 64;
@@ -189,6 +188,7 @@ macro_rules! answer_ctx {
             store: &$loop.store,
             tokens: &mut $loop.tokens,
             members: &$loop.members,
+            facts: &$loop.facts,
             me: $loop.me,
             id: $id,
             budget: &mut $loop.budget,
@@ -221,7 +221,9 @@ pub struct ClientLoop {
     chunk: Vec<u8>,
     /// Subscriptions of the connections.
     subs: Registry,
-    /// This member's `notify-keyspace-events`.
+    /// This member's configuration (`CONFIG GET/SET`).
+    config: crate::config::Config,
+    /// Its `notify-keyspace-events`, parsed.
     notify: NotifyFlags,
     /// The event classes the store queues now.
     store_classes: NotifyFlags,
@@ -231,7 +233,28 @@ pub struct ClientLoop {
     expiry: crate::expiry::ExpiryCycle,
     /// What is left of this turn's [`ANSWER_BUDGET`].
     budget: usize,
+    /// Connections blocked on keys or timers ([`blocking`]).
+    waiters: Waiters,
+    /// The leader's active expiry runs (`DEBUG SET-ACTIVE-EXPIRE`).
+    active_expire: bool,
+    /// A `CLIENT PAUSE` in force.
+    pause: Option<admin::Pause>,
+    /// What `INFO` tells beside the store, and when it was taken (at most
+    /// every [`FACTS_EVERY`]: it walks the connections).
+    facts: crate::info::Facts,
+    facts_at: Option<Instant>,
+    /// Client-side caching (`CLIENT TRACKING`).
+    tracking: tracking::Tracking,
+    /// Ops of `NOLOOP` tracking connections in flight.
+    own_ops: tracking::OwnOps,
+    /// Invalidations to send at the end of the turn.
+    invalidations: Vec<tracking::Invalidation>,
+    /// Access control: the ACL log, the ACL file ([`auth`]).
+    access: auth::Access,
 }
+
+/// How stale `INFO`'s member facts may be.
+const FACTS_EVERY: std::time::Duration = std::time::Duration::from_millis(20);
 
 impl ClientLoop {
     /// Serves `listener` for member `me` of `members`, reading from `store`.
@@ -268,11 +291,21 @@ impl ClientLoop {
             events: vec![libc::epoll_event { events: 0, u64: 0 }; MAX_EVENTS],
             chunk: vec![0; 64 << 10],
             subs: Registry::new(),
+            config: crate::config::Config::default(),
             notify: NotifyFlags::NONE,
             store_classes: NotifyFlags::NONE,
             outbox: Vec::new(),
             expiry: Default::default(),
             budget: ANSWER_BUDGET,
+            waiters: Waiters::default(),
+            active_expire: true,
+            pause: None,
+            facts: crate::info::Facts::default(),
+            facts_at: None,
+            tracking: Default::default(),
+            own_ops: Default::default(),
+            invalidations: Vec::new(),
+            access: Default::default(),
         })
     }
 
@@ -282,6 +315,16 @@ impl ClientLoop {
     /// against the quorum.
     pub fn check_peers_with(mut self, check: PeerCheck) -> ClientLoop {
         self.check = check;
+        self
+    }
+
+    /// The users' start settings (`--requirepass`, `--aclfile`: the file
+    /// `ACL LOAD` reads and `ACL SAVE` writes), shown by `CONFIG GET`.
+    pub fn with_acl(mut self, start: crate::session::AclStart) -> ClientLoop {
+        if let Some(f) = start.file_name() {
+            let _ = self.config.set_at_start("aclfile", &f);
+        }
+        self.access.start = start;
         self
     }
 
@@ -304,12 +347,13 @@ impl ClientLoop {
             }
             let _ = stream.set_nodelay(true);
             self.stats.connections.fetch_add(1, Ordering::Relaxed);
+            let session = self.fresh_session();
             self.conns.insert(
                 id,
                 Conn {
                     stream,
                     parser: Parser::new(self.limits),
-                    session: Session::new(),
+                    session,
                     out: Vec::new(),
                     queue: VecDeque::new(),
                     read_waiting: false,
@@ -325,6 +369,8 @@ impl ClientLoop {
                     since: Instant::now(),
                     last_input: Instant::now(),
                     last_cmd: Vec::new(),
+                    blocked: false,
+                    replies: Default::default(),
                 },
             );
         }
@@ -463,6 +509,9 @@ impl ClientLoop {
                         }
                     };
                     self.stats.commands.fetch_add(1, Ordering::Relaxed);
+                    if let Some(name) = args.first() {
+                        self.stats.count_call(name);
+                    }
                     c.last_cmd.clear();
                     c.last_cmd
                         .extend_from_slice(&args[0][..args[0].len().min(MAX_CMD_NAME)]);
@@ -470,6 +519,46 @@ impl ClientLoop {
                 }
             };
             c.shape = c.session.resp3.then(|| Shape::of(&args, None));
+            // Access control first (auth::Gate): NOAUTH, NOPERM, AUTH,
+            // HELLO, ACL.
+            let gated = self.acl_gate(id, &args);
+            let Some(again) = self.conns.get_mut(&id) else {
+                return;
+            };
+            c = again;
+            let gated = match gated {
+                auth::Gate::Pass => None,
+                auth::Gate::Reply(r) => {
+                    c.emit(&r);
+                    continue;
+                }
+                auth::Gate::Action(a) => Some(a),
+            };
+            // `maxmemory`: a command that may grow memory is refused while
+            // this process uses more (crate::txn::Txn::oom_gate).
+            let maxmemory = self.config.number("maxmemory");
+            if maxmemory > 0 {
+                let over = crate::info::used_memory() > maxmemory;
+                if let Some(r) = c.session.txn.oom_gate(&args, over) {
+                    c.emit(&r);
+                    continue;
+                }
+            }
+            if let Some(p) = self.pause {
+                let unpause = args.len() == 2
+                    && args[0].eq_ignore_ascii_case(b"client")
+                    && args[1].eq_ignore_ascii_case(b"unpause");
+                let held = Instant::now() < p.until
+                    && !unpause
+                    && (p.all || crate::cmd::table::spec(&args[0]).is_some_and(|s| s.has("write")));
+                if held {
+                    // Runs when the pause ends (`turn` wakes every
+                    // connection then).
+                    c.held = Some(args);
+                    c.more = true;
+                    break;
+                }
+            }
             if joining {
                 let subscribed = self.subs.count(id) > 0;
                 let now = *clock.get_or_insert_with(now_ms);
@@ -477,7 +566,12 @@ impl ClientLoop {
                     quiet_ask(&args, c, subscribed, &self.store, leader, now).map(|ask| Query {
                         ask,
                         shape: c.shape.clone(),
+                        silent: false,
                     });
+                let q = q.map(|mut q| {
+                    q.silent = !c.take_reply();
+                    q
+                });
                 match q.map(|q| c.join(q)) {
                     Some(Ok(())) => continue,
                     _ => {
@@ -488,14 +582,16 @@ impl ClientLoop {
                     }
                 }
             }
-            if is_client_listing(&args) && !c.session.txn.in_multi() {
-                let reply = self.client_listing(id, &args);
+            if !c.session.txn.in_multi() {
+                let reply = self.client_admin(id, &args);
                 let Some(again) = self.conns.get_mut(&id) else {
                     return;
                 };
                 c = again;
-                c.emit(&reply);
-                continue;
+                if let Some(reply) = reply {
+                    c.emit(&reply);
+                    continue;
+                }
             }
             if self.subs.count(id) > 0 {
                 if let Some(bytes) = subscribed_only(&args) {
@@ -509,26 +605,107 @@ impl ClientLoop {
                 c.emit(&r);
                 continue;
             }
+            if self.tracking.active() {
+                let in_multi = c.session.txn.in_multi();
+                self.track_command(id, &args, in_multi);
+                let Some(again) = self.conns.get_mut(&id) else {
+                    return;
+                };
+                c = again;
+            }
             let now = *clock.get_or_insert_with(now_ms);
-            let action = match c.session.txn.step(&args, now) {
-                Step::Pass => classify(args, now),
-                Step::Reply(r) => Action::Reply(r),
-                Step::Exec(op) => {
+            let step = match gated {
+                Some(a) => Err(a),
+                None => Ok(c.session.txn.step(&args, now)),
+            };
+            let action = match step {
+                Err(a) => a,
+                Ok(Step::Pass) => classify(args, now),
+                Ok(Step::Reply(r)) => Action::Reply(r),
+                Ok(Step::Exec(op)) => {
                     if c.session.resp3 {
                         c.shape = Some(Shape::of(&args, Some(&Step::Exec(op.clone()))));
                     }
                     Action::Write(op)
                 }
-                Step::Watch(keys) => {
+                Ok(Step::Watch(keys)) => {
                     c.deferred = Some(Deferred::Watch(keys));
                     continue;
                 }
+            };
+            let action = match action {
+                Action::Setting(SettingCmd::ConfigSet(pairs)) => {
+                    let a = config_set(&mut self.config, &mut self.notify, &pairs, now);
+                    auth::acl_config(&self.config, &mut self.access);
+                    a
+                }
+                a => a,
             };
             match action {
                 Action::Reply(r) => c.emit(&r),
                 Action::Quit => {
                     c.emit(&Reply::ok());
                     c.quit = true;
+                }
+                Action::Write(mut op)
+                    if leader && !c.session.txn.in_multi() && block_info(&op).is_some() =>
+                {
+                    // `$` of a blocking XREAD: the last ID as of now.
+                    if let (WriteCmd::Data { args, .. }, Ok(s)) = (&mut op.cmd, self.store.read()) {
+                        crate::cmd::pin_block_ids(&s, args);
+                    }
+                    let Some(b) = block_info(&op) else {
+                        continue;
+                    };
+                    let quiet = self.store.read().ok().and_then(|s| s.unchanged_reply(&op));
+                    let WriteCmd::Data { args, .. } = op.cmd else {
+                        continue;
+                    };
+                    let mut w = Waiter {
+                        args,
+                        keys: b.keys,
+                        deadline: b.timeout.map(|t| Instant::now() + t),
+                        timeout_reply: b.nothing.clone(),
+                        in_flight: None,
+                    };
+                    match quiet {
+                        // Nothing to take: it blocks.
+                        Some(r) if r == b.nothing => {
+                            c.wait(0, Slot::Blocked);
+                            c.blocked = true;
+                            self.waiters.block(id, w);
+                        }
+                        // An error (WRONGTYPE) or what it would take now.
+                        Some(r) => c.emit(&r),
+                        None => {
+                            let token = self.tokens.issue(id);
+                            let op = WriteOp::new(
+                                op.ts_ms,
+                                WriteCmd::Data {
+                                    args: w.args.clone(),
+                                    seed: next_seed_of(token),
+                                },
+                            );
+                            let bytes = op.encode();
+                            if self.tracking.clients.get(&id).is_some_and(|t| t.noloop) {
+                                self.own_ops.proposed(id, token, &bytes);
+                            }
+                            match sub.propose(bytes, token) {
+                                Ok(()) => {
+                                    c.wait(token, Slot::Write);
+                                    c.blocked = true;
+                                    w.in_flight = Some(token);
+                                    self.waiters.block(id, w);
+                                }
+                                Err(e) => {
+                                    self.tokens.take(token);
+                                    let e =
+                                        replica_error(e, |h| self.members.client_of(self.me, h));
+                                    c.emit(&replica_error_reply(&e, None));
+                                }
+                            }
+                        }
+                    }
                 }
                 Action::Write(op) => {
                     // A write that would change nothing, with nothing of
@@ -546,13 +723,22 @@ impl ClientLoop {
                         } else {
                             let shape = c.shape.clone();
                             let ask = Ask::Write(op);
-                            c.deferred = Some(Deferred::Reads(vec![Query { ask, shape }]));
+                            let silent = !c.take_reply();
+                            c.deferred = Some(Deferred::Reads(vec![Query { ask, shape, silent }]));
                         }
                         continue;
                     }
                     let token = self.tokens.issue(id);
-                    match sub.propose(op.encode(), token) {
-                        Ok(()) => c.wait(token, Slot::Write),
+                    let slot = match &op.cmd {
+                        WriteCmd::Publish { channel, .. } => Slot::Publish(channel.clone()),
+                        _ => Slot::Write,
+                    };
+                    let bytes = op.encode();
+                    if self.tracking.clients.get(&id).is_some_and(|t| t.noloop) {
+                        self.own_ops.proposed(id, token, &bytes);
+                    }
+                    match sub.propose(bytes, token) {
+                        Ok(()) => c.wait(token, slot),
                         Err(e) => {
                             self.tokens.take(token);
                             let e = replica_error(e, |h| self.members.client_of(self.me, h));
@@ -604,9 +790,41 @@ impl ClientLoop {
                 // Started at the top of the loop once nothing earlier is
                 // pending (at once if nothing is).
                 Action::Read(cmd) => {
+                    if matches!(cmd, crate::dispatch::ReadCmd::Info(_)) {
+                        // Facts as of now, not of the last refresh.
+                        self.facts_at = None;
+                        self.update_facts(sub);
+                        let Some(again) = self.conns.get_mut(&id) else {
+                            return;
+                        };
+                        c = again;
+                    }
+                    // Keys it reads that are due by this member's clock go
+                    // first, through the log (lazy expiry, as Redis expires
+                    // a key a command meets): the read waits for that op.
+                    let due = match (leader, self.store.read()) {
+                        (true, Ok(s)) => lazy_due(&s, &cmd, now),
+                        _ => Vec::new(),
+                    };
+                    if !due.is_empty() {
+                        let token = self.tokens.issue(id);
+                        let op = WriteOp::new(now, WriteCmd::DelExpired { keys: due });
+                        match sub.propose(op.encode(), token) {
+                            Ok(()) => c.queue.push_back(Pending {
+                                token,
+                                slot: Slot::Write,
+                                silent: true,
+                                shape: None,
+                            }),
+                            Err(_) => {
+                                self.tokens.take(token);
+                            }
+                        }
+                    }
                     let shape = c.shape.clone();
                     let ask = Ask::Read(cmd);
-                    c.deferred = Some(Deferred::Reads(vec![Query { ask, shape }]));
+                    let silent = !c.take_reply();
+                    c.deferred = Some(Deferred::Reads(vec![Query { ask, shape, silent }]));
                 }
                 Action::PubSub(cmd) => {
                     let bytes = match cmd {
@@ -614,20 +832,62 @@ impl ClientLoop {
                         PubSubCmd::PSubscribe(n) => self.subs.subscribe(id, &n, true),
                         PubSubCmd::Unsubscribe(n) => self.subs.unsubscribe(id, &n, false),
                         PubSubCmd::PUnsubscribe(n) => self.subs.unsubscribe(id, &n, true),
-                        PubSubCmd::Publish { channel, message } => {
-                            let outbox = &mut self.outbox;
-                            let n = self
-                                .subs
-                                .publish(&channel, &message, &mut |to, b| outbox.push((to, b)));
-                            Reply::Integer(n as i64).to_bytes()
-                        }
                     };
                     c.emit_bytes(bytes);
                 }
-                Action::Setting(SettingCmd::ConfigGet(p)) => c.emit(&config_get(&p, self.notify)),
-                Action::Setting(SettingCmd::SetNotify(f)) => {
-                    self.notify = f;
+                Action::Setting(SettingCmd::ConfigGet(p)) => {
+                    if let Ok(s) = self.store.read() {
+                        let data = s.data_config();
+                        for name in DataConfig::NAMES {
+                            let v = data.get(name).unwrap_or(0).to_string();
+                            let _ = self.config.set_at_start(name, &v);
+                        }
+                        let pass = String::from_utf8_lossy(s.requirepass()).into_owned();
+                        let _ = self.config.set_at_start("requirepass", &pass);
+                    }
+                    c.emit(&config_get(&self.config, &p))
+                }
+                // Checked and changed at once here; the settings that shape
+                // replicated values go through the log (a write).
+                Action::Setting(SettingCmd::ConfigSet(_)) => {}
+                Action::Debug(crate::debug::DebugCmd::ActiveExpire(on)) => {
+                    self.active_expire = on;
                     c.emit(&Reply::ok());
+                }
+                Action::Debug(crate::debug::DebugCmd::Sleep(d)) => {
+                    c.wait(0, Slot::Blocked);
+                    c.blocked = true;
+                    self.waiters.block(
+                        id,
+                        Waiter {
+                            args: Vec::new(),
+                            keys: Vec::new(),
+                            deadline: Some(Instant::now() + d),
+                            timeout_reply: Reply::ok(),
+                            in_flight: None,
+                        },
+                    );
+                }
+                Action::Debug(crate::debug::DebugCmd::Reload) => {
+                    let r = match self.store.write() {
+                        Ok(mut s) => match crate::store::Store::restore(&s.snapshot()) {
+                            Ok(new) => {
+                                s.replace(new);
+                                Reply::ok()
+                            }
+                            Err(e) => Reply::err(format!("ERR reload failed: {e}")),
+                        },
+                        Err(_) => Reply::err("ERR store lock poisoned"),
+                    };
+                    c.emit(&r);
+                }
+                Action::Debug(cmd) => {
+                    let now = *clock.get_or_insert_with(now_ms);
+                    let r = match self.store.read() {
+                        Ok(s) => crate::debug::read(&cmd, &s, now).unwrap_or_else(Reply::ok),
+                        Err(_) => Reply::err("ERR store lock poisoned"),
+                    };
+                    c.emit(&r);
                 }
             }
         }
@@ -693,6 +953,8 @@ impl ClientLoop {
 
     fn close(&mut self, id: u64) {
         self.subs.drop_conn(id);
+        self.tracking.off(id);
+        self.waiters.unblock(id);
         if let Some(c) = self.conns.remove(&id) {
             let _ = self
                 .epoll
@@ -701,40 +963,142 @@ impl ClientLoop {
         }
     }
 
+    /// Answers the blocked connection `conn` with `reply` and lets it go
+    /// on.
+    fn unblock_with(&mut self, conn: u64, reply: &Reply) {
+        self.waiters.unblock(conn);
+        let Some(c) = self.conns.get_mut(&conn) else {
+            return;
+        };
+        c.blocked = false;
+        if let Some(p) = c.queue.iter_mut().find(|p| matches!(p.slot, Slot::Blocked)) {
+            let bytes = reply.to_bytes();
+            p.slot = Slot::Done(match &p.shape {
+                Some(s) => s.convert(bytes),
+                None => bytes,
+            });
+        }
+        c.release();
+        c.more = true;
+        if !self.again.contains(&conn) {
+            self.again.push(conn);
+        }
+        self.mark(conn);
+    }
+
+    /// The blocked connections' turn (see [`blocking`]): off the leader they
+    /// are sent to it, at their deadline they time out, and the first
+    /// waiter of each key whose command would now take something is served
+    /// by proposing that command.
+    fn serve_waiters(&mut self, sub: &mut dyn Submit) {
+        if self.waiters.is_empty() {
+            return;
+        }
+        let now = Instant::now();
+        let leader = sub.leader() == self.me;
+        let mut done: Vec<(u64, Reply)> = Vec::new();
+        if !leader {
+            let moved = replica_error_reply(
+                &replica_error(ReplicateError::NotLeader(sub.leader()), |h| {
+                    self.members.client_of(self.me, h)
+                }),
+                None,
+            );
+            for conn in self.waiters.idle() {
+                if self
+                    .waiters
+                    .get_mut(conn)
+                    .is_some_and(|w| !w.keys.is_empty())
+                {
+                    done.push((conn, moved.clone()));
+                }
+            }
+        }
+        for conn in self.waiters.timed_out(now) {
+            if let Some(w) = self.waiters.get_mut(conn) {
+                done.push((conn, w.timeout_reply.clone()));
+            }
+        }
+        for (conn, reply) in done {
+            self.unblock_with(conn, &reply);
+        }
+        if !leader {
+            return;
+        }
+        let ready = match self.store.read() {
+            Ok(s) if s.applied() != self.waiters.checked => {
+                self.waiters.checked = s.applied();
+                self.waiters
+                    .ready(&mut |args| !args.is_empty() && crate::cmd::block_ready(&s, args))
+            }
+            _ => Vec::new(),
+        };
+        let ts = now_ms();
+        for conn in ready {
+            let Some(w) = self.waiters.get_mut(conn) else {
+                continue;
+            };
+            let token = self.tokens.issue(conn);
+            let op = WriteOp::new(
+                ts,
+                WriteCmd::Data {
+                    args: w.args.clone(),
+                    seed: next_seed_of(token),
+                },
+            );
+            if sub.propose(op.encode(), token).is_err() {
+                self.tokens.take(token);
+                continue;
+            }
+            w.in_flight = Some(token);
+            if let Some(p) = self
+                .conns
+                .get_mut(&conn)
+                .and_then(|c| c.queue.iter_mut().find(|p| matches!(p.slot, Slot::Blocked)))
+            {
+                p.slot = Slot::Write;
+                p.token = token;
+            }
+        }
+    }
+
+    /// What `INFO` reports of the member, as of now.
+    fn update_facts(&mut self, sub: &dyn Submit) {
+        let now = Instant::now();
+        if self
+            .facts_at
+            .is_some_and(|t| now.duration_since(t) < FACTS_EVERY)
+        {
+            return;
+        }
+        self.facts_at = Some(now);
+        let leader = sub.leader();
+        let f = &mut self.facts;
+        f.cluster = self.members.count() > 1;
+        f.leader = leader == self.me;
+        f.leader_addr = (leader != self.me)
+            .then(|| self.members.client_of(self.me, leader))
+            .flatten();
+        f.members = self.members.count();
+        f.tcp_port = self.listener.local_addr().map_or(0, |a| a.port());
+        f.connected_clients = self.conns.len();
+        f.blocked_clients = self.conns.values().filter(|c| c.blocked).count();
+        f.pubsub_channels = self.subs.channels().count();
+        f.pubsub_patterns = self.subs.patterns();
+        f.total_connections = self.stats.connections.load(Ordering::Relaxed);
+        f.total_commands = self.stats.commands.load(Ordering::Relaxed);
+        f.calls = self.stats.calls();
+        let (clients, keys, items, prefixes) = self.tracking_facts();
+        let f = &mut self.facts;
+        f.tracking_clients = clients;
+        f.tracking_keys = keys;
+        f.tracking_items = items;
+        f.tracking_prefixes = prefixes;
+    }
+
     /// Open connections (for tests and tools).
     pub fn connections(&self) -> usize {
         self.conns.len()
-    }
-
-    /// `CLIENT LIST [TYPE t] [ID id ...]` or `CLIENT INFO` on connection
-    /// `id`.
-    fn client_listing(&self, id: u64, args: &Command) -> Reply {
-        let now = Instant::now();
-        let with_cmd = |cid: u64, c: &Conn| {
-            let mut f = c.facts(cid, &self.subs, now);
-            if cid == id {
-                f.cmd = command_name(args);
-            }
-            f
-        };
-        if args[1].eq_ignore_ascii_case(b"info") {
-            return match self.conns.get(&id) {
-                Some(c) => Reply::bulk(with_cmd(id, c).line()),
-                None => Reply::nil(),
-            };
-        }
-        match ListFilter::parse(&args[2..]) {
-            Ok(filter) => {
-                let mut all: Vec<(u64, ClientFacts)> = self
-                    .conns
-                    .iter()
-                    .map(|(&cid, c)| (c.session.id, with_cmd(cid, c)))
-                    .collect();
-                all.sort_by_key(|(sid, _)| *sid);
-                list_reply(&filter, all.iter().map(|(_, f)| f))
-            }
-            Err(r) => r,
-        }
     }
 
     /// Takes the keyspace events of the writes applied so far from the
@@ -746,11 +1110,13 @@ impl ClientLoop {
         } else {
             self.notify.classes()
         };
-        if classes != self.store_classes || !classes.is_empty() {
+        let subscribed = !self.subs.is_empty();
+        if classes != self.store_classes || !classes.is_empty() || subscribed {
             let events: Vec<_> = match self.store.write() {
                 Ok(mut s) => {
                     let ev = s.drain_events().collect();
                     s.set_notifications(classes);
+                    s.set_subscribers(subscribed);
                     ev
                 }
                 Err(_) => Vec::new(),
@@ -794,6 +1160,91 @@ fn subscribed_only(args: &crate::resp::Command) -> Option<Vec<u8>> {
             ))
             .to_bytes(),
         ),
+    }
+}
+
+/// The keys read `cmd` meets that are due to expire at `now` by this
+/// member's clock (for `KEYS`, `SCAN` and `RANDOMKEY`, a batch of every
+/// due key).
+fn lazy_due(s: &crate::store::Store, cmd: &crate::dispatch::ReadCmd, now: u64) -> Vec<Vec<u8>> {
+    let crate::dispatch::ReadCmd::Data { args, .. } = cmd else {
+        return Vec::new();
+    };
+    let whole = ["keys", "scan", "randomkey"]
+        .iter()
+        .any(|n| args[0].eq_ignore_ascii_case(n.as_bytes()));
+    if whole {
+        return s.due(now, crate::expiry::BATCH_KEYS);
+    }
+    crate::cmd::keys_of(args)
+        .unwrap_or_default()
+        .into_iter()
+        .map(|i| &args[i])
+        .filter(|k| matches!(s.expiry(k, now), Some(Some(t)) if t <= now))
+        .cloned()
+        .collect()
+}
+
+/// The [`crate::cmd::BlockInfo`] of a blocking command's op.
+fn block_info(op: &WriteOp) -> Option<crate::cmd::BlockInfo> {
+    match &op.cmd {
+        WriteCmd::Data { args, .. } => crate::cmd::block_info(args),
+        _ => None,
+    }
+}
+
+/// A seed for the random picks of a write proposed to serve a blocked
+/// client (blocking pops make none; mixed from its token all the same).
+fn next_seed_of(token: u64) -> u64 {
+    crate::value::SplitMix::new(token).next_u64()
+}
+
+/// `CONFIG SET pairs` on a member's `config` (and its parsed
+/// `notify-keyspace-events`): the reply, or, when it sets a
+/// [`DataConfig`] parameter, the write that makes every member take it.
+fn config_set(
+    config: &mut crate::config::Config,
+    notify: &mut NotifyFlags,
+    pairs: &[Vec<u8>],
+    now: u64,
+) -> Action {
+    match config.set(pairs) {
+        Err(e) => Action::Reply(Reply::err(e.to_string())),
+        Ok(names) => {
+            let flags = config.get("notify-keyspace-events").unwrap_or("");
+            *notify = NotifyFlags::parse(flags.as_bytes()).unwrap_or_default();
+            let data: Vec<(Vec<u8>, Vec<u8>)> = names
+                .iter()
+                .filter(|n| DataConfig::NAMES.contains(n))
+                .map(|n| {
+                    (
+                        n.as_bytes().to_vec(),
+                        config.number(n).to_string().into_bytes(),
+                    )
+                })
+                .collect();
+            // `requirepass` changes the replicated users.
+            let pairs_in = pairs;
+            let acl = auth::sets_requirepass(pairs).map(|p| WriteCmd::Acl {
+                args: vec![b"REQUIREPASS".to_vec(), p],
+            });
+            match (data.is_empty(), acl) {
+                (true, None) => Action::Reply(Reply::ok()),
+                (false, None) => {
+                    Action::Write(WriteOp::new(now, WriteCmd::SetConfig { pairs: data }))
+                }
+                (true, Some(a)) => Action::Write(WriteOp::new(now, a)),
+                // One entry for both (exec.rs applies `requirepass` in a
+                // SetConfig as the Acl op does).
+                (false, Some(_)) => {
+                    let mut pairs = data;
+                    if let Some(p) = auth::sets_requirepass(pairs_in) {
+                        pairs.push((b"requirepass".to_vec(), p));
+                    }
+                    Action::Write(WriteOp::new(now, WriteCmd::SetConfig { pairs }))
+                }
+            }
+        }
     }
 }
 
@@ -852,12 +1303,18 @@ impl Frontend for ClientLoop {
         // Expiry as the leader decides it: one bounded batch a turn, token 0
         // (never issued: its outcome is dropped); a follower's is refused.
         let op = match self.store.read() {
-            Ok(s) => self.expiry.poll(&s, now_ms()),
-            Err(_) => None,
+            Ok(s) if self.active_expire => self.expiry.poll(&s, now_ms()),
+            _ => None,
         };
         if let Some(op) = op {
             let _ = sub.propose(op.encode(), 0);
         }
+        if self.pause.is_some_and(|p| Instant::now() >= p.until) {
+            self.pause = None;
+            self.wake_all();
+        }
+        self.serve_waiters(sub);
+        self.update_facts(sub);
         for id in std::mem::take(&mut self.again) {
             self.pump(id, sub);
         }
@@ -893,6 +1350,7 @@ impl Frontend for ClientLoop {
         let Some(id) = self.tokens.take(token) else {
             return;
         };
+        self.own_ops.completed(token);
         let Some(c) = self.conns.get_mut(&id) else {
             return;
         };
@@ -904,8 +1362,29 @@ impl Frontend for ClientLoop {
             replica_error_reply(&e, None).to_bytes()
         };
         let p = &mut c.queue[at];
+        // The write serving a blocked client: taken nothing (another op took
+        // it first), it blocks again, still first in its queues.
+        if let (Some(w), Slot::Write) = (self.waiters.get_mut(id), &p.slot) {
+            if w.in_flight == Some(token) {
+                if matches!(&outcome, Outcome::Applied(b) if *b == w.timeout_reply.to_bytes()) {
+                    w.in_flight = None;
+                    p.slot = Slot::Blocked;
+                    p.token = 0;
+                    self.waiters.checked = 0;
+                    return;
+                }
+                self.waiters.unblock(id);
+                c.blocked = false;
+            }
+        }
         match (&mut p.slot, outcome) {
             (Slot::Write, Outcome::Applied(bytes)) => p.slot = Slot::Done(bytes),
+            // Its receivers on this member (every member hands it to its own).
+            (Slot::Publish(ch), Outcome::Applied(_)) => {
+                let n = self.subs.receivers(ch);
+                p.slot = Slot::Done(Reply::Integer(n as i64).to_bytes());
+            }
+            (Slot::Publish(_), Outcome::Failed(e)) => p.slot = Slot::Done(failed(e)),
             (Slot::Write, Outcome::Failed(e)) => p.slot = Slot::Done(failed(e)),
             (Slot::Member, Outcome::Applied(_)) => p.slot = Slot::Done(Reply::ok().to_bytes()),
             (Slot::Member, Outcome::Failed(ReplicateError::Dropped { indeterminate })) => {
@@ -932,7 +1411,7 @@ impl Frontend for ClientLoop {
                 return;
             }
             (Slot::Read { .. }, Outcome::Failed(ReplicateError::ReadFailed)) => {
-                let e = ReplicaError::Unavailable(crate::raft::READ_UNCONFIRMED.into());
+                let e = ReplicaError::Unavailable(READ_UNCONFIRMED.into());
                 p.slot = Slot::Done(each(&p.slot, replica_error_reply(&e, None).to_bytes()));
                 c.read_waiting = false;
             }
@@ -959,6 +1438,8 @@ impl Frontend for ClientLoop {
     fn flush(&mut self) -> bool {
         self.budget = ANSWER_BUDGET;
         self.deliver_messages();
+        self.deliver_invalidations();
+        self.acl_sweep();
         for id in std::mem::take(&mut self.dirty) {
             self.settle(id);
         }

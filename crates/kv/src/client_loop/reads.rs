@@ -5,9 +5,10 @@
 
 use super::conn::{Ask, Conn, Pending, Query, Slot};
 use super::{Deferred, Tokens};
-use crate::commands::{classify, Action};
+use crate::dispatch::{classify, Action};
+use crate::exec::Apply;
 use crate::members::Members;
-use crate::raft::replica_error;
+use crate::replicator::replica_error;
 use crate::replicator::SharedStore;
 use crate::resp::{Command, Reply};
 use crate::session::{now_ms, replica_error_reply};
@@ -59,6 +60,7 @@ pub(super) struct Answer<'a> {
     pub(super) store: &'a SharedStore,
     pub(super) tokens: &'a mut Tokens,
     pub(super) members: &'a Members,
+    pub(super) facts: &'a crate::info::Facts,
     pub(super) me: u64,
     /// The connection's key.
     pub(super) id: u64,
@@ -88,6 +90,7 @@ impl Answer<'_> {
                 tries: 1,
                 ready: false,
             },
+            silent: false,
             shape: None,
         });
         c.read_waiting = true;
@@ -126,7 +129,7 @@ impl Answer<'_> {
                         break;
                     }
                     let reply = match &q.ask {
-                        Ask::Read(cmd) => cmd.execute(&s, now),
+                        Ask::Read(cmd) => cmd.execute(&s, now, self.facts),
                         Ask::Write(op) => match s.unchanged_reply(op) {
                             Some(r) if leader => r,
                             _ => {
@@ -160,6 +163,7 @@ impl Answer<'_> {
                 Pending {
                     token: 0,
                     slot,
+                    silent: false,
                     shape: None,
                 },
             );
@@ -177,6 +181,7 @@ impl Answer<'_> {
             Ok(()) => Pending {
                 token,
                 slot: Slot::Write,
+                silent: q.silent,
                 shape: q.shape,
             },
             Err(e) => {
@@ -187,6 +192,7 @@ impl Answer<'_> {
                 Pending {
                     token: 0,
                     slot: Slot::Done(b),
+                    silent: false,
                     shape: None,
                 }
             }

@@ -2,6 +2,7 @@
 //! the reply it gets (EXEC's from a store that applies the op).
 
 use super::*;
+use crate::exec::Apply;
 use crate::resp::split_inline;
 use crate::store::Store;
 use crate::value::ERR_WRONGTYPE;
@@ -33,7 +34,7 @@ fn run(name: &str, table: &[(usize, &str, Reply)]) {
         let args = split_inline(line.as_bytes()).expect("parses");
         let now = 1_700_000_000_000 + n as u64;
         let got = match txns[*c].step(&args, now) {
-            Step::Pass => crate::commands::execute_local(&mut store, &args, now),
+            Step::Pass => crate::dispatch::execute_local(&mut store, &args, now),
             Step::Reply(r) => r,
             Step::Watch(keys) => {
                 let v = keys
@@ -112,6 +113,12 @@ fn errors_before_exec_abort_it() {
             (
                 0,
                 "SUBSCRIBE ch",
+                e("ERR Command not allowed inside a transaction"),
+            ),
+            (0, "SAVE", e("ERR Command not allowed inside a transaction")),
+            (
+                0,
+                "SHUTDOWN",
                 e("ERR Command not allowed inside a transaction"),
             ),
             (0, "EXEC", e(ERR_EXECABORT)),
@@ -216,7 +223,7 @@ fn watch_sees_every_touch_of_its_key() {
         let mut now = 1_700_000_000_000u64;
         let exec = |store: &mut Store, line: &str, now: u64| {
             let args = split_inline(line.as_bytes()).expect("parses");
-            crate::commands::execute_local(store, &args, now)
+            crate::dispatch::execute_local(store, &args, now)
         };
         for l in *before {
             now += 1;
@@ -241,4 +248,75 @@ fn watch_sees_every_touch_of_its_key() {
         };
         assert_eq!(store.apply(&op), want, "{name}");
     }
+}
+
+/// `maxmemory` exceeded: commands that may grow memory are refused, queued
+/// ones fail `EXEC`, and an `EXEC` holding one is refused (Redis'
+/// `noeviction`); reads pass.
+#[test]
+fn oom_refuses_what_may_grow_memory() {
+    const OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
+    let words = |s: &str| -> Command { s.split(' ').map(|w| w.as_bytes().to_vec()).collect() };
+    // (command, over maxmemory, refused with)
+    let table: &[(&str, bool, Option<String>)] = &[
+        ("SET a 1", false, None),
+        ("SET a 1", true, Some(OOM.to_string())),
+        ("GET a", true, None),
+        ("DEL a", true, None),
+        ("LPUSH l x", true, Some(OOM.to_string())),
+    ];
+    for (cmd, over, want) in table {
+        let mut t = Txn::default();
+        let got = t.oom_gate(&words(cmd), *over);
+        assert_eq!(
+            got,
+            want.as_ref().map(|m| Reply::err(m.clone())),
+            "{cmd} over={over}"
+        );
+    }
+    // Queued while over: EXEC aborts.
+    let mut t = Txn::default();
+    assert_eq!(t.step(&words("MULTI"), 0), Step::Reply(ok()));
+    assert_eq!(t.oom_gate(&words("SET a 1"), true), Some(Reply::err(OOM)));
+    assert!(matches!(t.step(&words("EXEC"), 0), Step::Reply(r) if r == e(ERR_EXECABORT)));
+    // Queued before, EXEC while over: refused, the transaction discarded.
+    let mut t = Txn::default();
+    assert_eq!(t.step(&words("MULTI"), 0), Step::Reply(ok()));
+    assert_eq!(t.step(&words("SET a 1"), 0), Step::Reply(q()));
+    assert_eq!(t.oom_gate(&words("GET a"), true), None);
+    assert_eq!(
+        t.oom_gate(&words("EXEC"), true),
+        Some(Reply::err(format!(
+            "EXECABORT Transaction discarded because of: {OOM}"
+        )))
+    );
+    assert!(!t.in_multi());
+    // Only reads queued: EXEC runs while over.
+    let mut t = Txn::default();
+    assert_eq!(t.step(&words("MULTI"), 0), Step::Reply(ok()));
+    assert_eq!(t.step(&words("GET a"), 0), Step::Reply(q()));
+    assert_eq!(t.oom_gate(&words("EXEC"), true), None);
+}
+
+/// A `CONFIG SET` that cannot succeed is queued and fails inside `EXEC`
+/// (Redis runs it there); the other commands run.
+#[test]
+fn config_set_error_inside_exec() {
+    run(
+        "config",
+        &[
+            (0, "MULTI", ok()),
+            (0, "SET foo bar", q()),
+            (0, "CONFIG SET maxmemory bla", q()),
+            (
+                0,
+                "EXEC",
+                arr(vec![
+                    ok(),
+                    e("ERR CONFIG SET failed (possibly related to argument 'maxmemory') - argument must be a memory value"),
+                ]),
+            ),
+            (0, "GET foo", b("bar")),
+        ],
+    );
 }

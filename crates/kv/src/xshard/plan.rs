@@ -11,7 +11,8 @@
 //! ordered transaction (`WATCH`, nested `MULTI`, pub/sub, blocking).
 
 use super::shard_of;
-use crate::commands::{all_commands, CommandSpec};
+use crate::cmd::table::CommandSpec;
+use crate::dispatch::all_commands;
 use crate::resp::{Command, Reply};
 use std::collections::BTreeMap;
 
@@ -79,19 +80,12 @@ const REFUSED: &[&str] = &[
     "publish",
 ];
 
-/// The key positions of `args` by its spec.
-fn keys_of<'a>(spec: &CommandSpec, args: &'a [Vec<u8>]) -> Vec<&'a [u8]> {
-    if spec.first_key <= 0 {
-        return Vec::new();
-    }
-    let last = match spec.last_key {
-        l if l < 0 => args.len() as i64 + l,
-        l => l,
-    };
-    let step = spec.step.max(1) as usize;
-    (spec.first_key as usize..=last.max(0) as usize)
-        .step_by(step)
-        .filter_map(|i| args.get(i).map(|k| k.as_slice()))
+/// The keys of `args` (see [`crate::cmd::keys_of`]).
+fn keys_of(args: &[Vec<u8>]) -> Vec<&[u8]> {
+    crate::cmd::keys_of(args)
+        .unwrap_or_default()
+        .into_iter()
+        .map(|i| args[i].as_slice())
         .collect()
 }
 
@@ -118,8 +112,8 @@ impl Plan {
     fn spec_checked(cmd: &Command) -> Result<&'static CommandSpec, PlanError> {
         let name = String::from_utf8_lossy(cmd.first().map_or(&[][..], |n| n)).to_lowercase();
         let spec = spec_of(name.as_bytes()).ok_or_else(|| PlanError::Unknown(name.clone()))?;
-        let n = cmd.len() as i64;
-        if (spec.arity > 0 && n != spec.arity) || (spec.arity < 0 && n < -spec.arity) {
+        let n = cmd.len();
+        if !spec.arity_ok(n) {
             return Err(PlanError::Arity(name));
         }
         if REFUSED.contains(&spec.name) {
@@ -128,7 +122,7 @@ impl Plan {
                 "not inside an ordered transaction",
             ));
         }
-        if spec.first_key <= 0 {
+        if spec.first_key() <= 0 {
             return Err(PlanError::NotServed(
                 name,
                 "it names no key; send it to a shard",
@@ -148,7 +142,7 @@ impl Plan {
 
     fn add(&mut self, cmd: &Command, shards: u32) -> Result<(), PlanError> {
         let spec = Self::spec_checked(cmd)?;
-        let keys = keys_of(spec, cmd);
+        let keys = keys_of(cmd);
         let first = shard_of(keys[0], shards);
         if keys.iter().all(|k| shard_of(k, shards) == first) {
             let p = self.piece(first, cmd.clone());

@@ -113,6 +113,28 @@ fn score_bound(r: &mut Rng) -> String {
         .to_string()
 }
 
+/// A key for a lex range (`ZRANGEBYLEX`, `ZLEXCOUNT`, ...): a sorted set
+/// whose members all score 0 (`y0`..`y2`, filled by [`lex_zadd`]), now and
+/// then a string for WRONGTYPE. Redis answers a lex range over mixed scores
+/// by walking its skiplist, whose levels are random (and `SORT` turns any
+/// sorted set into one), so only equal scores have one right answer.
+fn lex_key(r: &mut Rng) -> String {
+    if r.below(12) == 0 {
+        "s0".into()
+    } else {
+        format!("y{}", r.below(3))
+    }
+}
+
+/// `ZADD yN 0 m ...`: the sets of [`lex_key`].
+fn lex_zadd(r: &mut Rng) -> Vec<String> {
+    let mut v = vec!["ZADD".into(), format!("y{}", r.below(3))];
+    for _ in 0..1 + r.below(3) {
+        v.extend(["0".into(), member(r)]);
+    }
+    v
+}
+
 fn lex_bound(r: &mut Rng) -> String {
     r.pick(&["-", "+", "[a", "(b", "[c", "(e", "x"]).to_string()
 }
@@ -122,7 +144,11 @@ fn lex_bound(r: &mut Rng) -> String {
 /// stream (after [`normalize`]) are drawn: `SPOP`/`SRANDMEMBER` take a
 /// count that reaches the whole set.
 pub fn command(r: &mut Rng) -> Vec<String> {
-    let c = r.below(66);
+    // The groups' own generators ([`GROUPS`]) take 6 draws in 72 each.
+    let c = r.below(66 + 6 * GROUPS.len());
+    if let Some(g) = c.checked_sub(66).and_then(|i| GROUPS.get(i / 6)) {
+        return g(r);
+    }
     let mut v: Vec<String> = match c {
         0 => vec!["SET".into(), key(r, "s"), int_arg(r)],
         1 => vec!["GET".into(), key(r, "s")],
@@ -257,7 +283,8 @@ pub fn command(r: &mut Rng) -> Vec<String> {
         48 => vec!["ZCOUNT".into(), key(r, "z"), score_bound(r), score_bound(r)],
         49 | 50 => {
             let by = r.below(3);
-            let mut v = vec!["ZRANGE".into(), key(r, "z")];
+            let k = if by == 2 { lex_key(r) } else { key(r, "z") };
+            let mut v = vec!["ZRANGE".into(), k];
             match by {
                 0 => v.extend([int_arg(r), int_arg(r)]),
                 1 => v.extend([score_bound(r), score_bound(r), "BYSCORE".into()]),
@@ -357,6 +384,803 @@ pub fn command(r: &mut Rng) -> Vec<String> {
     };
     if c == 57 && v[0] == "COPY" && r.below(2) == 0 {
         v.push("REPLACE".into());
+    }
+    v
+}
+
+/// More command generators, one per group of commands added after the
+/// first set (each in its own function below).
+const GROUPS: &[fn(&mut Rng) -> Vec<String>] = &[collections_more, bits_and_ranges, geo, streams];
+
+// ---- Hashes, lists, sets and sorted sets: the multi-key commands,
+// ---- random picks, removals by range, and SORT.
+
+/// A sorted-set input of `ZUNION` and its kin: mostly a sorted set,
+/// sometimes a set (scored 1).
+fn zsrc(r: &mut Rng) -> String {
+    if r.below(4) == 0 {
+        key(r, "t")
+    } else {
+        key(r, "z")
+    }
+}
+
+/// `numkeys` and that many keys from `pick` (sometimes a count that does
+/// not match).
+fn numkeys(r: &mut Rng, pick: fn(&mut Rng) -> String) -> (usize, Vec<String>) {
+    let n = 1 + r.below(3);
+    let mut v = vec![match r.below(20) {
+        0 => "0".to_string(),
+        1 => (n + 1).to_string(),
+        _ => n.to_string(),
+    }];
+    for _ in 0..n {
+        v.push(pick(r));
+    }
+    (n, v)
+}
+
+fn list_key(r: &mut Rng) -> String {
+    key(r, "l")
+}
+
+fn set_key(r: &mut Rng) -> String {
+    key(r, "t")
+}
+
+/// `HRANDFIELD`, `LMPOP`, `SINTERCARD`, `ZUNION`/`ZINTER`/`ZDIFF` (and
+/// `STORE`, `ZINTERCARD`), `ZLEXCOUNT`, `ZREMRANGEBY*`, `ZMPOP`,
+/// `ZRANDMEMBER`, the older `ZRANGEBY*` forms, `ZRANGESTORE` by score or
+/// lex, and `SORT`/`SORT_RO`. Random picks only with counts that reach the
+/// whole collection (their order is then Redis' for a small sorted set,
+/// and normalised for a hash); `SORT` only where the order is specified
+/// (no `BY` constant without `STORE`, no `ALPHA` with `BY`).
+fn collections_more(r: &mut Rng) -> Vec<String> {
+    let s = |x: &str| x.to_string();
+    match r.below(16) {
+        0 => {
+            let mut v = vec![s("HRANDFIELD"), key(r, "h")];
+            match r.below(4) {
+                0 => v.push(s("0")),
+                1 => v.extend([s("100"), s("WITHVALUES")]),
+                2 => v.push(r.pick(&["100", "x", "-0"]).into()),
+                _ => v.extend([s("100"), r.pick(&["WITHVALUES", "x"]).into()]),
+            }
+            v
+        }
+        1 => {
+            let (_, keys) = numkeys(r, list_key);
+            let mut v = vec![s("LMPOP")];
+            v.extend(keys);
+            v.push(r.pick(&["LEFT", "RIGHT", "x"]).into());
+            if r.below(2) == 0 {
+                v.extend([s("COUNT"), r.pick(&["1", "2", "10", "0", "-1"]).into()]);
+            }
+            v
+        }
+        2 => {
+            let (_, keys) = numkeys(r, set_key);
+            let mut v = vec![s("SINTERCARD")];
+            v.extend(keys);
+            if r.below(2) == 0 {
+                v.extend([s("LIMIT"), r.pick(&["0", "1", "2", "-1"]).into()]);
+            }
+            v
+        }
+        3 | 4 => {
+            let name = r.pick(&[
+                "ZUNION",
+                "ZINTER",
+                "ZDIFF",
+                "ZINTERCARD",
+                "ZUNIONSTORE",
+                "ZINTERSTORE",
+                "ZDIFFSTORE",
+            ]);
+            let mut v = vec![s(name)];
+            if name.ends_with("STORE") {
+                v.push(key(r, "z"));
+            }
+            let (n, keys) = numkeys(r, zsrc);
+            v.extend(keys);
+            if r.below(2) == 0 {
+                v.push(s("WEIGHTS"));
+                for _ in 0..n {
+                    v.push(r.pick(&["1", "2", "-1", "0.5", "0", "inf", "x"]).into());
+                }
+            }
+            if r.below(2) == 0 {
+                v.extend([s("AGGREGATE"), r.pick(&["SUM", "MIN", "MAX", "x"]).into()]);
+            }
+            if r.below(2) == 0 {
+                v.push(s("WITHSCORES"));
+            }
+            if name == "ZINTERCARD" && r.below(2) == 0 {
+                v.retain(|w| w != "WITHSCORES");
+                v.extend([s("LIMIT"), r.pick(&["0", "1", "2", "-1"]).into()]);
+            }
+            v
+        }
+        5 => match r.below(2) {
+            0 => vec![s("ZLEXCOUNT"), lex_key(r), lex_bound(r), lex_bound(r)],
+            _ => lex_zadd(r),
+        },
+        6 => match r.below(3) {
+            0 => vec![s("ZREMRANGEBYRANK"), key(r, "z"), int_arg(r), int_arg(r)],
+            1 => vec![
+                s("ZREMRANGEBYSCORE"),
+                key(r, "z"),
+                score_bound(r),
+                score_bound(r),
+            ],
+            _ => vec![s("ZREMRANGEBYLEX"), lex_key(r), lex_bound(r), lex_bound(r)],
+        },
+        7 => {
+            let (_, keys) = numkeys(r, |r| key(r, "z"));
+            let mut v = vec![s("ZMPOP")];
+            v.extend(keys);
+            v.push(r.pick(&["MIN", "MAX", "x"]).into());
+            if r.below(2) == 0 {
+                v.extend([s("COUNT"), r.pick(&["1", "2", "10", "0"]).into()]);
+            }
+            v
+        }
+        8 => {
+            let mut v = vec![s("ZRANDMEMBER"), key(r, "z")];
+            match r.below(3) {
+                0 => v.push(r.pick(&["0", "100", "x"]).into()),
+                1 => v.extend([s("100"), s("WITHSCORES")]),
+                _ => v.extend([s("0"), r.pick(&["WITHSCORES", "x"]).into()]),
+            }
+            v
+        }
+        9 | 10 => {
+            let name = r.pick(&[
+                "ZRANGEBYSCORE",
+                "ZREVRANGEBYSCORE",
+                "ZRANGEBYLEX",
+                "ZREVRANGEBYLEX",
+                "ZREVRANGE",
+            ]);
+            let k = if name.ends_with("LEX") {
+                lex_key(r)
+            } else {
+                key(r, "z")
+            };
+            let mut v = vec![s(name), k];
+            match name {
+                "ZREVRANGE" => v.extend([int_arg(r), int_arg(r)]),
+                n if n.ends_with("SCORE") => v.extend([score_bound(r), score_bound(r)]),
+                _ => v.extend([lex_bound(r), lex_bound(r)]),
+            }
+            if r.below(2) == 0 {
+                v.push(s("WITHSCORES"));
+            }
+            if r.below(3) == 0 {
+                v.extend([s("LIMIT"), int_arg(r), int_arg(r)]);
+            }
+            if r.below(15) == 0 {
+                v.push(s("REV"));
+            }
+            v
+        }
+        11 => {
+            let mut v = vec![s("ZRANGESTORE"), key(r, "z")];
+            if r.below(2) == 0 {
+                v.extend([key(r, "z"), score_bound(r), score_bound(r), s("BYSCORE")]);
+            } else {
+                v.extend([lex_key(r), lex_bound(r), lex_bound(r), s("BYLEX")]);
+            }
+            if r.below(2) == 0 {
+                v.push(s("REV"));
+            }
+            if r.below(2) == 0 {
+                v.extend([s("LIMIT"), int_arg(r), int_arg(r)]);
+            }
+            v
+        }
+        _ => {
+            let ro = r.below(3) == 0;
+            let src = r.pick(&["l", "l", "t", "z"]);
+            let mut v = vec![s(if ro { "SORT_RO" } else { "SORT" }), key(r, src)];
+            let store = !ro && r.below(3) == 0;
+            let mut alpha = false;
+            let mut by = false;
+            for _ in 0..r.below(4) {
+                match r.below(6) {
+                    0 => v.push(r.pick(&["ASC", "DESC"]).into()),
+                    1 => {
+                        v.push(s("ALPHA"));
+                        alpha = true;
+                    }
+                    2 => v.extend([s("LIMIT"), int_arg(r), int_arg(r)]),
+                    3 => {
+                        let p = r.pick(&["s*", "h*->a", "nosort"]);
+                        // Any key may hold a set (RENAME, COPY), whose
+                        // own order Redis leaves open: unsorted only when
+                        // stored (Redis then sorts a set).
+                        if p != "nosort" || store {
+                            v.extend([s("BY"), s(p)]);
+                            by = true;
+                        }
+                    }
+                    _ => v.extend([s("GET"), r.pick(&["#", "s*", "h*->a", "h*->", "k"]).into()]),
+                }
+            }
+            if alpha && by {
+                v.retain(|w| w != "ALPHA");
+            }
+            if store {
+                v.extend([s("STORE"), key(r, "l")]);
+            }
+            v
+        }
+    }
+}
+
+// ---- Bitmaps, bit fields and string ranges (`cmd::bits`).
+
+/// A bit offset: mostly within the first few hundred bytes, sometimes one
+/// Redis refuses (negative, not a number, past `proto-max-bulk-len`).
+/// Never a valid offset far out: the stream keeps its strings short.
+fn bit_offset(r: &mut Rng) -> String {
+    match r.below(20) {
+        0 => r
+            .pick(&["-1", "x", "4294967296", "9223372036854775807", "01"])
+            .into(),
+        1..=4 => r.below(8 * 300).to_string(),
+        _ => r.below(64).to_string(),
+    }
+}
+
+/// A `start`/`end` index of `BITCOUNT`, `BITPOS`, `GETRANGE`.
+fn range_index(r: &mut Rng) -> String {
+    match r.below(12) {
+        0 => r
+            .pick(&["x", "-9223372036854775808", "9223372036854775807", "1000"])
+            .into(),
+        1..=3 => format!("-{}", r.below(20)),
+        _ => r.below(20).to_string(),
+    }
+}
+
+/// A `BITFIELD` type, sometimes one Redis refuses.
+fn bitfield_type(r: &mut Rng) -> String {
+    match r.below(15) {
+        0 => r.pick(&["u64", "i65", "i0", "x8", "u", "I8"]).into(),
+        1 => r.pick(&["i64", "u63", "i1", "u1"]).into(),
+        _ => format!("{}{}", r.pick(&["i", "u"]), 1 + r.below(16)),
+    }
+}
+
+/// A `BITFIELD` value or increment.
+fn bitfield_value(r: &mut Rng) -> String {
+    r.pick(&[
+        "0",
+        "1",
+        "-1",
+        "7",
+        "-8",
+        "100",
+        "-100",
+        "255",
+        "127",
+        "-128",
+        "65535",
+        "9223372036854775807",
+        "-9223372036854775808",
+        "x",
+    ])
+    .into()
+}
+
+/// `BITFIELD`'s operations (`ro`: GETs only, as `BITFIELD_RO` takes them,
+/// but for a rare SET that it refuses).
+fn bitfield_ops(r: &mut Rng, v: &mut Vec<String>, ro: bool) {
+    for _ in 0..r.below(4) {
+        let ty = bitfield_type(r);
+        let off = match r.below(6) {
+            0 => format!("#{}", r.below(8)),
+            _ => bit_offset(r),
+        };
+        let which = if ro {
+            usize::from(r.below(15) == 0)
+        } else {
+            r.below(5)
+        };
+        match which {
+            0 => v.extend(["GET".into(), ty, off]),
+            1 => v.extend(["SET".into(), ty, off, bitfield_value(r)]),
+            2 => v.extend(["INCRBY".into(), ty, off, bitfield_value(r)]),
+            3 => v.extend([
+                "OVERFLOW".into(),
+                r.pick(&["WRAP", "SAT", "FAIL", "fail", "NOPE"]).into(),
+            ]),
+            _ => v.push(r.pick(&["GET", "SET", "BOGUS"]).into()),
+        }
+    }
+}
+
+/// `SETBIT`, `GETBIT`, `BITCOUNT`, `BITPOS`, `BITOP`, `BITFIELD`,
+/// `BITFIELD_RO`, `SETRANGE`, `GETRANGE`, `SUBSTR` and `LCS` over the
+/// string keys (sometimes another type), with short strings and offsets.
+pub fn bits_and_ranges(r: &mut Rng) -> Vec<String> {
+    let s = |x: &str| x.to_string();
+    match r.below(12) {
+        0 | 1 => vec![
+            s("SETBIT"),
+            key(r, "s"),
+            bit_offset(r),
+            r.pick(&["0", "1", "1", "0", "2", "-1", "x"]).into(),
+        ],
+        2 => vec![s("GETBIT"), key(r, "s"), bit_offset(r)],
+        3 => {
+            let mut v = vec![s("BITCOUNT"), key(r, "s")];
+            match r.below(4) {
+                0 => {}
+                1 => v.push(range_index(r)),
+                _ => v.extend([range_index(r), range_index(r)]),
+            }
+            if v.len() == 4 && r.below(2) == 0 {
+                v.push(r.pick(&["BYTE", "BIT", "bit", "NOPE"]).into());
+            }
+            v
+        }
+        4 => {
+            let mut v = vec![
+                s("BITPOS"),
+                key(r, "s"),
+                r.pick(&["0", "1", "1", "0", "2", "x"]).into(),
+            ];
+            for _ in 0..r.below(3) {
+                v.push(range_index(r));
+            }
+            if v.len() == 5 && r.below(2) == 0 {
+                v.push(r.pick(&["BYTE", "BIT", "bit", "NOPE"]).into());
+            }
+            v
+        }
+        5 => {
+            let mut v = vec![
+                s("BITOP"),
+                r.pick(&["AND", "OR", "XOR", "NOT", "not", "NAND"]).into(),
+                key(r, "s"),
+            ];
+            for _ in 0..1 + r.below(3) {
+                v.push(match r.below(8) {
+                    0 => s("nosuch"),
+                    _ => key(r, "s"),
+                });
+            }
+            v
+        }
+        6 | 7 => {
+            let mut v = vec![s("BITFIELD"), key(r, "s")];
+            let ro = r.below(4) == 0;
+            bitfield_ops(r, &mut v, ro);
+            v
+        }
+        8 => {
+            let mut v = vec![s("BITFIELD_RO"), key(r, "s")];
+            bitfield_ops(r, &mut v, true);
+            v
+        }
+        9 => vec![
+            s("SETRANGE"),
+            key(r, "s"),
+            match r.below(10) {
+                // Past `proto-max-bulk-len` with any value but "".
+                0 => r
+                    .pick(&["-1", "x", "536870912", "9223372036854775807"])
+                    .into(),
+                _ => r.below(40).to_string(),
+            },
+            r.pick(&["", "a", "xyz", "\u{0}\u{ff}", "hello world"])
+                .into(),
+        ],
+        10 => vec![
+            r.pick(&["GETRANGE", "SUBSTR"]).into(),
+            key(r, "s"),
+            range_index(r),
+            range_index(r),
+        ],
+        _ => {
+            let mut v = vec![s("LCS"), key(r, "s"), key(r, "s")];
+            match r.below(6) {
+                0 => v.push(s("LEN")),
+                1 | 2 => {
+                    v.push(s("IDX"));
+                    if r.below(2) == 0 {
+                        v.extend([s("MINMATCHLEN"), r.pick(&["0", "1", "2", "-3", "x"]).into()]);
+                    }
+                    if r.below(2) == 0 {
+                        v.push(s("WITHMATCHLEN"));
+                    }
+                }
+                3 => match r.below(3) {
+                    0 => v.extend([s("LEN"), s("IDX")]),
+                    _ => v.push(r.pick(&["NOPE", "MINMATCHLEN"]).into()),
+                },
+                _ => {}
+            }
+            v
+        }
+    }
+}
+
+// ---- Geo: GEO* commands over the sorted-set keys.
+
+/// A longitude: mostly one of a few places within a few hundred km of
+/// each other (searches find something), sometimes far, out of range or
+/// not a number.
+fn geo_lon(r: &mut Rng) -> String {
+    match r.below(40) {
+        0 => r.pick(&["x", "180.5", "-181", "inf"]).into(),
+        1 => r.pick(&["180", "-180", "-122.27652", "2.3522"]).into(),
+        _ => r
+            .pick(&[
+                "13.361389",
+                "15.087269",
+                "13.5",
+                "12.9",
+                "13.583333",
+                "14.2",
+            ])
+            .into(),
+    }
+}
+
+/// A latitude, as [`geo_lon`].
+fn geo_lat(r: &mut Rng) -> String {
+    match r.below(40) {
+        0 => r.pick(&["x", "85.06", "-90", "nan"]).into(),
+        1 => r
+            .pick(&["85.05112878", "-85.05112878", "37.80574", "48.8566"])
+            .into(),
+        _ => r
+            .pick(&[
+                "38.115556",
+                "37.502669",
+                "38.0",
+                "37.9",
+                "37.316667",
+                "38.2",
+            ])
+            .into(),
+    }
+}
+
+/// A distance unit, sometimes one Redis refuses.
+fn geo_unit(r: &mut Rng) -> String {
+    match r.below(20) {
+        0 => r.pick(&["x", "meters", ""]).into(),
+        _ => r
+            .pick(&["m", "km", "KM", "mi", "ft", "km", "km", "km"])
+            .into(),
+    }
+}
+
+/// A radius (or box side), sometimes one Redis refuses.
+fn geo_extent(r: &mut Rng) -> String {
+    match r.below(30) {
+        0 => r.pick(&["-1", "x", "inf"]).into(),
+        _ => r
+            .pick(&["0", "1", "50", "100", "200", "500", "1000", "20000"])
+            .into(),
+    }
+}
+
+/// A search's options: `WITH*` (not with a store target, but rarely, to
+/// meet Redis's refusal), `ASC`/`DESC`, `COUNT n [ANY]`, odd words.
+fn geo_options(r: &mut Rng, v: &mut Vec<String>, stores: bool) {
+    for _ in 0..r.below(4) {
+        match r.below(12) {
+            0..=2 if !stores || r.below(10) == 0 => v.push(
+                r.pick(&["WITHDIST", "WITHHASH", "WITHCOORD", "withdist"])
+                    .into(),
+            ),
+            3 | 4 => v.push(r.pick(&["ASC", "DESC"]).into()),
+            5 | 6 => {
+                v.push("COUNT".into());
+                v.push(match r.below(10) {
+                    0 => r.pick(&["0", "-1", "x"]).into(),
+                    _ => r.pick(&["1", "2", "3", "10", "2"]).into(),
+                });
+                if r.below(3) == 0 {
+                    v.push("ANY".into());
+                }
+            }
+            7 if r.below(8) == 0 => v.push(r.pick(&["ANY", "NOPE", "STORE"]).into()),
+            _ => {}
+        }
+    }
+}
+
+/// `GEOADD` (with `NX`/`XX`/`CH`), `GEOPOS`, `GEOHASH`, `GEODIST`,
+/// `GEORADIUS`/`GEORADIUSBYMEMBER` (and `_RO`, `STORE`, `STOREDIST`),
+/// `GEOSEARCH` and `GEOSEARCHSTORE` over the sorted-set keys (geo sets
+/// and the other sorted sets of the stream, whose scores decode to
+/// points too; sometimes a key of another type). The points sit close
+/// together (several at the same place: ties in distance), so searches
+/// find, sort and cut with `COUNT`.
+pub fn geo(r: &mut Rng) -> Vec<String> {
+    let s = |x: &str| x.to_string();
+    match r.below(16) {
+        0..=3 => {
+            let mut v = vec![s("GEOADD"), key(r, "z")];
+            if r.below(3) == 0 {
+                v.push(r.pick(&["NX", "XX", "CH", "ch", "NX", "XX"]).into());
+                if r.below(3) == 0 {
+                    v.push(r.pick(&["CH", "XX", "NX"]).into());
+                }
+            }
+            for _ in 0..1 + r.below(3) {
+                v.extend([geo_lon(r), geo_lat(r), member(r)]);
+            }
+            if r.below(20) == 0 {
+                v.pop();
+            }
+            v
+        }
+        4 | 5 => {
+            let mut v = vec![r.pick(&["GEOPOS", "GEOHASH"]).into(), key(r, "z")];
+            for _ in 0..1 + r.below(3) {
+                v.push(member(r));
+            }
+            v
+        }
+        6 => {
+            let mut v = vec![s("GEODIST"), key(r, "z"), member(r), member(r)];
+            match r.below(6) {
+                0 | 1 => {}
+                2 => v.extend([geo_unit(r), s("km")]),
+                _ => v.push(geo_unit(r)),
+            }
+            v
+        }
+        7..=9 => {
+            let name = r.pick(&["GEORADIUS", "GEORADIUS", "GEORADIUS_RO"]);
+            let mut v = vec![s(name), key(r, "z"), geo_lon(r), geo_lat(r)];
+            v.extend([geo_extent(r), geo_unit(r)]);
+            radius_tail(r, name, v)
+        }
+        10 | 11 => {
+            let name = r.pick(&["GEORADIUSBYMEMBER", "GEORADIUSBYMEMBER_RO"]);
+            let mut v = vec![s(name), key(r, "z"), member(r)];
+            v.extend([geo_extent(r), geo_unit(r)]);
+            radius_tail(r, name, v)
+        }
+        _ => {
+            let store = r.below(2) == 0;
+            let mut v = if store {
+                vec![s("GEOSEARCHSTORE"), key(r, "z"), key(r, "z")]
+            } else {
+                vec![s("GEOSEARCH"), key(r, "z")]
+            };
+            let mut from = match r.below(2) {
+                0 => vec![s("FROMMEMBER"), member(r)],
+                _ => vec![s("FROMLONLAT"), geo_lon(r), geo_lat(r)],
+            };
+            let mut by = match r.below(2) {
+                0 => vec![s("BYRADIUS"), geo_extent(r), geo_unit(r)],
+                _ => vec![s("BYBOX"), geo_extent(r), geo_extent(r), geo_unit(r)],
+            };
+            // Sometimes one missing, or given twice.
+            match r.below(60) {
+                0 => from.clear(),
+                1 => by.clear(),
+                2..=4 => from.extend([s("FROMLONLAT"), s("13.5"), s("38")]),
+                _ => {}
+            }
+            if r.below(2) == 0 {
+                v.extend(from);
+                v.extend(by);
+            } else {
+                v.extend(by);
+                v.extend(from);
+            }
+            geo_options(r, &mut v, store);
+            if store && r.below(3) == 0 {
+                v.push(s("STOREDIST"));
+            }
+            v
+        }
+    }
+}
+
+// ---- Streams: only what the stream of commands determines. IDs are
+// ---- explicit (`*` takes each server's clock); delivery and seen times
+// ---- are never read back (no extended XPENDING, XINFO CONSUMERS or
+// ---- FULL); claims take a min-idle-time of 0.
+
+fn stream_id(r: &mut Rng) -> String {
+    match r.below(8) {
+        0 => r.pick(&["0", "0-0", "1", "x"]).into(),
+        1 => format!("{}-*", 1 + r.below(30)),
+        _ => format!("{}-{}", 1 + r.below(30), r.below(3)),
+    }
+}
+
+fn stream_bound(r: &mut Rng, end: bool) -> String {
+    match r.below(6) {
+        0 => if end { "+" } else { "-" }.into(),
+        1 => format!("({}-{}", 1 + r.below(30), r.below(3)),
+        2 => (1 + r.below(30)).to_string(),
+        _ => format!("{}-{}", 1 + r.below(30), r.below(3)),
+    }
+}
+
+fn xgroup_name(r: &mut Rng) -> String {
+    r.pick(&["g1", "g2", "g3"]).into()
+}
+
+fn xconsumer(r: &mut Rng) -> String {
+    r.pick(&["c1", "c2"]).into()
+}
+
+/// One stream command.
+pub fn streams(r: &mut Rng) -> Vec<String> {
+    let x = key(r, "x");
+    match r.below(20) {
+        0..=4 => {
+            let mut v = vec!["XADD".into(), x];
+            if r.below(8) == 0 {
+                v.push("NOMKSTREAM".into());
+            }
+            if r.below(6) == 0 {
+                v.push(r.pick(&["MAXLEN", "MINID"]).into());
+                v.push(r.pick(&["=", "~", "5"]).into());
+                if !v.last().is_some_and(|w| w == "5") {
+                    v.push((r.below(6)).to_string());
+                }
+            }
+            let id = match r.below(4) {
+                0 => format!("{}-*", 1 + r.below(40)),
+                _ => format!("{}-{}", 1 + r.below(40), r.below(4)),
+            };
+            v.push(id);
+            for _ in 0..=r.below(2) {
+                v.push(r.pick(&["f", "g", "1"]).into());
+                v.push(member(r));
+            }
+            v
+        }
+        5 => vec![
+            r.pick(&["XRANGE", "XREVRANGE"]).into(),
+            x,
+            stream_bound(r, false),
+            stream_bound(r, true),
+            "COUNT".into(),
+            r.pick(&["1", "3", "100", "0", "-1"]).into(),
+        ],
+        6 => vec!["XLEN".into(), x],
+        7 => {
+            let mut v = vec!["XREAD".into()];
+            if r.below(2) == 0 {
+                v.extend(["COUNT".into(), r.pick(&["1", "2", "10"]).into()]);
+            }
+            v.push("STREAMS".into());
+            let k2 = key(r, "x");
+            v.extend([x, k2, stream_id(r), r.pick(&["$", "0", "5-0"]).into()]);
+            v
+        }
+        8 => {
+            let sub = r.pick(&[
+                "CREATE",
+                "CREATE",
+                "SETID",
+                "DESTROY",
+                "CREATECONSUMER",
+                "DELCONSUMER",
+            ]);
+            let mut v = vec!["XGROUP".into(), sub.into(), x, xgroup_name(r)];
+            match sub {
+                "CREATE" | "SETID" => {
+                    v.push(r.pick(&["$", "0", "3-0", "10-1"]).into());
+                    if sub == "CREATE" && r.below(3) == 0 {
+                        v.push("MKSTREAM".into());
+                    }
+                    if r.below(4) == 0 {
+                        v.extend(["ENTRIESREAD".into(), r.pick(&["0", "2", "-1"]).into()]);
+                    }
+                }
+                "CREATECONSUMER" | "DELCONSUMER" => v.push(xconsumer(r)),
+                _ => {}
+            }
+            v
+        }
+        9..=11 => {
+            let mut v = vec![
+                "XREADGROUP".into(),
+                "GROUP".into(),
+                xgroup_name(r),
+                xconsumer(r),
+            ];
+            if r.below(2) == 0 {
+                v.extend(["COUNT".into(), r.pick(&["1", "2"]).into()]);
+            }
+            if r.below(5) == 0 {
+                v.push("NOACK".into());
+            }
+            v.extend(["STREAMS".into(), x, r.pick(&[">", ">", "0", "5-0"]).into()]);
+            v
+        }
+        12 => {
+            let mut v = vec!["XACK".into(), x, xgroup_name(r)];
+            for _ in 0..=r.below(2) {
+                v.push(stream_id(r));
+            }
+            v
+        }
+        13 => vec!["XPENDING".into(), x, xgroup_name(r)],
+        14 => {
+            let mut v = vec!["XCLAIM".into(), x, xgroup_name(r), xconsumer(r), "0".into()];
+            for _ in 0..=r.below(2) {
+                v.push(stream_id(r));
+            }
+            if r.below(2) == 0 {
+                v.push("JUSTID".into());
+            }
+            if r.below(4) == 0 {
+                v.push("FORCE".into());
+            }
+            v
+        }
+        15 => {
+            let mut v = vec![
+                "XAUTOCLAIM".into(),
+                x,
+                xgroup_name(r),
+                xconsumer(r),
+                "0".into(),
+                stream_bound(r, false),
+                "COUNT".into(),
+                r.pick(&["1", "2", "100"]).into(),
+            ];
+            if r.below(2) == 0 {
+                v.push("JUSTID".into());
+            }
+            v
+        }
+        16 => {
+            let mut v = vec!["XDEL".into(), x];
+            for _ in 0..=r.below(2) {
+                v.push(stream_id(r));
+            }
+            v
+        }
+        17 => vec![
+            "XTRIM".into(),
+            x,
+            r.pick(&["MAXLEN", "MINID"]).into(),
+            r.pick(&["=", "~"]).into(),
+            r.pick(&["0", "2", "5", "10-0"]).into(),
+        ],
+        18 => {
+            let mut v = vec![
+                "XSETID".into(),
+                x,
+                format!("{}-{}", 1 + r.below(50), r.below(3)),
+            ];
+            if r.below(3) == 0 {
+                v.extend(["ENTRIESADDED".into(), r.pick(&["0", "5", "100"]).into()]);
+            }
+            v
+        }
+        _ => match r.below(2) {
+            0 => vec!["XINFO".into(), "STREAM".into(), x],
+            _ => vec!["XINFO".into(), "GROUPS".into(), x],
+        },
+    }
+}
+
+/// The options of `GEORADIUS*` after the unit, with `STORE`/`STOREDIST`
+/// sometimes (also on the `_RO` forms, which refuse them).
+fn radius_tail(r: &mut Rng, name: &str, mut v: Vec<String>) -> Vec<String> {
+    let store = r.below(if name.ends_with("_RO") { 12 } else { 3 }) == 0;
+    geo_options(r, &mut v, store);
+    if store {
+        v.extend([r.pick(&["STORE", "STOREDIST"]).into(), key(r, "z")]);
     }
     v
 }
@@ -471,6 +1295,14 @@ pub fn normalize(cmd: &[String], reply: Reply) -> Reply {
                 .all(|p| matches!(p, Reply::Array(Some(x)) if x.len() == 2)) =>
         {
             Reply::Array(Some(sorted(a)))
+        }
+        // A whole hash, in its own order: RESP2 pairs flat, or fields.
+        ("hrandfield", Reply::Array(Some(a))) => {
+            if cmd.iter().any(|w| w.eq_ignore_ascii_case("withvalues")) {
+                Reply::Array(Some(sorted_pairs(a)))
+            } else {
+                Reply::Array(Some(sorted(a)))
+            }
         }
         ("hscan" | "zscan" | "sscan" | "scan", Reply::Array(Some(mut a))) if a.len() == 2 => {
             if let Reply::Array(Some(items)) = a.pop().unwrap_or(Reply::nil()) {
@@ -615,6 +1447,19 @@ pub fn compare(
                         want[i],
                         got[i]
                     ));
+                    // XLANE_KV_DIFF_CONTEXT=n: the n commands before it,
+                    // with Redis's replies (the same as ours, or reported).
+                    let context = std::env::var("XLANE_KV_DIFF_CONTEXT")
+                        .ok()
+                        .and_then(|v| v.parse::<usize>().ok())
+                        .unwrap_or(0);
+                    for j in i.saturating_sub(context)..i {
+                        lines.push(format!(
+                            "   before: {} -> {:?}",
+                            batch[j].join(" "),
+                            want[j]
+                        ));
+                    }
                 }
             }
         }

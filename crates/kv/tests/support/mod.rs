@@ -2,3 +2,4 @@
 #![allow(dead_code)] // each test binary uses its own part
 pub mod cluster;
 pub mod differential;
+pub mod real_redis;

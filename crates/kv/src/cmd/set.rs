@@ -1,5 +1,6 @@
 //! Sets: SADD, SREM, SMEMBERS, SISMEMBER, SMISMEMBER, SCARD, SPOP,
-//! SRANDMEMBER, SINTER, SUNION, SDIFF and their STORE forms, SMOVE, SSCAN.
+//! SRANDMEMBER, SINTER, SUNION, SDIFF and their STORE forms, SINTERCARD,
+//! SMOVE, SSCAN.
 //!
 //! `SPOP` picks with the seed of its op and `SRANDMEMBER` with the seed
 //! of its read: the members are drawn from the set in its (ordered)
@@ -8,30 +9,31 @@
 use super::{
     bulks, empty, int, parse_scan, pos_count, scan_reply, syntax, typed, typed_mut, ScanOpts,
 };
-use crate::commands::{spec, CommandSpec, R, W, WF};
-use crate::pubsub::{glob_match, NotifyFlags};
+
+use crate::notify::{glob_match, NotifyFlags};
 use crate::resp::Reply;
 use crate::store::Store;
 use crate::value::{scan_page, wrongtype, SplitMix, Value};
 use imbl::OrdSet;
 
-pub(super) const SPECS: &[CommandSpec] = &[
-    spec("sadd", -3, WF, 1, 1, 1),
-    spec("srem", -3, &["write", "fast"], 1, 1, 1),
-    spec("smembers", 2, &["readonly"], 1, 1, 1),
-    spec("sismember", 3, R, 1, 1, 1),
-    spec("smismember", -3, R, 1, 1, 1),
-    spec("scard", 2, R, 1, 1, 1),
-    spec("spop", -2, &["write", "random", "fast"], 1, 1, 1),
-    spec("srandmember", -2, &["readonly", "random"], 1, 1, 1),
-    spec("sinter", -2, &["readonly"], 1, -1, 1),
-    spec("sunion", -2, &["readonly"], 1, -1, 1),
-    spec("sdiff", -2, &["readonly"], 1, -1, 1),
-    spec("sinterstore", -3, W, 1, -1, 1),
-    spec("sunionstore", -3, W, 1, -1, 1),
-    spec("sdiffstore", -3, W, 1, -1, 1),
-    spec("smove", 4, WF, 1, 2, 1),
-    spec("sscan", -3, &["readonly", "random"], 1, 1, 1),
+pub(super) const NAMES: &[&str] = &[
+    "sadd",
+    "srem",
+    "smembers",
+    "sismember",
+    "smismember",
+    "scard",
+    "spop",
+    "srandmember",
+    "sinter",
+    "sunion",
+    "sdiff",
+    "sinterstore",
+    "sunionstore",
+    "sdiffstore",
+    "smove",
+    "sscan",
+    "sintercard",
 ];
 
 type Set = OrdSet<Vec<u8>>;
@@ -56,6 +58,9 @@ pub(super) enum Cmd<'a> {
     RandMember(&'a [u8], Option<i64>),
     Combine(Algebra, &'a [Vec<u8>]),
     Scan(&'a [u8], ScanOpts),
+    /// `SINTERCARD numkeys key ... [LIMIT limit]`: the keys and the limit
+    /// (0: none).
+    InterCard(&'a [Vec<u8>], usize),
 }
 
 fn algebra(name: &str) -> Algebra {
@@ -100,6 +105,31 @@ pub(super) fn parse<'a>(name: &str, a: &'a [Vec<u8>]) -> Result<Cmd<'a>, Reply> 
         "smismember" => Cmd::MIsMember(k(), &a[2..]),
         "scard" => Cmd::Card(k()),
         "sscan" => Cmd::Scan(k(), parse_scan(a, 2, false)?),
+        "sintercard" => {
+            let numkeys = crate::resp::parse_i64_strict(&a[1])
+                .filter(|n| *n >= 1)
+                .ok_or_else(|| Reply::err("ERR numkeys should be greater than 0"))?;
+            let end = usize::try_from(numkeys)
+                .ok()
+                .filter(|n| *n <= a.len() - 2)
+                .map(|n| n + 2)
+                .ok_or_else(|| {
+                    Reply::err("ERR Number of keys can't be greater than number of args")
+                })?;
+            let mut limit = 0;
+            let mut j = end;
+            while j < a.len() {
+                if super::eq(&a[j], "limit") && j + 1 < a.len() {
+                    limit = crate::resp::parse_i64_strict(&a[j + 1])
+                        .and_then(|l| usize::try_from(l).ok())
+                        .ok_or_else(|| Reply::err("ERR LIMIT can't be negative"))?;
+                    j += 2;
+                } else {
+                    return Err(syntax());
+                }
+            }
+            Cmd::InterCard(&a[2..end], limit)
+        }
         _ => return Err(syntax()),
     })
 }
@@ -272,10 +302,13 @@ impl Cmd<'_> {
                     s.remove(*m);
                 }
                 st.notify(NotifyFlags::SET, "srem", src);
-                if let Some(d) = get_mut(st, dst, true)? {
-                    d.insert(m.to_vec());
+                st.drop_if_empty(src);
+                // The destination changes (and is signalled) only when the
+                // member was not there yet, as in Redis.
+                let added = get_mut(st, dst, true)?.is_some_and(|d| d.insert(m.to_vec()).is_none());
+                if added {
+                    st.notify(NotifyFlags::SET, "sadd", dst);
                 }
-                st.notify(NotifyFlags::SET, "sadd", dst);
                 Reply::Integer(1)
             }
             _ => return Err(syntax()),
@@ -327,6 +360,24 @@ impl Cmd<'_> {
             Cmd::Combine(op, keys) => {
                 let out = combine(*op, keys, |k| st.value(k, now))?;
                 bulks(out.iter().map(|m| m.as_slice()))
+            }
+            Cmd::InterCard(keys, limit) => {
+                let mut sets = Vec::with_capacity(keys.len());
+                for k in keys.iter() {
+                    sets.push(s(k)?);
+                }
+                let Some(mut sets) = sets.into_iter().collect::<Option<Vec<&Set>>>() else {
+                    return Ok(Reply::Integer(0));
+                };
+                sets.sort_by_key(|s| s.len());
+                let (first, rest) = sets.split_first().ok_or_else(syntax)?;
+                let limit = if *limit == 0 { usize::MAX } else { *limit };
+                let n = first
+                    .iter()
+                    .filter(|m| rest.iter().all(|s| s.contains(*m)))
+                    .take(limit)
+                    .count();
+                Reply::Integer(n as i64)
             }
             Cmd::Scan(k, o) => {
                 let Some(set) = s(k)? else {

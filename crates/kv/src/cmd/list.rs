@@ -1,31 +1,44 @@
 //! Lists: LPUSH, RPUSH, LPUSHX, RPUSHX, LPOP, RPOP (with count), LRANGE,
-//! LLEN, LINDEX, LSET, LREM, LTRIM, LINSERT, LPOS, LMOVE, RPOPLPUSH.
+//! LLEN, LINDEX, LSET, LREM, LTRIM, LINSERT, LPOS, LMOVE, RPOPLPUSH,
+//! LMPOP, and the blocking pops BLPOP, BRPOP, BLMOVE, BRPOPLPUSH, BLMPOP
+//! as they apply once the client loop serves them (see
+//! `crate::client_loop`'s blocking module: the wait is there, the pop is an
+//! op like any other).
+//!
+//! [`pop_first`] (the pop of `LMPOP`) and [`parse_mpop`] (its words) are
+//! shared with the blocking pops and the sorted sets' `ZMPOP`.
 
 use super::{eq, index_range, int, pos_count, syntax, typed, typed_mut};
-use crate::commands::{spec, CommandSpec, R, W, WF};
-use crate::pubsub::NotifyFlags;
+
+use crate::notify::NotifyFlags;
 use crate::resp::Reply;
 use crate::store::Store;
 use crate::value::Value;
 use imbl::Vector;
 
-pub(super) const SPECS: &[CommandSpec] = &[
-    spec("lpush", -3, WF, 1, 1, 1),
-    spec("rpush", -3, WF, 1, 1, 1),
-    spec("lpushx", -3, WF, 1, 1, 1),
-    spec("rpushx", -3, WF, 1, 1, 1),
-    spec("lpop", -2, &["write", "fast"], 1, 1, 1),
-    spec("rpop", -2, &["write", "fast"], 1, 1, 1),
-    spec("lrange", 4, &["readonly"], 1, 1, 1),
-    spec("llen", 2, R, 1, 1, 1),
-    spec("lindex", 3, &["readonly"], 1, 1, 1),
-    spec("lset", 4, W, 1, 1, 1),
-    spec("lrem", 4, &["write"], 1, 1, 1),
-    spec("ltrim", 4, &["write"], 1, 1, 1),
-    spec("linsert", 5, W, 1, 1, 1),
-    spec("lpos", -3, &["readonly"], 1, 1, 1),
-    spec("lmove", 5, W, 1, 2, 1),
-    spec("rpoplpush", 3, W, 1, 2, 1),
+pub(super) const NAMES: &[&str] = &[
+    "lpush",
+    "rpush",
+    "lpushx",
+    "rpushx",
+    "lpop",
+    "rpop",
+    "lrange",
+    "llen",
+    "lindex",
+    "lset",
+    "lrem",
+    "ltrim",
+    "linsert",
+    "lpos",
+    "lmove",
+    "rpoplpush",
+    "lmpop",
+    "blpop",
+    "brpop",
+    "blmove",
+    "brpoplpush",
+    "blmpop",
 ];
 
 type List = Vector<Vec<u8>>;
@@ -69,6 +82,93 @@ pub(super) enum Cmd<'a> {
         count: Option<usize>,
         maxlen: usize,
     },
+    /// `BLPOP`/`BRPOP key ... timeout` once applied: one element from
+    /// the first list that has one (the wait itself is the client loop's).
+    BPop {
+        keys: &'a [Vec<u8>],
+        left: bool,
+    },
+    /// `LMPOP numkeys key ... LEFT|RIGHT [COUNT count]` (and `BLMPOP`).
+    MPop {
+        keys: &'a [Vec<u8>],
+        left: bool,
+        count: usize,
+    },
+}
+
+/// What a pop from the first of several keys took: the key and the items.
+pub(super) type Popped<'k, T> = (&'k [u8], Vec<T>);
+
+/// The keys, the end (`true`: left/min) and the count of an `*MPOP`.
+pub(super) type MPopArgs<'a> = (&'a [Vec<u8>], bool, usize);
+
+/// The words of `LMPOP`/`ZMPOP` (and their blocking forms) from the
+/// `numkeys` at `a[numkeys_at]` on, as Redis 7.0 checks them: the keys,
+/// the end named right after them (read by `end`: `None` is a syntax
+/// error) and `COUNT` (1 when not given).
+pub(super) fn parse_mpop<'a>(
+    a: &'a [Vec<u8>],
+    numkeys_at: usize,
+    end: impl Fn(&[u8]) -> Option<bool>,
+) -> Result<MPopArgs<'a>, Reply> {
+    let numkeys = crate::resp::parse_i64_strict(&a[numkeys_at])
+        .filter(|n| *n >= 1)
+        .ok_or_else(|| Reply::err("ERR numkeys should be greater than 0"))?;
+    // `numkeys` is at least 1, so the keys end past it.
+    let where_at = usize::try_from(numkeys)
+        .ok()
+        .and_then(|n| n.checked_add(numkeys_at + 1))
+        .filter(|w| *w < a.len())
+        .ok_or_else(syntax)?;
+    let from_first = end(&a[where_at]).ok_or_else(syntax)?;
+    let mut count = None;
+    let mut j = where_at + 1;
+    while j < a.len() {
+        if count.is_none() && eq(&a[j], "count") && j + 1 < a.len() {
+            let c = crate::resp::parse_i64_strict(&a[j + 1])
+                .filter(|c| *c >= 1)
+                .ok_or_else(|| Reply::err("ERR count should be greater than 0"))?;
+            count = Some(usize::try_from(c).unwrap_or(usize::MAX));
+            j += 2;
+        } else {
+            return Err(syntax());
+        }
+    }
+    Ok((&a[numkeys_at + 1..where_at], from_first, count.unwrap_or(1)))
+}
+
+/// Pops up to `count` elements from the head (`left`) or the tail of the
+/// first of `keys` that exists, as `LMPOP` does (and the blocking pops once
+/// a list has elements): the key and the elements in the order popped,
+/// with the `lpop`/`rpop` event (and `del` when the list empties). `None`
+/// when no key exists; WRONGTYPE when the first that exists is not a
+/// list. A `count` of 0 pops nothing and fires nothing. Runs inside an op.
+pub(super) fn pop_first<'k, K: AsRef<[u8]>>(
+    st: &mut Store,
+    keys: &'k [K],
+    left: bool,
+    count: usize,
+) -> Result<Option<Popped<'k, Vec<u8>>>, Reply> {
+    for k in keys {
+        let k = k.as_ref();
+        let Some(l) = get_mut(st, k, false)? else {
+            continue;
+        };
+        if l.is_empty() {
+            continue;
+        }
+        let take = count.min(l.len());
+        let mut out = Vec::with_capacity(take);
+        for _ in 0..take {
+            out.extend(if left { l.pop_front() } else { l.pop_back() });
+        }
+        if take > 0 {
+            st.notify(NotifyFlags::LIST, if left { "lpop" } else { "rpop" }, k);
+            st.drop_if_empty(k);
+        }
+        return Ok(Some((k, out)));
+    }
+    Ok(None)
 }
 
 fn side(b: &[u8]) -> Result<bool, Reply> {
@@ -94,7 +194,7 @@ pub(super) fn parse<'a>(name: &str, a: &'a [Vec<u8>]) -> Result<Cmd<'a>, Reply> 
             },
             "lpop" | "rpop" => {
                 if a.len() > 3 {
-                    return Err(crate::commands::arity_error(name));
+                    return Err(crate::cmd::arity_error(name));
                 }
                 Cmd::Pop {
                     key: k(),
@@ -132,6 +232,41 @@ pub(super) fn parse<'a>(name: &str, a: &'a [Vec<u8>]) -> Result<Cmd<'a>, Reply> 
                 from_left: false,
                 to_left: true,
             },
+            "lmpop" => {
+                let (keys, left, count) = parse_mpop(a, 1, |w| side(w).ok())?;
+                Cmd::MPop { keys, left, count }
+            }
+            "blmpop" => {
+                super::timeout_ms(&a[1])?;
+                let (keys, left, count) = parse_mpop(a, 2, |w| side(w).ok())?;
+                Cmd::MPop { keys, left, count }
+            }
+            "blpop" | "brpop" => {
+                super::timeout_ms(&a[a.len() - 1])?;
+                Cmd::BPop {
+                    keys: &a[1..a.len() - 1],
+                    left: name == "blpop",
+                }
+            }
+            "blmove" => {
+                let (from_left, to_left) = (side(&a[3])?, side(&a[4])?);
+                super::timeout_ms(&a[5])?;
+                Cmd::Move {
+                    src: k(),
+                    dst: &a[2],
+                    from_left,
+                    to_left,
+                }
+            }
+            "brpoplpush" => {
+                super::timeout_ms(&a[3])?;
+                Cmd::Move {
+                    src: k(),
+                    dst: &a[2],
+                    from_left: false,
+                    to_left: true,
+                }
+            }
             "lrange" => Cmd::Range(k(), int(&a[2])?, int(&a[3])?),
             "llen" => Cmd::Len(k()),
             "lindex" => Cmd::Index(k(), &a[2]),
@@ -206,6 +341,11 @@ impl Cmd<'_> {
                 Some(_) => Reply::Array(None),
             }),
             Cmd::Rem(key, ..) => st.cur(key).is_none().then_some(Reply::Integer(0)),
+            Cmd::MPop { keys, .. } | Cmd::BPop { keys, .. } => keys
+                .iter()
+                .all(|k| st.cur(k).is_none())
+                .then_some(Reply::Array(None)),
+            Cmd::Move { src, .. } => st.cur(src).is_none().then(Reply::nil),
             _ => None,
         }
     }
@@ -220,7 +360,9 @@ impl Cmd<'_> {
             | Cmd::Rem(..)
             | Cmd::Trim(..)
             | Cmd::Insert { .. }
-            | Cmd::Move { .. } => self.apply_inner(st),
+            | Cmd::Move { .. }
+            | Cmd::BPop { .. }
+            | Cmd::MPop { .. } => self.apply_inner(st),
             _ => return self.read(st, now),
         };
         match self {
@@ -241,6 +383,20 @@ impl Cmd<'_> {
 
     fn apply_inner(&self, st: &mut Store) -> Result<Reply, Reply> {
         Ok(match self {
+            Cmd::BPop { keys, left } => match pop_first(st, keys, *left, 1)? {
+                None => Reply::Array(None),
+                Some((k, mut items)) => Reply::Array(Some(vec![
+                    Reply::bulk(k.to_vec()),
+                    Reply::Bulk(items.pop()),
+                ])),
+            },
+            Cmd::MPop { keys, left, count } => match pop_first(st, keys, *left, *count)? {
+                None => Reply::Array(None),
+                Some((k, items)) => Reply::Array(Some(vec![
+                    Reply::bulk(k.to_vec()),
+                    Reply::Array(Some(items.into_iter().map(Reply::bulk).collect())),
+                ])),
+            },
             Cmd::Push {
                 key,
                 left,

@@ -1,30 +1,34 @@
 //! Hashes: HSET, HMSET, HSETNX, HGET, HMGET, HGETALL, HDEL, HEXISTS,
-//! HINCRBY, HINCRBYFLOAT, HKEYS, HVALS, HLEN, HSTRLEN, HSCAN.
+//! HINCRBY, HINCRBYFLOAT, HKEYS, HVALS, HLEN, HSTRLEN, HSCAN, HRANDFIELD.
+//!
+//! `HRANDFIELD` is a read: its picks come from the seed of the member that
+//! answers ([`rand_picks`]).
 
+use super::arity_error;
 use super::{bulks, empty, int, parse_scan, scan_reply, syntax, typed, typed_mut, ScanOpts};
-use crate::commands::{arity_error, spec, CommandSpec, R, WF};
-use crate::pubsub::{glob_match, NotifyFlags};
+use crate::notify::{glob_match, NotifyFlags};
 use crate::resp::Reply;
 use crate::store::{Store, ERR_OVERFLOW};
-use crate::value::{fmt_float, parse_double, scan_page, wrongtype, Value};
+use crate::value::{fmt_float, parse_double, scan_page, wrongtype, SplitMix, Value};
 use imbl::OrdMap;
 
-pub(super) const SPECS: &[CommandSpec] = &[
-    spec("hset", -4, WF, 1, 1, 1),
-    spec("hmset", -4, WF, 1, 1, 1),
-    spec("hsetnx", 4, WF, 1, 1, 1),
-    spec("hget", 3, R, 1, 1, 1),
-    spec("hmget", -3, R, 1, 1, 1),
-    spec("hgetall", 2, &["readonly"], 1, 1, 1),
-    spec("hdel", -3, &["write", "fast"], 1, 1, 1),
-    spec("hexists", 3, R, 1, 1, 1),
-    spec("hincrby", 4, WF, 1, 1, 1),
-    spec("hincrbyfloat", 4, WF, 1, 1, 1),
-    spec("hkeys", 2, &["readonly"], 1, 1, 1),
-    spec("hvals", 2, &["readonly"], 1, 1, 1),
-    spec("hlen", 2, R, 1, 1, 1),
-    spec("hstrlen", 3, R, 1, 1, 1),
-    spec("hscan", -3, &["readonly"], 1, 1, 1),
+pub(super) const NAMES: &[&str] = &[
+    "hset",
+    "hmset",
+    "hsetnx",
+    "hget",
+    "hmget",
+    "hgetall",
+    "hdel",
+    "hexists",
+    "hincrby",
+    "hincrbyfloat",
+    "hkeys",
+    "hvals",
+    "hlen",
+    "hstrlen",
+    "hscan",
+    "hrandfield",
 ];
 
 type Hash = OrdMap<Vec<u8>, Vec<u8>>;
@@ -50,6 +54,8 @@ pub(super) enum Cmd<'a> {
     Len(&'a [u8]),
     StrLen(&'a [u8], &'a [u8]),
     Scan(&'a [u8], ScanOpts),
+    /// `HRANDFIELD key [count [WITHVALUES]]`.
+    RandField(&'a [u8], Option<i64>, bool),
 }
 
 /// Parses command `name` of this module (its arity already checked).
@@ -74,6 +80,7 @@ pub(super) fn parse<'a>(name: &str, a: &'a [Vec<u8>]) -> Result<Cmd<'a>, Reply> 
             Err(e) => return Err(e),
         },
         "hincrbyfloat" => match parse_double(&a[3]) {
+            Some(d) if !d.is_finite() => return Err(Reply::err("ERR value is NaN or Infinity")),
             Some(d) => Cmd::IncrByFloat(k(), &a[2], d),
             None => return Err(Reply::err("ERR value is not a valid float")),
         },
@@ -85,12 +92,71 @@ pub(super) fn parse<'a>(name: &str, a: &'a [Vec<u8>]) -> Result<Cmd<'a>, Reply> 
         "hvals" => Cmd::Vals(k()),
         "hlen" => Cmd::Len(k()),
         "hstrlen" => Cmd::StrLen(k(), &a[2]),
+        "hrandfield" => {
+            let (count, withvalues) = parse_rand_count(a, "withvalues")?;
+            Cmd::RandField(k(), count, withvalues)
+        }
         "hscan" => match parse_scan(a, 2, false) {
             Ok(o) => Cmd::Scan(k(), o),
             Err(e) => return Err(e),
         },
         _ => return Err(syntax()),
     })
+}
+
+/// Most elements a random pick with a negative count returns (Redis
+/// would build any size; a bound keeps one request's reply finite).
+pub(super) const MAX_RAND_PICKS: u64 = 1 << 20;
+
+/// The `count` and the `WITHVALUES`/`WITHSCORES` (`word`) of
+/// `HRANDFIELD`/`ZRANDMEMBER key [count [word]]`, with Redis 7.0's errors.
+pub(super) fn parse_rand_count(a: &[Vec<u8>], word: &str) -> Result<(Option<i64>, bool), Reply> {
+    let Some(c) = a.get(2) else {
+        return Ok((None, false));
+    };
+    let l = int(c)?;
+    if l == i64::MIN {
+        return Err(Reply::err(
+            "ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807",
+        ));
+    }
+    if a.len() > 4 || (a.len() == 4 && !super::eq(&a[3], word)) {
+        return Err(syntax());
+    }
+    let with = a.len() == 4;
+    if with && !(-(i64::MAX / 2)..=i64::MAX / 2).contains(&l) {
+        return Err(Reply::err("ERR value is out of range"));
+    }
+    Ok((Some(l), with))
+}
+
+/// The positions (in `0..n`, `n > 0`) a random pick of `count` takes, as
+/// Redis picks them: a negative count draws `-count` positions that may
+/// repeat; a positive one distinct positions, every one (in order) when
+/// `count` reaches `n`. Drawn with `rng`.
+pub(super) fn rand_picks(n: usize, count: i64, rng: &mut SplitMix) -> Result<Vec<usize>, Reply> {
+    if n == 0 || count == 0 {
+        return Ok(Vec::new());
+    }
+    if count < 0 {
+        let m = count.unsigned_abs();
+        if m > MAX_RAND_PICKS {
+            return Err(Reply::err("ERR value is out of range"));
+        }
+        return Ok((0..m).map(|_| rng.below(n)).collect());
+    }
+    let count = usize::try_from(count).unwrap_or(usize::MAX);
+    let mut pool: Vec<usize> = (0..n).collect();
+    if count >= n {
+        return Ok(pool);
+    }
+    // A partial Fisher-Yates shuffle: the first `count` slots are the picks.
+    for i in 0..count {
+        let j = i + rng.below(n - i);
+        pool.swap(i, j);
+    }
+    pool.truncate(count);
+    Ok(pool)
 }
 
 fn get(v: Option<&Value>) -> Result<Option<&Hash>, Reply> {
@@ -125,7 +191,15 @@ impl Cmd<'_> {
 }
 
 impl Cmd<'_> {
-    pub(super) fn apply(&self, st: &mut Store, now: u64) -> Reply {
+    pub(super) fn apply(&self, st: &mut Store, now: u64, rng: &mut SplitMix) -> Reply {
+        match self {
+            Cmd::Set { .. }
+            | Cmd::SetNx(..)
+            | Cmd::Del(..)
+            | Cmd::IncrBy(..)
+            | Cmd::IncrByFloat(..) => {}
+            _ => return self.read(st, now, rng),
+        }
         let r = self.apply_inner(st);
         match self {
             Cmd::Set { key, .. }
@@ -133,7 +207,7 @@ impl Cmd<'_> {
             | Cmd::Del(key, _)
             | Cmd::IncrBy(key, ..)
             | Cmd::IncrByFloat(key, ..) => st.drop_if_empty(key),
-            _ => return self.read(st, now),
+            _ => {}
         }
         r.unwrap_or_else(|e| e)
     }
@@ -210,13 +284,38 @@ impl Cmd<'_> {
         })
     }
 
-    pub(super) fn read(&self, st: &Store, now: u64) -> Reply {
-        self.read_inner(st, now).unwrap_or_else(|e| e)
+    pub(super) fn read(&self, st: &Store, now: u64, rng: &mut SplitMix) -> Reply {
+        self.read_inner(st, now, rng).unwrap_or_else(|e| e)
     }
 
-    fn read_inner(&self, st: &Store, now: u64) -> Result<Reply, Reply> {
+    fn read_inner(&self, st: &Store, now: u64, rng: &mut SplitMix) -> Result<Reply, Reply> {
         let h = |k: &[u8]| get(st.value(k, now));
         Ok(match self {
+            Cmd::RandField(k, count, withvalues) => {
+                let Some(h) = h(k)? else {
+                    return Ok(match count {
+                        None => Reply::nil(),
+                        Some(_) => empty(),
+                    });
+                };
+                let fields: Vec<(&Vec<u8>, &Vec<u8>)> = h.iter().collect();
+                let Some(count) = count else {
+                    return Ok(match fields.get(rng.below(fields.len().max(1))) {
+                        Some((f, _)) => Reply::bulk(f.to_vec()),
+                        None => Reply::nil(),
+                    });
+                };
+                let picks = rand_picks(fields.len(), *count, rng)?;
+                let mut out = Vec::with_capacity(picks.len() * (1 + *withvalues as usize));
+                for i in picks {
+                    let (f, v) = fields[i];
+                    out.push(Reply::bulk(f.to_vec()));
+                    if *withvalues {
+                        out.push(Reply::bulk(v.to_vec()));
+                    }
+                }
+                Reply::Array(Some(out))
+            }
             Cmd::Get(k, f) => Reply::Bulk(h(k)?.and_then(|h| h.get(*f)).cloned()),
             Cmd::MGet(k, fs) => {
                 let h = h(k)?;

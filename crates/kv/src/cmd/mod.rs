@@ -1,0 +1,784 @@
+//! The command layer: the table of every command ([`table`]) and the
+//! commands that run against the store, one module per group.
+//!
+//! Each module parses a command's words into its typed form (`parse`:
+//! argument errors come out here, with Redis' texts, before anything is
+//! replicated; the form borrows the words, so the leader's check copies
+//! nothing and a replica copies a value once, into the store), then runs
+//! it: reads against a store at the reader's clock, writes against the
+//! store at the logical clock of the op being applied. A write travels as
+//! [`crate::op::WriteCmd::Data`] — its words and a seed — and every
+//! member parses and runs it the same way ([`apply`]).
+//!
+//! This layer knows the store and the values, never the ops, the
+//! connections or the network.
+
+mod bits;
+mod dump;
+mod geo;
+mod hash;
+mod hll;
+mod keys;
+mod list;
+mod set;
+mod sort;
+mod stream;
+mod string;
+pub mod table;
+mod zset;
+
+use crate::resp::{parse_i64_strict, Reply};
+use crate::store::{Store, ERR_NOT_INTEGER};
+use crate::value::{wrongtype, SplitMix, Value, ZSet};
+use imbl::{OrdMap, OrdSet, Vector};
+use table::CommandSpec;
+
+/// `ERR syntax error`.
+pub const ERR_SYNTAX: &str = "ERR syntax error";
+
+/// `ERR wrong number of arguments for '<name>' command`.
+pub fn arity_error(name: &str) -> Reply {
+    Reply::err(format!(
+        "ERR wrong number of arguments for '{name}' command"
+    ))
+}
+
+/// Redis' unknown-command error: the name and the first arguments, each
+/// quoted and followed by a space, up to 128 bytes of arguments.
+pub fn unknown_command(args: &[Vec<u8>]) -> Reply {
+    let name = String::from_utf8_lossy(&args[0][..args[0].len().min(128)]).into_owned();
+    let mut rest = Vec::<u8>::new();
+    for a in &args[1..] {
+        if rest.len() >= 128 {
+            break;
+        }
+        let room = 128 - rest.len();
+        rest.push(b'\'');
+        rest.extend_from_slice(&a[..a.len().min(room)]);
+        rest.extend_from_slice(b"' ");
+    }
+    Reply::err(format!(
+        "ERR unknown command '{name}', with args beginning with: {}",
+        String::from_utf8_lossy(&rest)
+    ))
+}
+
+/// `ERR unknown subcommand '<sub>'. Try <CMD> HELP.`
+pub fn unknown_subcommand(args: &[Vec<u8>]) -> Reply {
+    let sub = args.get(1).map_or(&[][..], |s| s.as_slice());
+    let sub = String::from_utf8_lossy(&sub[..sub.len().min(128)]).into_owned();
+    let cmd = String::from_utf8_lossy(&args[0]).to_uppercase();
+    Reply::err(format!("ERR unknown subcommand '{sub}'. Try {cmd} HELP."))
+}
+
+/// What every module's parsed command does. A module implements what it
+/// needs; the defaults answer "nothing special".
+trait Run {
+    /// Runs it as a write at the op's logical instant `now` (a read given
+    /// here is answered at `now` too).
+    fn apply(&self, st: &mut Store, now: u64, rng: &mut SplitMix) -> Reply;
+    /// Answers it as a read at `now`.
+    fn read(&self, st: &Store, now: u64, rng: &mut SplitMix) -> Reply;
+    /// Its reply when running it as a write would change nothing (see
+    /// [`unchanged_reply`]); `None` when it might.
+    fn unchanged(&self, _st: &Store) -> Option<Reply> {
+        None
+    }
+    /// Whether it may change the store although the table does not flag
+    /// it `write` (`PFCOUNT` refreshing a cached count).
+    fn writes(&self) -> bool {
+        false
+    }
+    /// Whether it changes nothing with these arguments although the table
+    /// flags it `write` (`GEORADIUS` without `STORE`): it is then checked
+    /// and answered as a read, never logged. The table's flags stay what
+    /// `COMMAND` and ACL categories report.
+    fn reads_only(&self) -> bool {
+        false
+    }
+}
+
+/// The modules: each has `NAMES` (the commands it runs), `parse(name,
+/// words) -> Result<Cmd, Reply>` and a `Cmd` implementing [`Run`]. One
+/// line per module here; every dispatch below is generated from it.
+macro_rules! modules {
+    ($($variant:ident => $module:ident),* $(,)?) => {
+        /// A parsed command of one of the modules.
+        enum Cmd<'a> {
+            $($variant($module::Cmd<'a>),)*
+        }
+
+        /// The module a command belongs to.
+        #[derive(Clone, Copy)]
+        enum Module {
+            $($variant,)*
+        }
+
+        /// Every module's names.
+        const MODULES: &[(&[&str], Module)] = &[$(($module::NAMES, Module::$variant),)*];
+
+        fn parse_in<'a>(m: Module, name: &str, args: &'a [Vec<u8>]) -> Result<Cmd<'a>, Reply> {
+            match m {
+                $(Module::$variant => $module::parse(name, args).map(Cmd::$variant),)*
+            }
+        }
+
+        impl Cmd<'_> {
+            fn run(&self) -> &dyn Run {
+                match self {
+                    $(Cmd::$variant(c) => c,)*
+                }
+            }
+        }
+    };
+}
+
+impl Run for hash::Cmd<'_> {
+    fn apply(&self, st: &mut Store, now: u64, rng: &mut SplitMix) -> Reply {
+        hash::Cmd::apply(self, st, now, rng)
+    }
+    fn read(&self, st: &Store, now: u64, rng: &mut SplitMix) -> Reply {
+        hash::Cmd::read(self, st, now, rng)
+    }
+    fn unchanged(&self, st: &Store) -> Option<Reply> {
+        hash::Cmd::unchanged(self, st)
+    }
+}
+
+impl Run for list::Cmd<'_> {
+    fn apply(&self, st: &mut Store, now: u64, _rng: &mut SplitMix) -> Reply {
+        list::Cmd::apply(self, st, now)
+    }
+    fn read(&self, st: &Store, now: u64, _rng: &mut SplitMix) -> Reply {
+        list::Cmd::read(self, st, now)
+    }
+    fn unchanged(&self, st: &Store) -> Option<Reply> {
+        list::Cmd::unchanged(self, st)
+    }
+}
+
+impl Run for set::Cmd<'_> {
+    fn apply(&self, st: &mut Store, now: u64, rng: &mut SplitMix) -> Reply {
+        set::Cmd::apply(self, st, now, rng)
+    }
+    fn read(&self, st: &Store, now: u64, rng: &mut SplitMix) -> Reply {
+        set::Cmd::read(self, st, now, rng)
+    }
+    fn unchanged(&self, st: &Store) -> Option<Reply> {
+        set::Cmd::unchanged(self, st)
+    }
+}
+
+impl Run for zset::Cmd<'_> {
+    fn apply(&self, st: &mut Store, now: u64, rng: &mut SplitMix) -> Reply {
+        zset::Cmd::apply(self, st, now, rng)
+    }
+    fn read(&self, st: &Store, now: u64, rng: &mut SplitMix) -> Reply {
+        zset::Cmd::read(self, st, now, rng)
+    }
+    fn unchanged(&self, st: &Store) -> Option<Reply> {
+        zset::Cmd::unchanged(self, st)
+    }
+}
+
+impl Run for keys::Cmd<'_> {
+    fn apply(&self, st: &mut Store, now: u64, _rng: &mut SplitMix) -> Reply {
+        keys::Cmd::apply(self, st, now)
+    }
+    fn read(&self, st: &Store, now: u64, rng: &mut SplitMix) -> Reply {
+        keys::Cmd::read(self, st, now, rng)
+    }
+    fn unchanged(&self, st: &Store) -> Option<Reply> {
+        keys::Cmd::unchanged(self, st, st.clock_ms())
+    }
+}
+
+impl Run for string::Cmd<'_> {
+    fn apply(&self, st: &mut Store, now: u64, _rng: &mut SplitMix) -> Reply {
+        string::Cmd::apply(self, st, now)
+    }
+    fn read(&self, st: &Store, now: u64, _rng: &mut SplitMix) -> Reply {
+        string::Cmd::read(self, st, now)
+    }
+    fn unchanged(&self, st: &Store) -> Option<Reply> {
+        string::Cmd::unchanged(self, st)
+    }
+}
+
+impl Run for hll::Cmd<'_> {
+    fn apply(&self, st: &mut Store, now: u64, _rng: &mut SplitMix) -> Reply {
+        hll::Cmd::apply(self, st, now)
+    }
+    fn read(&self, st: &Store, now: u64, _rng: &mut SplitMix) -> Reply {
+        hll::Cmd::read(self, st, now)
+    }
+    fn unchanged(&self, st: &Store) -> Option<Reply> {
+        hll::Cmd::unchanged(self, st)
+    }
+    fn writes(&self) -> bool {
+        hll::Cmd::writes(self)
+    }
+}
+
+modules! {
+    Hash => hash,
+    List => list,
+    Set => set,
+    ZSet => zset,
+    Keys => keys,
+    String => string,
+    Hll => hll,
+    Bits => bits,
+    Geo => geo,
+    Stream => stream,
+    Dump => dump,
+    Sort => sort,
+}
+
+/// The spec and module of command `name` (any case): one hash lookup, as
+/// every request of this layer takes this path several times.
+fn lookup(name: &[u8]) -> Option<(&'static CommandSpec, Module)> {
+    type Index = fxhash::FxHashMap<(u128, u64), (&'static CommandSpec, Module)>;
+    static INDEX: std::sync::OnceLock<Index> = std::sync::OnceLock::new();
+    let index = INDEX.get_or_init(|| {
+        MODULES
+            .iter()
+            .flat_map(|(names, m)| {
+                names.iter().filter_map(move |n| {
+                    let spec = table::spec(n.as_bytes())?;
+                    Some((table::name_key(n.as_bytes())?, (spec, *m)))
+                })
+            })
+            .collect()
+    });
+    index.get(&table::name_key(name)?).copied()
+}
+
+/// Whether this layer runs command `name` (any case).
+pub fn runs(name: &[u8]) -> bool {
+    lookup(name).is_some()
+}
+
+fn parse(args: &[Vec<u8>]) -> Result<(Cmd<'_>, bool), Reply> {
+    let Some(first) = args.first() else {
+        return Err(Reply::err("ERR empty command"));
+    };
+    let (spec, module) = lookup(first).ok_or_else(|| unknown_command(args))?;
+    parse_as(spec, module, args)
+}
+
+/// [`parse`] for the command `lookup` found.
+fn parse_as<'a>(
+    spec: &'static CommandSpec,
+    module: Module,
+    args: &'a [Vec<u8>],
+) -> Result<(Cmd<'a>, bool), Reply> {
+    if !spec.arity_ok(args.len()) {
+        return Err(arity_error(spec.name));
+    }
+    let cmd = parse_in(module, spec.name, args)?;
+    let run = cmd.run();
+    let write = (spec.has("write") && !run.reads_only()) || run.writes();
+    Ok((cmd, write))
+}
+
+/// Checks a command's words: `Ok(true)` for a write, `Ok(false)` for a
+/// read, or the error reply Redis gives before touching any key.
+pub fn check(args: &[Vec<u8>]) -> Result<bool, Reply> {
+    parse(args).map(|(_, w)| w)
+}
+
+/// Runs a write inside [`crate::exec::Apply::apply`] (the store's logical clock is
+/// `now`); a read command given here is answered at `now` too.
+pub fn apply(st: &mut Store, args: &[Vec<u8>], seed: u64, now: u64) -> Reply {
+    let mut rng = SplitMix::new(seed);
+    match parse(args) {
+        Err(r) => r,
+        Ok((cmd, _)) => cmd.run().apply(st, now, &mut rng),
+    }
+}
+
+/// The reply of write `args` when running it on `st` would change
+/// nothing: a member already there (`SADD`, `ZADD` with the same score or
+/// held back by NX/XX/GT/LT, `HSETNX`), nothing there to remove (`SREM`,
+/// `ZREM`, `HDEL`, `LREM`) or a pop from an absent key. `None` when it
+/// might change something, for a wrong type, or for a command not checked
+/// here. The caller makes sure no key is due to expire at the store's
+/// clock (every key is then alive as [`crate::exec::Apply::apply`] would see it);
+/// `Store::unchanged_reply` is the entry point.
+pub fn unchanged_reply(st: &Store, args: &[Vec<u8>]) -> Option<Reply> {
+    let (spec, module) = lookup(args.first()?)?;
+    // The others cannot leave the store as it was: not worth a parse.
+    let maybe = matches!(
+        spec.name,
+        "sadd"
+            | "srem"
+            | "spop"
+            | "zadd"
+            | "zrem"
+            | "zpopmin"
+            | "zpopmax"
+            | "lpop"
+            | "rpop"
+            | "lrem"
+            | "hdel"
+            | "hsetnx"
+            | "pfadd"
+            | "pfcount"
+            | "getex"
+            | "setnx"
+            | "msetnx"
+            | "getdel"
+            | "setrange"
+            | "setbit"
+            | "bitfield"
+            | "bitop"
+            | "expire"
+            | "pexpire"
+            | "expireat"
+            | "pexpireat"
+            | "persist"
+            | "lmpop"
+            | "zmpop"
+            | "lmove"
+            | "rpoplpush"
+            | "blpop"
+            | "brpop"
+            | "blmove"
+            | "brpoplpush"
+            | "blmpop"
+            | "bzpopmin"
+            | "bzpopmax"
+            | "bzmpop"
+            | "zremrangebyrank"
+            | "zremrangebyscore"
+            | "zremrangebylex"
+            | "sort"
+            | "geoadd"
+            | "georadius"
+            | "georadiusbymember"
+            | "geosearchstore"
+            | "xread"
+            | "xreadgroup"
+            | "xack"
+            | "xdel"
+            | "xtrim"
+            | "xadd"
+            | "xgroup"
+    );
+    if !maybe {
+        return None;
+    }
+    match parse_as(spec, module, args).ok()? {
+        (_, false) => None,
+        (cmd, true) => cmd.run().unchanged(st),
+    }
+}
+
+/// Answers a read at `now_ms`; `seed` drives random picks
+/// (`SRANDMEMBER`, `RANDOMKEY`).
+pub fn read(st: &Store, args: &[Vec<u8>], seed: u64, now_ms: u64) -> Reply {
+    let mut rng = SplitMix::new(seed);
+    match parse(args) {
+        Err(r) => r,
+        Ok((cmd, _)) => cmd.run().read(st, now_ms, &mut rng),
+    }
+}
+
+/// What a blocking command waits for: its keys, its timeout (`None`:
+/// forever) and its reply when it has nothing to take.
+pub struct BlockInfo {
+    /// The keys it takes from.
+    pub keys: Vec<Vec<u8>>,
+    /// How long it waits; `None` for a timeout of 0 (forever).
+    pub timeout: Option<std::time::Duration>,
+    /// Its reply with nothing to take (and on timeout).
+    pub nothing: Reply,
+}
+
+/// The [`BlockInfo`] of a blocking pop (`BLPOP`, `BRPOP`, `BLMOVE`,
+/// `BRPOPLPUSH`, `BLMPOP`, `BZPOPMIN`, `BZPOPMAX`, `BZMPOP`) or of an
+/// `XREAD`/`XREADGROUP` with `BLOCK ms` (milliseconds, 0: forever; an
+/// `XREADGROUP` reading only history never blocks) whose words parse;
+/// `None` for any other command.
+pub fn block_info(args: &[Vec<u8>]) -> Option<BlockInfo> {
+    let spec = table::spec(args.first()?)?;
+    if !spec.has("blocking") || parse(args).is_err() {
+        return None;
+    }
+    if let "xread" | "xreadgroup" = spec.name {
+        let (keys, ms) = stream::blocking(args)?;
+        return Some(BlockInfo {
+            keys,
+            timeout: (ms > 0).then(|| std::time::Duration::from_millis(ms)),
+            nothing: Reply::Array(None),
+        });
+    }
+    let n = args.len();
+    let (keys, at, nothing): (Vec<usize>, usize, Reply) = match spec.name {
+        "blpop" | "brpop" | "bzpopmin" | "bzpopmax" => {
+            ((1..n - 1).collect(), n - 1, Reply::Array(None))
+        }
+        "brpoplpush" | "blmove" => (vec![1], n - 1, Reply::Bulk(None)),
+        "blmpop" | "bzmpop" => (keys_of(args)?, 1, Reply::Array(None)),
+        _ => return None,
+    };
+    let ms = timeout_ms(args.get(at)?).ok()?;
+    let timeout = (ms > 0).then(|| std::time::Duration::from_millis(ms));
+    Some(BlockInfo {
+        keys: keys.into_iter().map(|i| args[i].clone()).collect(),
+        timeout,
+        nothing,
+    })
+}
+
+/// Fixes a blocking command's words as it blocks, so that running them
+/// again later to serve the waiting client means what they meant now:
+/// each `$` of an `XREAD ... BLOCK` becomes the stream's current last ID
+/// (`0-0` for a missing key). The client loop calls it on the leader,
+/// with the applied state, before the command first runs or waits.
+pub fn pin_block_ids(st: &Store, args: &mut [Vec<u8>]) {
+    stream::pin_ids(st, args);
+}
+
+/// Whether blocking command `args`, waiting, may now be served: one of
+/// its keys holds a value of the type it takes from, with something in it
+/// (Redis wakes a blocked client only for a key of its type: a key
+/// deleted and set to a string in between leaves it blocked). For a
+/// command that is not a blocking pop: whether running it would change
+/// something.
+pub fn block_ready(st: &Store, args: &[Vec<u8>]) -> bool {
+    let Some(info) = block_info(args) else {
+        return unchanged_reply(st, args).is_none();
+    };
+    let name = table::spec(&args[0]).map_or("", |s| s.name);
+    let ready = |v: &Value| match v {
+        Value::List(l) => (name.starts_with("bl") || name.starts_with("br")) && !l.is_empty(),
+        Value::ZSet(z) => name.starts_with("bz") && !z.is_empty(),
+        _ => false,
+    };
+    if name.starts_with('x') {
+        return unchanged_reply(st, args).is_none();
+    }
+    info.keys.iter().any(|k| st.cur(k).is_some_and(ready))
+}
+
+/// The timeout of a blocking command, in seconds as a float (`0`:
+/// forever), in whole milliseconds rounded up, with Redis's errors.
+pub(super) fn timeout_ms(b: &[u8]) -> Result<u64, Reply> {
+    let bad = || Reply::err("ERR timeout is not a float or out of range");
+    let s = std::str::from_utf8(b).map_err(|_| bad())?;
+    if s.is_empty() || s.starts_with(|c: char| c.is_ascii_whitespace()) {
+        return Err(bad());
+    }
+    let secs: f64 = s.parse().map_err(|_| bad())?;
+    if secs.is_nan() {
+        return Err(bad());
+    }
+    let ms = (secs * 1000.0).ceil();
+    // Redis adds the timeout to its clock in a signed 64-bit count of
+    // milliseconds: what could overflow there is out of range here.
+    if ms > (i64::MAX / 2) as f64 {
+        return Err(Reply::err("ERR timeout is out of range"));
+    }
+    if ms < 0.0 {
+        return Err(Reply::err("ERR timeout is negative"));
+    }
+    Ok(ms as u64)
+}
+
+/// Redis's name for the encoding it would hold `v` in (`OBJECT ENCODING`,
+/// `DEBUG OBJECT`): xlane kv has one representation per type, and names
+/// the one Redis would pick at its default thresholds.
+pub fn encoding_name(v: &Value) -> &'static str {
+    keys::encoding(v)
+}
+
+/// Answers a command queued in a transaction that writes nothing, at its
+/// place in `EXEC` (the logical clock `now`): a read of this layer, or
+/// `TIME`.
+pub fn query(st: &Store, args: &[Vec<u8>], seed: u64, now: u64) -> Reply {
+    if args
+        .first()
+        .is_some_and(|n| n.eq_ignore_ascii_case(b"time"))
+    {
+        return time_reply(now);
+    }
+    read(st, args, seed, now)
+}
+
+/// `TIME` at `now_ms`: seconds and microseconds.
+pub fn time_reply(now_ms: u64) -> Reply {
+    Reply::Array(Some(vec![
+        Reply::bulk((now_ms / 1000).to_string()),
+        Reply::bulk(((now_ms % 1000) * 1000).to_string()),
+    ]))
+}
+
+/// The positions of the keys command `args` names (routing, ACL key
+/// patterns, `COMMAND GETKEYS`): by the table's (first, last, step), and
+/// for commands whose keys move (a `numkeys` count, `STREAMS`, `STORE`),
+/// by their own rule. `None` for a command the table does not know.
+pub fn keys_of(args: &[Vec<u8>]) -> Option<Vec<usize>> {
+    let spec = table::spec(args.first()?)?;
+    let n = args.len();
+    let count = |at: usize| -> usize {
+        args.get(at)
+            .and_then(|v| parse_i64_strict(v))
+            .and_then(|c| usize::try_from(c).ok())
+            .unwrap_or(0)
+    };
+    // `numkeys` at `at`, the keys right after it.
+    let counted = |at: usize| -> Vec<usize> { (at + 1..(at + 1 + count(at)).min(n)).collect() };
+    let word = |w: &str| args.iter().position(|a| eq(a, w));
+    let keys = match spec.name {
+        "zunionstore" | "zinterstore" | "zdiffstore" => {
+            let mut v = vec![1];
+            v.extend(counted(2));
+            v
+        }
+        "zunion" | "zinter" | "zdiff" | "zintercard" | "sintercard" | "lmpop" | "zmpop" => {
+            counted(1)
+        }
+        "blmpop" | "bzmpop" | "eval" | "evalsha" | "eval_ro" | "evalsha_ro" | "fcall"
+        | "fcall_ro" => counted(2),
+        "sort" | "sort_ro" => {
+            let mut v = vec![1];
+            if let Some(i) = (2..n).rev().find(|&i| eq(&args[i - 1], "store")) {
+                v.push(i);
+            }
+            v
+        }
+        "georadius" | "georadiusbymember" => {
+            let mut v = vec![1];
+            for (i, w) in args.iter().enumerate().take(n.saturating_sub(1)).skip(2) {
+                if eq(w, "store") || eq(w, "storedist") {
+                    v.push(i + 1);
+                }
+            }
+            v
+        }
+        "xread" | "xreadgroup" => {
+            // The options before STREAMS, as Redis reads them (a group or
+            // consumer named "streams" is not the keyword).
+            let mut i = 1;
+            let mut at = None;
+            while i < n {
+                if eq(&args[i], "streams") {
+                    at = Some(i);
+                    break;
+                }
+                i += if eq(&args[i], "group") {
+                    3
+                } else if eq(&args[i], "noack") {
+                    1
+                } else {
+                    2
+                };
+            }
+            match at {
+                Some(s) => {
+                    let rest = n - s - 1;
+                    (s + 1..s + 1 + rest / 2).collect()
+                }
+                None => Vec::new(),
+            }
+        }
+        "migrate" => match word("keys") {
+            Some(s) => (s + 1..n).collect(),
+            None if n > 3 && !args[3].is_empty() => vec![3],
+            None => Vec::new(),
+        },
+        "xgroup" | "xinfo" | "object" | "memory" => match args.get(1) {
+            Some(_) if n > 2 => vec![2],
+            _ => Vec::new(),
+        },
+        _ => {
+            let (first, last, step) = spec.keys;
+            if first <= 0 {
+                return Some(Vec::new());
+            }
+            let last = if last < 0 { n as i64 + last } else { last };
+            (first as usize..=last.max(0) as usize)
+                .step_by(step.max(1) as usize)
+                .filter(|&i| i < n)
+                .collect()
+        }
+    };
+    Some(keys)
+}
+
+/// The first key a command names (by its spec), for redirects.
+pub fn first_key(args: &[Vec<u8>]) -> Option<&[u8]> {
+    let (spec, _) = lookup(args.first()?)?;
+    match spec.first_key() {
+        0 => None,
+        i => args.get(i as usize).map(|k| k.as_slice()),
+    }
+}
+
+fn int(b: &[u8]) -> Result<i64, Reply> {
+    parse_i64_strict(b).ok_or_else(|| Reply::err(ERR_NOT_INTEGER))
+}
+
+fn eq(a: &[u8], b: &str) -> bool {
+    a.eq_ignore_ascii_case(b.as_bytes())
+}
+
+fn syntax() -> Reply {
+    Reply::err(ERR_SYNTAX)
+}
+
+fn bulks<'a>(items: impl IntoIterator<Item = &'a [u8]>) -> Reply {
+    Reply::Array(Some(
+        items.into_iter().map(|b| Reply::bulk(b.to_vec())).collect(),
+    ))
+}
+
+fn empty() -> Reply {
+    Reply::Array(Some(Vec::new()))
+}
+
+/// `count` of `LPOP key count` and friends: non-negative.
+fn pos_count(b: &[u8]) -> Result<usize, Reply> {
+    match parse_i64_strict(b) {
+        Some(n) if n >= 0 => Ok(n as usize),
+        _ => Err(Reply::err("ERR value is out of range, must be positive")),
+    }
+}
+
+/// The options of the `SCAN` family after the cursor.
+struct ScanOpts {
+    cursor: u64,
+    pattern: Option<Vec<u8>>,
+    count: usize,
+    type_name: Option<Vec<u8>>,
+}
+
+fn parse_scan(args: &[Vec<u8>], cursor_at: usize, allow_type: bool) -> Result<ScanOpts, Reply> {
+    let cursor = std::str::from_utf8(&args[cursor_at])
+        .ok()
+        .and_then(|s| s.parse::<u64>().ok())
+        .ok_or_else(|| Reply::err("ERR invalid cursor"))?;
+    let mut o = ScanOpts {
+        cursor,
+        pattern: None,
+        count: 10,
+        type_name: None,
+    };
+    let mut i = cursor_at + 1;
+    while i < args.len() {
+        let v = args.get(i + 1).ok_or_else(syntax)?;
+        if eq(&args[i], "match") {
+            o.pattern = Some(v.clone());
+        } else if eq(&args[i], "count") {
+            let c = int(v)?;
+            if c < 1 {
+                return Err(syntax());
+            }
+            o.count = c as usize;
+        } else if allow_type && eq(&args[i], "type") {
+            o.type_name = Some(v.to_ascii_lowercase());
+        } else {
+            return Err(syntax());
+        }
+        i += 2;
+    }
+    Ok(o)
+}
+
+fn scan_reply(next: u64, items: Vec<Reply>) -> Reply {
+    Reply::Array(Some(vec![
+        Reply::bulk(next.to_string()),
+        Reply::Array(Some(items)),
+    ]))
+}
+
+/// Normalises `start`/`stop` of `LRANGE`/`ZRANGE` against `len`: the
+/// inclusive range of indexes, or `None` when empty.
+fn index_range(start: i64, stop: i64, len: usize) -> Option<(usize, usize)> {
+    let len = len as i64;
+    let s = if start < 0 {
+        (len + start).max(0)
+    } else {
+        start
+    };
+    let e = if stop < 0 {
+        len + stop
+    } else {
+        stop.min(len - 1)
+    };
+    if s > e || s >= len || e < 0 {
+        None
+    } else {
+        Some((s as usize, e as usize))
+    }
+}
+
+#[cfg(test)]
+mod tests;
+
+#[cfg(test)]
+mod stream_tests;
+
+/// A collection type a key can hold, as it sits in a [`Value`]: what
+/// [`typed`] and [`typed_mut`] need to find it or make it.
+trait Typed: Default {
+    fn of(v: &Value) -> Option<&Self>;
+    fn of_mut(v: &mut Value) -> Option<&mut Self>;
+    fn wrap(self) -> Value;
+}
+
+macro_rules! typed {
+    ($t:ty, $variant:ident) => {
+        impl Typed for $t {
+            fn of(v: &Value) -> Option<&Self> {
+                match v {
+                    Value::$variant(x) => Some(x),
+                    _ => None,
+                }
+            }
+            fn of_mut(v: &mut Value) -> Option<&mut Self> {
+                match v {
+                    Value::$variant(x) => Some(x),
+                    _ => None,
+                }
+            }
+            fn wrap(self) -> Value {
+                Value::$variant(self)
+            }
+        }
+    };
+}
+
+typed!(OrdMap<Vec<u8>, Vec<u8>>, Hash);
+typed!(Vector<Vec<u8>>, List);
+typed!(OrdSet<Vec<u8>>, Set);
+typed!(ZSet, ZSet);
+
+/// The `T` a key holds: `None` for no key, WRONGTYPE for another type.
+fn typed<T: Typed>(v: Option<&Value>) -> Result<Option<&T>, Reply> {
+    match v {
+        None => Ok(None),
+        Some(v) => T::of(v).map(Some).ok_or_else(wrongtype),
+    }
+}
+
+/// The `T` at `key` to change, created empty first when absent and
+/// `create`; `None` for no key, WRONGTYPE for another type.
+fn typed_mut<'a, T: Typed>(
+    st: &'a mut Store,
+    key: &[u8],
+    create: bool,
+) -> Result<Option<&'a mut T>, Reply> {
+    match st.cur(key) {
+        None if create => st.put_value(key, T::default().wrap(), None),
+        None => return Ok(None),
+        Some(v) if T::of(v).is_none() => return Err(wrongtype()),
+        Some(_) => {}
+    }
+    st.cur_mut(key)
+        .and_then(T::of_mut)
+        .map(Some)
+        .ok_or_else(wrongtype)
+}

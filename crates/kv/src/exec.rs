@@ -1,0 +1,385 @@
+//! Applying a replicated op to the store: the state machine's one step.
+//!
+//! [`Apply::apply`] runs a [`WriteOp`] on a [`Store`] and returns its
+//! reply. It depends only on the store and the op — the op's time
+//! (`ts_ms`) and seed, never a member's clock or random source — so every
+//! member that applies the same ops in the same order holds the same state
+//! and gives the same replies. The typed string ops run here on the
+//! store's primitives; a data command ([`WriteCmd::Data`]) runs through
+//! the command layer ([`crate::cmd::apply`]), as does a transaction's
+//! query ([`WriteCmd::Query`]). An op whose words do not parse applies as
+//! that error reply on every member and changes nothing.
+
+use crate::notify::NotifyFlags;
+use crate::op::{SetCond, SetTtl, WriteCmd, WriteOp, MAX_OP_BYTES};
+use crate::resp::{parse_i64_strict, Reply};
+use crate::store::{Store, ERR_NOT_INTEGER, ERR_OVERFLOW, ERR_TOO_BIG};
+use crate::value::{wrongtype, Value};
+
+/// Applying ops to a store.
+pub trait Apply {
+    /// Applies one write and returns its reply.
+    fn apply(&mut self, op: &WriteOp) -> Reply;
+
+    /// The reply `op` would get from [`Apply::apply`] now if applying it
+    /// changes nothing in the store — no value, expiry, version or event
+    /// (a member already in its set, a pop from an absent key: see
+    /// [`crate::cmd::unchanged_reply`]; `DEL` of absent keys). Such a write
+    /// can be answered like a linearizable read, without a log entry, as
+    /// Redis neither propagates it nor touches a `WATCH`. `None` when it
+    /// might change something, and whenever some key is due to expire at
+    /// the op's time (applying would remove it first).
+    fn unchanged_reply(&self, op: &WriteOp) -> Option<Reply>;
+}
+
+impl Apply for Store {
+    fn apply(&mut self, op: &WriteOp) -> Reply {
+        if let WriteCmd::DelExpired { keys } = &op.cmd {
+            self.begin_bounded_op();
+            return Reply::Integer(self.del_expired(keys, op.ts_ms));
+        }
+        let now = self.begin_op(op.ts_ms);
+        run(self, &op.cmd, now)
+    }
+
+    fn unchanged_reply(&self, op: &WriteOp) -> Option<Reply> {
+        if self.some_due(self.clock_ms().max(op.ts_ms)) {
+            return None;
+        }
+        match &op.cmd {
+            WriteCmd::Data { args, .. } => crate::cmd::unchanged_reply(self, args),
+            WriteCmd::Del { keys } => keys
+                .iter()
+                .all(|k| !self.contains(k))
+                .then_some(Reply::Integer(0)),
+            _ => None,
+        }
+    }
+}
+
+/// Runs `cmd` at the logical instant `now` (keys due at it are gone).
+fn run(st: &mut Store, cmd: &WriteCmd, now: u64) -> Reply {
+    match cmd {
+        WriteCmd::Set {
+            key,
+            value,
+            cond,
+            ttl,
+            get,
+        } => set(st, key, value, *cond, *ttl, *get, now),
+        WriteCmd::MSet { pairs } => {
+            for (k, v) in pairs {
+                st.put_value(k, Value::Str(v.clone()), None);
+                st.emit(NotifyFlags::STRING, "set", k);
+            }
+            Reply::ok()
+        }
+        WriteCmd::Del { keys } => {
+            Reply::Integer(keys.iter().filter(|k| st.delete_with_event(k)).count() as i64)
+        }
+        WriteCmd::IncrBy { key, delta } => {
+            let (cur, exp) = match st.cur_entry(key) {
+                None => (0, None),
+                Some((Value::Str(v), exp)) => match parse_i64_strict(v) {
+                    Some(v) => (v, exp),
+                    None => return Reply::err(ERR_NOT_INTEGER),
+                },
+                Some(_) => return wrongtype(),
+            };
+            let Some(new) = cur.checked_add(*delta) else {
+                return Reply::err(ERR_OVERFLOW);
+            };
+            st.put_value(key, Value::Str(new.to_string().into_bytes()), exp);
+            st.emit(NotifyFlags::STRING, "incrby", key);
+            Reply::Integer(new)
+        }
+        WriteCmd::Append { key, value } => {
+            let len = match st.cur_mut(key) {
+                Some(Value::Str(v)) => {
+                    if v.len() + value.len() > MAX_OP_BYTES {
+                        return Reply::err(ERR_TOO_BIG);
+                    }
+                    v.extend_from_slice(value);
+                    v.len()
+                }
+                Some(_) => return wrongtype(),
+                None => {
+                    st.put_value(key, Value::Str(value.clone()), None);
+                    value.len()
+                }
+            };
+            st.notify(NotifyFlags::STRING, "append", key);
+            Reply::Integer(len as i64)
+        }
+        WriteCmd::ExpireAt { key, at_ms } => {
+            if !st.contains(key) {
+                return Reply::Integer(0);
+            }
+            if *at_ms <= now {
+                st.delete_with_event(key);
+            } else {
+                st.set_expire(key, Some(*at_ms));
+                st.emit(NotifyFlags::GENERIC, "expire", key);
+            }
+            Reply::Integer(1)
+        }
+        WriteCmd::Persist { key } => match st.cur_entry(key) {
+            Some((_, Some(_))) => {
+                st.set_expire(key, None);
+                st.emit(NotifyFlags::GENERIC, "persist", key);
+                Reply::Integer(1)
+            }
+            _ => Reply::Integer(0),
+        },
+        WriteCmd::FlushDb => {
+            st.clear();
+            Reply::ok()
+        }
+        // The number of receivers is the answering member's to count.
+        WriteCmd::Publish { channel, message } => {
+            st.publish(channel, message);
+            Reply::Integer(0)
+        }
+        WriteCmd::SetConfig { pairs } => {
+            for (name, v) in pairs {
+                if name.as_slice() == b"requirepass" {
+                    acl(st, &[b"REQUIREPASS".to_vec(), v.clone()]);
+                    continue;
+                }
+                let name = String::from_utf8_lossy(name);
+                // Checked by the leader; a value that does not parse is
+                // skipped alike on every member.
+                if let Some(v) = std::str::from_utf8(v).ok().and_then(|v| v.parse().ok()) {
+                    st.set_data_config(&name, v);
+                }
+            }
+            Reply::ok()
+        }
+        WriteCmd::Acl { args } => acl(st, args),
+        WriteCmd::Data { args, seed } => crate::cmd::apply(st, args, *seed, now),
+        WriteCmd::Query { args, seed } => crate::cmd::query(st, args, *seed, now),
+        WriteCmd::Answer { reply } => match crate::resp::decode_reply(reply) {
+            Ok(Some((r, used))) if used == reply.len() => r,
+            _ => Reply::err("ERR internal: a queued reply does not decode"),
+        },
+        // Only at the top (`apply`); a decoded op never has it here.
+        WriteCmd::DelExpired { keys } => Reply::Integer(st.del_expired(keys, now)),
+        WriteCmd::Exec { watched, cmds } => {
+            if watched.iter().any(|(k, v)| st.version(k, now) != *v) {
+                return Reply::Array(None);
+            }
+            Reply::Array(Some(cmds.iter().map(|c| run(st, c, now)).collect()))
+        }
+    }
+}
+
+/// `SET key value [NX|XX] [GET] [expiry]`.
+fn set(
+    st: &mut Store,
+    key: &[u8],
+    value: &[u8],
+    cond: SetCond,
+    ttl: SetTtl,
+    get: bool,
+    now: u64,
+) -> Reply {
+    // A plain SET needs nothing of the old entry: `put` is then the only
+    // walk of the map.
+    let plain = matches!(cond, SetCond::Always) && !get && !matches!(ttl, SetTtl::Keep);
+    let (exists, old_expiry, old_value) = match plain {
+        true => (false, None, None),
+        false => match st.cur_entry(key) {
+            Some((v, exp)) => {
+                let old = match (v, get) {
+                    (Value::Str(v), true) => Some(v.clone()),
+                    (_, true) => return wrongtype(),
+                    _ => None,
+                };
+                (true, exp, old)
+            }
+            None => (false, None, None),
+        },
+    };
+    let proceed = match cond {
+        SetCond::Always => true,
+        SetCond::IfAbsent => !exists,
+        SetCond::IfPresent => exists,
+    };
+    let reply = if get {
+        Reply::Bulk(old_value)
+    } else if proceed {
+        Reply::ok()
+    } else {
+        Reply::nil()
+    };
+    if proceed {
+        let expire_at = match ttl {
+            SetTtl::Persist => None,
+            SetTtl::Keep => old_expiry,
+            SetTtl::At(t) => Some(t),
+        };
+        if expire_at.is_some_and(|t| t <= now) {
+            st.delete_with_event(key);
+        } else {
+            st.put_value(key, Value::Str(value.to_vec()), expire_at);
+            st.emit(NotifyFlags::STRING, "set", key);
+            if matches!(ttl, SetTtl::At(_)) {
+                st.emit(NotifyFlags::GENERIC, "expire", key);
+            }
+        }
+    }
+    reply
+}
+
+/// A change of the users ([`WriteCmd::Acl`]): the table's pure functions
+/// on every member; the change is recorded for the member's connections
+/// ([`Store::take_acl_changes`]). Words that are none of the kinds apply
+/// as an error, changing nothing.
+fn acl(st: &mut Store, args: &[Vec<u8>]) -> Reply {
+    use crate::acl::Changed;
+    let kind = args
+        .first()
+        .map(|k| k.to_ascii_uppercase())
+        .unwrap_or_default();
+    let (users, requirepass) = st.acl_mut();
+    let (reply, changed) = match (kind.as_slice(), args.get(1)) {
+        (b"SETUSER", Some(name)) => match users.apply_setuser(name, &args[2..]) {
+            Ok(outcome) => (
+                Reply::ok(),
+                Changed::User {
+                    name: name.clone(),
+                    outcome,
+                },
+            ),
+            Err(e) => (e.reply(), Changed::Nothing),
+        },
+        (b"DELUSER", Some(_)) => match users.apply_deluser(&args[1..]) {
+            Ok(gone) if gone.is_empty() => (Reply::Integer(0), Changed::Nothing),
+            Ok(gone) => (Reply::Integer(gone.len() as i64), Changed::Deleted(gone)),
+            Err(e) => (e.reply(), Changed::Nothing),
+        },
+        (b"LOAD", Some(name)) if args.len() == 3 => {
+            let name = String::from_utf8_lossy(name);
+            match users.apply_load(&args[2], &name) {
+                Ok(()) => (Reply::ok(), Changed::Reloaded),
+                Err(e) => (e.reply(), Changed::Nothing),
+            }
+        }
+        // Applied only when the value changes, as Redis applies it.
+        (b"REQUIREPASS", Some(pass)) if args.len() == 2 => {
+            if pass != requirepass {
+                users.set_requirepass(pass);
+                *requirepass = pass.clone();
+            }
+            (Reply::ok(), Changed::Nothing)
+        }
+        _ => (
+            Reply::err("ERR internal: a malformed ACL op"),
+            Changed::Nothing,
+        ),
+    };
+    if changed != Changed::Nothing {
+        st.acl_changed(changed);
+    }
+    reply
+}
+
+#[cfg(test)]
+mod acl_tests {
+    use super::*;
+
+    fn op(words: &[&[u8]]) -> WriteOp {
+        WriteOp::new(
+            1,
+            WriteCmd::Acl {
+                args: words.iter().map(|w| w.to_vec()).collect(),
+            },
+        )
+    }
+
+    /// The ACL ops change the users alike on every store, record what
+    /// changed for the member's connections, and survive a snapshot.
+    #[test]
+    fn acl_ops_apply_identically_and_snapshot() {
+        use crate::acl::Changed;
+        let ops = [
+            (
+                op(&[b"SETUSER", b"u", b"on", b">p", b"~k*", b"+get"]),
+                Reply::ok(),
+            ),
+            (
+                op(&[b"SETUSER", b"v", b"bad-rule"]),
+                Reply::err("ERR Error in ACL SETUSER modifier 'bad-rule': Syntax error"),
+            ),
+            (op(&[b"REQUIREPASS", b"secret"]), Reply::ok()),
+            (op(&[b"DELUSER", b"nobody"]), Reply::Integer(0)),
+            (
+                op(&[b"DELUSER", b"default"]),
+                Reply::err("ERR The 'default' user cannot be removed"),
+            ),
+            (
+                op(&[b"SETUSER", b"w", b"on", b"nopass", b"+@all"]),
+                Reply::ok(),
+            ),
+            (op(&[b"DELUSER", b"w"]), Reply::Integer(1)),
+            (
+                op(&[b"NOSUCH"]),
+                Reply::err("ERR internal: a malformed ACL op"),
+            ),
+        ];
+        let (mut a, mut b) = (Store::new(), Store::new());
+        for (o, want) in &ops {
+            let decoded = WriteOp::decode(&o.encode()).expect("decodes");
+            assert_eq!(a.apply(&decoded), *want, "{o:?}");
+            assert_eq!(b.apply(o), *want, "{o:?}");
+        }
+        assert_eq!(a.users(), b.users());
+        assert_eq!(a.requirepass(), b"secret");
+        let u = a.users().user(b"u").expect("u");
+        assert!(u.password_ok(b"p") && u.enabled());
+        assert!(a.users().authenticate(b"default", b"secret").is_ok());
+        assert!(a.users().authenticate(b"default", b"").is_err());
+        let changes = a.take_acl_changes();
+        assert!(matches!(&changes[0], Changed::User { name, .. } if name == b"u"));
+        assert_eq!(changes.last(), Some(&Changed::Deleted(vec![b"w".to_vec()])));
+        assert!(a.take_acl_changes().is_empty());
+        // The users are in the snapshot, byte-identical on both stores.
+        let snap = a.snapshot();
+        assert_eq!(snap, b.snapshot());
+        let r = Store::restore(&snap).expect("restores");
+        assert_eq!(r.users(), a.users());
+        assert_eq!(r.requirepass(), b"secret");
+        // A fresh store's snapshot has no ACL section.
+        assert!(!Store::new().snapshot().ends_with(b"ACL1"));
+        let mut fresh = Store::new();
+        fresh.replace(r);
+        assert_eq!(fresh.take_acl_changes(), vec![Changed::Restored]);
+        // LOAD replaces the table (a file without default keeps a fresh one).
+        let mut c = Store::new();
+        let reply = c.apply(&op(&[b"LOAD", b"f.acl", b"user a on >x +@all ~*\n"]));
+        assert_eq!(reply, Reply::ok());
+        assert!(c.users().user(b"a").is_some());
+        assert_eq!(c.take_acl_changes(), vec![Changed::Reloaded]);
+        let reply = c.apply(&op(&[b"LOAD", b"f.acl", b"bogus\n"]));
+        assert!(matches!(reply, Reply::Error(_)));
+        assert!(c.users().user(b"a").is_some());
+    }
+
+    /// `CONFIG SET requirepass` with a data setting is one SetConfig op.
+    #[test]
+    fn requirepass_inside_set_config() {
+        let mut s = Store::new();
+        let o = WriteOp::new(
+            1,
+            WriteCmd::SetConfig {
+                pairs: vec![
+                    (b"hll-sparse-max-bytes".to_vec(), b"100".to_vec()),
+                    (b"requirepass".to_vec(), b"pw".to_vec()),
+                ],
+            },
+        );
+        assert_eq!(s.apply(&o), Reply::ok());
+        assert_eq!(s.data_config().hll_sparse_max_bytes, 100);
+        assert!(s.users().authenticate(b"default", b"pw").is_ok());
+    }
+}
