@@ -1,4 +1,4 @@
-//! Fuzz target: xlane-kv's pub/sub parsers. The input is split into a glob
+//! Fuzz target: xlane-kv's keyspace-notification parsers (`xlane_kv::notify`). The input is split into a glob
 //! pattern and a subject: matching never panics (with and without case
 //! folding, which may change a range's meaning, as in Redis), a pattern
 //! matches itself when it has no special byte, and `*` matches everything.
@@ -8,7 +8,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use xlane_kv::pubsub::{glob_match, NotifyFlags};
+use xlane_kv::notify::{glob_match, NotifyFlags};
 
 fuzz_target!(|input: &[u8]| {
     let cut = input
