@@ -223,6 +223,9 @@ pub struct ClientLoop {
     subs: Registry,
     /// This member's configuration (`CONFIG GET/SET`).
     config: crate::config::Config,
+    /// `maxmemory` in bytes (0: none), read from `config` when a `CONFIG
+    /// SET` changes it, not on every command.
+    maxmemory: u64,
     /// Its `notify-keyspace-events`, parsed.
     notify: NotifyFlags,
     /// The event classes the store queues now.
@@ -292,6 +295,7 @@ impl ClientLoop {
             chunk: vec![0; 64 << 10],
             subs: Registry::new(),
             config: crate::config::Config::default(),
+            maxmemory: 0,
             notify: NotifyFlags::NONE,
             store_classes: NotifyFlags::NONE,
             outbox: Vec::new(),
@@ -536,9 +540,8 @@ impl ClientLoop {
             };
             // `maxmemory`: a command that may grow memory is refused while
             // this process uses more (crate::txn::Txn::oom_gate).
-            let maxmemory = self.config.number("maxmemory");
-            if maxmemory > 0 {
-                let over = crate::info::used_memory() > maxmemory;
+            if self.maxmemory > 0 {
+                let over = crate::info::used_memory() > self.maxmemory;
                 if let Some(r) = c.session.txn.oom_gate(&args, over) {
                     c.emit(&r);
                     continue;
@@ -637,6 +640,7 @@ impl ClientLoop {
                 Action::Setting(SettingCmd::ConfigSet(pairs)) => {
                     let a = config_set(&mut self.config, &mut self.notify, &pairs, now);
                     auth::acl_config(&self.config, &mut self.access);
+                    self.maxmemory = self.config.number("maxmemory");
                     a
                 }
                 a => a,
