@@ -6,7 +6,9 @@
 # when a mode passes less than its floor.
 #
 # Usage: scripts/redis-suite.sh [--bin XLANE] [--units "unit/type/list ..."] [--modes "single leader"]
-#                               [--log DIR] [--reference]
+#                               [--jobs N] [--log DIR] [--reference]
+#   --jobs N      run the units in N runners at once (default 2; each unit still gets its own fresh
+#                 server; most of a unit's time is the suite's own waits, not CPU)
 #   --reference   run the same units against a fresh real redis-server per unit instead, and
 #                 print the lines of docs/redis-suite.reference
 # Env: REDIS_SUITE (default ../shared/tools/redis-suite), XLANE_SUITE_FLOOR_SINGLE (percent,
@@ -20,17 +22,20 @@ units=""
 modes="single leader"
 logdir=""
 reference=0
+jobs=2
 while [ $# -gt 0 ]; do
     case $1 in
         --bin) bin=$(readlink -f "$2"); shift 2 ;;
         --units) units=$2; shift 2 ;;
         --modes) modes=$2; shift 2 ;;
         --log) logdir=$(readlink -f "$2"); shift 2 ;;
+        --jobs) jobs=$2; shift 2 ;;
         --reference) reference=1; shift ;;
-        -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
         *) echo "unknown option $1 (see --help)" >&2; exit 2 ;;
     esac
 done
+case $jobs in ''|*[!0-9]*|0) echo "--jobs wants a positive number, not '$jobs'" >&2; exit 2 ;; esac
 [ -x "$suite" ] || { echo "Redis's suite runner not found at $suite (set REDIS_SUITE)" >&2; exit 1; }
 command -v tclsh >/dev/null || { echo "tclsh is missing: apt-get install tcl" >&2; exit 1; }
 # Redis's default units without scripting and functions (issue 41).
@@ -41,14 +46,27 @@ skip=$here/docs/redis-suite.skip
 work=$(mktemp -d /tmp/xlane-suite.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 
-run() { # name server-cmd-or-empty → $work/name.out
-    local name=$1 cmd=$2 args=(--units "$units")
+run() { # name server-cmd-or-empty → $work/name.out (the unit lines, in the order of $units)
+    local name=$1 cmd=$2 args=() k pids=() shard
     [ -n "$logdir" ] && { mkdir -p "$logdir/$name"; args+=(--log "$logdir/$name"); }
     # The reference runs without the skip file: a skipped test counts as not passed.
     if [ -z "$cmd" ]; then args+=(--reference); else args+=(--server-cmd "$cmd" --skipfile "$skip"); fi
-    echo "== $name: $(echo "$units" | wc -w) units"
-    "$suite" "${args[@]}" > "$work/$name.out" 2>&1 || true
-    grep -v '^{' "$work/$name.out" | grep -E '^(unit/|total)' || { tail -20 "$work/$name.out"; return 1; }
+    echo "== $name: $(echo "$units" | wc -w) units, $jobs at a time"
+    # Shard k takes every jobs-th unit from the k-th (the big units spread over the shards).
+    for ((k = 0; k < jobs; k++)); do
+        shard=$(echo "$units" | tr ' ' '\n' | awk -v j="$jobs" -v k="$k" 'NF && (n++ % j) == k' | tr '\n' ' ')
+        [ -n "${shard// /}" ] || continue
+        "$suite" "${args[@]}" --units "$shard" > "$work/$name.$k.out" 2>&1 &
+        pids+=($!)
+    done
+    for k in "${pids[@]}"; do wait "$k" || true; done
+    for u in $units; do
+        grep -h "^$u ok=" "$work/$name".*.out || echo "$u ok=0 err=0 stopped: no result from the runner"
+    done > "$work/$name.out"
+    cat "$work/$name.out"
+    awk '{ split($2, a, "="); split($3, b, "="); o += a[2]; e += b[2] }
+         END { printf "total ok=%d err=%d\n", o, e }' "$work/$name.out"
+    grep -q ' ok=[1-9]' "$work/$name.out" || { tail -20 "$work/$name".*.out; return 1; }
 }
 
 if [ "$reference" = 1 ]; then

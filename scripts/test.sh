@@ -8,7 +8,8 @@ cd "$(dirname "$0")/.."
 # A one-off build gains nothing from incremental state but its disk space.
 export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
 
-step() { printf '\n==> %s\n' "$*"; }
+started=$SECONDS
+step() { printf '\n==> %s (at %dm%02ds)\n' "$*" $(((SECONDS - started) / 60)) $(((SECONDS - started) % 60)); }
 
 step "system packages"
 need=()
@@ -44,7 +45,8 @@ fi
 echo "$((free_kb / 1024 / 1024)) GB free"
 
 step "leftover testbeds from crashed runs"
-cargo build -q -p xlane -p xlane-preload   # the preload tests load the cdylib, which cargo test does not rebuild
+# The test profile: cargo test below reuses these artifacts instead of building everything twice.
+cargo build -q --profile test -p xlane -p xlane-preload   # the preload tests load the cdylib, which cargo test does not rebuild
 ./target/debug/xlane testbed down --all || true
 
 step "format"
@@ -64,8 +66,8 @@ passed=${counts% *}; failed=${counts#* }
 
 step "Redis's own test suite against xlane kv"
 # Redis 7.0.15's suite (../shared/redis-7.0.15-tests with ../shared/tools/redis-suite, read-only:
-# the runner copies it) against a fresh single node per unit, on the debug build the tests just
-# made; the run fails below its floor (docs/kv-commands.md#rediss-own-test-suite).
+# the runner copies it) against a fresh single node per unit, two units at a time, on the build the
+# tests just made; the run fails below its floor (docs/kv-commands.md#rediss-own-test-suite).
 if [ -x ../shared/tools/redis-suite ]; then
     bash scripts/redis-suite.sh --bin target/debug/xlane --modes "${XLANE_SUITE_MODES:-single}"
 else
@@ -85,4 +87,4 @@ if [ "$fuzz_secs" -gt 0 ]; then
 fi
 
 step "summary"
-echo "tests: ${passed} passed, ${failed} failed"
+echo "tests: ${passed} passed, ${failed} failed; $(((SECONDS - started) / 60)) min in all"

@@ -349,7 +349,14 @@ pub fn run(cfg: &BoundsConfig, progress: &mut dyn FnMut(&str)) -> Result<BoundsR
         "measuring the links ({} idle probes per path)",
         cfg.probes
     ));
-    tb.measure(cfg.probes)?;
+    let m = tb.measure(cfg.probes)?;
+    if !m.remeasured.is_empty() {
+        let hosts: Vec<String> = m.remeasured.iter().map(|&h| host_name(h)).collect();
+        progress(&format!(
+            "measured again the paths from {} (read through a host stall)",
+            hosts.join(", ")
+        ));
+    }
     let topo_text = tb
         .export_topology()
         .to_toml()

@@ -228,9 +228,42 @@ pub struct LinkMeasurement {
     pub probes_per_path: usize,
     /// The measured paths.
     pub paths: Vec<PathMeasurement>,
+    /// Sending hosts of the paths measured again because their first
+    /// reading was an outlier (see [`LinkMeasurement::outliers`]).
+    #[serde(default)]
+    pub remeasured: Vec<usize>,
+}
+
+/// A path whose jitter (p99.9 − min) is above this many times the
+/// median path's was measured through a stall of the measuring host, not
+/// through a slow link: the testbed's links are alike.
+pub const OUTLIER_FACTOR: u64 = 8;
+
+/// Jitter (p99.9 − min) of a path, ns.
+pub fn path_jitter(p: &PathMeasurement) -> u64 {
+    p.p999_ns.saturating_sub(p.min_ns)
 }
 
 impl LinkMeasurement {
+    /// Indices into `paths` of the paths whose jitter is above
+    /// [`OUTLIER_FACTOR`] times the median path's (the upper median, so
+    /// that with two paths the larger one is the reference; never one
+    /// path alone). A median of zero takes 1 ns.
+    pub fn outliers(paths: &[PathMeasurement]) -> Vec<usize> {
+        if paths.len() < 2 {
+            return Vec::new();
+        }
+        let mut j: Vec<u64> = paths.iter().map(path_jitter).collect();
+        j.sort_unstable();
+        let median = j[j.len() / 2].max(1);
+        paths
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| path_jitter(p) > median.saturating_mul(OUTLIER_FACTOR))
+            .map(|(i, _)| i)
+            .collect()
+    }
+
     /// (min, jitter) of host `i`'s uplink: half of the path that starts at `i`.
     pub fn uplink(&self, i: usize) -> Option<(u64, u64)> {
         let p = self.paths.iter().find(|p| p.from == i)?;
@@ -347,6 +380,7 @@ mod tests {
         let m = LinkMeasurement {
             probes_per_path: 10,
             paths: vec![path(0, 1, 20_000, 30_000), path(1, 2, 24_000, 28_000)],
+            remeasured: Vec::new(),
         };
         // Minimum: half of the smallest path minimum (20 µs), less 20 %;
         // jitter: half of the path's own p99.9 − min.
@@ -360,6 +394,38 @@ mod tests {
         ];
         for (i, (got, want)) in cases.into_iter().enumerate() {
             assert_eq!(got, want, "case {i}");
+        }
+    }
+
+    #[test]
+    fn outliers() {
+        let path = |from, min_ns, p999_ns| PathMeasurement {
+            from,
+            to: from + 1,
+            sent: 10,
+            received: 10,
+            min_ns,
+            p50_ns: min_ns,
+            p999_ns,
+            max_ns: p999_ns,
+        };
+        // (jitters above a 10 µs minimum, outliers expected)
+        let cases: [(&[u64], &[usize]); 7] = [
+            (&[], &[]),
+            (&[9_000_000], &[]),
+            (&[100_000, 9_000_000], &[]),
+            (&[100_000, 120_000, 9_000_000, 90_000], &[2]),
+            (&[100_000, 800_000, 801_000, 90_000], &[]),
+            (&[0, 0, 9, 0], &[2]),
+            (&[100_000, 9_000_000, 9_000_000, 90_000], &[]),
+        ];
+        for (i, (jit, want)) in cases.iter().enumerate() {
+            let paths: Vec<_> = jit
+                .iter()
+                .enumerate()
+                .map(|(k, &j)| path(k, 10_000, 10_000 + j))
+                .collect();
+            assert_eq!(LinkMeasurement::outliers(&paths), *want, "case {i}");
         }
     }
 }
