@@ -78,6 +78,8 @@ fuzz_secs="${XLANE_FUZZ_SECONDS:-5}"
 if [ "$fuzz_secs" -gt 0 ]; then
     step "fuzz (${fuzz_secs}s per target)"
     command -v cargo-fuzz >/dev/null || cargo install -q cargo-fuzz --locked
+    # Every target in one build (linked side by side), not one build per run.
+    (cd fuzz && RUSTC_BOOTSTRAP=1 cargo fuzz build 2>&1 | tail -3)
     for t in $(cd fuzz && RUSTC_BOOTSTRAP=1 cargo fuzz list); do
         # Seeds (committed, e.g. a valid topology) join the working corpus.
         corpora=()

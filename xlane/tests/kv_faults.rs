@@ -8,7 +8,8 @@
 //! (`cargo test -p xlane-xraft --test linearizable`): this kernel has no
 //! `netem`.
 //! The clients issue strings (`SET`/`GET`), hashes (`HSET`, `HDEL`,
-//! `HGETALL`), lists (`RPUSH`, `LPOP`, `LRANGE`), sets (`SADD`, `SREM`,
+//! `HGETALL`), lists (`RPUSH`, `BLPOP` with a 0.2 s timeout, `LRANGE`;
+//! `LPOP` inside transactions), sets (`SADD`, `SREM`,
 //! `SMEMBERS`), sorted sets (`ZINCRBY`, `ZREM`, `ZRANGE ... WITHSCORES`)
 //! and `MULTI`/`EXEC` transactions over one key.
 //! Every operation is recorded (call and return times, or an unknown
@@ -153,13 +154,15 @@ fn draw(rng: &mut Rng, id: u64, n: u64) -> (TypedInput, Vec<Vec<String>>, bool) 
     let ty = rng.below(6);
     let key = format!(
         "{}{}",
-        ["k", "h", "l", "s", "z", "l"][ty as usize],
+        // Lists alone ("q": pushes, blocking pops) and lists that
+        // transactions also SET ("l": WRONGTYPE inside EXEC).
+        ["k", "h", "q", "s", "z", "l"][ty as usize],
         rng.below(KEYS)
     );
     let w = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<String>>();
     let b = |s: &str| s.as_bytes().to_vec();
     // One command on `key`: (model call, words, writes).
-    let one = |rng: &mut Rng, ty: u64| -> (TypedCall, Vec<String>, bool) {
+    let one = |rng: &mut Rng, ty: u64, in_multi: bool| -> (TypedCall, Vec<String>, bool) {
         let r = rng.below(3);
         match (ty, r) {
             (0, 0) => (TypedCall::Get, w(&["GET", key.as_str()]), false),
@@ -190,6 +193,9 @@ fn draw(rng: &mut Rng, id: u64, n: u64) -> (TypedInput, Vec<Vec<String>>, bool) 
                 w(&["LRANGE", key.as_str(), "0", "-1"]),
                 false,
             ),
+            // A blocking pop is an LPOP at the instant it is served (or,
+            // timed out, at one where the list was empty).
+            (2, 1) if !in_multi => (TypedCall::LPop, w(&["BLPOP", key.as_str(), "0.2"]), true),
             (2, 1) => (TypedCall::LPop, w(&["LPOP", key.as_str()]), true),
             (2, _) => (
                 TypedCall::RPush(b(unique.as_str())),
@@ -244,7 +250,7 @@ fn draw(rng: &mut Rng, id: u64, n: u64) -> (TypedInput, Vec<Vec<String>>, bool) 
         let mut words = vec![w(&["MULTI"])];
         for _ in 0..2 + rng.below(3) {
             let t = if rng.below(6) == 0 { 0 } else { 2 };
-            let (c, v, _) = one(rng, t);
+            let (c, v, _) = one(rng, t, true);
             calls.push(c);
             words.push(v);
         }
@@ -255,13 +261,19 @@ fn draw(rng: &mut Rng, id: u64, n: u64) -> (TypedInput, Vec<Vec<String>>, bool) 
             true,
         );
     }
-    let (c, v, write) = one(rng, ty);
+    let (c, v, write) = one(rng, ty, false);
     (TypedInput::new(key.as_bytes(), c), vec![v], write)
 }
 
 /// What the model sees of a reply (`None`: not a reply the command gives).
 fn output(call: &TypedCall, r: &Reply) -> Option<TypedOutput> {
     Some(match r {
+        // BLPOP's [key, element], or nil when it timed out.
+        Reply::Array(Some(kv)) if *call == TypedCall::LPop && kv.len() == 2 => match &kv[1] {
+            Reply::Bulk(Some(v)) => TypedOutput::Bulk(Some(v.clone())),
+            _ => return None,
+        },
+        Reply::Array(None) if *call == TypedCall::LPop => TypedOutput::Bulk(None),
         Reply::Simple(s) if s == "OK" => TypedOutput::Ok,
         Reply::Integer(i) => TypedOutput::Int(*i),
         Reply::Bulk(v) => TypedOutput::Bulk(v.clone()),
@@ -298,11 +310,11 @@ fn client(
     rec: Recorder,
     t0: Instant,
     stop: Arc<AtomicBool>,
-) -> (u64, u64) {
+) -> (u64, u64, u64) {
     let mut rng = Rng::new(seed ^ (id + 1).wrapping_mul(0xA24B_AED4_963E_E407));
     let mut target = rng.below(MEMBERS as u64) as usize;
     let mut conn: Option<Conn> = None;
-    let (mut acked, mut unknown) = (0, 0);
+    let (mut acked, mut unknown, mut served) = (0, 0, 0);
     let mut n = 0u64;
     while !stop.load(Ordering::Relaxed) {
         if conn.is_none() {
@@ -325,6 +337,9 @@ fn client(
         let mut r = rec.lock().unwrap();
         match reply.as_ref().map(|x| (x, output(&call, x))) {
             Some((_, Some(o))) => {
+                if words[0][0] == "BLPOP" && matches!(o, TypedOutput::Bulk(Some(_))) {
+                    served += 1;
+                }
                 r.complete(h, o, at).unwrap();
                 if write {
                     acked += 1;
@@ -361,7 +376,7 @@ fn client(
             }
         }
     }
-    (acked, unknown)
+    (acked, unknown, served)
 }
 
 /// A member's whole key space from its own state (`READONLY`): every key
@@ -501,11 +516,12 @@ fn run(seed: u64) {
     // Healed: let the clients see it work again, then stop them.
     std::thread::sleep(Duration::from_millis(1500));
     stop.store(true, Ordering::Relaxed);
-    let (mut acked, mut unknown) = (0, 0);
+    let (mut acked, mut unknown, mut served) = (0, 0, 0);
     for w in workers {
-        let (a, u) = w.join().expect("client thread");
+        let (a, u, s) = w.join().expect("client thread");
         acked += a;
         unknown += u;
+        served += s;
     }
 
     // Every member ends with the same key space: dump each member's from
@@ -534,7 +550,7 @@ fn run(seed: u64) {
     let report =
         check(&TypedModel, &history, &CheckOptions::default()).expect("well-formed history");
     println!(
-        "seed {seed}: {} kill -9 + restarts, {} link cuts; {} ops, {acked} acknowledged writes, {unknown} writes of unknown outcome; {keys} keys identical on every member; linearizable: {}",
+        "seed {seed}: {} kill -9 + restarts, {} link cuts; {} ops, {acked} acknowledged writes ({served} blocking pops served), {unknown} writes of unknown outcome; {keys} keys identical on every member; linearizable: {}",
         faults.kills,
         faults.cuts,
         report.ops,

@@ -432,12 +432,15 @@ impl Store {
     /// Any change to a key between two reads — including one that leaves
     /// it as it was, such as a create then a delete — moves its version.
     ///
-    /// A key present but already expired reads as the tombstone its expiry
-    /// will leave (stamped with the entry's own version, see `purge`): as
-    /// in Redis, a key that was expired when watched and is then removed
-    /// by its expiry has logically not changed.
+    /// A key present but already expired — at the logical clock or at the
+    /// reader's `now_ms`, whichever is later — reads as the tombstone its
+    /// expiry will leave (stamped with the entry's own version, see
+    /// `purge`): as in Redis, a key that was expired when watched and is
+    /// then removed by its expiry (or a `FLUSHDB`) has logically not
+    /// changed. Inside an op `now_ms` is the op's own time, never after the
+    /// clock, so every member compares alike.
     pub fn version(&self, key: &[u8], now_ms: u64) -> u64 {
-        match self.live(key, self.now(now_ms)) {
+        match self.live(key, self.now(now_ms).max(now_ms)) {
             Some(e) => e.version,
             None => match self.map.get(key) {
                 Some(e) => ABSENT | e.version,

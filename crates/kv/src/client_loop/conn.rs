@@ -200,6 +200,9 @@ pub(super) struct Conn {
     pub(super) blocked: bool,
     /// `CLIENT REPLY`.
     pub(super) replies: ReplyMode,
+    /// Pushes ([`Conn::push`]) held while a read group waits in
+    /// `deferred`: they go out after its replies.
+    pub(super) held_pushes: Vec<u8>,
 }
 
 /// Which replies a connection gets (`CLIENT REPLY`).
@@ -282,6 +285,28 @@ impl Conn {
                 silent: false,
                 shape: None,
             });
+        }
+    }
+
+    /// Queues an out-of-band push (a tracking invalidation) after the
+    /// replies of every request received so far, as Redis sends an
+    /// invalidation after the reply of the command that caused it (a read
+    /// that expired a key it met, a transaction). Held while a read group
+    /// waits in `deferred`, until [`Conn::release_pushes`].
+    pub(super) fn push(&mut self, bytes: Vec<u8>) {
+        if self.deferred.is_some() {
+            self.held_pushes.extend_from_slice(&bytes);
+        } else {
+            self.emit_encoded(bytes);
+        }
+    }
+
+    /// Once no read group waits in `deferred`: the held pushes go behind
+    /// the replies queued so far.
+    pub(super) fn release_pushes(&mut self) {
+        if self.deferred.is_none() && !self.held_pushes.is_empty() {
+            let b = std::mem::take(&mut self.held_pushes);
+            self.emit_encoded(b);
         }
     }
 

@@ -375,6 +375,7 @@ impl ClientLoop {
                     last_cmd: Vec::new(),
                     blocked: false,
                     replies: Default::default(),
+                    held_pushes: Vec::new(),
                 },
             );
         }
@@ -464,6 +465,7 @@ impl ClientLoop {
                         if ctx.start(c, group, sub) && !self.again.contains(&id) {
                             self.again.push(id);
                         }
+                        c.release_pushes();
                         continue;
                     }
                     Some(Deferred::Watch(keys)) => {
@@ -480,6 +482,7 @@ impl ClientLoop {
                             Err(_) => Reply::err("ERR store lock poisoned"),
                         };
                         c.emit(&reply);
+                        c.release_pushes();
                         continue;
                     }
                     None => {}
@@ -741,10 +744,18 @@ impl ClientLoop {
                     if self.tracking.clients.get(&id).is_some_and(|t| t.noloop) {
                         self.own_ops.proposed(id, token, &bytes);
                     }
+                    if matches!(op.cmd, WriteCmd::Exec { .. }) {
+                        self.track_exec(id, token, &bytes);
+                        let Some(again) = self.conns.get_mut(&id) else {
+                            return;
+                        };
+                        c = again;
+                    }
                     match sub.propose(bytes, token) {
                         Ok(()) => c.wait(token, slot),
                         Err(e) => {
                             self.tokens.take(token);
+                            self.tracking.forget_exec(token);
                             let e = replica_error(e, |h| self.members.client_of(self.me, h));
                             c.emit(&replica_error_reply(&e, op.cmd.first_key()));
                         }
@@ -1355,6 +1366,7 @@ impl Frontend for ClientLoop {
             return;
         };
         self.own_ops.completed(token);
+        self.exec_done(token);
         let Some(c) = self.conns.get_mut(&id) else {
             return;
         };

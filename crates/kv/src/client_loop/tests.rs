@@ -639,3 +639,93 @@ fn every_member_notifies_its_subscribers_of_applied_writes() {
         r => panic!("{r:?}"),
     }
 }
+
+/// Tracking invalidations come after the reply of the command that caused
+/// them, and a transaction's reads are remembered as Redis runs its
+/// commands: after its own earlier writes, before its later ones.
+#[test]
+fn invalidations_follow_the_replies_that_caused_them() {
+    let m = start(1);
+    let l = leader(&m);
+    let mut c = connect(m.clients[l]);
+    let mut o = connect(m.clients[l]);
+    let _ = cmd(&mut c, &["HELLO", "3"]);
+    assert_eq!(cmd(&mut c, &["CLIENT", "TRACKING", "on"]), Reply::ok());
+    let inv = |k: &str| Reply::Array(Some(vec![bulk("invalidate"), bulks(&[k])]));
+    let pong = Reply::Simple("PONG".into());
+    // (connection: 0 tracking, 1 other; command; wait before it, ms;
+    //  frames the tracking connection reads after it)
+    type Step<'a> = (usize, &'a [&'a str], u64, Vec<Reply>);
+    let steps: Vec<Step> = vec![
+        // A read that meets an expired key: the reply, then the push.
+        (
+            0,
+            &["DEBUG", "SET-ACTIVE-EXPIRE", "0"],
+            0,
+            vec![Reply::ok()],
+        ),
+        (0, &["SET", "y", "2", "PX", "50"], 0, vec![Reply::ok()]),
+        (0, &["GET", "y"], 0, vec![bulk("2")]),
+        (
+            0,
+            &["MGET", "x", "y"],
+            100,
+            vec![
+                Reply::Array(Some(vec![Reply::Bulk(None), Reply::Bulk(None)])),
+                inv("y"),
+            ],
+        ),
+        (
+            0,
+            &["DEBUG", "SET-ACTIVE-EXPIRE", "1"],
+            0,
+            vec![Reply::ok()],
+        ),
+        // A read after the transaction's own write: nothing to invalidate.
+        (0, &["MULTI"], 0, vec![Reply::ok()]),
+        (
+            0,
+            &["SET", "a", "1"],
+            0,
+            vec![Reply::Simple("QUEUED".into())],
+        ),
+        (0, &["GET", "a"], 0, vec![Reply::Simple("QUEUED".into())]),
+        (
+            0,
+            &["EXEC"],
+            0,
+            vec![Reply::Array(Some(vec![Reply::ok(), bulk("1")]))],
+        ),
+        (0, &["PING"], 0, vec![pong.clone()]),
+        // ... but remembered: another client's write invalidates it.
+        (1, &["SET", "a", "2"], 0, vec![inv("a")]),
+        // A read before the transaction's own write: invalidated, after
+        // the transaction's reply.
+        (0, &["MULTI"], 0, vec![Reply::ok()]),
+        (0, &["GET", "a"], 0, vec![Reply::Simple("QUEUED".into())]),
+        (
+            0,
+            &["SET", "a", "3"],
+            0,
+            vec![Reply::Simple("QUEUED".into())],
+        ),
+        (
+            0,
+            &["EXEC"],
+            0,
+            vec![Reply::Array(Some(vec![bulk("2"), Reply::ok()])), inv("a")],
+        ),
+        // Not remembered after that: the next write sends nothing.
+        (1, &["SET", "a", "4"], 0, vec![]),
+        (0, &["PING"], 0, vec![pong]),
+    ];
+    for (i, (who, args, wait, want)) in steps.into_iter().enumerate() {
+        std::thread::sleep(Duration::from_millis(wait));
+        if who == 0 {
+            send(&mut c, &[args]);
+        } else {
+            assert_eq!(cmd(&mut o, args), Reply::ok(), "step {i}");
+        }
+        assert_eq!(replies(&mut c, want.len()), want, "step {i}: {args:?}");
+    }
+}

@@ -15,9 +15,10 @@
 //! `tracking-table-max-keys` keys are remembered; past that the oldest go,
 //! invalidated.
 //!
-//! `NOLOOP` is taken, but a connection also gets the invalidations of its
-//! own writes: the op that changed a key is not traced back to a
-//! connection.
+//! An invalidation goes out after the replies of every request the
+//! connection sent before it ([`super::conn::Conn::push`]). The reads of a
+//! transaction are remembered when its op's changes are known, as Redis
+//! runs the commands in order (`remember_txn_reads`).
 
 use super::ClientLoop;
 use crate::resp::Reply;
@@ -44,7 +45,7 @@ pub(super) struct Tracker {
     pub(super) optin: bool,
     /// `OPTOUT`: every read but those right after `CLIENT CACHING no`.
     pub(super) optout: bool,
-    /// `NOLOOP` (taken; see the module docs).
+    /// `NOLOOP`: the changes of its own writes are not sent ([`OwnOps`]).
     pub(super) noloop: bool,
     /// `CLIENT CACHING yes|no`, for the next command.
     pub(super) caching: Option<bool>,
@@ -88,6 +89,37 @@ pub(super) struct Tracking {
     keys: BTreeMap<Vec<u8>, BTreeSet<u64>>,
     /// The order keys were first remembered in, for the table's limit.
     order: VecDeque<Vec<u8>>,
+    /// The keys of the commands a connection queued inside `MULTI`, in
+    /// order: remembered when the transaction runs, not when queued.
+    queued: HashMap<u64, Vec<TxnKeys>>,
+    /// Those of a transaction whose `EXEC` came, until its op is proposed
+    /// (then `after_op`) or, answered without one, the next delivery.
+    exec: HashMap<u64, Vec<TxnKeys>>,
+    /// The reads of a transaction in flight, by the token of its op.
+    after_op: HashMap<u64, TxnReads>,
+    /// Those whose op has its outcome, for the next delivery.
+    ready: Vec<TxnReads>,
+}
+
+/// The keys of one command queued inside `MULTI`.
+#[derive(Debug, Clone)]
+pub(super) struct TxnKeys {
+    keys: Vec<Vec<u8>>,
+    /// A write (its keys may change), else a read-only command.
+    write: bool,
+    /// The `CLIENT CACHING` choice in force.
+    caching: Option<bool>,
+}
+
+/// A transaction's reads, to remember once its op's changes are known
+/// (Redis runs the commands in order: a change the transaction made
+/// before a read invalidates nothing; one after it does).
+#[derive(Debug, Clone)]
+pub(super) struct TxnReads {
+    conn: u64,
+    /// [`crate::op::origin`] of the transaction's op.
+    origin: u64,
+    txn: Vec<TxnKeys>,
 }
 
 /// The ops this member proposed for `NOLOOP` tracking connections, by
@@ -141,6 +173,8 @@ impl Tracking {
     /// Connection `conn` stops tracking (or closed): its keys are
     /// forgotten.
     pub(super) fn off(&mut self, conn: u64) {
+        self.queued.remove(&conn);
+        self.exec.remove(&conn);
         if self.clients.remove(&conn).is_none() {
             return;
         }
@@ -163,6 +197,28 @@ impl Tracking {
         }
     }
 
+    /// The op of `token` was not proposed: its transaction's reads are
+    /// remembered at the next delivery, as if answered without an op.
+    pub(super) fn forget_exec(&mut self, token: u64) {
+        if let Some(r) = self.after_op.remove(&token) {
+            self.ready.push(TxnReads { origin: 0, ..r });
+        }
+    }
+
+    /// Whether connection `conn`'s reads under the `CLIENT CACHING`
+    /// choice `caching` are remembered (default mode, as `OPTIN`/`OPTOUT`
+    /// allow).
+    fn remembers(&self, conn: u64, caching: Option<bool>) -> bool {
+        self.clients.get(&conn).is_some_and(|t| {
+            !t.bcast
+                && match (t.optin, t.optout) {
+                    (true, _) => caching == Some(true),
+                    (_, true) => caching != Some(false),
+                    _ => true,
+                }
+        })
+    }
+
     /// Connection `conn` read `keys` (a read-only command, under the
     /// `CLIENT CACHING` choice `caching`): remembered in the default mode,
     /// as `OPTIN`/`OPTOUT` allow. Returns the invalidations of keys pushed
@@ -174,16 +230,7 @@ impl Tracking {
         caching: Option<bool>,
         max_keys: usize,
     ) -> Vec<Invalidation> {
-        let Some(t) = self.clients.get(&conn) else {
-            return Vec::new();
-        };
-        let remember = !t.bcast
-            && match (t.optin, t.optout) {
-                (true, _) => caching == Some(true),
-                (_, true) => caching != Some(false),
-                _ => true,
-            };
-        if !remember {
+        if !self.remembers(conn, caching) {
             return Vec::new();
         }
         for k in keys {
@@ -312,21 +359,114 @@ impl ClientLoop {
         if !self.tracking.clients.contains_key(&id) {
             return;
         }
-        let caching = self.tracking.caching(id, in_multi);
-        let readonly = crate::cmd::table::spec(&args[0]).is_some_and(|s| s.has("readonly"));
-        if !readonly {
+        let word = |w: &str| args[0].eq_ignore_ascii_case(w.as_bytes());
+        if in_multi && (word("exec") || word("discard")) {
+            let txn = self.tracking.queued.remove(&id).unwrap_or_default();
+            if word("exec") {
+                self.tracking.exec.insert(id, txn);
+            }
             return;
         }
-        let Some(at) = crate::cmd::keys_of(args) else {
-            return;
-        };
-        let keys: Vec<Vec<u8>> = at
+        let caching = self.tracking.caching(id, in_multi);
+        let readonly = crate::cmd::table::spec(&args[0]).is_some_and(|s| s.has("readonly"));
+        let keys: Vec<Vec<u8>> = crate::cmd::keys_of(args)
+            .unwrap_or_default()
             .into_iter()
             .filter_map(|i| args.get(i).cloned())
             .collect();
+        if in_multi && !word("multi") {
+            // Bounded by the transaction's own length.
+            let q = self.tracking.queued.entry(id).or_default();
+            q.push(TxnKeys {
+                keys,
+                write: !readonly,
+                caching,
+            });
+            return;
+        }
+        if !readonly || keys.is_empty() {
+            return;
+        }
         let max = self.config.number("tracking-table-max-keys") as usize;
         let out = self.tracking.read(id, &keys, caching, max);
         self.invalidations.extend(out);
+    }
+
+    /// Connection `id` proposed its transaction's op `encoded` under
+    /// `token`: its reads wait for the op's outcome.
+    pub(super) fn track_exec(&mut self, id: u64, token: u64, encoded: &[u8]) {
+        if let Some(txn) = self.tracking.exec.remove(&id) {
+            let origin = crate::op::origin(encoded);
+            let r = TxnReads {
+                conn: id,
+                origin,
+                txn,
+            };
+            self.tracking.after_op.insert(token, r);
+        }
+    }
+
+    /// The op of `token` has its outcome (applied, or refused).
+    pub(super) fn exec_done(&mut self, token: u64) {
+        if let Some(r) = self.tracking.after_op.remove(&token) {
+            self.tracking.ready.push(r);
+        }
+    }
+
+    /// The reads of the transactions that ran (`ready`, and those answered
+    /// without an op), against this delivery's `changes` (in apply
+    /// order): a key a later command of the same transaction writes, or
+    /// that an op applied after the transaction's changed, is invalidated
+    /// at once and not remembered; the others are remembered.
+    fn remember_txn_reads(&mut self, changes: &[(u64, Option<Vec<u8>>)]) -> Vec<Invalidation> {
+        let mut runs = std::mem::take(&mut self.tracking.ready);
+        for (conn, txn) in std::mem::take(&mut self.tracking.exec) {
+            // Answered without an op: nothing of it is in `changes`.
+            runs.push(TxnReads {
+                conn,
+                origin: 0,
+                txn,
+            });
+        }
+        let max = self.config.number("tracking-table-max-keys") as usize;
+        let mut out = Vec::new();
+        for r in runs {
+            let Some(noloop) = self.tracking.clients.get(&r.conn).map(|t| t.noloop) else {
+                continue;
+            };
+            // Changes after the transaction's own (all of them when its op
+            // changed nothing or its changes went out earlier).
+            let from = changes
+                .iter()
+                .rposition(|(o, _)| *o == r.origin && r.origin != 0)
+                .map_or(0, |i| i + 1);
+            let later = &changes[from..];
+            let flush_later = later.iter().any(|(_, k)| k.is_none());
+            for (i, cmd) in r.txn.iter().enumerate() {
+                if cmd.write {
+                    continue;
+                }
+                let mut keep = Vec::new();
+                let mut gone = Vec::new();
+                for k in &cmd.keys {
+                    let own_later = r.txn[i + 1..].iter().any(|w| w.write && w.keys.contains(k));
+                    let others_later =
+                        flush_later || later.iter().any(|(_, c)| c.as_deref() == Some(k));
+                    match (own_later && !noloop) || others_later {
+                        true => gone.push(k.clone()),
+                        false if own_later => {}
+                        false => keep.push(k.clone()),
+                    }
+                }
+                if !gone.is_empty() && self.tracking.remembers(r.conn, cmd.caching) {
+                    out.push((r.conn, Some(gone)));
+                }
+                if !keep.is_empty() {
+                    out.extend(self.tracking.read(r.conn, &keep, cmd.caching, max));
+                }
+            }
+        }
+        out
     }
 
     /// Sends the invalidations of the keys changed by the ops applied so
@@ -346,6 +486,7 @@ impl ClientLoop {
         if active {
             let own = &self.own_ops.by_origin;
             out.extend(self.tracking.changed(&changes, &|o| own.get(&o).copied()));
+            out.extend(self.remember_txn_reads(&changes));
             let max = self.config.number("tracking-table-max-keys") as usize;
             out.extend(self.tracking.limit(max));
         }
@@ -378,7 +519,7 @@ impl ClientLoop {
                             Reply::Integer(cid as i64),
                         ])
                         .encode_resp3(&mut b);
-                        c.emit_encoded(b);
+                        c.push(b);
                         self.mark(conn);
                     }
                 }
@@ -409,7 +550,7 @@ impl ClientLoop {
             // RESP2 has no pushes on a connection that is not subscribed.
             return;
         }
-        c.emit_encoded(b);
+        c.push(b);
         self.mark(target);
     }
 

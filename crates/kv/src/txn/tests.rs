@@ -217,23 +217,52 @@ fn watch_sees_every_touch_of_its_key() {
             &["SET k 1 PX 1", "SET x 1"],
             true,
         ),
+        // "+n": n ms pass with no op (the clock of the applied state stays
+        // behind the watcher's): Redis's "stale" watched keys.
+        (
+            "watched already expired, removed by its expiry",
+            &["SET k 1 PX 1", "+3"],
+            &["SET x 1"],
+            false,
+        ),
+        (
+            "watched already expired, then a flush",
+            &["SET k 1 PX 1", "+3"],
+            &["FLUSHDB"],
+            false,
+        ),
+        (
+            "watched already expired, then set again",
+            &["SET k 1 PX 1", "+3"],
+            &["SET k 2"],
+            true,
+        ),
+        (
+            "watched alive, expires before EXEC",
+            &["SET k 1 PX 3"],
+            &["+5"],
+            true,
+        ),
     ];
     for (name, before, between, aborts) in rows {
         let mut store = Store::new();
         let mut now = 1_700_000_000_000u64;
-        let exec = |store: &mut Store, line: &str, now: u64| {
+        let exec = |store: &mut Store, line: &str, now: &mut u64| {
+            if let Some(ms) = line.strip_prefix('+') {
+                *now += ms.parse::<u64>().expect("a wait in ms");
+                return;
+            }
+            *now += 1;
             let args = split_inline(line.as_bytes()).expect("parses");
-            crate::dispatch::execute_local(store, &args, now)
+            crate::dispatch::execute_local(store, &args, *now);
         };
         for l in *before {
-            now += 1;
-            exec(&mut store, l, now);
+            exec(&mut store, l, &mut now);
         }
         let mut txn = Txn::default();
         txn.watch(vec![(b"k".to_vec(), store.version(b"k", now))]);
         for l in *between {
-            now += 1;
-            exec(&mut store, l, now);
+            exec(&mut store, l, &mut now);
         }
         now += 1;
         for l in ["MULTI", "SET w 1"] {
