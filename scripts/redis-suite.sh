@@ -8,7 +8,8 @@
 # Usage: scripts/redis-suite.sh [--bin XLANE] [--units "unit/type/list ..."] [--modes "single leader"]
 #                               [--jobs N] [--log DIR] [--reference]
 #   --jobs N      run the units in N runners at once (default 2; each unit still gets its own fresh
-#                 server; most of a unit's time is the suite's own waits, not CPU)
+#                 server; most of a unit's time is the suite's own waits, not CPU); leader mode
+#                 runs one at a time
 #   --reference   run the same units against a fresh real redis-server per unit instead, and
 #                 print the lines of docs/redis-suite.reference
 # Env: REDIS_SUITE (default ../shared/tools/redis-suite), XLANE_SUITE_FLOOR_SINGLE (percent,
@@ -81,7 +82,9 @@ status=0
 for mode in $modes; do
     case $mode in
         single) run single "$bin kv serve --bind 127.0.0.1:{port}"; floor=${XLANE_SUITE_FLOOR_SINGLE:-90} ;;
-        leader) run leader "$here/scripts/kv-leader.sh {port} $bin"; floor=${XLANE_SUITE_FLOOR_LEADER:-85} ;;
+        # One runner at a time: the runner picks {port} free, but not the members' other ports
+        # (PORT+1, PORT+2, PORT+10000..), which a second runner's cluster may hold.
+        leader) jobs=1 run leader "$here/scripts/kv-leader.sh {port} $bin"; floor=${XLANE_SUITE_FLOOR_LEADER:-85} ;;
         *) echo "unknown mode $mode" >&2; exit 2 ;;
     esac
     # Passed per unit against the reference's count of the same unit (never above it).
