@@ -11,7 +11,11 @@
 //! `HGETALL`), lists (`RPUSH`, `BLPOP` with a 0.2 s timeout, `LRANGE`;
 //! `LPOP` inside transactions), sets (`SADD`, `SREM`,
 //! `SMEMBERS`), sorted sets (`ZINCRBY`, `ZREM`, `ZRANGE ... WITHSCORES`)
-//! and `MULTI`/`EXEC` transactions over one key.
+//! and `MULTI`/`EXEC` transactions over one key; beside them a producer
+//! and two consumers use a stream and its consumer group (`faults/streams.rs`:
+//! no acknowledged entry lost or delivered twice, IDs never backwards), and
+//! a publisher and a subscriber per member use a channel (`faults/pubsub.rs`:
+//! every message at most once per subscription, in order).
 //! Every operation is recorded (call and return times, or an unknown
 //! outcome for writes that timed out or were cut off) and the history is
 //! checked for linearizability with `xlane-lincheck`'s `TypedModel`; after
@@ -24,6 +28,10 @@
 //! nothing else.
 
 mod common;
+#[path = "faults/pubsub.rs"]
+mod pubsub;
+#[path = "faults/streams.rs"]
+mod streams;
 
 use common::Conn;
 use std::net::SocketAddr;
@@ -420,11 +428,17 @@ fn dump(a: SocketAddr) -> Option<Vec<(Vec<u8>, Reply, Reply)>> {
             Reply::Simple(t) if t == "list" => &["LRANGE", "0", "-1"],
             Reply::Simple(t) if t == "set" => &["SMEMBERS"],
             Reply::Simple(t) if t == "zset" => &["ZRANGE", "0", "-1", "WITHSCORES"],
+            Reply::Simple(t) if t == "stream" => &["XRANGE", "-", "+"],
             _ => &["TYPE"],
         };
         let mut words: Vec<Vec<u8>> = vec![read[0].as_bytes().to_vec(), k.clone()];
         words.extend(read[1..].iter().map(|w| w.as_bytes().to_vec()));
-        let v = c.try_cmd(&words)?;
+        let mut v = c.try_cmd(&words)?;
+        if read[0] == "XRANGE" {
+            // And its groups: consumers, pending, last delivered ID.
+            let groups = c.try_cmd(&[b"XINFO".to_vec(), b"GROUPS".to_vec(), k.clone()])?;
+            v = Reply::Array(Some(vec![v, groups]));
+        }
         out.push((k, ty, v));
     }
     Some(out)
@@ -440,6 +454,17 @@ fn in_host(h: &HostInfo, args: &[&str]) {
         .status()
         .expect("ip netns exec");
     assert!(st.success(), "{args:?} in {}", h.netns);
+}
+
+/// Runs `f` on a thread in network namespace `ns`.
+fn in_ns<T: Send + 'static>(
+    ns: String,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> std::thread::JoinHandle<T> {
+    std::thread::spawn(move || {
+        let _ns = enter_netns(&ns).expect("enter the clients' host");
+        f()
+    })
 }
 
 /// What the fault schedule did.
@@ -471,6 +496,30 @@ fn run(seed: u64) {
     let stop = Arc::new(AtomicBool::new(false));
     let t0 = Instant::now();
     let client_host = hosts[MEMBERS].netns.clone();
+    // The stream's clients: one producer, two consumers of one group; a
+    // publisher, and a subscriber on every member.
+    let ns = || client_host.clone();
+    let a = addrs.clone();
+    in_ns(ns(), move || streams::create_group(&a))
+        .join()
+        .expect("group");
+    let (a, st) = (addrs.clone(), stop.clone());
+    let producer = in_ns(ns(), move || streams::producer(a, st));
+    let consumers: Vec<_> = (1..=2)
+        .map(|i| {
+            let (a, st) = (addrs.clone(), stop.clone());
+            in_ns(ns(), move || streams::consumer(format!("c{i}"), a, st))
+        })
+        .collect();
+    let (a, st) = (addrs.clone(), stop.clone());
+    let publisher = in_ns(ns(), move || pubsub::publisher(a, st));
+    let subscribers: Vec<_> = addrs
+        .iter()
+        .map(|&a| {
+            let st = stop.clone();
+            in_ns(ns(), move || pubsub::subscriber(a, st))
+        })
+        .collect();
     let workers: Vec<_> = (0..CLIENTS as u64)
         .map(|id| {
             let (addrs, rec, stop, ns) = (
@@ -524,6 +573,17 @@ fn run(seed: u64) {
         served += s;
     }
 
+    let mut seen = producer.join().expect("producer");
+    for w in consumers {
+        seen.delivered.extend(w.join().expect("consumer").delivered);
+    }
+    let published = publisher.join().expect("publisher");
+    let listened: Vec<_> = subscribers
+        .into_iter()
+        .map(|w| w.join().expect("subscriber"))
+        .collect();
+    let pubsub = pubsub::verify(&published, &listened);
+
     // Every member ends with the same key space: dump each member's from
     // its own state (READONLY) until they agree.
     let _ns = enter_netns(&client_host).expect("enter the clients' host");
@@ -540,6 +600,7 @@ fn run(seed: u64) {
         );
         std::thread::sleep(Duration::from_millis(200));
     };
+    let stream = streams::verify(addrs[0], &seen);
     drop(_ns);
 
     let history = Arc::try_unwrap(rec)
@@ -561,7 +622,13 @@ fn run(seed: u64) {
         "seed {seed}: history not linearizable: {:?}",
         report.verdict
     );
+    println!("seed {seed}: {stream}");
+    println!("seed {seed}: {pubsub}");
     assert!(acked > 0, "seed {seed}: no write succeeded");
+    assert!(
+        !seen.delivered.is_empty(),
+        "seed {seed}: no stream entry delivered"
+    );
     drop(m);
     drop(tb);
 }

@@ -94,6 +94,23 @@ impl Conn {
         Some(replies)
     }
 
+    /// The next frame the server sends unasked (a pub/sub message), `None`
+    /// as for [`Conn::try_pipeline`].
+    pub fn try_read(&mut self) -> Option<Reply> {
+        let mut chunk = [0u8; 16 << 10];
+        loop {
+            if let Some((r, n)) = decode_reply(&self.buf).ok()? {
+                self.buf.drain(..n);
+                return Some(r);
+            }
+            let n = self.s.read(&mut chunk).ok()?;
+            if n == 0 {
+                return None;
+            }
+            self.buf.extend_from_slice(&chunk[..n]);
+        }
+    }
+
     /// One command's reply, `None` as for [`Conn::try_pipeline`].
     pub fn try_cmd<A: AsRef<[u8]>>(&mut self, c: &[A]) -> Option<Reply> {
         let args: Vec<&[u8]> = c.iter().map(AsRef::as_ref).collect();
