@@ -619,7 +619,7 @@ fn every_member_notifies_its_subscribers_of_applied_writes() {
         // Out of subscribed mode: ordinary commands again.
         assert_eq!(cmd(s, &["PING"]), Reply::Simple("PONG".into()));
     }
-    // PUBLISH reaches this member's subscribers only.
+    // PUBLISH answers the number of this member's subscribers that got it.
     let mut sub = connect(m.clients[l]);
     let _ = cmd(&mut sub, &["SUBSCRIBE", "news"]);
     assert_eq!(cmd(&mut w, &["PUBLISH", "news", "hi"]), Reply::Integer(1));
