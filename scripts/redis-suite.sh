@@ -45,7 +45,10 @@ if [ -z "$units" ]; then
 fi
 skip=$here/docs/redis-suite.skip
 work=$(mktemp -d /tmp/xlane-suite.XXXXXX)
-trap 'rm -rf "$work"' EXIT
+# The single nodes' logs, in memory: the runner kills each node with SIGKILL, so a node's own
+# clean-up never runs; this run's directory goes when the run ends.
+shm=$(mktemp -d /dev/shm/xlane-suite.XXXXXX)
+trap 'rm -rf "$work" "$shm"' EXIT
 
 run() { # name server-cmd-or-empty → $work/name.out (the unit lines, in the order of $units)
     local name=$1 cmd=$2 args=() k pids=() shard
@@ -81,7 +84,7 @@ fi
 status=0
 for mode in $modes; do
     case $mode in
-        single) run single "$bin kv serve --bind 127.0.0.1:{port}"; floor=${XLANE_SUITE_FLOOR_SINGLE:-90} ;;
+        single) run single "$bin kv serve --bind 127.0.0.1:{port} --data $shm/{port}"; floor=${XLANE_SUITE_FLOOR_SINGLE:-90} ;;
         # One runner at a time: the runner picks {port} free, but not the members' other ports
         # (PORT+1, PORT+2, PORT+10000..), which a second runner's cluster may hold.
         leader) jobs=1 run leader "$here/scripts/kv-leader.sh {port} $bin"; floor=${XLANE_SUITE_FLOOR_LEADER:-85} ;;
