@@ -117,8 +117,9 @@ pub(super) struct TxnKeys {
 #[derive(Debug, Clone)]
 pub(super) struct TxnReads {
     conn: u64,
-    /// [`crate::op::origin`] of the transaction's op.
-    origin: u64,
+    /// [`crate::op::origin`] of the transaction's op (`None`: answered
+    /// without one, or not proposed).
+    origin: Option<u64>,
     txn: Vec<TxnKeys>,
 }
 
@@ -201,7 +202,7 @@ impl Tracking {
     /// remembered at the next delivery, as if answered without an op.
     pub(super) fn forget_exec(&mut self, token: u64) {
         if let Some(r) = self.after_op.remove(&token) {
-            self.ready.push(TxnReads { origin: 0, ..r });
+            self.ready.push(TxnReads { origin: None, ..r });
         }
     }
 
@@ -369,12 +370,16 @@ impl ClientLoop {
         }
         let caching = self.tracking.caching(id, in_multi);
         let readonly = crate::cmd::table::spec(&args[0]).is_some_and(|s| s.has("readonly"));
+        let queue = in_multi && !word("multi");
+        if !queue && !readonly {
+            return;
+        }
         let keys: Vec<Vec<u8>> = crate::cmd::keys_of(args)
             .unwrap_or_default()
             .into_iter()
             .filter_map(|i| args.get(i).cloned())
             .collect();
-        if in_multi && !word("multi") {
+        if queue {
             // Bounded by the transaction's own length.
             let q = self.tracking.queued.entry(id).or_default();
             q.push(TxnKeys {
@@ -384,7 +389,7 @@ impl ClientLoop {
             });
             return;
         }
-        if !readonly || keys.is_empty() {
+        if keys.is_empty() {
             return;
         }
         let max = self.config.number("tracking-table-max-keys") as usize;
@@ -396,10 +401,9 @@ impl ClientLoop {
     /// `token`: its reads wait for the op's outcome.
     pub(super) fn track_exec(&mut self, id: u64, token: u64, encoded: &[u8]) {
         if let Some(txn) = self.tracking.exec.remove(&id) {
-            let origin = crate::op::origin(encoded);
             let r = TxnReads {
                 conn: id,
-                origin,
+                origin: Some(crate::op::origin(encoded)),
                 txn,
             };
             self.tracking.after_op.insert(token, r);
@@ -418,17 +422,20 @@ impl ClientLoop {
     /// order): a key a later command of the same transaction writes, or
     /// that an op applied after the transaction's changed, is invalidated
     /// at once and not remembered; the others are remembered.
-    fn remember_txn_reads(&mut self, changes: &[(u64, Option<Vec<u8>>)]) -> Vec<Invalidation> {
+    fn remember_txn_reads(
+        &mut self,
+        changes: &[(u64, Option<Vec<u8>>)],
+        max: usize,
+    ) -> Vec<Invalidation> {
         let mut runs = std::mem::take(&mut self.tracking.ready);
         for (conn, txn) in std::mem::take(&mut self.tracking.exec) {
             // Answered without an op: nothing of it is in `changes`.
             runs.push(TxnReads {
                 conn,
-                origin: 0,
+                origin: None,
                 txn,
             });
         }
-        let max = self.config.number("tracking-table-max-keys") as usize;
         let mut out = Vec::new();
         for r in runs {
             let Some(noloop) = self.tracking.clients.get(&r.conn).map(|t| t.noloop) else {
@@ -438,7 +445,7 @@ impl ClientLoop {
             // changed nothing or its changes went out earlier).
             let from = changes
                 .iter()
-                .rposition(|(o, _)| *o == r.origin && r.origin != 0)
+                .rposition(|(o, _)| Some(*o) == r.origin)
                 .map_or(0, |i| i + 1);
             let later = &changes[from..];
             let flush_later = later.iter().any(|(_, k)| k.is_none());
@@ -486,8 +493,8 @@ impl ClientLoop {
         if active {
             let own = &self.own_ops.by_origin;
             out.extend(self.tracking.changed(&changes, &|o| own.get(&o).copied()));
-            out.extend(self.remember_txn_reads(&changes));
             let max = self.config.number("tracking-table-max-keys") as usize;
+            out.extend(self.remember_txn_reads(&changes, max));
             out.extend(self.tracking.limit(max));
         }
         for o in std::mem::take(&mut self.own_ops.done) {
