@@ -31,6 +31,10 @@ pub struct ClientFacts {
     pub sub: usize,
     /// Patterns it subscribes to.
     pub psub: usize,
+    /// Shard channels it subscribes to.
+    pub ssub: usize,
+    /// After `MONITOR`.
+    pub monitor: bool,
     /// After `READONLY`.
     pub readonly: bool,
     /// Bytes received and not yet parsed.
@@ -46,14 +50,17 @@ pub struct ClientFacts {
 }
 
 impl ClientFacts {
-    /// Redis' flags: `N` (none), `x` (in MULTI), `P` (pub/sub), `r`
-    /// (READONLY).
+    /// Redis' flags: `N` (none), `O` (MONITOR), `x` (in MULTI), `P`
+    /// (pub/sub), `r` (READONLY).
     fn flags(&self) -> String {
         let mut f = String::new();
+        if self.monitor {
+            f.push('O');
+        }
         if self.multi.is_some() {
             f.push('x');
         }
-        if self.sub + self.psub > 0 {
+        if self.sub + self.psub + self.ssub > 0 {
             f.push('P');
         }
         if self.readonly {
@@ -74,7 +81,7 @@ impl ClientFacts {
             .map_or_else(String::new, |n| String::from_utf8_lossy(n).into_owned());
         format!(
             "id={} addr={} laddr={} fd={} name={name} age={} idle={} flags={} db=0 sub={} \
-             psub={} ssub=0 multi={} qbuf={} qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 \
+             psub={} ssub={} multi={} qbuf={} qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 \
              obl={} oll=0 omem=0 tot-mem=0 events=r cmd={} user={} redir=-1 resp={}\n",
             self.id,
             addr(self.addr),
@@ -85,6 +92,7 @@ impl ClientFacts {
             self.flags(),
             self.sub,
             self.psub,
+            self.ssub,
             self.multi.map_or(-1, |n| n as i64),
             self.qbuf,
             self.obl,
@@ -188,8 +196,8 @@ impl ListFilter {
     pub fn keeps(&self, c: &ClientFacts) -> bool {
         let kind_ok = match self.kind {
             None => true,
-            Some(Kind::Normal) => c.sub + c.psub == 0,
-            Some(Kind::PubSub) => c.sub + c.psub > 0,
+            Some(Kind::Normal) => c.sub + c.psub + c.ssub == 0,
+            Some(Kind::PubSub) => c.sub + c.psub + c.ssub > 0,
             Some(Kind::Replication) => false,
         };
         kind_ok && self.ids.as_ref().map_or(true, |ids| ids.contains(&c.id))
@@ -224,6 +232,8 @@ mod tests {
             multi: None,
             sub: 0,
             psub: 0,
+            ssub: 0,
+            monitor: false,
             readonly: false,
             qbuf: 0,
             obl: 0,

@@ -15,6 +15,7 @@ use crate::config::Config;
 use crate::exec::Apply;
 use crate::members::{parse_addrs, parse_id, Peer};
 use crate::op::{SetCond, SetTtl, WriteCmd, WriteOp};
+use crate::pubsub::Kind;
 use crate::resp::{parse_i64_strict, Command, Reply};
 use crate::store::{Store, ERR_NOT_INTEGER};
 
@@ -47,6 +48,19 @@ pub enum Action {
     Setting(SettingCmd),
     /// A `DEBUG` subcommand for the member ([`crate::debug`]).
     Debug(crate::debug::DebugCmd),
+    /// `WAIT numreplicas timeout`: once this connection's earlier writes
+    /// are applied, how many other members hold them (waiting up to
+    /// `timeout_ms` for `replicas`; 0: no limit).
+    Wait {
+        /// Members asked for.
+        replicas: i64,
+        /// Milliseconds to wait at most (0: no limit).
+        timeout_ms: u64,
+    },
+    /// `ROLE`: the member's place in the group, in Redis's shape.
+    Role,
+    /// `MONITOR`: the connection is sent every command the member runs.
+    Monitor,
 }
 
 /// A request about the cluster's members (the commands RedisRaft users
@@ -85,14 +99,12 @@ pub const ERR_NOT_CLUSTER: &str =
 /// A pub/sub command.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PubSubCmd {
-    /// `SUBSCRIBE channel [channel ...]`.
-    Subscribe(Vec<Vec<u8>>),
-    /// `PSUBSCRIBE pattern [pattern ...]`.
-    PSubscribe(Vec<Vec<u8>>),
-    /// `UNSUBSCRIBE [channel ...]` (none: all).
-    Unsubscribe(Vec<Vec<u8>>),
-    /// `PUNSUBSCRIBE [pattern ...]` (none: all).
-    PUnsubscribe(Vec<Vec<u8>>),
+    /// `SUBSCRIBE channel [channel ...]`, `PSUBSCRIBE pattern [...]`,
+    /// `SSUBSCRIBE shardchannel [...]`.
+    Subscribe(Vec<Vec<u8>>, Kind),
+    /// `UNSUBSCRIBE`, `PUNSUBSCRIBE`, `SUNSUBSCRIBE` `[name ...]` (none:
+    /// all of that kind).
+    Unsubscribe(Vec<Vec<u8>>, Kind),
 }
 
 /// A command on the member's own settings ([`Config`]).
@@ -133,6 +145,22 @@ fn int(b: &[u8]) -> Result<i64, Reply> {
 
 fn eq(a: &[u8], b: &str) -> bool {
     a.eq_ignore_ascii_case(b.as_bytes())
+}
+
+/// `WAIT`'s timeout in milliseconds, with Redis's errors.
+fn wait_timeout(b: &[u8]) -> Result<u64, Reply> {
+    use crate::data::stream::msg;
+    let t = parse_i64_strict(b).ok_or_else(|| Reply::err(msg::TIMEOUT_NOT_INTEGER))?;
+    u64::try_from(t).map_err(|_| Reply::err(msg::TIMEOUT_NEGATIVE))
+}
+
+/// What a (un)subscription command names.
+fn pubsub_kind(name: &str) -> Kind {
+    match name {
+        "psubscribe" | "punsubscribe" => Kind::Pattern,
+        "ssubscribe" | "sunsubscribe" => Kind::Shard,
+        _ => Kind::Channel,
+    }
 }
 
 fn invalid_expire(cmd: &str) -> Reply {
@@ -182,6 +210,12 @@ const HERE: &[&str] = &[
     "unsubscribe",
     "punsubscribe",
     "publish",
+    "ssubscribe",
+    "sunsubscribe",
+    "spublish",
+    "wait",
+    "role",
+    "monitor",
     "raft.node",
     "raft.nodes",
     "raft.transfer_leader",
@@ -215,10 +249,19 @@ const HERE: &[&str] = &[
 ];
 
 /// Whether xlane kv serves command `name` (any case): what `COMMAND`
-/// lists.
+/// lists. One hash lookup (it is asked on every request).
 pub fn implemented(name: &[u8]) -> bool {
-    let lower = name.to_ascii_lowercase();
-    crate::cmd::runs(&lower) || HERE.iter().any(|h| h.as_bytes() == lower.as_slice())
+    type Served = fxhash::FxHashSet<(u128, u64)>;
+    static SERVED: std::sync::OnceLock<Served> = std::sync::OnceLock::new();
+    let served = SERVED.get_or_init(|| {
+        table::TABLE
+            .iter()
+            .map(|c| c.name)
+            .filter(|n| crate::cmd::runs(n.as_bytes()) || HERE.contains(n))
+            .filter_map(|n| table::name_key(n.as_bytes()))
+            .collect()
+    });
+    table::name_key(name).is_some_and(|k| served.contains(&k))
 }
 
 /// Every command served, as the table describes it.
@@ -232,8 +275,8 @@ fn classify_inner(args: Command, now: u64) -> Result<Action, Reply> {
     let Some(first) = args.first() else {
         return Err(Reply::err("ERR empty command"));
     };
-    if crate::cmd::runs(first) {
-        let is_write = crate::cmd::check(&args)?;
+    if let Some(is_write) = crate::cmd::check(&args) {
+        let is_write = is_write?;
         let seed = next_seed(now);
         return match is_write {
             true => Ok(Action::Write(WriteOp::new(
@@ -313,14 +356,31 @@ fn classify_inner(args: Command, now: u64) -> Result<Action, Reply> {
         "quit" => Ok(Action::Quit),
         "command" => Err(command_cmd(args)),
         "config" => config_cmd(args),
-        "subscribe" => Ok(Action::PubSub(PubSubCmd::Subscribe(args[1..].to_vec()))),
-        "psubscribe" => Ok(Action::PubSub(PubSubCmd::PSubscribe(args[1..].to_vec()))),
-        "unsubscribe" => Ok(Action::PubSub(PubSubCmd::Unsubscribe(args[1..].to_vec()))),
-        "punsubscribe" => Ok(Action::PubSub(PubSubCmd::PUnsubscribe(args[1..].to_vec()))),
+        "subscribe" | "psubscribe" | "ssubscribe" => Ok(Action::PubSub(PubSubCmd::Subscribe(
+            args[1..].to_vec(),
+            pubsub_kind(spec.name),
+        ))),
+        "unsubscribe" | "punsubscribe" | "sunsubscribe" => Ok(Action::PubSub(
+            PubSubCmd::Unsubscribe(args[1..].to_vec(), pubsub_kind(spec.name)),
+        )),
         "publish" => write(WriteCmd::Publish {
             channel: args[1].clone(),
             message: args[2].clone(),
         }),
+        "spublish" => write(WriteCmd::SPublish {
+            channel: args[1].clone(),
+            message: args[2].clone(),
+        }),
+        "wait" => {
+            let replicas = int(&args[1])?;
+            let timeout_ms = wait_timeout(&args[2])?;
+            Ok(Action::Wait {
+                replicas,
+                timeout_ms,
+            })
+        }
+        "role" => Ok(Action::Role),
+        "monitor" => Ok(Action::Monitor),
         "hello" => Err(hello_cmd(args)),
         "function" => Err(function_cmd(args)),
         "debug" => Ok(Action::Debug(crate::debug::parse(args)?)),
@@ -817,7 +877,8 @@ impl WriteCmd {
             | WriteCmd::Answer { .. }
             | WriteCmd::SetConfig { .. }
             | WriteCmd::Acl { .. }
-            | WriteCmd::Publish { .. } => None,
+            | WriteCmd::Publish { .. }
+            | WriteCmd::SPublish { .. } => None,
             WriteCmd::Data { args, .. } => crate::cmd::first_key(args),
             WriteCmd::Exec { cmds, .. } => cmds.iter().find_map(|c| c.first_key()),
             WriteCmd::Query { .. } => None,
@@ -864,7 +925,14 @@ pub fn execute_local(store: &mut Store, args: &Command, now_ms: u64) -> Reply {
             Ok(_) => Reply::ok(),
             Err(e) => Reply::err(e.to_string()),
         },
-        Action::PubSub(_) => Reply::err(ERR_NEEDS_MEMBER),
+        Action::PubSub(_) | Action::Monitor => Reply::err(ERR_NEEDS_MEMBER),
+        // A store alone has no replicas.
+        Action::Wait { .. } => Reply::Integer(0),
+        Action::Role => Reply::Array(Some(vec![
+            Reply::bulk("master"),
+            Reply::Integer(store.applied() as i64),
+            Reply::Array(Some(Vec::new())),
+        ])),
         Action::Debug(cmd) => match cmd {
             crate::debug::DebugCmd::Reload => match Store::restore(&store.snapshot()) {
                 Ok(s) => {

@@ -654,14 +654,70 @@ fn config_and_pubsub_commands() {
             b"K$".to_vec()
         ]))
     );
-    assert_eq!(
-        c("PSUBSCRIBE a* b?"),
-        Action::PubSub(PubSubCmd::PSubscribe(vec![b"a*".to_vec(), b"b?".to_vec()]))
-    );
-    assert_eq!(
-        c("UNSUBSCRIBE"),
-        Action::PubSub(PubSubCmd::Unsubscribe(vec![]))
-    );
+    use crate::pubsub::Kind;
+    let cases = [
+        (
+            "PSUBSCRIBE a* b?",
+            Action::PubSub(PubSubCmd::Subscribe(
+                vec![b"a*".to_vec(), b"b?".to_vec()],
+                Kind::Pattern,
+            )),
+        ),
+        (
+            "UNSUBSCRIBE",
+            Action::PubSub(PubSubCmd::Unsubscribe(vec![], Kind::Channel)),
+        ),
+        (
+            "punsubscribe",
+            Action::PubSub(PubSubCmd::Unsubscribe(vec![], Kind::Pattern)),
+        ),
+        (
+            "SSUBSCRIBE x",
+            Action::PubSub(PubSubCmd::Subscribe(vec![b"x".to_vec()], Kind::Shard)),
+        ),
+        (
+            "SUNSUBSCRIBE x",
+            Action::PubSub(PubSubCmd::Unsubscribe(vec![b"x".to_vec()], Kind::Shard)),
+        ),
+        (
+            "SUBSCRIBE x",
+            Action::PubSub(PubSubCmd::Subscribe(vec![b"x".to_vec()], Kind::Channel)),
+        ),
+        (
+            "WAIT 2 100",
+            Action::Wait {
+                replicas: 2,
+                timeout_ms: 100,
+            },
+        ),
+        (
+            "WAIT 1 -1",
+            Action::Reply(Reply::err("ERR timeout is negative")),
+        ),
+        (
+            "WAIT 1 x",
+            Action::Reply(Reply::err("ERR timeout is not an integer or out of range")),
+        ),
+        (
+            "WAIT x 0",
+            Action::Reply(Reply::err("ERR value is not an integer or out of range")),
+        ),
+        ("ROLE", Action::Role),
+        ("monitor", Action::Monitor),
+    ];
+    for (line, want) in cases {
+        assert_eq!(c(line), want, "{line}");
+    }
+    match c("SPUBLISH ch m") {
+        Action::Write(op) => assert_eq!(
+            op.cmd,
+            WriteCmd::SPublish {
+                channel: b"ch".to_vec(),
+                message: b"m".to_vec()
+            }
+        ),
+        other => panic!("SPUBLISH: {other:?}"),
+    }
 }
 
 /// Every command the dispatch answers itself is in the table, and

@@ -137,7 +137,11 @@ fn run(st: &mut Store, cmd: &WriteCmd, now: u64) -> Reply {
         }
         // The number of receivers is the answering member's to count.
         WriteCmd::Publish { channel, message } => {
-            st.publish(channel, message);
+            st.publish(channel, message, false);
+            Reply::Integer(0)
+        }
+        WriteCmd::SPublish { channel, message } => {
+            st.publish(channel, message, true);
             Reply::Integer(0)
         }
         WriteCmd::SetConfig { pairs } => {

@@ -29,6 +29,8 @@ pub struct Facts {
     pub pubsub_channels: usize,
     /// Patterns subscribed to.
     pub pubsub_patterns: usize,
+    /// Shard channels subscribed to.
+    pub pubsubshard_channels: usize,
     /// Connections accepted since start.
     pub total_connections: u64,
     /// Commands answered since start.
@@ -175,6 +177,7 @@ fn section(name: &str, store: &Store, now_ms: u64, f: &Facts) -> String {
             kv("keyspace_misses", "0".into());
             kv("pubsub_channels", f.pubsub_channels.to_string());
             kv("pubsub_patterns", f.pubsub_patterns.to_string());
+            kv("pubsubshard_channels", f.pubsubshard_channels.to_string());
             kv("total_forks", "0".into());
             kv("tracking_total_keys", f.tracking_keys.to_string());
             kv("tracking_total_items", f.tracking_items.to_string());

@@ -231,7 +231,8 @@ pub struct KeyEvent {
     /// The key (for a published message: its channel).
     pub key: Vec<u8>,
     /// A message `PUBLISH`ed to channel `key` (then `class` is empty and
-    /// `event` is `""`): queued in the same order as the keyspace events.
+    /// `event` is `"message"`, or `"smessage"` for `SPUBLISH` to shard
+    /// channel `key`): queued in the same order as the keyspace events.
     pub message: Option<Vec<u8>>,
 }
 

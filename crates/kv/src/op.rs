@@ -157,6 +157,15 @@ pub enum WriteCmd {
         /// The message.
         message: Vec<u8>,
     },
+    /// `SPUBLISH shardchannel message`: as [`WriteCmd::Publish`], for the
+    /// subscribers of the shard channel (`SSUBSCRIBE`); the members of
+    /// one xlane kv cluster are one shard that owns every slot.
+    SPublish {
+        /// The shard channel.
+        channel: Vec<u8>,
+        /// The message.
+        message: Vec<u8>,
+    },
     /// Expiry decided by the leader ([`crate::expiry`]): removes each of
     /// `keys` whose expiry is not after the op's `ts_ms` (a key given a
     /// later expiry or none since is kept). Bounded work: unlike every
@@ -240,6 +249,7 @@ const T_ANSWER: u8 = 13;
 const T_SETCONFIG: u8 = 14;
 const T_PUBLISH: u8 = 15;
 const T_ACL: u8 = 16;
+const T_SPUBLISH: u8 = 17;
 
 fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
     // Keys and values are bounded by the RESP limits (< 4 GiB).
@@ -370,6 +380,7 @@ impl WriteCmd {
             WriteCmd::Answer { .. } => T_ANSWER,
             WriteCmd::SetConfig { .. } => T_SETCONFIG,
             WriteCmd::Publish { .. } => T_PUBLISH,
+            WriteCmd::SPublish { .. } => T_SPUBLISH,
             WriteCmd::Acl { .. } => T_ACL,
         }
     }
@@ -399,6 +410,10 @@ impl WriteCmd {
             WriteCmd::IncrBy { key, .. } | WriteCmd::ExpireAt { key, .. } => bytes(key) + 8,
             WriteCmd::Append { key, value }
             | WriteCmd::Publish {
+                channel: key,
+                message: value,
+            }
+            | WriteCmd::SPublish {
                 channel: key,
                 message: value,
             } => bytes(key) + bytes(value),
@@ -464,6 +479,10 @@ impl WriteCmd {
             }
             WriteCmd::Append { key, value }
             | WriteCmd::Publish {
+                channel: key,
+                message: value,
+            }
+            | WriteCmd::SPublish {
                 channel: key,
                 message: value,
             } => {
@@ -615,6 +634,10 @@ impl WriteCmd {
                 channel: r.bytes()?,
                 message: r.bytes()?,
             },
+            T_SPUBLISH => WriteCmd::SPublish {
+                channel: r.bytes()?,
+                message: r.bytes()?,
+            },
             T_ACL => {
                 let n = r.count(4)?;
                 let mut args = Vec::with_capacity(n);
@@ -665,6 +688,10 @@ pub(crate) mod tests {
             (bytes(), any::<u64>()).prop_map(|(key, at_ms)| WriteCmd::ExpireAt { key, at_ms }),
             bytes().prop_map(|key| WriteCmd::Persist { key }),
             Just(WriteCmd::FlushDb),
+            (bytes(), bytes())
+                .prop_map(|(channel, message)| WriteCmd::Publish { channel, message }),
+            (bytes(), bytes())
+                .prop_map(|(channel, message)| WriteCmd::SPublish { channel, message }),
             (
                 prop_oneof![
                     Just(vec!["HSET", "h", "f", "v"]),

@@ -3,9 +3,10 @@
 //! The patterns, the flags of `notify-keyspace-events` and the events
 //! themselves are [`crate::notify`]'s.
 //!
-//! * [`Registry`]: the channels and patterns each connection subscribed
-//!   to; [`Registry::publish`] and [`Registry::notify`] hand each receiver
-//!   its message as RESP bytes (`message` / `pmessage` arrays).
+//! * [`Registry`]: the channels, patterns and shard channels each
+//!   connection subscribed to; [`Registry::publish`], [`Registry::spublish`]
+//!   and [`Registry::notify`] hand each receiver its message as RESP bytes
+//!   (`message` / `pmessage` / `smessage` arrays).
 //!
 //! The configuration and the subscriptions belong to one member and are
 //! not replicated (as in Redis, where every replica has its own
@@ -53,18 +54,41 @@ pub fn subscribed_pong(message: Option<&[u8]>) -> Vec<u8> {
     out
 }
 
-/// What one connection subscribed to.
-#[derive(Debug, Default)]
-struct Subs {
-    channels: BTreeSet<Vec<u8>>,
-    patterns: BTreeSet<Vec<u8>>,
+/// What a subscription names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// A channel (`SUBSCRIBE`).
+    Channel,
+    /// A glob pattern of channels (`PSUBSCRIBE`).
+    Pattern,
+    /// A shard channel (`SSUBSCRIBE`): reached only by `SPUBLISH`.
+    Shard,
 }
+
+impl Kind {
+    /// The (un)subscription replies' first word.
+    fn words(self) -> (&'static str, &'static str) {
+        match self {
+            Kind::Channel => ("subscribe", "unsubscribe"),
+            Kind::Pattern => ("psubscribe", "punsubscribe"),
+            Kind::Shard => ("ssubscribe", "sunsubscribe"),
+        }
+    }
+
+    fn at(self) -> usize {
+        self as usize
+    }
+}
+
+/// What one connection subscribed to, per [`Kind`].
+#[derive(Debug, Default)]
+struct Subs([BTreeSet<Vec<u8>>; 3]);
 
 /// The subscriptions of one member's connections.
 #[derive(Debug, Default)]
 pub struct Registry {
-    channels: BTreeMap<Vec<u8>, BTreeSet<u64>>,
-    patterns: BTreeMap<Vec<u8>, BTreeSet<u64>>,
+    /// Per [`Kind`], each name and its subscribers.
+    index: [BTreeMap<Vec<u8>, BTreeSet<u64>>; 3],
     conns: BTreeMap<u64, Subs>,
 }
 
@@ -79,115 +103,118 @@ impl Registry {
         self.conns.is_empty()
     }
 
-    /// The channels someone subscribes to, in order.
-    pub fn channels(&self) -> impl Iterator<Item = &[u8]> {
-        self.channels.keys().map(|c| c.as_slice())
+    /// The channels (or shard channels) someone subscribes to, in order.
+    pub fn channels(&self, kind: Kind) -> impl Iterator<Item = &[u8]> {
+        self.index[kind.at()].keys().map(|c| c.as_slice())
     }
 
     /// How many subscriptions a message to `channel` reaches: its
     /// subscribers and every matching pattern's (`PUBLISH`'s reply).
     pub fn receivers(&self, channel: &[u8]) -> usize {
-        self.subscribers(channel)
-            + self
-                .patterns
+        self.subscribers(channel, Kind::Channel)
+            + self.index[Kind::Pattern.at()]
                 .iter()
                 .filter(|(p, _)| glob_match(p, channel, false))
                 .map(|(_, set)| set.len())
                 .sum::<usize>()
     }
 
-    /// How many connections subscribe to `channel`.
-    pub fn subscribers(&self, channel: &[u8]) -> usize {
-        self.channels.get(channel).map_or(0, |s| s.len())
+    /// How many connections subscribe to `name` as `kind`.
+    pub fn subscribers(&self, name: &[u8], kind: Kind) -> usize {
+        self.index[kind.at()].get(name).map_or(0, |s| s.len())
     }
 
     /// How many patterns someone subscribes to.
     pub fn patterns(&self) -> usize {
-        self.patterns.len()
+        self.index[Kind::Pattern.at()].len()
+    }
+
+    /// Whether connection `conn` subscribes to anything (then, in RESP2,
+    /// it takes only the subscription commands, `PING` and `QUIT`).
+    pub fn subscribed(&self, conn: u64) -> bool {
+        self.conns.contains_key(&conn)
+    }
+
+    /// Connection `conn`'s count of `kind`'s subscriptions, as a
+    /// (un)subscription reply gives it: channels plus patterns, or shard
+    /// channels, as in Redis.
+    fn count_for(&self, conn: u64, kind: Kind) -> usize {
+        let (c, p, s) = self.counts(conn);
+        match kind {
+            Kind::Shard => s,
+            _ => c + p,
+        }
     }
 
     /// Channels plus patterns of connection `conn` (its subscription count).
     pub fn count(&self, conn: u64) -> usize {
-        self.conns
-            .get(&conn)
-            .map_or(0, |s| s.channels.len() + s.patterns.len())
+        self.count_for(conn, Kind::Channel)
     }
 
-    /// Channels and patterns of connection `conn`, apart.
-    pub fn counts(&self, conn: u64) -> (usize, usize) {
+    /// Channels, patterns and shard channels of connection `conn`, apart.
+    pub fn counts(&self, conn: u64) -> (usize, usize, usize) {
         self.conns
             .get(&conn)
-            .map_or((0, 0), |s| (s.channels.len(), s.patterns.len()))
+            .map_or((0, 0, 0), |s| (s.0[0].len(), s.0[1].len(), s.0[2].len()))
     }
 
-    /// Subscribes `conn` to each of `names` (channels, or glob patterns
-    /// when `pattern`); the replies, one per name.
-    pub fn subscribe(&mut self, conn: u64, names: &[Vec<u8>], pattern: bool) -> Vec<u8> {
-        let kind = if pattern { "psubscribe" } else { "subscribe" };
+    /// Subscribes `conn` to each of `names` as `kind`; the replies, one
+    /// per name.
+    pub fn subscribe(&mut self, conn: u64, names: &[Vec<u8>], kind: Kind) -> Vec<u8> {
         let mut out = Vec::new();
         for n in names {
             let subs = self.conns.entry(conn).or_default();
-            let (mine, index) = if pattern {
-                (&mut subs.patterns, &mut self.patterns)
-            } else {
-                (&mut subs.channels, &mut self.channels)
-            };
-            if mine.insert(n.clone()) {
-                index.entry(n.clone()).or_default().insert(conn);
+            if subs.0[kind.at()].insert(n.clone()) {
+                self.index[kind.at()]
+                    .entry(n.clone())
+                    .or_default()
+                    .insert(conn);
             }
-            out.extend(subscription_reply(kind, Some(n), self.count(conn)));
+            out.extend(subscription_reply(
+                kind.words().0,
+                Some(n),
+                self.count_for(conn, kind),
+            ));
         }
         out
     }
 
-    /// Unsubscribes `conn` from `names`, or from all its channels (or
-    /// patterns) when `names` is empty; the replies, one per name (one
-    /// with a nil name when there was nothing to leave).
-    pub fn unsubscribe(&mut self, conn: u64, names: &[Vec<u8>], pattern: bool) -> Vec<u8> {
-        let kind = if pattern {
-            "punsubscribe"
-        } else {
-            "unsubscribe"
-        };
+    /// Unsubscribes `conn` from `names` of `kind`, or from all of that
+    /// kind when `names` is empty; the replies, one per name (one with a
+    /// nil name when there was nothing to leave).
+    pub fn unsubscribe(&mut self, conn: u64, names: &[Vec<u8>], kind: Kind) -> Vec<u8> {
+        let word = kind.words().1;
         let names: Vec<Vec<u8>> = if names.is_empty() {
             self.conns
                 .get(&conn)
-                .map(|s| {
-                    let set = if pattern { &s.patterns } else { &s.channels };
-                    set.iter().cloned().collect()
-                })
+                .map(|s| s.0[kind.at()].iter().cloned().collect())
                 .unwrap_or_default()
         } else {
             names.to_vec()
         };
         let mut out = Vec::new();
         if names.is_empty() {
-            out.extend(subscription_reply(kind, None, self.count(conn)));
+            out.extend(subscription_reply(word, None, self.count_for(conn, kind)));
         }
         for n in &names {
-            self.leave(conn, n, pattern);
-            out.extend(subscription_reply(kind, Some(n), self.count(conn)));
+            self.leave(conn, n, kind);
+            out.extend(subscription_reply(
+                word,
+                Some(n),
+                self.count_for(conn, kind),
+            ));
         }
-        if self.count(conn) == 0 {
+        if self.counts(conn) == (0, 0, 0) {
             self.conns.remove(&conn);
         }
         out
     }
 
-    fn leave(&mut self, conn: u64, name: &[u8], pattern: bool) {
+    fn leave(&mut self, conn: u64, name: &[u8], kind: Kind) {
         if let Some(subs) = self.conns.get_mut(&conn) {
-            let mine = if pattern {
-                &mut subs.patterns
-            } else {
-                &mut subs.channels
-            };
-            mine.remove(name);
+            subs.0[kind.at()].remove(name);
         }
-        let index = if pattern {
-            &mut self.patterns
-        } else {
-            &mut self.channels
-        };
+        let index = &mut self.index[kind.at()];
         if let Some(set) = index.get_mut(name) {
             set.remove(&conn);
             if set.is_empty() {
@@ -199,13 +226,35 @@ impl Registry {
     /// Forgets everything `conn` subscribed to (it closed).
     pub fn drop_conn(&mut self, conn: u64) {
         if let Some(subs) = self.conns.remove(&conn) {
-            for c in subs.channels {
-                self.leave(conn, &c, false);
-            }
-            for p in subs.patterns {
-                self.leave(conn, &p, true);
+            for (kind, names) in [Kind::Channel, Kind::Pattern, Kind::Shard]
+                .into_iter()
+                .zip(subs.0)
+            {
+                for n in names {
+                    self.leave(conn, &n, kind);
+                }
             }
         }
+    }
+
+    /// Hands `message` on shard channel `channel` to its subscribers
+    /// (`smessage` arrays; no pattern matches a shard channel). Returns how
+    /// many were handed out.
+    pub fn spublish(
+        &self,
+        channel: &[u8],
+        message: &[u8],
+        deliver: &mut dyn FnMut(u64, Vec<u8>),
+    ) -> usize {
+        let Some(set) = self.index[Kind::Shard.at()].get(channel) else {
+            return 0;
+        };
+        for &conn in set {
+            let mut out = Vec::new();
+            encode_bulks(&[b"smessage", channel, message], &mut out);
+            deliver(conn, out);
+        }
+        set.len()
     }
 
     /// Hands `message` on `channel` to every subscriber, as `deliver(conn,
@@ -218,7 +267,7 @@ impl Registry {
         deliver: &mut dyn FnMut(u64, Vec<u8>),
     ) -> usize {
         let mut n = 0;
-        if let Some(set) = self.channels.get(channel) {
+        if let Some(set) = self.index[Kind::Channel.at()].get(channel) {
             for &conn in set {
                 let mut out = Vec::new();
                 encode_bulks(&[b"message", channel, message], &mut out);
@@ -226,7 +275,7 @@ impl Registry {
                 n += 1;
             }
         }
-        for (pat, set) in &self.patterns {
+        for (pat, set) in &self.index[Kind::Pattern.at()] {
             if glob_match(pat, channel, false) {
                 for &conn in set {
                     let mut out = Vec::new();
@@ -245,7 +294,10 @@ impl Registry {
     /// has the event's class.
     pub fn notify(&self, flags: NotifyFlags, ev: &KeyEvent, deliver: &mut dyn FnMut(u64, Vec<u8>)) {
         if let Some(m) = &ev.message {
-            self.publish(&ev.key, m, deliver);
+            match ev.event {
+                "smessage" => self.spublish(&ev.key, m, deliver),
+                _ => self.publish(&ev.key, m, deliver),
+            };
             return;
         }
         if !flags.classes().contains(ev.class) || ev.class.is_empty() {
@@ -279,6 +331,14 @@ mod tests {
         out
     }
 
+    fn bulks3(kind: &str, name: &str, count: i64) -> Reply {
+        Reply::Array(Some(vec![
+            Reply::bulk(kind.to_string()),
+            Reply::bulk(name.to_string()),
+            Reply::Integer(count),
+        ]))
+    }
+
     fn bulks(v: &[&str]) -> Reply {
         Reply::Array(Some(v.iter().map(|s| Reply::bulk(*s)).collect()))
     }
@@ -286,7 +346,7 @@ mod tests {
     #[test]
     fn subscriptions_count_and_messages_reach_their_subscribers() {
         let mut r = Registry::new();
-        let sub = decode_all(&r.subscribe(1, &[b"a".to_vec(), b"b".to_vec()], false));
+        let sub = decode_all(&r.subscribe(1, &[b"a".to_vec(), b"b".to_vec()], Kind::Channel));
         assert_eq!(sub.len(), 2);
         assert_eq!(
             sub[1],
@@ -296,7 +356,7 @@ mod tests {
                 Reply::Integer(2)
             ]))
         );
-        let _ = r.subscribe(2, &[b"__keyspace@0__:k*".to_vec()], true);
+        let _ = r.subscribe(2, &[b"__keyspace@0__:k*".to_vec()], Kind::Pattern);
         let mut got = Vec::new();
         let n = r.publish(b"a", b"hi", &mut |c, b| got.push((c, decode_all(&b))));
         assert_eq!(n, 1);
@@ -336,10 +396,10 @@ mod tests {
         );
         assert!(got.is_empty(), "{got:?}");
         // Unsubscribe from everything: one reply per channel, count down.
-        let un = decode_all(&r.unsubscribe(1, &[], false));
+        let un = decode_all(&r.unsubscribe(1, &[], Kind::Channel));
         assert_eq!(un.len(), 2);
         assert_eq!(r.count(1), 0);
-        let none = decode_all(&r.unsubscribe(1, &[], false));
+        let none = decode_all(&r.unsubscribe(1, &[], Kind::Channel));
         assert_eq!(
             none,
             vec![Reply::Array(Some(vec![
@@ -349,6 +409,27 @@ mod tests {
             ]))]
         );
         r.drop_conn(2);
+        assert!(r.is_empty());
+        // Shard channels: counted apart, reached only by SPUBLISH (as
+        // `smessage`), never by a pattern or PUBLISH.
+        let _ = r.subscribe(3, &[b"a*".to_vec()], Kind::Pattern);
+        let s = decode_all(&r.subscribe(3, &[b"ab".to_vec()], Kind::Shard));
+        assert_eq!(s, vec![bulks3("ssubscribe", "ab", 1)]);
+        assert_eq!(r.counts(3), (0, 1, 1));
+        got.clear();
+        assert_eq!(
+            r.spublish(b"ab", b"m", &mut |c, b| got.push((c, decode_all(&b)))),
+            1
+        );
+        assert_eq!(got, vec![(3, vec![bulks(&["smessage", "ab", "m"])])]);
+        assert_eq!(r.subscribers(b"ab", Kind::Shard), 1);
+        assert_eq!(r.subscribers(b"ab", Kind::Channel), 0);
+        assert_eq!(r.receivers(b"ab"), 1, "the pattern only");
+        let un = decode_all(&r.unsubscribe(3, &[], Kind::Shard));
+        assert_eq!(un, vec![bulks3("sunsubscribe", "ab", 0)]);
+        assert!(r.subscribed(3), "still on its pattern");
+        let _ = r.unsubscribe(3, &[], Kind::Pattern);
+        assert!(!r.subscribed(3));
         assert!(r.is_empty());
         assert_eq!(r.publish(b"a", b"x", &mut |_, _| panic!("no one left")), 0);
     }

@@ -193,7 +193,56 @@ impl Parser {
         }
     }
 
+    /// A whole multibulk request already in the buffer at `pos`, read in
+    /// one pass (the common case of pipelined input): the words and the
+    /// bytes it takes. `None` when it is incomplete, empty, past a limit or
+    /// malformed in any way: the state machine then reads it, and reports
+    /// what is wrong exactly as for input split anywhere.
+    fn whole(&self) -> Option<(Command, usize)> {
+        let b = &self.buf[self.pos..];
+        // `<tag><integer>\r\n` at `b[at..]`: the integer and where the
+        // line ends. Headers are short; a long one goes the slow way.
+        let header = |at: usize, tag: u8| -> Option<(i64, usize)> {
+            let h = b.get(at..)?;
+            if h.first() != Some(&tag) {
+                return None;
+            }
+            let nl = h.iter().take(24).position(|&c| c == b'\n')?;
+            if nl > self.limits.max_inline + 1 {
+                return None;
+            }
+            Some((parse_header_int(&h[1..nl])?, at + nl + 1))
+        };
+        let (n, mut at) = header(0, b'*')?;
+        if n <= 0 || n as u64 > self.limits.max_array as u64 {
+            return None;
+        }
+        let mut args = Vec::with_capacity((n as usize).min(64));
+        let mut total = 0usize;
+        for _ in 0..n {
+            let (len, start) = header(at, b'$')?;
+            if len < 0 || len as u64 > self.limits.max_bulk as u64 {
+                return None;
+            }
+            let end = start + len as usize;
+            total = total.saturating_add(len as usize);
+            if total > self.limits.max_command || b.get(end..end + 2)? != b"\r\n" {
+                return None;
+            }
+            args.push(b[start..end].to_vec());
+            at = end + 2;
+        }
+        Some((args, at))
+    }
+
     fn step(&mut self) -> Result<Option<Command>, RespError> {
+        if matches!(self.state, State::Idle) {
+            if let Some((args, used)) = self.whole() {
+                self.pos += used;
+                self.scanned = 0;
+                return Ok(Some(args));
+            }
+        }
         loop {
             match std::mem::replace(&mut self.state, State::Idle) {
                 State::Idle => {
@@ -1140,6 +1189,44 @@ mod tests {
             for cut in 0..b.len() {
                 prop_assert_eq!(decode_reply(&b[..cut]).unwrap(), None);
             }
+        }
+
+        /// Whole requests are read in one pass (`Parser::whole`), split ones
+        /// by the state machine: both agree on every request and every
+        /// error, however a request is damaged or sized against the limits.
+        #[test]
+        fn one_pass_and_split_reads_agree_on_damaged_requests(
+            cmds in proptest::collection::vec(
+                proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..14), 1..5), 1..4),
+            at in any::<usize>(),
+            byte in prop_oneof![
+                Just(b'\r'), Just(b'\n'), Just(b'$'), Just(b'*'), Just(b'-'), Just(b'0'),
+                Just(b'9'), any::<u8>()
+            ],
+            damage in any::<bool>(),
+        ) {
+            let limits = Limits { max_bulk: 12, max_array: 3, max_inline: 30, max_command: 30 };
+            let mut wire = Vec::new();
+            for c in &cmds {
+                encode_command(c, &mut wire);
+            }
+            if damage {
+                let i = at % wire.len();
+                wire[i] = byte;
+            }
+            let whole = parse_bytes(limits, &wire);
+            let mut p = Parser::new(limits);
+            let mut split = (Vec::new(), None);
+            for b in &wire {
+                p.feed(std::slice::from_ref(b));
+                let (cs, e) = parse_all(&mut p);
+                split.0.extend(cs);
+                if e.is_some() {
+                    split.1 = e;
+                    break;
+                }
+            }
+            prop_assert_eq!(whole, split);
         }
 
         #[test]

@@ -278,9 +278,10 @@ impl Store {
     }
 
     /// Inside an op: queues a published message for this member's
-    /// subscribers, in order with the keyspace events (none queued while
-    /// nobody subscribes; dropped and counted past [`MAX_QUEUED_EVENTS`]).
-    pub(crate) fn publish(&mut self, channel: &[u8], message: &[u8]) {
+    /// subscribers (of the shard channel `channel` when `shard`: `SPUBLISH`),
+    /// in order with the keyspace events (none queued while nobody
+    /// subscribes; dropped and counted past [`MAX_QUEUED_EVENTS`]).
+    pub(crate) fn publish(&mut self, channel: &[u8], message: &[u8], shard: bool) {
         if !self.subscribers {
             return;
         }
@@ -290,7 +291,7 @@ impl Store {
         }
         self.events.push_back(KeyEvent {
             class: NotifyFlags::NONE,
-            event: "",
+            event: if shard { "smessage" } else { "message" },
             key: channel.to_vec(),
             message: Some(message.to_vec()),
         });

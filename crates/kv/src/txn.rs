@@ -132,8 +132,7 @@ impl Txn {
         let Some(first) = args.first() else {
             return Step::Pass;
         };
-        let name = first.to_ascii_lowercase();
-        let is = |n: &str| name == n.as_bytes();
+        let is = |n: &str| first.eq_ignore_ascii_case(n.as_bytes());
         if is("multi") {
             if args.len() != 1 {
                 return self.refuse(arity_error("multi"));
@@ -229,7 +228,13 @@ impl Txn {
                     Ok(_) => return self.refuse(Reply::err(ERR_NOT_IN_MULTI)),
                 }
             }
-            Action::Member(_) | Action::PubSub(_) | Action::Setting(_) | Action::Debug(_) => {
+            Action::Member(_)
+            | Action::PubSub(_)
+            | Action::Setting(_)
+            | Action::Debug(_)
+            | Action::Wait { .. }
+            | Action::Role
+            | Action::Monitor => {
                 return self.refuse(Reply::err(ERR_NOT_IN_MULTI));
             }
         };

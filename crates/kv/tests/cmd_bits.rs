@@ -141,7 +141,7 @@ impl Pair {
                 .join(" ")
         };
         self.now += 1;
-        if xlane_kv::cmd::check(words) == Ok(true) {
+        if xlane_kv::cmd::check(words) == Some(Ok(true)) {
             if let Some(quiet) = xlane_kv::cmd::unchanged_reply(&self.store, words) {
                 self.check_unchanged(words, &quiet, &show());
             }

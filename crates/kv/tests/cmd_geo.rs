@@ -293,7 +293,7 @@ fn session_equals_redis() {
 
 #[test]
 fn searches_without_store_are_reads() {
-    let check = |line: &str| xlane_kv::cmd::check(&words(line));
+    let check = |line: &str| xlane_kv::cmd::check(&words(line)).expect("runs here");
     for (line, write) in [
         ("GEOADD k 1 1 a", true),
         ("GEORADIUS k 1 1 10 km", false),

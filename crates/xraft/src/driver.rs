@@ -81,6 +81,25 @@ pub enum Outcome {
     Failed(ReplicateError),
 }
 
+/// Where this node's log stands, for a frontend's `WAIT` and `ROLE`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Positions {
+    /// The commit index known here.
+    pub commit: u64,
+    /// The index of the last entry applied here.
+    pub applied: u64,
+    /// On the leader, each other member and the highest index known to be
+    /// in its log ([`RaftNode::followers_matched`]); empty on a follower.
+    pub matched: Vec<(u64, u64)>,
+}
+
+impl Positions {
+    /// How many other members hold every entry up to `index`.
+    pub fn holding(&self, index: u64) -> usize {
+        self.matched.iter().filter(|(_, m)| *m >= index).count()
+    }
+}
+
 /// What a [`Frontend`] may ask of the node; each call's [`Outcome`] comes back later
 /// through [`Frontend::complete`] with the same `token`.
 pub trait Submit {
@@ -100,6 +119,9 @@ pub trait Submit {
     /// barrier, and stay linearizable ([`RaftNode::reads_local`]: a leader that is its
     /// group's only voter).
     fn reads_local(&self) -> bool;
+    /// Where the log stands now (commit and applied index; on the leader,
+    /// what each other member holds).
+    fn positions(&self) -> Positions;
     /// Proposes a membership change with `context`
     /// ([`RaftNode::propose_conf_change_with_context`]); its outcome is
     /// [`Outcome::Applied`] with no bytes once the change is applied here. Fails at once
@@ -212,6 +234,14 @@ impl<S: StateMachine> Submit for NodeSubmit<'_, S> {
 
     fn reads_local(&self) -> bool {
         self.node.reads_local()
+    }
+
+    fn positions(&self) -> Positions {
+        Positions {
+            commit: self.node.commit_index(),
+            applied: self.node.applied_index(),
+            matched: self.node.followers_matched(),
+        }
     }
 
     fn propose_conf_change(

@@ -244,6 +244,25 @@ impl<S: StateMachine> RaftNode<S> {
         &self.sm
     }
 
+    /// On the leader, every other member (voters and learners) with the
+    /// highest index known to be in its log (raft's `matched`), in id
+    /// order; empty on a follower, whose view of the others is stale.
+    pub fn followers_matched(&self) -> Vec<(u64, u64)> {
+        if !self.is_leader() {
+            return Vec::new();
+        }
+        let mut out: Vec<(u64, u64)> = self
+            .raw
+            .raft
+            .prs()
+            .iter()
+            .filter(|(id, _)| **id != self.cfg.id)
+            .map(|(id, p)| (*id, p.matched))
+            .collect();
+        out.sort_unstable();
+        out
+    }
+
     /// The durable storage.
     pub fn storage(&self) -> &DiskStorage {
         self.raw.store()

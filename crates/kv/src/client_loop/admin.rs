@@ -9,6 +9,7 @@ use super::conn::{Conn, ReplyMode};
 use super::ClientLoop;
 use crate::client_list::{command_name, list_reply, ClientFacts, ListFilter};
 use crate::notify::glob_match;
+use crate::pubsub::Kind;
 use crate::resp::{parse_i64_strict, Command, Reply};
 use std::time::{Duration, Instant};
 
@@ -441,7 +442,7 @@ impl ClientLoop {
             _ => return arity("pause"),
         };
         let Some(ms) = parse_i64_strict(ms).filter(|m| *m >= 0) else {
-            return Reply::err("ERR timeout is not an integer or out of range");
+            return Reply::err(crate::data::stream::msg::TIMEOUT_NOT_INTEGER);
         };
         let until = Instant::now() + Duration::from_millis(ms as u64);
         // A longer or stricter pause wins over the one running.
@@ -491,9 +492,10 @@ impl ClientLoop {
     }
 
     /// `RESET`: the connection as new (protocol 2, no transaction, no watch,
-    /// no subscription, no name, replies on), `+RESET`.
+    /// no subscription, no `MONITOR`, no name, replies on), `+RESET`.
     fn reset(&mut self, id: u64) -> Reply {
         self.subs.drop_conn(id);
+        self.monitors.retain(|m| *m != id);
         if let Some(c) = self.conns.get_mut(&id) {
             let sid = c.session.id;
             c.session = crate::session::Session {
@@ -507,6 +509,7 @@ impl ClientLoop {
             }
             c.replies = ReplyMode::On;
             c.shape = None;
+            c.monitor = false;
         }
         Reply::Simple("RESET".into())
     }
@@ -515,10 +518,14 @@ impl ClientLoop {
     /// SHARDCHANNELS [pattern] | SHARDNUMSUB [channel ...] | HELP`.
     fn pubsub_info(&self, args: &Command) -> Reply {
         let sub = args[1].to_ascii_lowercase();
+        let kind = match sub.starts_with(b"shard") {
+            true => Kind::Shard,
+            false => Kind::Channel,
+        };
         match sub.as_slice() {
             b"channels" | b"shardchannels" if args.len() <= 3 => Reply::Array(Some(
                 self.subs
-                    .channels()
+                    .channels(kind)
                     .filter(|c| args.get(2).map_or(true, |p| glob_match(p, c, false)))
                     .map(|c| Reply::bulk(c.to_vec()))
                     .collect(),
@@ -527,7 +534,7 @@ impl ClientLoop {
                 let mut out = Vec::new();
                 for c in &args[2..] {
                     out.push(Reply::bulk(c.clone()));
-                    out.push(Reply::Integer(self.subs.subscribers(c) as i64));
+                    out.push(Reply::Integer(self.subs.subscribers(c, kind) as i64));
                 }
                 Reply::Map(
                     out.chunks_exact(2)

@@ -1,5 +1,6 @@
-//! Clients blocked on keys (`BLPOP`, `BLMOVE`, `BZPOPMIN`, ...) or on a
-//! timer (`DEBUG SLEEP`), on the member that holds their connections.
+//! Clients blocked on keys (`BLPOP`, `BLMOVE`, `BZPOPMIN`, ...), on a
+//! timer (`DEBUG SLEEP`) or on the other members' logs (`WAIT`, see
+//! `super::replicas`), on the member that holds their connections.
 //!
 //! A blocking command is a write. When the leader meets one whose keys
 //! hold nothing to take, it does not propose it: the connection blocks
@@ -35,6 +36,18 @@ pub(super) struct Waiter {
     pub(super) timeout_reply: Reply,
     /// The token of the write serving it, while in flight.
     pub(super) in_flight: Option<u64>,
+    /// `WAIT`: what it waits for of the other members.
+    pub(super) replicas: Option<ReplicaWait>,
+}
+
+/// A `WAIT`: `needed` other members holding every entry up to `index`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct ReplicaWait {
+    /// Members asked for.
+    pub(super) needed: i64,
+    /// The log index they must hold (this member's commit index when the
+    /// connection's earlier writes were all applied).
+    pub(super) index: u64,
 }
 
 /// The blocked connections of a member. See the module docs.
@@ -91,6 +104,14 @@ impl Waiters {
             .collect()
     }
 
+    /// The `WAIT`s, by connection.
+    pub(super) fn replica_waits(&self) -> Vec<(u64, ReplicaWait)> {
+        self.by_conn
+            .iter()
+            .filter_map(|(c, w)| w.replicas.map(|r| (*c, r)))
+            .collect()
+    }
+
     /// Every waiter nothing serves now.
     pub(super) fn idle(&self) -> Vec<u64> {
         self.by_conn
@@ -132,6 +153,7 @@ mod tests {
             deadline: None,
             timeout_reply: Reply::Array(None),
             in_flight: None,
+            replicas: None,
         }
     }
 

@@ -6,6 +6,7 @@ use super::{Deferred, Registry, MAX_QUEUED, OUT_HIGH};
 use crate::client_list::ClientFacts;
 use crate::dispatch::ReadCmd;
 use crate::op::{WriteCmd, WriteOp};
+use crate::pubsub::Kind;
 use crate::resp::{decode_reply, Command, Parser, Reply};
 use crate::session::Session;
 use crate::txn::Step;
@@ -29,9 +30,9 @@ pub(super) enum Slot {
     },
     /// Its membership change to be applied.
     Member,
-    /// A `PUBLISH` to this channel to be applied (its reply counts this
-    /// member's receivers then).
-    Publish(Vec<u8>),
+    /// A `PUBLISH` (or `SPUBLISH`: [`Kind::Shard`]) to this channel to be
+    /// applied (its reply counts this member's receivers then).
+    Publish(Vec<u8>, Kind),
     /// A blocking command waiting for its keys, its timeout or
     /// `CLIENT UNBLOCK` (see `super::blocking`); nothing later on the
     /// connection runs meanwhile.
@@ -198,6 +199,8 @@ pub(super) struct Conn {
     /// A blocking command of it waits (a [`Slot::Blocked`] request, or its
     /// serving write in flight).
     pub(super) blocked: bool,
+    /// After `MONITOR`: it is sent every command the member runs.
+    pub(super) monitor: bool,
     /// `CLIENT REPLY`.
     pub(super) replies: ReplyMode,
     /// Pushes ([`Conn::push`]) held while a read group waits in
@@ -350,7 +353,7 @@ impl Conn {
 
     /// What `CLIENT LIST` says of it.
     pub(super) fn facts(&self, id: u64, subs: &Registry, now: Instant) -> ClientFacts {
-        let (sub, psub) = subs.counts(id);
+        let (sub, psub, ssub) = subs.counts(id);
         ClientFacts {
             id: self.session.id,
             addr: self.stream.peer_addr().ok(),
@@ -362,6 +365,8 @@ impl Conn {
             multi: self.session.txn.queued(),
             sub,
             psub,
+            ssub,
+            monitor: self.monitor,
             readonly: self.session.readonly,
             qbuf: self.parser.buffered(),
             obl: self.out.len(),

@@ -205,13 +205,13 @@ impl Answer<'_> {
         // Nothing else is deferred behind a group but reads joining it.
         match c.deferred.take() {
             Some(Deferred::Reads(more)) => later.extend(more),
-            Some(Deferred::Watch(keys)) => {
+            Some(d @ (Deferred::Watch(_) | Deferred::Wait { .. })) => {
                 for q in &later {
                     let mut b = Vec::new();
                     q.encode(Reply::err("ERR internal: request order lost"), &mut b);
                     c.emit_encoded(b);
                 }
-                c.deferred = Some(Deferred::Watch(keys));
+                c.deferred = Some(d);
                 return false;
             }
             None => {}

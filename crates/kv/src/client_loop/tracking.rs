@@ -535,7 +535,7 @@ impl ClientLoop {
             None => conn,
         };
         let redirected = target != conn;
-        let subscribed = self.subs.count(target) > 0;
+        let subscribed = self.subs.subscribed(target);
         let Some(c) = self.conns.get_mut(&target) else {
             return;
         };

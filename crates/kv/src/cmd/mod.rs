@@ -282,10 +282,13 @@ fn parse_as<'a>(
     Ok((cmd, write))
 }
 
-/// Checks a command's words: `Ok(true)` for a write, `Ok(false)` for a
-/// read, or the error reply Redis gives before touching any key.
-pub fn check(args: &[Vec<u8>]) -> Result<bool, Reply> {
-    parse(args).map(|(_, w)| w)
+/// Checks the words of a command this layer runs: `Ok(true)` for a write,
+/// `Ok(false)` for a read, or the error reply Redis gives before touching
+/// any key; `None` for a command it does not run ([`runs`] false). One
+/// table lookup for both questions.
+pub fn check(args: &[Vec<u8>]) -> Option<Result<bool, Reply>> {
+    let (spec, module) = lookup(args.first()?)?;
+    Some(parse_as(spec, module, args).map(|(_, w)| w))
 }
 
 /// Runs a write inside [`crate::exec::Apply::apply`] (the store's logical clock is
@@ -482,7 +485,7 @@ pub(super) fn timeout_ms(b: &[u8]) -> Result<u64, Reply> {
         return Err(Reply::err("ERR timeout is out of range"));
     }
     if ms < 0.0 {
-        return Err(Reply::err("ERR timeout is negative"));
+        return Err(Reply::err(crate::data::stream::msg::TIMEOUT_NEGATIVE));
     }
     Ok(ms as u64)
 }

@@ -144,7 +144,7 @@ fn lex_bound(r: &mut Rng) -> String {
 /// stream (after [`normalize`]) are drawn: `SPOP`/`SRANDMEMBER` take a
 /// count that reaches the whole set.
 pub fn command(r: &mut Rng) -> Vec<String> {
-    // The groups' own generators ([`GROUPS`]) take 6 draws in 72 each.
+    // The groups' own generators ([`GROUPS`]) take 6 draws in 96 each.
     let c = r.below(66 + 6 * GROUPS.len());
     if let Some(g) = c.checked_sub(66).and_then(|i| GROUPS.get(i / 6)) {
         return g(r);
@@ -390,7 +390,20 @@ pub fn command(r: &mut Rng) -> Vec<String> {
 
 /// More command generators, one per group of commands added after the
 /// first set (each in its own function below).
-const GROUPS: &[fn(&mut Rng) -> Vec<String>] = &[collections_more, bits_and_ranges, geo, streams];
+const GROUPS: &[fn(&mut Rng) -> Vec<String>] =
+    &[collections_more, bits_and_ranges, geo, streams, publish];
+
+/// `PUBLISH` and `SPUBLISH` (both through the log here; no connection of
+/// the run subscribes, so both servers count 0 receivers) and their
+/// errors.
+fn publish(r: &mut Rng) -> Vec<String> {
+    let cmd = r.pick(&["PUBLISH", "SPUBLISH"]).to_string();
+    let ch = format!("ch{}", r.below(3));
+    match r.below(8) {
+        0 => vec![cmd, ch],
+        _ => vec![cmd, ch, member(r)],
+    }
+}
 
 // ---- Hashes, lists, sets and sorted sets: the multi-key commands,
 // ---- random picks, removals by range, and SORT.
