@@ -6,14 +6,15 @@
 #
 # Member 1 starts alone (a one-member Raft group elects itself at once, so it leads before
 # the first request), then members 2 and 3 join (--join, RAFT.NODE ADD) and catch up from
-# it. Their RESP ports are PORT+1 and PORT+2, their raft ports PORT+10000..+10002. Every
+# it. Their RESP ports are PORT+1 and PORT+2, their raft ports PORT+10000..+10002 (PORT-10000..
+# -9998 when those would pass 65535: the suite's runner picks PORT up to 60999). Every
 # member's log is in /dev/shm (--ram-disk). On SIGTERM/SIGINT/exit the members this script
 # started, and only those, are stopped by PID; if this script is killed outright (the suite's
 # runner sends SIGKILL), each member gets SIGTERM from the kernel (setpriv --pdeathsig).
 set -euo pipefail
 port=${1:?usage: kv-leader.sh PORT [XLANE_BIN]}
 bin=${2:-${XLANE_BIN:-$(dirname "$0")/../target/release/xlane}}
-raft=$((port + 10000))
+if [ $((port + 10002)) -le 65535 ]; then raft=$((port + 10000)); else raft=$((port - 10000)); fi
 pids=()
 stop() {
     for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done

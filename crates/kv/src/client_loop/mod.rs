@@ -36,8 +36,9 @@
 //! as Raft membership changes carrying the new member's addresses, and
 //! answered `+OK` once applied on this member (the leader; a follower
 //! answers `-MOVED` as for writes). `RAFT.NODES` lists the member table.
-//! Pub/sub ([`crate::pubsub`]): a connection that subscribed takes only
-//! `(P)SUBSCRIBE`, `(P)UNSUBSCRIBE`, `PING` and `QUIT`, as in Redis. At the
+//! Pub/sub ([`crate::pubsub`]): a RESP2 connection that subscribed takes
+//! only `(P|S)SUBSCRIBE`, `(P|S)UNSUBSCRIBE`, `PING`, `QUIT` and `RESET`,
+//! as in Redis (RESP3 has no such context: messages are pushes). At the
 //! end of every turn the loop takes the keyspace events of the writes the
 //! turn applied from the store (leader and followers alike) and hands them
 //! to the subscribers under this member's `notify-keyspace-events`; the

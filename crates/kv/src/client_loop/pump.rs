@@ -213,7 +213,8 @@ impl ClientLoop {
                     continue;
                 }
             }
-            if self.subs.subscribed(id) {
+            // RESP3 has no subscribed context (messages are pushes).
+            if self.subs.subscribed(id) && !c.session.resp3 {
                 if let Some(bytes) = subscribed_only(&args) {
                     c.emit_bytes(bytes);
                     continue;
@@ -559,9 +560,9 @@ impl ClientLoop {
     }
 }
 
-/// A command on a subscribed connection: `None` for the (un)subscriptions
-/// and `QUIT`, which run as usual; the reply of `PING`; an error for every
-/// other command.
+/// A command on a subscribed RESP2 connection: `None` for the
+/// (un)subscriptions and `QUIT`, which run as usual (`RESET` ran before);
+/// the reply of `PING`; Redis's error for every other command.
 fn subscribed_only(args: &crate::resp::Command) -> Option<Vec<u8>> {
     let name = args.first()?.to_ascii_lowercase();
     match name.as_slice() {
@@ -570,7 +571,7 @@ fn subscribed_only(args: &crate::resp::Command) -> Option<Vec<u8>> {
         b"ping" if args.len() <= 2 => Some(subscribed_pong(args.get(1).map(|v| v.as_slice()))),
         _ => Some(
             Reply::err(format!(
-                "ERR Can't execute '{}': only (P)SUBSCRIBE / (P)UNSUBSCRIBE / PING / QUIT \
+                "ERR Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET \
                  are allowed in this context",
                 String::from_utf8_lossy(&name)
             ))

@@ -605,7 +605,11 @@ fn every_member_notifies_its_subscribers_of_applied_writes() {
         );
         assert_eq!(cmd(s, &["PING"]), bulks(&["pong", ""]), "member {i}");
         match cmd(s, &["GET", "ks:2"]) {
-            Reply::Error(e) => assert!(e.starts_with("ERR Can't execute 'get'"), "{e}"),
+            Reply::Error(e) => assert_eq!(
+                e,
+                "ERR Can't execute 'get': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / \
+                 QUIT / RESET are allowed in this context"
+            ),
             r => panic!("member {i}: {r:?}"),
         }
         assert_eq!(
@@ -627,6 +631,12 @@ fn every_member_notifies_its_subscribers_of_applied_writes() {
         replies(&mut sub, 1),
         vec![bulks(&["message", "news", "hi"])]
     );
+    // RESP3 has no subscribed context: a subscriber runs any command.
+    let mut s3 = connect(m.clients[l]);
+    let _ = cmd(&mut s3, &["HELLO", "3"]);
+    let _ = cmd(&mut s3, &["SUBSCRIBE", "news"]);
+    assert_eq!(cmd(&mut s3, &["PING"]), Reply::Simple("PONG".into()));
+    assert_eq!(cmd(&mut s3, &["GET", "no-such-key"]), Reply::nil());
     match cmd(&mut w, &["INFO"]) {
         Reply::Bulk(Some(v)) => {
             let text = String::from_utf8(v).expect("utf8");
