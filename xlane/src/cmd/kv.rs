@@ -63,12 +63,13 @@ enum Cmd {
     /// Commands: Redis 7.0's strings, bitmaps, HyperLogLog, keys and
     /// expiry (DUMP/RESTORE, SORT, OBJECT), hashes, lists, sets, sorted sets,
     /// geo, streams (consumer groups included), blocking pops (BLPOP ...
-    /// BZMPOP, XREAD/XREADGROUP BLOCK), transactions, pub/sub, access
-    /// control (AUTH, ACL, --requirepass, --aclfile), CLIENT (TRACKING ...),
-    /// CONFIG, INFO, COMMAND, HELLO 2/3, RESET, SHUTDOWN; CLUSTER(SLOTS
-    /// SHARDS NODES INFO MYID KEYSLOT), RAFT.NODE(ADD REMOVE) RAFT.NODES
-    /// RAFT.TRANSFER_LEADER. Not yet: scripting (EVAL, FUNCTION), WAIT, ROLE,
-    /// MONITOR, sharded pub/sub. The whole list with how each is
+    /// BZMPOP, XREAD/XREADGROUP BLOCK), transactions, pub/sub (sharded
+    /// too), access control (AUTH, ACL, --requirepass, --aclfile), CLIENT
+    /// (TRACKING ...), CONFIG, INFO, COMMAND, HELLO 2/3, RESET, SHUTDOWN,
+    /// MONITOR, ROLE, WAIT (how many other members hold the connection's
+    /// writes); CLUSTER(SLOTS SHARDS NODES INFO MYID KEYSLOT),
+    /// RAFT.NODE(ADD REMOVE) RAFT.NODES RAFT.TRANSFER_LEADER. Not yet:
+    /// scripting (EVAL, FUNCTION). The whole list with how each is
     /// replicated is docs/kv-commands.md. One database. Runs until SIGTERM
     /// or SIGINT, which stop it cleanly (the raft log written and fsynced,
     /// controller tunnels given back, exit status 0), or until killed.
