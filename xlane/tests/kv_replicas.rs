@@ -21,6 +21,11 @@ fn words(v: &[&str]) -> Reply {
     Reply::Array(Some(v.iter().map(|s| bulk(s)).collect()))
 }
 
+/// A (un)subscription reply: `[kind, name, count]`.
+fn subscribed(kind: &str, name: &str, count: i64) -> Reply {
+    Reply::Array(Some(vec![bulk(kind), bulk(name), Reply::Integer(count)]))
+}
+
 fn err_text(r: &Reply) -> String {
     match r {
         Reply::Error(e) => e.clone(),
@@ -172,28 +177,16 @@ fn wait_role_and_sharded_pubsub_in_a_group_of_three() {
     let mut s = Conn::open(shard.clients[followers[0]]);
     assert_eq!(
         s.cmd(&["SSUBSCRIBE", "orders"]),
-        Reply::Array(Some(vec![
-            bulk("ssubscribe"),
-            bulk("orders"),
-            Reply::Integer(1),
-        ]))
+        subscribed("ssubscribe", "orders", 1)
     );
     let mut plain = Conn::open(shard.clients[followers[0]]);
     assert_eq!(
         plain.cmd(&["SUBSCRIBE", "orders"]),
-        Reply::Array(Some(vec![
-            bulk("subscribe"),
-            bulk("orders"),
-            Reply::Integer(1),
-        ]))
+        subscribed("subscribe", "orders", 1)
     );
     assert_eq!(
         plain.cmd(&["PSUBSCRIBE", "ord*"]),
-        Reply::Array(Some(vec![
-            bulk("psubscribe"),
-            bulk("ord*"),
-            Reply::Integer(2),
-        ]))
+        subscribed("psubscribe", "ord*", 2)
     );
     // The leader has no shard subscriber of its own: its reply counts 0.
     assert_eq!(c.cmd(&["SPUBLISH", "orders", "o1"]), Reply::Integer(0));

@@ -221,6 +221,11 @@ impl fmt::Display for NotifyFlags {
     }
 }
 
+/// [`KeyEvent::event`] of a `PUBLISH`ed message.
+pub const MESSAGE: &str = "message";
+/// [`KeyEvent::event`] of an `SPUBLISH`ed message.
+pub const SHARD_MESSAGE: &str = "smessage";
+
 /// One keyspace event of an applied write.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct KeyEvent {
@@ -231,7 +236,7 @@ pub struct KeyEvent {
     /// The key (for a published message: its channel).
     pub key: Vec<u8>,
     /// A message `PUBLISH`ed to channel `key` (then `class` is empty and
-    /// `event` is `"message"`, or `"smessage"` for `SPUBLISH` to shard
+    /// `event` is [`MESSAGE`], or [`SHARD_MESSAGE`] for `SPUBLISH` to shard
     /// channel `key`): queued in the same order as the keyspace events.
     pub message: Option<Vec<u8>>,
 }

@@ -13,7 +13,7 @@
 //! `notify-keyspace-events` and its own subscribers). A member with no
 //! subscriber queues no events at all.
 
-use crate::notify::{glob_match, KeyEvent, NotifyFlags};
+use crate::notify::{glob_match, KeyEvent, NotifyFlags, SHARD_MESSAGE};
 use crate::resp::{write_bulk, write_header};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -144,11 +144,6 @@ impl Registry {
             Kind::Shard => s,
             _ => c + p,
         }
-    }
-
-    /// Channels plus patterns of connection `conn` (its subscription count).
-    pub fn count(&self, conn: u64) -> usize {
-        self.count_for(conn, Kind::Channel)
     }
 
     /// Channels, patterns and shard channels of connection `conn`, apart.
@@ -295,7 +290,7 @@ impl Registry {
     pub fn notify(&self, flags: NotifyFlags, ev: &KeyEvent, deliver: &mut dyn FnMut(u64, Vec<u8>)) {
         if let Some(m) = &ev.message {
             match ev.event {
-                "smessage" => self.spublish(&ev.key, m, deliver),
+                SHARD_MESSAGE => self.spublish(&ev.key, m, deliver),
                 _ => self.publish(&ev.key, m, deliver),
             };
             return;
@@ -398,7 +393,7 @@ mod tests {
         // Unsubscribe from everything: one reply per channel, count down.
         let un = decode_all(&r.unsubscribe(1, &[], Kind::Channel));
         assert_eq!(un.len(), 2);
-        assert_eq!(r.count(1), 0);
+        assert_eq!(r.counts(1), (0, 0, 0));
         let none = decode_all(&r.unsubscribe(1, &[], Kind::Channel));
         assert_eq!(
             none,

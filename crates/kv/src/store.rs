@@ -291,7 +291,11 @@ impl Store {
         }
         self.events.push_back(KeyEvent {
             class: NotifyFlags::NONE,
-            event: if shard { "smessage" } else { "message" },
+            event: if shard {
+                crate::notify::SHARD_MESSAGE
+            } else {
+                crate::notify::MESSAGE
+            },
             key: channel.to_vec(),
             message: Some(message.to_vec()),
         });

@@ -135,12 +135,8 @@ impl ClientLoop {
                 auth::Gate::Reply(r) => {
                     // AUTH and HELLO run here (never refused by the gate).
                     let name = &args[0];
-                    if !self.monitors.is_empty()
-                        && (name.eq_ignore_ascii_case(b"auth")
-                            || name.eq_ignore_ascii_case(b"hello"))
-                    {
-                        let addr = c.stream.peer_addr().ok();
-                        monitor::feed(&self.monitors, &mut self.outbox, &args, addr);
+                    if name.eq_ignore_ascii_case(b"auth") || name.eq_ignore_ascii_case(b"hello") {
+                        monitor::feed(&self.monitors, &mut self.outbox, &args, &c.stream);
                     }
                     c.emit(&r);
                     continue;
@@ -186,8 +182,7 @@ impl ClientLoop {
                 });
                 match q.map(|q| c.join(q)) {
                     Some(Ok(())) => {
-                        let addr = c.stream.peer_addr().ok();
-                        monitor::feed(&self.monitors, &mut self.outbox, &args, addr);
+                        monitor::feed(&self.monitors, &mut self.outbox, &args, &c.stream);
                         continue;
                     }
                     _ => {
@@ -198,10 +193,7 @@ impl ClientLoop {
                     }
                 }
             }
-            if !self.monitors.is_empty() {
-                let addr = c.stream.peer_addr().ok();
-                monitor::feed(&self.monitors, &mut self.outbox, &args, addr);
-            }
+            monitor::feed(&self.monitors, &mut self.outbox, &args, &c.stream);
             if !c.session.txn.in_multi() {
                 let reply = self.client_admin(id, &args);
                 let Some(again) = self.conns.get_mut(&id) else {

@@ -299,30 +299,20 @@ fn xread_block_is_a_blocking_write() {
     execute_local(&mut s, &words("XADD s 1-0 a 1"), T0);
     execute_local(&mut s, &words("XGROUP CREATE s g $"), T0);
     // Classified: a write (the leader's blocking path) only with BLOCK.
-    assert_eq!(
-        super::check(&words("XREAD STREAMS s 0")).expect("runs here"),
-        Ok(false)
-    );
-    assert_eq!(
-        super::check(&words("XREAD BLOCK 0 STREAMS s 0")).expect("runs here"),
-        Ok(true)
-    );
-    assert_eq!(
-        super::check(&words("XREADGROUP GROUP g c STREAMS s >")).expect("runs here"),
-        Ok(true)
-    );
-    assert_eq!(
-        super::check(&words("XGROUP HELP")).expect("runs here"),
-        Ok(false)
-    );
-    assert_eq!(
-        super::check(&words("XGROUP DESTROY s g")).expect("runs here"),
-        Ok(true)
-    );
-    assert_eq!(
-        super::check(&words("XINFO STREAM s")).expect("runs here"),
-        Ok(false)
-    );
+    for (line, want) in [
+        ("XREAD STREAMS s 0", Ok(false)),
+        ("XREAD BLOCK 0 STREAMS s 0", Ok(true)),
+        ("XREADGROUP GROUP g c STREAMS s >", Ok(true)),
+        ("XGROUP HELP", Ok(false)),
+        ("XGROUP DESTROY s g", Ok(true)),
+        ("XINFO STREAM s", Ok(false)),
+    ] {
+        assert_eq!(
+            super::check(&words(line)).expect("runs here"),
+            want,
+            "{line}"
+        );
+    }
 
     let bi = super::block_info(&words("XREAD COUNT 2 BLOCK 1500 STREAMS s t $ 0")).expect("blocks");
     assert_eq!(bi.keys, vec![b"s".to_vec(), b"t".to_vec()]);
