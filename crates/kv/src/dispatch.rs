@@ -136,6 +136,8 @@ pub enum ReadCmd {
         args: Vec<Vec<u8>>,
         /// Seed of its random picks (`SRANDMEMBER`, `RANDOMKEY`).
         seed: u64,
+        /// The command, as [`crate::cmd::check`] found it.
+        known: crate::cmd::Known,
     },
 }
 
@@ -275,15 +277,15 @@ fn classify_inner(args: Command, now: u64) -> Result<Action, Reply> {
     let Some(first) = args.first() else {
         return Err(Reply::err("ERR empty command"));
     };
-    if let Some(is_write) = crate::cmd::check(&args) {
-        let is_write = is_write?;
+    if let Some(checked) = crate::cmd::check(&args) {
+        let (is_write, known) = checked?;
         let seed = next_seed(now);
         return match is_write {
             true => Ok(Action::Write(WriteOp::new(
                 now,
                 WriteCmd::Data { args, seed },
             ))),
-            false => Ok(Action::Read(ReadCmd::Data { args, seed })),
+            false => Ok(Action::Read(ReadCmd::Data { args, seed, known })),
         };
     }
     let spec = match table::spec(first) {
@@ -852,7 +854,9 @@ impl ReadCmd {
     /// beside its store (for `INFO`).
     pub fn execute(&self, store: &Store, now_ms: u64, facts: &crate::info::Facts) -> Reply {
         match self {
-            ReadCmd::Data { args, seed } => crate::cmd::read(store, args, *seed, now_ms),
+            ReadCmd::Data { args, seed, known } => {
+                crate::cmd::read(store, *known, args, *seed, now_ms)
+            }
             ReadCmd::Info(names) => {
                 Reply::Verbatim("txt".into(), crate::info::text(store, now_ms, names, facts))
             }

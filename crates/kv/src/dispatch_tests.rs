@@ -522,7 +522,9 @@ proptest! {
         let mut b = Store::new();
         for op in &ops {
             let ra = a.apply(op);
-            let dbsize = ReadCmd::Data { args: vec![b"dbsize".to_vec()], seed: 0 };
+            let Action::Read(dbsize) = classify(vec![b"dbsize".to_vec()], 0) else {
+                panic!("DBSIZE is a read");
+            };
             let _ = dbsize.execute(&a, op.ts_ms.wrapping_add(12345), &Default::default());
             let decoded = WriteOp::decode(&op.encode()).unwrap();
             let rb = b.apply(&decoded);

@@ -200,18 +200,32 @@ impl Parser {
     /// what is wrong exactly as for input split anywhere.
     fn whole(&self) -> Option<(Command, usize)> {
         let b = &self.buf[self.pos..];
-        // `<tag><integer>\r\n` at `b[at..]`: the integer and where the
-        // line ends. Headers are short; a long one goes the slow way.
+        // `<tag><count>\r\n` at `b[at..]`: the count and where the line
+        // ends. Only the form every client sends is read here: one to ten
+        // digits, no leading zero. Anything else (a sign, a huge or
+        // malformed count) is `None`, for the state machine to judge.
         let header = |at: usize, tag: u8| -> Option<(i64, usize)> {
             let h = b.get(at..)?;
             if h.first() != Some(&tag) {
                 return None;
             }
-            let nl = h.iter().take(24).position(|&c| c == b'\n')?;
-            if nl > self.limits.max_inline + 1 {
+            let mut v: i64 = 0;
+            let mut i = 1;
+            while let Some(&d) = h.get(i) {
+                if !d.is_ascii_digit() || i > 10 {
+                    break;
+                }
+                v = v * 10 + i64::from(d - b'0');
+                i += 1;
+            }
+            let leading_zero = h.get(1) == Some(&b'0') && i > 2;
+            // The `\n` is at `i + 1`: a line past `max_inline` is the state
+            // machine's error to report.
+            let too_long = i > self.limits.max_inline;
+            if i == 1 || leading_zero || too_long || h.get(i..i + 2)? != b"\r\n" {
                 return None;
             }
-            Some((parse_header_int(&h[1..nl])?, at + nl + 1))
+            Some((v, at + i + 2))
         };
         let (n, mut at) = header(0, b'*')?;
         if n <= 0 || n as u64 > self.limits.max_array as u64 {
@@ -523,6 +537,7 @@ pub fn encode_command(args: &[Vec<u8>], out: &mut Vec<u8>) {
 /// Writes a RESP header line, `<kind><n>\r\n` (e.g. `*3\r\n`, `$5\r\n`, `:-7\r\n`),
 /// without allocating.
 pub fn write_header(kind: u8, n: i64, out: &mut Vec<u8>) {
+    out.reserve(24);
     let mut digits = [0u8; 20];
     let mut at = digits.len();
     let mut m = n.unsigned_abs();
@@ -544,6 +559,7 @@ pub fn write_header(kind: u8, n: i64, out: &mut Vec<u8>) {
 
 /// Writes a bulk string (`$<len>\r\n<bytes>\r\n`).
 pub fn write_bulk(b: &[u8], out: &mut Vec<u8>) {
+    out.reserve(b.len() + 26);
     write_header(b'$', b.len() as i64, out);
     out.extend_from_slice(b);
     out.extend_from_slice(b"\r\n");

@@ -323,12 +323,9 @@ impl Stats {
         })
     }
 
-    /// Counts a call of command `name` (any case; unknown ones are not
-    /// counted).
-    pub fn count_call(&self, name: &[u8]) {
-        let Some(spec) = crate::cmd::table::spec(name) else {
-            return;
-        };
+    /// Counts a call of the command `spec` describes (one of
+    /// [`crate::cmd::table::TABLE`]'s).
+    pub fn count_call(&self, spec: &'static crate::cmd::table::CommandSpec) {
         // The spec lies in the table: its index from its address.
         let table = crate::cmd::table::TABLE;
         let at = (spec as *const crate::cmd::table::CommandSpec as usize)

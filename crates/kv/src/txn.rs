@@ -199,7 +199,7 @@ impl Txn {
         }
         let cmd = match classify(args.clone(), now) {
             Action::Write(op) => op.cmd,
-            Action::Read(ReadCmd::Data { args, seed }) => WriteCmd::Query { args, seed },
+            Action::Read(ReadCmd::Data { args, seed, .. }) => WriteCmd::Query { args, seed },
             // TIME answers with the clock of its place in the transaction.
             Action::Reply(_) if args[0].eq_ignore_ascii_case(b"time") => WriteCmd::Query {
                 args: args.clone(),

@@ -141,7 +141,7 @@ impl Pair {
                 .join(" ")
         };
         self.now += 1;
-        if xlane_kv::cmd::check(words) == Some(Ok(true)) {
+        if matches!(xlane_kv::cmd::check(words), Some(Ok((true, _)))) {
             if let Some(quiet) = xlane_kv::cmd::unchanged_reply(&self.store, words) {
                 self.check_unchanged(words, &quiet, &show());
             }

@@ -293,7 +293,11 @@ fn session_equals_redis() {
 
 #[test]
 fn searches_without_store_are_reads() {
-    let check = |line: &str| xlane_kv::cmd::check(&words(line)).expect("runs here");
+    let check = |line: &str| {
+        xlane_kv::cmd::check(&words(line))
+            .expect("runs here")
+            .map(|(write, _)| write)
+    };
     for (line, write) in [
         ("GEOADD k 1 1 a", true),
         ("GEORADIUS k 1 1 10 km", false),
@@ -375,8 +379,8 @@ fn random_writes_keep_their_promises() {
                     assert_eq!(events, 0, "{cmd:?}: answered unchanged, fired events");
                 }
             }
-            Action::Read(ReadCmd::Data { args, seed }) => {
-                let reply = xlane_kv::cmd::read(&st, &args, seed, now);
+            Action::Read(ReadCmd::Data { args, seed, known }) => {
+                let reply = xlane_kv::cmd::read(&st, known, &args, seed, now);
                 if name == "georadius" || name == "georadiusbymember" {
                     // Applied as a write it would change nothing.
                     read_searches += 1;

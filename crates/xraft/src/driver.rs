@@ -193,6 +193,9 @@ struct NodeSubmit<'a, S: StateMachine> {
     coalesce: bool,
     /// The read index shared so far.
     shared_read: Option<ReadId>,
+    /// [`RaftNode::reads_local`] as last asked, until a submission may
+    /// change it (it is asked once per read group).
+    local: std::cell::Cell<Option<bool>>,
 }
 
 impl<S: StateMachine> Submit for NodeSubmit<'_, S> {
@@ -206,6 +209,7 @@ impl<S: StateMachine> Submit for NodeSubmit<'_, S> {
         }
         self.node.transfer_leader(to);
         self.count += 1;
+        self.local.set(None);
         Ok(())
     }
 
@@ -213,11 +217,13 @@ impl<S: StateMachine> Submit for NodeSubmit<'_, S> {
         let id = propose(self.node, op)?;
         self.proposals.insert(id, Waiter::Token(token));
         self.count += 1;
+        self.local.set(None);
         Ok(())
     }
 
     fn read_barrier(&mut self, token: u64) {
         self.count += 1;
+        self.local.set(None);
         if let Some(Waiter::Tokens(ts)) = self.shared_read.and_then(|id| self.reads.get_mut(&id)) {
             ts.push(token);
             return;
@@ -233,7 +239,14 @@ impl<S: StateMachine> Submit for NodeSubmit<'_, S> {
     }
 
     fn reads_local(&self) -> bool {
-        self.node.reads_local()
+        match self.local.get() {
+            Some(l) => l,
+            None => {
+                let l = self.node.reads_local();
+                self.local.set(Some(l));
+                l
+            }
+        }
     }
 
     fn positions(&self) -> Positions {
@@ -254,6 +267,7 @@ impl<S: StateMachine> Submit for NodeSubmit<'_, S> {
         let id = propose_conf_change(self.node, change, node, context)?;
         self.proposals.insert(id, Waiter::Token(token));
         self.count += 1;
+        self.local.set(None);
         Ok(())
     }
 }
@@ -371,17 +385,24 @@ impl<S: StateMachine, T: Transport> Pass<'_, S, T> {
             count: 0,
             coalesce,
             shared_read: None,
+            local: std::cell::Cell::new(None),
         }
     }
 
     /// Hands the queued outcomes to `f`; true if that submitted new work.
     fn frontend_outcomes(&mut self, f: &mut dyn Frontend) -> bool {
-        let done = std::mem::take(self.done);
+        let mut done = std::mem::take(self.done);
         let mut sub = self.submit(false);
-        for (token, outcome) in done {
+        for (token, outcome) in done.drain(..) {
             f.complete(token, outcome, &mut sub);
         }
-        sub.count > 0
+        let submitted = sub.count > 0;
+        // The emptied queue goes back with its room: a pipelined load queues
+        // about as many outcomes every pass.
+        if self.done.is_empty() {
+            *self.done = done;
+        }
+        submitted
     }
 
     /// Hands the queued outcomes to `f`, then its turn (`busy` set if it has work

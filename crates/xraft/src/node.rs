@@ -451,7 +451,8 @@ impl<S: StateMachine> RaftNode<S> {
         if self.batch.is_empty() {
             return;
         }
-        let batch = std::mem::take(&mut self.batch);
+        let room = self.batch.len();
+        let batch = std::mem::replace(&mut self.batch, Vec::with_capacity(room));
         self.batch_bytes = 0;
         let ids: Vec<ProposalId> = batch.iter().map(|(id, _)| *id).collect();
         let data = match encode_batch(&batch) {
@@ -613,7 +614,10 @@ impl<S: StateMachine> RaftNode<S> {
         // advanced) reaches the log before its messages leave.
         self.raw.mut_store().flush()?;
         crate::coalesce::subsume_commit_notices(&mut out.messages);
-        out.events = std::mem::take(&mut self.events);
+        // The next Ready's events start with this one's room (a Vec grown one
+        // push at a time copies itself at every doubling).
+        let room = self.events.len();
+        out.events = std::mem::replace(&mut self.events, Vec::with_capacity(room));
         Ok(out)
     }
 

@@ -64,9 +64,14 @@ impl ClientLoop {
     /// runs it (Redis' `processCommand`: an unknown command or a wrong
     /// number of arguments is answered first, by the usual path; then
     /// `-NOAUTH`; then the user's permissions). Runs `AUTH`, `HELLO` and
-    /// `ACL` itself.
-    pub(super) fn acl_gate(&mut self, id: u64, args: &Command) -> Gate {
-        let Some(spec) = args.first().and_then(|n| crate::cmd::table::spec(n)) else {
+    /// `ACL` itself. `spec` is the table entry of `args[0]`, if any.
+    pub(super) fn acl_gate(
+        &mut self,
+        id: u64,
+        args: &Command,
+        spec: Option<&'static crate::cmd::table::CommandSpec>,
+    ) -> Gate {
+        let Some(spec) = spec else {
             return Gate::Pass;
         };
         if !spec.arity_ok(args.len()) {

@@ -96,8 +96,8 @@ impl ClientLoop {
                 break;
             }
             budget -= 1;
-            let args = match c.held.take() {
-                Some(a) => a,
+            let (args, fresh) = match c.held.take() {
+                Some(a) => (a, false),
                 None => {
                     let args = match c.parser.next_command() {
                         Ok(Some(a)) => a,
@@ -113,19 +113,22 @@ impl ClientLoop {
                         }
                     };
                     self.stats.commands.fetch_add(1, Ordering::Relaxed);
-                    if let Some(name) = args.first() {
-                        self.stats.count_call(name);
-                    }
                     c.last_cmd.clear();
                     c.last_cmd
                         .extend_from_slice(&args[0][..args[0].len().min(MAX_CMD_NAME)]);
-                    args
+                    (args, true)
                 }
             };
+            // The command's table entry, looked up once for the counters
+            // and the access check.
+            let spec = args.first().and_then(|n| crate::cmd::table::spec(n));
+            if let (Some(spec), true) = (spec, fresh) {
+                self.stats.count_call(spec);
+            }
             c.shape = c.session.resp3.then(|| Shape::of(&args, None));
             // Access control first (auth::Gate): NOAUTH, NOPERM, AUTH,
             // HELLO, ACL.
-            let gated = self.acl_gate(id, &args);
+            let gated = self.acl_gate(id, &args, spec);
             let Some(again) = self.conns.get_mut(&id) else {
                 return;
             };
@@ -158,7 +161,7 @@ impl ClientLoop {
                     && args[1].eq_ignore_ascii_case(b"unpause");
                 let held = Instant::now() < p.until
                     && !unpause
-                    && (p.all || crate::cmd::table::spec(&args[0]).is_some_and(|s| s.has("write")));
+                    && (p.all || spec.is_some_and(|s| s.has("write")));
                 if held {
                     // Runs when the pause ends (`turn` wakes every
                     // connection then).

@@ -116,7 +116,10 @@ impl Answer<'_> {
             return false;
         };
         let leader = sub.leader() == self.me;
-        let mut out = Vec::new();
+        // At the head of the queue nothing is waiting to go out before it:
+        // the replies go straight to the connection's output.
+        let mut own = Vec::new();
+        let out = if at == 0 { &mut c.out } else { &mut own };
         let mut rest = group.into_iter();
         let mut write = None;
         let mut left = None;
@@ -139,17 +142,17 @@ impl Answer<'_> {
                         },
                     };
                     let before = out.len();
-                    q.encode(reply, &mut out);
+                    q.encode(reply, out);
                     *self.budget = self.budget.saturating_sub(out.len() - before);
                 }
             }
             Err(_) => {
                 for q in rest.by_ref() {
-                    q.encode(Reply::err("ERR store lock poisoned"), &mut out);
+                    q.encode(Reply::err("ERR store lock poisoned"), out);
                 }
             }
         }
-        c.queue[at].slot = Slot::Done(out);
+        c.queue[at].slot = Slot::Done(own);
         if let Some(q) = left {
             let mut group = vec![q];
             group.extend(rest);

@@ -282,13 +282,44 @@ fn parse_as<'a>(
     Ok((cmd, write))
 }
 
+/// A command this layer runs, as its table lookup found it: carried from
+/// [`check`] to [`read`] so that a request is looked up once.
+#[derive(Clone, Copy)]
+pub struct Known {
+    spec: &'static CommandSpec,
+    module: Module,
+}
+
+impl std::fmt::Debug for Known {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Known({})", self.spec.name)
+    }
+}
+
+/// The same command (its module follows from its table entry).
+impl PartialEq for Known {
+    fn eq(&self, other: &Known) -> bool {
+        std::ptr::eq(self.spec, other.spec)
+    }
+}
+
+impl Eq for Known {}
+
+impl Known {
+    /// The command named `name` (any case), if this layer runs it.
+    pub fn of(name: &[u8]) -> Option<Known> {
+        let (spec, module) = lookup(name)?;
+        Some(Known { spec, module })
+    }
+}
+
 /// Checks the words of a command this layer runs: `Ok(true)` for a write,
 /// `Ok(false)` for a read, or the error reply Redis gives before touching
 /// any key; `None` for a command it does not run ([`runs`] false). One
-/// table lookup for both questions.
-pub fn check(args: &[Vec<u8>]) -> Option<Result<bool, Reply>> {
-    let (spec, module) = lookup(args.first()?)?;
-    Some(parse_as(spec, module, args).map(|(_, w)| w))
+/// table lookup for both questions, and the command as found.
+pub fn check(args: &[Vec<u8>]) -> Option<Result<(bool, Known), Reply>> {
+    let known = Known::of(args.first()?)?;
+    Some(parse_as(known.spec, known.module, args).map(|(_, w)| (w, known)))
 }
 
 /// Runs a write inside [`crate::exec::Apply::apply`] (the store's logical clock is
@@ -378,11 +409,11 @@ pub fn unchanged_reply(st: &Store, args: &[Vec<u8>]) -> Option<Reply> {
     }
 }
 
-/// Answers a read at `now_ms`; `seed` drives random picks
-/// (`SRANDMEMBER`, `RANDOMKEY`).
-pub fn read(st: &Store, args: &[Vec<u8>], seed: u64, now_ms: u64) -> Reply {
+/// Answers a read of command `known` at `now_ms`; `seed` drives random
+/// picks (`SRANDMEMBER`, `RANDOMKEY`).
+pub fn read(st: &Store, known: Known, args: &[Vec<u8>], seed: u64, now_ms: u64) -> Reply {
     let mut rng = SplitMix::new(seed);
-    match parse(args) {
+    match parse_as(known.spec, known.module, args) {
         Err(r) => r,
         Ok((cmd, _)) => cmd.run().read(st, now_ms, &mut rng),
     }
@@ -507,7 +538,11 @@ pub fn query(st: &Store, args: &[Vec<u8>], seed: u64, now: u64) -> Reply {
     {
         return time_reply(now);
     }
-    read(st, args, seed, now)
+    match args.first().and_then(|n| Known::of(n)) {
+        Some(known) => read(st, known, args, seed, now),
+        None if args.is_empty() => Reply::err("ERR empty command"),
+        None => unknown_command(args),
+    }
 }
 
 /// `TIME` at `now_ms`: seconds and microseconds.

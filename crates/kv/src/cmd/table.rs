@@ -3509,14 +3509,14 @@ pub fn name_key(name: &[u8]) -> Option<(u128, u64)> {
     if name.len() > 23 {
         return None;
     }
-    let (mut head, mut tail) = (0u128, (name.len() as u64) << 56);
-    for (i, b) in name.iter().enumerate() {
-        let b = b.to_ascii_lowercase();
-        match i {
-            0..16 => head |= u128::from(b) << (8 * i),
-            _ => tail |= u64::from(b) << (8 * (i - 16)),
-        }
-    }
+    // Lower-cased as a whole block (command names are ASCII; any other
+    // byte is left as it is and simply matches no name).
+    let mut b = [0u8; 24];
+    b[..name.len()].copy_from_slice(name);
+    b.make_ascii_lowercase();
+    let (head, tail) = b.split_at(16);
+    let head = u128::from_le_bytes(head.try_into().ok()?);
+    let tail = u64::from_le_bytes(tail.try_into().ok()?) | (name.len() as u64) << 56;
     Some((head, tail))
 }
 

@@ -1026,7 +1026,8 @@ fn random_picks_follow_the_seed() {
     }
     let read = |line: &str, seed: u64| {
         let args = split_inline(line.as_bytes()).expect("parses");
-        match crate::cmd::read(&s, &args, seed, T0) {
+        let known = crate::cmd::Known::of(&args[0]).expect("runs");
+        match crate::cmd::read(&s, known, &args, seed, T0) {
             Reply::Bulk(Some(m)) => vec![m],
             Reply::Array(Some(items)) => items
                 .into_iter()
