@@ -47,10 +47,12 @@ fn h0_config(g: &Group) -> SessionConfig {
     }
 }
 
-/// h0 holds `trees`, active, at `g`'s serving replica; returns h0's
-/// connection to it.
-fn h0_holds(g: &Group, trees: [u32; 2]) -> Client {
-    let mut c = connect(&g.addrs, "h0", &g.keys, PATIENCE);
+/// h0 holds `trees`, active, at the replica at `at` (the one its session
+/// is connected to: under load another replica may still take hosts for a
+/// moment after it lost the lead, and what it is told reaches no session);
+/// returns h0's connection to it.
+fn h0_holds(g: &Group, at: SocketAddr, trees: [u32; 2]) -> Client {
+    let mut c = connect(&[at], "h0", &g.keys, PATIENCE);
     let (list, _) = c.list().unwrap();
     for t in trees {
         let row = list.iter().find(|i| i.tunnel.0 == t as u64);
@@ -138,7 +140,7 @@ fn a_session_follows_a_controller_takeover() {
     assert_ne!(controller, gone_addr, "{lost:?}");
     assert!(addrs.contains(&controller));
     assert_eq!(kept, vec![own.fd, own.repl]);
-    let mut c = h0_holds(&g, [own.fd, own.repl]);
+    let mut c = h0_holds(&g, controller, [own.fd, own.repl]);
 
     // Its subscription moved too: the X-FD tree overrun (as its meters
     // would report it) is demoted, and the session hears it.
@@ -227,6 +229,6 @@ fn a_session_opens_before_the_controller_serves() {
     assert!(addrs.contains(&at), "{at}");
     assert_eq!(opened.grants.len(), 2);
     let own = opened.session.own();
-    let _ = h0_holds(&g, [own.fd, own.repl]);
+    let _ = h0_holds(&g, at, [own.fd, own.repl]);
     assert_eq!(opened.session.release().run(), 2);
 }
