@@ -193,9 +193,10 @@ struct NodeSubmit<'a, S: StateMachine> {
     coalesce: bool,
     /// The read index shared so far.
     shared_read: Option<ReadId>,
-    /// [`RaftNode::reads_local`] as last asked, until a submission may
-    /// change it (it is asked once per read group).
-    local: std::cell::Cell<Option<bool>>,
+    /// [`RaftNode::reads_local`] as last asked, with the `count` of
+    /// submissions it was asked at: good until the next submission (it is
+    /// asked once per read group).
+    local: std::cell::Cell<Option<(usize, bool)>>,
 }
 
 impl<S: StateMachine> Submit for NodeSubmit<'_, S> {
@@ -209,7 +210,6 @@ impl<S: StateMachine> Submit for NodeSubmit<'_, S> {
         }
         self.node.transfer_leader(to);
         self.count += 1;
-        self.local.set(None);
         Ok(())
     }
 
@@ -217,13 +217,11 @@ impl<S: StateMachine> Submit for NodeSubmit<'_, S> {
         let id = propose(self.node, op)?;
         self.proposals.insert(id, Waiter::Token(token));
         self.count += 1;
-        self.local.set(None);
         Ok(())
     }
 
     fn read_barrier(&mut self, token: u64) {
         self.count += 1;
-        self.local.set(None);
         if let Some(Waiter::Tokens(ts)) = self.shared_read.and_then(|id| self.reads.get_mut(&id)) {
             ts.push(token);
             return;
@@ -240,10 +238,10 @@ impl<S: StateMachine> Submit for NodeSubmit<'_, S> {
 
     fn reads_local(&self) -> bool {
         match self.local.get() {
-            Some(l) => l,
-            None => {
+            Some((at, l)) if at == self.count => l,
+            _ => {
                 let l = self.node.reads_local();
-                self.local.set(Some(l));
+                self.local.set(Some((self.count, l)));
                 l
             }
         }
@@ -267,7 +265,6 @@ impl<S: StateMachine> Submit for NodeSubmit<'_, S> {
         let id = propose_conf_change(self.node, change, node, context)?;
         self.proposals.insert(id, Waiter::Token(token));
         self.count += 1;
-        self.local.set(None);
         Ok(())
     }
 }

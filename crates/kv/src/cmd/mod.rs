@@ -260,11 +260,8 @@ pub fn runs(name: &[u8]) -> bool {
 }
 
 fn parse(args: &[Vec<u8>]) -> Result<(Cmd<'_>, bool), Reply> {
-    let Some(first) = args.first() else {
-        return Err(Reply::err("ERR empty command"));
-    };
-    let (spec, module) = lookup(first).ok_or_else(|| unknown_command(args))?;
-    parse_as(spec, module, args)
+    let known = Known::of_words(args)?;
+    parse_as(known.spec, known.module, args)
 }
 
 /// [`parse`] for the command `lookup` found.
@@ -310,6 +307,15 @@ impl Known {
     pub fn of(name: &[u8]) -> Option<Known> {
         let (spec, module) = lookup(name)?;
         Some(Known { spec, module })
+    }
+
+    /// The command `args` names, or Redis's error for an empty request or
+    /// a command this layer does not run.
+    fn of_words(args: &[Vec<u8>]) -> Result<Known, Reply> {
+        let first = args
+            .first()
+            .ok_or_else(|| Reply::err("ERR empty command"))?;
+        Known::of(first).ok_or_else(|| unknown_command(args))
     }
 }
 
@@ -538,10 +544,9 @@ pub fn query(st: &Store, args: &[Vec<u8>], seed: u64, now: u64) -> Reply {
     {
         return time_reply(now);
     }
-    match args.first().and_then(|n| Known::of(n)) {
-        Some(known) => read(st, known, args, seed, now),
-        None if args.is_empty() => Reply::err("ERR empty command"),
-        None => unknown_command(args),
+    match Known::of_words(args) {
+        Ok(known) => read(st, known, args, seed, now),
+        Err(r) => r,
     }
 }
 
