@@ -262,7 +262,7 @@ fn serialized_len(v: &Value) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dispatch::execute_local;
+    use crate::exec::execute_local;
     use crate::resp::split_inline;
 
     #[test]

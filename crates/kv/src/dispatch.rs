@@ -12,7 +12,6 @@
 use crate::cmd::table::{self, CommandSpec};
 use crate::cmd::{arity_error, time_reply, unknown_command, unknown_subcommand, ERR_SYNTAX};
 use crate::config::Config;
-use crate::exec::Apply;
 use crate::members::{parse_addrs, parse_id, Peer};
 use crate::op::{SetCond, SetTtl, WriteCmd, WriteOp};
 use crate::pubsub::Kind;
@@ -20,11 +19,11 @@ use crate::resp::{parse_i64_strict, Command, Reply};
 use crate::store::{Store, ERR_NOT_INTEGER};
 
 /// The reply to a transaction command where no connection keeps its state
-/// ([`execute_local`]).
+/// ([`crate::exec::execute_local`]).
 pub const ERR_TXN_CONN: &str = "ERR transactions are served on a connection";
 
 /// The reply to `ACL` and `AUTH` where no connection keeps a user
-/// (inside `MULTI`, [`execute_local`]).
+/// (inside `MULTI`, [`crate::exec::execute_local`]).
 pub const ERR_ACL_CONN: &str = "ERR ACL and AUTH are served on a connection, outside MULTI";
 
 /// What to do with a request.
@@ -139,6 +138,9 @@ pub enum ReadCmd {
         /// The command, as [`crate::cmd::check`] found it.
         known: crate::cmd::Known,
     },
+    /// `SCRIPT EXISTS`, `FUNCTION LIST|DUMP|STATS`: their words, answered
+    /// from the replicated scripts ([`crate::script::read`]).
+    Script(Vec<Vec<u8>>),
 }
 
 fn int(b: &[u8]) -> Result<i64, Reply> {
@@ -225,6 +227,13 @@ const HERE: &[&str] = &[
     "readonly",
     "readwrite",
     "function",
+    "script",
+    "eval",
+    "evalsha",
+    "eval_ro",
+    "evalsha_ro",
+    "fcall",
+    "fcall_ro",
     "debug",
     "lastsave",
     "save",
@@ -384,7 +393,14 @@ fn classify_inner(args: Command, now: u64) -> Result<Action, Reply> {
         "role" => Ok(Action::Role),
         "monitor" => Ok(Action::Monitor),
         "hello" => Err(hello_cmd(args)),
-        "function" => Err(function_cmd(args)),
+        "eval" | "evalsha" | "eval_ro" | "evalsha_ro" | "fcall" | "fcall_ro" => {
+            write(crate::script::eval_op(spec.name, args, next_seed(now))?)
+        }
+        "script" | "function" => match crate::script::script_cmd(args) {
+            crate::script::ScriptAction::Write(cmd) => write(cmd),
+            crate::script::ScriptAction::Read(a) => Ok(Action::Read(ReadCmd::Script(a))),
+            crate::script::ScriptAction::Reply(r) => Err(r),
+        },
         "debug" => Ok(Action::Debug(crate::debug::parse(args)?)),
         "lastsave" => Err(Reply::Integer(started_s() as i64)),
         "save" => Err(Reply::ok()),
@@ -802,24 +818,6 @@ fn latency_cmd(args: &Command) -> Reply {
 
 /// `FUNCTION`: xlane kv holds no function library yet, so `FLUSH` has
 /// nothing to remove and `LIST` nothing to list; the rest says so.
-fn function_cmd(args: &Command) -> Reply {
-    let sub = &args[1];
-    if eq(sub, "flush") {
-        match &args[2..] {
-            [] => Reply::ok(),
-            [m] if eq(m, "async") || eq(m, "sync") => Reply::ok(),
-            _ => Reply::err(ERR_SYNTAX),
-        }
-    } else if eq(sub, "list") {
-        Reply::Array(Some(Vec::new()))
-    } else {
-        Reply::err(format!(
-            "ERR FUNCTION {} is not served: xlane kv has no scripting yet",
-            String::from_utf8_lossy(sub).to_uppercase()
-        ))
-    }
-}
-
 fn client_cmd(args: &Command) -> Reply {
     let sub = &args[1];
     // SETNAME, GETNAME and ID are the connection's
@@ -845,7 +843,7 @@ impl ReadCmd {
     /// The first key named, if any (for redirects).
     pub fn first_key(&self) -> Option<&[u8]> {
         match self {
-            ReadCmd::Info(_) => None,
+            ReadCmd::Info(_) | ReadCmd::Script(_) => None,
             ReadCmd::Data { args, .. } => crate::cmd::first_key(args),
         }
     }
@@ -860,6 +858,7 @@ impl ReadCmd {
             ReadCmd::Info(names) => {
                 Reply::Verbatim("txt".into(), crate::info::text(store, now_ms, names, facts))
             }
+            ReadCmd::Script(args) => crate::script::read(store.scripts(), args),
         }
     }
 }
@@ -885,7 +884,8 @@ impl WriteCmd {
             | WriteCmd::SPublish { .. } => None,
             WriteCmd::Data { args, .. } => crate::cmd::first_key(args),
             WriteCmd::Exec { cmds, .. } => cmds.iter().find_map(|c| c.first_key()),
-            WriteCmd::Query { .. } => None,
+            WriteCmd::Query { .. } | WriteCmd::ScriptAdmin { .. } => None,
+            WriteCmd::Eval { keys, .. } => keys.first().map(|k| k.as_slice()),
         }
     }
 }
@@ -905,49 +905,6 @@ pub fn precheck(args: &Command) -> Result<(), Reply> {
         return Err(arity_error(spec.name));
     }
     Ok(())
-}
-
-/// Runs a request against a local store directly (no replication): reads
-/// at `now_ms`, writes applied with `ts_ms = now_ms`. For tests and
-/// single-threaded tools; `QUIT` gives `+OK`.
-pub fn execute_local(store: &mut Store, args: &Command, now_ms: u64) -> Reply {
-    match classify(args.clone(), now_ms) {
-        Action::Reply(r) => r,
-        Action::Write(op) => store.apply(&op),
-        Action::Read(r) => {
-            // As the single node does: expiry first, as the leader decides it.
-            while let Some(op) = crate::expiry::due(store, now_ms) {
-                store.apply(&op);
-            }
-            r.execute(store, now_ms, &crate::info::Facts::default())
-        }
-        Action::Quit => Reply::ok(),
-        Action::Member(_) => Reply::err(ERR_NOT_CLUSTER),
-        Action::Setting(SettingCmd::ConfigGet(p)) => config_get(&Config::default(), &p),
-        // Checked as a member checks it; nothing keeps the value here.
-        Action::Setting(SettingCmd::ConfigSet(p)) => match Config::default().set(&p) {
-            Ok(_) => Reply::ok(),
-            Err(e) => Reply::err(e.to_string()),
-        },
-        Action::PubSub(_) | Action::Monitor => Reply::err(ERR_NEEDS_MEMBER),
-        // A store alone has no replicas.
-        Action::Wait { .. } => Reply::Integer(0),
-        Action::Role => Reply::Array(Some(vec![
-            Reply::bulk("master"),
-            Reply::Integer(store.applied() as i64),
-            Reply::Array(Some(Vec::new())),
-        ])),
-        Action::Debug(cmd) => match cmd {
-            crate::debug::DebugCmd::Reload => match Store::restore(&store.snapshot()) {
-                Ok(s) => {
-                    store.replace(s);
-                    Reply::ok()
-                }
-                Err(e) => Reply::err(format!("ERR reload failed: {e}")),
-            },
-            c => crate::debug::read(&c, store, now_ms).unwrap_or_else(Reply::ok),
-        },
-    }
 }
 
 #[cfg(test)]

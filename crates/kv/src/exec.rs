@@ -10,11 +10,12 @@
 //! query ([`WriteCmd::Query`]). An op whose words do not parse applies as
 //! that error reply on every member and changes nothing.
 
+use crate::dispatch;
 use crate::notify::NotifyFlags;
-use crate::op::{SetCond, SetTtl, WriteCmd, WriteOp, MAX_OP_BYTES};
+use crate::op::{ScriptCode, SetCond, SetTtl, WriteCmd, WriteOp, MAX_OP_BYTES};
 use crate::resp::{parse_i64_strict, Reply};
 use crate::store::{Store, ERR_NOT_INTEGER, ERR_OVERFLOW, ERR_TOO_BIG};
-use crate::value::{wrongtype, Value};
+use crate::value::{wrongtype, SplitMix, Value};
 
 /// Applying ops to a store.
 pub trait Apply {
@@ -160,6 +161,30 @@ fn run(st: &mut Store, cmd: &WriteCmd, now: u64) -> Reply {
             Reply::ok()
         }
         WriteCmd::Acl { args } => acl(st, args),
+        WriteCmd::Eval {
+            code,
+            keys,
+            args,
+            seed,
+            read_only,
+            user,
+            ..
+        } => eval(
+            st,
+            code,
+            Caller {
+                keys,
+                args,
+                seed: *seed,
+                read_only: *read_only,
+                user,
+            },
+            now,
+        ),
+        WriteCmd::ScriptAdmin { args } => {
+            let budget = crate::script::DEFAULT_BUDGET;
+            crate::script::admin::apply(st.scripts_mut(), args, budget)
+        }
         WriteCmd::Data { args, seed } => crate::cmd::apply(st, args, *seed, now),
         WriteCmd::Query { args, seed } => crate::cmd::query(st, args, *seed, now),
         WriteCmd::Answer { reply } => match crate::resp::decode_reply(reply) {
@@ -173,6 +198,223 @@ fn run(st: &mut Store, cmd: &WriteCmd, now: u64) -> Reply {
                 return Reply::Array(None);
             }
             Reply::Array(Some(cmds.iter().map(|c| run(st, c, now)).collect()))
+        }
+    }
+}
+
+/// The error of `*_RO` on a script that may write.
+const ERR_RO_WRITE_FLAG: &str = "ERR Can not execute a script with write flag using *_ro command.";
+
+/// What a script op gives its script beside the code.
+struct Caller<'a> {
+    keys: &'a [Vec<u8>],
+    args: &'a [Vec<u8>],
+    seed: u64,
+    read_only: bool,
+    user: &'a [u8],
+}
+
+/// Runs a script op on every member alike (see [`crate::script`]): finds
+/// its code, runs it with its commands applied here at `now`, and undoes
+/// its writes when it ran past its budget.
+fn eval(st: &mut Store, code: &ScriptCode, caller: Caller<'_>, now: u64) -> Reply {
+    let Caller {
+        keys,
+        args,
+        seed,
+        read_only,
+        user,
+    } = caller;
+    use crate::script::engine::{self, Outcome, Run};
+    use crate::script::state::{sha1_hex, Flags};
+    let run = Run {
+        keys,
+        args,
+        seed,
+        budget: crate::script::DEFAULT_BUDGET,
+    };
+    let cp = st.checkpoint();
+    let mut rng = SplitMix::new(seed ^ 0x5c1e_7a11_0000_0001);
+    let outcome = match code {
+        ScriptCode::Body(_) | ScriptCode::Sha(_) => {
+            let (sha, body) = match code {
+                ScriptCode::Body(b) => (sha1_hex(b), std::sync::Arc::new(b.clone())),
+                _ => match crate::script::state::parse_sha(code_bytes(code))
+                    .and_then(|sha| st.scripts().body(&sha).map(|b| (sha, b.clone())))
+                {
+                    Some(found) => found,
+                    None => return Reply::err(crate::script::admin::ERR_NOSCRIPT),
+                },
+            };
+            let flags = match engine::script_flags(&body) {
+                Ok(f) => f,
+                Err(r) => return r,
+            };
+            if let Err(r) = engine::check_script(&sha, &body) {
+                return r;
+            }
+            if matches!(code, ScriptCode::Body(_)) {
+                st.scripts_mut().cache(sha, &body);
+            }
+            let no_writes = flags.has(Flags::NO_WRITES);
+            if read_only && flags.has(Flags::DECLARED) && !no_writes {
+                return Reply::err(ERR_RO_WRITE_FLAG);
+            }
+            let mut host = ScriptHost {
+                st,
+                now,
+                rng: &mut rng,
+                read_only: read_only || no_writes,
+                user,
+            };
+            engine::run_script(&sha, &body, run, &mut host)
+        }
+        ScriptCode::Function(name) => {
+            let Some((lib, meta)) = st
+                .scripts()
+                .function(name)
+                .map(|(l, f)| (l.clone(), f.clone()))
+            else {
+                return Reply::err("ERR Function not found");
+            };
+            let no_writes = meta.flags.has(Flags::NO_WRITES);
+            if read_only && !no_writes {
+                return Reply::err(ERR_RO_WRITE_FLAG);
+            }
+            let mut host = ScriptHost {
+                st,
+                now,
+                rng: &mut rng,
+                read_only: read_only || no_writes,
+                user,
+            };
+            engine::run_function(&lib, &meta.name, run, &mut host)
+        }
+    };
+    match outcome {
+        Outcome::Done(r) => r,
+        Outcome::OverBudget(r) => {
+            st.rollback(cp);
+            r
+        }
+    }
+}
+
+fn code_bytes(code: &ScriptCode) -> &[u8] {
+    match code {
+        ScriptCode::Body(b) | ScriptCode::Sha(b) | ScriptCode::Function(b) => b,
+    }
+}
+
+/// A script's commands, run on the member's store at the op's time; random
+/// picks draw from the op's seed.
+struct ScriptHost<'a> {
+    st: &'a mut Store,
+    now: u64,
+    rng: &'a mut SplitMix,
+    read_only: bool,
+    /// The caller (empty: `default`).
+    user: &'a [u8],
+}
+
+impl ScriptHost<'_> {
+    /// Whether the script's user may run `args` (the spec that rules
+    /// them: a container's subcommand's).
+    fn allowed(
+        &self,
+        spec: &crate::cmd::table::CommandSpec,
+        args: &[Vec<u8>],
+    ) -> Result<(), crate::acl::Denied> {
+        let name = if self.user.is_empty() {
+            b"default"
+        } else {
+            self.user
+        };
+        match self.st.users().user(name) {
+            Some(u) => u.check_command(spec, args),
+            None => Err(crate::acl::Denied {
+                reason: crate::acl::DenyReason::Command,
+                pos: 0,
+                object: spec.name.as_bytes().to_vec(),
+            }),
+        }
+    }
+}
+
+impl crate::script::engine::Host for ScriptHost<'_> {
+    fn acl_check(&mut self, args: &[Vec<u8>]) -> Result<bool, Reply> {
+        let spec = match crate::acl::resolve(args) {
+            Some(s) if dispatch::implemented(&args[0]) => s,
+            _ => {
+                return Err(Reply::err(
+                    "ERR Invalid command passed to redis.acl_check_cmd()",
+                ))
+            }
+        };
+        Ok(self.allowed(spec, args).is_ok())
+    }
+
+    fn call(&mut self, args: &[Vec<u8>]) -> Reply {
+        let spec = match crate::acl::resolve(args) {
+            Some(s) if dispatch::implemented(&args[0]) => s,
+            _ => return Reply::err("ERR Unknown Redis command called from script"),
+        };
+        // DEBUG PROTOCOL only builds a reply: scripts may call it (Redis's
+        // tests do, with its deny-scripts switch off).
+        let debug_protocol = args[0].eq_ignore_ascii_case(b"debug")
+            && args
+                .get(1)
+                .is_some_and(|a| a.eq_ignore_ascii_case(b"protocol"));
+        if spec.has("noscript") && !debug_protocol {
+            return Reply::err("ERR This Redis command is not allowed from script");
+        }
+        let top = crate::cmd::table::spec(&args[0]).unwrap_or(spec);
+        if !top.arity_ok(args.len()) {
+            return Reply::err("ERR Wrong number of args calling Redis command from script");
+        }
+        if self.read_only && (spec.has("write") || top.has("write")) {
+            return Reply::err("ERR Write commands are not allowed from read-only scripts.");
+        }
+        if let Err(d) = self.allowed(spec, args) {
+            return Reply::err(match d.reason {
+                crate::acl::DenyReason::Command => {
+                    "ERR The user executing the script can't run this command or subcommand"
+                }
+                crate::acl::DenyReason::Key => {
+                    "ERR The user executing the script can't access at least one of the keys mentioned in the command"
+                }
+                crate::acl::DenyReason::Channel => {
+                    "ERR The user executing the script can't publish to the channel mentioned in the command"
+                }
+            });
+        }
+        let name = top.name;
+        if (name == "xread" || name == "xreadgroup")
+            && args.iter().any(|a| a.eq_ignore_ascii_case(b"block"))
+        {
+            return Reply::err(format!(
+                "ERR {name} command is not allowed with BLOCK option from scripts"
+            ));
+        }
+        match dispatch::classify(args.to_vec(), self.now) {
+            dispatch::Action::Reply(r) => r,
+            dispatch::Action::Write(op) => {
+                let cmd = match op.cmd {
+                    WriteCmd::Data { args, .. } => WriteCmd::Data {
+                        args,
+                        seed: self.rng.next_u64(),
+                    },
+                    other => other,
+                };
+                run(self.st, &cmd, self.now)
+            }
+            dispatch::Action::Read(dispatch::ReadCmd::Data { args, known, .. }) => {
+                crate::cmd::read(self.st, known, &args, self.rng.next_u64(), self.now)
+            }
+            dispatch::Action::Read(r) => {
+                r.execute(self.st, self.now, &crate::info::Facts::default())
+            }
+            _ => Reply::err("ERR This Redis command is not allowed from script"),
         }
     }
 }
@@ -287,6 +529,59 @@ fn acl(st: &mut Store, args: &[Vec<u8>]) -> Reply {
     }
     reply
 }
+
+/// Runs a request against a local store directly (no replication): reads
+/// at `now_ms`, writes applied with `ts_ms = now_ms`. For tests and
+/// single-threaded tools; `QUIT` gives `+OK`.
+pub fn execute_local(store: &mut Store, args: &crate::resp::Command, now_ms: u64) -> Reply {
+    match dispatch::classify(args.clone(), now_ms) {
+        dispatch::Action::Reply(r) => r,
+        dispatch::Action::Write(op) => store.apply(&op),
+        dispatch::Action::Read(r) => {
+            // As the single node does: expiry first, as the leader decides it.
+            while let Some(op) = crate::expiry::due(store, now_ms) {
+                store.apply(&op);
+            }
+            r.execute(store, now_ms, &crate::info::Facts::default())
+        }
+        dispatch::Action::Quit => Reply::ok(),
+        dispatch::Action::Member(_) => Reply::err(dispatch::ERR_NOT_CLUSTER),
+        dispatch::Action::Setting(dispatch::SettingCmd::ConfigGet(p)) => {
+            dispatch::config_get(&crate::config::Config::default(), &p)
+        }
+        // Checked as a member checks it; nothing keeps the value here.
+        dispatch::Action::Setting(dispatch::SettingCmd::ConfigSet(p)) => {
+            match crate::config::Config::default().set(&p) {
+                Ok(_) => Reply::ok(),
+                Err(e) => Reply::err(e.to_string()),
+            }
+        }
+        dispatch::Action::PubSub(_) | dispatch::Action::Monitor => {
+            Reply::err(dispatch::ERR_NEEDS_MEMBER)
+        }
+        // A store alone has no replicas.
+        dispatch::Action::Wait { .. } => Reply::Integer(0),
+        dispatch::Action::Role => Reply::Array(Some(vec![
+            Reply::bulk("master"),
+            Reply::Integer(store.applied() as i64),
+            Reply::Array(Some(Vec::new())),
+        ])),
+        dispatch::Action::Debug(cmd) => match cmd {
+            crate::debug::DebugCmd::Reload => match Store::restore(&store.snapshot()) {
+                Ok(s) => {
+                    store.replace(s);
+                    Reply::ok()
+                }
+                Err(e) => Reply::err(format!("ERR reload failed: {e}")),
+            },
+            c => crate::debug::read(&c, store, now_ms).unwrap_or_else(Reply::ok),
+        },
+    }
+}
+
+#[cfg(test)]
+#[path = "script/apply_tests.rs"]
+mod script_apply_tests;
 
 #[cfg(test)]
 mod acl_tests {

@@ -75,7 +75,7 @@ impl ExpiryCycle {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dispatch::execute_local;
+    use crate::exec::execute_local;
     use crate::exec::Apply;
     use crate::resp::{split_inline, Reply};
 

@@ -6,6 +6,9 @@
 
 use crate::store::Store;
 
+/// The Redis version xlane kv answers as (`INFO`, `redis.REDIS_VERSION`).
+pub const REDIS_VERSION: &str = "7.0.15";
+
 /// What the member knows beside its store.
 #[derive(Debug, Clone, Default)]
 pub struct Facts {
@@ -112,7 +115,7 @@ fn section(name: &str, store: &Store, now_ms: u64, f: &Facts) -> String {
     };
     match name {
         "server" => {
-            kv("redis_version", "7.0.15".into());
+            kv("redis_version", REDIS_VERSION.into());
             kv("redis_git_sha1", "00000000".into());
             kv("redis_git_dirty", "0".into());
             kv("redis_build_id", "0".into());
@@ -148,6 +151,14 @@ fn section(name: &str, store: &Store, now_ms: u64, f: &Facts) -> String {
             kv("maxmemory_policy", "noeviction".into());
             kv("mem_not_counted_for_evict", "0".into());
             kv("mem_allocator", "libc".into());
+            kv(
+                "number_of_cached_scripts",
+                store.scripts().cached().to_string(),
+            );
+            kv(
+                "number_of_functions",
+                store.scripts().function_count().to_string(),
+            );
         }
         "persistence" => {
             kv("loading", "0".into());

@@ -57,6 +57,7 @@ pub mod raft;
 pub mod replicator;
 pub mod resp;
 pub mod resp3;
+pub mod script;
 pub mod session;
 pub mod state_machine;
 pub mod store;

@@ -187,6 +187,34 @@ pub enum WriteCmd {
         /// The change's words, its kind first.
         args: Vec<Vec<u8>>,
     },
+    /// `EVAL`, `EVALSHA`, `FCALL` and their `_RO` forms: a script that
+    /// every member runs as it applies the op ([`crate::script`]), with
+    /// the op's time and `seed` for `math.random`, so all end identical.
+    Eval {
+        /// What runs.
+        code: ScriptCode,
+        /// `KEYS`.
+        keys: Vec<Vec<u8>>,
+        /// `ARGV`.
+        args: Vec<Vec<u8>>,
+        /// Seed of the script's random draws and of its commands' picks.
+        seed: u64,
+        /// The `_RO` form: the script may not write.
+        read_only: bool,
+        /// The user the script's commands are checked against (the
+        /// client's, stamped where it arrived; empty: `default`).
+        user: Vec<u8>,
+        /// The client speaks RESP3: the reply keeps RESP3's types (a map,
+        /// a double, a big number a script returns).
+        resp3: bool,
+    },
+    /// `SCRIPT LOAD|FLUSH`, `FUNCTION LOAD|DELETE|FLUSH|RESTORE`: their
+    /// words, checked at the leader, applied to the replicated scripts
+    /// ([`crate::script::admin`]).
+    ScriptAdmin {
+        /// The command's words, name first.
+        args: Vec<Vec<u8>>,
+    },
     /// `EXEC`: a transaction's commands, applied as one entry. When any
     /// watched key's version ([`crate::store::Store::version`]) is not the
     /// one recorded at `WATCH`, nothing runs and the reply is a nil array.
@@ -196,6 +224,18 @@ pub enum WriteCmd {
         /// The queued commands, in order (no `Exec` inside).
         cmds: Vec<WriteCmd>,
     },
+}
+
+/// What an [`WriteCmd::Eval`] runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ScriptCode {
+    /// `EVAL`: the script's body (cached by every member as it applies).
+    Body(Vec<u8>),
+    /// `EVALSHA`: the SHA1 (40 lower-case hex digits) of a cached body,
+    /// looked up by every member at the op's place in the log.
+    Sha(Vec<u8>),
+    /// `FCALL`: a function's name.
+    Function(Vec<u8>),
 }
 
 /// A write as replicated: the command and the leader's clock when it
@@ -250,6 +290,8 @@ const T_SETCONFIG: u8 = 14;
 const T_PUBLISH: u8 = 15;
 const T_ACL: u8 = 16;
 const T_SPUBLISH: u8 = 17;
+const T_EVAL: u8 = 18;
+const T_SCRIPTADMIN: u8 = 19;
 
 fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
     // Keys and values are bounded by the RESP limits (< 4 GiB).
@@ -363,6 +405,25 @@ impl WriteOp {
 }
 
 impl WriteCmd {
+    /// Stamps the caller on the scripts of this command (an `EVAL`, or
+    /// the `EVAL`s queued in an `EXEC`): their commands are checked
+    /// against user `name`, and a top-level script answers in RESP3 when
+    /// the caller speaks it.
+    pub fn stamp_script_caller(&mut self, name: &[u8], speaks_resp3: bool) {
+        match self {
+            WriteCmd::Eval { user, resp3, .. } => {
+                *user = name.to_vec();
+                *resp3 = speaks_resp3;
+            }
+            WriteCmd::Exec { cmds, .. } => {
+                for c in cmds {
+                    c.stamp_script_caller(name, false);
+                }
+            }
+            _ => {}
+        }
+    }
+
     fn tag(&self) -> u8 {
         match self {
             WriteCmd::Set { .. } => T_SET,
@@ -382,6 +443,8 @@ impl WriteCmd {
             WriteCmd::Publish { .. } => T_PUBLISH,
             WriteCmd::SPublish { .. } => T_SPUBLISH,
             WriteCmd::Acl { .. } => T_ACL,
+            WriteCmd::Eval { .. } => T_EVAL,
+            WriteCmd::ScriptAdmin { .. } => T_SCRIPTADMIN,
         }
     }
 
@@ -406,7 +469,30 @@ impl WriteCmd {
             }
             WriteCmd::Del { keys }
             | WriteCmd::DelExpired { keys }
-            | WriteCmd::Acl { args: keys } => 4 + keys.iter().map(|k| bytes(k)).sum::<usize>(),
+            | WriteCmd::Acl { args: keys }
+            | WriteCmd::ScriptAdmin { args: keys } => {
+                4 + keys.iter().map(|k| bytes(k)).sum::<usize>()
+            }
+            WriteCmd::Eval {
+                code,
+                keys,
+                args,
+                user,
+                ..
+            } => {
+                let code = match code {
+                    ScriptCode::Body(b) | ScriptCode::Sha(b) | ScriptCode::Function(b) => b,
+                };
+                1 + bytes(code)
+                    + 4
+                    + keys.iter().map(|k| bytes(k)).sum::<usize>()
+                    + 4
+                    + args.iter().map(|a| bytes(a)).sum::<usize>()
+                    + 8
+                    + 1
+                    + bytes(user)
+                    + 1
+            }
             WriteCmd::IncrBy { key, .. } | WriteCmd::ExpireAt { key, .. } => bytes(key) + 8,
             WriteCmd::Append { key, value }
             | WriteCmd::Publish {
@@ -467,11 +553,39 @@ impl WriteCmd {
             }
             WriteCmd::Del { keys }
             | WriteCmd::DelExpired { keys }
-            | WriteCmd::Acl { args: keys } => {
+            | WriteCmd::Acl { args: keys }
+            | WriteCmd::ScriptAdmin { args: keys } => {
                 out.extend_from_slice(&(keys.len() as u32).to_le_bytes());
                 for k in keys {
                     put_bytes(out, k);
                 }
+            }
+            WriteCmd::Eval {
+                code,
+                keys,
+                args,
+                seed,
+                read_only,
+                user,
+                resp3,
+            } => {
+                let (kind, code) = match code {
+                    ScriptCode::Body(b) => (0, b),
+                    ScriptCode::Sha(b) => (1, b),
+                    ScriptCode::Function(b) => (2, b),
+                };
+                out.push(kind);
+                put_bytes(out, code);
+                for list in [keys, args] {
+                    out.extend_from_slice(&(list.len() as u32).to_le_bytes());
+                    for w in list {
+                        put_bytes(out, w);
+                    }
+                }
+                out.extend_from_slice(&seed.to_le_bytes());
+                out.push(u8::from(*read_only));
+                put_bytes(out, user);
+                out.push(u8::from(*resp3));
             }
             WriteCmd::IncrBy { key, delta } => {
                 put_bytes(out, key);
@@ -646,6 +760,46 @@ impl WriteCmd {
                 }
                 WriteCmd::Acl { args }
             }
+            T_EVAL => {
+                let kind = r.u8()?;
+                let code = r.bytes()?;
+                let code = match kind {
+                    0 => ScriptCode::Body(code),
+                    1 => ScriptCode::Sha(code),
+                    2 => ScriptCode::Function(code),
+                    _ => return Err(OpDecodeError::Invalid("script kind")),
+                };
+                let mut lists = [Vec::new(), Vec::new()];
+                for list in &mut lists {
+                    let n = r.count_or_zero(4)?;
+                    for _ in 0..n {
+                        list.push(r.bytes()?);
+                    }
+                }
+                let [keys, args] = lists;
+                let seed = r.u64()?;
+                let read_only = r.flag()?;
+                let user = r.bytes()?;
+                let resp3 = r.flag()?;
+                WriteCmd::Eval {
+                    code,
+                    keys,
+                    args,
+                    seed,
+                    read_only,
+                    user,
+                    resp3,
+                }
+            }
+            T_SCRIPTADMIN if top => {
+                let n = r.count(4)?;
+                let mut args = Vec::with_capacity(n);
+                for _ in 0..n {
+                    args.push(r.bytes()?);
+                }
+                WriteCmd::ScriptAdmin { args }
+            }
+            T_SCRIPTADMIN => return Err(OpDecodeError::Invalid("script admin inside exec")),
             t => return Err(OpDecodeError::UnknownTag(t)),
         })
     }
@@ -735,7 +889,39 @@ pub(crate) mod tests {
         .prop_map(|w| WriteCmd::Acl {
             args: w.iter().map(|a| a.as_bytes().to_vec()).collect(),
         });
-        let cmd = prop_oneof![4 => cmd, 1 => exec, 1 => expired, 1 => acl];
+        let eval = (
+            0u8..3,
+            bytes(),
+            proptest::collection::vec(bytes(), 0..3),
+            proptest::collection::vec(bytes(), 0..3),
+            any::<u64>(),
+            any::<bool>(),
+            bytes(),
+        )
+            .prop_map(
+                |(kind, code, keys, args, seed, read_only, user)| WriteCmd::Eval {
+                    resp3: seed % 2 == 0,
+                    code: match kind {
+                        0 => ScriptCode::Body(code),
+                        1 => ScriptCode::Sha(code),
+                        _ => ScriptCode::Function(code),
+                    },
+                    keys,
+                    args,
+                    seed,
+                    read_only,
+                    user,
+                },
+            );
+        let admin = prop_oneof![
+            Just(vec!["SCRIPT", "LOAD", "return 1"]),
+            Just(vec!["SCRIPT", "FLUSH"]),
+            Just(vec!["FUNCTION", "DELETE", "lib"]),
+        ]
+        .prop_map(|w| WriteCmd::ScriptAdmin {
+            args: w.iter().map(|a| a.as_bytes().to_vec()).collect(),
+        });
+        let cmd = prop_oneof![4 => cmd, 1 => exec, 1 => expired, 1 => acl, 1 => eval, 1 => admin];
         (any::<u64>(), cmd).prop_map(|(ts_ms, cmd)| WriteOp { ts_ms, cmd })
     }
 

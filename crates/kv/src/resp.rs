@@ -839,21 +839,29 @@ fn decode_at(
             if &buf[end..end + 2] != b"\r\n" {
                 return Err(ReplyDecodeError::Framing);
             }
-            let skip = if t == b'=' { n.min(4) } else { 0 };
-            Ok(Some((
-                Reply::Bulk(Some(buf[next + skip..end].to_vec())),
-                end + 2,
-            )))
+            let body = &buf[next..end];
+            let reply = match (t, body.get(3)) {
+                (b'=', Some(b':')) => Reply::Verbatim(
+                    String::from_utf8_lossy(&body[..3]).into_owned(),
+                    String::from_utf8_lossy(&body[4..]).into_owned(),
+                ),
+                (b'=', _) => Reply::Bulk(Some(body[n.min(4)..].to_vec())),
+                _ => Reply::Bulk(Some(body.to_vec())),
+            };
+            Ok(Some((reply, end + 2)))
         }
-        // RESP3 null, boolean (as 1/0), double, big number (as text).
+        // RESP3 null, boolean, double, big number.
         b'_' => Ok(Some((Reply::Bulk(None), next))),
         b'#' => match body {
-            b"t" => Ok(Some((Reply::Integer(1), next))),
-            b"f" => Ok(Some((Reply::Integer(0), next))),
+            b"t" => Ok(Some((Reply::Bool(true), next))),
+            b"f" => Ok(Some((Reply::Bool(false), next))),
             _ => Err(ReplyDecodeError::Framing),
         },
         b',' => Ok(Some((Reply::Double(text()), next))),
-        b'(' => Ok(Some((Reply::Bulk(Some(body.to_vec())), next))),
+        b'(' => Ok(Some((
+            Reply::Bignum(String::from_utf8_lossy(body).into_owned()),
+            next,
+        ))),
         // Arrays, RESP3 sets and pushes (a push as an array), and maps.
         b'*' | b'~' | b'>' | b'%' => {
             let n = int()?;

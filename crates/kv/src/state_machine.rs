@@ -122,6 +122,7 @@ impl KvStateMachine {
 impl StateMachine for KvStateMachine {
     fn apply(&mut self, index: u64, op_bytes: &[u8]) -> Vec<u8> {
         self.stats.applied_index.store(index, Ordering::Release);
+        let mut resp3 = false;
         let reply = match WriteOp::decode(op_bytes) {
             // Deterministic on every replica: the same bytes give the same error.
             Err(e) => Reply::err(format!("ERR undecodable replicated op: {e}")),
@@ -130,11 +131,19 @@ impl StateMachine for KvStateMachine {
                     if s.tracks_changes() {
                         s.set_origin(crate::op::origin(op_bytes));
                     }
+                    resp3 = matches!(op.cmd, crate::op::WriteCmd::Eval { resp3: true, .. });
                     s.apply(&op)
                 }
                 Err(_) => Reply::err("ERR store lock poisoned"),
             },
         };
+        // A script's reply to a RESP3 caller keeps its RESP3 types (the
+        // caller's connection reads either form).
+        if resp3 {
+            let mut out = Vec::new();
+            reply.encode_resp3(&mut out);
+            return out;
+        }
         reply.to_bytes()
     }
 

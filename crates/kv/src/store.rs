@@ -93,6 +93,18 @@ pub struct Store {
     /// Changes of the users applied since the client loop last took them
     /// ([`Store::take_acl_changes`]; this member's, not in snapshots).
     acl_changes: Vec<crate::acl::Changed>,
+    /// The script cache and the function libraries (replicated, in
+    /// snapshots).
+    scripts: crate::script::Scripts,
+}
+
+/// The keys as they were before a script ran ([`Store::checkpoint`]): O(1)
+/// to take, as the maps share their structure.
+pub(crate) struct Checkpoint {
+    map: HashMap<Vec<u8>, Entry>,
+    expiries: OrdSet<(u64, Vec<u8>)>,
+    tombs: Tombstones,
+    events: usize,
 }
 
 /// Why a snapshot could not be restored.
@@ -121,6 +133,8 @@ const SNAP_MAGIC_V4: &[u8; 8] = b"XLKVSTO4";
 const SNAP_MAGIC: &[u8; 8] = b"XLKVSTO5";
 /// The optional section of the users, after the data settings.
 const SNAP_ACL: &[u8; 4] = b"ACL1";
+/// The optional section of the scripts, last.
+const SNAP_SCRIPTS: &[u8; 4] = b"SCR1";
 
 /// The settings that shape replicated values (a sketch's bytes, where a
 /// stream is trimmed): the same on every member, changed only by an op
@@ -354,8 +368,40 @@ impl Store {
             applied: self.applied,
             users: self.users.clone(),
             requirepass: self.requirepass.clone(),
+            scripts: self.scripts.clone(),
             ..Store::new()
         }
+    }
+
+    /// The script cache and the function libraries.
+    pub fn scripts(&self) -> &crate::script::Scripts {
+        &self.scripts
+    }
+
+    /// Inside an op: the scripts, to change.
+    pub(crate) fn scripts_mut(&mut self) -> &mut crate::script::Scripts {
+        &mut self.scripts
+    }
+
+    /// Inside an op: the keys as they are, for [`Store::rollback`].
+    pub(crate) fn checkpoint(&self) -> Checkpoint {
+        Checkpoint {
+            map: self.map.clone(),
+            expiries: self.expiries.clone(),
+            tombs: self.tombs.clone(),
+            events: self.events.len(),
+        }
+    }
+
+    /// Inside an op: puts the keys back as `cp` took them and drops the
+    /// events queued since (a script stopped by its budget: as if it never
+    /// ran). Tracking clients are told every key may have changed.
+    pub(crate) fn rollback(&mut self, cp: Checkpoint) {
+        self.map = cp.map;
+        self.expiries = cp.expiries;
+        self.tombs = cp.tombs;
+        self.events.truncate(cp.events);
+        self.changed(None);
     }
 
     /// Replaces the replicated state with `new`'s (a restored snapshot),
@@ -370,8 +416,10 @@ impl Store {
             applied,
             users,
             requirepass,
+            scripts,
             ..
         } = new;
+        self.scripts = scripts;
         if users != self.users {
             self.acl_changed(crate::acl::Changed::Restored);
         }
@@ -836,6 +884,12 @@ impl Store {
             snap::put_bytes(&mut out, &self.requirepass);
             snap::put_bytes(&mut out, &self.users.encode());
         }
+        // The script cache and libraries, when there are any: `SCR1 |
+        // scripts` (a snapshot without them restores none).
+        if !self.scripts.is_empty() {
+            out.extend_from_slice(SNAP_SCRIPTS);
+            self.scripts.encode(&mut out);
+        }
         out
     }
 
@@ -899,6 +953,12 @@ impl Store {
                 s.requirepass = r.bytes()?;
                 s.users = crate::acl::UserTable::decode(&r.bytes()?)
                     .map_err(|_| SnapshotError::Truncated)?;
+            }
+            if let Some(rest) = r.0.strip_prefix(SNAP_SCRIPTS) {
+                let (scripts, rest) =
+                    crate::script::Scripts::decode(rest).map_err(|_| SnapshotError::Truncated)?;
+                s.scripts = scripts;
+                r.0 = rest;
             }
         }
         if !r.0.is_empty() {

@@ -212,6 +212,9 @@ impl Txn {
             Action::Read(ReadCmd::Info(_)) => WriteCmd::Answer {
                 reply: Reply::err("ERR INFO is not served inside a transaction").to_bytes(),
             },
+            Action::Read(ReadCmd::Script(_)) => WriteCmd::Answer {
+                reply: Reply::err("ERR SCRIPT EXISTS and FUNCTION LIST|DUMP|STATS are not served inside a transaction").to_bytes(),
+            },
             Action::Quit => {
                 // QUIT discards the transaction and closes.
                 *self = Txn::default();

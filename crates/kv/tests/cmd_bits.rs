@@ -2,7 +2,7 @@
 //! `GETBIT`, `BITCOUNT`, `BITPOS`, `BITOP`, `BITFIELD`, `BITFIELD_RO`,
 //! `SETRANGE`, `GETRANGE`, `SUBSTR`, `LCS`) against a real `redis-server`
 //! 7.0: every command runs on both — on a store through
-//! `dispatch::execute_local`, as a member applies it — and must give the
+//! `exec::execute_local`, as a member applies it — and must give the
 //! same reply and the same keyspace events (`KEA`, taken from a
 //! `PSUBSCRIBE` connection on Redis's side), and the keys must hold the same
 //! values. Each write the leader would answer without a log entry
@@ -20,7 +20,7 @@ mod support;
 
 use support::differential::{self, Rng};
 use support::real_redis::{RealRedis, Resp, Value};
-use xlane_kv::dispatch::execute_local;
+use xlane_kv::exec::execute_local;
 use xlane_kv::exec::Apply;
 use xlane_kv::notify::NotifyFlags;
 use xlane_kv::op::{WriteCmd, WriteOp};

@@ -25,7 +25,7 @@ mod support;
 
 use support::differential;
 use support::real_redis::{RealRedis, Resp, Value};
-use xlane_kv::dispatch::execute_local;
+use xlane_kv::exec::execute_local;
 use xlane_kv::exec::Apply;
 use xlane_kv::notify::NotifyFlags;
 use xlane_kv::resp::Reply;

@@ -319,9 +319,10 @@ impl Conn {
         matches!(self.deferred, Some(Deferred::Reads(_))) || (self.read_waiting && self.joinable)
     }
 
-    /// Adds `q` to the read group it may join ([`Conn::joining`]); gives it
-    /// back when that group is full.
-    pub(super) fn join(&mut self, q: Query) -> Result<(), Query> {
+    /// Adds `q` to the read group it may join ([`Conn::joining`]); false
+    /// (and `q` dropped: the request is taken again later) when that group
+    /// is full.
+    pub(super) fn join(&mut self, q: Query) -> bool {
         let group = match &mut self.deferred {
             Some(Deferred::Reads(g)) => g,
             _ => match self.queue.back_mut() {
@@ -329,14 +330,14 @@ impl Conn {
                     slot: Slot::Read { group, .. },
                     ..
                 }) => group,
-                _ => return Err(q),
+                _ => return false,
             },
         };
         if group.len() >= MAX_QUEUED {
-            return Err(q);
+            return false;
         }
         group.push(q);
-        Ok(())
+        true
     }
 
     /// Queues a request that waits for `slot`'s outcome.

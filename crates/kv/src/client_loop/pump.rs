@@ -184,7 +184,7 @@ impl ClientLoop {
                     q
                 });
                 match q.map(|q| c.join(q)) {
-                    Some(Ok(())) => {
+                    Some(true) => {
                         monitor::feed(&self.monitors, &mut self.outbox, &args, &c.stream);
                         continue;
                     }
@@ -250,6 +250,12 @@ impl ClientLoop {
                 }
             };
             let action = match action {
+                Action::Write(mut op) => {
+                    // A script's commands are checked against its caller.
+                    op.cmd
+                        .stamp_script_caller(c.session.user_name(), c.session.resp3);
+                    Action::Write(op)
+                }
                 Action::Setting(SettingCmd::ConfigSet(pairs)) => {
                     let a = config_set(&mut self.config, &mut self.notify, &pairs, now);
                     auth::acl_config(&self.config, &mut self.access);

@@ -4,7 +4,7 @@
 //! (`block_info`, `pin_block_ids`, `unchanged_reply`), replication and
 //! snapshots.
 
-use crate::dispatch::execute_local;
+use crate::exec::execute_local;
 use crate::exec::Apply;
 use crate::notify::NotifyFlags;
 use crate::op::{WriteCmd, WriteOp};

@@ -2,7 +2,8 @@
 //! the differential test checks them against a real redis-server), and of
 //! their replication: the same ops give the same state everywhere.
 
-use crate::dispatch::{classify, execute_local, Action};
+use crate::dispatch::{classify, Action};
+use crate::exec::execute_local;
 use crate::exec::Apply;
 use crate::op::{WriteCmd, WriteOp};
 use crate::resp::{split_inline, Reply};

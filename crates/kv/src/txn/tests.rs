@@ -34,7 +34,7 @@ fn run(name: &str, table: &[(usize, &str, Reply)]) {
         let args = split_inline(line.as_bytes()).expect("parses");
         let now = 1_700_000_000_000 + n as u64;
         let got = match txns[*c].step(&args, now) {
-            Step::Pass => crate::dispatch::execute_local(&mut store, &args, now),
+            Step::Pass => crate::exec::execute_local(&mut store, &args, now),
             Step::Reply(r) => r,
             Step::Watch(keys) => {
                 let v = keys
@@ -254,7 +254,7 @@ fn watch_sees_every_touch_of_its_key() {
             }
             *now += 1;
             let args = split_inline(line.as_bytes()).expect("parses");
-            crate::dispatch::execute_local(store, &args, *now);
+            crate::exec::execute_local(store, &args, *now);
         };
         for l in *before {
             exec(&mut store, l, &mut now);
