@@ -31,7 +31,7 @@ pub const ERR_ACL_CONN: &str = "ERR ACL and AUTH are served on a connection, out
 pub enum Action {
     /// Answer at once; the store is not involved.
     Reply(Reply),
-    /// Replicate and apply; the reply comes from [`Store::apply`].
+    /// Replicate and apply; the reply comes from [`crate::exec::Apply::apply`].
     Write(WriteOp),
     /// Answer from the store (after a read barrier when
     /// [`ReadCmd::needs_barrier`]).
