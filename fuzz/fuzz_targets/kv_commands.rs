@@ -12,7 +12,7 @@
 
 use libfuzzer_sys::fuzz_target;
 use xlane_kv::cmd::table::TABLE;
-use xlane_kv::dispatch::execute_local;
+use xlane_kv::exec::execute_local;
 use xlane_kv::store::Store;
 
 fn cap(w: &[u8]) -> Vec<u8> {

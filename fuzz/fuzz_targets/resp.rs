@@ -7,7 +7,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use xlane_kv::dispatch::execute_local;
+use xlane_kv::exec::execute_local;
 use xlane_kv::exec::Apply;
 use xlane_kv::resp::{decode_reply, Command, Limits, Parser, RespError};
 use xlane_kv::{Store, WriteOp};
