@@ -233,9 +233,12 @@ fn eval(st: &mut Store, code: &ScriptCode, caller: Caller<'_>, now: u64) -> Repl
         seed,
         budget: crate::script::DEFAULT_BUDGET,
     };
-    let cp = st.checkpoint();
-    let mut rng = SplitMix::new(seed ^ 0x5c1e_7a11_0000_0001);
-    let outcome = match code {
+    // What runs, and whether its own flags forbid writes.
+    enum Target {
+        Script(crate::script::state::Sha, std::sync::Arc<Vec<u8>>),
+        Function(std::sync::Arc<crate::script::Library>, Vec<u8>),
+    }
+    let (target, no_writes) = match code {
         ScriptCode::Body(_) | ScriptCode::Sha(_) => {
             let (sha, body) = match code {
                 ScriptCode::Body(b) => (sha1_hex(b), std::sync::Arc::new(b.clone())),
@@ -260,36 +263,31 @@ fn eval(st: &mut Store, code: &ScriptCode, caller: Caller<'_>, now: u64) -> Repl
             if read_only && flags.has(Flags::DECLARED) && !no_writes {
                 return Reply::err(ERR_RO_WRITE_FLAG);
             }
-            let mut host = ScriptHost {
-                st,
-                now,
-                rng: &mut rng,
-                read_only: read_only || no_writes,
-                user,
-            };
-            engine::run_script(&sha, &body, run, &mut host)
+            (Target::Script(sha, body), no_writes)
         }
         ScriptCode::Function(name) => {
-            let Some((lib, meta)) = st
-                .scripts()
-                .function(name)
-                .map(|(l, f)| (l.clone(), f.clone()))
-            else {
+            let Some((lib, meta)) = st.scripts().function(name) else {
                 return Reply::err("ERR Function not found");
             };
             let no_writes = meta.flags.has(Flags::NO_WRITES);
             if read_only && !no_writes {
                 return Reply::err(ERR_RO_WRITE_FLAG);
             }
-            let mut host = ScriptHost {
-                st,
-                now,
-                rng: &mut rng,
-                read_only: read_only || no_writes,
-                user,
-            };
-            engine::run_function(&lib, &meta.name, run, &mut host)
+            (Target::Function(lib.clone(), meta.name.clone()), no_writes)
         }
+    };
+    let cp = st.checkpoint();
+    let mut rng = SplitMix::new(seed ^ 0x5c1e_7a11_0000_0001);
+    let mut host = ScriptHost {
+        st,
+        now,
+        rng: &mut rng,
+        read_only: read_only || no_writes,
+        user,
+    };
+    let outcome = match &target {
+        Target::Script(sha, body) => engine::run_script(sha, body, run, &mut host),
+        Target::Function(lib, name) => engine::run_function(lib, name, run, &mut host),
     };
     match outcome {
         Outcome::Done(r) => r,

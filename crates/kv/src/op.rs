@@ -352,6 +352,16 @@ impl<'a> Reader<'a> {
         }
         Ok(n)
     }
+    /// A non-empty list of byte strings.
+    fn words(&mut self) -> Result<Vec<Vec<u8>>, OpDecodeError> {
+        let n = self.count(4)?;
+        (0..n).map(|_| self.bytes()).collect()
+    }
+    /// A list of byte strings that may be empty.
+    fn words_or_none(&mut self) -> Result<Vec<Vec<u8>>, OpDecodeError> {
+        let n = self.count_or_zero(4)?;
+        (0..n).map(|_| self.bytes()).collect()
+    }
     fn flag(&mut self) -> Result<bool, OpDecodeError> {
         match self.u8()? {
             0 => Ok(false),
@@ -668,11 +678,7 @@ impl WriteCmd {
                 WriteCmd::MSet { pairs }
             }
             T_DEL => {
-                let n = r.count(4)?;
-                let mut keys = Vec::with_capacity(n);
-                for _ in 0..n {
-                    keys.push(r.bytes()?);
-                }
+                let keys = r.words()?;
                 WriteCmd::Del { keys }
             }
             T_INCRBY => {
@@ -692,11 +698,7 @@ impl WriteCmd {
             T_FLUSHDB => WriteCmd::FlushDb,
             T_DATA => {
                 let seed = r.u64()?;
-                let n = r.count(4)?;
-                let mut args = Vec::with_capacity(n);
-                for _ in 0..n {
-                    args.push(r.bytes()?);
-                }
+                let args = r.words()?;
                 WriteCmd::Data { args, seed }
             }
             T_EXEC if top => {
@@ -716,20 +718,12 @@ impl WriteCmd {
             T_EXEC => return Err(OpDecodeError::Invalid("nested exec")),
             T_QUERY if !top => {
                 let seed = r.u64()?;
-                let n = r.count(4)?;
-                let mut args = Vec::with_capacity(n);
-                for _ in 0..n {
-                    args.push(r.bytes()?);
-                }
+                let args = r.words()?;
                 WriteCmd::Query { args, seed }
             }
             T_QUERY => return Err(OpDecodeError::Invalid("query outside exec")),
             T_DELEXPIRED if top => {
-                let n = r.count(4)?;
-                let mut keys = Vec::with_capacity(n);
-                for _ in 0..n {
-                    keys.push(r.bytes()?);
-                }
+                let keys = r.words()?;
                 WriteCmd::DelExpired { keys }
             }
             T_DELEXPIRED => return Err(OpDecodeError::Invalid("expiry inside exec")),
@@ -753,11 +747,7 @@ impl WriteCmd {
                 message: r.bytes()?,
             },
             T_ACL => {
-                let n = r.count(4)?;
-                let mut args = Vec::with_capacity(n);
-                for _ in 0..n {
-                    args.push(r.bytes()?);
-                }
+                let args = r.words()?;
                 WriteCmd::Acl { args }
             }
             T_EVAL => {
@@ -769,14 +759,8 @@ impl WriteCmd {
                     2 => ScriptCode::Function(code),
                     _ => return Err(OpDecodeError::Invalid("script kind")),
                 };
-                let mut lists = [Vec::new(), Vec::new()];
-                for list in &mut lists {
-                    let n = r.count_or_zero(4)?;
-                    for _ in 0..n {
-                        list.push(r.bytes()?);
-                    }
-                }
-                let [keys, args] = lists;
+                let keys = r.words_or_none()?;
+                let args = r.words_or_none()?;
                 let seed = r.u64()?;
                 let read_only = r.flag()?;
                 let user = r.bytes()?;
@@ -792,11 +776,7 @@ impl WriteCmd {
                 }
             }
             T_SCRIPTADMIN if top => {
-                let n = r.count(4)?;
-                let mut args = Vec::with_capacity(n);
-                for _ in 0..n {
-                    args.push(r.bytes()?);
-                }
+                let args = r.words()?;
                 WriteCmd::ScriptAdmin { args }
             }
             T_SCRIPTADMIN => return Err(OpDecodeError::Invalid("script admin inside exec")),
