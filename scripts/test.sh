@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Install what the tests need on a fresh Debian machine, then run every check.
 # Usage: bash scripts/test.sh            (as root: the testbed tests create network namespaces)
-# Env:   XLANE_FUZZ_SECONDS=N  seconds per fuzz target (default 5; 0 skips fuzzing)
+# Env:   XLANE_FUZZ_SECONDS=N  seconds per fuzz target (default 3, to keep the whole run under 35 min on 2 cores; 0 skips fuzzing)
 #        XLANE_SUITE_MODES="single leader"  Redis's suite against xlane kv in these modes (default single)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -74,7 +74,7 @@ else
     echo "../shared/tools/redis-suite not found: skipped (it ships beside the checkout in CI)"
 fi
 
-fuzz_secs="${XLANE_FUZZ_SECONDS:-5}"
+fuzz_secs="${XLANE_FUZZ_SECONDS:-3}"
 if [ "$fuzz_secs" -gt 0 ]; then
     step "fuzz (${fuzz_secs}s per target)"
     command -v cargo-fuzz >/dev/null || cargo install -q cargo-fuzz --locked

@@ -741,9 +741,10 @@ impl Selector {
     }
 }
 
-/// `sdssplitargs`: the words of a selector's body, with quotes and
+/// `sdssplitargs`: the words of a selector's body (or a library's
+/// shebang line), with quotes and
 /// escapes; `None` on unbalanced quotes. Reads up to the first NUL.
-fn split_args(line: &[u8]) -> Option<Vec<Vec<u8>>> {
+pub(crate) fn split_args(line: &[u8]) -> Option<Vec<Vec<u8>>> {
     let line = cstr(line);
     let at = |i: usize| line.get(i).copied().unwrap_or(0);
     let is_space = |c: u8| matches!(c, b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r');

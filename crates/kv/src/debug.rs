@@ -33,14 +33,34 @@ pub enum DebugCmd {
     ActiveExpire(bool),
     /// `SLEEP seconds`.
     Sleep(Duration),
-    /// `RELOAD`, `LOADAOF`.
-    Reload,
+    /// `RELOAD [NOSAVE] [NOFLUSH] [MERGE]`, `LOADAOF`: `clash` when
+    /// `NOFLUSH` comes without `MERGE` (what is already there clashes with
+    /// what loads, as it does in Redis).
+    Reload {
+        /// Refuse when the store holds a key or a library.
+        clash: bool,
+    },
     /// `DIGEST`.
     Digest,
     /// `DIGEST-VALUE key ...`.
     DigestValue(Vec<Vec<u8>>),
     /// `OBJECT key`.
     Object(Vec<u8>),
+}
+
+/// `DEBUG RELOAD`: the store written to a snapshot and read back (or
+/// Redis's error when `clash` and something is already there).
+pub fn reload(st: &mut Store, clash: bool, now: u64) -> Reply {
+    if clash && (!st.is_empty(now) || st.scripts().libraries().next().is_some()) {
+        return Reply::err("ERR Error trying to load the RDB dump, check server logs.");
+    }
+    match Store::restore(&st.snapshot()) {
+        Ok(new) => {
+            st.replace(new);
+            Reply::ok()
+        }
+        Err(e) => Reply::err(format!("ERR reload failed: {e}")),
+    }
 }
 
 /// Parses `DEBUG args...`: a command for the member, or the reply now.
@@ -57,7 +77,27 @@ pub fn parse(args: &[Vec<u8>]) -> Result<DebugCmd, Reply> {
                 .ok_or_else(|| Reply::err("ERR value is not a valid float"))?;
             DebugCmd::Sleep(Duration::from_secs_f64(s.min(3600.0)))
         }
-        b"reload" | b"loadaof" => DebugCmd::Reload,
+        b"reload" => {
+            let has = |w: &str| {
+                args[2..]
+                    .iter()
+                    .any(|a| a.eq_ignore_ascii_case(w.as_bytes()))
+            };
+            if let Some(bad) = args[2..].iter().find(|a| {
+                !["nosave", "noflush", "merge"]
+                    .iter()
+                    .any(|w| a.eq_ignore_ascii_case(w.as_bytes()))
+            }) {
+                return Err(Reply::err(format!(
+                    "ERR DEBUG RELOAD only supports the MERGE, NOFLUSH and NOSAVE options, not '{}'",
+                    String::from_utf8_lossy(bad)
+                )));
+            }
+            DebugCmd::Reload {
+                clash: has("noflush") && !has("merge"),
+            }
+        }
+        b"loadaof" => DebugCmd::Reload { clash: false },
         b"digest" => DebugCmd::Digest,
         b"digest-value" => DebugCmd::DigestValue(args[2..].to_vec()),
         b"object" => DebugCmd::Object(arg(2)?.clone()),
@@ -309,7 +349,16 @@ mod tests {
             p("debug sleep 0.5"),
             Ok(DebugCmd::Sleep(Duration::from_millis(500)))
         );
-        assert_eq!(p("DEBUG RELOAD"), Ok(DebugCmd::Reload));
+        assert_eq!(p("DEBUG RELOAD"), Ok(DebugCmd::Reload { clash: false }));
+        assert_eq!(
+            p("DEBUG RELOAD noflush"),
+            Ok(DebugCmd::Reload { clash: true })
+        );
+        assert_eq!(
+            p("DEBUG RELOAD NOSAVE noflush MERGE"),
+            Ok(DebugCmd::Reload { clash: false })
+        );
+        assert!(p("DEBUG RELOAD sometimes").is_err());
         assert_eq!(p("DEBUG QUICKLIST-PACKED-THRESHOLD 1b"), Err(Reply::ok()));
         assert_eq!(p("DEBUG PROTOCOL true"), Err(Reply::Bool(true)));
         assert!(matches!(p("DEBUG SEGFAULT"), Err(Reply::Error(_))));

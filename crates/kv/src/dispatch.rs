@@ -885,7 +885,7 @@ impl WriteCmd {
             WriteCmd::Data { args, .. } => crate::cmd::first_key(args),
             WriteCmd::Exec { cmds, .. } => cmds.iter().find_map(|c| c.first_key()),
             WriteCmd::Query { .. } | WriteCmd::ScriptAdmin { .. } => None,
-            WriteCmd::Eval { keys, .. } => keys.first().map(|k| k.as_slice()),
+            WriteCmd::Eval { call, .. } => call.keys.first().map(|k| k.as_slice()),
         }
     }
 }

@@ -12,7 +12,7 @@
 
 use crate::dispatch;
 use crate::notify::NotifyFlags;
-use crate::op::{ScriptCode, SetCond, SetTtl, WriteCmd, WriteOp, MAX_OP_BYTES};
+use crate::op::{ScriptCall, ScriptCode, SetCond, SetTtl, WriteCmd, WriteOp, MAX_OP_BYTES};
 use crate::resp::{parse_i64_strict, Reply};
 use crate::store::{Store, ERR_NOT_INTEGER, ERR_OVERFLOW, ERR_TOO_BIG};
 use crate::value::{wrongtype, SplitMix, Value};
@@ -161,32 +161,19 @@ fn run(st: &mut Store, cmd: &WriteCmd, now: u64) -> Reply {
             Reply::ok()
         }
         WriteCmd::Acl { args } => acl(st, args),
-        WriteCmd::Eval {
-            code,
-            keys,
-            args,
-            seed,
-            read_only,
-            user,
-            ..
-        } => eval(
-            st,
-            code,
-            Caller {
-                keys,
-                args,
-                seed: *seed,
-                read_only: *read_only,
-                user,
-            },
-            now,
-        ),
+        WriteCmd::Eval { code, call } => eval(st, code, call, now),
         WriteCmd::ScriptAdmin { args } => {
             let budget = crate::script::DEFAULT_BUDGET;
             crate::script::admin::apply(st.scripts_mut(), args, budget)
         }
         WriteCmd::Data { args, seed } => crate::cmd::apply(st, args, *seed, now),
-        WriteCmd::Query { args, seed } => crate::cmd::query(st, args, *seed, now),
+        WriteCmd::Query { args, seed } => match args.first() {
+            // SCRIPT EXISTS, FUNCTION LIST|DUMP|STATS inside a transaction.
+            Some(n) if n.eq_ignore_ascii_case(b"script") || n.eq_ignore_ascii_case(b"function") => {
+                crate::script::read(st.scripts(), args)
+            }
+            _ => crate::cmd::query(st, args, *seed, now),
+        },
         WriteCmd::Answer { reply } => match crate::resp::decode_reply(reply) {
             Ok(Some((r, used))) if used == reply.len() => r,
             _ => Reply::err("ERR internal: a queued reply does not decode"),
@@ -206,25 +193,19 @@ fn run(st: &mut Store, cmd: &WriteCmd, now: u64) -> Reply {
 const ERR_RO_WRITE_FLAG: &str = "ERR Can not execute a script with write flag using *_ro command.";
 
 /// What a script op gives its script beside the code.
-struct Caller<'a> {
-    keys: &'a [Vec<u8>],
-    args: &'a [Vec<u8>],
-    seed: u64,
-    read_only: bool,
-    user: &'a [u8],
-}
-
 /// Runs a script op on every member alike (see [`crate::script`]): finds
 /// its code, runs it with its commands applied here at `now`, and undoes
 /// its writes when it ran past its budget.
-fn eval(st: &mut Store, code: &ScriptCode, caller: Caller<'_>, now: u64) -> Reply {
-    let Caller {
-        keys,
-        args,
+fn eval(st: &mut Store, code: &ScriptCode, call: &ScriptCall, now: u64) -> Reply {
+    let ScriptCall {
+        ref keys,
+        ref args,
         seed,
         read_only,
-        user,
-    } = caller;
+        ref user,
+        oom,
+        ..
+    } = *call;
     use crate::script::engine::{self, Outcome, Run};
     use crate::script::state::{sha1_hex, Flags};
     let run = Run {
@@ -238,7 +219,7 @@ fn eval(st: &mut Store, code: &ScriptCode, caller: Caller<'_>, now: u64) -> Repl
         Script(crate::script::state::Sha, std::sync::Arc<Vec<u8>>),
         Function(std::sync::Arc<crate::script::Library>, Vec<u8>),
     }
-    let (target, no_writes) = match code {
+    let (target, flags) = match code {
         ScriptCode::Body(_) | ScriptCode::Sha(_) => {
             let (sha, body) = match code {
                 ScriptCode::Body(b) => (sha1_hex(b), std::sync::Arc::new(b.clone())),
@@ -259,23 +240,30 @@ fn eval(st: &mut Store, code: &ScriptCode, caller: Caller<'_>, now: u64) -> Repl
             if matches!(code, ScriptCode::Body(_)) {
                 st.scripts_mut().cache(sha, &body);
             }
-            let no_writes = flags.has(Flags::NO_WRITES);
-            if read_only && flags.has(Flags::DECLARED) && !no_writes {
+            if read_only && flags.has(Flags::DECLARED) && !flags.has(Flags::NO_WRITES) {
                 return Reply::err(ERR_RO_WRITE_FLAG);
             }
-            (Target::Script(sha, body), no_writes)
+            (Target::Script(sha, body), flags)
         }
         ScriptCode::Function(name) => {
             let Some((lib, meta)) = st.scripts().function(name) else {
                 return Reply::err("ERR Function not found");
             };
-            let no_writes = meta.flags.has(Flags::NO_WRITES);
-            if read_only && !no_writes {
+            // A function's flags are always declared.
+            let flags = meta.flags.with(Flags::DECLARED);
+            if read_only && !flags.has(Flags::NO_WRITES) {
                 return Reply::err(ERR_RO_WRITE_FLAG);
             }
-            (Target::Function(lib.clone(), meta.name.clone()), no_writes)
+            (Target::Function(lib.clone(), meta.name.clone()), flags)
         }
     };
+    let no_writes = flags.has(Flags::NO_WRITES);
+    // Over `maxmemory` where it arrived: a script that declares its flags
+    // runs only when it may not write or allows it; one without flags is
+    // refused each command that may grow memory (Redis 7.0's rules).
+    if oom && flags.has(Flags::DECLARED) && !no_writes && !flags.has(Flags::ALLOW_OOM) {
+        return Reply::err(crate::txn::ERR_OOM);
+    }
     let cp = st.checkpoint();
     let mut rng = SplitMix::new(seed ^ 0x5c1e_7a11_0000_0001);
     let mut host = ScriptHost {
@@ -283,6 +271,7 @@ fn eval(st: &mut Store, code: &ScriptCode, caller: Caller<'_>, now: u64) -> Repl
         now,
         rng: &mut rng,
         read_only: read_only || no_writes,
+        deny_oom: oom && !flags.has(Flags::DECLARED),
         user,
     };
     let outcome = match &target {
@@ -311,6 +300,9 @@ struct ScriptHost<'a> {
     now: u64,
     rng: &'a mut SplitMix,
     read_only: bool,
+    /// Commands that may grow memory are refused (a script without flags
+    /// taken over `maxmemory`).
+    deny_oom: bool,
     /// The caller (empty: `default`).
     user: &'a [u8],
 }
@@ -357,13 +349,14 @@ impl crate::script::engine::Host for ScriptHost<'_> {
             Some(s) if dispatch::implemented(&args[0]) => s,
             _ => return Reply::err("ERR Unknown Redis command called from script"),
         };
-        // DEBUG PROTOCOL only builds a reply: scripts may call it (Redis's
-        // tests do, with its deny-scripts switch off).
-        let debug_protocol = args[0].eq_ignore_ascii_case(b"debug")
-            && args
-                .get(1)
-                .is_some_and(|a| a.eq_ignore_ascii_case(b"protocol"));
-        if spec.has("noscript") && !debug_protocol {
+        // DEBUG PROTOCOL only builds a reply, and DEBUG SLEEP in a script
+        // leaves the script's time at its op's: scripts may call both
+        // (Redis's tests do, with its deny-scripts switch off).
+        let debug_in_script = args[0].eq_ignore_ascii_case(b"debug")
+            && args.get(1).is_some_and(|a| {
+                a.eq_ignore_ascii_case(b"protocol") || a.eq_ignore_ascii_case(b"sleep")
+            });
+        if spec.has("noscript") && !debug_in_script {
             return Reply::err("ERR This Redis command is not allowed from script");
         }
         let top = crate::cmd::table::spec(&args[0]).unwrap_or(spec);
@@ -372,6 +365,9 @@ impl crate::script::engine::Host for ScriptHost<'_> {
         }
         if self.read_only && (spec.has("write") || top.has("write")) {
             return Reply::err("ERR Write commands are not allowed from read-only scripts.");
+        }
+        if self.deny_oom && (spec.has("denyoom") || top.has("denyoom")) {
+            return Reply::err(crate::txn::ERR_OOM);
         }
         if let Err(d) = self.allowed(spec, args) {
             return Reply::err(match d.reason {
@@ -411,6 +407,12 @@ impl crate::script::engine::Host for ScriptHost<'_> {
             }
             dispatch::Action::Read(r) => {
                 r.execute(self.st, self.now, &crate::info::Facts::default())
+            }
+            // It sleeps (as Redis's does, the member waits), but the
+            // script's clock stays at its op's time.
+            dispatch::Action::Debug(crate::debug::DebugCmd::Sleep(d)) => {
+                std::thread::sleep(d.min(std::time::Duration::from_secs(1)));
+                Reply::ok()
             }
             _ => Reply::err("ERR This Redis command is not allowed from script"),
         }
@@ -565,13 +567,7 @@ pub fn execute_local(store: &mut Store, args: &crate::resp::Command, now_ms: u64
             Reply::Array(Some(Vec::new())),
         ])),
         dispatch::Action::Debug(cmd) => match cmd {
-            crate::debug::DebugCmd::Reload => match Store::restore(&store.snapshot()) {
-                Ok(s) => {
-                    store.replace(s);
-                    Reply::ok()
-                }
-                Err(e) => Reply::err(format!("ERR reload failed: {e}")),
-            },
+            crate::debug::DebugCmd::Reload { clash } => crate::debug::reload(store, clash, now_ms),
             c => crate::debug::read(&c, store, now_ms).unwrap_or_else(Reply::ok),
         },
     }

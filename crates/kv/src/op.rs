@@ -193,20 +193,8 @@ pub enum WriteCmd {
     Eval {
         /// What runs.
         code: ScriptCode,
-        /// `KEYS`.
-        keys: Vec<Vec<u8>>,
-        /// `ARGV`.
-        args: Vec<Vec<u8>>,
-        /// Seed of the script's random draws and of its commands' picks.
-        seed: u64,
-        /// The `_RO` form: the script may not write.
-        read_only: bool,
-        /// The user the script's commands are checked against (the
-        /// client's, stamped where it arrived; empty: `default`).
-        user: Vec<u8>,
-        /// The client speaks RESP3: the reply keeps RESP3's types (a map,
-        /// a double, a big number a script returns).
-        resp3: bool,
+        /// Its keys, arguments and caller.
+        call: ScriptCall,
     },
     /// `SCRIPT LOAD|FLUSH`, `FUNCTION LOAD|DELETE|FLUSH|RESTORE`: their
     /// words, checked at the leader, applied to the replicated scripts
@@ -224,6 +212,31 @@ pub enum WriteCmd {
         /// The queued commands, in order (no `Exec` inside).
         cmds: Vec<WriteCmd>,
     },
+}
+
+/// The call of a [`WriteCmd::Eval`]: what the script is given and what
+/// was true of its caller where it arrived (stamped there, so every member
+/// runs it alike).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ScriptCall {
+    /// `KEYS`.
+    pub keys: Vec<Vec<u8>>,
+    /// `ARGV`.
+    pub args: Vec<Vec<u8>>,
+    /// Seed of the script's random draws and of its commands' picks.
+    pub seed: u64,
+    /// The `_RO` form: the script may not write.
+    pub read_only: bool,
+    /// The user the script's commands are checked against (empty:
+    /// `default`).
+    pub user: Vec<u8>,
+    /// The client speaks RESP3: the reply keeps RESP3's types (a map, a
+    /// double, a big number a script returns).
+    pub resp3: bool,
+    /// The member that took the command was over `maxmemory`: a script
+    /// that may write is refused, as Redis refuses it (a script without
+    /// flags: each command that may grow memory).
+    pub oom: bool,
 }
 
 /// What an [`WriteCmd::Eval`] runs.
@@ -419,15 +432,16 @@ impl WriteCmd {
     /// the `EVAL`s queued in an `EXEC`): their commands are checked
     /// against user `name`, and a top-level script answers in RESP3 when
     /// the caller speaks it.
-    pub fn stamp_script_caller(&mut self, name: &[u8], speaks_resp3: bool) {
+    pub fn stamp_script_caller(&mut self, name: &[u8], speaks_resp3: bool, over_memory: bool) {
         match self {
-            WriteCmd::Eval { user, resp3, .. } => {
-                *user = name.to_vec();
-                *resp3 = speaks_resp3;
+            WriteCmd::Eval { call, .. } => {
+                call.user = name.to_vec();
+                call.resp3 = speaks_resp3;
+                call.oom = over_memory;
             }
             WriteCmd::Exec { cmds, .. } => {
                 for c in cmds {
-                    c.stamp_script_caller(name, false);
+                    c.stamp_script_caller(name, false, over_memory);
                 }
             }
             _ => {}
@@ -483,16 +497,13 @@ impl WriteCmd {
             | WriteCmd::ScriptAdmin { args: keys } => {
                 4 + keys.iter().map(|k| bytes(k)).sum::<usize>()
             }
-            WriteCmd::Eval {
-                code,
-                keys,
-                args,
-                user,
-                ..
-            } => {
+            WriteCmd::Eval { code, call } => {
                 let code = match code {
                     ScriptCode::Body(b) | ScriptCode::Sha(b) | ScriptCode::Function(b) => b,
                 };
+                let ScriptCall {
+                    keys, args, user, ..
+                } = call;
                 1 + bytes(code)
                     + 4
                     + keys.iter().map(|k| bytes(k)).sum::<usize>()
@@ -501,7 +512,7 @@ impl WriteCmd {
                     + 8
                     + 1
                     + bytes(user)
-                    + 1
+                    + 2
             }
             WriteCmd::IncrBy { key, .. } | WriteCmd::ExpireAt { key, .. } => bytes(key) + 8,
             WriteCmd::Append { key, value }
@@ -570,15 +581,7 @@ impl WriteCmd {
                     put_bytes(out, k);
                 }
             }
-            WriteCmd::Eval {
-                code,
-                keys,
-                args,
-                seed,
-                read_only,
-                user,
-                resp3,
-            } => {
+            WriteCmd::Eval { code, call } => {
                 let (kind, code) = match code {
                     ScriptCode::Body(b) => (0, b),
                     ScriptCode::Sha(b) => (1, b),
@@ -586,16 +589,17 @@ impl WriteCmd {
                 };
                 out.push(kind);
                 put_bytes(out, code);
-                for list in [keys, args] {
+                for list in [&call.keys, &call.args] {
                     out.extend_from_slice(&(list.len() as u32).to_le_bytes());
                     for w in list {
                         put_bytes(out, w);
                     }
                 }
-                out.extend_from_slice(&seed.to_le_bytes());
-                out.push(u8::from(*read_only));
-                put_bytes(out, user);
-                out.push(u8::from(*resp3));
+                out.extend_from_slice(&call.seed.to_le_bytes());
+                out.push(u8::from(call.read_only));
+                put_bytes(out, &call.user);
+                out.push(u8::from(call.resp3));
+                out.push(u8::from(call.oom));
             }
             WriteCmd::IncrBy { key, delta } => {
                 put_bytes(out, key);
@@ -765,21 +769,24 @@ impl WriteCmd {
                 let read_only = r.flag()?;
                 let user = r.bytes()?;
                 let resp3 = r.flag()?;
+                let oom = r.flag()?;
                 WriteCmd::Eval {
                     code,
-                    keys,
-                    args,
-                    seed,
-                    read_only,
-                    user,
-                    resp3,
+                    call: ScriptCall {
+                        keys,
+                        args,
+                        seed,
+                        read_only,
+                        user,
+                        resp3,
+                        oom,
+                    },
                 }
             }
-            T_SCRIPTADMIN if top => {
+            T_SCRIPTADMIN => {
                 let args = r.words()?;
                 WriteCmd::ScriptAdmin { args }
             }
-            T_SCRIPTADMIN => return Err(OpDecodeError::Invalid("script admin inside exec")),
             t => return Err(OpDecodeError::UnknownTag(t)),
         })
     }
@@ -880,17 +887,20 @@ pub(crate) mod tests {
         )
             .prop_map(
                 |(kind, code, keys, args, seed, read_only, user)| WriteCmd::Eval {
-                    resp3: seed % 2 == 0,
                     code: match kind {
                         0 => ScriptCode::Body(code),
                         1 => ScriptCode::Sha(code),
                         _ => ScriptCode::Function(code),
                     },
-                    keys,
-                    args,
-                    seed,
-                    read_only,
-                    user,
+                    call: ScriptCall {
+                        keys,
+                        args,
+                        seed,
+                        read_only,
+                        user,
+                        resp3: seed % 2 == 0,
+                        oom: seed % 3 == 0,
+                    },
                 },
             );
         let admin = prop_oneof![

@@ -131,7 +131,7 @@ impl StateMachine for KvStateMachine {
                     if s.tracks_changes() {
                         s.set_origin(crate::op::origin(op_bytes));
                     }
-                    resp3 = matches!(op.cmd, crate::op::WriteCmd::Eval { resp3: true, .. });
+                    resp3 = matches!(&op.cmd, crate::op::WriteCmd::Eval { call, .. } if call.resp3);
                     s.apply(&op)
                 }
                 Err(_) => Reply::err("ERR store lock poisoned"),

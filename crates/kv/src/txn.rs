@@ -58,7 +58,7 @@ pub struct Txn {
 }
 
 /// A command that may grow memory above `maxmemory`.
-const ERR_OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
+pub const ERR_OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
 
 /// Refused inside MULTI (pub/sub, membership, settings, QUIT).
 const ERR_NOT_IN_MULTI: &str = "ERR Command not allowed inside a transaction";
@@ -84,11 +84,8 @@ impl Txn {
         if !over {
             return None;
         }
-        let denyoom = |c: &Command| {
-            c.first()
-                .and_then(|n| crate::cmd::table::spec(n))
-                .is_some_and(|s| s.has("denyoom"))
-        };
+        // A container's subcommand carries the flag (FUNCTION LOAD).
+        let denyoom = |c: &Command| crate::acl::resolve(c).is_some_and(|s| s.has("denyoom"));
         let name = args.first()?;
         if name.eq_ignore_ascii_case(b"exec") && args.len() == 1 {
             let queued = self.queue.as_ref()?;
@@ -212,9 +209,8 @@ impl Txn {
             Action::Read(ReadCmd::Info(_)) => WriteCmd::Answer {
                 reply: Reply::err("ERR INFO is not served inside a transaction").to_bytes(),
             },
-            Action::Read(ReadCmd::Script(_)) => WriteCmd::Answer {
-                reply: Reply::err("ERR SCRIPT EXISTS and FUNCTION LIST|DUMP|STATS are not served inside a transaction").to_bytes(),
-            },
+            // SCRIPT EXISTS, FUNCTION LIST|DUMP|STATS: read at their place.
+            Action::Read(ReadCmd::Script(args)) => WriteCmd::Query { args, seed: 0 },
             Action::Quit => {
                 // QUIT discards the transaction and closes.
                 *self = Txn::default();

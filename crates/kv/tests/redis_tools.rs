@@ -829,7 +829,16 @@ fn random_streams_over_all_types_match_redis_server() {
         };
         let seed = seed + i as u64;
         let mut rng = differential::Rng::new(seed);
-        let mut cmds = vec![vec!["FLUSHALL".to_string()]];
+        // The real server keeps its scripts and functions from the run
+        // before: each run starts without them, as a new target does.
+        let mut cmds: Vec<Vec<String>> = [
+            &["FLUSHALL"][..],
+            &["SCRIPT", "FLUSH"],
+            &["FUNCTION", "FLUSH"],
+        ]
+        .iter()
+        .map(|w| w.iter().map(|s| s.to_string()).collect())
+        .collect();
         if resp3 {
             cmds.insert(0, vec!["HELLO".to_string(), "3".to_string()]);
         }

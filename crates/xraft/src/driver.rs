@@ -329,12 +329,16 @@ impl<S: StateMachine, T: Transport> Pass<'_, S, T> {
     /// Handles the node's Ready: sends its messages, answers blocking callers and
     /// queues a frontend's outcomes.
     fn ready(&mut self) -> Result<(), crate::node::ReadyError> {
-        let out = self.node.handle_ready()?;
-        for m in &out.messages {
-            let _ = self.endpoint.send(m, self.transport);
-        }
+        let (endpoint, transport) = (&mut *self.endpoint, &mut *self.transport);
+        let mut send = |msgs: &mut Vec<raft::eraftpb::Message>| {
+            for m in msgs.drain(..) {
+                let _ = endpoint.send(&m, transport);
+            }
+            transport.flush();
+        };
+        let mut out = self.node.handle_ready_sending(&mut send)?;
         if !out.messages.is_empty() {
-            self.transport.flush();
+            send(&mut out.messages);
         }
         let (proposals, reads, done) = (&mut *self.proposals, &mut *self.reads, &mut *self.done);
         for ev in out.events {
@@ -624,6 +628,12 @@ impl Driver {
                 }
                 if pass.ready().is_err() || pass.node.sync_due().is_err() {
                     break; // storage failure: stop; waiters see Stopped
+                }
+                // A turn that took longer than a tick (an entry that was long to
+                // apply) was this member's own time, not its peers' silence.
+                let after = start.elapsed().as_nanos() as u64;
+                if after.saturating_sub(now) > tick {
+                    pass.node.skip_ticks_to(after);
                 }
                 thread_leader.store(pass.node.leader_id(), Ordering::Relaxed);
                 if let Some(f) = frontend.as_mut() {

@@ -361,6 +361,16 @@ impl<S: StateMachine> RaftNode<S> {
         self.last_tick_ns = Some(if n > cap { now_ns } else { last + n * tick_ns });
     }
 
+    /// Moves the tick clock's origin to `now_ns` without ticking: the time up to now
+    /// was this node's own (it was busy applying, not waiting for its peers), so it
+    /// counts toward no election or quorum timeout. What arrived meanwhile is read
+    /// before the next tick.
+    pub fn skip_ticks_to(&mut self, now_ns: u64) {
+        if self.last_tick_ns.is_some() {
+            self.last_tick_ns = Some(now_ns);
+        }
+    }
+
     /// Starts an election now.
     pub fn campaign(&mut self) -> Result<(), raft::Error> {
         let r = self.raw.campaign();
@@ -553,6 +563,18 @@ impl<S: StateMachine> RaftNode<S> {
     /// Processes Raft's Ready: persists the snapshot, entries and hard state, applies
     /// committed entries, advances, and returns messages to send plus application events.
     pub fn handle_ready(&mut self) -> Result<ReadyOutput, ReadyError> {
+        self.handle_ready_sending(&mut |_| {})
+    }
+
+    /// [`RaftNode::handle_ready`], handing `send` the messages that may leave at once
+    /// (it takes what it sends out of the vector) before committed entries are applied:
+    /// a leader's notice of a new commit index then reaches the followers before it
+    /// applies an entry that takes long (a script), so they apply it alongside instead
+    /// of after it, and their election timers are not left running meanwhile.
+    pub fn handle_ready_sending(
+        &mut self,
+        send: &mut dyn FnMut(&mut Vec<Message>),
+    ) -> Result<ReadyOutput, ReadyError> {
         self.flush_batch();
         crate::coalesce::tell_commit(&mut self.raw.raft, &mut self.commit_seen);
         let mut out = ReadyOutput::default();
@@ -566,6 +588,9 @@ impl<S: StateMachine> RaftNode<S> {
                 self.install_snapshot(snap)?;
             }
             let committed = rd.take_committed_entries();
+            if !committed.is_empty() && !out.messages.is_empty() {
+                send(&mut out.messages);
+            }
             self.apply_entries(committed)?;
             if !rd.entries().is_empty() {
                 self.raw.mut_store().append(rd.entries())?;
@@ -587,6 +612,9 @@ impl<S: StateMachine> RaftNode<S> {
             }
             out.messages.extend(light.take_messages());
             let committed = light.take_committed_entries();
+            if !committed.is_empty() && !out.messages.is_empty() {
+                send(&mut out.messages);
+            }
             self.apply_entries(committed)?;
             self.raw.advance_apply();
             // The transport is fire-and-forget: report snapshots as sent so the leader

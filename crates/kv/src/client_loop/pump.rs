@@ -252,8 +252,9 @@ impl ClientLoop {
             let action = match action {
                 Action::Write(mut op) => {
                     // A script's commands are checked against its caller.
+                    let over = self.maxmemory > 0 && crate::info::used_memory() > self.maxmemory;
                     op.cmd
-                        .stamp_script_caller(c.session.user_name(), c.session.resp3);
+                        .stamp_script_caller(c.session.user_name(), c.session.resp3, over);
                     Action::Write(op)
                 }
                 Action::Setting(SettingCmd::ConfigSet(pairs)) => {
@@ -532,15 +533,10 @@ impl ClientLoop {
                         },
                     );
                 }
-                Action::Debug(crate::debug::DebugCmd::Reload) => {
+                Action::Debug(crate::debug::DebugCmd::Reload { clash }) => {
+                    let now = *clock.get_or_insert_with(now_ms);
                     let r = match self.store.write() {
-                        Ok(mut s) => match crate::store::Store::restore(&s.snapshot()) {
-                            Ok(new) => {
-                                s.replace(new);
-                                Reply::ok()
-                            }
-                            Err(e) => Reply::err(format!("ERR reload failed: {e}")),
-                        },
+                        Ok(mut s) => crate::debug::reload(&mut s, clash, now),
                         Err(_) => Reply::err("ERR store lock poisoned"),
                     };
                     c.emit(&r);

@@ -63,12 +63,13 @@ pub fn eval_op(name: &str, args: &[Vec<u8>], seed: u64) -> Result<WriteCmd, Repl
     };
     Ok(WriteCmd::Eval {
         code,
-        keys: rest[..numkeys].to_vec(),
-        args: rest[numkeys..].to_vec(),
-        seed,
-        read_only: name.ends_with("_ro"),
-        user: Vec::new(),
-        resp3: false,
+        call: crate::op::ScriptCall {
+            keys: rest[..numkeys].to_vec(),
+            args: rest[numkeys..].to_vec(),
+            seed,
+            read_only: name.ends_with("_ro"),
+            ..Default::default()
+        },
     })
 }
 

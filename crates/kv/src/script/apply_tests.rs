@@ -120,12 +120,12 @@ fn a_script_runs_its_commands_as_its_caller() {
     ) else {
         panic!("eval is a write");
     };
-    op.cmd.stamp_script_caller(b"bob", false);
+    op.cmd.stamp_script_caller(b"bob", false, false);
     let r = members[0].apply(&op);
     assert!(
         matches!(r, Reply::Error(ref e) if e.contains("can't run this command")),
         "{r:?}"
     );
-    op.cmd.stamp_script_caller(b"default", false);
+    op.cmd.stamp_script_caller(b"default", false, false);
     assert_eq!(members[0].apply(&op), Reply::ok());
 }

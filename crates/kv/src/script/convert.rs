@@ -8,7 +8,8 @@
 //! `{big_number=...}`, verbatim → `{verbatim_string={format=, string=}}`.
 //!
 //! A script's value as a reply: string → bulk, number → integer (the
-//! fraction dropped), `true` → 1, `false` and `nil` → nil, a table with
+//! fraction dropped), `true` → 1, `false` and `nil` → nil (after
+//! `redis.setresp(3)`: a boolean stays a boolean), a table with
 //! `err` / `ok` / `double` / `map` / `set` / `big_number` /
 //! `verbatim_string` → that reply, any other table → an array of its
 //! elements 1, 2, ... up to the first `nil`. Tables are read raw
@@ -115,9 +116,10 @@ fn parse_double(d: &str) -> f64 {
     }
 }
 
-/// A script's value as a reply (see the module docs).
-pub fn from_lua(v: &Value) -> Reply {
-    from_lua_at(v, 0)
+/// A script's value as a reply (see the module docs); `resp3`: the
+/// script chose RESP3 (`redis.setresp(3)`), so a boolean stays a boolean.
+pub fn from_lua(v: &Value, resp3: bool) -> Reply {
+    from_lua_at(v, 0, resp3)
 }
 
 fn bytes_of(v: &Value) -> Option<Vec<u8>> {
@@ -127,17 +129,18 @@ fn bytes_of(v: &Value) -> Option<Vec<u8>> {
     }
 }
 
-fn from_lua_at(v: &Value, depth: usize) -> Reply {
+fn from_lua_at(v: &Value, depth: usize, resp3: bool) -> Reply {
     if depth > MAX_DEPTH {
         return Reply::err("ERR reached lua stack limit");
     }
     match v {
         Value::String(s) => Reply::Bulk(Some(s.as_bytes().to_vec())),
+        Value::Boolean(b) if resp3 => Reply::Bool(*b),
         Value::Boolean(true) => Reply::Integer(1),
         Value::Boolean(false) | Value::Nil => Reply::nil(),
         Value::Integer(i) => Reply::Integer(*i),
         Value::Number(n) => Reply::Integer(truncate(*n)),
-        Value::Table(t) => table_reply(t, depth),
+        Value::Table(t) => table_reply(t, depth, resp3),
         _ => Reply::nil(),
     }
 }
@@ -150,7 +153,7 @@ fn truncate(n: f64) -> i64 {
     }
 }
 
-fn table_reply(t: &Table, depth: usize) -> Reply {
+fn table_reply(t: &Table, depth: usize, resp3: bool) -> Reply {
     let get = |k: &str| t.raw_get::<Value>(k).unwrap_or(Value::Nil);
     if let Some(e) = bytes_of(&get("err")) {
         let e = String::from_utf8_lossy(&e).into_owned();
@@ -172,7 +175,10 @@ fn table_reply(t: &Table, depth: usize) -> Reply {
     if let Value::Table(m) = get("map") {
         let mut pairs = Vec::new();
         for (k, v) in m.pairs::<Value, Value>().flatten() {
-            pairs.push((from_lua_at(&k, depth + 1), from_lua_at(&v, depth + 1)));
+            pairs.push((
+                from_lua_at(&k, depth + 1, resp3),
+                from_lua_at(&v, depth + 1, resp3),
+            ));
         }
         return Reply::Map(pairs);
     }
@@ -180,7 +186,7 @@ fn table_reply(t: &Table, depth: usize) -> Reply {
         let items = s
             .pairs::<Value, Value>()
             .flatten()
-            .map(|(k, _)| from_lua_at(&k, depth + 1))
+            .map(|(k, _)| from_lua_at(&k, depth + 1, resp3))
             .collect();
         return Reply::Set(items);
     }
@@ -209,7 +215,7 @@ fn table_reply(t: &Table, depth: usize) -> Reply {
     for i in 1.. {
         match t.raw_get::<Value>(i) {
             Ok(Value::Nil) | Err(_) => break,
-            Ok(v) => items.push(from_lua_at(&v, depth + 1)),
+            Ok(v) => items.push(from_lua_at(&v, depth + 1, resp3)),
         }
     }
     Reply::Array(Some(items))
@@ -256,7 +262,7 @@ mod tests {
         ];
         for (reply, back) in cases {
             let v = to_lua(&lua, &reply, false).expect("converts");
-            assert_eq!(from_lua(&v), back, "{reply:?}");
+            assert_eq!(from_lua(&v, false), back, "{reply:?}");
         }
     }
 }

@@ -270,8 +270,14 @@ impl Engine {
             )));
         }
         let reply = match result {
-            Ok((true, v)) => from_lua(&v),
-            Ok((false, Value::Table(t))) => error_reply(&t, funcname),
+            Ok((true, v)) => from_lua(&v, self.resp3.get()),
+            // An error names the script by its SHA (`f_` is the name of the
+            // Lua function that holds an EVAL script's body), a function by
+            // its name.
+            Ok((false, Value::Table(t))) => match how {
+                "eval" => error_reply(&t, funcname.strip_prefix("f_").unwrap_or(funcname)),
+                _ => error_reply(&t, funcname),
+            },
             Ok((false, v)) => Reply::err(format!(
                 "ERR Error running script {funcname}, {}",
                 lua_text(&v)
@@ -452,17 +458,28 @@ fn library_shebang(code: &[u8]) -> Result<Shebang, Reply> {
     let line = code[..line_end]
         .strip_prefix(b"#!")
         .ok_or_else(|| Reply::err("ERR Missing library metadata"))?;
-    let mut parts = line.split(|&b| b == b' ').filter(|p| !p.is_empty());
-    let engine = parts.next().unwrap_or_default();
+    // The engine is what precedes the first space (possibly nothing); the
+    // rest are words, quoted or not, as Redis splits them.
+    let (engine, rest) = match line.iter().position(|&b| b == b' ') {
+        Some(i) => (&line[..i], &line[i..]),
+        None => (line, &line[line.len()..]),
+    };
     if !engine.eq_ignore_ascii_case(b"lua") {
         return Err(Reply::err(format!(
             "ERR Engine '{}' not found",
             String::from_utf8_lossy(engine)
         )));
     }
+    let words =
+        crate::acl::split_args(rest).ok_or_else(|| Reply::err("ERR Invalid library metadata"))?;
     let mut name = None;
-    for p in parts {
+    for p in &words {
         match p.strip_prefix(b"name=") {
+            Some(_) if name.is_some() => {
+                return Err(Reply::err(
+                    "ERR Invalid metadata value, name argument was given multiple times",
+                ))
+            }
             Some(n) => name = Some(n.to_vec()),
             None => {
                 return Err(Reply::err(format!(

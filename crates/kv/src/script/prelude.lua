@@ -220,6 +220,18 @@ for _, k in ipairs({'assert', 'error', 'ipairs', 'next', 'pairs', 'rawequal',
   env[k] = _G[k]
 end
 env.rawset = guarded_rawset
+-- A read-only table's metatable can be neither replaced nor reached:
+-- getmetatable gives a read-only stand-in.
+local raw_setmetatable, raw_getmetatable = setmetatable, getmetatable
+local sealed = frozen({})
+env.setmetatable = function(t, m)
+  if readonly[t] then error('Attempt to modify a readonly table', 2) end
+  return raw_setmetatable(t, m)
+end
+env.getmetatable = function(t)
+  if readonly[t] then return sealed end
+  return raw_getmetatable(t)
+end
 
 -- Once the budget is spent, what catches errors raises it again: the
 -- script ends whatever it wraps in pcall.
@@ -240,7 +252,13 @@ end
 local coroutine_lib = {}
 for k, v in pairs(coroutine) do coroutine_lib[k] = v end
 coroutine_lib.resume = function(co, ...) return rethrow(raw_resume(co, ...)) end
+-- Lua bytecode is refused (it can break the VM's invariants): only source
+-- loads.
+local function is_binary(s)
+  return type(s) == 'string' and s:byte(1) == 27
+end
 env.loadstring = function(s, name)
+  if is_binary(s) then return nil, 'binary code loading is disabled' end
   local f, e = loadstring(s, name)
   if f then setfenv(f, G) end
   return f, e
@@ -283,6 +301,7 @@ local entry = {}
 -- Compiles a script body (`name` is its chunk name): the function, or
 -- nil and the message.
 function entry.compile(body, name)
+  if is_binary(body) then return nil, 'binary code loading is disabled' end
   local f, e = loadstring(body, name)
   if not f then return nil, e end
   setfenv(f, G)

@@ -390,8 +390,14 @@ pub fn command(r: &mut Rng) -> Vec<String> {
 
 /// More command generators, one per group of commands added after the
 /// first set (each in its own function below).
-const GROUPS: &[fn(&mut Rng) -> Vec<String>] =
-    &[collections_more, bits_and_ranges, geo, streams, publish];
+const GROUPS: &[fn(&mut Rng) -> Vec<String>] = &[
+    collections_more,
+    bits_and_ranges,
+    geo,
+    streams,
+    publish,
+    scripts,
+];
 
 /// `PUBLISH` and `SPUBLISH` (both through the log here; no connection of
 /// the run subscribes, so both servers count 0 receivers) and their
@@ -402,6 +408,134 @@ fn publish(r: &mut Rng) -> Vec<String> {
     match r.below(8) {
         0 => vec![cmd, ch],
         _ => vec![cmd, ch, member(r)],
+    }
+}
+
+type Script = (
+    &'static str,
+    &'static [&'static str],
+    &'static [fn(&mut Rng) -> String],
+);
+
+/// The scripts of [`scripts`]: (body, the key prefixes of its `KEYS`,
+/// the makers of its `ARGV`). None ends in `return redis.call(...)`: an
+/// error raised in such a tail call names no line of the script here
+/// (docs/kv-commands.md#scripts-and-functions). A prefix starting with `script:` is a key
+/// only scripts write: what they store there (a draw of `math.random`,
+/// the clock, a random member) differs from Redis's but not from member
+/// to member, and no reply shows it.
+const SCRIPTS: &[Script] = &[
+    ("local v = redis.call('GET', KEYS[1]) return v", &["s"], &[]),
+    (
+        "local v = redis.call('INCRBY', KEYS[1], ARGV[1]) return v",
+        &["s"],
+        &[int_arg],
+    ),
+    (
+        "local r = redis.pcall('RPUSH', KEYS[1], ARGV[1]) \
+         if type(r) == 'table' and r.err then return 'caught: ' .. r.err end return r",
+        &["l"],
+        &[member],
+    ),
+    (
+        "redis.call('HSET', KEYS[1], ARGV[1], ARGV[2]) return redis.call('HLEN', KEYS[1])",
+        &["h"],
+        &[member, int_arg],
+    ),
+    (
+        "local t = redis.call('TIME') local d = math.random(1, 1000000) \
+         redis.call('SET', KEYS[2], d .. ':' .. t[1] .. ':' .. math.random()) \
+         local n = redis.call('SADD', KEYS[1], ARGV[1]) return n",
+        &["t", "script:draw"],
+        &[member],
+    ),
+    (
+        "redis.call('SET', KEYS[2], tostring(redis.call('SRANDMEMBER', KEYS[1]))) \
+         local n = redis.call('SCARD', KEYS[1]) return n",
+        &["t", "script:pick"],
+        &[],
+    ),
+    (
+        "return {redis.call('EXISTS', KEYS[1]), 'two', {3, ARGV[1]}, false, 4.9}",
+        &["z"],
+        &[member],
+    ),
+    (
+        "return redis.error_reply('MY_ERR ' .. ARGV[1])",
+        &[],
+        &[member],
+    ),
+    ("return {ok = 'FINE'}", &[], &[]),
+    (
+        "return cjson.encode({k = ARGV[1]}) .. #cmsgpack.pack({1, 2, ARGV[1]})",
+        &[],
+        &[member],
+    ),
+    ("local v = redis.call('NOSUCHCOMMAND') return v", &[], &[]),
+    ("return nosuchglobal", &[], &[]),
+    ("this is not lua", &[], &[]),
+];
+
+/// The library of [`scripts`]' `FUNCTION LOAD`.
+const LIBRARY: &str = "#!lua name=difflib\n\
+    redis.register_function('dget', function(keys, args) local v = redis.call('GET', keys[1]) return v end)\n\
+    redis.register_function{function_name='dincr', flags={}, \
+    callback=function(keys, args) local v = redis.call('INCRBY', keys[1], args[1]) return v end}\n\
+    redis.register_function{function_name='dlen', flags={'no-writes'}, \
+    callback=function(keys, args) local v = redis.call('LLEN', keys[1]) return v end}";
+
+/// Scripts and functions: `EVAL`, `EVALSHA` (of a script loaded or not),
+/// `EVAL_RO` (a write in it is refused), `SCRIPT LOAD|EXISTS`,
+/// `FUNCTION LOAD [REPLACE]|DELETE`, `FCALL`, `FCALL_RO`. They read,
+/// write, catch errors with `redis.pcall`, and use the clock and random
+/// draws where Redis allows (see [`SCRIPTS`]).
+fn scripts(r: &mut Rng) -> Vec<String> {
+    let i = r.below(SCRIPTS.len());
+    let (body, keys, args) = SCRIPTS[i];
+    let mut words = vec![keys.len().to_string()];
+    for k in keys.iter() {
+        words.push(match k.strip_prefix("script:") {
+            Some(_) => k.to_string(),
+            None => key(r, k),
+        });
+    }
+    for a in args.iter() {
+        words.push(a(r));
+    }
+    let sha = || {
+        String::from_utf8(xlane_kv::script::state::sha1_hex(body.as_bytes()).to_vec()).expect("hex")
+    };
+    let lead = |v: Vec<String>| v.into_iter().chain(words.clone()).collect::<Vec<_>>();
+    match r.below(16) {
+        0..=5 => lead(vec!["EVAL".into(), body.into()]),
+        6 | 7 => lead(vec!["EVALSHA".into(), sha()]),
+        8 => lead(vec!["EVAL_RO".into(), body.into()]),
+        9 => vec!["SCRIPT".into(), "LOAD".into(), body.into()],
+        10 => vec!["SCRIPT".into(), "EXISTS".into(), sha(), "0".repeat(40)],
+        11 => {
+            let mut v = vec!["FUNCTION".into(), "LOAD".into()];
+            if r.below(4) != 0 {
+                v.push("REPLACE".into());
+            }
+            v.push(LIBRARY.into());
+            v
+        }
+        12 => vec!["FUNCTION".into(), "DELETE".into(), "difflib".into()],
+        13 => vec![
+            "FCALL".into(),
+            "dincr".into(),
+            "1".into(),
+            key(r, "s"),
+            int_arg(r),
+        ],
+        14 => vec!["FCALL".into(), "dget".into(), "1".into(), key(r, "s")],
+        _ => vec![
+            r.pick(&["FCALL_RO", "FCALL"]).into(),
+            r.pick(&["dlen", "dincr"]).into(),
+            "1".into(),
+            key(r, "l"),
+            "1".into(),
+        ],
     }
 }
 
