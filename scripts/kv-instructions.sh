@@ -8,7 +8,9 @@
 #
 # Usage: scripts/kv-instructions.sh [--bin XLANE] [--tests "get set ..."] [--requests N]
 #                                   [--pipeline P]
-#   --tests     redis-benchmark -t names (default: get set incr lpush sadd hset zadd lrange_100)
+#   --tests     redis-benchmark -t names (default: get set incr lpush sadd hset zadd lrange_100),
+#               and `eval`/`evalsha`: a script that INCRs one key, sent with EVAL, or loaded
+#               first (SCRIPT LOAD) and sent with EVALSHA
 #   --requests  requests per test (default 100000; callgrind runs a server about 50x slower)
 #   --pipeline  requests pipelined per connection (default 16; 50 connections)
 # Both servers persist as in `xlane bench kv --workload redis-benchmark`: xlane kv with
@@ -82,8 +84,12 @@ count() {
     done
     [ $up = 1 ] || { echo "$system did not start under valgrind (see $dir/log)" >&2; cat "$dir/log" >&2; exit 1; }
     if [ -n "$test" ]; then
-        local errors
-        errors=$(redis-benchmark -p "$port" -t "$test" -n "$requests" -P "$pipeline" -c 50 -q --csv 2>&1 \
+        local errors cmd=(-t "$test")
+        case $test in
+            eval) cmd=(eval "$script" 1 counter) ;;
+            evalsha) cmd=(evalsha "$(redis-cli -p "$port" script load "$script")" 1 counter) ;;
+        esac
+        errors=$(redis-benchmark -p "$port" -n "$requests" -P "$pipeline" -c 50 -q --csv "${cmd[@]}" 2>&1 \
             | grep -ci 'error' || true)
         [ "$errors" = 0 ] || { echo "$system $test: redis-benchmark reported errors" >&2; exit 1; }
     fi
@@ -93,6 +99,7 @@ count() {
     awk '/^(summary|totals):/ {print $2; exit}' "$out"
 }
 
+script="return redis.call('incr', KEYS[1])"
 echo "instructions per request (user space, callgrind; $requests requests, -P $pipeline -c 50)" >&2
 printf '%-12s %12s %12s %8s\n' test xlane-1 redis ratio
 declare -A idle

@@ -24,7 +24,10 @@
 //! machine's speed drifts within half a minute. The two clients of one
 //! system share its data within a round (each test's keys are the same; the
 //! list holds both clients' pushes). A test's figure is its median over the
-//! rounds. Any error reply, or an
+//! rounds; a ratio is the median over the rounds of each round's ratio of
+//! the two figures, shown with the least and the most round (a round's two
+//! figures are seconds apart, so the drift between rounds cancels out of
+//! each, where a ratio of two medians would mix rounds). Any error reply, or an
 //! error redis-benchmark printed, marks the test (and the system's row)
 //! as failed: a test with errors is not a result.
 //!

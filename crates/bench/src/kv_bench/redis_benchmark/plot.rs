@@ -52,7 +52,7 @@ pub fn plot(report: &RbReport, stem: &Path) -> Result<[PathBuf; 2], PlotError> {
         .collect();
     let fig = RatioFigure {
         title: format!(
-            "redis-benchmark default tests: requests/s ratios, median of {} rounds (-P {} -c {})",
+            "redis-benchmark default tests: requests/s ratios, median of {} rounds' ratios (-P {} -c {})",
             report.rounds, report.pipeline, report.connections
         ),
         tests,
