@@ -190,9 +190,11 @@ fn run(st: &mut Store, cmd: &WriteCmd, now: u64) -> Reply {
 }
 
 /// The error of `*_RO` on a script that may write.
+/// The longest a script's `DEBUG SLEEP`s wait in all.
+const SCRIPT_SLEEP: std::time::Duration = std::time::Duration::from_secs(1);
+
 const ERR_RO_WRITE_FLAG: &str = "ERR Can not execute a script with write flag using *_ro command.";
 
-/// What a script op gives its script beside the code.
 /// Runs a script op on every member alike (see [`crate::script`]): finds
 /// its code, runs it with its commands applied here at `now`, and undoes
 /// its writes when it ran past its budget.
@@ -272,6 +274,7 @@ fn eval(st: &mut Store, code: &ScriptCode, call: &ScriptCall, now: u64) -> Reply
         rng: &mut rng,
         read_only: read_only || no_writes,
         deny_oom: oom && !flags.has(Flags::DECLARED),
+        slept: std::time::Duration::ZERO,
         user,
     };
     let outcome = match &target {
@@ -303,6 +306,8 @@ struct ScriptHost<'a> {
     /// Commands that may grow memory are refused (a script without flags
     /// taken over `maxmemory`).
     deny_oom: bool,
+    /// What its `DEBUG SLEEP`s waited so far (at most [`SCRIPT_SLEEP`]).
+    slept: std::time::Duration,
     /// The caller (empty: `default`).
     user: &'a [u8],
 }
@@ -409,9 +414,12 @@ impl crate::script::engine::Host for ScriptHost<'_> {
                 r.execute(self.st, self.now, &crate::info::Facts::default())
             }
             // It sleeps (as Redis's does, the member waits), but the
-            // script's clock stays at its op's time.
+            // script's clock stays at its op's time; a script's sleeps
+            // add up to at most SCRIPT_SLEEP, whatever it loops over.
             dispatch::Action::Debug(crate::debug::DebugCmd::Sleep(d)) => {
-                std::thread::sleep(d.min(std::time::Duration::from_secs(1)));
+                let d = d.min(SCRIPT_SLEEP.saturating_sub(self.slept));
+                self.slept += d;
+                std::thread::sleep(d);
                 Reply::ok()
             }
             _ => Reply::err("ERR This Redis command is not allowed from script"),

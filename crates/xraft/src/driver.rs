@@ -28,7 +28,7 @@ use std::thread::JoinHandle;
 use std::time::Instant;
 
 use xlane_host::runtime::{tighten_timer_slack, wait_readable, Waker};
-use xlane_host::socket::realtime_ns;
+use xlane_host::socket::{realtime_ns, thread_cpu_ns};
 
 use crate::batch::{Input, MessageEndpoint, ProposalId, Readiness, Transport};
 use crate::node::{ConfChangeError, Event, ProposeError, RaftNode, ReadId, StateMachine};
@@ -557,6 +557,7 @@ impl Driver {
                 };
                 let frontend_readable = mask & (1 << (1 + k)) != 0;
                 let now = start.elapsed().as_nanos() as u64;
+                let turn_cpu = thread_cpu_ns();
                 let mut drained = 0;
                 loop {
                     let c = match rx.try_recv() {
@@ -629,11 +630,15 @@ impl Driver {
                 if pass.ready().is_err() || pass.node.sync_due().is_err() {
                     break; // storage failure: stop; waiters see Stopped
                 }
-                // A turn that took longer than a tick (an entry that was long to
-                // apply) was this member's own time, not its peers' silence.
-                let after = start.elapsed().as_nanos() as u64;
-                if after.saturating_sub(now) > tick {
-                    pass.node.skip_ticks_to(after);
+                // A turn that ran longer than a tick, busy for at least half of it
+                // (an entry that was long to apply, sharing the cores with the other
+                // members applying it too), was this member's own time, not its
+                // peers' silence. A turn that took long but ran little was starved:
+                // its time still counts, so a starved member's timers keep running.
+                let ran = thread_cpu_ns().saturating_sub(turn_cpu);
+                let took = (start.elapsed().as_nanos() as u64).saturating_sub(now);
+                if ran > tick && ran.saturating_mul(2) >= took {
+                    pass.node.skip_ticks(took - tick);
                 }
                 thread_leader.store(pass.node.leader_id(), Ordering::Relaxed);
                 if let Some(f) = frontend.as_mut() {

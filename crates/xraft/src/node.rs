@@ -361,13 +361,13 @@ impl<S: StateMachine> RaftNode<S> {
         self.last_tick_ns = Some(if n > cap { now_ns } else { last + n * tick_ns });
     }
 
-    /// Moves the tick clock's origin to `now_ns` without ticking: the time up to now
-    /// was this node's own (it was busy applying, not waiting for its peers), so it
-    /// counts toward no election or quorum timeout. What arrived meanwhile is read
-    /// before the next tick.
-    pub fn skip_ticks_to(&mut self, now_ns: u64) {
-        if self.last_tick_ns.is_some() {
-            self.last_tick_ns = Some(now_ns);
+    /// Moves the tick clock's origin `busy_ns` later: that much of the time since was
+    /// this node's own (it ran, applying an entry that took long, instead of waiting
+    /// for its peers), so it counts toward no election or quorum timeout. What arrived
+    /// meanwhile is read before the next tick.
+    pub fn skip_ticks(&mut self, busy_ns: u64) {
+        if let Some(last) = self.last_tick_ns.as_mut() {
+            *last = last.saturating_add(busy_ns);
         }
     }
 
