@@ -478,6 +478,11 @@ impl DriverHandle {
     }
 }
 
+/// A turn of the driver longer than this many ticks, busy for at least half of it, is
+/// skipped by the tick clock ([`RaftNode::skip_ticks`]): an entry that was long to
+/// apply. Shorter ones (a loaded machine's turns) count as they are.
+const LONG_TURN_TICKS: u64 = 5;
+
 /// A running driver thread.
 pub struct Driver {
     handle: DriverHandle,
@@ -630,14 +635,14 @@ impl Driver {
                 if pass.ready().is_err() || pass.node.sync_due().is_err() {
                     break; // storage failure: stop; waiters see Stopped
                 }
-                // A turn that ran longer than a tick, busy for at least half of it
+                // A turn that ran longer than LONG_TURN_TICKS ticks, busy for at least half of it
                 // (an entry that was long to apply, sharing the cores with the other
                 // members applying it too), was this member's own time, not its
                 // peers' silence. A turn that took long but ran little was starved:
                 // its time still counts, so a starved member's timers keep running.
                 let ran = thread_cpu_ns().saturating_sub(turn_cpu);
                 let took = (start.elapsed().as_nanos() as u64).saturating_sub(now);
-                if ran > tick && ran.saturating_mul(2) >= took {
+                if took > LONG_TURN_TICKS * tick && ran.saturating_mul(2) >= took {
                     pass.node.skip_ticks(took - tick);
                 }
                 thread_leader.store(pass.node.leader_id(), Ordering::Relaxed);

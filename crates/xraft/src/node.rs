@@ -566,8 +566,8 @@ impl<S: StateMachine> RaftNode<S> {
         self.handle_ready_sending(&mut |_| {})
     }
 
-    /// [`RaftNode::handle_ready`], handing `send` the messages that may leave at once
-    /// (it takes what it sends out of the vector) before committed entries are applied:
+    /// [`RaftNode::handle_ready`], handing `send` a leader's messages that may leave at
+    /// once (it takes what it sends out of the vector) before committed entries are applied:
     /// a leader's notice of a new commit index then reaches the followers before it
     /// applies an entry that takes long (a script), so they apply it alongside instead
     /// of after it, and their election timers are not left running meanwhile.
@@ -588,7 +588,10 @@ impl<S: StateMachine> RaftNode<S> {
                 self.install_snapshot(snap)?;
             }
             let committed = rd.take_committed_entries();
-            if !committed.is_empty() && !out.messages.is_empty() {
+            // Only a leader's: they may leave before its own entries persist
+            // (Raft thesis 10.2.1); a follower's wait for its sync below.
+            let leads = self.raw.raft.state == StateRole::Leader;
+            if leads && !committed.is_empty() && !out.messages.is_empty() {
                 send(&mut out.messages);
             }
             self.apply_entries(committed)?;
@@ -612,9 +615,6 @@ impl<S: StateMachine> RaftNode<S> {
             }
             out.messages.extend(light.take_messages());
             let committed = light.take_committed_entries();
-            if !committed.is_empty() && !out.messages.is_empty() {
-                send(&mut out.messages);
-            }
             self.apply_entries(committed)?;
             self.raw.advance_apply();
             // The transport is fire-and-forget: report snapshots as sent so the leader
