@@ -368,10 +368,12 @@ impl crate::script::engine::Host for ScriptHost<'_> {
         if !top.arity_ok(args.len()) {
             return Reply::err("ERR Wrong number of args calling Redis command from script");
         }
-        if self.read_only && (spec.has("write") || top.has("write")) {
+        // A container's flags or its subcommand's.
+        let flagged = |f: &str| spec.has(f) || top.has(f);
+        if self.read_only && flagged("write") {
             return Reply::err("ERR Write commands are not allowed from read-only scripts.");
         }
-        if self.deny_oom && (spec.has("denyoom") || top.has("denyoom")) {
+        if self.deny_oom && flagged("denyoom") {
             return Reply::err(crate::txn::ERR_OOM);
         }
         if let Err(d) = self.allowed(spec, args) {

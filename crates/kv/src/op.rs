@@ -312,6 +312,19 @@ fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
     out.extend_from_slice(b);
 }
 
+/// A list of byte strings: its count, then each ([`Reader::words`] reads it).
+fn put_words(out: &mut Vec<u8>, words: &[Vec<u8>]) {
+    out.extend_from_slice(&(words.len() as u32).to_le_bytes());
+    for w in words {
+        put_bytes(out, w);
+    }
+}
+
+/// The encoded length of [`put_words`]'s list.
+fn words_len(words: &[Vec<u8>]) -> usize {
+    4 + words.iter().map(|w| 4 + w.len()).sum::<usize>()
+}
+
 struct Reader<'a> {
     b: &'a [u8],
 }
@@ -494,9 +507,7 @@ impl WriteCmd {
             WriteCmd::Del { keys }
             | WriteCmd::DelExpired { keys }
             | WriteCmd::Acl { args: keys }
-            | WriteCmd::ScriptAdmin { args: keys } => {
-                4 + keys.iter().map(|k| bytes(k)).sum::<usize>()
-            }
+            | WriteCmd::ScriptAdmin { args: keys } => words_len(keys),
             WriteCmd::Eval { code, call } => {
                 let code = match code {
                     ScriptCode::Body(b) | ScriptCode::Sha(b) | ScriptCode::Function(b) => b,
@@ -504,15 +515,7 @@ impl WriteCmd {
                 let ScriptCall {
                     keys, args, user, ..
                 } = call;
-                1 + bytes(code)
-                    + 4
-                    + keys.iter().map(|k| bytes(k)).sum::<usize>()
-                    + 4
-                    + args.iter().map(|a| bytes(a)).sum::<usize>()
-                    + 8
-                    + 1
-                    + bytes(user)
-                    + 2
+                1 + bytes(code) + words_len(keys) + words_len(args) + 8 + 1 + bytes(user) + 2
             }
             WriteCmd::IncrBy { key, .. } | WriteCmd::ExpireAt { key, .. } => bytes(key) + 8,
             WriteCmd::Append { key, value }
@@ -526,9 +529,7 @@ impl WriteCmd {
             } => bytes(key) + bytes(value),
             WriteCmd::Persist { key } | WriteCmd::Answer { reply: key } => bytes(key),
             WriteCmd::FlushDb => 0,
-            WriteCmd::Data { args, .. } | WriteCmd::Query { args, .. } => {
-                8 + 4 + args.iter().map(|a| bytes(a)).sum::<usize>()
-            }
+            WriteCmd::Data { args, .. } | WriteCmd::Query { args, .. } => 8 + words_len(args),
             WriteCmd::Exec { watched, cmds } => {
                 4 + watched.iter().map(|(k, _)| bytes(k) + 8).sum::<usize>()
                     + 4
@@ -575,12 +576,7 @@ impl WriteCmd {
             WriteCmd::Del { keys }
             | WriteCmd::DelExpired { keys }
             | WriteCmd::Acl { args: keys }
-            | WriteCmd::ScriptAdmin { args: keys } => {
-                out.extend_from_slice(&(keys.len() as u32).to_le_bytes());
-                for k in keys {
-                    put_bytes(out, k);
-                }
-            }
+            | WriteCmd::ScriptAdmin { args: keys } => put_words(out, keys),
             WriteCmd::Eval { code, call } => {
                 let (kind, code) = match code {
                     ScriptCode::Body(b) => (0, b),
@@ -589,12 +585,8 @@ impl WriteCmd {
                 };
                 out.push(kind);
                 put_bytes(out, code);
-                for list in [&call.keys, &call.args] {
-                    out.extend_from_slice(&(list.len() as u32).to_le_bytes());
-                    for w in list {
-                        put_bytes(out, w);
-                    }
-                }
+                put_words(out, &call.keys);
+                put_words(out, &call.args);
                 out.extend_from_slice(&call.seed.to_le_bytes());
                 out.push(u8::from(call.read_only));
                 put_bytes(out, &call.user);
@@ -625,10 +617,7 @@ impl WriteCmd {
             WriteCmd::FlushDb => {}
             WriteCmd::Data { args, seed } | WriteCmd::Query { args, seed } => {
                 out.extend_from_slice(&seed.to_le_bytes());
-                out.extend_from_slice(&(args.len() as u32).to_le_bytes());
-                for a in args {
-                    put_bytes(out, a);
-                }
+                put_words(out, args);
             }
             WriteCmd::Exec { watched, cmds } => {
                 out.extend_from_slice(&(watched.len() as u32).to_le_bytes());

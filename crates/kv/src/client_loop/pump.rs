@@ -147,13 +147,13 @@ impl ClientLoop {
                 auth::Gate::Action(a) => Some(a),
             };
             // `maxmemory`: a command that may grow memory is refused while
-            // this process uses more (crate::txn::Txn::oom_gate).
-            if self.maxmemory > 0 {
-                let over = crate::info::used_memory() > self.maxmemory;
-                if let Some(r) = c.session.txn.oom_gate(&args, over) {
-                    c.emit(&r);
-                    continue;
-                }
+            // this process uses more (crate::txn::Txn::oom_gate); a script
+            // carries the answer in its op (stamped below). Read once per
+            // command: it reads /proc.
+            let over_memory = self.maxmemory > 0 && crate::info::used_memory() > self.maxmemory;
+            if let Some(r) = c.session.txn.oom_gate(&args, over_memory) {
+                c.emit(&r);
+                continue;
             }
             if let Some(p) = self.pause {
                 let unpause = args.len() == 2
@@ -252,9 +252,8 @@ impl ClientLoop {
             let action = match action {
                 Action::Write(mut op) => {
                     // A script's commands are checked against its caller.
-                    let over = self.maxmemory > 0 && crate::info::used_memory() > self.maxmemory;
                     op.cmd
-                        .stamp_script_caller(c.session.user_name(), c.session.resp3, over);
+                        .stamp_script_caller(c.session.user_name(), c.session.resp3, over_memory);
                     Action::Write(op)
                 }
                 Action::Setting(SettingCmd::ConfigSet(pairs)) => {
