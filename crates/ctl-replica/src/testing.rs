@@ -58,17 +58,18 @@ pub fn hosts(t: &Topology) -> Vec<String> {
 }
 
 /// Starts replica `id` of `peers` on [`topology`], its raft log in
-/// `dir/r{id}` (a restart finds it there), with [`TICK`] and no fabric.
-/// Panics if it does not start.
+/// `dir/r{id}` (a restart finds it there), ticking every `tick`, with no
+/// fabric. Panics if it does not start.
 pub fn start(
     id: u64,
     peers: &BTreeMap<u64, ReplicaAddrs>,
     dir: &Path,
     keys: &Keys,
+    tick: Duration,
 ) -> ControllerReplica {
     let mut cfg = ReplicaConfig::new(id, peers.clone(), dir.join(format!("r{id}")))
         .unwrap_or_else(|e| panic!("replica {id}: {e}"));
-    cfg.server.tick_interval = TICK;
+    cfg.server.tick_interval = tick;
     ControllerReplica::start(
         cfg,
         topology(),
@@ -133,13 +134,23 @@ pub struct Group {
     pub addrs: Vec<SocketAddr>,
     /// The replicas; `None` for one stopped (take it out to stop it).
     pub rs: Vec<Option<ControllerReplica>>,
+    /// The replicas' tick ([`TICK`] unless [`Group::start_ticking`]).
+    pub tick: Duration,
 }
 
 impl Group {
     /// Picks the addresses, makes the keys and starts the three replicas
     /// (one of them serves once they have elected: [`Group::wait_serving`]).
     pub fn start() -> Group {
+        Group::start_ticking(TICK)
+    }
+
+    /// [`Group::start`] with replicas that tick every `tick`: a long one
+    /// leaves everything to the requests (a replica that took the lead
+    /// serves before its tick has seen it).
+    pub fn start_ticking(tick: Duration) -> Group {
         let mut g = Group::unstarted();
+        g.tick = tick;
         for i in 0..g.rs.len() {
             g.start_replica(i);
         }
@@ -172,6 +183,7 @@ impl Group {
             peers,
             addrs,
             rs,
+            tick: TICK,
         }
     }
 
@@ -189,6 +201,7 @@ impl Group {
             &self.peers,
             self.dir.path(),
             &self.keys,
+            self.tick,
         ));
     }
 }

@@ -127,3 +127,25 @@ fn upcalls_missed_across_a_takeover_are_replayed_once() {
         .unwrap()
         .is_none());
 }
+
+/// A replica that leads serves hosts at once, before its tick has seen
+/// the lead: the upcalls its requests produce reach their hosts then too
+/// (the first of them takes over the fabric). Here the tick never comes.
+#[test]
+fn a_new_leader_delivers_upcalls_before_its_first_tick() {
+    let g = Group::start_ticking(Duration::from_secs(3600));
+    let (addrs, keys) = (g.addrs.clone(), g.keys.clone());
+    g.wait_serving(PATIENCE);
+    // As above: the second grant on the shared port changes the first's
+    // range.
+    let mut h0 = connect(&addrs, "h0", &keys, PATIENCE);
+    h0.subscribe().unwrap();
+    let mine = grant(&mut h0, "h0", "h1");
+    let mut h3 = connect(&addrs, "h3", &keys, PATIENCE);
+    grant(&mut h3, "h3", "h1");
+    let up = h0
+        .next_upcall(Duration::from_secs(10))
+        .unwrap()
+        .expect("an upcall for h0's tunnel");
+    assert_eq!(up.tunnel(), mine);
+}

@@ -307,19 +307,42 @@ impl Shared {
         crate::proto::not_leader_message(hint)
     }
 
-    /// Delivers what applied commands queued: on the serving replica,
+    /// Delivers what applied commands queued: on the leading replica,
     /// fabric operations and upcalls in log order; elsewhere they are
-    /// dropped (a new serving replica resyncs and hosts reconcile).
+    /// dropped (a new serving replica resyncs and hosts reconcile). The
+    /// first delivery after this replica took the lead does the takeover
+    /// (see [`Shared::take_over`]), whether a request or the tick gets
+    /// there first: a host may connect, and its request commit, before
+    /// the tick has seen the lead.
     fn deliver_effects(&self, r: &Replica) {
         let mut fabric = lock(&r.fabric);
         let fx = r.state.take_effects();
-        if !r.serving.load(Ordering::Relaxed) || !r.log.is_leader() {
+        if !r.log.is_leader() {
+            r.serving.store(false, Ordering::Relaxed);
             return;
         }
-        self.counters
-            .apply_fabric(fabric.as_mut(), &fx.fabric, FabricPass::Changes);
+        if !self.take_over(r, fabric.as_mut()) {
+            self.counters
+                .apply_fabric(fabric.as_mut(), &fx.fabric, FabricPass::Changes);
+        }
         drop(fabric);
         self.deliver(&fx.upcalls);
+    }
+
+    /// Called with the fabric lock held while this replica leads: if it
+    /// did not serve yet, it does now and reprograms the whole fabric from
+    /// its state (which covers every fabric operation applied so far);
+    /// returns whether it did. Upcalls queued meanwhile are still
+    /// delivered by the caller: they are numbered, and a host drops
+    /// doubles.
+    fn take_over(&self, r: &Replica, fabric: &mut dyn Fabric) -> bool {
+        if r.serving.swap(true, Ordering::Relaxed) {
+            return false;
+        }
+        let ops = r.state.with_controller(Controller::resync);
+        self.counters.apply_fabric(fabric, &ops, FabricPass::Resync);
+        tracing::info!("this controller replica serves now; fabric resynced");
+        true
     }
 
     fn with_controller<R>(&self, f: impl FnOnce(&Controller) -> R) -> R {
@@ -831,22 +854,14 @@ fn replicated_tick(shared: &Shared) {
     let Backing::Replicated(r) = &shared.backing else {
         return;
     };
-    let leader = r.log.is_leader();
-    let was = r.serving.swap(leader, Ordering::Relaxed);
-    if !leader {
+    if !r.log.is_leader() {
         // Not serving: what the log applied is someone else's to deliver.
+        r.serving.store(false, Ordering::Relaxed);
         drop(r.state.take_effects());
         return;
     }
-    if !was {
-        let mut fabric = lock(&r.fabric);
-        drop(r.state.take_effects());
-        let ops = r.state.with_controller(Controller::resync);
-        shared
-            .counters
-            .apply_fabric(fabric.as_mut(), &ops, FabricPass::Resync);
-        tracing::info!("this controller replica serves now; fabric resynced");
-    }
+    // Takes over if no request did yet, and delivers what was applied since.
+    shared.deliver_effects(r);
     if !r.state.has_key_secret() {
         match xlane_auth::Key::random() {
             Ok(k) => {
