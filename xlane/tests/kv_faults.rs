@@ -119,7 +119,13 @@ impl Members {
                 "20",
             ])
             .args(["--snapshot-interval", "200"]);
-        let (child, _, _) = common::spawn_until_ready(cmd.stderr(Stdio::null()));
+        // Its log, kept across its restarts (shown if the run fails).
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.log(i))
+            .expect("member log");
+        let (child, _, _) = common::spawn_until_ready(cmd.stderr(log));
         self.children[i] = Some(child);
     }
 
@@ -130,6 +136,46 @@ impl Members {
             let _ = c.kill();
             let _ = c.wait();
         }
+    }
+
+    fn log(&self, i: usize) -> PathBuf {
+        self.dir.join(format!("m{i}.log"))
+    }
+
+    /// What a failed run shows of each member: its replication state
+    /// (`INFO`) and the end of its log.
+    fn report(&self, addrs: &[SocketAddr]) -> String {
+        let mut out = String::new();
+        for (i, a) in addrs.iter().enumerate() {
+            let info = Conn::try_open(*a, OP_TIMEOUT)
+                .and_then(|mut c| c.try_cmd(&["INFO", "everything"]))
+                .map(|r| match r {
+                    Reply::Bulk(Some(b)) => String::from_utf8_lossy(&b)
+                        .lines()
+                        .filter(|l| {
+                            [
+                                "role:",
+                                "master_host:",
+                                "xlane_applied_ops:",
+                                "xlane_leader_term:",
+                            ]
+                            .iter()
+                            .any(|f| l.starts_with(f))
+                        })
+                        .collect::<Vec<_>>()
+                        .join(" "),
+                    other => format!("{other:?}"),
+                })
+                .unwrap_or_else(|| "no INFO".into());
+            let log = std::fs::read_to_string(self.log(i)).unwrap_or_default();
+            let lines: Vec<&str> = log.lines().collect();
+            let tail = lines[lines.len().saturating_sub(25)..].join("\n    ");
+            out += &format!(
+                "\nmember {}: {info}\n  log (last 25 lines):\n    {tail}",
+                i + 1
+            );
+        }
+        out
     }
 
     fn running(&self, i: usize) -> bool {
@@ -387,9 +433,51 @@ fn client(
     (acked, unknown, served)
 }
 
+/// Which keys differ between the members' dumps (at most 10 named), and
+/// each dump's size: a failure's summary, where the dumps themselves run to
+/// megabytes.
+fn differences(views: &[Option<Dump>]) -> String {
+    let mut keys: Vec<&Vec<u8>> = views
+        .iter()
+        .flatten()
+        .flatten()
+        .map(|(k, _, _)| k)
+        .collect();
+    keys.sort();
+    keys.dedup();
+    let differ: Vec<String> = keys
+        .into_iter()
+        .filter(|k| {
+            let vals: Vec<_> = views
+                .iter()
+                .map(|v| v.as_ref().and_then(|v| v.iter().find(|(x, _, _)| x == *k)))
+                .collect();
+            vals.iter().any(|v| *v != vals[0])
+        })
+        .map(|k| String::from_utf8_lossy(k).into_owned())
+        .collect();
+    let sizes: Vec<String> = views
+        .iter()
+        .map(|v| {
+            v.as_ref()
+                .map_or("no dump".into(), |v| format!("{} keys", v.len()))
+        })
+        .collect();
+    format!(
+        "{} keys differ ({}{}); dumps: {}",
+        differ.len(),
+        differ[..differ.len().min(10)].join(", "),
+        if differ.len() > 10 { ", ..." } else { "" },
+        sizes.join(", ")
+    )
+}
+
+/// A member's key space: each key, its `TYPE` and its value.
+type Dump = Vec<(Vec<u8>, Reply, Reply)>;
+
 /// A member's whole key space from its own state (`READONLY`): every key
 /// `SCAN` finds, sorted, with its `TYPE` and its value read by type.
-fn dump(a: SocketAddr) -> Option<Vec<(Vec<u8>, Reply, Reply)>> {
+fn dump(a: SocketAddr) -> Option<Dump> {
     let mut c = Conn::try_open(a, OP_TIMEOUT)?;
     c.try_cmd(&["READONLY"])?;
     let mut keys = Vec::new();
@@ -483,6 +571,7 @@ fn run(seed: u64) {
     let hosts = tb.hosts().to_vec();
     let dir = std::env::temp_dir().join(format!("xlane-kv-faults-{}-{seed}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("the members' directory");
     let mut m = Members {
         hosts: hosts.clone(),
         dir,
@@ -594,10 +683,13 @@ fn run(seed: u64) {
         if agree {
             break views[0].as_ref().map_or(0, Vec::len);
         }
-        assert!(
-            Instant::now() < deadline,
-            "seed {seed}: replicas differ after healing: {views:?}"
-        );
+        if Instant::now() >= deadline {
+            panic!(
+                "seed {seed}: replicas differ after healing: {}{}",
+                differences(&views),
+                m.report(&addrs)
+            );
+        }
         std::thread::sleep(Duration::from_millis(200));
     };
     let stream = streams::verify(addrs[0], &seen);

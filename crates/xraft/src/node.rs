@@ -591,7 +591,15 @@ impl<S: StateMachine> RaftNode<S> {
             // Only a leader's: they may leave before its own entries persist
             // (Raft thesis 10.2.1); a follower's wait for its sync below.
             let leads = self.raw.raft.state == StateRole::Leader;
+            // Snapshots among what leaves early are reported with the rest below.
+            let mut early_snapshots = Vec::new();
             if leads && !committed.is_empty() && !out.messages.is_empty() {
+                early_snapshots.extend(
+                    out.messages
+                        .iter()
+                        .filter(|m| m.get_msg_type() == MessageType::MsgSnapshot)
+                        .map(|m| m.to),
+                );
                 send(&mut out.messages);
             }
             self.apply_entries(committed)?;
@@ -618,11 +626,17 @@ impl<S: StateMachine> RaftNode<S> {
             self.apply_entries(committed)?;
             self.raw.advance_apply();
             // The transport is fire-and-forget: report snapshots as sent so the leader
-            // probes the follower again; a lost snapshot is then simply resent.
-            for m in &out.messages {
-                if m.get_msg_type() == MessageType::MsgSnapshot {
-                    self.raw.report_snapshot(m.to, SnapshotStatus::Finish);
-                }
+            // probes the follower again; a lost snapshot is then simply resent. Those
+            // sent early too: unreported, a follower's progress would stay in the
+            // snapshot state, and the leader would send it nothing but heartbeats.
+            let later = out
+                .messages
+                .iter()
+                .filter(|m| m.get_msg_type() == MessageType::MsgSnapshot)
+                .map(|m| m.to);
+            let sent: Vec<u64> = early_snapshots.into_iter().chain(later).collect();
+            for to in sent {
+                self.raw.report_snapshot(to, SnapshotStatus::Finish);
             }
         }
         self.reseed_timeout(false);

@@ -317,11 +317,13 @@ impl<S: StateMachine + Default, A: Scenario<S>> Sim<S, A> {
             };
             node.tick_to(now);
             sn.ep.expire(now);
+            // As the driver does: what the node hands over early leaves first.
+            let mut early = Vec::new();
             let out = node
-                .handle_ready()
+                .handle_ready_sending(&mut |msgs| early.append(msgs))
                 .unwrap_or_else(|e| panic!("seed {seed}: node {id} ready: {e}"));
             let mut ob = Outbox(Vec::new());
-            for m in &out.messages {
+            for m in early.iter().chain(&out.messages) {
                 sn.ep.send(m, &mut ob).expect("send");
             }
             if node.is_leader() {
