@@ -580,6 +580,15 @@ fn run(seed: u64) {
     for i in 0..MEMBERS {
         m.start(i);
     }
+    // No key file, raft on a routable address: each member said so.
+    for i in 0..MEMBERS {
+        let log = std::fs::read_to_string(m.log(i)).unwrap_or_default();
+        assert!(
+            log.contains("is not authenticated") && log.contains("--key-file"),
+            "member {}: no start-up warning in {log:?}",
+            i + 1
+        );
+    }
     let addrs: Vec<SocketAddr> = (0..MEMBERS).map(|i| m.client_addr(i)).collect();
     let rec: Recorder = Arc::new(Mutex::new(HistoryRecorder::new()));
     let stop = Arc::new(AtomicBool::new(false));

@@ -104,6 +104,7 @@ fn kv_serve_serves_metrics_that_move() {
     assert_eq!(value(&text, "xlane_raft_leader_id"), 1.0, "{text}");
     assert!(value(&text, "xlane_kv_connections_total") >= 1.0);
     assert!(text.contains("xlane_raft_udp_refused_total{reason=\"unauthenticated\"} 0"));
+    assert!(text.contains("xlane_raft_tcp_refused_total{reason=\"not_a_peer\"} 0"));
     stop(child);
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -36,11 +36,16 @@
 //!
 //! No allocation after construction; bounded work per datagram (one
 //! SipHash over it, one table lookup in at most [`MAX_SENDERS`] entries).
+//!
+//! TCP connections (X-Raft's side channel) use [`stream`]: a handshake on
+//! a nonce of the accepting side, then frames whose length is
+//! authenticated before their body is read.
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
 
 mod keys;
 mod replay;
+pub mod stream;
 
 pub use keys::{Key, KeyFileError, KeyRing, KEY_LEN};
 pub use replay::{ReplayWindow, Verdict, WINDOW};

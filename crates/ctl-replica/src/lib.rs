@@ -282,7 +282,7 @@ impl ControllerReplica {
             .map_err(|e| ReplicaError::Config(e.to_string()))?;
         let driver = Driver::spawn(node, endpoint, transport);
         let handle = driver.handle();
-        tcp.serve(handle.clone())?;
+        tcp.serve(handle.clone()).map_err(NetError::Thread)?;
         let log = Arc::new(RaftLog {
             id: cfg.id,
             handle: handle.clone(),

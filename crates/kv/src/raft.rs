@@ -281,7 +281,7 @@ impl RaftReplicator {
         let transport = FollowMembers::new(transport, members.clone());
         let driver = Driver::spawn_with(node, endpoint, transport, frontend);
         let handle = driver.handle();
-        tcp.serve(handle.clone())?;
+        tcp.serve(handle.clone()).map_err(NetError::Thread)?;
         Ok((
             RaftReplicator {
                 id: cfg.id,

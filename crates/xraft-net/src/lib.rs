@@ -10,6 +10,9 @@
 //! * [`session`]: a lane member's session with the controller: its trees,
 //!   sized by the burst policy and resized with its role, the other
 //!   members' tree ids, upcalls followed.
+//! * [`tcp_side`]: the regular class on TCP, authenticated with the
+//!   group key and bounded per listener.
+//! * [`stats`]: the network's counters.
 //! * [`chunk_stream`]: raft datagrams as a stream of lane chunks.
 //! * [`udp_batch`]: the plain UDP socket read with one `recvmmsg` a turn.
 #![warn(missing_docs)]
@@ -18,6 +21,8 @@ pub mod chunk_stream;
 pub mod lane;
 pub mod net;
 pub mod session;
+pub mod stats;
+pub mod tcp_side;
 pub mod udp_batch;
 
 pub use lane::{

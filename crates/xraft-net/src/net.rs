@@ -10,10 +10,8 @@
 //! thread, no hand-over).
 //!
 //! *Regular* traffic (snapshots and larger messages) goes over one TCP
-//! connection per peer (to the same address/port), as length-prefixed frames
-//! `len:u32 LE | from:u64 LE | datagram`, written by one thread per peer and
-//! read by one thread per connection ([`TcpSide`]); a frame is accepted only
-//! if `from` is a peer and the connection comes from that peer's IP.
+//! connection per peer (to the same address/port): [`crate::tcp_side`],
+//! whose connections are authenticated with the same group key.
 //!
 //! Both are fire-and-forget: a message that cannot be sent is dropped and
 //! Raft retransmits. Packets and connections from unknown senders are ignored
@@ -27,20 +25,24 @@
 //! counted ([`TransportStats::udp_unauthenticated`]) and dropped, so
 //! raft-rs's decoder only ever sees authenticated bytes. The driver must
 //! then fragment to [`NetConfig::payload_mtu`].
+//!
+//! Without [`NetConfig::auth`], a member whose raft address is not a
+//! loopback one says once, at open, that anyone who reaches the port can
+//! speak for a member ([`unauthenticated_warning`]).
 
 use crate::lane::{LaneControl, LaneError, LaneLink, LaneStats, LaneTiming, TreeIds};
+pub use crate::stats::TransportStats;
+use crate::tcp_side::{spawn_sender, SideKey};
+pub use crate::tcp_side::{TcpSide, MAX_FRAME};
 use crate::udp_batch::{SendQueue, UdpBatch, UDP_BATCH};
 use std::collections::{BTreeMap, HashMap};
-use std::io::{Read, Write};
-use std::net::{IpAddr, Shutdown, SocketAddr, TcpListener, TcpStream, UdpSocket};
+use std::net::{IpAddr, SocketAddr, TcpListener, UdpSocket};
 use std::os::fd::{AsRawFd, RawFd};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::mpsc::{self, SyncSender, TrySendError};
+use std::sync::mpsc::{SyncSender, TrySendError};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::thread::JoinHandle;
-use std::time::Duration;
 use xlane_auth::{AuthStats, KeyRing, Opener, Sealer, TRAILER_LEN};
-use xlane_xraft::driver::DriverHandle;
 use xlane_xraft::{Input, Readiness, TrafficClass, Transport};
 
 /// Default express MTU: the largest UDP payload sent.
@@ -48,40 +50,8 @@ pub const EXPRESS_MTU: usize = 1400;
 /// Default size above which a raft message goes over TCP instead of being
 /// fragmented onto UDP.
 pub const BULK_THRESHOLD: usize = 16 << 10;
-/// Largest TCP frame accepted (bounds memory per connection).
-pub const MAX_FRAME: usize = 256 << 20;
-/// Regular-class messages queued per peer before new ones are dropped.
-const TCP_QUEUE: usize = 256;
-/// How often blocked receive loops check for shutdown.
-const POLL: Duration = Duration::from_millis(200);
 /// Largest UDP datagram read.
 const UDP_BUF: usize = 64 << 10;
-
-/// Transport counters (shared between the threads).
-#[derive(Debug, Default)]
-pub struct TransportStats {
-    /// UDP datagrams sent.
-    pub udp_sent: AtomicU64,
-    /// UDP datagrams received from peers and delivered.
-    pub udp_received: AtomicU64,
-    /// UDP datagrams from unknown source addresses, ignored.
-    pub udp_unknown: AtomicU64,
-    /// UDP send errors and oversize datagrams (dropped).
-    pub udp_send_errors: AtomicU64,
-    /// TCP frames sent.
-    pub tcp_sent: AtomicU64,
-    /// TCP frames received from peers and delivered.
-    pub tcp_received: AtomicU64,
-    /// TCP connections or frames refused (unknown sender, bad frame).
-    pub tcp_unknown: AtomicU64,
-    /// Regular-class messages dropped (queue full, connect or write failed).
-    pub tcp_dropped: AtomicU64,
-    /// Peers [`NetTransport::set_peers`] could not set up (left out).
-    pub peer_errors: AtomicU64,
-    /// UDP datagrams from peers' addresses refused by the MAC check
-    /// (forged, replayed, unkeyed, or sealed by another member).
-    pub udp_unauthenticated: AtomicU64,
-}
 
 fn add(c: &AtomicU64) {
     c.fetch_add(1, Ordering::Relaxed);
@@ -225,18 +195,8 @@ pub struct NetTransport {
     mtu: usize,
     stats: Arc<TransportStats>,
     auth: Option<(Sealer, Opener)>,
-}
-
-/// A TCP sender thread for the peer at `addr`, and its queue.
-fn spawn_sender(
-    me: u64,
-    addr: SocketAddr,
-    stats: &Arc<TransportStats>,
-) -> Result<(SyncSender<Vec<u8>>, JoinHandle<()>), NetError> {
-    let (tx, rx) = mpsc::sync_channel::<Vec<u8>>(TCP_QUEUE);
-    let st = stats.clone();
-    let t = spawn("raft-tcp-out", move || tcp_sender(me, addr, &rx, &st))?;
-    Ok((tx, t))
+    /// The TCP side's key (with [`NetConfig::auth`], in both modes).
+    side_key: Option<Arc<SideKey>>,
 }
 
 /// Binds the UDP socket and the TCP listener on one port. With port 0 (e.g. a single
@@ -266,11 +226,16 @@ fn wall_ns() -> u64 {
         .map_or(0, |d| d.as_nanos() as u64)
 }
 
-fn spawn(name: &str, f: impl FnOnce() + Send + 'static) -> Result<JoinHandle<()>, NetError> {
-    std::thread::Builder::new()
-        .name(name.into())
-        .spawn(f)
-        .map_err(NetError::Thread)
+/// What a member whose raft traffic is not authenticated says at open:
+/// `None` on a loopback address (nothing outside the host reaches it).
+pub fn unauthenticated_warning(bind: SocketAddr) -> Option<String> {
+    (!bind.ip().is_loopback()).then(|| {
+        format!(
+            "raft traffic on {bind} is not authenticated: anyone who reaches this port can \
+             speak for a member or send it a snapshot; give every member the same key file \
+             (--key-file)"
+        )
+    })
 }
 
 impl NetTransport {
@@ -345,11 +310,27 @@ impl NetTransport {
             Some(l) => l,
             None => TcpListener::bind(addr).map_err(bind_err)?,
         };
+        let side_key = match &cfg.auth {
+            Some(a) => Some(Arc::new(SideKey {
+                ring: a.ring.clone(),
+                key_id: a.key_id,
+                key: a.ring.get(a.key_id).cloned().ok_or_else(|| {
+                    NetError::Config(format!("key {} is not in the key file", a.key_id))
+                })?,
+            })),
+            None => {
+                if let Some(w) = unauthenticated_warning(addr) {
+                    tracing::warn!("{w}");
+                }
+                None
+            }
+        };
         let stats = Arc::new(TransportStats::default());
         let mut threads = Vec::new();
         let mut tcp = HashMap::new();
         for &(pid, peer) in others() {
-            let (tx, t) = spawn_sender(cfg.me, peer, &stats)?;
+            let (tx, t) = spawn_sender(cfg.me, pid, peer, side_key.clone(), &stats)
+                .map_err(NetError::Thread)?;
             tcp.insert(pid, tx);
             threads.push(t);
         }
@@ -362,6 +343,7 @@ impl NetTransport {
             addr,
             listener: Some(listener),
             peers: accept.clone(),
+            key: side_key.clone(),
             stats: stats.clone(),
             stop: Arc::new(AtomicBool::new(false)),
             threads: threads.clone(),
@@ -377,6 +359,7 @@ impl NetTransport {
                 mtu: cfg.express_mtu,
                 stats,
                 auth,
+                side_key,
             },
             side,
         ))
@@ -443,7 +426,8 @@ impl NetTransport {
             }
             Express::Lane(link) => link.add_peer(id, addr)?,
         }
-        let (tx, t) = spawn_sender(self.me, addr, &self.stats)?;
+        let (tx, t) = spawn_sender(self.me, id, addr, self.side_key.clone(), &self.stats)
+            .map_err(NetError::Thread)?;
         self.tcp.insert(id, tx);
         self.threads
             .lock()
@@ -622,190 +606,11 @@ impl Transport for NetTransport {
     }
 }
 
-/// The TCP half that receives: an acceptor and a reader per connection,
-/// delivering to the driver. Its threads end on [`TcpSide::shutdown`] (the
-/// senders when the transport, with the driver, is gone).
-pub struct TcpSide {
-    me: u64,
-    addr: SocketAddr,
-    listener: Option<TcpListener>,
-    /// The peers accepted (the transport changes them).
-    peers: Arc<RwLock<BTreeMap<u64, IpAddr>>>,
-    stats: Arc<TransportStats>,
-    stop: Arc<AtomicBool>,
-    /// Every thread of the network (the transport adds senders).
-    threads: Arc<Mutex<Vec<JoinHandle<()>>>>,
-}
-
-impl TcpSide {
-    /// The bound raft address (UDP or lane, and TCP).
-    pub fn addr(&self) -> SocketAddr {
-        self.addr
-    }
-
-    /// Accepts peers' connections, delivering their frames to `driver`.
-    pub fn serve(&mut self, driver: DriverHandle) -> Result<(), NetError> {
-        let Some(listener) = self.listener.take() else {
-            return Ok(());
-        };
-        let (me, peers, st, s) = (
-            self.me,
-            self.peers.clone(),
-            self.stats.clone(),
-            self.stop.clone(),
-        );
-        let t = spawn("raft-tcp-in", move || {
-            tcp_acceptor(listener, me, &peers, &driver, &st, &s)
-        })?;
-        self.threads
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .push(t);
-        Ok(())
-    }
-
-    /// Stops the acceptor and readers and waits for every thread (call it
-    /// after the driver stopped, so that the senders' queues are closed).
-    pub fn shutdown(&mut self) {
-        self.stop.store(true, Ordering::Release);
-        // Wake the acceptor.
-        let _ = TcpStream::connect_timeout(&self.addr, Duration::from_millis(200));
-        let threads =
-            std::mem::take(&mut *self.threads.lock().unwrap_or_else(PoisonError::into_inner));
-        for t in threads {
-            let _ = t.join();
-        }
-    }
-}
-
-impl Drop for TcpSide {
-    fn drop(&mut self) {
-        self.shutdown();
-    }
-}
-
-fn tcp_sender(me: u64, addr: SocketAddr, rx: &mpsc::Receiver<Vec<u8>>, stats: &TransportStats) {
-    let mut conn: Option<TcpStream> = None;
-    let mut frame = Vec::new();
-    while let Ok(msg) = rx.recv() {
-        if conn.is_none() {
-            conn = TcpStream::connect_timeout(&addr, Duration::from_secs(1))
-                .ok()
-                .inspect(|s| {
-                    let _ = s.set_nodelay(true);
-                    let _ = s.set_write_timeout(Some(Duration::from_secs(5)));
-                });
-        }
-        let Some(s) = conn.as_mut() else {
-            add(&stats.tcp_dropped);
-            continue;
-        };
-        let Ok(len) = u32::try_from(msg.len()) else {
-            add(&stats.tcp_dropped);
-            continue;
-        };
-        frame.clear();
-        frame.extend_from_slice(&len.to_le_bytes());
-        frame.extend_from_slice(&me.to_le_bytes());
-        frame.extend_from_slice(&msg);
-        if s.write_all(&frame).is_ok() {
-            add(&stats.tcp_sent);
-        } else {
-            add(&stats.tcp_dropped);
-            conn = None;
-        }
-    }
-}
-
-fn tcp_acceptor(
-    listener: TcpListener,
-    me: u64,
-    peers: &Arc<RwLock<BTreeMap<u64, IpAddr>>>,
-    handle: &DriverHandle,
-    stats: &Arc<TransportStats>,
-    stop: &Arc<AtomicBool>,
-) {
-    for conn in listener.incoming() {
-        if stop.load(Ordering::Acquire) {
-            break;
-        }
-        let Ok(s) = conn else { continue };
-        let (peers, h, st, sp) = (peers.clone(), handle.clone(), stats.clone(), stop.clone());
-        let spawned = std::thread::Builder::new()
-            .name("raft-tcp-conn".into())
-            .spawn(move || tcp_connection(s, me, &peers, &h, &st, &sp));
-        if spawned.is_err() {
-            add(&stats.tcp_dropped);
-        }
-    }
-}
-
-/// Reads exactly `buf.len()` bytes, polling `stop` on timeouts. False on
-/// EOF, error or stop.
-fn read_full(s: &mut TcpStream, buf: &mut [u8], stop: &AtomicBool) -> bool {
-    let mut got = 0;
-    while got < buf.len() {
-        if stop.load(Ordering::Acquire) {
-            return false;
-        }
-        match s.read(&mut buf[got..]) {
-            Ok(0) => return false,
-            Ok(n) => got += n,
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    std::io::ErrorKind::WouldBlock
-                        | std::io::ErrorKind::TimedOut
-                        | std::io::ErrorKind::Interrupted
-                ) => {}
-            Err(_) => return false,
-        }
-    }
-    true
-}
-
-fn tcp_connection(
-    mut s: TcpStream,
-    me: u64,
-    peers: &RwLock<BTreeMap<u64, IpAddr>>,
-    handle: &DriverHandle,
-    stats: &TransportStats,
-    stop: &AtomicBool,
-) {
-    let Ok(remote) = s.peer_addr() else { return };
-    let _ = s.set_read_timeout(Some(POLL));
-    let mut hdr = [0u8; 12];
-    while read_full(&mut s, &mut hdr, stop) {
-        let mut l = [0u8; 4];
-        l.copy_from_slice(&hdr[..4]);
-        let len = u32::from_le_bytes(l) as usize;
-        let mut f = [0u8; 8];
-        f.copy_from_slice(&hdr[4..]);
-        let from = u64::from_le_bytes(f);
-        // Checked per frame: a peer removed meanwhile is refused from then on.
-        let known = from != me
-            && peers
-                .read()
-                .unwrap_or_else(PoisonError::into_inner)
-                .get(&from)
-                .is_some_and(|ip| *ip == remote.ip());
-        if !known || len > MAX_FRAME {
-            add(&stats.tcp_unknown);
-            break;
-        }
-        let mut body = vec![0u8; len];
-        if !read_full(&mut s, &mut body, stop) {
-            break;
-        }
-        add(&stats.tcp_received);
-        handle.deliver(from, body);
-    }
-    let _ = s.shutdown(Shutdown::Both);
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::mpsc;
+    use std::time::Duration;
     use xlane_auth::TRAILER_LEN;
 
     fn udp() -> UdpSocket {
@@ -998,5 +803,213 @@ mod tests {
         assert_eq!(t1.stats().udp_unauthenticated.load(Ordering::Relaxed), 4);
         drop(t1);
         side1.shutdown();
+    }
+
+    /// Opens member `me` of `peers` (raft ids on 127.0.0.1) with `auth`,
+    /// its TCP side serving into a channel.
+    fn open_tcp(
+        me: u64,
+        peers: Vec<(u64, SocketAddr)>,
+        auth: Option<NetAuth>,
+    ) -> (NetTransport, TcpSide, mpsc::Receiver<(u64, Vec<u8>)>) {
+        let any: SocketAddr = "127.0.0.1:0".parse().expect("addr");
+        let cfg = NetConfig {
+            me,
+            bind: peers.iter().find(|p| p.0 == me).map_or(any, |p| p.1),
+            peers,
+            express_mtu: EXPRESS_MTU,
+            lane: None,
+            trees: Default::default(),
+            auth,
+            lane_keys: None,
+        };
+        let (t, mut side) = (0..50)
+            .find_map(|_| NetTransport::open(&cfg).ok())
+            .expect("open");
+        let (tx, rx) = mpsc::channel();
+        let tx = Mutex::new(tx);
+        side.serve_to(Arc::new(move |from, bytes| {
+            let _ = tx.lock().unwrap().send((from, bytes));
+        }))
+        .expect("serve");
+        (t, side, rx)
+    }
+
+    /// Waits until `count` reaches `want` (a bound against hanging).
+    fn until(count: &AtomicU64, want: u64) {
+        for _ in 0..1000 {
+            if count.load(Ordering::Relaxed) >= want {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        panic!(
+            "counter at {}, waited for {want}",
+            count.load(Ordering::Relaxed)
+        );
+    }
+
+    /// The side channel with the group key: member 2's snapshot reaches
+    /// member 1; a connection that claims to be member 2 without the key
+    /// (a hello under another key, one made for another connection's
+    /// nonce, or bare unkeyed frames) is closed and counted, its snapshot
+    /// never delivered; one from an address that is no peer's is closed at
+    /// accept.
+    #[test]
+    fn a_forged_snapshot_over_the_side_channel_is_refused() {
+        use std::io::{Read, Write};
+        use std::net::TcpStream;
+        use xlane_auth::stream::{self, NONCE_LEN};
+        let key = xlane_auth::Key::random().expect("key");
+        let ring = KeyRing::from_pairs(&[(1, key.clone())]);
+        let auth = Some(NetAuth { ring, key_id: 1 });
+        let free = || {
+            let u = UdpSocket::bind("127.0.0.1:0").expect("bind");
+            u.local_addr().expect("addr")
+        };
+        // Member 1 listens; member 2 only sends (its address is where
+        // member 1 expects it).
+        let a2 = free();
+        let (t1, mut side1, rx) = open_tcp(1, vec![(1, free()), (2, a2)], auth.clone());
+        let a1 = side1.addr();
+        let (mut t2, mut side2, _) = open_tcp(2, vec![(1, a1), (2, a2)], auth);
+        t2.send(1, TrafficClass::Regular, b"snapshot from 2".to_vec());
+        let got = rx.recv_timeout(Duration::from_secs(20)).expect("delivered");
+        assert_eq!(got, (2, b"snapshot from 2".to_vec()));
+        let st = t1.stats();
+        let claim = |hello: &dyn Fn(&[u8; NONCE_LEN]) -> Vec<u8>| {
+            let mut s = TcpStream::connect(a1).expect("connect");
+            s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+            let mut nonce = [0u8; NONCE_LEN];
+            s.read_exact(&mut nonce).expect("a nonce first");
+            let mut out = hello(&nonce);
+            let mut frame = (200u32 << 20).to_le_bytes().to_vec();
+            frame.extend_from_slice(&2u64.to_le_bytes());
+            frame.extend_from_slice(b"forged snapshot");
+            out.extend_from_slice(&frame);
+            let _ = s.write_all(&out);
+            // Closed by member 1: the read ends (EOF or reset).
+            let mut rest = Vec::new();
+            let _ = s.read_to_end(&mut rest);
+        };
+        let other = xlane_auth::Key::random().expect("key");
+        type Hello = Box<dyn Fn(&[u8; NONCE_LEN]) -> Vec<u8>>;
+        let hellos: Vec<(&str, Hello)> = vec![
+            (
+                "another key",
+                Box::new(move |n| stream::connect(1, &other, 2, 1, n).0.to_vec()),
+            ),
+            (
+                "another connection's nonce",
+                Box::new(move |_| stream::connect(1, &key, 2, 1, &[9; NONCE_LEN]).0.to_vec()),
+            ),
+            ("no hello, an unkeyed frame", Box::new(|_| Vec::new())),
+        ];
+        for (i, (what, hello)) in hellos.iter().enumerate() {
+            claim(hello.as_ref());
+            until(&st.tcp_unauthenticated, i as u64 + 1);
+            assert!(rx.try_recv().is_err(), "{what}: delivered");
+        }
+        // From 127.0.0.2, no peer's address: closed at accept.
+        let s = socket_from(std::net::Ipv4Addr::new(127, 0, 0, 2), a1);
+        until(&st.tcp_refused, 1);
+        drop(s);
+        // Member 2 is still heard.
+        t2.send(1, TrafficClass::Regular, b"more".to_vec());
+        let got = rx.recv_timeout(Duration::from_secs(20)).expect("delivered");
+        assert_eq!(got, (2, b"more".to_vec()));
+        assert_eq!(st.tcp_received.load(Ordering::Relaxed), 2);
+        drop((t1, t2));
+        side2.shutdown();
+        side1.shutdown();
+    }
+
+    /// A TCP connection to `to` from address `from` (port chosen by the
+    /// kernel).
+    fn socket_from(from: std::net::Ipv4Addr, to: SocketAddr) -> std::net::TcpStream {
+        let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_STREAM, 0) };
+        assert!(fd >= 0);
+        let s = unsafe { <std::net::TcpStream as std::os::fd::FromRawFd>::from_raw_fd(fd) };
+        let sa = |ip: std::net::Ipv4Addr, port: u16| libc::sockaddr_in {
+            sin_family: libc::AF_INET as libc::sa_family_t,
+            sin_port: port.to_be(),
+            sin_addr: libc::in_addr {
+                s_addr: u32::from(ip).to_be(),
+            },
+            sin_zero: [0; 8],
+        };
+        let SocketAddr::V4(to) = to else {
+            panic!("v4 only")
+        };
+        let len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+        let me = sa(from, 0);
+        let there = sa(*to.ip(), to.port());
+        unsafe {
+            assert_eq!(
+                libc::bind(fd, (&me as *const libc::sockaddr_in).cast(), len),
+                0
+            );
+            assert_eq!(
+                libc::connect(fd, (&there as *const libc::sockaddr_in).cast(), len),
+                0
+            );
+        }
+        s
+    }
+
+    /// Without a key: at most MAX_CONNECTIONS are served at once, the rest
+    /// closed at accept and counted; a frame declaring 200 MiB that sends
+    /// little takes little (the member stays up and hears its peer).
+    #[test]
+    fn the_side_channel_serves_a_bounded_number_of_connections() {
+        use crate::tcp_side::MAX_CONNECTIONS;
+        use std::io::Write;
+        use std::net::TcpStream;
+        let free = || {
+            let u = UdpSocket::bind("127.0.0.1:0").expect("bind");
+            u.local_addr().expect("addr")
+        };
+        let a2 = free();
+        let (t1, mut side1, rx) = open_tcp(1, vec![(1, free()), (2, a2)], None);
+        let a1 = side1.addr();
+        let st = t1.stats();
+        let mut held = Vec::new();
+        for _ in 0..MAX_CONNECTIONS {
+            let mut s = TcpStream::connect(a1).expect("connect");
+            // Member 2's id, 200 MiB declared, a few bytes sent.
+            let mut f = (200u32 << 20).to_le_bytes().to_vec();
+            f.extend_from_slice(&2u64.to_le_bytes());
+            f.extend_from_slice(&[0; 64]);
+            s.write_all(&f).expect("write");
+            held.push(s);
+        }
+        for _ in 0..5 {
+            held.push(TcpStream::connect(a1).expect("connect"));
+        }
+        until(&st.tcp_refused, 5);
+        assert_eq!(st.tcp_refused.load(Ordering::Relaxed), 5);
+        assert!(rx.try_recv().is_err());
+        drop((held, t1));
+        side1.shutdown();
+    }
+
+    /// Which raft addresses get the start-up warning without a key.
+    #[test]
+    fn an_unauthenticated_member_off_loopback_is_warned_about() {
+        for (bind, warned) in [
+            ("0.0.0.0:7001", true),
+            ("10.0.0.1:7001", true),
+            ("[::]:7001", true),
+            ("127.0.0.1:7001", false),
+            ("127.0.0.2:7001", false),
+            ("[::1]:7001", false),
+        ] {
+            let w = unauthenticated_warning(bind.parse().expect("addr"));
+            assert_eq!(w.is_some(), warned, "{bind}");
+            assert!(
+                w.is_none_or(|w| w.contains("--key-file") && w.contains(bind)),
+                "{bind}"
+            );
+        }
     }
 }

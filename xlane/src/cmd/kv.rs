@@ -444,6 +444,18 @@ fn kv_metrics(repl: &RaftReplicator, stats: &Stats) -> Vec<xlane_metrics::Family
             "direction",
             &[("sent", n(&t.tcp_sent)), ("received", n(&t.tcp_received))],
         ),
+        Family::by(
+            "xlane_raft_tcp_refused_total",
+            "Raft TCP connections or frames refused, or messages not sent, by reason.",
+            Kind::Counter,
+            "reason",
+            &[
+                ("not_a_peer", n(&t.tcp_refused)),
+                ("unauthenticated", n(&t.tcp_unauthenticated)),
+                ("unknown_sender", n(&t.tcp_unknown)),
+                ("dropped", n(&t.tcp_dropped)),
+            ],
+        ),
     ];
     v.extend(lane);
     v
