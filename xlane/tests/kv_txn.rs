@@ -112,6 +112,11 @@ fn cross_shard_transactions_are_atomic_and_serializable_under_leader_kills() {
         .map_or(0, |d| d.as_nanos());
     let root = std::env::temp_dir().join(format!("xlane-kv-txn-{}-{nanos}", std::process::id()));
     std::fs::create_dir_all(&root).expect("dir");
+    // Every 1Pipe daemon seals its datagrams with one group key.
+    let key_file = root.join("pipe-keys.toml");
+    let ring = xlane_auth::KeyRing::from_pairs(&[(1, xlane_auth::Key::random().expect("key"))]);
+    std::fs::write(&key_file, ring.to_toml()).expect("key file");
+    let key_file = key_file.to_str().expect("utf-8 path").to_string();
     let mut procs = Procs::default();
     let bin = env!("CARGO_BIN_EXE_xlane");
 
@@ -137,6 +142,7 @@ fn cross_shard_transactions_are_atomic_and_serializable_under_leader_kills() {
     for (i, c) in coords.iter().enumerate() {
         let mut cmd = Command::new(bin);
         cmd.args(["pipe", "coordinator", "--bind", &c.to_string()]);
+        cmd.args(["--key-file", &key_file]);
         for m in &shards[0].clients {
             cmd.args(["--store", &m.to_string()]);
         }
@@ -149,6 +155,7 @@ fn cross_shard_transactions_are_atomic_and_serializable_under_leader_kills() {
         for a in &coords {
             c.args(["--coordinator", &a.to_string()]);
         }
+        c.args(["--key-file", &key_file]);
     };
     let mut switchd = Command::new(bin);
     // Silent after 500 ms: far above this machine's stalls, so that only
@@ -243,6 +250,48 @@ fn cross_shard_transactions_are_atomic_and_serializable_under_leader_kills() {
         c.cmd(&["DEL", "m:a", "m:b", "m:c", a, b]),
         Reply::Integer(3)
     );
+
+    // A forged part: a well-formed 1Pipe data packet, as proxy 3 would
+    // send it, carrying a SET for shard 0, without the key. Refused by the
+    // MAC check, counted, never applied (checked at the end).
+    let forged_key = (0..)
+        .map(|i| format!("forged:{i}"))
+        .find(|k| shard_of(k.as_bytes(), SHARDS) == 0)
+        .expect("a key of shard 0");
+    let forger = std::net::UdpSocket::bind("127.0.0.1:0").expect("bind");
+    let reply_to = match forger.local_addr().expect("addr") {
+        std::net::SocketAddr::V4(a) => a,
+        std::net::SocketAddr::V6(_) => unreachable!(),
+    };
+    let mut part = Vec::new();
+    xlane_kv::xshard::msg::SubTxn {
+        id: 1,
+        reply_to,
+        cmds: vec![["SET", forged_key.as_str(), "1"]
+            .iter()
+            .map(|w| w.as_bytes().to_vec())
+            .collect()],
+    }
+    .encode(&mut part)
+    .expect("a part");
+    let now = xlane_pipe::udp::now_ns();
+    let header = xlane_pipe::wire::Header {
+        kind: xlane_pipe::wire::Kind::Data,
+        reliable: true,
+        src: SHARDS + 1,
+        dst: xlane_kv::xshard::applier_id(0),
+        seq: 1,
+        ts: now,
+        barrier: now,
+        commit: now,
+    };
+    let mut packet = vec![0u8; xlane_pipe::wire::HEADER_LEN + part.len()];
+    let n = header.emit(&part, &mut packet).expect("a packet");
+    for _ in 0..3 {
+        forger
+            .send_to(&packet[..n], applier_pipes[0])
+            .expect("send");
+    }
 
     // The load.
     let stop = Arc::new(AtomicBool::new(false));
@@ -419,6 +468,10 @@ fn cross_shard_transactions_are_atomic_and_serializable_under_leader_kills() {
         "too few cross-shard transactions committed: {cross}"
     );
 
+    // The forged part was never applied.
+    let mut c = Conn::open(fronts[0]);
+    assert_eq!(c.cmd(&["GET", &forged_key]), Reply::Bulk(None));
+
     // Each applier met its leader's death (a lost reply or a refused
     // connection, resolved through the marker key).
     for (s, &a) in appliers.iter().enumerate() {
@@ -429,11 +482,15 @@ fn cross_shard_transactions_are_atomic_and_serializable_under_leader_kills() {
             "shard {s} saw no failover: {v}"
         );
         assert_eq!(v["malformed"], 0, "{v}");
+        // Only the forged part failed the MAC check.
+        let forged = if s == 0 { 3 } else { 0 };
+        assert_eq!(v["unauthenticated"], forged, "shard {s}: {v}");
     }
     for (i, &p) in proxies.iter().enumerate().take(PROXIES - 1) {
         let v = procs.terminate(p);
         println!("txn-proxy {i}: {v}");
         assert_eq!(v["stray_replies"], 0, "{v}");
+        assert_eq!(v["unauthenticated"], 0, "{v}");
     }
     // The killed proxy's failure was recovered (by both replicas, each
     // running every step).

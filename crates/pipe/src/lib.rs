@@ -28,6 +28,7 @@
 //!   keeps it from overtaking regular data, and the port that sends and
 //!   takes them on tunnels the controller granted.
 //! - [`udp`]: the endpoint and the hop on UDP sockets.
+//! - [`seal`]: their datagrams authenticated under a group key.
 //!
 //! The design, where it differs from the paper, and what is still to
 //! come are in `docs/pipe.md`.
@@ -39,6 +40,7 @@ pub mod coordinator;
 pub mod ctl;
 pub mod lane;
 pub mod receiver;
+pub mod seal;
 pub mod sender;
 pub mod udp;
 pub mod wire;

@@ -21,11 +21,13 @@ use nix::sys::time::TimeSpec;
 
 use crate::ctl::{Ctl, CTL_MAX_LEN};
 use crate::lane::{LaneBeacon, LanePort, LanePortConfig, LanePortError};
+use crate::seal::{wall_ns, NoSuchKey, PipeSeal, TRAILER_LEN};
 use crate::wire::{Header, Kind, Packet, HEADER_LEN, MAX_PAYLOAD};
 use crate::{
     AggConfig, AggError, AggEvent, Aggregator, Delivery, LinkId, Nanos, Receiver, ReceiverConfig,
     SendError, SendEvent, Sender, SenderConfig,
 };
+use xlane_auth::KeyRing;
 
 /// The clock an endpoint stamps scatterings with (and runs its timers on).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -73,6 +75,9 @@ pub struct DriverStats {
     pub refused: u64,
     /// Sends that failed.
     pub send_errors: u64,
+    /// Datagrams dropped by the MAC check (with a key: forged, replayed
+    /// or unkeyed; [`crate::seal`]).
+    pub unauthenticated: u64,
     /// Input links that spoke again after they were removed as silent
     /// (they join again: they count once their barrier catches up).
     pub rejoined: u64,
@@ -126,31 +131,67 @@ fn sleep_until(
 }
 
 /// One datagram if one is waiting: its length and IPv4 source (`None`
-/// source: an IPv6 one). `Ok(None)` when nothing is.
+/// source: an IPv6 one). `Ok(None)` when nothing is. With `seal`, a
+/// datagram that does not open is counted and skipped (at most
+/// [`RECV_BUDGET`] of them per call), and the length is its payload's.
 fn recv(
     sock: &UdpSocket,
     buf: &mut [u8],
     stats: &mut DriverStats,
+    seal: &mut Option<PipeSeal>,
 ) -> io::Result<Option<(usize, Option<SocketAddrV4>)>> {
-    match sock.recv_from(buf) {
-        Ok((n, from)) => {
-            stats.received += 1;
-            let from = match from {
-                SocketAddr::V4(a) => Some(a),
-                SocketAddr::V6(_) => None,
-            };
-            Ok(Some((n, from)))
+    for _ in 0..RECV_BUDGET {
+        let (n, from) = match sock.recv_from(buf) {
+            Ok(x) => x,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        stats.received += 1;
+        let from = match from {
+            SocketAddr::V4(a) => Some(a),
+            SocketAddr::V6(_) => None,
+        };
+        match seal.as_mut().map(|s| s.open(&buf[..n])) {
+            None => return Ok(Some((n, from))),
+            Some(Some(len)) => return Ok(Some((len, from))),
+            Some(None) => stats.unauthenticated += 1,
         }
-        Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(None),
-        Err(e) => Err(e),
     }
+    Ok(None)
 }
 
-fn send_to(sock: &UdpSocket, bytes: &[u8], to: SocketAddrV4, stats: &mut DriverStats) {
+fn send_to(
+    sock: &UdpSocket,
+    bytes: &[u8],
+    to: SocketAddrV4,
+    stats: &mut DriverStats,
+    seal: &mut Option<PipeSeal>,
+) {
+    let bytes = match seal.as_mut() {
+        None => bytes,
+        Some(s) => match s.seal(bytes, wall_ns()) {
+            Some(b) => b,
+            None => {
+                stats.send_errors += 1;
+                return;
+            }
+        },
+    };
     match sock.send_to(bytes, to) {
         Ok(_) => stats.sent += 1,
         Err(_) => stats.send_errors += 1,
     }
+}
+
+/// Why a driver could not take a key.
+#[derive(Debug, thiserror::Error)]
+pub enum KeyError {
+    /// The key id is not in the ring.
+    #[error(transparent)]
+    NoSuchKey(NoSuchKey),
+    /// The socket's address could not be read.
+    #[error("the socket's address: {0}")]
+    Socket(io::Error),
 }
 
 /// A process on a UDP socket.
@@ -171,6 +212,7 @@ pub struct UdpEndpoint {
     failed: HashSet<u32>,
     proc_fails: VecDeque<(u32, u64)>,
     lane: Option<LanePort>,
+    seal: Option<PipeSeal>,
 }
 
 impl UdpEndpoint {
@@ -193,7 +235,7 @@ impl UdpEndpoint {
             receiver: Receiver::new(me, cfg.1),
             beacon_interval_ns: beacon_interval_ns.max(1),
             last_sent: 0,
-            buf: vec![0u8; HEADER_LEN + MAX_PAYLOAD + 1],
+            buf: vec![0u8; HEADER_LEN + MAX_PAYLOAD + TRAILER_LEN + 1],
             stats: DriverStats::default(),
             me,
             clock: Clock::Monotonic,
@@ -202,6 +244,7 @@ impl UdpEndpoint {
             failed: HashSet::new(),
             proc_fails: VecDeque::new(),
             lane: None,
+            seal: None,
         })
     }
 
@@ -215,6 +258,16 @@ impl UdpEndpoint {
     /// barrier move sooner. Set the clock first.
     pub fn set_lane(&mut self, cfg: &LanePortConfig) -> Result<(), LanePortError> {
         self.lane = Some(LanePort::open(cfg, self.clock.now())?);
+        Ok(())
+    }
+
+    /// Seals every datagram with key `key_id` of `ring` from now on, and
+    /// opens every one received under `ring`'s keys, dropping those that
+    /// do not open ([`crate::seal`]). Every process, hop and coordinator
+    /// of the group needs the key.
+    pub fn set_key(&mut self, ring: KeyRing, key_id: u32) -> Result<(), KeyError> {
+        let local = local(&self.sock).map_err(KeyError::Socket)?;
+        self.seal = Some(PipeSeal::new(ring, key_id, local).map_err(KeyError::NoSuchKey)?);
         Ok(())
     }
 
@@ -290,7 +343,7 @@ impl UdpEndpoint {
             from: self.me,
         }
         .emit(&mut b);
-        send_to(&self.sock, &b, from, &mut self.stats);
+        send_to(&self.sock, &b, from, &mut self.stats, &mut self.seal);
     }
 
     /// The sender core.
@@ -326,7 +379,13 @@ impl UdpEndpoint {
     fn flush(&mut self, now: Nanos) {
         while let Some(o) = self.sender.poll_transmit() {
             if let Ok(n) = o.header.emit(&o.payload, &mut self.buf) {
-                send_to(&self.sock, &self.buf[..n], self.hop, &mut self.stats);
+                send_to(
+                    &self.sock,
+                    &self.buf[..n],
+                    self.hop,
+                    &mut self.stats,
+                    &mut self.seal,
+                );
                 self.last_sent = now;
                 if let Some(l) = self.lane.as_mut() {
                     l.on_regular_sent(now, o.header.barrier, o.header.commit);
@@ -338,7 +397,13 @@ impl UdpEndpoint {
                 continue;
             };
             if let Ok(n) = r.emit(&[], &mut self.buf) {
-                send_to(&self.sock, &self.buf[..n], to, &mut self.stats);
+                send_to(
+                    &self.sock,
+                    &self.buf[..n],
+                    to,
+                    &mut self.stats,
+                    &mut self.seal,
+                );
             }
         }
     }
@@ -347,7 +412,8 @@ impl UdpEndpoint {
     /// at most 256 datagrams.
     pub fn turn(&mut self) -> io::Result<()> {
         for _ in 0..RECV_BUDGET {
-            let Some((n, from)) = recv(&self.sock, &mut self.buf, &mut self.stats)? else {
+            let Some((n, from)) = recv(&self.sock, &mut self.buf, &mut self.stats, &mut self.seal)?
+            else {
                 break;
             };
             let Some(from) = from else {
@@ -395,7 +461,13 @@ impl UdpEndpoint {
         if now.saturating_sub(self.last_sent) >= self.beacon_interval_ns {
             let b = self.sender.beacon(now);
             if let Ok(n) = b.emit(&[], &mut self.buf) {
-                send_to(&self.sock, &self.buf[..n], self.hop, &mut self.stats);
+                send_to(
+                    &self.sock,
+                    &self.buf[..n],
+                    self.hop,
+                    &mut self.stats,
+                    &mut self.seal,
+                );
                 self.stats.beacons += 1;
             }
             self.last_sent = now;
@@ -461,6 +533,7 @@ pub struct UdpHop {
     events: VecDeque<(AggEvent, Option<SocketAddrV4>)>,
     removed: VecDeque<SocketAddrV4>,
     lane: Option<HopLane>,
+    seal: Option<PipeSeal>,
 }
 
 /// A hop's beacons on the express lane.
@@ -525,7 +598,7 @@ impl UdpHop {
             inputs,
             outputs,
             routes,
-            buf: vec![0u8; HEADER_LEN + MAX_PAYLOAD + 1],
+            buf: vec![0u8; HEADER_LEN + MAX_PAYLOAD + TRAILER_LEN + 1],
             stats: DriverStats::default(),
             coordinators: Vec::new(),
             held: HashMap::new(),
@@ -533,6 +606,7 @@ impl UdpHop {
             events: VecDeque::new(),
             removed: VecDeque::new(),
             lane: None,
+            seal: None,
         })
     }
 
@@ -597,6 +671,16 @@ impl UdpHop {
         local(&self.sock)
     }
 
+    /// Seals every datagram with key `key_id` of `ring` from now on, and
+    /// opens every one received under `ring`'s keys, dropping those that
+    /// do not open ([`crate::seal`]). Every process, hop and coordinator
+    /// of the group needs the key.
+    pub fn set_key(&mut self, ring: KeyRing, key_id: u32) -> Result<(), KeyError> {
+        let local = local(&self.sock).map_err(KeyError::Socket)?;
+        self.seal = Some(PipeSeal::new(ring, key_id, local).map_err(KeyError::NoSuchKey)?);
+        Ok(())
+    }
+
     /// Sends everything with this TOS byte (DSCP << 2).
     pub fn set_tos(&self, tos: u8) -> io::Result<()> {
         set_tos(&self.sock, tos)
@@ -624,7 +708,7 @@ impl UdpHop {
                 }
                 let mut b = Vec::with_capacity(CTL_MAX_LEN);
                 Ctl::Removed { link }.emit(&mut b);
-                send_to(&self.sock, &b, from, &mut self.stats);
+                send_to(&self.sock, &b, from, &mut self.stats, &mut self.seal);
             }
             _ => self.stats.refused += 1,
         }
@@ -665,7 +749,7 @@ impl UdpHop {
             }
             .emit(&mut b);
             for &c in &self.coordinators {
-                send_to(&self.sock, &b, c, &mut self.stats);
+                send_to(&self.sock, &b, c, &mut self.stats, &mut self.seal);
             }
         }
     }
@@ -704,7 +788,8 @@ impl UdpHop {
     pub fn turn(&mut self) -> io::Result<()> {
         let mut drained = false;
         for _ in 0..RECV_BUDGET {
-            let Some((n, from)) = recv(&self.sock, &mut self.buf, &mut self.stats)? else {
+            let Some((n, from)) = recv(&self.sock, &mut self.buf, &mut self.stats, &mut self.seal)?
+            else {
                 drained = true;
                 break;
             };
@@ -748,6 +833,7 @@ impl UdpHop {
                 &self.buf[..n],
                 self.outputs[out],
                 &mut self.stats,
+                &mut self.seal,
             );
             self.agg.on_sent(out as LinkId, now);
             if let Some(l) = self.lane.as_mut() {
@@ -774,6 +860,7 @@ impl UdpHop {
                     &bytes,
                     self.outputs[out as usize],
                     &mut self.stats,
+                    &mut self.seal,
                 );
                 self.stats.beacons += 1;
             }

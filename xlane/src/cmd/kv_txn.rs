@@ -10,6 +10,8 @@ use xlane_kv::xshard::{proxy, shard};
 /// Arguments of `xlane kv txn-proxy`.
 #[derive(clap::Args)]
 pub struct ProxyArgs {
+    #[command(flatten)]
+    key: super::KeyArgs,
     /// Address to serve RESP on.
     #[arg(long, default_value = "127.0.0.1:6390")]
     bind: SocketAddr,
@@ -53,6 +55,8 @@ pub struct ProxyArgs {
 /// Arguments of `xlane kv txn-shard`.
 #[derive(clap::Args)]
 pub struct ShardArgs {
+    #[command(flatten)]
+    key: super::KeyArgs,
     /// The shard's index, 0-based (its 1Pipe process id is this + 1).
     #[arg(long)]
     shard: u32,
@@ -133,6 +137,9 @@ pub fn proxy(a: ProxyArgs) -> CmdResult {
         reply_timeout: Duration::from_millis(a.reply_timeout_ms.max(1)),
         coordinators: a.coordinators.clone(),
         clock: clock_of(&a.clock),
+        key: a
+            .key
+            .ring("1Pipe datagrams and shard replies", a.pipe.into())?,
     };
     let stop = install_termination_flag();
     let bind = listener.local_addr()?;
@@ -146,6 +153,7 @@ pub fn proxy(a: ProxyArgs) -> CmdResult {
     ready_line(serde_json::json!({
         "event": "stopped", "requests": stats.requests, "answered": stats.answered,
         "unknown": stats.unknown, "aborted": stats.aborted, "stray_replies": stats.stray_replies,
+        "unauthenticated": stats.unauthenticated,
     }));
     Ok(())
 }
@@ -169,6 +177,7 @@ pub fn shard(a: ShardArgs) -> CmdResult {
         coordinators: a.coordinators.clone(),
         clock: clock_of(&a.clock),
         skew: a.skew_us.map(Duration::from_micros),
+        key: a.key.ring("1Pipe datagrams", a.pipe.into())?,
     };
     let stop = install_termination_flag();
     let stats = shard::run(&cfg, stop, || {
@@ -183,6 +192,7 @@ pub fn shard(a: ShardArgs) -> CmdResult {
         "event": "stopped", "delivered": stats.delivered, "malformed": stats.malformed,
         "applied": stats.applier.applied, "retries": stats.applier.retries,
         "replies_lost": stats.applier.replies_lost, "reply_errors": stats.reply_errors,
+        "unauthenticated": stats.unauthenticated,
     }));
     Ok(())
 }

@@ -22,6 +22,43 @@ pub mod testbed;
 /// The error type every subcommand returns to `main`.
 pub type CmdResult = Result<(), Box<dyn std::error::Error>>;
 
+/// A daemon's group key (`xlane fd keygen` writes the file).
+#[derive(clap::Args, Clone, Debug)]
+pub struct KeyArgs {
+    /// Authenticate this daemon's datagrams with the keys of this cluster
+    /// key file (`xlane fd keygen`): every one sent carries a MAC, and
+    /// every one received that is forged, replayed or without one is
+    /// counted and dropped before it is decoded. Every peer needs it.
+    #[arg(long)]
+    pub key_file: Option<std::path::PathBuf>,
+    /// The key this daemon seals with (every peer must hold it).
+    #[arg(long, default_value_t = 1, requires = "key_file")]
+    pub key_id: u32,
+}
+
+impl KeyArgs {
+    /// The ring and key id, if a key file was given; without one, the
+    /// warning a daemon listening on `bind` (not loopback) prints, once.
+    pub fn ring(
+        &self,
+        what: &str,
+        bind: std::net::SocketAddr,
+    ) -> Result<Option<(xlane_auth::KeyRing, u32)>, String> {
+        match &self.key_file {
+            Some(f) => Ok(Some((fd::key_ring(f)?, self.key_id))),
+            None => {
+                if !bind.ip().is_loopback() {
+                    tracing::warn!(
+                        "{what} on {bind} are not authenticated: anyone who reaches this port \
+                         can speak for a peer; give every peer the same key file (--key-file)"
+                    );
+                }
+                Ok(None)
+            }
+        }
+    }
+}
+
 /// A daemon's main loop until SIGTERM/SIGINT (`stop`) or `seconds` (0: no
 /// limit): `turn` once per pass (it waits for work itself), a `status`
 /// line every `status_every` seconds (0: none) and a final `stopped` one.

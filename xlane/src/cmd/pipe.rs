@@ -58,6 +58,8 @@ struct SwitchdArgs {
     /// Address the hop receives on (IPv4).
     #[arg(long)]
     bind: SocketAddrV4,
+    #[command(flatten)]
+    key: super::KeyArgs,
     /// An input link: the address packets come from (an endpoint or an
     /// upstream hop); repeat for each.
     #[arg(long = "input", required = true)]
@@ -194,6 +196,10 @@ fn switchd(a: SwitchdArgs) -> CmdResult {
     hop.set_tos(a.dscp << 2)
         .map_err(|e| format!("--dscp {}: {e}", a.dscp))?;
     hop.set_coordinators(a.coordinators.clone());
+    if let Some((ring, id)) = a.key.ring("1Pipe datagrams", a.bind.into())? {
+        hop.set_key(ring, id)
+            .map_err(|e| format!("--key-id: {e}"))?;
+    }
     if let Some(bind) = a.lane_bind {
         for (i, t) in a.lane_in.iter().enumerate() {
             if a.lane_in[..i].iter().any(|u| u.tunnel == t.tunnel) {

@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use xlane_host::tuning::install_termination_flag;
 use xlane_kv::client::Client;
 use xlane_kv::resp::Reply;
+use xlane_pipe::seal::{wall_ns, PipeSeal};
 use xlane_pipe::udp::now_ns;
 use xlane_pipe::{CoordOut, Coordinator, Ctl};
 
@@ -33,6 +34,8 @@ pub struct CoordArgs {
     /// process.
     #[arg(long = "process", required = true, value_parser = super::pipe::parse_route)]
     processes: Vec<(u32, SocketAddrV4)>,
+    #[command(flatten)]
+    key: super::KeyArgs,
     /// Milliseconds between re-sends of unconfirmed messages.
     #[arg(long, default_value_t = 20)]
     resend_ms: u64,
@@ -82,6 +85,17 @@ pub fn run(a: CoordArgs) -> CmdResult {
     }
     let sock = UdpSocket::bind(a.bind).map_err(|e| format!("--bind {}: {e}", a.bind))?;
     sock.set_read_timeout(Some(Duration::from_millis(2)))?;
+    let mut seal = match a.key.ring("1Pipe control messages", a.bind.into())? {
+        Some((ring, id)) => {
+            let local = match sock.local_addr()? {
+                SocketAddr::V4(l) => l,
+                SocketAddr::V6(_) => return Err("an IPv6 socket".into()),
+            };
+            Some(PipeSeal::new(ring, id, local).map_err(|e| format!("--key-id: {e}"))?)
+        }
+        None => None,
+    };
+    let mut unauthenticated = 0u64;
     let stop = install_termination_flag();
     let timeout = Duration::from_millis(a.store_timeout_ms.max(1));
     let mut store = Client::new(a.store.clone(), timeout);
@@ -143,12 +157,19 @@ pub fn run(a: CoordArgs) -> CmdResult {
         "failed_before": known.iter().map(|(p, _)| *p).collect::<Vec<_>>(),
     }));
     let mut first_report: HashMap<u32, Instant> = HashMap::new();
-    let mut buf = [0u8; 256];
+    let mut buf = [0u8; 512];
     let mut out = Vec::with_capacity(64);
     while !stop.load(Ordering::Relaxed) {
         match sock.recv_from(&mut buf) {
             Ok((n, SocketAddr::V4(from))) => {
-                if let Ok(m) = Ctl::parse(&buf[..n]) {
+                let n = match seal.as_mut().map(|s| s.open(&buf[..n])) {
+                    None => Some(n),
+                    Some(opened) => opened,
+                };
+                if n.is_none() {
+                    unauthenticated += 1;
+                }
+                if let Some(Ok(m)) = n.map(|n| Ctl::parse(&buf[..n])) {
                     if let Ctl::Silent { link, .. } = m {
                         if let Some(&(p, _)) = a.processes.iter().find(|(_, l)| *l == link) {
                             first_report.entry(p).or_insert_with(Instant::now);
@@ -180,7 +201,12 @@ pub fn run(a: CoordArgs) -> CmdResult {
                 CoordOut::Send { to, msg } => {
                     out.clear();
                     msg.emit(&mut out);
-                    let _ = sock.send_to(&out, to);
+                    let _ = match seal.as_mut() {
+                        None => sock.send_to(&out, to).ok(),
+                        Some(s) => s
+                            .seal(&out, wall_ns())
+                            .and_then(|b| sock.send_to(b, to).ok()),
+                    };
                 }
                 CoordOut::Recovered { proc, t_fail } => {
                     let ms = first_report
@@ -197,7 +223,7 @@ pub fn run(a: CoordArgs) -> CmdResult {
     let s = core.stats();
     emit(serde_json::json!({
         "event": "stopped", "recovered": s.recovered, "resent": s.resent,
-        "unknown_links": s.unknown_links,
+        "unknown_links": s.unknown_links, "unauthenticated": unauthenticated,
     }));
     Ok(())
 }

@@ -18,6 +18,8 @@ use std::net::{SocketAddrV4, TcpListener, TcpStream, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
+use xlane_auth::KeyRing;
+use xlane_pipe::seal::PipeSeal;
 use xlane_pipe::udp::{Clock, UdpEndpoint};
 use xlane_pipe::wire::MAX_PAYLOAD;
 use xlane_pipe::{ReceiverConfig, SendEvent, SenderConfig};
@@ -43,6 +45,9 @@ pub struct ProxyConfig {
     pub coordinators: Vec<SocketAddrV4>,
     /// The clock it stamps with (the appliers' too).
     pub clock: Clock,
+    /// The group key (ring, key id): 1Pipe datagrams sealed, shards'
+    /// replies opened, what does not open dropped ([`xlane_pipe::seal`]).
+    pub key: Option<(KeyRing, u32)>,
 }
 
 /// What the proxy counts.
@@ -58,6 +63,8 @@ pub struct ProxyStats {
     pub aborted: u64,
     /// Reply datagrams refused (malformed, or for no pending request).
     pub stray_replies: u64,
+    /// 1Pipe datagrams and replies refused by the MAC check (with a key).
+    pub unauthenticated: u64,
 }
 
 struct Request {
@@ -105,6 +112,12 @@ pub fn run(
         std::net::SocketAddr::V4(a) => a,
         std::net::SocketAddr::V6(_) => cfg.replies,
     })?;
+    let mut seal = None;
+    if let Some((ring, id)) = &cfg.key {
+        ep.set_key(ring.clone(), *id).map_err(io::Error::other)?;
+        seal = Some(PipeSeal::new(ring.clone(), *id, reply_to).map_err(io::Error::other)?);
+    }
+    let mut refused_replies = 0u64;
     let mut stats = ProxyStats::default();
     let mut pending: HashMap<u64, Pending> = HashMap::new();
     let mut by_ts: HashMap<u64, u64> = HashMap::new();
@@ -142,6 +155,16 @@ pub fn run(
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => return Err(e),
+            };
+            let n = match seal.as_mut() {
+                None => n,
+                Some(s) => match s.open(&buf[..n]) {
+                    Some(len) => len,
+                    None => {
+                        refused_replies += 1;
+                        continue;
+                    }
+                },
             };
             let Ok(r) = ShardReply::decode(&buf[..n]) else {
                 stats.stray_replies += 1;
@@ -195,6 +218,7 @@ pub fn run(
         }
     }
     let _ = acceptor.join();
+    stats.unauthenticated = ep.stats().unauthenticated + refused_replies;
     Ok(stats)
 }
 

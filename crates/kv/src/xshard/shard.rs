@@ -13,6 +13,8 @@ use std::net::{SocketAddr, SocketAddrV4, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::Duration;
+use xlane_auth::KeyRing;
+use xlane_pipe::seal::{wall_ns, PipeSeal};
 use xlane_pipe::udp::{Clock, UdpEndpoint};
 use xlane_pipe::{ReceiverConfig, SenderConfig};
 
@@ -43,6 +45,9 @@ pub struct ShardConfig {
     /// the order of transactions follows real time (strict
     /// serializability). `None`: serializable only.
     pub skew: Option<Duration>,
+    /// The group key (ring, key id): 1Pipe datagrams and replies sealed,
+    /// and those received that do not open dropped ([`xlane_pipe::seal`]).
+    pub key: Option<(KeyRing, u32)>,
 }
 
 /// What a shard daemon counts.
@@ -54,6 +59,8 @@ pub struct ShardStats {
     pub malformed: u64,
     /// Replies that could not be sent.
     pub reply_errors: u64,
+    /// 1Pipe datagrams refused by the MAC check (with a key).
+    pub unauthenticated: u64,
     /// The applier's counters.
     pub applier: ApplierStats,
 }
@@ -82,12 +89,21 @@ pub fn run(
     ep.set_coordinators(cfg.coordinators.clone());
     ep.set_clock(cfg.clock);
     let out = UdpSocket::bind(SocketAddrV4::new(*cfg.pipe.ip(), 0))?;
+    let mut seal = None;
+    if let Some((ring, id)) = &cfg.key {
+        ep.set_key(ring.clone(), *id).map_err(io::Error::other)?;
+        let local = match out.local_addr()? {
+            SocketAddr::V4(a) => a,
+            SocketAddr::V6(_) => return Err(io::Error::other("an IPv6 reply socket")),
+        };
+        seal = Some(PipeSeal::new(ring.clone(), *id, local).map_err(io::Error::other)?);
+    }
     ready();
     let (tx, rx) = mpsc::channel::<(u64, u32, Vec<u8>)>();
     let worker_cfg = cfg.clone();
     let worker = std::thread::Builder::new()
         .name("txn-apply".into())
-        .spawn(move || apply_loop(&worker_cfg, &out, rx, stop))?;
+        .spawn(move || apply_loop(&worker_cfg, &out, seal, rx, stop))?;
     let mut delivered = 0;
     while !stop.load(Ordering::Relaxed) {
         ep.wait(Duration::from_millis(1))?;
@@ -113,12 +129,14 @@ pub fn run(
         .join()
         .map_err(|_| io::Error::other("the applier thread panicked"))?;
     stats.delivered = delivered;
+    stats.unauthenticated = ep.stats().unauthenticated;
     Ok(stats)
 }
 
 fn apply_loop(
     cfg: &ShardConfig,
     out: &UdpSocket,
+    mut seal: Option<PipeSeal>,
     rx: mpsc::Receiver<(u64, u32, Vec<u8>)>,
     stop: &AtomicBool,
 ) -> ShardStats {
@@ -148,7 +166,13 @@ fn apply_loop(
             buf.clear();
             r.encode(&mut buf);
         }
-        if out.send_to(&buf, t.reply_to).is_err() {
+        let sent = match seal.as_mut() {
+            None => out.send_to(&buf, t.reply_to).is_ok(),
+            Some(s) => s
+                .seal(&buf, wall_ns())
+                .is_some_and(|b| out.send_to(b, t.reply_to).is_ok()),
+        };
+        if !sent {
             stats.reply_errors += 1;
         }
     }
