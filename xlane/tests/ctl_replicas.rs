@@ -42,6 +42,9 @@ fn spawn(id: usize, peers: &[String], dir: &Path, keys: &Path, metrics: SocketAd
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_xlane"));
     cmd.args(["ctl", "serve", "--topology", "fat-tree:4", "--keys"])
         .arg(keys)
+        // The replicas' raft traffic sealed with a group key.
+        .arg("--key-file")
+        .arg(keys.with_file_name("raft-keys.toml"))
         .arg("--state")
         .arg(dir.join(format!("r{id}")))
         .args(["--id", &id.to_string(), "--meter-interval-ms", "20"])
@@ -105,6 +108,8 @@ fn kill_9_of_the_serving_replica_loses_no_acknowledged_grant() {
         .expect("xlane ctl keygen");
     assert!(st.success());
     let keys = Keys::from_file(&keys_path).unwrap();
+    let raft_keys = xlane_auth::KeyRing::from_pairs(&[(1, xlane_auth::Key::random().unwrap())]);
+    std::fs::write(dir.path().join("raft-keys.toml"), raft_keys.to_toml()).unwrap();
     let raft: Vec<SocketAddr> = (0..3).map(|_| xlane_testports::raft()).collect();
     let addrs: Vec<SocketAddr> = (0..3).map(|_| xlane_testports::tcp()).collect();
     let metrics: Vec<SocketAddr> = (0..3).map(|_| xlane_testports::tcp()).collect();
@@ -194,14 +199,16 @@ fn kill_9_of_the_serving_replica_loses_no_acknowledged_grant() {
                 let mut c = connect(&addrs, &h, &keys, PATIENCE);
                 for j in answered..PER_HOST {
                     let mut reply = c.call(&request(&h, &to(j), j));
-                    // Lead moved again: find the serving replica, same id.
+                    // Lead moved again (refused, or the connection closed
+                    // unanswered as the replica lost the lead): find the
+                    // serving replica, same id.
                     for _ in 0..5 {
                         if !matches!(
                             &reply,
                             Err(ClientError::Refused {
                                 code: RefusalCode::NotLeader,
                                 ..
-                            })
+                            } | ClientError::Closed)
                         ) {
                             break;
                         }

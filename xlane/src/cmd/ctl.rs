@@ -94,6 +94,10 @@ struct ServeArgs {
     /// Host keys file (from `xlane ctl keygen`).
     #[arg(long)]
     keys: PathBuf,
+    /// A replica's raft traffic between the replicas (UDP datagrams and
+    /// the TCP side channel) authenticated with this group key.
+    #[command(flatten)]
+    raft_key: super::KeyArgs,
     /// State directory (journal, snapshot); created if missing.
     #[arg(long)]
     state: PathBuf,
@@ -457,6 +461,12 @@ fn serve_replica(
     };
     let (te, policy) = (cfg.te.clone(), cfg.policy.clone());
     rc.server = cfg;
+    if let Some(f) = &a.raft_key.key_file {
+        rc.auth = Some(xlane_ctl_replica::NetAuth {
+            ring: super::fd::key_ring(f)?,
+            key_id: a.raft_key.key_id,
+        });
+    }
     let replica = ControllerReplica::start(rc, topo, te, policy, keys, fabric)?;
     let _exporter = match (a.metrics, replica.server()) {
         (Some(m), Some(server)) => {
