@@ -18,7 +18,8 @@
 //! packet (`MAX_PAYLOAD`) then exceeds a 1 500-byte MTU and is fragmented
 //! by IP.
 
-use std::net::SocketAddrV4;
+use std::io;
+use std::net::{SocketAddr, SocketAddrV4, UdpSocket};
 use xlane_auth::{AuthStats, Key, KeyRing, Opener, Sealer, ANY_RECEIVER};
 
 pub use xlane_auth::TRAILER_LEN;
@@ -36,7 +37,7 @@ pub fn sender_id(addr: SocketAddrV4) -> u32 {
 
 /// `CLOCK_REALTIME`, ns: the clock sequence numbers are taken from, so
 /// that a restarted process's go on above its last ones.
-pub fn wall_ns() -> u64 {
+fn wall_ns() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as u64)
@@ -63,7 +64,24 @@ impl std::fmt::Debug for PipeSeal {
 #[error("key {0} is not in the key file")]
 pub struct NoSuchKey(pub u32);
 
+/// Why a seal could not be made for a socket.
+#[derive(Debug, thiserror::Error)]
+pub enum KeyError {
+    /// The key id is not in the ring.
+    #[error(transparent)]
+    NoSuchKey(NoSuchKey),
+    /// The socket's address could not be read, or is not IPv4.
+    #[error("the socket's address: {0}")]
+    Socket(io::Error),
+}
+
 impl PipeSeal {
+    /// [`PipeSeal::new`] as the (IPv4) socket `sock`.
+    pub fn for_socket(ring: KeyRing, key_id: u32, sock: &UdpSocket) -> Result<PipeSeal, KeyError> {
+        let local = local_v4(sock).map_err(KeyError::Socket)?;
+        PipeSeal::new(ring, key_id, local).map_err(KeyError::NoSuchKey)
+    }
+
     /// Seals with key `key_id` of `ring` as the socket at `local`; opens
     /// under every key of `ring`. Takes its room here.
     pub fn new(ring: KeyRing, key_id: u32, local: SocketAddrV4) -> Result<PipeSeal, NoSuchKey> {
@@ -99,6 +117,41 @@ impl PipeSeal {
     /// The opener's counters by kind.
     pub fn stats(&self) -> AuthStats {
         self.opener.stats()
+    }
+}
+
+/// The IPv4 address `sock` is bound to (an IPv6 one is an error).
+pub(crate) fn local_v4(sock: &UdpSocket) -> io::Result<SocketAddrV4> {
+    match sock.local_addr()? {
+        SocketAddr::V4(a) => Ok(a),
+        SocketAddr::V6(_) => Err(io::Error::other("an IPv6 socket")),
+    }
+}
+
+/// Sends `bytes` to `to` on `sock`, sealed first if there is a seal (a
+/// datagram too long to seal is an error, as one too long to send).
+pub fn send(
+    sock: &UdpSocket,
+    seal: Option<&mut PipeSeal>,
+    bytes: &[u8],
+    to: SocketAddrV4,
+) -> io::Result<usize> {
+    match seal {
+        None => sock.send_to(bytes, to),
+        Some(s) => match s.seal(bytes, wall_ns()) {
+            Some(b) => sock.send_to(b, to),
+            None => Err(io::Error::other("too long to seal")),
+        },
+    }
+}
+
+/// The payload length of the received datagram `bytes`: all of it without
+/// a seal; with one, its payload's if it opens, `None` if not (counted by
+/// the seal).
+pub fn opened(seal: Option<&mut PipeSeal>, bytes: &[u8]) -> Option<usize> {
+    match seal {
+        None => Some(bytes.len()),
+        Some(s) => s.open(bytes),
     }
 }
 

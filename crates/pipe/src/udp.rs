@@ -21,7 +21,8 @@ use nix::sys::time::TimeSpec;
 
 use crate::ctl::{Ctl, CTL_MAX_LEN};
 use crate::lane::{LaneBeacon, LanePort, LanePortConfig, LanePortError};
-use crate::seal::{wall_ns, NoSuchKey, PipeSeal, TRAILER_LEN};
+pub use crate::seal::KeyError;
+use crate::seal::{self, PipeSeal, TRAILER_LEN};
 use crate::wire::{Header, Kind, Packet, HEADER_LEN, MAX_PAYLOAD};
 use crate::{
     AggConfig, AggError, AggEvent, Aggregator, Delivery, LinkId, Nanos, Receiver, ReceiverConfig,
@@ -99,13 +100,6 @@ fn set_tos(s: &UdpSocket, tos: u8) -> io::Result<()> {
         .map_err(io::Error::from)
 }
 
-fn local(s: &UdpSocket) -> io::Result<SocketAddrV4> {
-    match s.local_addr()? {
-        SocketAddr::V4(a) => Ok(a),
-        SocketAddr::V6(_) => Err(io::Error::other("an IPv6 socket")),
-    }
-}
-
 /// Sleeps until `sock` (or the lane port) is readable or `until` (ns on
 /// `clock`).
 fn sleep_until(
@@ -151,10 +145,9 @@ fn recv(
             SocketAddr::V4(a) => Some(a),
             SocketAddr::V6(_) => None,
         };
-        match seal.as_mut().map(|s| s.open(&buf[..n])) {
-            None => return Ok(Some((n, from))),
-            Some(Some(len)) => return Ok(Some((len, from))),
-            Some(None) => stats.unauthenticated += 1,
+        match seal::opened(seal.as_mut(), &buf[..n]) {
+            Some(len) => return Ok(Some((len, from))),
+            None => stats.unauthenticated += 1,
         }
     }
     Ok(None)
@@ -167,31 +160,10 @@ fn send_to(
     stats: &mut DriverStats,
     seal: &mut Option<PipeSeal>,
 ) {
-    let bytes = match seal.as_mut() {
-        None => bytes,
-        Some(s) => match s.seal(bytes, wall_ns()) {
-            Some(b) => b,
-            None => {
-                stats.send_errors += 1;
-                return;
-            }
-        },
-    };
-    match sock.send_to(bytes, to) {
+    match seal::send(sock, seal.as_mut(), bytes, to) {
         Ok(_) => stats.sent += 1,
         Err(_) => stats.send_errors += 1,
     }
-}
-
-/// Why a driver could not take a key.
-#[derive(Debug, thiserror::Error)]
-pub enum KeyError {
-    /// The key id is not in the ring.
-    #[error(transparent)]
-    NoSuchKey(NoSuchKey),
-    /// The socket's address could not be read.
-    #[error("the socket's address: {0}")]
-    Socket(io::Error),
 }
 
 /// A process on a UDP socket.
@@ -266,8 +238,7 @@ impl UdpEndpoint {
     /// do not open ([`crate::seal`]). Every process, hop and coordinator
     /// of the group needs the key.
     pub fn set_key(&mut self, ring: KeyRing, key_id: u32) -> Result<(), KeyError> {
-        let local = local(&self.sock).map_err(KeyError::Socket)?;
-        self.seal = Some(PipeSeal::new(ring, key_id, local).map_err(KeyError::NoSuchKey)?);
+        self.seal = Some(PipeSeal::for_socket(ring, key_id, &self.sock)?);
         Ok(())
     }
 
@@ -283,7 +254,7 @@ impl UdpEndpoint {
 
     /// The socket's address.
     pub fn local_addr(&self) -> io::Result<SocketAddrV4> {
-        local(&self.sock)
+        seal::local_v4(&self.sock)
     }
 
     /// Sends everything with this TOS byte (DSCP << 2).
@@ -668,7 +639,7 @@ impl UdpHop {
 
     /// The socket's address.
     pub fn local_addr(&self) -> io::Result<SocketAddrV4> {
-        local(&self.sock)
+        seal::local_v4(&self.sock)
     }
 
     /// Seals every datagram with key `key_id` of `ring` from now on, and
@@ -676,8 +647,7 @@ impl UdpHop {
     /// do not open ([`crate::seal`]). Every process, hop and coordinator
     /// of the group needs the key.
     pub fn set_key(&mut self, ring: KeyRing, key_id: u32) -> Result<(), KeyError> {
-        let local = local(&self.sock).map_err(KeyError::Socket)?;
-        self.seal = Some(PipeSeal::new(ring, key_id, local).map_err(KeyError::NoSuchKey)?);
+        self.seal = Some(PipeSeal::for_socket(ring, key_id, &self.sock)?);
         Ok(())
     }
 

@@ -634,8 +634,7 @@ impl<S: StateMachine> RaftNode<S> {
                 .iter()
                 .filter(|m| m.get_msg_type() == MessageType::MsgSnapshot)
                 .map(|m| m.to);
-            let sent: Vec<u64> = early_snapshots.into_iter().chain(later).collect();
-            for to in sent {
+            for to in early_snapshots.into_iter().chain(later) {
                 self.raw.report_snapshot(to, SnapshotStatus::Finish);
             }
         }

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use xlane_host::tuning::install_termination_flag;
 use xlane_kv::client::Client;
 use xlane_kv::resp::Reply;
-use xlane_pipe::seal::{wall_ns, PipeSeal};
+use xlane_pipe::seal::{self, PipeSeal};
 use xlane_pipe::udp::now_ns;
 use xlane_pipe::{CoordOut, Coordinator, Ctl};
 
@@ -87,11 +87,7 @@ pub fn run(a: CoordArgs) -> CmdResult {
     sock.set_read_timeout(Some(Duration::from_millis(2)))?;
     let mut seal = match a.key.ring("1Pipe control messages", a.bind.into())? {
         Some((ring, id)) => {
-            let local = match sock.local_addr()? {
-                SocketAddr::V4(l) => l,
-                SocketAddr::V6(_) => return Err("an IPv6 socket".into()),
-            };
-            Some(PipeSeal::new(ring, id, local).map_err(|e| format!("--key-id: {e}"))?)
+            Some(PipeSeal::for_socket(ring, id, &sock).map_err(|e| format!("--key-id: {e}"))?)
         }
         None => None,
     };
@@ -162,10 +158,7 @@ pub fn run(a: CoordArgs) -> CmdResult {
     while !stop.load(Ordering::Relaxed) {
         match sock.recv_from(&mut buf) {
             Ok((n, SocketAddr::V4(from))) => {
-                let n = match seal.as_mut().map(|s| s.open(&buf[..n])) {
-                    None => Some(n),
-                    Some(opened) => opened,
-                };
+                let n = seal::opened(seal.as_mut(), &buf[..n]);
                 if n.is_none() {
                     unauthenticated += 1;
                 }
@@ -201,12 +194,7 @@ pub fn run(a: CoordArgs) -> CmdResult {
                 CoordOut::Send { to, msg } => {
                     out.clear();
                     msg.emit(&mut out);
-                    let _ = match seal.as_mut() {
-                        None => sock.send_to(&out, to).ok(),
-                        Some(s) => s
-                            .seal(&out, wall_ns())
-                            .and_then(|b| sock.send_to(b, to).ok()),
-                    };
+                    let _ = seal::send(&sock, seal.as_mut(), &out, to);
                 }
                 CoordOut::Recovered { proc, t_fail } => {
                     let ms = first_report

@@ -19,7 +19,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 use xlane_auth::KeyRing;
-use xlane_pipe::seal::PipeSeal;
+use xlane_pipe::seal::{self, PipeSeal};
 use xlane_pipe::udp::{Clock, UdpEndpoint};
 use xlane_pipe::wire::MAX_PAYLOAD;
 use xlane_pipe::{ReceiverConfig, SendEvent, SenderConfig};
@@ -115,7 +115,7 @@ pub fn run(
     let mut seal = None;
     if let Some((ring, id)) = &cfg.key {
         ep.set_key(ring.clone(), *id).map_err(io::Error::other)?;
-        seal = Some(PipeSeal::new(ring.clone(), *id, reply_to).map_err(io::Error::other)?);
+        seal = Some(PipeSeal::for_socket(ring.clone(), *id, &replies).map_err(io::Error::other)?);
     }
     let mut refused_replies = 0u64;
     let mut stats = ProxyStats::default();
@@ -156,15 +156,9 @@ pub fn run(
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => return Err(e),
             };
-            let n = match seal.as_mut() {
-                None => n,
-                Some(s) => match s.open(&buf[..n]) {
-                    Some(len) => len,
-                    None => {
-                        refused_replies += 1;
-                        continue;
-                    }
-                },
+            let Some(n) = seal::opened(seal.as_mut(), &buf[..n]) else {
+                refused_replies += 1;
+                continue;
             };
             let Ok(r) = ShardReply::decode(&buf[..n]) else {
                 stats.stray_replies += 1;

@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::Duration;
 use xlane_auth::KeyRing;
-use xlane_pipe::seal::{wall_ns, PipeSeal};
+use xlane_pipe::seal::{self, PipeSeal};
 use xlane_pipe::udp::{Clock, UdpEndpoint};
 use xlane_pipe::{ReceiverConfig, SenderConfig};
 
@@ -92,11 +92,7 @@ pub fn run(
     let mut seal = None;
     if let Some((ring, id)) = &cfg.key {
         ep.set_key(ring.clone(), *id).map_err(io::Error::other)?;
-        let local = match out.local_addr()? {
-            SocketAddr::V4(a) => a,
-            SocketAddr::V6(_) => return Err(io::Error::other("an IPv6 reply socket")),
-        };
-        seal = Some(PipeSeal::new(ring.clone(), *id, local).map_err(io::Error::other)?);
+        seal = Some(PipeSeal::for_socket(ring.clone(), *id, &out).map_err(io::Error::other)?);
     }
     ready();
     let (tx, rx) = mpsc::channel::<(u64, u32, Vec<u8>)>();
@@ -166,13 +162,7 @@ fn apply_loop(
             buf.clear();
             r.encode(&mut buf);
         }
-        let sent = match seal.as_mut() {
-            None => out.send_to(&buf, t.reply_to).is_ok(),
-            Some(s) => s
-                .seal(&buf, wall_ns())
-                .is_some_and(|b| out.send_to(b, t.reply_to).is_ok()),
-        };
-        if !sent {
+        if seal::send(out, seal.as_mut(), &buf, t.reply_to).is_err() {
             stats.reply_errors += 1;
         }
     }
