@@ -178,15 +178,25 @@ impl Engine {
         })
     }
 
-    fn start(&mut self, run: &Run<'_>) {
+    /// Readies a run: its budget, its seed, and the hook re-armed, so its
+    /// instructions count from the first (Lua keeps the count between two
+    /// firings of the hook, and a member's earlier runs must not move where
+    /// this one stops).
+    fn start(&mut self, run: &Run<'_>) -> mlua::Result<()> {
         self.left.set(i64::try_from(run.budget).unwrap_or(i64::MAX));
         self.over.set(false);
         self.rng.set(run.seed);
         self.resp3.set(false);
         super::libs::reset();
+        budget_hook(&self.lua, &self.left, &self.over)
     }
 
+    /// Compiles `body`. Compiling is not metered: whether a member has the
+    /// code compiled already differs from member to member, so it must not
+    /// change any run's outcome.
     fn compile(&mut self, body: &[u8], name: &str) -> Result<Function, String> {
+        self.left.set(i64::MAX);
+        self.over.set(false);
         let src = self
             .lua
             .create_string(uncomment_shebang(body))
@@ -222,7 +232,9 @@ impl Engine {
         run: Run<'_>,
         host: &mut dyn Host,
     ) -> Outcome {
-        self.start(&run);
+        if let Err(e) = self.start(&run) {
+            return Outcome::Done(Reply::err(format!("ERR the Lua engine did not start: {e}")));
+        }
         let resp3 = self.resp3.clone();
         let over = self.over.clone();
         let left = self.left.clone();
@@ -514,7 +526,8 @@ impl Engine {
             args: &[],
             seed: 0,
             budget,
-        });
+        })
+        .map_err(lua_err)?;
         let load: Function = self.entry.get("load").map_err(lua_err)?;
         let (ok, v): (bool, Value) = load.call(f).map_err(lua_err)?;
         if self.over.get() {
@@ -692,6 +705,57 @@ mod tests {
         }
         // The next script runs with a fresh budget.
         assert_eq!(run("return 1", 1_000_000), Outcome::Done(Reply::Integer(1)));
+    }
+
+    /// Where a run stops depends on the run alone: not on what ran or
+    /// compiled on the thread before it (a member that restarted, or ran
+    /// other scripts, stops a script where every other member does).
+    #[test]
+    fn a_runs_budget_does_not_depend_on_the_threads_history() {
+        let body = "local n = 0 for i = 1, 400 do n = n + i end return n";
+        let budgets: Vec<u64> = (1..=40).map(|k| k * 100).collect();
+        let fresh = |budget: u64| {
+            std::thread::spawn(move || run(body, budget))
+                .join()
+                .unwrap()
+        };
+        let histories: [&[&str]; 3] = [
+            &["local n = 0 for i = 1, 37 do n = n + i end return n"],
+            &["return 1", "return 2", "return 3"],
+            &["while true do end"],
+        ];
+        for history in histories {
+            for &budget in &budgets {
+                let after = std::thread::spawn(move || {
+                    for h in history {
+                        run(h, 1_000_000);
+                    }
+                    run(body, budget)
+                })
+                .join()
+                .unwrap();
+                assert_eq!(after, fresh(budget), "budget {budget} after {history:?}");
+            }
+        }
+    }
+
+    /// Compiling is not metered: after a run spent its budget, new scripts
+    /// still compile, however many.
+    #[test]
+    fn scripts_compile_after_a_run_spent_its_budget() {
+        std::thread::spawn(|| {
+            assert!(matches!(
+                run("while true do end", 10_000),
+                Outcome::OverBudget(_)
+            ));
+            for i in 0..500 {
+                let body = format!("return {i}");
+                let sha = sha1_hex(body.as_bytes());
+                assert_eq!(check_script(&sha, body.as_bytes()), Ok(()), "{body}");
+            }
+        })
+        .join()
+        .unwrap();
     }
 
     #[test]
