@@ -10,6 +10,7 @@
 //! Redis node's is); the parameters that shape replicated data travel in
 //! the ops instead (see `docs/kv-commands.md`).
 
+use crate::limits::OutputLimits;
 use crate::notify::{glob_match, NotifyFlags};
 use std::collections::BTreeMap;
 
@@ -31,6 +32,9 @@ pub enum Kind {
     Save,
     /// `notify-keyspace-events` flags.
     Notify,
+    /// `client-output-buffer-limit`: `class hard soft seconds` groups; a
+    /// `CONFIG SET` changes the classes it names.
+    BufferLimits,
     /// Any text.
     Text,
 }
@@ -79,6 +83,8 @@ pub const ACTING: &[&str] = &[
     "maxmemory",
     "maxmemory-policy",
     "maxclients",
+    "timeout",
+    "client-output-buffer-limit",
     "proto-max-bulk-len",
     "client-query-buffer-limit",
     "hll-sparse-max-bytes",
@@ -139,7 +145,7 @@ pub const PARAMS: &[Param] = &[
     p(
         "client-output-buffer-limit",
         "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60",
-        Text,
+        BufferLimits,
         Mutable,
     ),
     p("client-query-buffer-limit", "1073741824", Mem, Mutable),
@@ -484,6 +490,7 @@ impl Config {
     pub fn set_at_start(&mut self, name: &str, value: &str) -> Result<(), ConfigError> {
         let p = param(name.as_bytes()).ok_or_else(|| ConfigError::Unknown(name.into()))?;
         let v = check(p, name, value)?;
+        let v = self.merged(p, v);
         self.values.insert(p.name, v);
         Ok(())
     }
@@ -534,13 +541,33 @@ impl Config {
                 return Err(refused("duplicate parameter"));
             }
             let value = String::from_utf8_lossy(&pair[1]).into_owned();
-            staged.push((p.name, check(p, &asked, &value)?));
+            let v = check(p, &asked, &value)?;
+            staged.push((p.name, self.merged(p, v)));
         }
         let names = staged.iter().map(|(n, _)| *n).collect();
         for (n, v) in staged {
             self.values.insert(n, v);
         }
         Ok(names)
+    }
+}
+
+impl Config {
+    /// A checked value as it is kept: for buffer limits, the classes it
+    /// names set over the current ones.
+    fn merged(&self, p: &Param, v: String) -> String {
+        match p.kind {
+            BufferLimits => self.output_limits().merged(&v).map_or(v, |l| l.text()),
+            _ => v,
+        }
+    }
+
+    /// `client-output-buffer-limit` as the loop enforces it.
+    pub fn output_limits(&self) -> OutputLimits {
+        let d = OutputLimits::default();
+        self.get("client-output-buffer-limit")
+            .and_then(|t| d.merged(t).ok())
+            .unwrap_or(d)
     }
 }
 
@@ -600,6 +627,10 @@ fn check(p: &Param, asked: &str, value: &str) -> Result<String, ConfigError> {
                 "Invalid event class character. Use 'Ag$lshzxeKEtmdn'.".into(),
             )),
         },
+        BufferLimits => match OutputLimits::default().merged(value) {
+            Ok(_) => Ok(value.into()),
+            Err(e) => Err(refused(e.to_string())),
+        },
         Text => Ok(value.into()),
     }
 }
@@ -612,6 +643,27 @@ mod tests {
         s.split_whitespace()
             .map(|w| w.as_bytes().to_vec())
             .collect()
+    }
+
+    /// `client-output-buffer-limit`: a set changes the classes it names;
+    /// a malformed value is refused with Redis's words and changes none.
+    #[test]
+    fn output_buffer_limits_merge_by_class() {
+        let name = b"client-output-buffer-limit".to_vec();
+        let mut c = Config::default();
+        let set = |c: &mut Config, v: &str| c.set(&[name.clone(), v.as_bytes().to_vec()]);
+        assert!(set(&mut c, "pubsub 1mb 512kb 10").is_ok());
+        assert_eq!(
+            c.get("client-output-buffer-limit"),
+            Some("normal 0 0 0 slave 268435456 67108864 60 pubsub 1048576 524288 10")
+        );
+        assert_eq!(
+            set(&mut c, "pubsub 1mb").map_err(|e| e.to_string()),
+            Err("ERR CONFIG SET failed (possibly related to argument 'client-output-buffer-limit') - Wrong number of arguments in buffer limit configuration.".into())
+        );
+        assert!(set(&mut c, "normal 1kb 0 0").is_ok());
+        assert_eq!(c.output_limits().normal.hard, 1024);
+        assert_eq!(c.output_limits().pubsub.hard, 1 << 20);
     }
 
     /// (CONFIG SET words, the reply Redis 7.0.15 gives, then CONFIG GET of

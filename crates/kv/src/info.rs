@@ -36,6 +36,12 @@ pub struct Facts {
     pub pubsubshard_channels: usize,
     /// Connections accepted since start.
     pub total_connections: u64,
+    /// Connections refused past `maxclients` since start.
+    pub rejected_connections: u64,
+    /// Clients closed past their output buffer limit since start.
+    pub output_limit_closed: u64,
+    /// `maxclients` as the loop enforces it.
+    pub maxclients: usize,
     /// Commands answered since start.
     pub total_commands: u64,
     /// Calls per command since start (name, calls), for `Commandstats`.
@@ -137,7 +143,7 @@ fn section(name: &str, store: &Store, now_ms: u64, f: &Facts) -> String {
         "clients" => {
             kv("connected_clients", f.connected_clients.to_string());
             kv("cluster_connections", "0".into());
-            kv("maxclients", "10000".into());
+            kv("maxclients", f.maxclients.to_string());
             kv("blocked_clients", f.blocked_clients.to_string());
             kv("tracking_clients", f.tracking_clients.to_string());
             kv("clients_in_timeout_table", f.blocked_clients.to_string());
@@ -178,7 +184,7 @@ fn section(name: &str, store: &Store, now_ms: u64, f: &Facts) -> String {
             );
             kv("total_commands_processed", f.total_commands.to_string());
             kv("instantaneous_ops_per_sec", "0".into());
-            kv("rejected_connections", "0".into());
+            kv("rejected_connections", f.rejected_connections.to_string());
             kv("expired_keys", store.expired_count().to_string());
             // MIGRATE opens no cached connection: it moves no key between
             // servers here (see docs/kv-commands.md).
@@ -194,6 +200,10 @@ fn section(name: &str, store: &Store, now_ms: u64, f: &Facts) -> String {
             kv("tracking_total_items", f.tracking_items.to_string());
             kv("tracking_total_prefixes", f.tracking_prefixes.to_string());
             kv("total_error_replies", "0".into());
+            kv(
+                "client_output_buffer_limit_disconnections",
+                f.output_limit_closed.to_string(),
+            );
             kv("xlane_applied_ops", store.applied().to_string());
             kv("xlane_leader_term", store.leader_term().to_string());
             kv("xlane_notify_dropped", store.events_dropped().to_string());

@@ -49,6 +49,7 @@ pub mod dispatch;
 pub mod exec;
 pub mod expiry;
 pub mod info;
+pub mod limits;
 pub mod members;
 pub mod notify;
 pub mod op;

@@ -309,6 +309,12 @@ pub struct Stats {
     pub commands: AtomicU64,
     /// Connections closed for a protocol error.
     pub protocol_errors: AtomicU64,
+    /// Connections refused past `maxclients`.
+    pub rejected: AtomicU64,
+    /// Clients closed past their `client-output-buffer-limit`.
+    pub output_limit_closed: AtomicU64,
+    /// Clients closed idle past `timeout`.
+    pub idle_closed: AtomicU64,
     /// Calls per command of [`crate::cmd::table::TABLE`], by its index.
     calls: std::sync::OnceLock<Vec<AtomicU64>>,
 }

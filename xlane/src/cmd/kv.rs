@@ -413,6 +413,17 @@ fn kv_metrics(repl: &RaftReplicator, stats: &Stats) -> Vec<xlane_metrics::Family
             Kind::Counter,
             n(&stats.protocol_errors),
         ),
+        Family::by(
+            "xlane_kv_clients_closed_total",
+            "Client connections refused or closed by a limit, by reason.",
+            Kind::Counter,
+            "reason",
+            &[
+                ("maxclients", n(&stats.rejected)),
+                ("output_buffer_limit", n(&stats.output_limit_closed)),
+                ("timeout", n(&stats.idle_closed)),
+            ],
+        ),
         Family::one(
             "xlane_raft_leader_id",
             "The raft id of the leader this member knows (0: none).",

@@ -206,6 +206,8 @@ pub(super) struct Conn {
     /// Pushes ([`Conn::push`]) held while a read group waits in
     /// `deferred`: they go out after its replies.
     pub(super) held_pushes: Vec<u8>,
+    /// Where its unsent bytes stand against its output buffer limit.
+    pub(super) output_watch: crate::limits::OutputWatch,
 }
 
 /// Which replies a connection gets (`CLIENT REPLY`).

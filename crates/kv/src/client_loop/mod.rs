@@ -66,6 +66,7 @@ use reads::{each, Answer};
 
 use crate::dispatch::{classify, config_get, Action, MemberCmd, PubSubCmd, SettingCmd};
 use crate::exec::Apply;
+use crate::limits::{ClientLimits, OutputWatch, ERR_MAX_CLIENTS};
 use crate::members::{encode_member, Members, Peer};
 use crate::notify::NotifyFlags;
 use crate::op::{WriteCmd, WriteOp};
@@ -239,6 +240,10 @@ pub struct ClientLoop {
     /// `maxmemory` in bytes (0: none), read from `config` when a `CONFIG
     /// SET` changes it, not on every command.
     maxmemory: u64,
+    /// `maxclients`, `timeout` and `client-output-buffer-limit` as set now.
+    client_limits: ClientLimits,
+    /// When idle clients were last looked for (once a second).
+    idle_checked: Instant,
     /// Its `notify-keyspace-events`, parsed.
     notify: NotifyFlags,
     /// The event classes the store queues now.
@@ -292,6 +297,12 @@ impl ClientLoop {
             libc::EPOLLIN as u32,
             LISTENER,
         )?;
+        let mut config = crate::config::Config::default();
+        let (fit, warning) = crate::limits::fit_maxclients(config.number("maxclients"));
+        if let Some(w) = warning {
+            tracing::warn!("{w}");
+            let _ = config.set_at_start("maxclients", &fit.to_string());
+        }
         Ok(ClientLoop {
             epoll,
             listener,
@@ -309,7 +320,9 @@ impl ClientLoop {
             events: vec![libc::epoll_event { events: 0, u64: 0 }; MAX_EVENTS],
             chunk: vec![0; 64 << 10],
             subs: Registry::new(),
-            config: crate::config::Config::default(),
+            client_limits: ClientLimits::of(&config),
+            idle_checked: Instant::now(),
+            config,
             maxmemory: 0,
             notify: NotifyFlags::NONE,
             store_classes: NotifyFlags::NONE,
@@ -354,6 +367,14 @@ impl ClientLoop {
                 Ok((s, _)) => s,
                 Err(_) => return, // WouldBlock, or a connection that died queued
             };
+            if self.conns.len() >= self.client_limits.maxclients {
+                // As Redis: the error, best effort, and the connection closed.
+                let mut s = stream;
+                let _ = s.set_nonblocking(true);
+                let _ = s.write(format!("-{ERR_MAX_CLIENTS}\r\n").as_bytes());
+                self.stats.rejected.fetch_add(1, Ordering::Relaxed);
+                continue;
+            }
             let id = self.next_conn;
             self.next_conn += 1;
             let interest = libc::EPOLLIN as u32;
@@ -393,6 +414,7 @@ impl ClientLoop {
                     monitor: false,
                     replies: Default::default(),
                     held_pushes: Vec::new(),
+                    output_watch: OutputWatch::default(),
                 },
             );
         }
@@ -462,6 +484,25 @@ impl ClientLoop {
             }
         }
         c.out.drain(..written);
+        let class = if self.subs.subscribed(id) {
+            &self.client_limits.output.pubsub
+        } else {
+            &self.client_limits.output.normal
+        };
+        if c.output_watch
+            .over(class, c.out.len() as u64, Instant::now())
+        {
+            tracing::warn!(
+                "client id={id} addr={} closed for overcoming of output buffer limits ({} bytes unsent)",
+                c.stream.peer_addr().map_or_else(|_| "?".into(), |a| a.to_string()),
+                c.out.len()
+            );
+            self.stats
+                .output_limit_closed
+                .fetch_add(1, Ordering::Relaxed);
+            self.close(id);
+            return;
+        }
         let answered = c.queue.is_empty() && c.deferred.is_none() && c.held.is_none() && !c.more;
         let done = c.out.is_empty() && (c.quit || (c.eof && answered));
         if broken || done {
@@ -490,6 +531,32 @@ impl ClientLoop {
             if let Some(c) = self.conns.get_mut(&id) {
                 c.interest = want;
             }
+        }
+    }
+
+    /// Closes the clients idle past `timeout` (looked for once a second;
+    /// subscribers and blocked clients are exempt, as in Redis).
+    fn close_idle(&mut self) {
+        let now = Instant::now();
+        if self.client_limits.timeout == 0
+            || now.duration_since(self.idle_checked) < std::time::Duration::from_secs(1)
+        {
+            return;
+        }
+        self.idle_checked = now;
+        let timeout = self.client_limits.timeout;
+        let idle: Vec<u64> = self
+            .conns
+            .iter()
+            .filter(|(id, c)| {
+                let exempt = c.blocked || c.monitor || self.subs.subscribed(**id);
+                crate::limits::idle_past(timeout, c.last_input, now, exempt)
+            })
+            .map(|(id, _)| *id)
+            .collect();
+        for id in idle {
+            self.stats.idle_closed.fetch_add(1, Ordering::Relaxed);
+            self.close(id);
         }
     }
 
@@ -634,6 +701,9 @@ impl ClientLoop {
         f.pubsubshard_channels = self.subs.channels(Kind::Shard).count();
         f.pubsub_patterns = self.subs.patterns();
         f.total_connections = self.stats.connections.load(Ordering::Relaxed);
+        f.rejected_connections = self.stats.rejected.load(Ordering::Relaxed);
+        f.output_limit_closed = self.stats.output_limit_closed.load(Ordering::Relaxed);
+        f.maxclients = self.client_limits.maxclients;
         f.total_commands = self.stats.commands.load(Ordering::Relaxed);
         f.calls = self.stats.calls();
         let (clients, keys, items, prefixes) = self.tracking_facts();
@@ -719,6 +789,7 @@ impl Frontend for ClientLoop {
         }
         self.serve_waiters(sub);
         self.update_facts(sub);
+        self.close_idle();
         for id in std::mem::take(&mut self.again) {
             self.pump(id, sub);
         }

@@ -548,6 +548,112 @@ fn bad_and_departing_clients_leave_the_loop_serving() {
     }
 }
 
+/// Waits (at most 10 s) until `f` holds; false if it never did.
+fn eventually(mut f: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !f() {
+        if Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    true
+}
+
+/// Redis's client limits: a connection past `maxclients` is refused with
+/// Redis's error; a subscriber that stops reading is closed at its output
+/// buffer limit while the publisher goes on; an idle client is closed
+/// after `timeout`. Each is counted.
+#[test]
+fn client_limits_refuse_and_close_as_redis() {
+    let m = start(1);
+    let a = m.clients[0];
+    let _ = leader(&m);
+    let st = &m.stats[0];
+    let mut admin = connect(a);
+    assert_eq!(
+        cmd(&mut admin, &["CONFIG", "SET", "maxclients", "3"]),
+        Reply::ok()
+    );
+    // The admin connection and two more fit.
+    let mut held: Vec<TcpStream> = (0..2).map(|_| connect(a)).collect();
+    for c in &mut held {
+        assert_eq!(cmd(c, &["PING"]), Reply::Simple("PONG".into()));
+    }
+    let mut refused = connect(a);
+    assert_eq!(
+        replies(&mut refused, 2),
+        vec![Reply::err("ERR max number of clients reached")]
+    );
+    assert_eq!(st.rejected.load(Ordering::Relaxed), 1);
+    drop(held);
+    assert!(eventually(
+        || cmd(&mut connect(a), &["PING"]) == Reply::Simple("PONG".into())
+    ));
+
+    // A subscriber that never reads, 10 MB published at it.
+    let limit = [
+        "CONFIG",
+        "SET",
+        "client-output-buffer-limit",
+        "pubsub 256kb 0 0",
+    ];
+    assert_eq!(cmd(&mut admin, &limit), Reply::ok());
+    let mut sub = connect(a);
+    let _ = cmd(&mut sub, &["SUBSCRIBE", "ch"]);
+    let big = "x".repeat(10_000);
+    for _ in 0..1000 {
+        match cmd(&mut admin, &["PUBLISH", "ch", &big]) {
+            Reply::Integer(_) => {}
+            r => panic!("{r:?}"),
+        }
+        if st.output_limit_closed.load(Ordering::Relaxed) > 0 {
+            break;
+        }
+    }
+    assert!(eventually(|| st
+        .output_limit_closed
+        .load(Ordering::Relaxed)
+        == 1));
+    assert_eq!(
+        cmd(&mut admin, &["PUBLISH", "ch", "after"]),
+        Reply::Integer(0)
+    );
+    match cmd(&mut admin, &["INFO", "stats"]) {
+        Reply::Bulk(Some(b)) => {
+            let text = String::from_utf8_lossy(&b).into_owned();
+            // At least the one above (a retry below may have met the
+            // limit before the loop saw the held connections go).
+            let rejected = st.rejected.load(Ordering::Relaxed);
+            assert!(rejected >= 1);
+            let line = format!("rejected_connections:{rejected}\r\n");
+            assert!(text.contains(&line), "{text}");
+            assert!(
+                text.contains("client_output_buffer_limit_disconnections:1\r\n"),
+                "{text}"
+            );
+        }
+        r => panic!("{r:?}"),
+    }
+
+    // An idle client, closed after `timeout`; the admin keeps talking.
+    assert_eq!(
+        cmd(&mut admin, &["CONFIG", "SET", "timeout", "1"]),
+        Reply::ok()
+    );
+    let mut idle = connect(a);
+    assert_eq!(cmd(&mut idle, &["PING"]), Reply::Simple("PONG".into()));
+    assert!(eventually(|| {
+        let _ = cmd(&mut admin, &["PING"]);
+        st.idle_closed.load(Ordering::Relaxed) >= 1
+    }));
+    assert_eq!(
+        replies(&mut idle, 1),
+        vec![],
+        "the idle client's connection ends"
+    );
+}
+
 fn bulks(v: &[&str]) -> Reply {
     Reply::Array(Some(v.iter().map(|w| bulk(w)).collect()))
 }
