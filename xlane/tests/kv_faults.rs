@@ -1,9 +1,13 @@
 //! Correctness under real faults: three `xlane kv serve` members run as
 //! real processes in hosts h0..h2 of the emulated datacenter, concurrent
-//! clients in h3 reach them through the switch, and a seeded schedule kills
-//! members (`kill -9`, then a restart from their data directory) and cuts
-//! members off (their link down: a partition of one member from the rest
-//! and from the clients), the leader among them whenever the draw hits it.
+//! clients in h3 reach them through the switch, and a seeded schedule
+//! injects Jepsen's faults into one member at a time, the leader among them
+//! whenever the draw hits it (`faults/inject.rs`): `kill -9` and restart,
+//! its link cut, a pause (`SIGSTOP` past the election timeout), one-way
+//! partitions (deaf: sends but receives nothing; mute: the reverse), its
+//! wall clock stepped forward or back, its data directory's disk filled.
+//! `KV_FAULTS=pause,deaf` (names separated by commas) injects only those
+//! kinds; all are mixed by default.
 //! Dropped, duplicated and delayed packets are exercised in the simulator
 //! (`cargo test -p xlane-xraft --test linearizable`): this kernel has no
 //! `netem`.
@@ -28,12 +32,16 @@
 //! nothing else.
 
 mod common;
+#[path = "faults/inject.rs"]
+mod inject;
 #[path = "faults/pubsub.rs"]
 mod pubsub;
 #[path = "faults/streams.rs"]
 mod streams;
 
 use common::Conn;
+use inject::{Fault, SmallDisk};
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -77,12 +85,18 @@ fn now_ns(t0: Instant) -> u64 {
     t0.elapsed().as_nanos() as u64
 }
 
-/// The members: processes in the testbed's host namespaces.
+/// The members: processes in the testbed's host namespaces, each with its
+/// data directory on its own small disk and its own wall clock offset.
 struct Members {
     hosts: Vec<HostInfo>,
     dir: PathBuf,
     children: Vec<Option<Child>>,
+    disks: Vec<SmallDisk>,
 }
+
+/// Each member's data directory: a tmpfs of this many MiB (the runs write a
+/// few MiB of log and snapshots).
+const DISK_MIB: u32 = 64;
 
 impl Members {
     fn peers(&self) -> Vec<String> {
@@ -94,6 +108,27 @@ impl Members {
             .collect()
     }
 
+    fn new(hosts: Vec<HostInfo>, dir: PathBuf) -> Members {
+        let disks = (0..MEMBERS)
+            .map(|i| SmallDisk::mount(&dir.join(format!("m{i}")), DISK_MIB))
+            .collect();
+        let m = Members {
+            hosts,
+            dir,
+            children: (0..MEMBERS).map(|_| None).collect(),
+            disks,
+        };
+        for i in 0..MEMBERS {
+            inject::set_clock(&m.clock(i), 0);
+        }
+        m
+    }
+
+    /// The file member `i`'s wall clock offset is read from.
+    fn clock(&self, i: usize) -> PathBuf {
+        self.dir.join(format!("m{i}.clock"))
+    }
+
     fn client_addr(&self, i: usize) -> SocketAddr {
         SocketAddr::from((self.hosts[i].addr, RESP_PORT))
     }
@@ -102,6 +137,7 @@ impl Members {
     /// ready line.
     fn start(&mut self, i: usize) {
         let mut cmd = Command::new("ip");
+        cmd.envs(inject::faketime_env(&self.clock(i)));
         cmd.args(["netns", "exec", &self.hosts[i].netns])
             .arg(env!("CARGO_BIN_EXE_xlane"))
             .args(["kv", "serve", "--id", &(i + 1).to_string()]);
@@ -136,6 +172,26 @@ impl Members {
             let _ = c.kill();
             let _ = c.wait();
         }
+    }
+
+    /// Stops or resumes member `i` (`SIGSTOP`, `SIGCONT`).
+    fn signal(&self, i: usize, sig: libc::c_int) {
+        if let Some(c) = &self.children[i] {
+            // SAFETY: a plain syscall on the PID of a child this test started
+            // (and has not reaped).
+            unsafe { libc::kill(c.id() as libc::pid_t, sig) };
+        }
+    }
+
+    /// Whether member `i` exited by itself (reaped if so).
+    fn exited(&mut self, i: usize) -> bool {
+        let gone = self.children[i]
+            .as_mut()
+            .is_some_and(|c| c.try_wait().ok().flatten().is_some());
+        if gone {
+            self.children[i] = None;
+        }
+        gone
     }
 
     fn log(&self, i: usize) -> PathBuf {
@@ -186,8 +242,10 @@ impl Members {
 impl Drop for Members {
     fn drop(&mut self) {
         for i in 0..MEMBERS {
+            self.signal(i, libc::SIGCONT);
             self.kill(i);
         }
+        self.disks.clear();
         let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
@@ -555,11 +613,79 @@ fn in_ns<T: Send + 'static>(
     })
 }
 
-/// What the fault schedule did.
+/// What the fault schedule did: faults by kind, and the members a full
+/// disk stopped (restarted once it had room again).
 #[derive(Default, Debug)]
 struct Faults {
-    kills: u32,
-    cuts: u32,
+    done: BTreeMap<Fault, u32>,
+    stopped_by_disk: u32,
+}
+
+impl Faults {
+    fn summary(&self) -> String {
+        let kinds: Vec<String> = self
+            .done
+            .iter()
+            .map(|(f, n)| format!("{n} {}", f.name()))
+            .collect();
+        format!(
+            "faults {} ({} members stopped on a full disk)",
+            kinds.join(", "),
+            self.stopped_by_disk
+        )
+    }
+}
+
+/// Injects `fault` into member `victim`, holds it for `hold`, heals it.
+fn inject(m: &mut Members, fault: Fault, victim: usize, hold: Duration, rng: &mut Rng) -> bool {
+    let h = m.hosts[victim].clone();
+    match fault {
+        Fault::Kill => {
+            m.kill(victim);
+            std::thread::sleep(hold);
+            m.start(victim);
+        }
+        Fault::Cut => {
+            in_host(&h, &["ip", "link", "set", &h.iface, "down"]);
+            std::thread::sleep(hold);
+            in_host(&h, &["ip", "link", "set", &h.iface, "up"]);
+        }
+        Fault::Pause => {
+            m.signal(victim, libc::SIGSTOP);
+            // Past the election timeout (10 ticks of 10 ms) many times over.
+            std::thread::sleep(hold * 2);
+            m.signal(victim, libc::SIGCONT);
+        }
+        Fault::Deaf | Fault::Mute => {
+            let rule = inject::one_way_rule(fault, &h.iface);
+            let with = |op: &str| {
+                let mut args = vec!["iptables-legacy", "-w", op];
+                args.extend(rule.iter().map(String::as_str));
+                in_host(&h, &args);
+            };
+            with("-A");
+            std::thread::sleep(hold);
+            with("-D");
+        }
+        Fault::Clock => {
+            // Forward or back by 1 to 30 s; libfaketime reads the offset
+            // within a second, so it holds for at least one more.
+            let secs = [1, 5, 30][rng.below(3) as usize] * if rng.below(2) == 0 { 1 } else { -1 };
+            inject::set_clock(&m.clock(victim), secs);
+            std::thread::sleep(hold + Duration::from_secs(1));
+            inject::set_clock(&m.clock(victim), 0);
+        }
+        Fault::Disk => {
+            m.disks[victim].fill();
+            std::thread::sleep(hold);
+            m.disks[victim].free();
+            if m.exited(victim) {
+                m.start(victim);
+                return true;
+            }
+        }
+    }
+    false
 }
 
 fn run(seed: u64) {
@@ -572,11 +698,7 @@ fn run(seed: u64) {
     let dir = std::env::temp_dir().join(format!("xlane-kv-faults-{}-{seed}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("the members' directory");
-    let mut m = Members {
-        hosts: hosts.clone(),
-        dir,
-        children: (0..MEMBERS).map(|_| None).collect(),
-    };
+    let mut m = Members::new(hosts.clone(), dir);
     for i in 0..MEMBERS {
         m.start(i);
     }
@@ -634,31 +756,27 @@ fn run(seed: u64) {
         .collect();
 
     // The fault schedule: one fault at a time, each healed before the next.
+    let kinds = inject::selected();
     let mut rng = Rng::new(seed);
     let mut faults = Faults::default();
     let end = Instant::now() + FAULT_PHASE;
     while Instant::now() < end {
         std::thread::sleep(Duration::from_millis(200 + rng.below(300)));
         let victim = rng.below(MEMBERS as u64) as usize;
-        let h = &hosts[victim];
         let hold = Duration::from_millis(300 + rng.below(700));
-        match rng.below(2) {
-            0 => {
-                m.kill(victim);
-                faults.kills += 1;
-                std::thread::sleep(hold);
-                m.start(victim);
-            }
-            _ => {
-                in_host(h, &["ip", "link", "set", &h.iface, "down"]);
-                faults.cuts += 1;
-                std::thread::sleep(hold);
-                in_host(h, &["ip", "link", "set", &h.iface, "up"]);
-            }
+        let fault = kinds[rng.below(kinds.len() as u64) as usize];
+        if inject(&mut m, fault, victim, hold, &mut rng) {
+            faults.stopped_by_disk += 1;
         }
+        *faults.done.entry(fault).or_default() += 1;
     }
     for i in 0..MEMBERS {
-        assert!(m.running(i));
+        assert!(
+            !m.exited(i) && m.running(i),
+            "seed {seed}: member {} is not running after the faults healed{}",
+            i + 1,
+            m.report(&addrs)
+        );
     }
     // Healed: let the clients see it work again, then stop them.
     std::thread::sleep(Duration::from_millis(1500));
@@ -712,9 +830,8 @@ fn run(seed: u64) {
     let report =
         check(&TypedModel, &history, &CheckOptions::default()).expect("well-formed history");
     println!(
-        "seed {seed}: {} kill -9 + restarts, {} link cuts; {} ops, {acked} acknowledged writes ({served} blocking pops served), {unknown} writes of unknown outcome; {keys} keys identical on every member; linearizable: {}",
-        faults.kills,
-        faults.cuts,
+        "seed {seed}: {}; {} ops, {acked} acknowledged writes ({served} blocking pops served), {unknown} writes of unknown outcome; {keys} keys identical on every member; linearizable: {}",
+        faults.summary(),
         report.ops,
         report.verdict.is_linearizable()
     );

@@ -632,8 +632,15 @@ impl Driver {
                 if let Some(f) = frontend.as_mut() {
                     pass.frontend_turn(f.as_mut(), frontend_readable, &mut busy);
                 }
-                if pass.ready().is_err() || pass.node.sync_due().is_err() {
-                    break; // storage failure: stop; waiters see Stopped
+                if let Err(e) = pass
+                    .ready()
+                    .map_err(|e| e.to_string())
+                    .and_then(|()| pass.node.sync_due().map_err(|e| format!("storage: {e}")))
+                {
+                    // Storage failure (a full disk, a failed fsync): stop
+                    // before acknowledging anything more; waiters see Stopped.
+                    tracing::error!("raft driver stopped: {e}");
+                    break;
                 }
                 // A turn that ran longer than LONG_TURN_TICKS ticks, busy for at least half of it
                 // (an entry that was long to apply, sharing the cores with the other
