@@ -30,6 +30,11 @@ use std::collections::VecDeque;
 /// and counted ([`Store::events_dropped`]).
 pub const MAX_QUEUED_EVENTS: usize = 1 << 16;
 
+/// Most bytes of keys and messages queued between two drains (a burst of
+/// large `PUBLISH` applied in one turn); later events are dropped and
+/// counted as past [`MAX_QUEUED_EVENTS`].
+pub const MAX_QUEUED_EVENT_BYTES: usize = 64 << 20;
+
 /// `ERR value is not an integer or out of range`.
 pub const ERR_NOT_INTEGER: &str = "ERR value is not an integer or out of range";
 /// `ERR increment or decrement would overflow`.
@@ -66,6 +71,8 @@ pub struct Store {
     /// Event classes to queue (this member's, not replicated).
     notify: NotifyFlags,
     events: VecDeque<KeyEvent>,
+    /// Bytes of keys and messages in `events`.
+    events_bytes: usize,
     events_dropped: u64,
     leader_term: u64,
     /// Keys removed because they expired, since start (`INFO`'s
@@ -283,6 +290,7 @@ impl Store {
         self.notify = classes;
         if classes.is_empty() && !self.subscribers {
             self.events.clear();
+            self.events_bytes = 0;
         }
     }
 
@@ -299,8 +307,7 @@ impl Store {
         if !self.subscribers {
             return;
         }
-        if self.events.len() >= MAX_QUEUED_EVENTS {
-            self.events_dropped += 1;
+        if !self.room_for_event(channel.len() + message.len()) {
             return;
         }
         self.events.push_back(KeyEvent {
@@ -321,12 +328,27 @@ impl Store {
         self.subscribers = any;
         if !any && self.notify.is_empty() {
             self.events.clear();
+            self.events_bytes = 0;
         }
     }
 
     /// Takes the queued events, oldest first.
     pub fn drain_events(&mut self) -> std::collections::vec_deque::Drain<'_, KeyEvent> {
+        self.events_bytes = 0;
         self.events.drain(..)
+    }
+
+    /// Whether one more event of `bytes` fits the queue's bounds (counted
+    /// in); if not, it is counted as dropped.
+    fn room_for_event(&mut self, bytes: usize) -> bool {
+        if self.events.len() >= MAX_QUEUED_EVENTS
+            || self.events_bytes + bytes > MAX_QUEUED_EVENT_BYTES
+        {
+            self.events_dropped += 1;
+            return false;
+        }
+        self.events_bytes += bytes;
+        true
     }
 
     /// Keys removed because they expired, since this store started.
@@ -439,8 +461,7 @@ impl Store {
         if !self.notify.contains(class) || self.notify.is_empty() {
             return;
         }
-        if self.events.len() >= MAX_QUEUED_EVENTS {
-            self.events_dropped += 1;
+        if !self.room_for_event(key.len()) {
             return;
         }
         self.events.push_back(KeyEvent {
@@ -1118,6 +1139,29 @@ mod snap {
 mod tests {
     use super::*;
     use crate::value::{Score, ZSet};
+
+    /// Published messages queue only while someone subscribes, and at
+    /// most [`MAX_QUEUED_EVENT_BYTES`] of them between two drains.
+    #[test]
+    fn published_messages_queue_bounded_and_only_for_subscribers() {
+        let mut s = Store::new();
+        let mib = vec![b'm'; 1 << 20];
+        s.publish(b"ch", &mib, false);
+        assert_eq!(s.drain_events().count(), 0, "nobody subscribes");
+        s.set_subscribers(true);
+        for _ in 0..100 {
+            s.publish(b"ch", &mib, false);
+        }
+        assert_eq!(s.events_dropped(), 37);
+        assert_eq!(s.drain_events().count(), 63);
+        // Drained, there is room again; the last subscriber gone, nothing
+        // queues and what waited is dropped.
+        s.publish(b"ch", &mib, false);
+        s.set_subscribers(false);
+        assert_eq!(s.drain_events().count(), 0);
+        s.publish(b"ch", &mib, false);
+        assert_eq!(s.drain_events().count(), 0);
+    }
 
     #[test]
     fn snapshot_round_trips_every_type() {

@@ -647,7 +647,9 @@ impl<S: StateMachine> RaftNode<S> {
             && (wanted
                 || (self.cfg.snapshot_interval > 0
                     && self.applied
-                        >= self.raw.store().compacted_index() + self.cfg.snapshot_interval))
+                        >= self.raw.store().compacted_index() + self.cfg.snapshot_interval)
+                || (self.cfg.snapshot_log_bytes > 0
+                    && self.raw.store().appended_bytes() >= self.cfg.snapshot_log_bytes))
         {
             self.start_snapshot()?;
         }

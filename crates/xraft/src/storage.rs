@@ -219,6 +219,9 @@ pub struct DiskStorage {
     pending: Vec<u8>,
     /// Set when raft asked for a snapshot that is missing or staler than the conf state.
     snapshot_wanted: std::cell::Cell<bool>,
+    /// Bytes of entries appended since the last snapshot (those replayed at
+    /// open included): what the log holds in memory and on disk beyond it.
+    appended_bytes: u64,
 }
 
 fn seg_name(seq: u64) -> String {
@@ -431,6 +434,7 @@ impl DiskStorage {
             .open(&active_path)
             .map_err(io_err(&active_path))?;
         let active_len = active.metadata().map_err(io_err(&active_path))?.len();
+        let appended_bytes = st.entries.iter().map(|e| e.data.len() as u64).sum();
         let mut me = Self {
             cfg,
             base_index: st.base_index,
@@ -447,6 +451,7 @@ impl DiskStorage {
             last_fsync: std::time::Instant::now(),
             pending: Vec::new(),
             snapshot_wanted: std::cell::Cell::new(false),
+            appended_bytes,
         };
         if fresh || st.snapshot_advanced {
             // Fresh directory, or a snapshot newer than the log's base (crash between the
@@ -498,6 +503,13 @@ impl DiskStorage {
     /// Number of live entries.
     pub fn entry_count(&self) -> usize {
         self.entries.len()
+    }
+
+    /// Bytes of entries appended since the last snapshot: a snapshot is due
+    /// when they pass a bound, however few entries they are (a batch of
+    /// pipelined commands is one entry).
+    pub fn appended_bytes(&self) -> u64 {
+        self.appended_bytes
     }
 
     /// Whether the storage holds any state (bootstrapped or joined).
@@ -558,6 +570,7 @@ impl DiskStorage {
             });
         }
         for e in ents {
+            self.appended_bytes += e.data.len() as u64;
             // Encoded in place behind a header filled in after (one copy).
             let at = self.pending.len();
             self.pending.resize(at + REC_HEADER, 0);
@@ -658,6 +671,7 @@ impl DiskStorage {
         }
         self.write_snapshot_file(&snap)?;
         self.entries.clear();
+        self.appended_bytes = 0;
         self.base_index = meta.index;
         self.base_term = meta.term;
         self.hard.term = self.hard.term.max(meta.term);
@@ -705,6 +719,9 @@ impl DiskStorage {
         let idx = snap.get_metadata().index;
         let drop = (idx - self.base_index) as usize;
         self.entries.drain(..drop);
+        // Those left (not applied yet) are not counted again: a backlog that
+        // cannot be applied must not start a snapshot at every Ready.
+        self.appended_bytes = 0;
         self.base_index = idx;
         self.base_term = snap.get_metadata().term;
         if idx >= self.conf_index {

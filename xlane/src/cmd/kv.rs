@@ -241,6 +241,12 @@ struct ServeArgs {
     /// (over TCP).
     #[arg(long, default_value_t = 10_000)]
     snapshot_interval: u64,
+    /// Also snapshot and compact once the log entries appended since the
+    /// last snapshot hold this many MiB (0: no bound by size). The log is
+    /// kept in memory: this bounds it where entries are large (pipelined
+    /// batches, big values, many PUBLISH).
+    #[arg(long, default_value_t = 64)]
+    snapshot_log_mib: u64,
     /// Largest bulk string a client may send, in bytes (requests above it
     /// get an error and the connection is closed).
     #[arg(long, default_value_t = 512 << 20)]
@@ -324,6 +330,7 @@ fn serve_single(a: ServeArgs, fsync: LogFsync) -> super::CmdResult {
         a.max_latency_ms * 1_000_000,
     )?;
     cfg.node.snapshot_interval = a.snapshot_interval;
+    cfg.node.snapshot_log_bytes = a.snapshot_log_mib << 20;
     cfg.acl = acl_start(&a);
     let limits = Limits {
         max_bulk: a.max_bulk,
@@ -612,6 +619,7 @@ fn serve_raft(a: ServeArgs, fsync: LogFsync) -> super::CmdResult {
         cfg.bind = r;
     }
     cfg.node.snapshot_interval = a.snapshot_interval;
+    cfg.node.snapshot_log_bytes = a.snapshot_log_mib << 20;
     cfg.acl = acl_start(&a);
     let bind = a.bind.clone().unwrap_or_else(|| me.client.clone());
     // The client port is bound first so a taken port fails before raft starts.

@@ -43,8 +43,8 @@
 //! turn applied from the store (leader and followers alike) and hands them
 //! to the subscribers under this member's `notify-keyspace-events`; the
 //! store queues events only while someone subscribes and the setting has
-//! `K` or `E`. A subscriber whose unsent messages pass [`PUBSUB_OUT_LIMIT`]
-//! is disconnected (Redis' hard limit for pub/sub clients).
+//! `K` or `E`. A client whose unsent replies pass its
+//! `client-output-buffer-limit` is disconnected ([`crate::limits`]).
 //!
 //! Work per turn is bounded: at most [`MAX_EVENTS`] ready descriptors,
 //! [`TURN_COMMANDS`] commands and [`READ_BUDGET`] input bytes per
@@ -106,9 +106,6 @@ pub const OUT_HIGH: usize = 1 << 20;
 /// turns, so that no turn delays the raft messages and heartbeats behind
 /// it for long.
 pub const ANSWER_BUDGET: usize = 512 << 10;
-
-/// Unsent bytes of a subscriber before it is disconnected.
-pub const PUBSUB_OUT_LIMIT: usize = 32 << 20;
 
 /// The epoll key of the listener (connections count from 1).
 const LISTENER: u64 = 0;
@@ -248,6 +245,8 @@ pub struct ClientLoop {
     notify: NotifyFlags,
     /// The event classes the store queues now.
     store_classes: NotifyFlags,
+    /// Whether the store was last told someone subscribes.
+    store_subscribed: bool,
     /// Messages for subscribers, handed out at the end of the turn.
     outbox: Vec<(u64, Vec<u8>)>,
     /// The leader's active expiry ([`crate::expiry`]).
@@ -326,6 +325,7 @@ impl ClientLoop {
             maxmemory: 0,
             notify: NotifyFlags::NONE,
             store_classes: NotifyFlags::NONE,
+            store_subscribed: false,
             outbox: Vec::new(),
             expiry: Default::default(),
             budget: ANSWER_BUDGET,
@@ -484,25 +484,13 @@ impl ClientLoop {
             }
         }
         c.out.drain(..written);
-        let class = if self.subs.subscribed(id) {
-            &self.client_limits.output.pubsub
-        } else {
-            &self.client_limits.output.normal
-        };
-        if c.output_watch
-            .over(class, c.out.len() as u64, Instant::now())
-        {
-            tracing::warn!(
-                "client id={id} addr={} closed for overcoming of output buffer limits ({} bytes unsent)",
-                c.stream.peer_addr().map_or_else(|_| "?".into(), |a| a.to_string()),
-                c.out.len()
-            );
-            self.stats
-                .output_limit_closed
-                .fetch_add(1, Ordering::Relaxed);
-            self.close(id);
+        if self.past_output_limit(id) {
+            self.close_past_output_limit(id);
             return;
         }
+        let Some(c) = self.conns.get_mut(&id) else {
+            return;
+        };
         let answered = c.queue.is_empty() && c.deferred.is_none() && c.held.is_none() && !c.more;
         let done = c.out.is_empty() && (c.quit || (c.eof && answered));
         if broken || done {
@@ -532,6 +520,36 @@ impl ClientLoop {
                 c.interest = want;
             }
         }
+    }
+
+    /// Whether connection `id`'s unsent bytes are past its class's
+    /// `client-output-buffer-limit` (hard, or soft for too long).
+    fn past_output_limit(&mut self, id: u64) -> bool {
+        let limit = if self.subs.subscribed(id) {
+            self.client_limits.output.pubsub
+        } else {
+            self.client_limits.output.normal
+        };
+        self.conns.get_mut(&id).is_some_and(|c| {
+            c.output_watch
+                .over(&limit, c.out.len() as u64, Instant::now())
+        })
+    }
+
+    /// Closes connection `id` past its output buffer limit, as Redis does:
+    /// with a log line, counted.
+    fn close_past_output_limit(&mut self, id: u64) {
+        if let Some(c) = self.conns.get(&id) {
+            tracing::warn!(
+                "client id={id} addr={} closed for overcoming of output buffer limits ({} bytes unsent)",
+                c.stream.peer_addr().map_or_else(|_| "?".into(), |a| a.to_string()),
+                c.out.len()
+            );
+        }
+        self.stats
+            .output_limit_closed
+            .fetch_add(1, Ordering::Relaxed);
+        self.close(id);
     }
 
     /// Closes the clients idle past `timeout` (looked for once a second;
@@ -729,7 +747,13 @@ impl ClientLoop {
             self.notify.classes()
         };
         let subscribed = !self.subs.is_empty();
-        if classes != self.store_classes || !classes.is_empty() || subscribed {
+        // Also when the last subscriber went: the store must stop queueing
+        // published messages nobody will take.
+        if classes != self.store_classes
+            || !classes.is_empty()
+            || subscribed
+            || subscribed != self.store_subscribed
+        {
             let events: Vec<_> = match self.store.write() {
                 Ok(mut s) => {
                     let ev = s.drain_events().collect();
@@ -740,6 +764,7 @@ impl ClientLoop {
                 Err(_) => Vec::new(),
             };
             self.store_classes = classes;
+            self.store_subscribed = subscribed;
             let outbox = &mut self.outbox;
             for ev in &events {
                 self.subs
@@ -750,14 +775,14 @@ impl ClientLoop {
         for (to, bytes) in std::mem::take(&mut self.outbox) {
             if let Some(c) = self.conns.get_mut(&to) {
                 c.emit_bytes(bytes);
-                if c.out.len() > PUBSUB_OUT_LIMIT {
+                self.mark(to);
+                if self.past_output_limit(to) {
                     over.push(to);
                 }
-                self.mark(to);
             }
         }
         for id in over {
-            self.close(id);
+            self.close_past_output_limit(id);
         }
     }
 }

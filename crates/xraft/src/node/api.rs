@@ -99,6 +99,10 @@ pub struct NodeConfig {
     /// Take a snapshot and compact once this many entries were applied since the last one
     /// (0 disables automatic snapshots).
     pub snapshot_interval: u64,
+    /// Take a snapshot and compact once the entries appended since the last one hold this
+    /// many bytes, however few they are (0: no bound by size). The log is kept in memory:
+    /// this bounds it where entries are large (batches of pipelined commands, big values).
+    pub snapshot_log_bytes: u64,
     /// Serialize and write automatic snapshots on a thread of their own (the state
     /// machine's [`StateMachine::snapshot_job`]), installed by a later Ready, so that
     /// the node's thread does not stall for the size of the state. Off: on the
@@ -130,6 +134,7 @@ impl NodeConfig {
             max_batch_ops: 1024,
             max_batch_bytes: 256 << 10,
             snapshot_interval: 10_000,
+            snapshot_log_bytes: 64 << 20,
             snapshot_thread: true,
             max_size_per_msg: 64 << 10,
             max_inflight_msgs: 256,

@@ -221,4 +221,55 @@ mod tests {
         assert!(report.snapshot_loaded);
         assert_eq!(st.compacted_index(), index);
     }
+    /// Large entries start a snapshot by their bytes, long before their
+    /// count would: the log kept in memory stays near its bound.
+    #[test]
+    fn large_entries_start_a_snapshot_by_their_bytes() {
+        let dir = tempfile::tempdir().unwrap();
+        let (st, _) = DiskStorage::open(crate::StorageConfig {
+            dir: dir.path().to_path_buf(),
+            fsync: crate::FsyncPolicy::Never,
+            segment_bytes: 1 << 20,
+        })
+        .unwrap();
+        let sm = Gated {
+            applied: 0,
+            gate: std::sync::Mutex::new(None),
+        };
+        let cfg = NodeConfig {
+            snapshot_interval: 10_000,
+            snapshot_log_bytes: 1 << 20,
+            max_batch_ops: 1,
+            election_seed: Some(7),
+            ..NodeConfig::new(1)
+        };
+        let tick = cfg.tick_ns;
+        let mut node = RaftNode::new(cfg, st, sm, &[1]).unwrap();
+        let mut now = 0;
+        while !node.is_leader() {
+            now += tick;
+            node.tick_to(now);
+            node.handle_ready().unwrap();
+            assert!(now < 1000 * tick, "a single voter never led");
+        }
+        // 64 KiB entries: 200 of them are 12.5 MiB, far fewer than 10 000.
+        let mut most = 0;
+        for i in 0..200 {
+            node.propose(vec![i as u8; 64 << 10]).unwrap();
+            node.handle_ready().unwrap();
+            most = most.max(node.storage().appended_bytes());
+        }
+        let mut turns = 0;
+        while node.snapshot_in_progress() {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+            node.handle_ready().unwrap();
+            turns += 1;
+            assert!(turns < 20_000, "the snapshot was never installed");
+        }
+        assert!(node.storage().compacted_index() > 0, "no snapshot by size");
+        assert!(node.storage().entry_count() < 200);
+        // Bounded: what is appended while one snapshot is written, beyond
+        // the bound, is one snapshot's worth at most.
+        assert!(most < 8 << 20, "{most} bytes appended without a snapshot");
+    }
 }
