@@ -36,6 +36,8 @@ use xlane_lincheck::{check_strict_serializable, Txn, TxnOutcome};
 const SHARDS: u32 = 2;
 const CLIENTS: usize = 6;
 const PROXIES: usize = 3;
+/// Each proxy's `--maxclients` (the load's clients and the checks' fit).
+const PROXY_MAX_CLIENTS: usize = 8;
 const KEYS_PER_SHARD: usize = 3;
 const PER_CLIENT: usize = 400;
 const PACE: Duration = Duration::from_millis(12);
@@ -214,13 +216,40 @@ fn cross_shard_transactions_are_atomic_and_serializable_under_leader_kills() {
         c.args(["--shards", &SHARDS.to_string(), "--bind", &bind.to_string()]);
         c.args(["--pipe", &p.to_string(), "--replies", "127.0.0.1:0"]);
         c.args(["--hop", &hop.to_string()]);
+        c.args(["--maxclients", &PROXY_MAX_CLIENTS.to_string()]);
         with_coords(&mut c);
         proxies.push(procs.start(&format!("txn-proxy{i}"), &mut c));
         fronts.push(bind);
     }
 
-    // Before the load: what the proxy refuses, it refuses clearly.
+    // Before the load: what the proxy refuses, it refuses clearly. Past
+    // --maxclients, a connection gets Redis's error.
     let mut c = Conn::open(fronts[0]);
+    assert_eq!(c.cmd(&["PING"]), Reply::Simple("PONG".into()));
+    let mut held = Vec::new();
+    let refused = loop {
+        assert!(held.len() < 2 * PROXY_MAX_CLIENTS, "no connection refused");
+        let mut h = Conn::open(fronts[0]);
+        match h.try_cmd(&["PING"]) {
+            Some(Reply::Simple(p)) if p == "PONG" => held.push(h),
+            other => break other,
+        }
+    };
+    assert_eq!(held.len(), PROXY_MAX_CLIENTS - 1, "{refused:?}");
+    assert_eq!(
+        refused,
+        Some(Reply::Error("ERR max number of clients reached".into()))
+    );
+    drop(held);
+    // Their threads end as the connections close: room again.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while Conn::open(fronts[0]).try_cmd(&["PING"]) != Some(Reply::Simple("PONG".into())) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no room after the held connections closed"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
     let ks = keys();
     let r = c.cmd(&["RENAME", &ks[0], &ks[KEYS_PER_SHARD]]);
     assert!(
@@ -491,6 +520,9 @@ fn cross_shard_transactions_are_atomic_and_serializable_under_leader_kills() {
         println!("txn-proxy {i}: {v}");
         assert_eq!(v["stray_replies"], 0, "{v}");
         assert_eq!(v["unauthenticated"], 0, "{v}");
+        if i == 0 {
+            assert!(v["rejected"].as_u64().unwrap_or(0) >= 1, "{v}");
+        }
     }
     // The killed proxy's failure was recovered (by both replicas, each
     // running every step).

@@ -15,6 +15,10 @@ pub struct ProxyArgs {
     /// Address to serve RESP on.
     #[arg(long, default_value = "127.0.0.1:6390")]
     bind: SocketAddr,
+    /// Client connections served at once; one more gets Redis's `-ERR max
+    /// number of clients reached`. Each client has a thread of its own.
+    #[arg(long, default_value_t = 1000)]
+    maxclients: usize,
     /// This proxy's 1Pipe process id: above --shards (the appliers are
     /// 1..=shards), unique among the proxies.
     #[arg(long)]
@@ -140,6 +144,7 @@ pub fn proxy(a: ProxyArgs) -> CmdResult {
         key: a
             .key
             .ring("1Pipe datagrams and shard replies", a.pipe.into())?,
+        max_clients: a.maxclients.max(1),
     };
     let stop = install_termination_flag();
     let bind = listener.local_addr()?;
@@ -153,7 +158,7 @@ pub fn proxy(a: ProxyArgs) -> CmdResult {
     ready_line(serde_json::json!({
         "event": "stopped", "requests": stats.requests, "answered": stats.answered,
         "unknown": stats.unknown, "aborted": stats.aborted, "stray_replies": stats.stray_replies,
-        "unauthenticated": stats.unauthenticated,
+        "unauthenticated": stats.unauthenticated, "rejected": stats.rejected,
     }));
     Ok(())
 }

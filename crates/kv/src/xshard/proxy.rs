@@ -1,6 +1,8 @@
 //! `xlane kv txn-proxy`: the RESP front of a sharded deployment.
 //!
-//! Each client connection has a thread: it parses RESP, keeps the
+//! Each client connection has a thread (at most
+//! [`ProxyConfig::max_clients`] at once: one more is answered Redis's `-ERR
+//! max number of clients reached` and closed): it parses RESP, keeps the
 //! connection's `MULTI` queue, splits each request by shard
 //! ([`Plan`]) and hands it to the 1Pipe thread, which sends the parts as
 //! one reliable scattering and gathers the shards' replies. A request
@@ -15,8 +17,8 @@ use crate::resp::{Command, Limits, Parser, Reply};
 use std::collections::{BTreeMap, HashMap};
 use std::io::{self, Read, Write};
 use std::net::{SocketAddrV4, TcpListener, TcpStream, UdpSocket};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 use xlane_auth::KeyRing;
 use xlane_pipe::seal::{self, PipeSeal};
@@ -48,7 +50,13 @@ pub struct ProxyConfig {
     /// The group key (ring, key id): 1Pipe datagrams sealed, shards'
     /// replies opened, what does not open dropped ([`xlane_pipe::seal`]).
     pub key: Option<(KeyRing, u32)>,
+    /// Client connections served at once (Redis's `maxclients`).
+    pub max_clients: usize,
 }
+
+/// The stack of a client connection's thread: what it parses and holds is
+/// on the heap.
+const CLIENT_STACK: usize = 512 << 10;
 
 /// What the proxy counts.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -65,6 +73,8 @@ pub struct ProxyStats {
     pub stray_replies: u64,
     /// 1Pipe datagrams and replies refused by the MAC check (with a key).
     pub unauthenticated: u64,
+    /// Client connections refused past `max_clients`.
+    pub rejected: u64,
 }
 
 struct Request {
@@ -103,10 +113,10 @@ pub fn run(
     replies.set_nonblocking(true)?;
     listener.set_nonblocking(true)?;
     let (tx, rx) = mpsc::channel::<Request>();
-    let shards = cfg.shards;
+    let (shards, max_clients) = (cfg.shards, cfg.max_clients);
     let acceptor = std::thread::Builder::new()
         .name("txn-accept".into())
-        .spawn(move || accept_loop(listener, shards, tx, stop))?;
+        .spawn(move || accept_loop(listener, shards, max_clients, tx, stop))?;
     ready();
     let reply_to = replies.local_addr().map(|a| match a {
         std::net::SocketAddr::V4(a) => a,
@@ -211,7 +221,7 @@ pub fn run(
             let _ = p.done.send(p.plan.assemble(&p.got, &missing));
         }
     }
-    let _ = acceptor.join();
+    stats.rejected = acceptor.join().unwrap_or(0);
     stats.unauthenticated = ep.stats().unauthenticated + refused_replies;
     Ok(stats)
 }
@@ -244,21 +254,46 @@ fn scatter(
         .map_err(|e| Reply::err(format!("TRYAGAIN not sent: {e}")))
 }
 
+/// Counts a client thread while it lives.
+struct Live(Arc<AtomicUsize>);
+
+impl Drop for Live {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// Accepts clients until `stop`, each on a thread of its own, at most
+/// `max_clients` at once; returns how many were refused past it.
 fn accept_loop(
     listener: TcpListener,
     shards: u32,
+    max_clients: usize,
     tx: mpsc::Sender<Request>,
     stop: &'static AtomicBool,
-) {
+) -> u64 {
+    let live = Arc::new(AtomicUsize::new(0));
+    let mut rejected = 0;
     while !stop.load(Ordering::Relaxed) {
         match listener.accept() {
+            Ok((mut s, _)) if live.load(Ordering::Acquire) >= max_clients => {
+                let _ = s.write_all(b"-ERR max number of clients reached\r\n");
+                rejected += 1;
+            }
             Ok((s, _)) => {
                 let tx = tx.clone();
-                let _ = std::thread::Builder::new()
+                live.fetch_add(1, Ordering::AcqRel);
+                let guard = Live(live.clone());
+                let spawned = std::thread::Builder::new()
                     .name("txn-client".into())
+                    .stack_size(CLIENT_STACK)
                     .spawn(move || {
+                        let _live = guard;
                         let _ = serve(s, shards, &tx, stop);
                     });
+                if spawned.is_err() {
+                    rejected += 1; // the guard went with the closure: counted down
+                }
             }
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                 std::thread::sleep(Duration::from_millis(5));
@@ -266,6 +301,7 @@ fn accept_loop(
             Err(_) => std::thread::sleep(Duration::from_millis(5)),
         }
     }
+    rejected
 }
 
 /// One client connection.
