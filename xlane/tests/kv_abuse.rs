@@ -55,15 +55,6 @@ impl Rng {
     }
 }
 
-fn raft_addr(peer: &str) -> SocketAddr {
-    let (_, rest) = peer.split_once('=').expect("ID=RAFT/CLIENT");
-    rest.split_once('/')
-        .expect("RAFT/CLIENT")
-        .0
-        .parse()
-        .expect("raft address")
-}
-
 /// Resident memory of process `pid`, in bytes.
 fn rss(pid: u32) -> Option<u64> {
     let s = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
@@ -189,9 +180,7 @@ fn a_group_under_abuse_stays_up_bounded_and_loses_nothing() {
     let root = std::env::temp_dir().join(format!("xlane-kv-abuse-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&root);
     std::fs::create_dir_all(&root).unwrap();
-    let ring = xlane_auth::KeyRing::from_pairs(&[(1, xlane_auth::Key::random().unwrap())]);
-    let keys = root.join("keys.toml");
-    std::fs::write(&keys, ring.to_toml()).unwrap();
+    let keys = common::procs::key_file(&root);
     let mut shard = Shard::new(&root, 0);
     let metrics: Vec<SocketAddr> = (0..3).map(|_| xlane_testports::tcp()).collect();
     let mut procs = Procs::default();
@@ -210,7 +199,7 @@ fn a_group_under_abuse_stays_up_bounded_and_loses_nothing() {
         .map(|&i| procs.children[i].1.as_ref().expect("running").id())
         .collect();
     let clients = shard.clients.clone();
-    let rafts: Vec<SocketAddr> = shard.peers.iter().map(|p| raft_addr(p)).collect();
+    let rafts: Vec<SocketAddr> = (0..3).map(|i| shard.raft_addr(i)).collect();
     // Interleaved: each kind of port early in the first pass.
     let tcp_ports: Vec<SocketAddr> = (0..3)
         .flat_map(|i| [clients[i], rafts[i], metrics[i]])

@@ -21,23 +21,12 @@ use xlane_kv::resp::Reply;
 use xlane_xraft::raft::eraftpb::MessageType;
 use xlane_xraft::Message;
 
-fn raft_addr(peer: &str) -> SocketAddr {
-    let (_, rest) = peer.split_once('=').expect("ID=RAFT/CLIENT");
-    rest.split_once('/')
-        .expect("RAFT/CLIENT")
-        .0
-        .parse()
-        .expect("raft address")
-}
-
 #[test]
 fn forged_raft_messages_from_a_dead_members_address_change_nothing() {
     let root = std::env::temp_dir().join(format!("xlane-kv-auth-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&root);
     std::fs::create_dir_all(&root).unwrap();
-    let ring = xlane_auth::KeyRing::from_pairs(&[(1, xlane_auth::Key::random().unwrap())]);
-    let keys = root.join("keys.toml");
-    std::fs::write(&keys, ring.to_toml()).unwrap();
+    let keys = common::procs::key_file(&root);
     let mut shard = Shard::new(&root, 0);
     let mut procs = Procs::default();
     for id in 1..=3 {
@@ -52,7 +41,7 @@ fn forged_raft_messages_from_a_dead_members_address_change_nothing() {
     let dead = (0..3).find(|&i| i != leader).unwrap();
     let other = (0..3).find(|&i| i != leader && i != dead).unwrap();
     procs.kill(shard.procs[dead]);
-    let forger = UdpSocket::bind(raft_addr(&shard.peers[dead])).expect("the dead member's address");
+    let forger = UdpSocket::bind(shard.raft_addr(dead)).expect("the dead member's address");
     let foreign = xlane_auth::Key::random().unwrap();
     let mut sealer = xlane_auth::Sealer::new(1, foreign, dead as u32 + 1);
     let mut frag = xlane_xraft::batch::Fragmenter::new(1376, 1).unwrap();
@@ -67,7 +56,7 @@ fn forged_raft_messages_from_a_dead_members_address_change_nothing() {
             m.set_commit(0);
             let bytes = xlane_xraft::batch::encode_message(&m).unwrap();
             for f in frag.fragment(&bytes).unwrap() {
-                let to = raft_addr(&shard.peers[target]);
+                let to = shard.raft_addr(target);
                 forger.send_to(&f, to).unwrap();
                 let mut sealed = f.clone();
                 sealed.resize(f.len() + xlane_auth::TRAILER_LEN, 0);
@@ -121,9 +110,7 @@ fn sealed_lane_frames_carry_the_group_and_bare_ones_are_refused() {
     let root = std::env::temp_dir().join(format!("xlane-kv-auth-lane-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&root);
     std::fs::create_dir_all(&root).unwrap();
-    let ring = xlane_auth::KeyRing::from_pairs(&[(1, xlane_auth::Key::random().unwrap())]);
-    let keys = root.join("keys.toml");
-    std::fs::write(&keys, ring.to_toml()).unwrap();
+    let keys = common::procs::key_file(&root);
     let mut shard = Shard::new(&root, 1);
     let mut procs = Procs::default();
     for id in 1..=3 {
@@ -139,13 +126,13 @@ fn sealed_lane_frames_carry_the_group_and_bare_ones_are_refused() {
     procs.kill(shard.procs[dead]);
     // From the dead member's replication and X-FD addresses, frames
     // without a MAC to both ports of the two others.
-    let repl = raft_addr(&shard.peers[dead]);
+    let repl = shard.raft_addr(dead);
     let fd = SocketAddr::new(repl.ip(), repl.port() + 1);
     let socks = [UdpSocket::bind(repl).unwrap(), UdpSocket::bind(fd).unwrap()];
     let mut bare = 0u64;
     for round in 0..100u8 {
         for target in [leader, other] {
-            let to = raft_addr(&shard.peers[target]);
+            let to = shard.raft_addr(target);
             for (s, port) in socks.iter().zip([to.port(), to.port() + 1]) {
                 let frame = [b'X', b'L', 1, round, 0, 0, 0, 0, 0, 0, 0, 1];
                 s.send_to(&frame, SocketAddr::new(to.ip(), port)).unwrap();

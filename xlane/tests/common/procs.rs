@@ -117,6 +117,16 @@ impl Shard {
         cmd
     }
 
+    /// Member `i`'s raft address (index from 0).
+    pub fn raft_addr(&self, i: usize) -> SocketAddr {
+        let (_, rest) = self.peers[i].split_once('=').expect("ID=RAFT/CLIENT");
+        rest.split_once('/')
+            .expect("RAFT/CLIENT")
+            .0
+            .parse()
+            .expect("raft address")
+    }
+
     /// The member that leads now (a write through it succeeds), by index.
     pub fn leader(&self) -> Option<usize> {
         let deadline = Instant::now() + Duration::from_secs(20);
@@ -133,4 +143,13 @@ impl Shard {
         }
         None
     }
+}
+
+/// Writes a cluster key file with one fresh key (id 1) under `root`: the
+/// `--key-file` of a keyed group.
+pub fn key_file(root: &std::path::Path) -> PathBuf {
+    let ring = xlane_auth::KeyRing::from_pairs(&[(1, xlane_auth::Key::random().unwrap())]);
+    let keys = root.join("keys.toml");
+    std::fs::write(&keys, ring.to_toml()).unwrap();
+    keys
 }

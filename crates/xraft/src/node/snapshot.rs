@@ -130,11 +130,13 @@ mod tests {
         }
     }
 
-    /// A snapshot is serialized on its own thread: the node goes on applying
-    /// while it is written, and a later Ready installs it with the state as of
-    /// the index it was started at.
-    #[test]
-    fn snapshots_are_written_beside_the_node() {
+    /// A single voter under `cfg` (one op per batch, a fixed election
+    /// seed), on a fresh directory, led; its state machine's snapshot job
+    /// waits for `gate` if given.
+    fn single_voter(
+        cfg: NodeConfig,
+        gate: Option<mpsc::Receiver<()>>,
+    ) -> (tempfile::TempDir, RaftNode<Gated>) {
         let dir = tempfile::tempdir().unwrap();
         let (st, _) = DiskStorage::open(crate::StorageConfig {
             dir: dir.path().to_path_buf(),
@@ -142,16 +144,14 @@ mod tests {
             segment_bytes: 1 << 20,
         })
         .unwrap();
-        let (go, gate) = mpsc::channel();
         let sm = Gated {
             applied: 0,
-            gate: std::sync::Mutex::new(Some(gate)),
+            gate: std::sync::Mutex::new(gate),
         };
         let cfg = NodeConfig {
-            snapshot_interval: 5,
             max_batch_ops: 1,
             election_seed: Some(7),
-            ..NodeConfig::new(1)
+            ..cfg
         };
         let tick = cfg.tick_ns;
         let mut node = RaftNode::new(cfg, st, sm, &[1]).unwrap();
@@ -162,6 +162,20 @@ mod tests {
             node.handle_ready().unwrap();
             assert!(now < 1000 * tick, "a single voter never led");
         }
+        (dir, node)
+    }
+
+    /// A snapshot is serialized on its own thread: the node goes on applying
+    /// while it is written, and a later Ready installs it with the state as of
+    /// the index it was started at.
+    #[test]
+    fn snapshots_are_written_beside_the_node() {
+        let (go, gate) = mpsc::channel();
+        let cfg = NodeConfig {
+            snapshot_interval: 5,
+            ..NodeConfig::new(1)
+        };
+        let (dir, mut node) = single_voter(cfg, Some(gate));
         // Propose until the snapshot starts (its job now blocks).
         let mut started_at = None;
         for _ in 0..20 {
@@ -225,33 +239,12 @@ mod tests {
     /// count would: the log kept in memory stays near its bound.
     #[test]
     fn large_entries_start_a_snapshot_by_their_bytes() {
-        let dir = tempfile::tempdir().unwrap();
-        let (st, _) = DiskStorage::open(crate::StorageConfig {
-            dir: dir.path().to_path_buf(),
-            fsync: crate::FsyncPolicy::Never,
-            segment_bytes: 1 << 20,
-        })
-        .unwrap();
-        let sm = Gated {
-            applied: 0,
-            gate: std::sync::Mutex::new(None),
-        };
         let cfg = NodeConfig {
             snapshot_interval: 10_000,
             snapshot_log_bytes: 1 << 20,
-            max_batch_ops: 1,
-            election_seed: Some(7),
             ..NodeConfig::new(1)
         };
-        let tick = cfg.tick_ns;
-        let mut node = RaftNode::new(cfg, st, sm, &[1]).unwrap();
-        let mut now = 0;
-        while !node.is_leader() {
-            now += tick;
-            node.tick_to(now);
-            node.handle_ready().unwrap();
-            assert!(now < 1000 * tick, "a single voter never led");
-        }
+        let (_dir, mut node) = single_voter(cfg, None);
         // 64 KiB entries: 200 of them are 12.5 MiB, far fewer than 10 000.
         let mut most = 0;
         for i in 0..200 {
