@@ -277,7 +277,7 @@ fn accept_loop(
     while !stop.load(Ordering::Relaxed) {
         match listener.accept() {
             Ok((mut s, _)) if live.load(Ordering::Acquire) >= max_clients => {
-                let _ = s.write_all(b"-ERR max number of clients reached\r\n");
+                let _ = s.write_all(format!("-{}\r\n", crate::limits::ERR_MAX_CLIENTS).as_bytes());
                 rejected += 1;
             }
             Ok((s, _)) => {
