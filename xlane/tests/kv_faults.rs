@@ -171,6 +171,7 @@ impl Members {
         if let Some(mut c) = self.children[i].take() {
             let _ = c.kill();
             let _ = c.wait();
+            inject::faketime_reaped(c.id());
         }
     }
 
@@ -188,8 +189,8 @@ impl Members {
         let gone = self.children[i]
             .as_mut()
             .is_some_and(|c| c.try_wait().ok().flatten().is_some());
-        if gone {
-            self.children[i] = None;
+        if let Some(c) = self.children[i].take_if(|_| gone) {
+            inject::faketime_reaped(c.id());
         }
         gone
     }

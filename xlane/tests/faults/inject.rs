@@ -105,6 +105,18 @@ pub fn faketime_env(offset_file: &Path) -> Vec<(&'static str, String)> {
     ]
 }
 
+/// Removes the shared-memory pair libfaketime 0.9.10 makes for process
+/// `pid` (`/dev/shm/faketime_shm_<pid>`, `sem.faketime_sem_<pid>`) and never
+/// removes, even at a clean exit. Call it once the process is reaped.
+pub fn faketime_reaped(pid: u32) {
+    for name in [
+        format!("faketime_shm_{pid}"),
+        format!("sem.faketime_sem_{pid}"),
+    ] {
+        let _ = std::fs::remove_file(Path::new("/dev/shm").join(name));
+    }
+}
+
 /// Sets the wall clock offset of the member reading `offset_file`, in
 /// seconds (libfaketime's `+N`/`-N`).
 pub fn set_clock(offset_file: &Path, secs: i64) {
