@@ -24,6 +24,7 @@ command -v sockperf >/dev/null || need+=(sockperf)   # the cross-check of xlane 
 { command -v etcd && command -v etcdctl; } >/dev/null || need+=(etcd-server etcd-client)   # xlane bench kv against real etcd
 command -v iptables-legacy >/dev/null || need+=(iptables)   # xlane run: marking static/Go binaries by port (netfilter DSCP)
 command -v tclsh >/dev/null || need+=(tcl)   # Redis's own test suite against xlane kv (scripts/redis-suite.sh)
+command -v openssl >/dev/null || need+=(openssl)   # certificates for the TLS port's test (kv_single)
 [ -e /usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1 ] || need+=(faketime)   # kv_faults steps a member's wall clock (libfaketime)
 if [ "${#need[@]}" -gt 0 ]; then
     if [ "$(id -u)" -ne 0 ]; then echo "missing ${need[*]} and not root: install them first" >&2; exit 1; fi

@@ -100,3 +100,198 @@ fn kill_9_under_fsync_always_loses_nothing_acknowledged() {
     drop(c);
     sigterm(&mut child);
 }
+
+/// Writes a CA, a server certificate for 127.0.0.1 and a client
+/// certificate it signs into `dir` with `openssl` (v3 certificates, as
+/// Redis's own test certificates are): `ca.crt`, `server.{crt,key}`,
+/// `client.{crt,key}`; `prefix` names a second set (an unknown CA).
+fn make_certs(dir: &std::path::Path, prefix: &str) {
+    let run = |args: &[&str]| {
+        let out = Command::new("openssl")
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .unwrap_or_else(|e| panic!("openssl: {e} (apt-get install -y openssl)"));
+        assert!(
+            out.status.success(),
+            "openssl {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    let f = |name: &str| format!("{prefix}{name}");
+    std::fs::write(dir.join(f("server.ext")), "subjectAltName=IP:127.0.0.1\n").unwrap();
+    std::fs::write(
+        dir.join(f("client.ext")),
+        "basicConstraints=CA:FALSE\nextendedKeyUsage=clientAuth\n",
+    )
+    .unwrap();
+    run(&[
+        "req",
+        "-x509",
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:P-256",
+        "-nodes",
+        "-keyout",
+        &f("ca.key"),
+        "-out",
+        &f("ca.crt"),
+        "-days",
+        "2",
+        "-subj",
+        "/CN=xlane test CA",
+    ]);
+    for who in ["server", "client"] {
+        run(&[
+            "req",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:P-256",
+            "-nodes",
+            "-keyout",
+            &f(&format!("{who}.key")),
+            "-out",
+            &f(&format!("{who}.csr")),
+            "-subj",
+            &format!("/CN=xlane {who}"),
+        ]);
+        run(&[
+            "x509",
+            "-req",
+            "-in",
+            &f(&format!("{who}.csr")),
+            "-CA",
+            &f("ca.crt"),
+            "-CAkey",
+            &f("ca.key"),
+            "-CAcreateserial",
+            "-out",
+            &f(&format!("{who}.crt")),
+            "-days",
+            "2",
+            "-extfile",
+            &f(&format!("{who}.ext")),
+        ]);
+    }
+}
+
+/// `redis-cli --tls` with the given certificate files (none: no client
+/// certificate); its output and whether it succeeded.
+fn redis_cli_tls(
+    port: u16,
+    ca: &std::path::Path,
+    client: Option<(&std::path::Path, &std::path::Path)>,
+    args: &[&str],
+) -> (String, bool) {
+    let mut cmd = Command::new("redis-cli");
+    cmd.args([
+        "--tls",
+        "-h",
+        "127.0.0.1",
+        "-p",
+        &port.to_string(),
+        "--cacert",
+    ])
+    .arg(ca);
+    if let Some((cert, key)) = client {
+        cmd.arg("--cert").arg(cert).arg("--key").arg(key);
+    }
+    let out = cmd
+        .args(args)
+        .output()
+        .expect("redis-cli (apt-get install -y redis-tools)");
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    (text.trim().to_string(), out.status.success())
+}
+
+#[test]
+fn tls_port_serves_redis_cli_and_python_and_refuses_the_rest() {
+    use std::io::{Read, Write};
+    let dir = Scratch::new("tls");
+    let d = dir.path();
+    make_certs(d, "");
+    make_certs(d, "rogue-");
+    let (child, _out, line) = spawn_until_ready(
+        Command::new(env!("CARGO_BIN_EXE_xlane"))
+            .args(["kv", "serve", "--bind", "127.0.0.1:0", "--tls-port", "0"])
+            .arg("--tls-cert-file")
+            .arg(d.join("server.crt"))
+            .arg("--tls-key-file")
+            .arg(d.join("server.key"))
+            .arg("--tls-ca-cert-file")
+            .arg(d.join("ca.crt")),
+    );
+    let _child = common::Children(vec![child]);
+    let ready: serde_json::Value = serde_json::from_str(&line).expect("ready line");
+    let plain: SocketAddr = ready["bind"].as_str().unwrap().parse().unwrap();
+    let tls: SocketAddr = ready["tls"].as_str().expect("tls address").parse().unwrap();
+    let ca = d.join("ca.crt");
+    let (cert, key) = (d.join("client.crt"), d.join("client.key"));
+    let me = Some((cert.as_path(), key.as_path()));
+
+    // redis-cli with a client certificate of the CA.
+    assert_eq!(
+        redis_cli_tls(tls.port(), &ca, me, &["SET", "k", "over tls"]),
+        ("OK".into(), true)
+    );
+    assert_eq!(
+        redis_cli_tls(tls.port(), &ca, me, &["GET", "k"]).0,
+        "over tls"
+    );
+    let port = redis_cli_tls(tls.port(), &ca, me, &["CONFIG", "GET", "tls-port"]).0;
+    assert_eq!(port, format!("tls-port\n{}", tls.port()));
+
+    // Without a certificate, or with one of another CA: refused in the
+    // handshake, nothing written.
+    let rogue = (d.join("rogue-client.crt"), d.join("rogue-client.key"));
+    for client in [None, Some((rogue.0.as_path(), rogue.1.as_path()))] {
+        let (out, _) = redis_cli_tls(tls.port(), &ca, client, &["SET", "intruder", "x"]);
+        assert_ne!(out, "OK", "{client:?}");
+    }
+    // Plain RESP to the TLS port gets no RESP answer.
+    let mut s = std::net::TcpStream::connect(tls).unwrap();
+    s.set_read_timeout(Some(std::time::Duration::from_secs(30)))
+        .unwrap();
+    s.write_all(b"*3\r\n$3\r\nSET\r\n$8\r\nintruder\r\n$1\r\nx\r\n")
+        .unwrap();
+    let mut got = Vec::new();
+    let _ = s.read_to_end(&mut got);
+    assert!(!got.starts_with(b"+"), "{got:?}");
+
+    // Python's client: a large value and a large pipeline.
+    let py = Command::new("/usr/bin/python3")
+        .arg(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/py/tls_client.py"
+        ))
+        .arg(tls.port().to_string())
+        .args([&ca, &cert, &key])
+        .output()
+        .expect("python3 (apt-get install -y python3-redis)");
+    assert_eq!(
+        String::from_utf8_lossy(&py.stdout).trim(),
+        "ok",
+        "{}",
+        String::from_utf8_lossy(&py.stderr)
+    );
+
+    // One store behind both ports; the refused clients wrote nothing.
+    let mut c = Conn::open(plain);
+    assert_eq!(c.cmd(&["GET", "k"]), Reply::Bulk(Some(b"over tls".to_vec())));
+    assert_eq!(c.cmd(&["GET", "py:count"]), Reply::Bulk(Some(b"1".to_vec())));
+    assert_eq!(c.cmd(&["EXISTS", "intruder"]), Reply::Integer(0));
+
+    // A client that connects and never finishes its handshake is closed
+    // (after 10 s; read_to_end returns once it is).
+    let mut idle = std::net::TcpStream::connect(tls).unwrap();
+    idle.set_read_timeout(Some(std::time::Duration::from_secs(60)))
+        .unwrap();
+    let mut rest = Vec::new();
+    assert!(
+        idle.read_to_end(&mut rest).is_ok(),
+        "the idle handshake was not closed"
+    );
+}

@@ -8,7 +8,8 @@
 //!    member on its raft driver's thread (connections, pipelining, blocked
 //!    clients, pub/sub, client-side caching, access control per
 //!    connection); [`session`], [`client_list`], [`txn`] (a connection's
-//!    `MULTI`/`EXEC`/`WATCH`, sans I/O); [`client`]: a blocking client of
+//!    `MULTI`/`EXEC`/`WATCH`, sans I/O); [`tls`]: the TLS port's
+//!    configuration; [`client`]: a blocking client of
 //!    a group that follows the leader; [`xshard`]: transactions across
 //!    shards ordered by 1Pipe.
 //! 2. **Protocol** — [`resp`]: the incremental sans-IO parser and the
@@ -62,6 +63,7 @@ pub mod script;
 pub mod session;
 pub mod state_machine;
 pub mod store;
+pub mod tls;
 pub mod txn;
 pub mod value;
 pub mod xshard;

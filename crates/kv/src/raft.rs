@@ -87,6 +87,9 @@ pub struct RaftConfig {
     /// How the users start (`--requirepass`, `--aclfile`): the same on
     /// every member ([`crate::session::AclStart`]).
     pub acl: crate::session::AclStart,
+    /// A TLS port served beside the RESP listener ([`Self::start_serving`]
+    /// only; `--tls-port`).
+    pub tls: Option<crate::tls::TlsPort>,
 }
 
 impl RaftConfig {
@@ -116,6 +119,7 @@ impl RaftConfig {
             peers,
             join: false,
             acl: Default::default(),
+            tls: None,
         })
     }
 }
@@ -268,8 +272,12 @@ impl RaftReplicator {
                     stats,
                 )
                 .map_err(RaftStartError::Clients)?
-                .with_acl(cfg.acl.clone())
-                .check_peers_with(Box::new(move |id, p| {
+                .with_acl(cfg.acl.clone());
+                let l = match &cfg.tls {
+                    Some(port) => l.with_tls(port).map_err(RaftStartError::Clients)?,
+                    None => l,
+                };
+                let l = l.check_peers_with(Box::new(move |id, p| {
                     net.check_peer(id, p.raft).map_err(|e| e.to_string())
                 }));
                 (Some(addr), Some(Box::new(l) as Box<dyn Frontend>))

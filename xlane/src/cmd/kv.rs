@@ -68,9 +68,11 @@ enum Cmd {
     /// (TRACKING ...), CONFIG, INFO, COMMAND, HELLO 2/3, RESET, SHUTDOWN,
     /// MONITOR, ROLE, WAIT (how many other members hold the connection's
     /// writes); CLUSTER(SLOTS SHARDS NODES INFO MYID KEYSLOT),
-    /// RAFT.NODE(ADD REMOVE) RAFT.NODES RAFT.TRANSFER_LEADER. Not yet:
-    /// scripting (EVAL, FUNCTION). The whole list with how each is
-    /// replicated is docs/kv-commands.md. One database. Runs until SIGTERM
+    /// RAFT.NODE(ADD REMOVE) RAFT.NODES RAFT.TRANSFER_LEADER; scripts and
+    /// functions (EVAL, EVALSHA, SCRIPT, FUNCTION, FCALL: Lua 5.1, one
+    /// replicated op per script). RESP over TLS beside the plain port with
+    /// --tls-port. The whole list with how each is replicated is
+    /// docs/kv-commands.md. One database. Runs until SIGTERM
     /// or SIGINT, which stop it cleanly (the raft log written and fsynced,
     /// controller tunnels given back, exit status 0), or until killed.
     Serve(Box<ServeArgs>),
@@ -109,6 +111,27 @@ struct ServeArgs {
     /// Every member of a cluster must be given the same file.
     #[arg(long, value_name = "FILE")]
     aclfile: Option<PathBuf>,
+    /// Also serve RESP over TLS on this port, at the IP address of --bind
+    /// (Redis' `tls-port`; 0 picks a free port, shown in the ready line).
+    /// Needs --tls-cert-file and --tls-key-file.
+    #[arg(long, value_name = "PORT", requires_all = ["tls_cert_file", "tls_key_file"])]
+    tls_port: Option<u16>,
+    /// The member's certificate chain for --tls-port (PEM, leaf first).
+    #[arg(long, value_name = "FILE", requires = "tls_port")]
+    tls_cert_file: Option<PathBuf>,
+    /// The private key of --tls-cert-file (PEM: PKCS#8, PKCS#1 or SEC1).
+    #[arg(long, value_name = "FILE", requires = "tls_port")]
+    tls_key_file: Option<PathBuf>,
+    /// CA certificates (PEM) that sign the clients' certificates. With it,
+    /// clients must present one (see --tls-auth-clients); without it, none
+    /// is asked for.
+    #[arg(long, value_name = "FILE", requires = "tls_port")]
+    tls_ca_cert_file: Option<PathBuf>,
+    /// With --tls-ca-cert-file: whether clients must present a certificate
+    /// (yes), may (optional: one presented must be valid) or are not asked
+    /// (no), as Redis' `tls-auth-clients`.
+    #[arg(long, default_value = "yes", value_parser = ["yes", "no", "optional"], requires = "tls_ca_cert_file")]
+    tls_auth_clients: String,
     /// Raft id of this node (cluster mode; must appear in a --peer).
     #[arg(long)]
     id: Option<u64>,
@@ -332,6 +355,8 @@ fn serve_single(a: ServeArgs, fsync: LogFsync) -> super::CmdResult {
     cfg.node.snapshot_interval = a.snapshot_interval;
     cfg.node.snapshot_log_bytes = a.snapshot_log_mib << 20;
     cfg.acl = acl_start(&a);
+    cfg.tls = tls_port(&a, addr)?;
+    let tls_addr = tls_addr(&cfg);
     let limits = Limits {
         max_bulk: a.max_bulk,
         ..Limits::default()
@@ -351,6 +376,7 @@ fn serve_single(a: ServeArgs, fsync: LogFsync) -> super::CmdResult {
             "mode": "single",
             "metrics": exporter.as_ref().map(|e| e.local_addr().to_string()),
             "bind": addr.to_string(),
+            "tls": tls_addr,
             "data": a.data.as_ref().map(|_| storage_dir.clone()),
             "log_dir": storage_dir,
             "fsync": fsync_name,
@@ -477,6 +503,31 @@ fn kv_metrics(repl: &RaftReplicator, stats: &Stats) -> Vec<xlane_metrics::Family
     ];
     v.extend(lane);
     v
+}
+
+/// The TLS port of `--tls-port` at the IP address of the RESP listener
+/// `bound`, its files read first.
+fn tls_port(
+    a: &ServeArgs,
+    bound: SocketAddr,
+) -> Result<Option<xlane_kv::tls::TlsPort>, xlane_kv::tls::TlsError> {
+    let (Some(port), Some(cert), Some(key)) = (a.tls_port, &a.tls_cert_file, &a.tls_key_file)
+    else {
+        return Ok(None);
+    };
+    let files = xlane_kv::tls::TlsFiles {
+        cert: cert.clone(),
+        key: key.clone(),
+        ca: a.tls_ca_cert_file.clone(),
+        auth_clients: a.tls_auth_clients.parse().unwrap_or_default(),
+    };
+    xlane_kv::tls::TlsPort::open(SocketAddr::new(bound.ip(), port), files).map(Some)
+}
+
+/// The TLS port's address for the ready line.
+fn tls_addr(cfg: &RaftConfig) -> Option<String> {
+    let port = cfg.tls.as_ref()?;
+    port.listener.local_addr().ok().map(|a| a.to_string())
 }
 
 /// The users' start settings of `--requirepass` and `--aclfile`.
@@ -629,6 +680,8 @@ fn serve_raft(a: ServeArgs, fsync: LogFsync) -> super::CmdResult {
         ..Limits::default()
     };
     let addr = listener.local_addr()?;
+    cfg.tls = tls_port(&a, addr)?;
+    let tls_addr = tls_addr(&cfg);
     let stats = Arc::new(Stats::default());
     let (repl, report) = RaftReplicator::start_serving(cfg, listener, limits, stats.clone())?;
     warn_torn_tail(&report);
@@ -648,6 +701,7 @@ fn serve_raft(a: ServeArgs, fsync: LogFsync) -> super::CmdResult {
             "join": a.join,
             "id": id,
             "bind": addr.to_string(),
+            "tls": tls_addr,
             "raft": raft_addr.to_string(),
             "peers": peers.iter().map(|(i, p)| serde_json::json!({
                 "id": i, "raft": p.raft.to_string(), "client": p.client,

@@ -11,7 +11,6 @@ use crate::resp::{decode_reply, Command, Parser, Reply};
 use crate::session::Session;
 use crate::txn::Step;
 use std::collections::VecDeque;
-use std::net::TcpStream;
 use std::os::fd::AsRawFd;
 use std::time::Instant;
 
@@ -158,7 +157,7 @@ fn to_push(mut bytes: Vec<u8>) -> Vec<u8> {
 }
 
 pub(super) struct Conn {
-    pub(super) stream: TcpStream,
+    pub(super) link: super::link::Link,
     pub(super) parser: Parser,
     pub(super) session: Session,
     /// Reply bytes not yet written.
@@ -359,9 +358,9 @@ impl Conn {
         let (sub, psub, ssub) = subs.counts(id);
         ClientFacts {
             id: self.session.id,
-            addr: self.stream.peer_addr().ok(),
-            laddr: self.stream.local_addr().ok(),
-            fd: self.stream.as_raw_fd(),
+            addr: self.link.tcp().peer_addr().ok(),
+            laddr: self.link.tcp().local_addr().ok(),
+            fd: self.link.as_raw_fd(),
             name: self.session.name.clone(),
             age_s: now.duration_since(self.since).as_secs(),
             idle_s: now.duration_since(self.last_input).as_secs(),

@@ -56,12 +56,14 @@ mod admin;
 mod auth;
 mod blocking;
 mod conn;
+mod link;
 mod monitor;
 mod reads;
 mod replicas;
 mod tracking;
 use blocking::Waiters;
 use conn::{Conn, Query, Shape, Slot};
+use link::Link;
 use reads::{each, Answer};
 
 use crate::dispatch::{classify, config_get, Action, MemberCmd, PubSubCmd, SettingCmd};
@@ -77,7 +79,7 @@ use crate::session::{now_ms, replica_error_reply, session_command, Stats};
 use crate::store::DataConfig;
 use crate::txn::Step;
 use std::collections::VecDeque;
-use std::io::{ErrorKind, Read, Write};
+use std::io::{ErrorKind, Write};
 use std::net::TcpListener;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::atomic::Ordering;
@@ -107,8 +109,10 @@ pub const OUT_HIGH: usize = 1 << 20;
 /// it for long.
 pub const ANSWER_BUDGET: usize = 512 << 10;
 
-/// The epoll key of the listener (connections count from 1).
+/// The epoll keys of the listener and the TLS listener (connections
+/// count from 2).
 const LISTENER: u64 = 0;
+const TLS_LISTENER: u64 = 1;
 
 /// An epoll set (level-triggered).
 struct Epoll(OwnedFd);
@@ -215,6 +219,8 @@ pub type PeerCheck = Box<dyn Fn(u64, &Peer) -> Result<(), String> + Send>;
 pub struct ClientLoop {
     epoll: Epoll,
     listener: TcpListener,
+    /// The TLS port's listener and configuration ([`ClientLoop::with_tls`]).
+    tls: Option<(TcpListener, Arc<rustls::ServerConfig>)>,
     limits: Limits,
     store: SharedStore,
     members: Members,
@@ -305,6 +311,7 @@ impl ClientLoop {
         Ok(ClientLoop {
             epoll,
             listener,
+            tls: None,
             limits,
             store,
             members,
@@ -312,7 +319,7 @@ impl ClientLoop {
             me,
             stats,
             conns: Default::default(),
-            next_conn: LISTENER + 1,
+            next_conn: TLS_LISTENER + 1,
             tokens: Tokens::default(),
             dirty: Vec::new(),
             again: Vec::new(),
@@ -361,38 +368,84 @@ impl ClientLoop {
         self
     }
 
-    fn accept(&mut self) {
+    /// Serves TLS clients on `port` as well ([`crate::tls`]), as
+    /// `redis-server --tls-port` beside its plain port.
+    pub fn with_tls(mut self, port: &crate::tls::TlsPort) -> std::io::Result<ClientLoop> {
+        let listener = port.listener.try_clone()?;
+        listener.set_nonblocking(true)?;
+        self.epoll.ctl(
+            libc::EPOLL_CTL_ADD,
+            listener.as_raw_fd(),
+            libc::EPOLLIN as u32,
+            TLS_LISTENER,
+        )?;
+        self.tls = Some((listener, port.config.clone()));
+        let f = &port.files;
+        let port_no = port.listener.local_addr()?.port().to_string();
+        let ca = f.ca.as_ref().map(|p| p.display().to_string());
+        for (name, value) in [
+            ("tls-port", port_no),
+            ("tls-cert-file", f.cert.display().to_string()),
+            ("tls-key-file", f.key.display().to_string()),
+            ("tls-ca-cert-file", ca.unwrap_or_default()),
+            ("tls-auth-clients", f.auth_clients.name().to_string()),
+        ] {
+            let _ = self.config.set_at_start(name, &value);
+        }
+        Ok(self)
+    }
+
+    /// Accepts the connections waiting on the listener of epoll key `key`.
+    fn accept(&mut self, key: u64) {
         for _ in 0..MAX_EVENTS {
-            let stream = match self.listener.accept() {
+            let (accepted, tls) = match (key, &self.tls) {
+                (TLS_LISTENER, Some((l, config))) => (l.accept(), Some(config)),
+                _ => (self.listener.accept(), None),
+            };
+            let stream = match accepted {
                 Ok((s, _)) => s,
                 Err(_) => return, // WouldBlock, or a connection that died queued
             };
             if self.conns.len() >= self.client_limits.maxclients {
-                // As Redis: the error, best effort, and the connection closed.
+                // As Redis: the error, best effort, and the connection
+                // closed (a TLS client only sees it closed: the error
+                // would have to wait for its handshake).
                 let mut s = stream;
                 let _ = s.set_nonblocking(true);
-                let _ = s.write(format!("-{ERR_MAX_CLIENTS}\r\n").as_bytes());
+                if tls.is_none() {
+                    let _ = s.write(format!("-{ERR_MAX_CLIENTS}\r\n").as_bytes());
+                }
                 self.stats.rejected.fetch_add(1, Ordering::Relaxed);
                 continue;
             }
+            let link = match tls {
+                None => Link::Plain(stream),
+                Some(config) => match Link::tls(stream, config.clone()) {
+                    Ok(l) => l,
+                    Err(e) => {
+                        tracing::warn!("TLS connection not started: {e}");
+                        continue;
+                    }
+                },
+            };
             let id = self.next_conn;
             self.next_conn += 1;
             let interest = libc::EPOLLIN as u32;
-            if stream.set_nonblocking(true).is_err()
+            if link.tcp().set_nonblocking(true).is_err()
                 || self
                     .epoll
-                    .ctl(libc::EPOLL_CTL_ADD, stream.as_raw_fd(), interest, id)
+                    .ctl(libc::EPOLL_CTL_ADD, link.as_raw_fd(), interest, id)
                     .is_err()
             {
                 continue; // dropping the stream closes it
             }
-            let _ = stream.set_nodelay(true);
+            let _ = link.tcp().set_nodelay(true);
             self.stats.connections.fetch_add(1, Ordering::Relaxed);
             let session = self.fresh_session();
             self.conns.insert(
                 id,
                 Conn {
-                    stream,
+                    link,
                     parser: Parser::new(self.limits),
                     session,
                     out: Vec::new(),
@@ -436,7 +489,7 @@ impl ClientLoop {
         };
         let mut got = 0;
         while got < READ_BUDGET && !c.eof && !c.stalled() {
-            match c.stream.read(&mut self.chunk) {
+            match c.link.read(&mut self.chunk) {
                 Ok(0) => c.eof = true,
                 Ok(n) => {
                     c.last_input = Instant::now();
@@ -467,9 +520,10 @@ impl ClientLoop {
         };
         c.dirty = false;
         let mut written = 0;
-        let mut broken = false;
-        while written < c.out.len() {
-            match c.stream.write(&c.out[written..]) {
+        // What a TLS link holds goes first (handshake messages, records).
+        let mut broken = c.link.flush().is_err();
+        while !broken && written < c.out.len() {
+            match c.link.write(&c.out[written..]) {
                 Ok(0) => {
                     broken = true;
                     break;
@@ -492,13 +546,14 @@ impl ClientLoop {
             return;
         };
         let answered = c.queue.is_empty() && c.deferred.is_none() && c.held.is_none() && !c.more;
-        let done = c.out.is_empty() && (c.quit || (c.eof && answered));
+        let done = c.out.is_empty() && !c.link.wants_write() && (c.quit || (c.eof && answered));
         if broken || done {
             self.close(id);
             return;
         }
-        // Commands left in the parser by a stall that has cleared.
-        if c.more && !c.stalled() && !self.again.contains(&id) {
+        // Commands left in the parser by a stall that has cleared, or input
+        // a TLS link holds that the socket will not report again.
+        if (c.more || c.link.pending_input()) && !c.stalled() && !self.again.contains(&id) {
             self.again.push(id);
         }
         // Level-triggered: no EPOLLIN while the input cannot be taken (it
@@ -507,11 +562,11 @@ impl ClientLoop {
         if !c.eof && !c.stalled() {
             want |= libc::EPOLLIN as u32;
         }
-        if !c.out.is_empty() {
+        if !c.out.is_empty() || c.link.wants_write() {
             want |= libc::EPOLLOUT as u32;
         }
         if want != c.interest {
-            let fd = c.stream.as_raw_fd();
+            let fd = c.link.as_raw_fd();
             if self.epoll.ctl(libc::EPOLL_CTL_MOD, fd, want, id).is_err() {
                 self.close(id);
                 return;
@@ -542,7 +597,7 @@ impl ClientLoop {
         if let Some(c) = self.conns.get(&id) {
             tracing::warn!(
                 "client id={id} addr={} closed for overcoming of output buffer limits ({} bytes unsent)",
-                c.stream.peer_addr().map_or_else(|_| "?".into(), |a| a.to_string()),
+                c.link.tcp().peer_addr().map_or_else(|_| "?".into(), |a| a.to_string()),
                 c.out.len()
             );
         }
@@ -554,9 +609,11 @@ impl ClientLoop {
 
     /// Closes the clients idle past `timeout` (looked for once a second;
     /// subscribers and blocked clients are exempt, as in Redis).
+    /// TLS clients still in their handshake after
+    /// [`link::HANDSHAKE_TIMEOUT`] are closed too, whatever `timeout` is.
     fn close_idle(&mut self) {
         let now = Instant::now();
-        if self.client_limits.timeout == 0
+        if (self.client_limits.timeout == 0 && self.tls.is_none())
             || now.duration_since(self.idle_checked) < std::time::Duration::from_secs(1)
         {
             return;
@@ -568,7 +625,9 @@ impl ClientLoop {
             .iter()
             .filter(|(id, c)| {
                 let exempt = c.blocked || c.monitor || self.subs.subscribed(**id);
-                crate::limits::idle_past(timeout, c.last_input, now, exempt)
+                let stuck =
+                    c.link.handshaking() && now.duration_since(c.since) >= link::HANDSHAKE_TIMEOUT;
+                stuck || crate::limits::idle_past(timeout, c.last_input, now, exempt)
             })
             .map(|(id, _)| *id)
             .collect();
@@ -586,7 +645,7 @@ impl ClientLoop {
         if let Some(c) = self.conns.remove(&id) {
             let _ = self
                 .epoll
-                .ctl(libc::EPOLL_CTL_DEL, c.stream.as_raw_fd(), 0, id);
+                .ctl(libc::EPOLL_CTL_DEL, c.link.as_raw_fd(), 0, id);
             // Outcomes still to come for it find no connection and are dropped.
         }
     }
@@ -816,6 +875,10 @@ impl Frontend for ClientLoop {
         self.update_facts(sub);
         self.close_idle();
         for id in std::mem::take(&mut self.again) {
+            if self.conns.get(&id).is_some_and(|c| c.link.pending_input()) {
+                self.read_input(id);
+                self.mark(id);
+            }
             self.pump(id, sub);
         }
         // Nothing new unless the epoll set was readable (level-triggered:
@@ -827,8 +890,8 @@ impl Frontend for ClientLoop {
         };
         for i in 0..n {
             let (key, ev) = (self.events[i].u64, self.events[i].events);
-            if key == LISTENER {
-                self.accept();
+            if key == LISTENER || key == TLS_LISTENER {
+                self.accept(key);
                 continue;
             }
             if ev & (libc::EPOLLHUP | libc::EPOLLERR) as u32 != 0 {

@@ -139,7 +139,7 @@ impl ClientLoop {
                     // AUTH and HELLO run here (never refused by the gate).
                     let name = &args[0];
                     if name.eq_ignore_ascii_case(b"auth") || name.eq_ignore_ascii_case(b"hello") {
-                        monitor::feed(&self.monitors, &mut self.outbox, &args, &c.stream);
+                        monitor::feed(&self.monitors, &mut self.outbox, &args, c.link.tcp());
                     }
                     c.emit(&r);
                     continue;
@@ -185,7 +185,7 @@ impl ClientLoop {
                 });
                 match q.map(|q| c.join(q)) {
                     Some(true) => {
-                        monitor::feed(&self.monitors, &mut self.outbox, &args, &c.stream);
+                        monitor::feed(&self.monitors, &mut self.outbox, &args, c.link.tcp());
                         continue;
                     }
                     _ => {
@@ -196,7 +196,7 @@ impl ClientLoop {
                     }
                 }
             }
-            monitor::feed(&self.monitors, &mut self.outbox, &args, &c.stream);
+            monitor::feed(&self.monitors, &mut self.outbox, &args, c.link.tcp());
             if !c.session.txn.in_multi() {
                 let reply = self.client_admin(id, &args);
                 let Some(again) = self.conns.get_mut(&id) else {
