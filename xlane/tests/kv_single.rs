@@ -280,8 +280,14 @@ fn tls_port_serves_redis_cli_and_python_and_refuses_the_rest() {
 
     // One store behind both ports; the refused clients wrote nothing.
     let mut c = Conn::open(plain);
-    assert_eq!(c.cmd(&["GET", "k"]), Reply::Bulk(Some(b"over tls".to_vec())));
-    assert_eq!(c.cmd(&["GET", "py:count"]), Reply::Bulk(Some(b"1".to_vec())));
+    assert_eq!(
+        c.cmd(&["GET", "k"]),
+        Reply::Bulk(Some(b"over tls".to_vec()))
+    );
+    assert_eq!(
+        c.cmd(&["GET", "py:count"]),
+        Reply::Bulk(Some(b"1".to_vec()))
+    );
     assert_eq!(c.cmd(&["EXISTS", "intruder"]), Reply::Integer(0));
 
     // A client that connects and never finishes its handshake is closed

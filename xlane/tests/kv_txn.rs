@@ -1,4 +1,5 @@
-//! Transactions across shards, ordered by 1Pipe, under leader kills.
+//! Transactions across shards, ordered by 1Pipe, under leader kills,
+//! a paused leader and a leader's clock stepped.
 //!
 //! Two shards, each a three-member `xlane kv serve` group of real
 //! processes on loopback; a real `xlane pipe switchd --hold-silent` hop;
@@ -11,7 +12,13 @@
 //! when theirs fails. The test kills each shard's Raft leader (`kill -9`)
 //! and restarts it, so the appliers lose replies and must find out
 //! through their marker key whether a part ran, and it kills a proxy
-//! with transactions in flight, which the coordinator recovers.
+//! with transactions in flight, which the coordinator recovers. Two of
+//! Jepsen's faults join them: shard 0's leader has its wall clock stepped
+//! 30 s forward, then back (its members run under libfaketime), and
+//! shard 1's leader is paused (`SIGSTOP`) for longer than an election
+//! timeout, then resumed. (One-way partitions and a full disk are
+//! `kv_faults`' only: they need a member in its own network namespace and
+//! on its own small disk, and these processes share loopback.)
 //! Afterwards every key is read in one ordered transaction, and the
 //! history is checked with `xlane_lincheck::check_strict_serializable`:
 //! no dependency cycle, real-time order included (strictly serializable:
@@ -20,6 +27,9 @@
 //! Seeded (`KV_TXN_SEED`, printed).
 
 mod common;
+#[allow(dead_code)]
+#[path = "faults/inject.rs"]
+mod inject;
 
 use common::procs::{Procs, Shard};
 use common::Conn;
@@ -122,12 +132,26 @@ fn cross_shard_transactions_are_atomic_and_serializable_under_leader_kills() {
     let mut procs = Procs::default();
     let bin = env!("CARGO_BIN_EXE_xlane");
 
-    // The shards' groups.
+    // The shards' groups; shard 0's members read their wall clock's
+    // offset from a file each (libfaketime).
     let mut shards: Vec<Shard> = (0..SHARDS).map(|s| Shard::new(&root, s)).collect();
+    let clock = |id: usize| root.join(format!("s0n{id}.clock"));
+    let member = |sh: &Shard, s: usize, id: usize| {
+        let mut cmd = sh.command(id);
+        if s == 0 {
+            cmd.envs(inject::faketime_env(&clock(id)));
+        }
+        cmd
+    };
+    let mut faked = FaketimeReaped(Vec::new());
     for (s, sh) in shards.iter_mut().enumerate() {
         for id in 1..=3 {
-            let p = procs.start(&format!("s{s}n{id}"), &mut sh.command(id));
+            if s == 0 {
+                inject::set_clock(&clock(id), 0);
+            }
+            let p = procs.start(&format!("s{s}n{id}"), &mut member(sh, s, id));
             sh.procs.push(p);
+            faked.0.extend(procs.pid(p).filter(|_| s == 0));
         }
     }
     for sh in &shards {
@@ -392,7 +416,8 @@ fn cross_shard_transactions_are_atomic_and_serializable_under_leader_kills() {
         })
         .collect();
 
-    // The faults: each shard's leader killed, then restarted.
+    // The faults: shard 0's leader's clock stepped, each shard's leader
+    // killed then restarted, a proxy killed, shard 1's leader paused.
     let t0 = Instant::now();
     let at = |s: f64| {
         let d = Duration::from_secs_f64(s);
@@ -412,6 +437,17 @@ fn cross_shard_transactions_are_atomic_and_serializable_under_leader_kills() {
         );
         l
     };
+    at(0.5);
+    let stepped = shards[0].leader().expect("a leader of shard 0");
+    for (t, secs) in [(0.5, 30), (0.9, -30), (1.3, 0)] {
+        at(t);
+        inject::set_clock(&clock(stepped + 1), secs);
+        println!(
+            "{:.1} s: shard 0's leader (member {}) clock at {secs:+} s",
+            t0.elapsed().as_secs_f64(),
+            stepped + 1
+        );
+    }
     at(1.5);
     let l0 = kill_leader(&mut procs, 0);
     at(2.2);
@@ -425,7 +461,24 @@ fn cross_shard_transactions_are_atomic_and_serializable_under_leader_kills() {
         PROXIES - 1
     );
     at(3.0);
-    procs.start(&format!("s0n{}", l0 + 1), &mut shards[0].command(l0 + 1));
+    let p = procs.start(
+        &format!("s0n{}", l0 + 1),
+        &mut member(&shards[0], 0, l0 + 1),
+    );
+    faked.0.extend(procs.pid(p));
+    // A leader paused past its election timeout (140-280 ms), then
+    // resumed: it must step down, not serve as leader on resumption.
+    at(3.1);
+    let paused = shards[1].leader().expect("a leader of shard 1");
+    procs.signal(shards[1].procs[paused], libc::SIGSTOP);
+    println!(
+        "{:.1} s: paused shard 1's leader (member {})",
+        t0.elapsed().as_secs_f64(),
+        paused + 1
+    );
+    at(4.2);
+    procs.signal(shards[1].procs[paused], libc::SIGCONT);
+    println!("{:.1} s: resumed it", t0.elapsed().as_secs_f64());
     at(4.5);
     let l1 = kill_leader(&mut procs, 1);
     at(6.0);
@@ -533,4 +586,16 @@ fn cross_shard_transactions_are_atomic_and_serializable_under_leader_kills() {
     }
     drop(procs);
     let _ = std::fs::remove_dir_all(&root);
+}
+
+/// Removes libfaketime's shared-memory pair of each process listed, once
+/// the test ends (`inject::faketime_reaped`), however it ends.
+struct FaketimeReaped(Vec<u32>);
+
+impl Drop for FaketimeReaped {
+    fn drop(&mut self) {
+        for &pid in &self.0 {
+            inject::faketime_reaped(pid);
+        }
+    }
 }

@@ -42,6 +42,21 @@ impl Procs {
         }
     }
 
+    /// Sends `sig` to process `i` by PID (`SIGSTOP`, `SIGCONT`); nothing
+    /// once it has ended.
+    pub fn signal(&self, i: usize, sig: libc::c_int) {
+        if let Some(c) = &self.children[i].1 {
+            // SAFETY: a plain syscall on the PID of a child this test
+            // started and has not reaped.
+            unsafe { libc::kill(c.id() as libc::pid_t, sig) };
+        }
+    }
+
+    /// Process `i`'s PID while it runs.
+    pub fn pid(&self, i: usize) -> Option<u32> {
+        self.children[i].1.as_ref().map(Child::id)
+    }
+
     /// SIGTERM by PID and wait; the process's last stdout line.
     pub fn terminate(&mut self, i: usize) -> serde_json::Value {
         let name = self.children[i].0.clone();

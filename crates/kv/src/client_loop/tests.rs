@@ -4,8 +4,8 @@ use crate::members::Peer;
 use crate::raft::tests::{TEST_LATENCY_NS, TEST_PERIOD_NS};
 use crate::raft::{LogFsync, RaftConfig, RaftReplicator, StorageConfig};
 use crate::resp::{decode_reply, encode_command};
-use std::io::Read;
 use std::collections::BTreeMap;
+use std::io::Read;
 use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
