@@ -250,6 +250,17 @@ fn cross_shard_transactions_are_atomic_and_serializable_under_leader_kills() {
     // --maxclients, a connection gets Redis's error.
     let mut c = Conn::open(fronts[0]);
     assert_eq!(c.cmd(&["PING"]), Reply::Simple("PONG".into()));
+    // Its threads, with one client: the clients share its one event loop.
+    let threads = || {
+        let pid = procs.pid(proxies[0]).expect("proxy 0 runs");
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("status");
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("Threads:"))
+            .and_then(|n| n.trim().parse::<usize>().ok())
+            .expect("Threads: line")
+    };
+    let one_client = threads();
     let mut held = Vec::new();
     let refused = loop {
         assert!(held.len() < 2 * PROXY_MAX_CLIENTS, "no connection refused");
@@ -260,12 +271,13 @@ fn cross_shard_transactions_are_atomic_and_serializable_under_leader_kills() {
         }
     };
     assert_eq!(held.len(), PROXY_MAX_CLIENTS - 1, "{refused:?}");
+    assert_eq!(threads(), one_client, "a thread per client");
     assert_eq!(
         refused,
         Some(Reply::Error("ERR max number of clients reached".into()))
     );
     drop(held);
-    // Their threads end as the connections close: room again.
+    // Their slots free as the connections close: room again.
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     while Conn::open(fronts[0]).try_cmd(&["PING"]) != Some(Reply::Simple("PONG".into())) {
         assert!(

@@ -47,6 +47,7 @@ pub mod config;
 pub mod data;
 pub mod debug;
 pub mod dispatch;
+mod epoll;
 pub mod exec;
 pub mod expiry;
 pub mod info;

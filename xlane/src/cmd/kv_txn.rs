@@ -16,7 +16,8 @@ pub struct ProxyArgs {
     #[arg(long, default_value = "127.0.0.1:6390")]
     bind: SocketAddr,
     /// Client connections served at once; one more gets Redis's `-ERR max
-    /// number of clients reached`. Each client has a thread of its own.
+    /// number of clients reached`. One thread serves every client (an
+    /// event loop).
     #[arg(long, default_value_t = 1000)]
     maxclients: usize,
     /// This proxy's 1Pipe process id: above --shards (the appliers are

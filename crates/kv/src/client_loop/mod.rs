@@ -61,6 +61,7 @@ mod monitor;
 mod reads;
 mod replicas;
 mod tracking;
+use crate::epoll::Epoll;
 use blocking::Waiters;
 use conn::{Conn, Query, Shape, Slot};
 use link::Link;
@@ -81,7 +82,7 @@ use crate::txn::Step;
 use std::collections::VecDeque;
 use std::io::{ErrorKind, Write};
 use std::net::TcpListener;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, RawFd};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
@@ -113,44 +114,6 @@ pub const ANSWER_BUDGET: usize = 512 << 10;
 /// count from 2).
 const LISTENER: u64 = 0;
 const TLS_LISTENER: u64 = 1;
-
-/// An epoll set (level-triggered).
-struct Epoll(OwnedFd);
-
-impl Epoll {
-    fn new() -> std::io::Result<Epoll> {
-        // SAFETY: no pointers; the returned descriptor is checked.
-        let fd = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
-        if fd < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        // SAFETY: `fd` is a fresh descriptor owned by nobody else.
-        Ok(Epoll(unsafe { OwnedFd::from_raw_fd(fd) }))
-    }
-
-    fn ctl(&self, op: libc::c_int, fd: RawFd, events: u32, key: u64) -> std::io::Result<()> {
-        let mut ev = libc::epoll_event { events, u64: key };
-        // SAFETY: a valid epoll descriptor and event struct.
-        if unsafe { libc::epoll_ctl(self.0.as_raw_fd(), op, fd, &mut ev) } < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        Ok(())
-    }
-
-    /// The ready descriptors, without waiting.
-    fn poll(&self, out: &mut [libc::epoll_event]) -> usize {
-        // SAFETY: `out` has room for `out.len()` events.
-        let n = unsafe {
-            libc::epoll_wait(
-                self.0.as_raw_fd(),
-                out.as_mut_ptr(),
-                out.len() as libc::c_int,
-                0,
-            )
-        };
-        n.max(0) as usize
-    }
-}
 
 /// A request that starts once every earlier one of its connection is
 /// answered.
@@ -854,7 +817,7 @@ fn next_seed_of(token: u64) -> u64 {
 
 impl Frontend for ClientLoop {
     fn fd(&self) -> RawFd {
-        self.epoll.0.as_raw_fd()
+        self.epoll.as_raw_fd()
     }
 
     fn turn(&mut self, sub: &mut dyn Submit, readable: bool) -> bool {
