@@ -186,6 +186,10 @@ fn redis_cli_tls(
     args: &[&str],
 ) -> (String, bool) {
     let mut cmd = Command::new("redis-cli");
+    if !args.contains(&"--no-auth") {
+        cmd.args(["--no-auth-warning", "-a", PASSWORD]);
+    }
+    let args: Vec<&str> = args.iter().copied().filter(|a| *a != "--no-auth").collect();
     cmd.args([
         "--tls",
         "-h",
@@ -199,13 +203,16 @@ fn redis_cli_tls(
         cmd.arg("--cert").arg(cert).arg("--key").arg(key);
     }
     let out = cmd
-        .args(args)
+        .args(&args)
         .output()
         .expect("redis-cli (apt-get install -y redis-tools)");
     let text =
         String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
     (text.trim().to_string(), out.status.success())
 }
+
+/// The TLS test's `--requirepass`.
+const PASSWORD: &str = "tls-test-secret";
 
 #[test]
 fn tls_port_serves_redis_cli_and_python_and_refuses_the_rest() {
@@ -217,6 +224,7 @@ fn tls_port_serves_redis_cli_and_python_and_refuses_the_rest() {
     let (child, _out, line) = spawn_until_ready(
         Command::new(env!("CARGO_BIN_EXE_xlane"))
             .args(["kv", "serve", "--bind", "127.0.0.1:0", "--tls-port", "0"])
+            .args(["--requirepass", PASSWORD, "--metrics", "127.0.0.1:0"])
             .arg("--tls-cert-file")
             .arg(d.join("server.crt"))
             .arg("--tls-key-file")
@@ -243,6 +251,9 @@ fn tls_port_serves_redis_cli_and_python_and_refuses_the_rest() {
     );
     let port = redis_cli_tls(tls.port(), &ca, me, &["CONFIG", "GET", "tls-port"]).0;
     assert_eq!(port, format!("tls-port\n{}", tls.port()));
+    // The password is asked for over TLS too.
+    let (out, _) = redis_cli_tls(tls.port(), &ca, me, &["--no-auth", "GET", "k"]);
+    assert!(out.starts_with("NOAUTH"), "{out}");
 
     // Without a certificate, or with one of another CA: refused in the
     // handshake, nothing written.
@@ -269,6 +280,7 @@ fn tls_port_serves_redis_cli_and_python_and_refuses_the_rest() {
         ))
         .arg(tls.port().to_string())
         .args([&ca, &cert, &key])
+        .arg(PASSWORD)
         .output()
         .expect("python3 (apt-get install -y python3-redis)");
     assert_eq!(
@@ -280,6 +292,7 @@ fn tls_port_serves_redis_cli_and_python_and_refuses_the_rest() {
 
     // One store behind both ports; the refused clients wrote nothing.
     let mut c = Conn::open(plain);
+    assert_eq!(c.cmd(&["AUTH", PASSWORD]), Reply::ok());
     assert_eq!(
         c.cmd(&["GET", "k"]),
         Reply::Bulk(Some(b"over tls".to_vec()))
@@ -290,14 +303,37 @@ fn tls_port_serves_redis_cli_and_python_and_refuses_the_rest() {
     );
     assert_eq!(c.cmd(&["EXISTS", "intruder"]), Reply::Integer(0));
 
-    // A client that connects and never finishes its handshake is closed
-    // (after 10 s; read_to_end returns once it is).
-    let mut idle = std::net::TcpStream::connect(tls).unwrap();
-    idle.set_read_timeout(Some(std::time::Duration::from_secs(60)))
-        .unwrap();
-    let mut rest = Vec::new();
-    assert!(
-        idle.read_to_end(&mut rest).is_ok(),
-        "the idle handshake was not closed"
-    );
+    // A client that never finishes its TLS handshake, and one on the
+    // plain port that never authenticates, are closed (10 s after they
+    // connect; read_to_end returns once they are), and counted.
+    let metrics = ready["metrics"]
+        .as_str()
+        .expect("metrics address")
+        .to_string();
+    let closed = || {
+        let text = common::scrape(&metrics);
+        common::value(&text, "xlane_kv_clients_closed_total{reason=\"timeout\"}")
+    };
+    let closed_before = closed();
+    let waits: Vec<_> = [tls, plain]
+        .into_iter()
+        .map(|to| {
+            std::thread::spawn(move || {
+                let mut idle = std::net::TcpStream::connect(to).unwrap();
+                if to == plain {
+                    // It may ping: that takes no password.
+                    idle.write_all(b"PING\r\n").unwrap();
+                }
+                idle.set_read_timeout(Some(std::time::Duration::from_secs(60)))
+                    .unwrap();
+                let mut rest = Vec::new();
+                idle.read_to_end(&mut rest).map(|_| rest)
+            })
+        })
+        .collect();
+    for (w, what) in waits.into_iter().zip(["TLS handshake", "AUTH"]) {
+        let got = w.join().unwrap();
+        assert!(got.is_ok(), "a client without its {what} was not closed");
+    }
+    assert_eq!(closed(), closed_before + 2.0);
 }

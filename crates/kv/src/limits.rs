@@ -190,6 +190,19 @@ pub fn fit_maxclients(maxclients: u64) -> (u64, Option<String>) {
     (fit, Some(warning))
 }
 
+/// How long a client may stay before it can run a command: a TLS client in
+/// its handshake, or a client that has not authenticated where the
+/// `default` user needs a password. Past it the client is closed, whatever
+/// `timeout` says: a connection that never gets that far only holds a
+/// slot of `maxclients`.
+pub const ADMISSION_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Whether a client connected `since` and not admitted yet (TLS handshake
+/// or `AUTH` outstanding) is past [`ADMISSION_TIMEOUT`] at `now`.
+pub fn admission_past(admitted: bool, since: Instant, now: Instant) -> bool {
+    !admitted && now.duration_since(since) >= ADMISSION_TIMEOUT
+}
+
 /// Whether a client idle since `last` is past `timeout_secs` at `now`
 /// (0: never). Subscribers and blocked clients are exempt, as in Redis.
 pub fn idle_past(timeout_secs: u64, last: Instant, now: Instant, exempt: bool) -> bool {
@@ -272,5 +285,24 @@ mod tests {
         assert!(!idle_past(5, t0, t0 + s(5), false));
         assert!(idle_past(5, t0, t0 + s(6), false));
         assert!(!idle_past(5, t0, t0 + s(6), true));
+    }
+
+    #[test]
+    fn clients_not_admitted_are_closed_after_the_admission_timeout() {
+        let t0 = Instant::now();
+        let s = Duration::from_secs;
+        // (admitted, seconds since it connected, closed)
+        for (admitted, after, closed) in [
+            (false, 9, false),
+            (false, 10, true),
+            (false, 1000, true),
+            (true, 1000, false),
+        ] {
+            assert_eq!(
+                admission_past(admitted, t0, t0 + s(after)),
+                closed,
+                "{admitted} {after}"
+            );
+        }
     }
 }

@@ -1,6 +1,6 @@
 """Python's redis client over TLS to `xlane kv serve --tls-port`, unmodified.
 
-Usage: tls_client.py PORT CA_FILE CERT_FILE KEY_FILE
+Usage: tls_client.py PORT CA_FILE CERT_FILE KEY_FILE PASSWORD
 
 Writes a 3 MiB value and a pipeline of 20 000 writes then reads (a pipeline
 larger than what the server reads from one connection per turn, so that
@@ -11,7 +11,7 @@ import sys
 
 import redis
 
-port, ca, cert, key = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
+port, ca, cert, key, password = int(sys.argv[1]), *sys.argv[2:6]
 r = redis.Redis(
     host="127.0.0.1",
     port=port,
@@ -19,6 +19,7 @@ r = redis.Redis(
     ssl_ca_certs=ca,
     ssl_certfile=cert,
     ssl_keyfile=key,
+    password=password,
     socket_timeout=60,
 )
 assert r.ping() is True

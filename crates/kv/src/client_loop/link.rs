@@ -15,10 +15,6 @@ use std::io::{self, ErrorKind, Read, Write};
 use std::net::TcpStream;
 use std::os::fd::{AsRawFd, RawFd};
 
-/// How long a TLS client may take to finish its handshake before it is
-/// closed (a client that connects and sends nothing holds a slot).
-pub(super) const HANDSHAKE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
-
 pub(super) enum Link {
     Plain(TcpStream),
     Tls(Box<Tls>),

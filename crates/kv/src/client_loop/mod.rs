@@ -571,14 +571,12 @@ impl ClientLoop {
     }
 
     /// Closes the clients idle past `timeout` (looked for once a second;
-    /// subscribers and blocked clients are exempt, as in Redis).
-    /// TLS clients still in their handshake after
-    /// [`link::HANDSHAKE_TIMEOUT`] are closed too, whatever `timeout` is.
+    /// subscribers and blocked clients are exempt, as in Redis), and those
+    /// not admitted after [`crate::limits::ADMISSION_TIMEOUT`] (a TLS
+    /// handshake or an `AUTH` outstanding), whatever `timeout` is.
     fn close_idle(&mut self) {
         let now = Instant::now();
-        if (self.client_limits.timeout == 0 && self.tls.is_none())
-            || now.duration_since(self.idle_checked) < std::time::Duration::from_secs(1)
-        {
+        if now.duration_since(self.idle_checked) < std::time::Duration::from_secs(1) {
             return;
         }
         self.idle_checked = now;
@@ -588,9 +586,9 @@ impl ClientLoop {
             .iter()
             .filter(|(id, c)| {
                 let exempt = c.blocked || c.monitor || self.subs.subscribed(**id);
-                let stuck =
-                    c.link.handshaking() && now.duration_since(c.since) >= link::HANDSHAKE_TIMEOUT;
-                stuck || crate::limits::idle_past(timeout, c.last_input, now, exempt)
+                let admitted = c.session.authenticated && !c.link.handshaking();
+                crate::limits::admission_past(admitted, c.since, now)
+                    || crate::limits::idle_past(timeout, c.last_input, now, exempt)
             })
             .map(|(id, _)| *id)
             .collect();
