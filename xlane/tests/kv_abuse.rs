@@ -1,11 +1,14 @@
 //! A soak under abuse: a three-member `xlane kv serve` group (raft sealed
-//! with a key file, `/metrics` on), clients writing through it, and for
+//! with a key file, `/metrics` and a TLS port on), clients writing through
+//! it, and for
 //! `KV_ABUSE_SECONDS` (10 by default; the README's command runs 60) every
 //! port it listens on is abused at once:
 //!
 //! - floods: up to 10 000 connections held open to each TCP port in turn
-//!   (the RESP ports, raft's TCP side channels, the metrics endpoints);
-//! - garbage: random bytes to every TCP port and random datagrams to every
+//!   (the RESP ports, the TLS ports, raft's TCP side channels, the metrics
+//!   endpoints);
+//! - garbage: random bytes to every TCP port (a TLS port's handshake sees
+//!   them) and random datagrams to every
 //!   raft UDP port; truncated and oversized RESP frames (a bulk of 2 GB
 //!   declared, a multibulk of 10⁹ elements, a frame cut mid-way);
 //! - slowloris: clients sending a command one byte at a time;
@@ -183,13 +186,20 @@ fn a_group_under_abuse_stays_up_bounded_and_loses_nothing() {
     let keys = common::procs::key_file(&root);
     let mut shard = Shard::new(&root, 0);
     let metrics: Vec<SocketAddr> = (0..3).map(|_| xlane_testports::tcp()).collect();
+    let tls: Vec<SocketAddr> = (0..3).map(|_| xlane_testports::tcp()).collect();
+    common::make_certs(&root, "");
     let mut procs = Procs::default();
     for id in 1..=3 {
         let mut cmd = shard.command(id);
         cmd.arg("--key-file")
             .arg(&keys)
             .arg("--metrics")
-            .arg(metrics[id - 1].to_string());
+            .arg(metrics[id - 1].to_string())
+            .args(["--tls-port", &tls[id - 1].port().to_string()])
+            .arg("--tls-cert-file")
+            .arg(root.join("server.crt"))
+            .arg("--tls-key-file")
+            .arg(root.join("server.key"));
         shard.procs.push(procs.start(&format!("n{id}"), &mut cmd));
     }
     shard.leader().expect("a leader");
@@ -202,7 +212,7 @@ fn a_group_under_abuse_stays_up_bounded_and_loses_nothing() {
     let rafts: Vec<SocketAddr> = (0..3).map(|i| shard.raft_addr(i)).collect();
     // Interleaved: each kind of port early in the first pass.
     let tcp_ports: Vec<SocketAddr> = (0..3)
-        .flat_map(|i| [clients[i], rafts[i], metrics[i]])
+        .flat_map(|i| [clients[i], tls[i], rafts[i], metrics[i]])
         .collect();
 
     let stop = Arc::new(AtomicBool::new(false));
@@ -385,8 +395,9 @@ fn a_group_under_abuse_stays_up_bounded_and_loses_nothing() {
     };
     let mib = |b: u64| b as f64 / (1 << 20) as f64;
     println!(
-        "{secs} s of abuse; floods held up to {flood_n} connections a port: RESP {:?}, raft TCP {:?}, metrics {:?}; {} forged datagrams; {} messages of 16 KiB published",
+        "{secs} s of abuse; floods held up to {flood_n} connections a port: RESP {:?}, TLS {:?}, raft TCP {:?}, metrics {:?}; {} forged datagrams; {} messages of 16 KiB published",
         clients.iter().map(most).collect::<Vec<_>>(),
+        tls.iter().map(most).collect::<Vec<_>>(),
         rafts.iter().map(most).collect::<Vec<_>>(),
         metrics.iter().map(most).collect::<Vec<_>>(),
         datagrams.load(Ordering::Relaxed),

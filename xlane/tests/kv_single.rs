@@ -101,82 +101,6 @@ fn kill_9_under_fsync_always_loses_nothing_acknowledged() {
     sigterm(&mut child);
 }
 
-/// Writes a CA, a server certificate for 127.0.0.1 and a client
-/// certificate it signs into `dir` with `openssl` (v3 certificates, as
-/// Redis's own test certificates are): `ca.crt`, `server.{crt,key}`,
-/// `client.{crt,key}`; `prefix` names a second set (an unknown CA).
-fn make_certs(dir: &std::path::Path, prefix: &str) {
-    let run = |args: &[&str]| {
-        let out = Command::new("openssl")
-            .args(args)
-            .current_dir(dir)
-            .output()
-            .unwrap_or_else(|e| panic!("openssl: {e} (apt-get install -y openssl)"));
-        assert!(
-            out.status.success(),
-            "openssl {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    };
-    let f = |name: &str| format!("{prefix}{name}");
-    std::fs::write(dir.join(f("server.ext")), "subjectAltName=IP:127.0.0.1\n").unwrap();
-    std::fs::write(
-        dir.join(f("client.ext")),
-        "basicConstraints=CA:FALSE\nextendedKeyUsage=clientAuth\n",
-    )
-    .unwrap();
-    run(&[
-        "req",
-        "-x509",
-        "-newkey",
-        "ec",
-        "-pkeyopt",
-        "ec_paramgen_curve:P-256",
-        "-nodes",
-        "-keyout",
-        &f("ca.key"),
-        "-out",
-        &f("ca.crt"),
-        "-days",
-        "2",
-        "-subj",
-        "/CN=xlane test CA",
-    ]);
-    for who in ["server", "client"] {
-        run(&[
-            "req",
-            "-newkey",
-            "ec",
-            "-pkeyopt",
-            "ec_paramgen_curve:P-256",
-            "-nodes",
-            "-keyout",
-            &f(&format!("{who}.key")),
-            "-out",
-            &f(&format!("{who}.csr")),
-            "-subj",
-            &format!("/CN=xlane {who}"),
-        ]);
-        run(&[
-            "x509",
-            "-req",
-            "-in",
-            &f(&format!("{who}.csr")),
-            "-CA",
-            &f("ca.crt"),
-            "-CAkey",
-            &f("ca.key"),
-            "-CAcreateserial",
-            "-out",
-            &f(&format!("{who}.crt")),
-            "-days",
-            "2",
-            "-extfile",
-            &f(&format!("{who}.ext")),
-        ]);
-    }
-}
-
 /// `redis-cli --tls` with the given certificate files (none: no client
 /// certificate); its output and whether it succeeded.
 fn redis_cli_tls(
@@ -219,8 +143,8 @@ fn tls_port_serves_redis_cli_and_python_and_refuses_the_rest() {
     use std::io::{Read, Write};
     let dir = Scratch::new("tls");
     let d = dir.path();
-    make_certs(d, "");
-    make_certs(d, "rogue-");
+    common::make_certs(d, "");
+    common::make_certs(d, "rogue-");
     let (child, _out, line) = spawn_until_ready(
         Command::new(env!("CARGO_BIN_EXE_xlane"))
             .args(["kv", "serve", "--bind", "127.0.0.1:0", "--tls-port", "0"])

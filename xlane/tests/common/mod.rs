@@ -149,3 +149,79 @@ pub fn value(text: &str, series: &str) -> f64 {
         .parse()
         .unwrap()
 }
+
+/// Writes a CA, a server certificate for 127.0.0.1 and a client
+/// certificate it signs into `dir` with `openssl` (v3 certificates, as
+/// Redis's own test certificates are): `ca.crt`, `server.{crt,key}`,
+/// `client.{crt,key}`; `prefix` names a second set (an unknown CA).
+pub fn make_certs(dir: &std::path::Path, prefix: &str) {
+    let run = |args: &[&str]| {
+        let out = Command::new("openssl")
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .unwrap_or_else(|e| panic!("openssl: {e} (apt-get install -y openssl)"));
+        assert!(
+            out.status.success(),
+            "openssl {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    let f = |name: &str| format!("{prefix}{name}");
+    std::fs::write(dir.join(f("server.ext")), "subjectAltName=IP:127.0.0.1\n").unwrap();
+    std::fs::write(
+        dir.join(f("client.ext")),
+        "basicConstraints=CA:FALSE\nextendedKeyUsage=clientAuth\n",
+    )
+    .unwrap();
+    run(&[
+        "req",
+        "-x509",
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:P-256",
+        "-nodes",
+        "-keyout",
+        &f("ca.key"),
+        "-out",
+        &f("ca.crt"),
+        "-days",
+        "2",
+        "-subj",
+        "/CN=xlane test CA",
+    ]);
+    for who in ["server", "client"] {
+        run(&[
+            "req",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:P-256",
+            "-nodes",
+            "-keyout",
+            &f(&format!("{who}.key")),
+            "-out",
+            &f(&format!("{who}.csr")),
+            "-subj",
+            &format!("/CN=xlane {who}"),
+        ]);
+        run(&[
+            "x509",
+            "-req",
+            "-in",
+            &f(&format!("{who}.csr")),
+            "-CA",
+            &f("ca.crt"),
+            "-CAkey",
+            &f("ca.key"),
+            "-CAcreateserial",
+            "-out",
+            &f(&format!("{who}.crt")),
+            "-days",
+            "2",
+            "-extfile",
+            &f(&format!("{who}.ext")),
+        ]);
+    }
+}
