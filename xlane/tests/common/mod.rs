@@ -174,54 +174,52 @@ pub fn make_certs(dir: &std::path::Path, prefix: &str) {
         "basicConstraints=CA:FALSE\nextendedKeyUsage=clientAuth\n",
     )
     .unwrap();
-    run(&[
-        "req",
-        "-x509",
+    // A fresh P-256 key, unencrypted.
+    let new_key = [
         "-newkey",
         "ec",
         "-pkeyopt",
         "ec_paramgen_curve:P-256",
         "-nodes",
-        "-keyout",
-        &f("ca.key"),
-        "-out",
-        &f("ca.crt"),
-        "-days",
-        "2",
-        "-subj",
-        "/CN=xlane test CA",
-    ]);
+    ];
+    let (ca_key, ca_crt) = (f("ca.key"), f("ca.crt"));
+    run(&[
+        &["req", "-x509"][..],
+        &new_key,
+        &["-keyout", &ca_key, "-out", &ca_crt, "-days", "2"],
+        &["-subj", "/CN=xlane test CA"],
+    ]
+    .concat());
     for who in ["server", "client"] {
+        let (key, csr, crt, ext) = (
+            f(&format!("{who}.key")),
+            f(&format!("{who}.csr")),
+            f(&format!("{who}.crt")),
+            f(&format!("{who}.ext")),
+        );
+        let subject = format!("/CN=xlane {who}");
         run(&[
-            "req",
-            "-newkey",
-            "ec",
-            "-pkeyopt",
-            "ec_paramgen_curve:P-256",
-            "-nodes",
-            "-keyout",
-            &f(&format!("{who}.key")),
-            "-out",
-            &f(&format!("{who}.csr")),
-            "-subj",
-            &format!("/CN=xlane {who}"),
-        ]);
+            &["req"][..],
+            &new_key,
+            &["-keyout", &key, "-out", &csr, "-subj", &subject],
+        ]
+        .concat());
         run(&[
             "x509",
             "-req",
             "-in",
-            &f(&format!("{who}.csr")),
+            &csr,
             "-CA",
-            &f("ca.crt"),
+            &ca_crt,
             "-CAkey",
-            &f("ca.key"),
+            &ca_key,
             "-CAcreateserial",
             "-out",
-            &f(&format!("{who}.crt")),
+            &crt,
             "-days",
             "2",
             "-extfile",
-            &f(&format!("{who}.ext")),
+            &ext,
         ]);
     }
 }

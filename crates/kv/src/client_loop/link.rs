@@ -50,34 +50,6 @@ impl Link {
         }
     }
 
-    /// Reads plaintext into `buf`: `Ok(0)` at the end of input,
-    /// `WouldBlock` when none is there now.
-    pub(super) fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        match self {
-            Link::Plain(s) => s.read(buf),
-            Link::Tls(t) => t.read(buf),
-        }
-    }
-
-    /// Takes bytes of `buf` to send (a TLS link encrypts them and sends
-    /// what the socket takes; the rest of the records wait in rustls,
-    /// [`Link::wants_write`]). `WouldBlock` when nothing can be taken now.
-    pub(super) fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        match self {
-            Link::Plain(s) => s.write(buf),
-            Link::Tls(t) => t.write(buf),
-        }
-    }
-
-    /// Sends what a TLS link holds (handshake messages, records), as much
-    /// as the socket takes. Nothing for a plain link.
-    pub(super) fn flush(&mut self) -> io::Result<()> {
-        match self {
-            Link::Plain(_) => Ok(()),
-            Link::Tls(t) => t.flush_tls(),
-        }
-    }
-
     /// Bytes wait in the link to be sent once the socket takes them.
     pub(super) fn wants_write(&self) -> bool {
         match self {
@@ -99,6 +71,39 @@ impl Link {
         match self {
             Link::Plain(_) => false,
             Link::Tls(t) => t.conn.is_handshaking(),
+        }
+    }
+}
+
+/// Plaintext in: `Ok(0)` at the end of input, `WouldBlock` when none is
+/// there now.
+impl Read for Link {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Link::Plain(s) => s.read(buf),
+            Link::Tls(t) => t.read(buf),
+        }
+    }
+}
+
+/// Plaintext out: a TLS link encrypts what it takes and sends what the
+/// socket takes; the rest of the records wait in rustls
+/// ([`Link::wants_write`]). `WouldBlock` when nothing can be taken now.
+impl Write for Link {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            Link::Plain(s) => s.write(buf),
+            Link::Tls(t) => t.write(buf),
+        }
+    }
+
+    /// Sends what a TLS link holds (handshake messages, records), as much
+    /// as the socket takes now (not all of it: the socket is non-blocking).
+    /// Nothing for a plain link.
+    fn flush(&mut self) -> io::Result<()> {
+        match self {
+            Link::Plain(_) => Ok(()),
+            Link::Tls(t) => t.flush_tls(),
         }
     }
 }

@@ -61,7 +61,7 @@ mod monitor;
 mod reads;
 mod replicas;
 mod tracking;
-use crate::epoll::Epoll;
+use crate::epoll::{read_within, write_within, Epoll, ReadEnd};
 use blocking::Waiters;
 use conn::{Conn, Query, Shape, Slot};
 use link::Link;
@@ -80,7 +80,7 @@ use crate::session::{now_ms, replica_error_reply, session_command, Stats};
 use crate::store::DataConfig;
 use crate::txn::Step;
 use std::collections::VecDeque;
-use std::io::{ErrorKind, Write};
+use std::io::Write;
 use std::net::TcpListener;
 use std::os::fd::{AsRawFd, RawFd};
 use std::sync::atomic::Ordering;
@@ -450,28 +450,21 @@ impl ClientLoop {
         let Some(c) = self.conns.get_mut(&id) else {
             return;
         };
-        let mut got = 0;
-        while got < READ_BUDGET && !c.eof && !c.stalled() {
-            match c.link.read(&mut self.chunk) {
-                Ok(0) => c.eof = true,
-                Ok(n) => {
-                    c.last_input = Instant::now();
-                    c.parser.feed(&self.chunk[..n]);
-                    got += n;
-                    if n < self.chunk.len() {
-                        // All there was (level-triggered: more is reported
-                        // by the next wait), without a read that finds none.
-                        break;
-                    }
-                }
-                Err(e) if e.kind() == ErrorKind::WouldBlock => break,
-                Err(e) if e.kind() == ErrorKind::Interrupted => {}
-                Err(_) => {
-                    // Reset by the peer: nothing more can be answered.
-                    c.eof = true;
-                    c.quit = true;
-                    c.out.clear();
-                }
+        if c.eof || c.stalled() {
+            return;
+        }
+        let (parser, last_input) = (&mut c.parser, &mut c.last_input);
+        match read_within(&mut c.link, &mut self.chunk, READ_BUDGET, |b| {
+            *last_input = Instant::now();
+            parser.feed(b);
+        }) {
+            ReadEnd::Drained | ReadEnd::Budget => {}
+            ReadEnd::Eof => c.eof = true,
+            ReadEnd::Broken => {
+                // Reset by the peer: nothing more can be answered.
+                c.eof = true;
+                c.quit = true;
+                c.out.clear();
             }
         }
     }
@@ -482,24 +475,11 @@ impl ClientLoop {
             return;
         };
         c.dirty = false;
-        let mut written = 0;
         // What a TLS link holds goes first (handshake messages, records).
-        let mut broken = c.link.flush().is_err();
-        while !broken && written < c.out.len() {
-            match c.link.write(&c.out[written..]) {
-                Ok(0) => {
-                    broken = true;
-                    break;
-                }
-                Ok(n) => written += n,
-                Err(e) if e.kind() == ErrorKind::WouldBlock => break,
-                Err(e) if e.kind() == ErrorKind::Interrupted => {}
-                Err(_) => {
-                    broken = true;
-                    break;
-                }
-            }
-        }
+        let (written, broken) = match c.link.flush() {
+            Ok(()) => write_within(&mut c.link, &c.out),
+            Err(_) => (0, true),
+        };
         c.out.drain(..written);
         if self.past_output_limit(id) {
             self.close_past_output_limit(id);

@@ -18,10 +18,10 @@
 
 use super::msg::{ShardReply, SubTxn};
 use super::plan::Plan;
-use crate::epoll::Epoll;
+use crate::epoll::{read_within, write_within, Epoll, ReadEnd};
 use crate::resp::{Command, Limits, Parser, Reply};
 use std::collections::{BTreeMap, HashMap};
-use std::io::{self, Read, Write};
+use std::io::{self, Write};
 use std::net::{SocketAddrV4, TcpListener, TcpStream, UdpSocket};
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -338,25 +338,20 @@ impl Proxy<'_> {
         let Some(c) = self.clients.get_mut(&id) else {
             return;
         };
-        let mut got = 0;
-        while got < READ_BUDGET && !c.eof && !c.stalled() {
-            match c.stream.read(&mut self.chunk) {
-                Ok(0) => c.eof = true,
-                Ok(n) => {
-                    c.parser.feed(&self.chunk[..n]);
-                    got += n;
-                    if n < self.chunk.len() {
-                        break; // all there was
-                    }
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(_) => {
-                    // Reset by the peer: nothing more can be answered.
-                    c.eof = true;
-                    c.quit = true;
-                    c.out.clear();
-                }
+        if c.eof || c.stalled() {
+            return;
+        }
+        let parser = &mut c.parser;
+        match read_within(&mut c.stream, &mut self.chunk, READ_BUDGET, |b| {
+            parser.feed(b)
+        }) {
+            ReadEnd::Drained | ReadEnd::Budget => {}
+            ReadEnd::Eof => c.eof = true,
+            ReadEnd::Broken => {
+                // Reset by the peer: nothing more can be answered.
+                c.eof = true;
+                c.quit = true;
+                c.out.clear();
             }
         }
     }
@@ -466,23 +461,7 @@ impl Proxy<'_> {
         let Some(c) = self.clients.get_mut(&id) else {
             return;
         };
-        let mut written = 0;
-        let mut broken = false;
-        while written < c.out.len() {
-            match c.stream.write(&c.out[written..]) {
-                Ok(0) => {
-                    broken = true;
-                    break;
-                }
-                Ok(n) => written += n,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(_) => {
-                    broken = true;
-                    break;
-                }
-            }
-        }
+        let (written, broken) = write_within(&mut c.stream, &c.out);
         c.out.drain(..written);
         let done = c.out.is_empty() && (c.quit || (c.eof && !c.waiting));
         if broken || done {
