@@ -97,6 +97,21 @@ pub(crate) fn read_within(
     ReadEnd::Budget
 }
 
+/// What a read that ended with `end` makes of a connection's state: at the
+/// end of its input it is closed once everything is answered (`eof`);
+/// broken, it is closed at once (`quit`) with nothing more to send.
+pub(crate) fn after_read(end: ReadEnd, eof: &mut bool, quit: &mut bool, out: &mut Vec<u8>) {
+    match end {
+        ReadEnd::Drained | ReadEnd::Budget => {}
+        ReadEnd::Eof => *eof = true,
+        ReadEnd::Broken => {
+            *eof = true;
+            *quit = true;
+            out.clear();
+        }
+    }
+}
+
 /// Writes as much of `out` as `w` takes now: how many bytes, and whether
 /// the connection broke.
 pub(crate) fn write_within(w: &mut impl Write, out: &[u8]) -> (usize, bool) {

@@ -61,7 +61,7 @@ mod monitor;
 mod reads;
 mod replicas;
 mod tracking;
-use crate::epoll::{read_within, write_within, Epoll, ReadEnd};
+use crate::epoll::{after_read, read_within, write_within, Epoll};
 use blocking::Waiters;
 use conn::{Conn, Query, Shape, Slot};
 use link::Link;
@@ -454,19 +454,11 @@ impl ClientLoop {
             return;
         }
         let (parser, last_input) = (&mut c.parser, &mut c.last_input);
-        match read_within(&mut c.link, &mut self.chunk, READ_BUDGET, |b| {
+        let end = read_within(&mut c.link, &mut self.chunk, READ_BUDGET, |b| {
             *last_input = Instant::now();
             parser.feed(b);
-        }) {
-            ReadEnd::Drained | ReadEnd::Budget => {}
-            ReadEnd::Eof => c.eof = true,
-            ReadEnd::Broken => {
-                // Reset by the peer: nothing more can be answered.
-                c.eof = true;
-                c.quit = true;
-                c.out.clear();
-            }
-        }
+        });
+        after_read(end, &mut c.eof, &mut c.quit, &mut c.out);
     }
 
     /// Writes the connection's pending bytes; closes it when it is done.

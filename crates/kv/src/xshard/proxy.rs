@@ -18,7 +18,7 @@
 
 use super::msg::{ShardReply, SubTxn};
 use super::plan::Plan;
-use crate::epoll::{read_within, write_within, Epoll, ReadEnd};
+use crate::epoll::{after_read, read_within, write_within, Epoll};
 use crate::resp::{Command, Limits, Parser, Reply};
 use std::collections::{BTreeMap, HashMap};
 use std::io::{self, Write};
@@ -342,18 +342,10 @@ impl Proxy<'_> {
             return;
         }
         let parser = &mut c.parser;
-        match read_within(&mut c.stream, &mut self.chunk, READ_BUDGET, |b| {
+        let end = read_within(&mut c.stream, &mut self.chunk, READ_BUDGET, |b| {
             parser.feed(b)
-        }) {
-            ReadEnd::Drained | ReadEnd::Budget => {}
-            ReadEnd::Eof => c.eof = true,
-            ReadEnd::Broken => {
-                // Reset by the peer: nothing more can be answered.
-                c.eof = true;
-                c.quit = true;
-                c.out.clear();
-            }
-        }
+        });
+        after_read(end, &mut c.eof, &mut c.quit, &mut c.out);
     }
 
     /// Runs client `id`'s parsed commands until one waits for the shards.
