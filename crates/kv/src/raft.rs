@@ -87,7 +87,7 @@ pub struct RaftConfig {
     /// How the users start (`--requirepass`, `--aclfile`): the same on
     /// every member ([`crate::session::AclStart`]).
     pub acl: crate::session::AclStart,
-    /// A TLS port served beside the RESP listener ([`Self::start_serving`]
+    /// A TLS port served beside the RESP listener ([`RaftReplicator::start_serving`]
     /// only; `--tls-port`).
     pub tls: Option<crate::tls::TlsPort>,
 }
