@@ -66,8 +66,8 @@ enum What {
     /// errors (a test with errors is not a
     /// result), the ratios xlane-1/redis and xlane-3/redis-wait, the
     /// client's CPU share and the floor. Uses --rounds, --requests,
-    /// --connections, --pipeline, --work-dir, --xlane, --timeout, --plots,
-    /// --no-plots and --json; the other options belong to the default workload. Needs
+    /// --connections, --pipeline, --systems, --work-dir, --xlane, --timeout,
+    /// --plots, --no-plots and --json; the other options belong to the default workload. Needs
     /// `redis-server` and `redis-benchmark`; the floor needs root.
     Kv(KvArgs),
     /// QJump's application experiment with today's programs: real etcd (3
@@ -572,14 +572,13 @@ struct KvArgs {
     /// member).
     #[arg(long, default_value = "3,5", value_delimiter = ',')]
     replicas: Vec<usize>,
-    /// Systems, comma-separated: xlane (Raft over UDP), xlane-lane (X-Raft
-    /// over the lane), etcd, redis.
-    #[arg(
-        long,
-        default_value = "xlane,xlane-lane,etcd,redis",
-        value_delimiter = ','
-    )]
-    systems: Vec<String>,
+    /// Systems, comma-separated. fig8: xlane (Raft over UDP), xlane-lane
+    /// (X-Raft over the lane), etcd, redis (default: all four).
+    /// redis-benchmark: redis, redis-wait, xlane-1, xlane-3 (default: all
+    /// four; `redis,xlane-1` measures the single node against Redis alone,
+    /// each ratio's two figures one after the other).
+    #[arg(long, value_delimiter = ',')]
+    systems: Option<Vec<String>>,
     /// Sequential writes of the latency phase (per system and replica
     /// count, over all rounds).
     #[arg(long, default_value_t = 2000)]
@@ -668,6 +667,11 @@ fn kv(a: KvArgs) -> super::CmdResult {
     }
     let systems = a
         .systems
+        .unwrap_or_else(|| {
+            ["xlane", "xlane-lane", "etcd", "redis"]
+                .map(String::from)
+                .to_vec()
+        })
         .iter()
         .map(|s| {
             System::from_name(s)
@@ -729,7 +733,7 @@ fn kv(a: KvArgs) -> super::CmdResult {
 
 /// `xlane bench kv --workload redis-benchmark`.
 fn kv_redis_benchmark(a: KvArgs) -> super::CmdResult {
-    use xlane_bench::kv_bench::redis_benchmark::{self, RbConfig};
+    use xlane_bench::kv_bench::redis_benchmark::{self, RbConfig, RbSystem};
     if a.requests == 0 || a.requests > 100_000_000 {
         return Err("--requests must be 1..=100000000".into());
     }
@@ -745,8 +749,23 @@ fn kv_redis_benchmark(a: KvArgs) -> super::CmdResult {
     if !(a.timeout > 0.0 && a.timeout <= 600.0) {
         return Err("--timeout must be in (0, 600] seconds".into());
     }
+    let systems = match &a.systems {
+        None => RbSystem::ALL.to_vec(),
+        Some(names) => names
+            .iter()
+            .map(|s| {
+                RbSystem::from_name(s).ok_or_else(|| {
+                    format!("unknown system {s:?} (redis, redis-wait, xlane-1, xlane-3)")
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?,
+    };
+    if systems.is_empty() {
+        return Err("--systems: name at least one system".into());
+    }
     let cfg = RbConfig {
         requests: a.requests,
+        systems,
         connections: a.connections,
         pipeline: a.pipeline,
         rounds: a.rounds,

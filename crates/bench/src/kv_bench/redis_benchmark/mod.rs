@@ -35,6 +35,11 @@
 //! the whole run. The client shares the 2 vCPUs with the servers: each
 //! pair's report gives the client's CPU (share of one core) and the
 //! machine's busy share while it ran.
+//!
+//! **Fewer systems** (`--systems redis,xlane-1`): only the pairs of the
+//! chosen systems run, and only the ratios of which both systems ran are
+//! reported. With `redis` and `xlane-1` alone, a ratio's two figures are
+//! measured one after the other, a fraction of a second apart.
 
 pub mod driver;
 pub mod plot;
@@ -77,6 +82,11 @@ impl RbSystem {
         RbSystem::Xlane1,
         RbSystem::Xlane3,
     ];
+
+    /// The system of `name` (as [`RbSystem::name`] gives it).
+    pub fn from_name(name: &str) -> Option<RbSystem> {
+        RbSystem::ALL.into_iter().find(|s| s.name() == name)
+    }
 
     /// The name in reports.
     pub fn name(self) -> &'static str {
@@ -140,6 +150,9 @@ pub struct RbConfig {
     pub pipeline: usize,
     /// Rounds; in each, every pair runs a test before the next test starts.
     pub rounds: usize,
+    /// The systems started and measured (the pairs of the others do not
+    /// run).
+    pub systems: Vec<RbSystem>,
     /// The xlane binary; `None` leaves the xlane systems out with a reason.
     pub xlane_bin: Option<PathBuf>,
     /// Directory for the servers' data.
@@ -157,6 +170,7 @@ impl Default for RbConfig {
             connections: 50,
             pipeline: 16,
             rounds: 4,
+            systems: RbSystem::ALL.to_vec(),
             xlane_bin: None,
             work_dir: PathBuf::from("/dev/shm"),
             timeout: Duration::from_secs(20),
@@ -368,6 +382,18 @@ pub fn run(cfg: &RbConfig, log: &mut dyn FnMut(&str)) -> Result<RbReport, KvBenc
             "requests, connections, pipeline and rounds must be at least 1".into(),
         ));
     }
+    // In report order, each once.
+    let chosen: Vec<RbSystem> = RbSystem::ALL
+        .into_iter()
+        .filter(|s| cfg.systems.contains(s))
+        .collect();
+    let pairs_run: Vec<(Client, RbSystem)> = PAIRS
+        .into_iter()
+        .filter(|(_, s)| chosen.contains(s))
+        .collect();
+    if pairs_run.is_empty() {
+        return Err(KvBenchError::Config("no system chosen".into()));
+    }
     for (bin, hint) in [
         ("redis-server", "apt-get install -y redis-server"),
         ("redis-benchmark", "apt-get install -y redis-tools"),
@@ -379,7 +405,7 @@ pub fn run(cfg: &RbConfig, log: &mut dyn FnMut(&str)) -> Result<RbReport, KvBenc
     xlane_host::tuning::install_termination_flag();
     let tag = format!("rbench-{}", std::process::id());
     let mut up: Vec<Result<Servers, String>> = Vec::new();
-    for s in RbSystem::ALL {
+    for &s in &chosen {
         if interrupted() {
             return Err(KvBenchError::Interrupted);
         }
@@ -396,7 +422,7 @@ pub fn run(cfg: &RbConfig, log: &mut dyn FnMut(&str)) -> Result<RbReport, KvBenc
     // "lane" core is only a name here (no lane runs).
     // online() is at least 1.
     let cores = Cores::new(ncpu, ncpu - 1).map_err(KvBenchError::Config)?;
-    let run_ns = (cfg.rounds as u64).saturating_mul(PAIRS.len() as u64 * 600 * 1_000_000_000);
+    let run_ns = (cfg.rounds as u64).saturating_mul(pairs_run.len() as u64 * 600 * 1_000_000_000);
     let (probes, floor_error) = match FloorSet::start(&cores, run_ns) {
         Ok(p) => (Some(p), None),
         Err(e) => {
@@ -405,11 +431,11 @@ pub fn run(cfg: &RbConfig, log: &mut dyn FnMut(&str)) -> Result<RbReport, KvBenc
         }
     };
     let started = Instant::now();
-    let mut runs: Vec<Vec<PairRun>> = vec![Vec::new(); PAIRS.len()];
-    let mut broken: Vec<Option<String>> = PAIRS
+    let mut runs: Vec<Vec<PairRun>> = vec![Vec::new(); pairs_run.len()];
+    let mut broken: Vec<Option<String>> = pairs_run
         .iter()
         .map(|(_, s)| {
-            up[RbSystem::ALL.iter().position(|x| x == s).unwrap_or(0)]
+            up[chosen.iter().position(|x| x == s).unwrap_or(0)]
                 .as_ref()
                 .err()
                 .cloned()
@@ -424,20 +450,20 @@ pub fn run(cfg: &RbConfig, log: &mut dyn FnMut(&str)) -> Result<RbReport, KvBenc
             };
             if let Err(e) = sys.flush() {
                 let e = format!("{e}{}", sys.logs_tail());
-                log(&format!("  {} broke: {e}", RbSystem::ALL[si].name()));
-                for (i, (_, s)) in PAIRS.iter().enumerate() {
-                    if *s == RbSystem::ALL[si] {
+                log(&format!("  {} broke: {e}", chosen[si].name()));
+                for (i, (_, s)) in pairs_run.iter().enumerate() {
+                    if *s == chosen[si] {
                         broken[i].get_or_insert(e.clone());
                     }
                 }
             }
         }
-        let mut round: Vec<PairRun> = vec![PairRun::default(); PAIRS.len()];
+        let mut round: Vec<PairRun> = vec![PairRun::default(); pairs_run.len()];
         for seg in 0..SEGMENTS.len() {
             let order: Vec<usize> = if (r + seg) % 2 == 0 {
-                (0..PAIRS.len()).collect()
+                (0..pairs_run.len()).collect()
             } else {
-                (0..PAIRS.len()).rev().collect()
+                (0..pairs_run.len()).rev().collect()
             };
             for i in order {
                 if interrupted() {
@@ -446,8 +472,8 @@ pub fn run(cfg: &RbConfig, log: &mut dyn FnMut(&str)) -> Result<RbReport, KvBenc
                 if broken[i].is_some() {
                     continue;
                 }
-                let (client, system) = PAIRS[i];
-                let si = RbSystem::ALL.iter().position(|&x| x == system).unwrap_or(0);
+                let (client, system) = pairs_run[i];
+                let si = chosen.iter().position(|&x| x == system).unwrap_or(0);
                 let Ok(sys) = up[si].as_mut() else {
                     continue;
                 };
@@ -487,7 +513,7 @@ pub fn run(cfg: &RbConfig, log: &mut dyn FnMut(&str)) -> Result<RbReport, KvBenc
             if broken[i].is_some() || run.tests.len() != DEFAULT_TESTS.len() {
                 continue;
             }
-            let (client, system) = PAIRS[i];
+            let (client, system) = pairs_run[i];
             log(&format!(
                 "  round {}: {} on {}: {:.1} s",
                 r + 1,
@@ -501,7 +527,7 @@ pub fn run(cfg: &RbConfig, log: &mut dyn FnMut(&str)) -> Result<RbReport, KvBenc
     let _ = std::fs::remove_file(&out_file);
     let seconds = started.elapsed().as_secs_f64();
     let floor = probes.map(|p| p.stop().0);
-    let systems: Vec<RbSystemInfo> = RbSystem::ALL
+    let systems: Vec<RbSystemInfo> = chosen
         .iter()
         .zip(&up)
         .map(|(s, u)| RbSystemInfo {
@@ -521,7 +547,7 @@ pub fn run(cfg: &RbConfig, log: &mut dyn FnMut(&str)) -> Result<RbReport, KvBenc
         return Err(KvBenchError::Interrupted);
     }
     let versions = version_lines(cfg);
-    let pairs: Vec<RbPair> = PAIRS
+    let pairs: Vec<RbPair> = pairs_run
         .iter()
         .zip(runs.iter().zip(broken))
         .map(|(&(c, s), (r, b))| RbPair::from_runs(c, s, r, b))

@@ -27,6 +27,13 @@ pub fn plot(report: &RbReport, stem: &Path) -> Result<[PathBuf; 2], PlotError> {
     let tests: Vec<String> = report.tests.iter().map(|t| t.name.clone()).collect();
     let series = RATIOS
         .iter()
+        // The ratios of systems that did not run (`--systems`) are not drawn.
+        .filter(|&&(_, a, b, _, _)| {
+            report
+                .ratios
+                .iter()
+                .any(|r| r.system == a.name() && r.versus == b.name())
+        })
         .map(|&(client, a, b, target, _)| {
             let v = tests
                 .iter()
