@@ -1,7 +1,7 @@
 //! `xlane bench jitter --json` end to end: every configuration of the
 //! comparison in one short run of the `both` scenario, the documented JSON
 //! keys and the plots. No time is asserted and no two timings compared
-//! (DESIGN.md, principle 8): the lane against the plain socket is what the
+//! (docs/design.md, "Principles"): the lane against the plain socket is what the
 //! command reports.
 
 use std::process::Command;

@@ -34,7 +34,7 @@ fn bench_pipe_orders_every_delivery_and_keeps_reliable_scatterings_atomic() {
         .args(["--volume-rate", "400"])
         // Links silent for 200 beacon intervals, not the bench's 30: this
         // test checks order, atomicity and recovery, and a host gap of
-        // this machine (25–50 ms, DESIGN.md) would otherwise fence correct
+        // this machine (15–50 ms, docs/pipe.md) would otherwise fence correct
         // processes, and with most of them gone a point ends before its
         // failures happen.
         .args(["--dead-after", "200", "--plots"])

@@ -1,7 +1,7 @@
 //! A soak under abuse: a three-member `xlane kv serve` group (raft sealed
 //! with a key file, `/metrics` and a TLS port on), clients writing through
 //! it, and for
-//! `KV_ABUSE_SECONDS` (10 by default; the README's command runs 60) every
+//! `KV_ABUSE_SECONDS` (10 by default; the command in docs/kv.md runs 60) every
 //! port it listens on is abused at once:
 //!
 //! - floods: up to 10 000 connections held open to each TCP port in turn

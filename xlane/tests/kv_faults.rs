@@ -26,7 +26,7 @@
 //! healing, every member must hold the same key space (each member's every
 //! key, found by `SCAN`, with its `TYPE` and its value read by type). Each run prints its seed;
 //! `KV_FAULT_SEED=N` repeats one, `KV_FAULT_RUNS=N` sets how many run (3 by
-//! default, to keep CI short: the README's command runs 10).
+//! default, to keep CI short: the command in docs/kv.md runs 10).
 //!
 //! Needs root (network namespaces); without it the test says so and passes
 //! nothing else.

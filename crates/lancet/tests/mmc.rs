@@ -4,7 +4,7 @@
 //! after half a second of zero-service overhead run (about 4 s).
 //!
 //! Only what does not depend on how busy the machine is gets checked
-//! (DESIGN.md, principle 8): every request the schedule implies is sent,
+//! (docs/design.md, "Principles"): every request the schedule implies is sent,
 //! answered and kernel-stamped, the server reports its sojourn, and every
 //! (load, percentile) row carries theory, a measurement and the server's
 //! figure. Whether the measured percentiles *agree* with M/M/1 theory is a

@@ -3,7 +3,7 @@
 //! (`xlane_lancet::cross_check`), two alternating rounds of 1 s each.
 //!
 //! Only what does not depend on how busy the machine is gets checked
-//! (DESIGN.md, principle 8): lancet speaks sockperf's protocol (every
+//! (docs/design.md, "Principles"): lancet speaks sockperf's protocol (every
 //! request it sends is answered and parses as sockperf's reply, none is
 //! malformed or unmatched), sockperf's output and its `--full-log` parse
 //! and agree on how many round trips there were, both tools' sample counts

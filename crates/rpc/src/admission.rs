@@ -1,4 +1,4 @@
-//! SLO-aware admission control (SVEN, `002_…`), without I/O.
+//! SLO-aware admission control (SVEN), without I/O.
 //!
 //! The router measures each request's latency from its REQ0's arrival to
 //! the FEEDBACK that closes it and records it in a [`Histogram`]. Every

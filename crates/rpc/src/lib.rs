@@ -1,6 +1,6 @@
 //! # xlane-rpc: R2P2 request-reply RPCs on the regular lane, sans I/O
 //!
-//! R2P2 (the Lancet R2P2 report, `001_…`, Fig. 2 and Fig. 3) carries every
+//! R2P2 (the Lancet R2P2 report, Fig. 2 and Fig. 3) carries every
 //! RPC as a request-reply pair over UDP, identified by
 //! ⟨client IP, client port, request id⟩ ([`Identity`]). This crate holds
 //!

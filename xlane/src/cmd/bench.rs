@@ -635,7 +635,7 @@ struct KvArgs {
     /// Link rate of every switch port (the hosts' NICs send at twice it, so
     /// that cross traffic oversubscribes every port). The default is one
     /// this machine's cross-traffic generators can saturate beside the CPU
-    /// load; see the README.
+    /// load; see docs/results/kv.md.
     #[arg(long, default_value = "40mbit")]
     rate: String,
     /// Best-effort queue length of every switch port, in packets (the

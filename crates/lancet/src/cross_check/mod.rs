@@ -3,7 +3,7 @@
 //! pooled round-trip percentiles are compared.
 //!
 //! This is a measurement, not a test: on a shared machine its outcome
-//! depends on what else runs (DESIGN.md, principle 8). The test suite only
+//! depends on what else runs (docs/design.md, "Principles"). The test suite only
 //! checks that both tools work against a real sockperf server
 //! (`crates/lancet/tests/sockperf.rs`); the comparison is this command's.
 //!
