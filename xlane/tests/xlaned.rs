@@ -5,7 +5,7 @@ use std::io::{BufRead, BufReader};
 use std::net::{SocketAddrV4, UdpSocket};
 use std::process::{Child, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
-use xlane_host::bridge::connect;
+use xlane_host::bridge::{connect, DeliveryHeader};
 use xlane_wire::{FrameBuilder, Schema, HEADER_LEN, MAX_FRAME_LEN};
 
 struct Daemon {
@@ -124,8 +124,9 @@ fn talk(
                 sent += 1;
             }
             while let Ok(Some(len)) = consumer.try_recv(&mut buf) {
-                assert_eq!(len, 25 + 8, "delivery size");
-                let v = u64::from_be_bytes(buf[25..33].try_into().expect("8 bytes"));
+                let (_, data) = DeliveryHeader::parse(&buf[..len]).expect("a delivery");
+                assert_eq!(data.len(), 8, "delivery size");
+                let v = u64::from_be_bytes(data.try_into().expect("8 bytes"));
                 assert_eq!(v, next_expected, "lost or reordered");
                 next_expected += 1;
             }

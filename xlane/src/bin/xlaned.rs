@@ -22,7 +22,9 @@ use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::Duration;
-use xlane_host::bridge::{BridgeServer, BridgeServerConfig, LaneEnd, RingConfig};
+use xlane_host::bridge::{
+    delivery, BridgeServer, BridgeServerConfig, DeliveryHeader, LaneEnd, RingConfig,
+};
 use xlane_host::lane_loop::{FrameSink, LaneLoop, ReceiverSpec, SenderSpec, SlotFill, XdpSend};
 use xlane_host::runtime::{
     default_lane_core, lock_memory, place_current_thread, Placement, Sample, WaitMode,
@@ -369,7 +371,7 @@ fn run(cli: Cli) -> Result<(), DaemonError> {
                     slots: 1024,
                 },
                 to_app: RingConfig {
-                    slot_size: DELIVERY_HEADER + schema.data_capacity(),
+                    slot_size: delivery::HEADER_LEN + schema.data_capacity(),
                     slots: 4096,
                 },
                 max_clients: 32,
@@ -491,10 +493,6 @@ fn iface_of(addr: Ipv4Addr) -> Option<String> {
     })
 }
 
-/// Bytes before the chunk data in every X-R message: producer (1), seq (8),
-/// send time (8), receive time (8), all big-endian.
-const DELIVERY_HEADER: usize = 25;
-
 fn ready(role: &str, sock: &LaneSocket, metrics: &Option<String>) {
     let addr = sock.local_addr().map(|a| a.to_string()).unwrap_or_default();
     println!(
@@ -578,16 +576,21 @@ impl FrameSink for BridgeSink {
                 self.apps.push(end);
             }
         }
-        let n = DELIVERY_HEADER + d.data.len();
-        let out = &mut self.out;
-        out[0] = d.producer;
-        out[1..9].copy_from_slice(&d.seq.to_be_bytes());
-        out[9..17].copy_from_slice(&d.send_time.to_be_bytes());
-        out[17..25].copy_from_slice(&d.rx_time.to_be_bytes());
-        out[25..n].copy_from_slice(d.data);
+        let header = DeliveryHeader {
+            producer: d.producer,
+            seq: d.seq,
+            send_time: d.send_time,
+            rx_time: d.rx_time,
+        };
+        // `out` holds the header and the schema's largest chunk, the most
+        // the receiver delivers; a longer one would be counted as refused.
+        let Ok(n) = header.write(d.data, &mut self.out) else {
+            self.bridge_full += 1;
+            return;
+        };
         self.delivered += 1;
         for app in self.apps.iter_mut() {
-            if app.to_app.try_send(&out[..n]).is_err() {
+            if app.to_app.try_send(&self.out[..n]).is_err() {
                 self.bridge_full += 1;
             }
         }
@@ -697,7 +700,7 @@ fn run_receiver(
             sink: BridgeSink {
                 apps: Vec::with_capacity(32),
                 new_apps: ctx.new_apps,
-                out: vec![0u8; DELIVERY_HEADER + ctx.params.schema.data_capacity()],
+                out: vec![0u8; delivery::HEADER_LEN + ctx.params.schema.data_capacity()],
                 bridge_full: 0,
                 delivered: 0,
                 metrics: Arc::clone(&ctx.metrics),

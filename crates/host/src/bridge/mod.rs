@@ -58,6 +58,7 @@
 //! forever.
 
 pub mod client;
+pub mod delivery;
 mod error;
 pub mod handshake;
 pub mod layout;
@@ -65,6 +66,7 @@ mod ring;
 mod server;
 
 pub use client::{connect, BridgeClient};
+pub use delivery::{DeliveryError, DeliveryHeader};
 pub use error::{
     AcceptError, AttachError, BindError, ConfigError, ConnectError, CreateError, Direction,
     HeaderDefect, RecvError, SendError,
