@@ -2535,15 +2535,13 @@ impl FdBenchReport {
 /// Fig. 7: accuracy against Λ, one curve per detector.
 mod plot {
     use super::{FdBenchReport, PHI};
-    use crate::plot::fmt_ns;
+    use crate::plot::{axis_ns, ensure_font};
     use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint, Ranged};
     use plotters::coord::Shift;
     use plotters::prelude::*;
     use plotters::style::text_anchor::{HPos, Pos, VPos};
-    use plotters::style::{register_font, FontStyle};
     use std::ops::Range;
     use std::path::{Path, PathBuf};
-    use std::sync::OnceLock;
 
     const W: u32 = 1200;
     const H: u32 = 700;
@@ -2555,17 +2553,6 @@ mod plot {
         RGBColor(255, 127, 14),
     ];
     const GRAY: RGBColor = RGBColor(90, 90, 90);
-
-    fn ensure_font() -> Result<(), String> {
-        static DONE: OnceLock<Result<(), String>> = OnceLock::new();
-        DONE.get_or_init(|| {
-            register_font(FONT, FontStyle::Normal, dejavu::sans::regular())
-                .map_err(|_| "DejaVu Sans is not a valid font".to_string())?;
-            register_font(FONT, FontStyle::Bold, dejavu::sans::bold())
-                .map_err(|_| "DejaVu Sans Bold is not a valid font".to_string())
-        })
-        .clone()
-    }
 
     /// Log axis over ns with ticks at 1, 2, 5 × 10^k (1 × 10^k when wide).
     #[derive(Clone)]
@@ -2669,7 +2656,7 @@ mod plot {
             root.fill(&WHITE).map_err(de)?;
             let title = format!(
                 "X-FD and baselines: accuracy against Λ (T = {}, {} hosts, cross traffic{})",
-                fmt_ns(self.report.params.period_ns as f64),
+                axis_ns(self.report.params.period_ns as f64),
                 self.report.params.hosts,
                 if self.report.params.cpu_load {
                     " + CPU load"
@@ -2694,7 +2681,7 @@ mod plot {
             chart
                 .configure_mesh()
                 .x_labels(12)
-                .x_label_formatter(&|v| fmt_ns(*v))
+                .x_label_formatter(&|v| axis_ns(*v))
                 .y_label_formatter(&|v| y.label(*v))
                 .x_desc("Λ: suspected after T + Λ without a heartbeat (log scale)")
                 .y_desc("accuracy: heartbeats without a false suspicion")
@@ -2764,7 +2751,7 @@ mod plot {
                     format!(
                         "100% from Λ = {}",
                         d.min_perfect_threshold_ns
-                            .map_or("-".into(), |m| fmt_ns(m as f64))
+                            .map_or("-".into(), |m| axis_ns(m as f64))
                     ),
                 ];
                 if d.name == PHI {

@@ -154,7 +154,9 @@ pub(crate) trait Figure {
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String>;
 }
 
-fn ensure_font() -> Result<(), PlotError> {
+/// Registers DejaVu Sans (regular and bold) as `sans-serif` for every
+/// figure of the crate, once per process.
+pub(crate) fn ensure_font() -> Result<(), String> {
     static REGISTERED: OnceLock<Result<(), String>> = OnceLock::new();
     REGISTERED
         .get_or_init(|| {
@@ -164,7 +166,6 @@ fn ensure_font() -> Result<(), PlotError> {
                 .map_err(|_| "DejaVu Sans (bold) is not a valid font".to_string())
         })
         .clone()
-        .map_err(PlotError::Font)
 }
 
 fn with_suffix(stem: &Path, ext: &str) -> PathBuf {
@@ -177,7 +178,7 @@ fn with_suffix(stem: &Path, ext: &str) -> PathBuf {
 /// Writes `fig` as `<stem>.png` and `<stem>.svg` (the font registered,
 /// the directory created).
 pub(crate) fn write_both<F: Figure>(fig: &F, stem: &Path) -> Result<[PathBuf; 2], PlotError> {
-    ensure_font()?;
+    ensure_font().map_err(PlotError::Font)?;
     if stem.file_name().is_none() {
         return Err(PlotError::BadStem(stem.to_path_buf()));
     }
@@ -464,8 +465,9 @@ fn fmt_sig(x: f64, sig: i32) -> String {
     }
 }
 
-/// Formats a duration in nanoseconds with a readable unit.
-pub(crate) fn fmt_ns(ns: f64) -> String {
+/// An axis label for nanoseconds given as a float (negative too), with
+/// three or four significant digits and a spaced unit: `850 ns`, `12.35 µs`.
+pub(crate) fn axis_ns(ns: f64) -> String {
     let a = ns.abs();
     if a < 999.5 {
         format!("{} ns", fmt_sig(ns, 3))
@@ -831,7 +833,7 @@ impl Figure for CdfFigure {
             .configure_mesh()
             .x_labels(10)
             .y_labels(11)
-            .x_label_formatter(&|v| fmt_ns(*v))
+            .x_label_formatter(&|v| axis_ns(*v))
             .y_label_formatter(&|v| format!("{v:.1}"))
             .x_desc("latency (log scale)")
             .y_desc("fraction of packets with latency ≤ x")
@@ -905,8 +907,8 @@ impl Figure for CdfFigure {
             let info = match (line.p50, line.p99, line.max) {
                 (Some(a), Some(b), Some(m)) => {
                     vec![
-                        format!("n={}  max {}", fmt_count(line.n), fmt_ns(m)),
-                        format!("p50 {}  p99 {}", fmt_ns(a), fmt_ns(b)),
+                        format!("n={}  max {}", fmt_count(line.n), axis_ns(m)),
+                        format!("p50 {}  p99 {}", axis_ns(a), axis_ns(b)),
                     ]
                 }
                 _ => vec!["no samples".to_string()],
@@ -1030,7 +1032,7 @@ impl Figure for LadderFigure {
                     String::new()
                 }
             })
-            .y_label_formatter(&|v| fmt_ns(*v))
+            .y_label_formatter(&|v| axis_ns(*v))
             .x_desc("percentile (number of nines)")
             .y_desc("latency (log scale)")
             .label_style(font(16.0))
@@ -1082,7 +1084,7 @@ impl Figure for LadderFigure {
                     "n={}  {} = {}",
                     fmt_count(line.n),
                     LADDER[(k as usize).min(LADDER.len() - 1)].0,
-                    fmt_ns(v)
+                    axis_ns(v)
                 ),
                 None if line.n == 0 => "no samples".to_string(),
                 None => format!("n={} (too few samples)", fmt_count(line.n)),
@@ -1304,7 +1306,7 @@ impl Figure for OutlierFigure {
                 "{} — {} outliers, max {}",
                 panel.config,
                 fmt_count(panel.total),
-                fmt_ns(panel.max_ns)
+                axis_ns(panel.max_ns)
             );
             let caption = fit_text(area, &caption, &bold(16.0), area.dim_in_pixel().0 - 20);
             let mut chart = ChartBuilder::on(area)
@@ -1320,7 +1322,7 @@ impl Figure for OutlierFigure {
                 .x_labels(8)
                 .y_labels(6)
                 .x_label_formatter(&|v| fmt_sig(*v, 4))
-                .y_label_formatter(&|v| fmt_ns(*v))
+                .y_label_formatter(&|v| axis_ns(*v))
                 .x_desc(x_desc.as_str())
                 .y_desc("latency (log)")
                 .label_style(font(14.0))
@@ -1384,7 +1386,7 @@ mod tests {
             (1.8e19, "1.80e10 s"),
         ];
         for (ns, want) in cases {
-            assert_eq!(fmt_ns(ns), want, "{ns}");
+            assert_eq!(axis_ns(ns), want, "{ns}");
         }
         let counts = [
             (0, "0"),

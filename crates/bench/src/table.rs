@@ -1,18 +1,6 @@
 //! Plain-text tables for reports.
 
-/// Format nanoseconds for a human: `850ns`, `12.3µs`, `4.56ms`, `1.20s`.
-pub fn fmt_ns(ns: u64) -> String {
-    let f = ns as f64;
-    if ns < 1_000 {
-        format!("{ns}ns")
-    } else if ns < 1_000_000 {
-        format!("{:.1}µs", f / 1e3)
-    } else if ns < 1_000_000_000 {
-        format!("{:.2}ms", f / 1e6)
-    } else {
-        format!("{:.2}s", f / 1e9)
-    }
-}
+pub use xlane_stats::fmt_ns;
 
 /// A table with a header row, right-aligned cells after the first column.
 #[derive(Clone, Debug, Default)]

@@ -24,7 +24,7 @@
 //! announced range against a recomputation of the whole allocation from
 //! scratch (`Allocator::verify`; equal by construction, checked).
 
-use crate::plot::{de, draw_legend, fmt_ns, font, palette, title_area, write_both, Figure};
+use crate::plot::{axis_ns, de, draw_legend, font, palette, title_area, write_both, Figure};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use serde::Serialize;
@@ -400,9 +400,9 @@ pub fn run(cfg: &TeBenchConfig, progress: &mut dyn FnMut(&str)) -> Result<TeRepo
                 };
                 progress(&format!(
                     "{p} tunnels: request p50 {} p99 {} max {} ({} multicast: p99 {}; unicast p99 {}), {} MB resident, {:.1} s",
-                    fmt_ns(pt.p50_ns as f64),
-                    fmt_ns(pt.p99_ns as f64),
-                    fmt_ns(pt.max_ns as f64),
+                    axis_ns(pt.p50_ns as f64),
+                    axis_ns(pt.p99_ns as f64),
+                    axis_ns(pt.max_ns as f64),
                     pt.multicast,
                     fmt_opt(pt.multicast_p99_ns),
                     fmt_opt(pt.unicast_p99_ns),
@@ -474,7 +474,7 @@ fn fmt_opt(ns: u64) -> String {
     if ns == 0 {
         "-".to_string()
     } else {
-        fmt_ns(ns as f64)
+        axis_ns(ns as f64)
     }
 }
 
@@ -606,7 +606,7 @@ impl Figure for TimeFigure {
             .x_desc("tunnels held (log scale)")
             .y_desc("request time (log scale)")
             .x_label_formatter(&|v| format!("{v:.0}"))
-            .y_label_formatter(&|v| fmt_ns(*v))
+            .y_label_formatter(&|v| axis_ns(*v))
             .label_style(font(16.0))
             .axis_desc_style(font(18.0))
             .light_line_style(RGBColor(235, 235, 235))

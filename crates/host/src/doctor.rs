@@ -28,6 +28,7 @@ use std::collections::BTreeMap;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
+use xlane_stats::fmt_ns;
 
 /// A floor is `ok` up to this fraction of time lost in gaps.
 pub const FLOOR_OK_STOLEN_FRACTION: f64 = 0.001;
@@ -394,16 +395,6 @@ fn stat_delta(w: &Measurements) -> BTreeMap<usize, Vec<u64>> {
             ))
         })
         .collect()
-}
-
-fn fmt_ns(ns: u64) -> String {
-    if ns >= 1_000_000 {
-        format!("{:.1}ms", ns as f64 / 1e6)
-    } else if ns >= 1_000 {
-        format!("{:.1}us", ns as f64 / 1e3)
-    } else {
-        format!("{ns}ns")
-    }
 }
 
 fn others(online: &CpuSet, lane: usize) -> CpuSet {

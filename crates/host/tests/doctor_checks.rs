@@ -653,7 +653,7 @@ fn cases() -> Vec<Case> {
         },
         Case {
             window: Some(w_floor_noisy),
-            detail_has: Some("longest 25.0ms"),
+            detail_has: Some("longest 25.00ms"),
             ..c("noisy lane", check_floor_lane, &[], 1, Status::Warn)
         },
         Case {

@@ -153,21 +153,17 @@ impl Value {
 /// `SRANDMEMBER` are drawn from the seed their op carries, so every
 /// replica draws the same.
 #[derive(Debug, Clone)]
-pub struct SplitMix(u64);
+pub struct SplitMix(xlane_stats::SplitMix64);
 
 impl SplitMix {
     /// A generator from `seed`.
     pub fn new(seed: u64) -> Self {
-        SplitMix(seed)
+        SplitMix(xlane_stats::SplitMix64::new(seed))
     }
 
     /// The next 64 random bits.
     pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
+        self.0.next_u64()
     }
 
     /// A number in `0..n` (`n > 0`).

@@ -146,19 +146,7 @@ pub struct Report {
     pub verdicts: Vec<String>,
 }
 
-/// `1.23µs`, `45.6µs`, `1.23ms`, `2.50s`.
-pub fn fmt_ns(ns: u64) -> String {
-    let v = ns as f64;
-    if ns < 1_000 {
-        format!("{ns}ns")
-    } else if ns < 1_000_000 {
-        format!("{:.1}µs", v / 1e3)
-    } else if ns < 1_000_000_000 {
-        format!("{:.2}ms", v / 1e6)
-    } else {
-        format!("{:.2}s", v / 1e9)
-    }
-}
+pub use xlane_stats::fmt_ns;
 
 /// `count` per second over `window_ns`; NaN for an empty window (there is
 /// no rate, and 0 would claim one).

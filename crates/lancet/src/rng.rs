@@ -1,18 +1,20 @@
-//! A small seeded random number generator (SplitMix64) and the variates the
+//! The seeded generator ([`xlane_stats::SplitMix64`]) and the variates the
 //! tool draws from it. Deterministic for a given seed, no allocation.
 
-/// SplitMix64 (Steele, Lea & Flood, "Fast splittable pseudorandom number
-/// generators", OOPSLA 2014): a 64-bit state advanced by a Weyl increment and
-/// finalised by a bit mixer. Plenty for inter-arrival and service times.
+use xlane_stats::SplitMix64;
+
+/// SplitMix64 with the variates of inter-arrival and service times.
 #[derive(Clone, Debug)]
 pub struct Rng {
-    state: u64,
+    state: SplitMix64,
 }
 
 impl Rng {
     /// A generator seeded with `seed` (any value, 0 included).
     pub fn new(seed: u64) -> Self {
-        Rng { state: seed }
+        Rng {
+            state: SplitMix64::new(seed),
+        }
     }
 
     /// A generator for stream `stream` of `seed`: different streams of one
@@ -29,11 +31,7 @@ impl Rng {
 
     /// The next 64 uniformly distributed bits.
     pub fn next_u64(&mut self) -> u64 {
-        self.state = self.state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
+        self.state.next_u64()
     }
 
     /// Uniform in `(0, 1]` (never 0, so its logarithm is finite).

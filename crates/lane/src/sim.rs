@@ -12,23 +12,19 @@ use crate::Nanos;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-/// SplitMix64: small, fast, seedable.
+/// The simulation's draws, from [`xlane_stats::SplitMix64`].
 #[derive(Clone, Debug)]
-pub struct SimRng(u64);
+pub struct SimRng(xlane_stats::SplitMix64);
 
 impl SimRng {
     /// A generator from `seed`.
     pub fn new(seed: u64) -> Self {
-        SimRng(seed)
+        SimRng(xlane_stats::SplitMix64::new(seed))
     }
 
     /// Next 64 random bits.
     pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
+        self.0.next_u64()
     }
 
     /// Uniform in `0..n` (0 if `n == 0`).

@@ -279,7 +279,7 @@ pub struct Router {
     /// caller's datagram, copied) or a DROP.
     tx: VecDeque<Out>,
     rr: usize,
-    rng: u64,
+    rng: xlane_stats::SplitMix64,
     stats: RouterStats,
     admission: Option<Admission>,
 }
@@ -326,7 +326,7 @@ impl Router {
             spare: Vec::new(),
             tx: VecDeque::new(),
             rr: 0,
-            rng: cfg.seed ^ 0x9E37_79B9_7F4A_7C15,
+            rng: xlane_stats::SplitMix64::new(cfg.seed ^ 0x9E37_79B9_7F4A_7C15),
             stats: RouterStats {
                 per_server: vec![0; n],
                 ..RouterStats::default()
@@ -612,12 +612,7 @@ impl Router {
     }
 
     fn next_random(&mut self) -> u64 {
-        // SplitMix64.
-        self.rng = self.rng.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.rng;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
+        self.rng.next_u64()
     }
 
     /// The server for a new request now, or `None` when every server is at

@@ -21,6 +21,8 @@
 //!   *J. Econometrics* 54:159–178, 1992).
 //! - [`normal_cdf`], [`normal_quantile`]: standard normal functions (Abramowitz & Stegun
 //!   26.2.11, 26.2.14), used for the large-n approximation in [`percentile_ci`].
+//! - [`SplitMix64`]: the seeded generator every crate draws from.
+//! - [`fmt_ns`]: durations written for people, one format for every report.
 //! - [`mmc`]: M/M/c queueing formulas used as ground truth (L. Kleinrock, *Queueing Systems*
 //!   vol. 1, §3.5; D. Gross & C. Harris, *Fundamentals of Queueing Theory*, §2.3).
 #![warn(missing_docs)]
@@ -32,8 +34,10 @@ pub mod mmc;
 mod moments;
 mod normal;
 mod percentile;
+mod rng;
 #[cfg(test)]
 mod testutil;
+mod units;
 
 pub use correlation::{independence_lag, spearman, IndependenceCheck, INDEPENDENCE_Z};
 pub use goodness::{
@@ -49,3 +53,5 @@ pub use normal::{normal_cdf, normal_pdf, normal_quantile};
 pub use percentile::{
     min_samples_for_ci, nearest_rank, percentile, percentile_ci, percentile_ci_ranks, PercentileCi,
 };
+pub use rng::SplitMix64;
+pub use units::fmt_ns;

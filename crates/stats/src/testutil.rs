@@ -1,20 +1,16 @@
-//! Deterministic test helpers: a tiny seeded PRNG (SplitMix64, Steele, Lea & Flood,
-//! "Fast splittable pseudorandom number generators", OOPSLA 2014) and inverse-CDF samplers.
+//! Deterministic test helpers: inverse-CDF samplers over the crate's
+//! seeded generator ([`crate::SplitMix64`]).
 
-/// SplitMix64 generator.
-pub struct Rng(u64);
+/// Seeded draws for tests.
+pub struct Rng(crate::SplitMix64);
 
 impl Rng {
     pub fn new(seed: u64) -> Self {
-        Rng(seed)
+        Rng(crate::SplitMix64::new(seed))
     }
 
     pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
+        self.0.next_u64()
     }
 
     /// Uniform in the open interval (0, 1).

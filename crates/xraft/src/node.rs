@@ -56,20 +56,12 @@ pub struct RaftNode<S: StateMachine> {
     applied: u64,
     events: Vec<Event>,
     role: (u64, StateRole),
-    rng: Option<u64>,
+    rng: Option<xlane_stats::SplitMix64>,
     timeout_epoch: (u64, StateRole),
     /// The snapshot being serialized and written on its own thread.
     snapshotting: Option<mpsc::Receiver<Result<PreparedSnapshot, WriteError>>>,
     /// The commit index at the last Ready ([`crate::coalesce::tell_commit`]).
     commit_seen: u64,
-}
-
-fn splitmix64(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    let mut z = *state;
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
 }
 
 /// The error of a conf change entry that does not decode (skipped on every replica).
@@ -156,7 +148,7 @@ impl<S: StateMachine> RaftNode<S> {
         let timeout_epoch = (raw.raft.term, raw.raft.state);
         let rng = cfg
             .election_seed
-            .map(|s| s ^ cfg.id.wrapping_mul(0xA24B_AED4_963E_E407));
+            .map(|s| xlane_stats::SplitMix64::new(s ^ cfg.id.wrapping_mul(0xA24B_AED4_963E_E407)));
         let mut me = Self {
             raw,
             sm,
@@ -186,7 +178,7 @@ impl<S: StateMachine> RaftNode<S> {
     /// With `election_seed`, replaces raft's randomized election timeout after each reset
     /// (raft resets it whenever term or role changes).
     fn reseed_timeout(&mut self, force: bool) {
-        let Some(state) = self.rng.as_mut() else {
+        let Some(rng) = self.rng.as_mut() else {
             return;
         };
         let epoch = (self.raw.raft.term, self.raw.raft.state);
@@ -195,7 +187,7 @@ impl<S: StateMachine> RaftNode<S> {
         }
         self.timeout_epoch = epoch;
         let min = self.raw.raft.election_timeout();
-        let t = min + (splitmix64(state) % min.max(1) as u64) as usize;
+        let t = min + (rng.next_u64() % min.max(1) as u64) as usize;
         self.raw.raft.set_randomized_election_timeout(t);
     }
 

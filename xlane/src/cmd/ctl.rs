@@ -641,15 +641,12 @@ pub(super) fn addr_list(addrs: &[SocketAddr]) -> String {
     v.join(",")
 }
 
-fn fmt_ns(ns: u64) -> String {
+/// A duration of a tunnel's resources, or "unbounded".
+fn fmt_bound(ns: u64) -> String {
     if ns == UNBOUNDED_NS {
         "unbounded".into()
-    } else if ns >= 10_000_000 {
-        format!("{:.1}ms", ns as f64 / 1e6)
-    } else if ns >= 10_000 {
-        format!("{:.1}us", ns as f64 / 1e3)
     } else {
-        format!("{ns}ns")
+        xlane_stats::fmt_ns(ns)
     }
 }
 
@@ -673,14 +670,14 @@ fn print_granted(what: &str, g: &Granted, json: bool) {
             "{what} {}: {} B every {}{}, latency {} .. {}",
             g.tunnel,
             r.load_bytes,
-            fmt_ns(r.period_ns),
+            fmt_bound(r.period_ns),
             if g.period_raised {
                 " (period raised)"
             } else {
                 ""
             },
-            fmt_ns(r.min_latency_ns),
-            fmt_ns(r.min_latency_ns.saturating_add(r.max_jitter_ns)),
+            fmt_bound(r.min_latency_ns),
+            fmt_bound(r.min_latency_ns.saturating_add(r.max_jitter_ns)),
         );
     }
 }
@@ -752,9 +749,9 @@ fn list(a: ListArgs) -> super::CmdResult {
                 TunnelState::Unbounded => "unbounded",
             },
             t.resources.load_bytes,
-            fmt_ns(t.resources.period_ns),
-            fmt_ns(t.resources.min_latency_ns),
-            fmt_ns(t.resources.max_jitter_ns),
+            fmt_bound(t.resources.period_ns),
+            fmt_bound(t.resources.min_latency_ns),
+            fmt_bound(t.resources.max_jitter_ns),
         );
     }
     if truncated {

@@ -21,6 +21,7 @@ use xlane_fd::{AliveTable, Anchor, Event, EventItem, LivenessCounter, PeerSpec, 
 use xlane_host::runtime::{Placement, WaitMode};
 use xlane_host::socket::realtime_ns;
 use xlane_host::tuning::install_termination_flag;
+use xlane_stats::fmt_ns;
 
 /// Arguments of `xlane fd`.
 #[derive(clap::Args)]
@@ -444,19 +445,6 @@ fn ago(now: u64, t: Option<u64>) -> String {
         None => "-".into(),
         Some(t) if t > now => "0".into(),
         Some(t) => fmt_ns(now - t),
-    }
-}
-
-fn fmt_ns(ns: u64) -> String {
-    let f = ns as f64;
-    if ns < 1_000 {
-        format!("{ns}ns")
-    } else if ns < 1_000_000 {
-        format!("{:.1}µs", f / 1e3)
-    } else if ns < 1_000_000_000 {
-        format!("{:.2}ms", f / 1e6)
-    } else {
-        format!("{:.2}s", f / 1e9)
     }
 }
 

@@ -32,6 +32,7 @@ use nix::sys::signal::{SigSet, Signal};
 use xlane_host::level::{default_interface, LevelHostError, Pacing, PortClassifier};
 use xlane_level::env::{ENV_PORTS, ENV_PRIORITY, ENV_TOS};
 use xlane_level::{elf_kind, parse_ports, ElfKind, LevelSpec, PortSet};
+use xlane_stats::fmt_ns;
 use xlane_te::qjump::QjumpParams;
 
 /// Arguments of `xlane run`.
@@ -168,14 +169,6 @@ fn fmt_rate(bps: u64) -> String {
         format!("{:.2} Mbit/s", bps as f64 / 1e6)
     } else {
         format!("{:.1} kbit/s", bps as f64 / 1e3)
-    }
-}
-
-fn fmt_ns(ns: u64) -> String {
-    if ns >= 1_000_000 {
-        format!("{:.2} ms", ns as f64 / 1e6)
-    } else {
-        format!("{:.1} µs", ns as f64 / 1e3)
     }
 }
 

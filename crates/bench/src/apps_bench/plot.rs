@@ -4,17 +4,8 @@
 use std::path::{Path, PathBuf};
 
 use super::{AppRun, AppsBenchError, AppsReport};
+use crate::plot::ensure_font;
 use crate::table::fmt_ns;
-
-fn ensure_font() -> Result<(), String> {
-    use plotters::style::{register_font, FontStyle};
-    static DONE: std::sync::OnceLock<Result<(), String>> = std::sync::OnceLock::new();
-    DONE.get_or_init(|| {
-        register_font("sans-serif", FontStyle::Normal, dejavu::sans::regular())
-            .map_err(|_| "DejaVu Sans is not a valid font".to_string())
-    })
-    .clone()
-}
 
 /// Writes `<stem>.png` and `<stem>.svg`.
 pub fn plot(r: &AppsReport, stem: &Path) -> Result<[PathBuf; 2], AppsBenchError> {

@@ -443,27 +443,19 @@ pub const PLACEMENT: &str = "every member in its own testbed host; xlane kv over
 
 // ---------------------------------------------------------------- workload
 
-/// A small seeded generator (xorshift64*).
+/// The workload's draws, from [`xlane_stats::SplitMix64`].
 #[derive(Clone, Debug)]
-pub struct Rng(u64);
+pub struct Rng(xlane_stats::SplitMix64);
 
 impl Rng {
     /// A generator from a seed (any value, 0 included).
     pub fn new(seed: u64) -> Self {
-        let mut z = seed.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        Rng((z ^ (z >> 31)) | 1)
+        Rng(xlane_stats::SplitMix64::new(seed))
     }
 
     /// Next 64 random bits.
     pub fn next_u64(&mut self) -> u64 {
-        let mut x = self.0;
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        self.0 = x;
-        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
+        self.0.next_u64()
     }
 
     /// Uniform in (0, 1).

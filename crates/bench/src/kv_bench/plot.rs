@@ -2,23 +2,11 @@
 //! throughput against the replica count.
 
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
 
 use super::report::label_of;
 use super::{KvBenchError, System, SystemReport};
+use crate::plot::ensure_font;
 use crate::table::fmt_ns;
-
-fn ensure_font() -> Result<(), String> {
-    static DONE: OnceLock<Result<(), String>> = OnceLock::new();
-    DONE.get_or_init(|| {
-        use plotters::style::{register_font, FontStyle};
-        register_font("sans-serif", FontStyle::Normal, dejavu::sans::regular())
-            .map_err(|_| "DejaVu Sans is not a valid font".to_string())?;
-        register_font("sans-serif", FontStyle::Bold, dejavu::sans::bold())
-            .map_err(|_| "DejaVu Sans bold is not a valid font".to_string())
-    })
-    .clone()
-}
 
 /// Fig. 8 of one scenario: mean write-visible latency (bars from p50 to
 /// p99, log axis) and write throughput against the replica count, one line

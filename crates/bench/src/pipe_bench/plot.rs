@@ -13,7 +13,7 @@ use plotters::prelude::*;
 
 use super::{Beacons, Condition, Mode, PipeReport, PointOut};
 use crate::plot::{
-    de, draw_legend, fmt_ns, font, palette, title_area, write_both, Figure, PlotError,
+    axis_ns, de, draw_legend, font, palette, title_area, write_both, Figure, PlotError,
 };
 
 /// Writes `<dir>/pipe-{latency,beacons,failures,lane}.{png,svg}` (the
@@ -73,7 +73,7 @@ impl Figure for LaneFigure<'_> {
                         String::new()
                     }
                 })
-                .y_label_formatter(&|v| fmt_ns(*v))
+                .y_label_formatter(&|v| axis_ns(*v))
                 .label_style(font(13.0))
                 .axis_desc_style(font(14.0))
                 .light_line_style(RGBColor(235, 235, 235))
@@ -183,7 +183,7 @@ impl Figure for LatencyFigure<'_> {
                 .y_label_area_size(80)
                 .build_cartesian_2d(1.0..xmax, (lo..hi).log_scale())
                 .map_err(de)?;
-            mesh!(chart, "processes", "median latency (log)", &|v| fmt_ns(*v))?;
+            mesh!(chart, "processes", "median latency (log)", &|v| axis_ns(*v))?;
             let series: [(&str, Mode, bool); 3] = [
                 ("unordered (arrival)", Mode::BestEffort, false),
                 ("best effort (delivery)", Mode::BestEffort, true),
@@ -274,7 +274,7 @@ impl Figure for BeaconFigure<'_> {
             .y_label_area_size(80)
             .build_cartesian_2d((xlo..xhi).log_scale(), 0.0..ohi)
             .map_err(de)?;
-        mesh!(chart, "beacon interval (µs, log)", "delay", &|v| fmt_ns(
+        mesh!(chart, "beacon interval (µs, log)", "delay", &|v| axis_ns(
             *v
         ))?;
         let col = palette(2);

@@ -8,7 +8,7 @@ use plotters::prelude::*;
 
 use super::RpcReport;
 use crate::plot::{
-    de, draw_legend, fmt_ns, font, palette, title_area, write_both, Figure, PlotError,
+    axis_ns, de, draw_legend, font, palette, title_area, write_both, Figure, PlotError,
 };
 
 const W: u32 = 1200;
@@ -42,7 +42,7 @@ pub fn plot(r: &RpcReport, stem: &Path) -> Result<[PathBuf; 2], PlotError> {
             "R2P2 p99 (solid), p50 (dashed) vs load: {}×{} workers, bimodal, mean {}",
             r.config.servers,
             r.config.workers,
-            fmt_ns(r.mean_service_ns)
+            axis_ns(r.mean_service_ns)
         ),
         lines,
     };
@@ -78,7 +78,7 @@ impl Figure for LoadFigure {
             .x_desc("offered load (fraction of the workers' capacity)")
             .y_desc("latency (log scale)")
             .x_label_formatter(&|v| format!("{v:.1}"))
-            .y_label_formatter(&|v| fmt_ns(*v))
+            .y_label_formatter(&|v| axis_ns(*v))
             .label_style(font(16.0))
             .axis_desc_style(font(18.0))
             .light_line_style(RGBColor(235, 235, 235))

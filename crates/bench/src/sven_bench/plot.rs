@@ -11,7 +11,7 @@ use plotters::prelude::*;
 
 use super::{Control, Shape, SvenReport};
 use crate::plot::{
-    de, draw_legend, fmt_ns, font, palette, title_area, write_both, Figure, PlotError,
+    axis_ns, de, draw_legend, font, palette, title_area, write_both, Figure, PlotError,
 };
 
 const SLO_RED: RGBColor = RGBColor(214, 39, 40);
@@ -50,7 +50,7 @@ impl Figure for CurveFigure<'_> {
                 "Without admission control: {} vs throughput, {} workers, mean service {} (SLO {})",
                 r.slo.split('=').next().unwrap_or("p99"),
                 r.config.workers,
-                fmt_ns(r.config.service_ns as f64),
+                axis_ns(r.config.service_ns as f64),
                 r.slo
             ),
         )?;
@@ -79,7 +79,7 @@ impl Figure for CurveFigure<'_> {
             .x_desc("achieved throughput (requests/s)")
             .y_desc("latency at the SLO's percentile (log scale)")
             .x_label_formatter(&|v| format!("{v:.0}"))
-            .y_label_formatter(&|v| fmt_ns(*v))
+            .y_label_formatter(&|v| axis_ns(*v))
             .label_style(font(16.0))
             .axis_desc_style(font(18.0))
             .light_line_style(RGBColor(235, 235, 235))
@@ -274,7 +274,7 @@ impl StepsFigure<'_> {
             .configure_mesh()
             .x_desc("time (s)")
             .y_desc("p99 (log scale)")
-            .y_label_formatter(&|v| fmt_ns(*v))
+            .y_label_formatter(&|v| axis_ns(*v))
             .label_style(font(13.0))
             .axis_desc_style(font(14.0))
             .light_line_style(RGBColor(235, 235, 235))
