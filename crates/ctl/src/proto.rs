@@ -1084,6 +1084,22 @@ impl TunnelState {
     }
 }
 
+impl ServerMsg {
+    /// The message as a frame; a message too long to encode becomes an
+    /// `Internal` refusal that says so (only over-long messages fail).
+    pub fn frame_or_refusal(&self) -> Vec<u8> {
+        match self.to_frame() {
+            Ok(f) => f,
+            Err(e) => ServerMsg::Refused {
+                code: RefusalCode::Internal,
+                message: format!("reply could not be encoded: {e}"),
+            }
+            .to_frame()
+            .unwrap_or_default(),
+        }
+    }
+}
+
 impl Message for ServerMsg {
     fn encode(&self, out: &mut Vec<u8>) -> Result<(), EncodeError> {
         match self {

@@ -559,7 +559,7 @@ fn secret(r: &mut Reader<'_>) -> Result<[u8; KEY_LEN], ProtoError> {
 }
 
 fn frame(msg: &ServerMsg) -> Vec<u8> {
-    crate::server::frame_of(msg)
+    msg.frame_or_refusal()
 }
 
 #[cfg(test)]

@@ -275,19 +275,6 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-pub(crate) fn frame_of(msg: &ServerMsg) -> Vec<u8> {
-    match msg.to_frame() {
-        Ok(f) => f,
-        // Only over-long messages fail; say so instead.
-        Err(e) => ServerMsg::Refused {
-            code: RefusalCode::Internal,
-            message: format!("reply could not be encoded: {e}"),
-        }
-        .to_frame()
-        .unwrap_or_default(),
-    }
-}
-
 impl Shared {
     /// Whether this daemon answers hosts now (always, unless it is a
     /// replica that does not lead).
@@ -394,7 +381,7 @@ impl Shared {
             .apply_fabric(d.fabric.as_mut(), &out.fabric, FabricPass::Changes);
         let mut replied = true;
         if let (Some(tx), Some(reply)) = (reply_to, &out.reply) {
-            replied = tx.try_send(frame_of(reply)).is_ok();
+            replied = tx.try_send(reply.frame_or_refusal()).is_ok();
         }
         let upcalls: Vec<_> = out.upcalls.into_iter().map(|(h, u)| (h, 0, u)).collect();
         self.deliver(&upcalls);
@@ -431,10 +418,11 @@ impl Shared {
         let mut dead = Vec::new();
         for (host, seq, up) in upcalls {
             self.counters.upcalls.fetch_add(1, Ordering::Relaxed);
-            let frame = frame_of(&ServerMsg::Upcall {
+            let frame = ServerMsg::Upcall {
                 seq: *seq,
                 upcall: up.clone(),
-            });
+            }
+            .frame_or_refusal();
             for (id, s) in subs.iter() {
                 if &s.host != host {
                     continue;
@@ -785,10 +773,11 @@ fn accept_loop(shared: Arc<Shared>, listener: TcpListener) {
 fn refuse_busy(mut stream: TcpStream) {
     let _ = stream.set_nonblocking(false);
     let _ = stream.set_write_timeout(Some(Duration::from_millis(100)));
-    let _ = stream.write_all(&frame_of(&ServerMsg::Refused {
+    let busy = ServerMsg::Refused {
         code: RefusalCode::Busy,
         message: "too many connections; try again later".into(),
-    }));
+    };
+    let _ = stream.write_all(&busy.frame_or_refusal());
     let _ = stream.shutdown(Shutdown::Both);
 }
 
@@ -930,7 +919,7 @@ struct Conn<'a> {
 
 impl Conn<'_> {
     fn send(&self, msg: &ServerMsg) -> Next {
-        match self.tx.try_send(frame_of(msg)) {
+        match self.tx.try_send(msg.frame_or_refusal()) {
             Ok(()) => Next::Continue,
             Err(_) => Next::Close,
         }

@@ -10,7 +10,7 @@
 //! Redis node's is); the parameters that shape replicated data travel in
 //! the ops instead (see `docs/kv-commands.md`).
 
-use crate::limits::OutputLimits;
+use crate::limits::{parse_memory, ClientLimits, OutputLimits};
 use crate::notify::{glob_match, NotifyFlags};
 use std::collections::BTreeMap;
 
@@ -453,27 +453,6 @@ impl Default for Config {
     }
 }
 
-/// A memory amount: digits and an optional unit; `None` if it is none.
-pub fn parse_memory(v: &str) -> Option<u64> {
-    let lower = v.to_ascii_lowercase();
-    let split = lower
-        .find(|c: char| !c.is_ascii_digit() && c != '-')
-        .unwrap_or(lower.len());
-    let (num, unit) = lower.split_at(split);
-    let n: i64 = num.parse().ok()?;
-    let mul: u64 = match unit {
-        "" | "b" => 1,
-        "k" => 1000,
-        "kb" => 1024,
-        "m" => 1000 * 1000,
-        "mb" => 1024 * 1024,
-        "g" => 1000 * 1000 * 1000,
-        "gb" => 1024 * 1024 * 1024,
-        _ => return None,
-    };
-    u64::try_from(n).ok()?.checked_mul(mul)
-}
-
 impl Config {
     /// The value of parameter `name` (canonical name).
     pub fn get(&self, name: &str) -> Option<&str> {
@@ -559,6 +538,15 @@ impl Config {
         match p.kind {
             BufferLimits => self.output_limits().merged(&v).map_or(v, |l| l.text()),
             _ => v,
+        }
+    }
+
+    /// The client limits as this configuration sets them.
+    pub fn client_limits(&self) -> ClientLimits {
+        ClientLimits {
+            maxclients: usize::try_from(self.number("maxclients")).unwrap_or(usize::MAX),
+            timeout: self.number("timeout"),
+            output: self.output_limits(),
         }
     }
 

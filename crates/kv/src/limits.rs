@@ -78,8 +78,8 @@ impl OutputLimits {
         }
         for g in words.chunks_exact(4) {
             let limit = OutputLimit {
-                hard: crate::config::parse_memory(g[1]).ok_or(LimitsError::Number)?,
-                soft: crate::config::parse_memory(g[2]).ok_or(LimitsError::Number)?,
+                hard: parse_memory(g[1]).ok_or(LimitsError::Number)?,
+                soft: parse_memory(g[2]).ok_or(LimitsError::Number)?,
                 soft_secs: g[3].parse().map_err(|_| LimitsError::Number)?,
             };
             match g[0].to_ascii_lowercase().as_str() {
@@ -143,17 +143,6 @@ pub struct ClientLimits {
     pub output: OutputLimits,
 }
 
-impl ClientLimits {
-    /// As `config` sets them.
-    pub fn of(config: &crate::config::Config) -> ClientLimits {
-        ClientLimits {
-            maxclients: usize::try_from(config.number("maxclients")).unwrap_or(usize::MAX),
-            timeout: config.number("timeout"),
-            output: config.output_limits(),
-        }
-    }
-}
-
 /// Makes room for `maxclients` clients in the process's open-file limit,
 /// as Redis does at start: raises the soft limit (up to the hard one) to
 /// `maxclients` plus the descriptors a server keeps for itself. Returns
@@ -207,6 +196,27 @@ pub fn admission_past(admitted: bool, since: Instant, now: Instant) -> bool {
 /// (0: never). Subscribers and blocked clients are exempt, as in Redis.
 pub fn idle_past(timeout_secs: u64, last: Instant, now: Instant, exempt: bool) -> bool {
     timeout_secs > 0 && !exempt && now.duration_since(last) > Duration::from_secs(timeout_secs)
+}
+
+/// A memory amount: digits and an optional unit; `None` if it is none.
+pub fn parse_memory(v: &str) -> Option<u64> {
+    let lower = v.to_ascii_lowercase();
+    let split = lower
+        .find(|c: char| !c.is_ascii_digit() && c != '-')
+        .unwrap_or(lower.len());
+    let (num, unit) = lower.split_at(split);
+    let n: i64 = num.parse().ok()?;
+    let mul: u64 = match unit {
+        "" | "b" => 1,
+        "k" => 1000,
+        "kb" => 1024,
+        "m" => 1000 * 1000,
+        "mb" => 1024 * 1024,
+        "g" => 1000 * 1000 * 1000,
+        "gb" => 1024 * 1024 * 1024,
+        _ => return None,
+    };
+    u64::try_from(n).ok()?.checked_mul(mul)
 }
 
 #[cfg(test)]

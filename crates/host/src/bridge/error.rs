@@ -99,8 +99,13 @@ pub enum HeaderDefect {
         computed: u64,
     },
     /// The header size field is not the one this layout uses.
-    #[error("header size {0} is not {HEADER_SIZE}", HEADER_SIZE = super::layout::HEADER_SIZE)]
-    HeaderSize(u32),
+    #[error("header size {found} is not {expected}")]
+    HeaderSize {
+        /// The size the header states.
+        found: u32,
+        /// The size of this layout's header.
+        expected: u32,
+    },
     /// The reserved field is not zero.
     #[error("reserved header field is {0:#x}, not zero")]
     Reserved(u32),

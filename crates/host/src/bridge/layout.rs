@@ -350,7 +350,10 @@ impl HeaderSnapshot {
             });
         }
         if self.header_size as usize != HEADER_SIZE {
-            return corrupt(HeaderDefect::HeaderSize(self.header_size));
+            return corrupt(HeaderDefect::HeaderSize {
+                found: self.header_size,
+                expected: HEADER_SIZE as u32,
+            });
         }
         if self.reserved != 0 {
             return corrupt(HeaderDefect::Reserved(self.reserved));

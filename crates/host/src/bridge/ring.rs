@@ -847,7 +847,10 @@ mod tests {
                     put_u32(i, field::HEADER_SIZE, 8192);
                     reseal(i)
                 },
-                Some(HeaderDefect::HeaderSize(8192)),
+                Some(HeaderDefect::HeaderSize {
+                    found: 8192,
+                    expected: 4096,
+                }),
             ),
             (
                 "reserved",

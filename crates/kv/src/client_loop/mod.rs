@@ -289,7 +289,7 @@ impl ClientLoop {
             events: vec![libc::epoll_event { events: 0, u64: 0 }; MAX_EVENTS],
             chunk: vec![0; 64 << 10],
             subs: Registry::new(),
-            client_limits: ClientLimits::of(&config),
+            client_limits: config.client_limits(),
             idle_checked: Instant::now(),
             config,
             maxmemory: 0,

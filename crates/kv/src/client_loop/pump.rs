@@ -260,7 +260,7 @@ impl ClientLoop {
                     let a = config_set(&mut self.config, &mut self.notify, &pairs, now);
                     auth::acl_config(&self.config, &mut self.access);
                     self.maxmemory = self.config.number("maxmemory");
-                    self.client_limits = ClientLimits::of(&self.config);
+                    self.client_limits = self.config.client_limits();
                     a
                 }
                 a => a,
