@@ -1,5 +1,6 @@
 //! `xlane-xraft-net`: X-Raft's network between the members of a cluster.
 //!
+//! * [`auth`]: [`NetAuth`], the group key of the raft traffic.
 //! * [`net`]: [`net::NetTransport`], the [`xlane_xraft::Transport`] a
 //!   member's raft driver sends on and polls: raft's express datagrams on
 //!   plain UDP or on the lane, its regular traffic (snapshots, large
@@ -17,6 +18,7 @@
 //! * [`udp_batch`]: the plain UDP socket read with one `recvmmsg` a turn.
 #![warn(missing_docs)]
 
+pub mod auth;
 pub mod chunk_stream;
 pub mod lane;
 pub mod net;
@@ -25,8 +27,9 @@ pub mod stats;
 pub mod tcp_side;
 pub mod udp_batch;
 
+pub use auth::NetAuth;
 pub use lane::{
     frame_sizes, FrameSizes, LaneControl, LaneError, LaneKeys, LaneLink, LaneStats, LaneTiming,
     Retune, Tree, TreeIds,
 };
-pub use net::{NetAuth, NetConfig, NetError, NetTransport, TcpSide, TransportStats};
+pub use net::{NetConfig, NetError, NetTransport, TcpSide, TransportStats};

@@ -30,6 +30,7 @@
 //! loopback one says once, at open, that anyone who reaches the port can
 //! speak for a member ([`unauthenticated_warning`]).
 
+use crate::auth::NetAuth;
 use crate::lane::{LaneControl, LaneError, LaneLink, LaneStats, LaneTiming, TreeIds};
 pub use crate::stats::TransportStats;
 use crate::tcp_side::{spawn_sender, SideKey};
@@ -42,7 +43,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{SyncSender, TrySendError};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::thread::JoinHandle;
-use xlane_auth::{AuthStats, KeyRing, Opener, Sealer, TRAILER_LEN};
+use xlane_auth::{AuthStats, Opener, Sealer, TRAILER_LEN};
 use xlane_xraft::{Input, Readiness, TrafficClass, Transport};
 
 /// Default express MTU: the largest UDP payload sent.
@@ -79,15 +80,6 @@ pub struct NetConfig {
     /// Lane mode: each tree's own key (from the controller) instead of
     /// `auth`'s group key.
     pub lane_keys: Option<crate::lane::LaneKeys>,
-}
-
-/// The group key of authenticated raft datagrams.
-#[derive(Debug, Clone)]
-pub struct NetAuth {
-    /// The keys accepted.
-    pub ring: KeyRing,
-    /// The key this member seals with (the group's, in `ring`).
-    pub key_id: u32,
 }
 
 impl NetConfig {
@@ -611,6 +603,7 @@ mod tests {
     use super::*;
     use std::sync::mpsc;
     use std::time::Duration;
+    use xlane_auth::KeyRing;
     use xlane_auth::TRAILER_LEN;
 
     fn udp() -> UdpSocket {

@@ -47,8 +47,8 @@
 //! `FD_TUNNEL_BASE + i`, replication from `i` to `j` is
 //! `REPL_TUNNEL_BASE + i·4096 + j`, so node ids must be below 4096.
 
+use crate::auth::NetAuth;
 use crate::chunk_stream::{enqueue_all, StreamReassembler, StreamStats};
-use crate::net::NetAuth;
 use std::collections::BTreeMap;
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 use std::os::fd::RawFd;
