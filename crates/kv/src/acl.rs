@@ -1656,7 +1656,7 @@ impl UserTable {
                 (b"default", pass)
             }
             [_, name, pass] => (name, pass),
-            _ => return AuthOutcome::Error(crate::cmd::arity_error("auth")),
+            _ => return AuthOutcome::Error(crate::cmd::args::arity_error("auth")),
         };
         match self.authenticate(name, password) {
             Ok(()) => AuthOutcome::Ok {
@@ -1706,7 +1706,7 @@ impl UserTable {
             return not_found();
         };
         if !spec.arity_ok(args.len()) {
-            return crate::cmd::arity_error(spec.name);
+            return crate::cmd::args::arity_error(spec.name);
         }
         match u.check_command(spec, args) {
             Ok(()) => Reply::ok(),

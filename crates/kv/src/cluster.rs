@@ -46,7 +46,7 @@ pub fn parse(args: &Command) -> Result<ClusterCmd, Reply> {
         if args.len() == n {
             Ok(())
         } else {
-            Err(crate::cmd::arity_error(&format!("cluster|{name}")))
+            Err(crate::cmd::args::arity_error(&format!("cluster|{name}")))
         }
     };
     match sub.as_slice() {

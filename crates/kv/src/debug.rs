@@ -66,7 +66,10 @@ pub fn reload(st: &mut Store, clash: bool, now: u64) -> Reply {
 /// Parses `DEBUG args...`: a command for the member, or the reply now.
 pub fn parse(args: &[Vec<u8>]) -> Result<DebugCmd, Reply> {
     let sub = args[1].to_ascii_lowercase();
-    let arg = |i: usize| args.get(i).ok_or_else(|| crate::cmd::arity_error("debug"));
+    let arg = |i: usize| {
+        args.get(i)
+            .ok_or_else(|| crate::cmd::args::arity_error("debug"))
+    };
     Ok(match sub.as_slice() {
         b"set-active-expire" => DebugCmd::ActiveExpire(arg(2)? != b"0"),
         b"sleep" => {

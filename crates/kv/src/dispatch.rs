@@ -9,14 +9,16 @@
 //! [`crate::cmd`]; this layer decides which is which, builds the ops, and
 //! answers what needs no store.
 
+use crate::cmd::args::{arity_error, unknown_command, unknown_subcommand, ERR_SYNTAX};
 use crate::cmd::table::{self, CommandSpec};
-use crate::cmd::{arity_error, time_reply, unknown_command, unknown_subcommand, ERR_SYNTAX};
+use crate::cmd::time_reply;
 use crate::config::Config;
 use crate::members::{parse_addrs, parse_id, Peer};
 use crate::op::{SetCond, SetTtl, WriteCmd, WriteOp};
 use crate::pubsub::Kind;
 use crate::resp::{parse_i64_strict, Command, Reply};
-use crate::store::{Store, ERR_NOT_INTEGER};
+use crate::store::Store;
+use crate::value::ERR_NOT_INTEGER;
 
 /// The reply to a transaction command where no connection keeps its state
 /// ([`crate::exec::execute_local`]).

@@ -14,8 +14,9 @@ use crate::dispatch;
 use crate::notify::NotifyFlags;
 use crate::op::{ScriptCall, ScriptCode, SetCond, SetTtl, WriteCmd, WriteOp, MAX_OP_BYTES};
 use crate::resp::{parse_i64_strict, Reply};
-use crate::store::{Store, ERR_NOT_INTEGER, ERR_OVERFLOW, ERR_TOO_BIG};
+use crate::store::Store;
 use crate::value::{wrongtype, SplitMix, Value};
+use crate::value::{ERR_NOT_INTEGER, ERR_OVERFLOW, ERR_TOO_BIG};
 
 /// Applying ops to a store.
 pub trait Apply {

@@ -53,8 +53,6 @@ pub struct Session {
     /// read-index round trip — possibly stale on a follower, never torn.
     /// `READWRITE` turns it off again (the default: linearizable reads).
     pub readonly: bool,
-    /// `MULTI`/`EXEC`/`WATCH` state.
-    pub txn: crate::txn::Txn,
     /// `CLIENT ID`: unique in this process (0 for a default session).
     pub id: u64,
     /// `CLIENT SETNAME`.
@@ -169,7 +167,7 @@ fn client_command(session: &mut Session, args: &crate::resp::Command) -> Option<
                     Reply::ok()
                 }
             }
-            _ => crate::cmd::arity_error("client|setname"),
+            _ => crate::cmd::args::arity_error("client|setname"),
         },
         b"getname" if args.len() == 2 => Reply::Bulk(session.name.clone()),
         b"id" if args.len() == 2 => Reply::Integer(session.id as i64),
@@ -275,19 +273,24 @@ pub fn hello_as(
 
 /// Answers the commands about the connection itself (`HELLO`, `READONLY`,
 /// `READWRITE`, `CLIENT SETNAME/GETNAME/ID`); `None` for every other
-/// command.
-pub fn session_command(session: &mut Session, args: &crate::resp::Command) -> Option<Reply> {
+/// command. `in_multi`: the connection is between `MULTI` and `EXEC`,
+/// where `HELLO` and `CLIENT` are queued, not answered here.
+pub fn session_command(
+    session: &mut Session,
+    args: &crate::resp::Command,
+    in_multi: bool,
+) -> Option<Reply> {
     if args
         .first()
         .is_some_and(|n| n.eq_ignore_ascii_case(b"hello"))
-        && !session.txn.in_multi()
+        && !in_multi
     {
         return Some(hello(session, args));
     }
     if args
         .first()
         .is_some_and(|n| n.eq_ignore_ascii_case(b"client"))
-        && !session.txn.in_multi()
+        && !in_multi
     {
         return client_command(session, args);
     }
@@ -381,12 +384,22 @@ mod tests {
             (0, "CLIENT GETNAME", Reply::nil()),
         ] {
             let args = crate::resp::split_inline(line.as_bytes()).expect("parses");
-            assert_eq!(session_command(&mut s[c], &args), Some(want), "{line}");
+            assert_eq!(
+                session_command(&mut s[c], &args, false),
+                Some(want),
+                "{line}"
+            );
         }
         let id = s[0].id as i64;
         let args = cmd(&["client", "id"]);
-        assert_eq!(session_command(&mut s[0], &args), Some(Reply::Integer(id)));
-        assert_eq!(session_command(&mut s[0], &cmd(&["client", "list"])), None);
+        assert_eq!(
+            session_command(&mut s[0], &args, false),
+            Some(Reply::Integer(id))
+        );
+        assert_eq!(
+            session_command(&mut s[0], &cmd(&["client", "list"]), false),
+            None
+        );
     }
 
     #[test]

@@ -35,13 +35,6 @@ pub const MAX_QUEUED_EVENTS: usize = 1 << 16;
 /// counted as past [`MAX_QUEUED_EVENTS`].
 pub const MAX_QUEUED_EVENT_BYTES: usize = 64 << 20;
 
-/// `ERR value is not an integer or out of range`.
-pub const ERR_NOT_INTEGER: &str = "ERR value is not an integer or out of range";
-/// `ERR increment or decrement would overflow`.
-pub const ERR_OVERFLOW: &str = "ERR increment or decrement would overflow";
-/// The reply to an `APPEND` that would exceed `MAX_OP_BYTES` (`crate::op`).
-pub const ERR_TOO_BIG: &str = "ERR string exceeds maximum allowed size (proto-max-bulk-len)";
-
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Entry {
     value: Value,

@@ -25,7 +25,7 @@
 //! not. A version read on a member that lags can only make `EXEC` abort,
 //! never let a write between `WATCH` and `EXEC` through.
 
-use crate::cmd::arity_error;
+use crate::cmd::args::arity_error;
 use crate::dispatch::{classify, precheck, Action, ReadCmd};
 use crate::op::{WriteCmd, WriteOp};
 use crate::resp::{Command, Reply};

@@ -13,6 +13,12 @@ use crate::resp::Reply;
 use imbl::{OrdMap, OrdSet, Vector};
 use std::cmp::Ordering;
 
+/// `ERR value is not an integer or out of range`.
+pub const ERR_NOT_INTEGER: &str = "ERR value is not an integer or out of range";
+/// `ERR increment or decrement would overflow`.
+pub const ERR_OVERFLOW: &str = "ERR increment or decrement would overflow";
+/// The reply to an `APPEND` that would exceed `MAX_OP_BYTES` (`crate::op`).
+pub const ERR_TOO_BIG: &str = "ERR string exceeds maximum allowed size (proto-max-bulk-len)";
 /// `WRONGTYPE Operation against a key holding the wrong kind of value`.
 pub const ERR_WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
 

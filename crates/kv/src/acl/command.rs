@@ -148,14 +148,14 @@ impl<'a> AclCommand<'a> {
     /// `DELUSER default`, a bad `GENPASS` size or `LOG` count.
     pub fn parse(args: &'a [Vec<u8>]) -> Result<AclCommand<'a>, Reply> {
         if args.len() < 2 {
-            return Err(crate::cmd::arity_error("acl"));
+            return Err(crate::cmd::args::arity_error("acl"));
         }
-        let acl = table::spec(b"acl").ok_or_else(|| crate::cmd::unknown_command(args))?;
+        let acl = table::spec(b"acl").ok_or_else(|| crate::cmd::args::unknown_command(args))?;
         let Some(sub) = acl.subcommand(&args[1]) else {
-            return Err(crate::cmd::unknown_subcommand(args));
+            return Err(crate::cmd::args::unknown_subcommand(args));
         };
         if !sub.arity_ok(args.len()) {
-            return Err(crate::cmd::arity_error(sub.name));
+            return Err(crate::cmd::args::arity_error(sub.name));
         }
         let n = args.len();
         let syntax = || {

@@ -27,7 +27,7 @@ fn eq(a: &[u8], b: &str) -> bool {
 }
 
 fn arity(sub: &str) -> Reply {
-    crate::cmd::arity_error(&format!("client|{sub}"))
+    crate::cmd::args::arity_error(&format!("client|{sub}"))
 }
 
 impl ClientLoop {
@@ -47,11 +47,11 @@ impl ClientLoop {
             } else if eq(o, "abort") {
                 abort = true;
             } else if !(eq(o, "now") || eq(o, "force")) {
-                return Some(Reply::err(crate::cmd::ERR_SYNTAX));
+                return Some(Reply::err(crate::cmd::args::ERR_SYNTAX));
             }
         }
         if (save && nosave) || (abort && opts.len() > 1) {
-            return Some(Reply::err(crate::cmd::ERR_SYNTAX));
+            return Some(Reply::err(crate::cmd::args::ERR_SYNTAX));
         }
         if abort {
             return Some(Reply::err("ERR No shutdown in progress."));
@@ -114,13 +114,13 @@ impl ClientLoop {
                         Reply::ok()
                     }
                     _ if args.len() != 3 => arity("reply"),
-                    _ => Reply::err(crate::cmd::ERR_SYNTAX),
+                    _ => Reply::err(crate::cmd::args::ERR_SYNTAX),
                 }
             }
             b"no-evict" => match args.get(2) {
                 Some(m) if args.len() == 3 && (eq(m, "on") || eq(m, "off")) => Reply::ok(),
                 _ if args.len() != 3 => arity("no-evict"),
-                _ => Reply::err(crate::cmd::ERR_SYNTAX),
+                _ => Reply::err(crate::cmd::args::ERR_SYNTAX),
             },
             b"tracking" if args.len() >= 3 => self.client_tracking(id, args),
             b"tracking" => arity("tracking"),
@@ -216,7 +216,7 @@ impl ClientLoop {
                 i += 1;
                 t.prefixes.push(args[i].clone());
             } else {
-                return Reply::err(crate::cmd::ERR_SYNTAX);
+                return Reply::err(crate::cmd::args::ERR_SYNTAX);
             }
             i += 1;
         }
@@ -225,7 +225,7 @@ impl ClientLoop {
             return Reply::ok();
         }
         if !eq(&args[2], "on") {
-            return Reply::err(crate::cmd::ERR_SYNTAX);
+            return Reply::err(crate::cmd::args::ERR_SYNTAX);
         }
         if !t.bcast && !t.prefixes.is_empty() {
             return Reply::err("ERR PREFIX option requires BCAST mode to be enabled");
@@ -295,7 +295,7 @@ impl ClientLoop {
             }
             t.caching = Some(false);
         } else {
-            return Reply::err(crate::cmd::ERR_SYNTAX);
+            return Reply::err(crate::cmd::args::ERR_SYNTAX);
         }
         Reply::ok()
     }
@@ -345,7 +345,7 @@ impl ClientLoop {
         if old_style {
             addr = Some(opts[0].clone());
         } else if opts.is_empty() || opts.len() % 2 != 0 {
-            return Reply::err(crate::cmd::ERR_SYNTAX);
+            return Reply::err(crate::cmd::args::ERR_SYNTAX);
         } else {
             for p in opts.chunks_exact(2) {
                 let v = &p[1];
@@ -387,10 +387,10 @@ impl ClientLoop {
                     } else if eq(v, "no") {
                         skipme = false;
                     } else {
-                        return Reply::err(crate::cmd::ERR_SYNTAX);
+                        return Reply::err(crate::cmd::args::ERR_SYNTAX);
                     }
                 } else {
-                    return Reply::err(crate::cmd::ERR_SYNTAX);
+                    return Reply::err(crate::cmd::args::ERR_SYNTAX);
                 }
             }
         }
@@ -438,7 +438,7 @@ impl ClientLoop {
             [t] => (t, true),
             [t, m] if eq(m, "all") => (t, true),
             [t, m] if eq(m, "write") => (t, false),
-            [_, _] => return Reply::err(crate::cmd::ERR_SYNTAX),
+            [_, _] => return Reply::err(crate::cmd::args::ERR_SYNTAX),
             _ => return arity("pause"),
         };
         let Some(ms) = parse_i64_strict(ms).filter(|m| *m >= 0) else {
@@ -502,6 +502,7 @@ impl ClientLoop {
                 id: sid,
                 ..Default::default()
             };
+            c.txn = Default::default();
             // Back to `default`, authenticated as a new connection is.
             match self.store.read() {
                 Ok(s) => c.session.default_auth(s.users()),
@@ -558,9 +559,9 @@ impl ClientLoop {
                 .collect(),
             )),
             b"channels" | b"shardchannels" | b"numpat" | b"help" => {
-                crate::cmd::arity_error(&format!("pubsub|{}", String::from_utf8_lossy(&sub)))
+                crate::cmd::args::arity_error(&format!("pubsub|{}", String::from_utf8_lossy(&sub)))
             }
-            _ => crate::cmd::unknown_subcommand(args),
+            _ => crate::cmd::args::unknown_subcommand(args),
         }
     }
 

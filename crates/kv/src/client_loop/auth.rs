@@ -100,7 +100,7 @@ impl ClientLoop {
         let Some(sub) = crate::acl::resolve(args) else {
             return Gate::Pass;
         };
-        let in_multi = c.session.txn.in_multi();
+        let in_multi = c.txn.in_multi();
         if !in_multi && spec.name == "auth" {
             let reply = match users.auth_command(args) {
                 crate::acl::AuthOutcome::Ok { user } => {
@@ -129,7 +129,7 @@ impl ClientLoop {
             return Gate::Reply(reply);
         }
         if auth_required(users) && !c.session.authenticated && !spec.has("no_auth") {
-            c.session.txn.flag_refused();
+            c.txn.flag_refused();
             return Gate::Reply(Reply::err(ERR_NOAUTH));
         }
         let name = c.session.user_name().to_vec();
@@ -150,9 +150,9 @@ impl ClientLoop {
             };
             let exec = spec.name == "exec";
             if exec {
-                c.session.txn.step(&vec![b"discard".to_vec()], 0);
+                c.txn.step(&vec![b"discard".to_vec()], 0);
             } else {
-                c.session.txn.flag_refused();
+                c.txn.flag_refused();
             }
             let info = self.client_line(id, args);
             self.access

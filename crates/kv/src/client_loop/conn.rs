@@ -160,6 +160,8 @@ pub(super) struct Conn {
     pub(super) link: super::link::Link,
     pub(super) parser: Parser,
     pub(super) session: Session,
+    /// `MULTI`/`EXEC`/`WATCH` state.
+    pub(super) txn: crate::txn::Txn,
     /// Reply bytes not yet written.
     pub(super) out: Vec<u8>,
     /// Unanswered requests, oldest first.
@@ -364,7 +366,7 @@ impl Conn {
             name: self.session.name.clone(),
             age_s: now.duration_since(self.since).as_secs(),
             idle_s: now.duration_since(self.last_input).as_secs(),
-            multi: self.session.txn.queued(),
+            multi: self.txn.queued(),
             sub,
             psub,
             ssub,

@@ -411,6 +411,7 @@ impl ClientLoop {
                     link,
                     parser: Parser::new(self.limits),
                     session,
+                    txn: Default::default(),
                     out: Vec::new(),
                     queue: VecDeque::new(),
                     read_waiting: false,

@@ -65,7 +65,7 @@ impl ClientLoop {
                                     let v = s.version(&k, now);
                                     (k, v)
                                 });
-                                c.session.txn.watch(v.collect());
+                                c.txn.watch(v.collect());
                                 Reply::ok()
                             }
                             Err(_) => Reply::err("ERR store lock poisoned"),
@@ -151,7 +151,7 @@ impl ClientLoop {
             // carries the answer in its op (stamped below). Read once per
             // command: it reads /proc.
             let over_memory = self.maxmemory > 0 && crate::info::used_memory() > self.maxmemory;
-            if let Some(r) = c.session.txn.oom_gate(&args, over_memory) {
+            if let Some(r) = c.txn.oom_gate(&args, over_memory) {
                 c.emit(&r);
                 continue;
             }
@@ -197,7 +197,7 @@ impl ClientLoop {
                 }
             }
             monitor::feed(&self.monitors, &mut self.outbox, &args, c.link.tcp());
-            if !c.session.txn.in_multi() {
+            if !c.txn.in_multi() {
                 let reply = self.client_admin(id, &args);
                 let Some(again) = self.conns.get_mut(&id) else {
                     return;
@@ -215,14 +215,14 @@ impl ClientLoop {
                     continue;
                 }
             }
-            if let Some(r) = session_command(&mut c.session, &args) {
+            if let Some(r) = session_command(&mut c.session, &args, c.txn.in_multi()) {
                 // HELLO answers in the protocol it switched to.
                 c.shape = c.session.resp3.then(|| Shape::of(&args, None));
                 c.emit(&r);
                 continue;
             }
             if self.tracking.active() {
-                let in_multi = c.session.txn.in_multi();
+                let in_multi = c.txn.in_multi();
                 self.track_command(id, &args, in_multi);
                 let Some(again) = self.conns.get_mut(&id) else {
                     return;
@@ -232,7 +232,7 @@ impl ClientLoop {
             let now = *clock.get_or_insert_with(now_ms);
             let step = match gated {
                 Some(a) => Err(a),
-                None => Ok(c.session.txn.step(&args, now)),
+                None => Ok(c.txn.step(&args, now)),
             };
             let action = match step {
                 Err(a) => a,
@@ -272,7 +272,7 @@ impl ClientLoop {
                     c.quit = true;
                 }
                 Action::Write(mut op)
-                    if leader && !c.session.txn.in_multi() && block_info(&op).is_some() =>
+                    if leader && !c.txn.in_multi() && block_info(&op).is_some() =>
                 {
                     // `$` of a blocking XREAD: the last ID as of now.
                     if let (WriteCmd::Data { args, .. }, Ok(s)) = (&mut op.cmd, self.store.read()) {

@@ -45,7 +45,7 @@ pub(super) fn quiet_ask(
         b"unwatch",
     ];
     let name = args.first()?;
-    if c.session.txn.in_multi() || subscribed || OWN.iter().any(|o| name.eq_ignore_ascii_case(o)) {
+    if c.txn.in_multi() || subscribed || OWN.iter().any(|o| name.eq_ignore_ascii_case(o)) {
         return None;
     }
     match classify(args.to_vec(), now) {

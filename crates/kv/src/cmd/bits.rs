@@ -108,7 +108,7 @@ pub(super) fn parse<'a>(name: &str, a: &'a [Vec<u8>]) -> Result<Cmd<'a>, Reply> 
         }
         "getrange" | "substr" => Kind::GetRange,
         "lcs" => Kind::Lcs,
-        _ => return Err(super::syntax()),
+        _ => return Err(super::args::syntax()),
     };
     Ok(Cmd { kind, words: a })
 }
@@ -348,12 +348,12 @@ impl Cmd<'_> {
                 let other = lookup(w.get(2).map_or(&[][..], |k| k.as_slice()));
                 bits::cmd_lcs(w, key, other, max).map_or_else(err, |r| lcs_reply(&r))
             }
-            Kind::SetBit | Kind::BitField | Kind::SetRange | Kind::BitOp => super::syntax(),
+            Kind::SetBit | Kind::BitField | Kind::SetRange | Kind::BitOp => super::args::syntax(),
         }
     }
 }
 
-impl super::Run for Cmd<'_> {
+impl super::run::Run for Cmd<'_> {
     fn apply(&self, st: &mut Store, now: u64, _rng: &mut SplitMix) -> Reply {
         Cmd::apply(self, st, now)
     }

@@ -47,7 +47,7 @@ pub(super) fn parse<'a>(name: &str, a: &'a [Vec<u8>]) -> Result<Cmd<'a>, Reply> 
     })
 }
 
-impl super::Run for Cmd<'_> {
+impl super::run::Run for Cmd<'_> {
     fn apply(&self, st: &mut Store, now: u64, rng: &mut SplitMix) -> Reply {
         let Cmd::Restore {
             key,
@@ -92,7 +92,7 @@ impl super::Run for Cmd<'_> {
                 "ERR MIGRATE is not served: xlane kv moves a value with DUMP and RESTORE \
                  (a replicated op cannot connect to another server)",
             ),
-            Cmd::Restore { .. } => super::syntax(),
+            Cmd::Restore { .. } => super::args::syntax(),
         }
     }
 }

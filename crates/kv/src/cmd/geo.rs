@@ -120,14 +120,14 @@ pub(super) fn parse<'a>(name: &str, a: &'a [Vec<u8>]) -> Result<Cmd<'a>, Reply> 
         "georadiusbymember_ro" => search(SearchCommand::GeoRadiusByMemberRo),
         "geosearch" => search(SearchCommand::GeoSearch),
         "geosearchstore" => search(SearchCommand::GeoSearchStore),
-        _ => return Err(super::syntax()),
+        _ => return Err(super::args::syntax()),
     })
 }
 
 /// The sorted set a key holds: `None` for no key, WRONGTYPE for another
 /// type.
 fn zset_of(v: Option<&Value>) -> Result<Option<&ZSet>, Reply> {
-    super::typed::<ZSet>(v)
+    super::typed::typed::<ZSet>(v)
 }
 
 /// A search's plan against the source value `src` (WRONGTYPE first).
@@ -237,7 +237,7 @@ impl Cmd<'_> {
                 let (plan, z) = plan(*cmd, args, st.cur(Self::source(*cmd, args)))?;
                 let (target, points) = match (plan, z) {
                     (SearchPlan::KeyMissing { store: None }, _) => {
-                        return Ok(super::empty());
+                        return Ok(super::args::empty());
                     }
                     (SearchPlan::KeyMissing { store: Some(t) }, _) => (t, Vec::new()),
                     (SearchPlan::Run(req), Some(z)) => {
@@ -248,7 +248,7 @@ impl Cmd<'_> {
                         }
                     }
                     // A plan to run comes with a source set.
-                    (SearchPlan::Run(_), None) => return Ok(super::empty()),
+                    (SearchPlan::Run(_), None) => return Ok(super::args::empty()),
                 };
                 Ok(Reply::Integer(store(st, *cmd, &target, &points)))
             }
@@ -269,12 +269,12 @@ impl Cmd<'_> {
                     (SearchPlan::Run(req), Some(z)) if req.store.is_none() => {
                         search_reply(&search(z, &req), &req)
                     }
-                    (SearchPlan::KeyMissing { store: None }, _) => super::empty(),
+                    (SearchPlan::KeyMissing { store: None }, _) => super::args::empty(),
                     // A store target makes it a write: never answered here.
-                    _ => super::syntax(),
+                    _ => super::args::syntax(),
                 }
             }
-            Cmd::Add { .. } => super::syntax(),
+            Cmd::Add { .. } => super::args::syntax(),
         })
     }
 }
@@ -302,7 +302,7 @@ fn store(
     points.len() as i64
 }
 
-impl super::Run for Cmd<'_> {
+impl super::run::Run for Cmd<'_> {
     fn apply(&self, st: &mut Store, now: u64, _rng: &mut SplitMix) -> Reply {
         self.apply_inner(st, now).unwrap_or_else(|e| e)
     }

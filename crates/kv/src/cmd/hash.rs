@@ -4,11 +4,13 @@
 //! `HRANDFIELD` is a read: its picks come from the seed of the member that
 //! answers ([`rand_picks`]).
 
-use super::arity_error;
-use super::{bulks, empty, int, parse_scan, scan_reply, syntax, typed, typed_mut, ScanOpts};
+use super::args::arity_error;
+use super::args::{bulks, empty, int, parse_scan, scan_reply, syntax, ScanOpts};
+use super::typed::{typed, typed_mut};
 use crate::notify::{glob_match, NotifyFlags};
 use crate::resp::Reply;
-use crate::store::{Store, ERR_OVERFLOW};
+use crate::store::Store;
+use crate::value::ERR_OVERFLOW;
 use crate::value::{fmt_float, parse_double, scan_page, wrongtype, SplitMix, Value};
 use imbl::OrdMap;
 
@@ -120,7 +122,7 @@ pub(super) fn parse_rand_count(a: &[Vec<u8>], word: &str) -> Result<(Option<i64>
             "ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807",
         ));
     }
-    if a.len() > 4 || (a.len() == 4 && !super::eq(&a[3], word)) {
+    if a.len() > 4 || (a.len() == 4 && !super::args::eq(&a[3], word)) {
         return Err(syntax());
     }
     let with = a.len() == 4;

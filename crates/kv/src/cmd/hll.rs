@@ -33,7 +33,7 @@ pub(super) fn parse<'a>(name: &str, a: &'a [Vec<u8>]) -> Result<Cmd<'a>, Reply> 
         "pfmerge" => Cmd::Merge(&a[1..]),
         "pfdebug" => Cmd::Debug(&a[1], &a[2]),
         "pfselftest" => Cmd::SelfTest,
-        _ => return Err(super::syntax()),
+        _ => return Err(super::args::syntax()),
     })
 }
 
@@ -139,7 +139,7 @@ impl Cmd<'_> {
                 .reply
                 .map_or_else(err, debug_reply),
             Cmd::SelfTest => Reply::ok(),
-            Cmd::Add(..) | Cmd::Merge(_) => super::syntax(),
+            Cmd::Add(..) | Cmd::Merge(_) => super::args::syntax(),
         }
     }
 }

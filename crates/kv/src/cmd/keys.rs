@@ -6,7 +6,7 @@
 //! A relative expiry (`EXPIRE k 10`) counts from the op's logical instant,
 //! the same on every member.
 
-use super::{eq, int, parse_scan, scan_reply, syntax, ScanOpts};
+use super::args::{eq, int, parse_scan, scan_reply, syntax, ScanOpts};
 
 use crate::notify::{glob_match, NotifyFlags};
 use crate::resp::Reply;
@@ -214,10 +214,10 @@ fn parse_object(a: &[Vec<u8>]) -> Result<Cmd<'_>, Reply> {
         return Ok(Cmd::Object(a));
     }
     if !known {
-        return Err(super::unknown_subcommand(a));
+        return Err(super::args::unknown_subcommand(a));
     }
     if a.len() != 3 {
-        return Err(super::arity_error(&format!(
+        return Err(super::args::arity_error(&format!(
             "object|{}",
             String::from_utf8_lossy(sub).to_lowercase()
         )));
@@ -241,9 +241,9 @@ fn parse_memory(a: &[Vec<u8>]) -> Result<Cmd<'_>, Reply> {
         }
         (b"doctor" | b"stats" | b"malloc-stats" | b"purge" | b"help", 2) => Ok(Cmd::Memory(a)),
         (b"usage" | b"doctor" | b"stats" | b"malloc-stats" | b"purge" | b"help", _) => Err(
-            super::arity_error(&format!("memory|{}", String::from_utf8_lossy(&sub))),
+            super::args::arity_error(&format!("memory|{}", String::from_utf8_lossy(&sub))),
         ),
-        _ => Err(super::unknown_subcommand(a)),
+        _ => Err(super::args::unknown_subcommand(a)),
     }
 }
 

@@ -8,7 +8,8 @@
 //! [`pop_first`] (the pop of `LMPOP`) and [`parse_mpop`] (its words) are
 //! shared with the blocking pops and the sorted sets' `ZMPOP`.
 
-use super::{eq, index_range, int, pos_count, syntax, typed, typed_mut};
+use super::args::{eq, index_range, int, pos_count, syntax};
+use super::typed::{typed, typed_mut};
 
 use crate::notify::NotifyFlags;
 use crate::resp::Reply;
@@ -194,7 +195,7 @@ pub(super) fn parse<'a>(name: &str, a: &'a [Vec<u8>]) -> Result<Cmd<'a>, Reply> 
             },
             "lpop" | "rpop" => {
                 if a.len() > 3 {
-                    return Err(crate::cmd::arity_error(name));
+                    return Err(crate::cmd::args::arity_error(name));
                 }
                 Cmd::Pop {
                     key: k(),
@@ -237,12 +238,12 @@ pub(super) fn parse<'a>(name: &str, a: &'a [Vec<u8>]) -> Result<Cmd<'a>, Reply> 
                 Cmd::MPop { keys, left, count }
             }
             "blmpop" => {
-                super::timeout_ms(&a[1])?;
+                super::args::timeout_ms(&a[1])?;
                 let (keys, left, count) = parse_mpop(a, 2, |w| side(w).ok())?;
                 Cmd::MPop { keys, left, count }
             }
             "blpop" | "brpop" => {
-                super::timeout_ms(&a[a.len() - 1])?;
+                super::args::timeout_ms(&a[a.len() - 1])?;
                 Cmd::BPop {
                     keys: &a[1..a.len() - 1],
                     left: name == "blpop",
@@ -250,7 +251,7 @@ pub(super) fn parse<'a>(name: &str, a: &'a [Vec<u8>]) -> Result<Cmd<'a>, Reply> 
             }
             "blmove" => {
                 let (from_left, to_left) = (side(&a[3])?, side(&a[4])?);
-                super::timeout_ms(&a[5])?;
+                super::args::timeout_ms(&a[5])?;
                 Cmd::Move {
                     src: k(),
                     dst: &a[2],
@@ -259,7 +260,7 @@ pub(super) fn parse<'a>(name: &str, a: &'a [Vec<u8>]) -> Result<Cmd<'a>, Reply> 
                 }
             }
             "brpoplpush" => {
-                super::timeout_ms(&a[3])?;
+                super::args::timeout_ms(&a[3])?;
                 Cmd::Move {
                     src: k(),
                     dst: &a[2],
@@ -557,12 +558,12 @@ impl Cmd<'_> {
         Ok(match self {
             Cmd::Range(k, s, e) => {
                 let Some(l) = l(k)? else {
-                    return Ok(super::empty());
+                    return Ok(super::args::empty());
                 };
                 match index_range(*s, *e, l.len()) {
-                    None => super::empty(),
+                    None => super::args::empty(),
                     Some((s, e)) => {
-                        super::bulks(l.iter().skip(s).take(e + 1 - s).map(|v| v.as_slice()))
+                        super::args::bulks(l.iter().skip(s).take(e + 1 - s).map(|v| v.as_slice()))
                     }
                 }
             }

@@ -13,6 +13,7 @@
 //! This layer knows the store and the values, never the ops, the
 //! connections or the network.
 
+pub mod args;
 mod bits;
 mod dump;
 mod geo;
@@ -20,83 +21,22 @@ mod hash;
 mod hll;
 mod keys;
 mod list;
+mod run;
 mod set;
 mod sort;
 mod stream;
 mod string;
 pub mod table;
+mod typed;
 mod zset;
 
-use crate::resp::{parse_i64_strict, Reply};
-use crate::store::{Store, ERR_NOT_INTEGER};
-use crate::value::{wrongtype, SplitMix, Value, ZSet};
-use imbl::{OrdMap, OrdSet, Vector};
+use crate::resp::parse_i64_strict;
+use crate::resp::Reply;
+use crate::store::Store;
+use crate::value::{SplitMix, Value};
+use args::{arity_error, eq, timeout_ms, unknown_command};
+use run::Run;
 use table::CommandSpec;
-
-/// `ERR syntax error`.
-pub const ERR_SYNTAX: &str = "ERR syntax error";
-
-/// `ERR wrong number of arguments for '<name>' command`.
-pub fn arity_error(name: &str) -> Reply {
-    Reply::err(format!(
-        "ERR wrong number of arguments for '{name}' command"
-    ))
-}
-
-/// Redis' unknown-command error: the name and the first arguments, each
-/// quoted and followed by a space, up to 128 bytes of arguments.
-pub fn unknown_command(args: &[Vec<u8>]) -> Reply {
-    let name = String::from_utf8_lossy(&args[0][..args[0].len().min(128)]).into_owned();
-    let mut rest = Vec::<u8>::new();
-    for a in &args[1..] {
-        if rest.len() >= 128 {
-            break;
-        }
-        let room = 128 - rest.len();
-        rest.push(b'\'');
-        rest.extend_from_slice(&a[..a.len().min(room)]);
-        rest.extend_from_slice(b"' ");
-    }
-    Reply::err(format!(
-        "ERR unknown command '{name}', with args beginning with: {}",
-        String::from_utf8_lossy(&rest)
-    ))
-}
-
-/// `ERR unknown subcommand '<sub>'. Try <CMD> HELP.`
-pub fn unknown_subcommand(args: &[Vec<u8>]) -> Reply {
-    let sub = args.get(1).map_or(&[][..], |s| s.as_slice());
-    let sub = String::from_utf8_lossy(&sub[..sub.len().min(128)]).into_owned();
-    let cmd = String::from_utf8_lossy(&args[0]).to_uppercase();
-    Reply::err(format!("ERR unknown subcommand '{sub}'. Try {cmd} HELP."))
-}
-
-/// What every module's parsed command does. A module implements what it
-/// needs; the defaults answer "nothing special".
-trait Run {
-    /// Runs it as a write at the op's logical instant `now` (a read given
-    /// here is answered at `now` too).
-    fn apply(&self, st: &mut Store, now: u64, rng: &mut SplitMix) -> Reply;
-    /// Answers it as a read at `now`.
-    fn read(&self, st: &Store, now: u64, rng: &mut SplitMix) -> Reply;
-    /// Its reply when running it as a write would change nothing (see
-    /// [`unchanged_reply`]); `None` when it might.
-    fn unchanged(&self, _st: &Store) -> Option<Reply> {
-        None
-    }
-    /// Whether it may change the store although the table does not flag
-    /// it `write` (`PFCOUNT` refreshing a cached count).
-    fn writes(&self) -> bool {
-        false
-    }
-    /// Whether it changes nothing with these arguments although the table
-    /// flags it `write` (`GEORADIUS` without `STORE`): it is then checked
-    /// and answered as a read, never logged. The table's flags stay what
-    /// `COMMAND` and ACL categories report.
-    fn reads_only(&self) -> bool {
-        false
-    }
-}
 
 /// The modules: each has `NAMES` (the commands it runs), `parse(name,
 /// words) -> Result<Cmd, Reply>` and a `Cmd` implementing [`Run`]. One
@@ -503,30 +443,6 @@ pub fn block_ready(st: &Store, args: &[Vec<u8>]) -> bool {
     info.keys.iter().any(|k| st.cur(k).is_some_and(ready))
 }
 
-/// The timeout of a blocking command, in seconds as a float (`0`:
-/// forever), in whole milliseconds rounded up, with Redis's errors.
-pub(super) fn timeout_ms(b: &[u8]) -> Result<u64, Reply> {
-    let bad = || Reply::err("ERR timeout is not a float or out of range");
-    let s = std::str::from_utf8(b).map_err(|_| bad())?;
-    if s.is_empty() || s.starts_with(|c: char| c.is_ascii_whitespace()) {
-        return Err(bad());
-    }
-    let secs: f64 = s.parse().map_err(|_| bad())?;
-    if secs.is_nan() {
-        return Err(bad());
-    }
-    let ms = (secs * 1000.0).ceil();
-    // Redis adds the timeout to its clock in a signed 64-bit count of
-    // milliseconds: what could overflow there is out of range here.
-    if ms > (i64::MAX / 2) as f64 {
-        return Err(Reply::err("ERR timeout is out of range"));
-    }
-    if ms < 0.0 {
-        return Err(Reply::err(crate::data::stream::msg::TIMEOUT_NEGATIVE));
-    }
-    Ok(ms as u64)
-}
-
 /// Redis's name for the encoding it would hold `v` in (`OBJECT ENCODING`,
 /// `DEBUG OBJECT`): xlane kv has one representation per type, and names
 /// the one Redis would pick at its default thresholds.
@@ -660,168 +576,8 @@ pub fn first_key(args: &[Vec<u8>]) -> Option<&[u8]> {
     }
 }
 
-fn int(b: &[u8]) -> Result<i64, Reply> {
-    parse_i64_strict(b).ok_or_else(|| Reply::err(ERR_NOT_INTEGER))
-}
-
-fn eq(a: &[u8], b: &str) -> bool {
-    a.eq_ignore_ascii_case(b.as_bytes())
-}
-
-fn syntax() -> Reply {
-    Reply::err(ERR_SYNTAX)
-}
-
-fn bulks<'a>(items: impl IntoIterator<Item = &'a [u8]>) -> Reply {
-    Reply::Array(Some(
-        items.into_iter().map(|b| Reply::bulk(b.to_vec())).collect(),
-    ))
-}
-
-fn empty() -> Reply {
-    Reply::Array(Some(Vec::new()))
-}
-
-/// `count` of `LPOP key count` and friends: non-negative.
-fn pos_count(b: &[u8]) -> Result<usize, Reply> {
-    match parse_i64_strict(b) {
-        Some(n) if n >= 0 => Ok(n as usize),
-        _ => Err(Reply::err("ERR value is out of range, must be positive")),
-    }
-}
-
-/// The options of the `SCAN` family after the cursor.
-struct ScanOpts {
-    cursor: u64,
-    pattern: Option<Vec<u8>>,
-    count: usize,
-    type_name: Option<Vec<u8>>,
-}
-
-fn parse_scan(args: &[Vec<u8>], cursor_at: usize, allow_type: bool) -> Result<ScanOpts, Reply> {
-    let cursor = std::str::from_utf8(&args[cursor_at])
-        .ok()
-        .and_then(|s| s.parse::<u64>().ok())
-        .ok_or_else(|| Reply::err("ERR invalid cursor"))?;
-    let mut o = ScanOpts {
-        cursor,
-        pattern: None,
-        count: 10,
-        type_name: None,
-    };
-    let mut i = cursor_at + 1;
-    while i < args.len() {
-        let v = args.get(i + 1).ok_or_else(syntax)?;
-        if eq(&args[i], "match") {
-            o.pattern = Some(v.clone());
-        } else if eq(&args[i], "count") {
-            let c = int(v)?;
-            if c < 1 {
-                return Err(syntax());
-            }
-            o.count = c as usize;
-        } else if allow_type && eq(&args[i], "type") {
-            o.type_name = Some(v.to_ascii_lowercase());
-        } else {
-            return Err(syntax());
-        }
-        i += 2;
-    }
-    Ok(o)
-}
-
-fn scan_reply(next: u64, items: Vec<Reply>) -> Reply {
-    Reply::Array(Some(vec![
-        Reply::bulk(next.to_string()),
-        Reply::Array(Some(items)),
-    ]))
-}
-
-/// Normalises `start`/`stop` of `LRANGE`/`ZRANGE` against `len`: the
-/// inclusive range of indexes, or `None` when empty.
-fn index_range(start: i64, stop: i64, len: usize) -> Option<(usize, usize)> {
-    let len = len as i64;
-    let s = if start < 0 {
-        (len + start).max(0)
-    } else {
-        start
-    };
-    let e = if stop < 0 {
-        len + stop
-    } else {
-        stop.min(len - 1)
-    };
-    if s > e || s >= len || e < 0 {
-        None
-    } else {
-        Some((s as usize, e as usize))
-    }
-}
-
 #[cfg(test)]
 mod tests;
 
 #[cfg(test)]
 mod stream_tests;
-
-/// A collection type a key can hold, as it sits in a [`Value`]: what
-/// [`typed`] and [`typed_mut`] need to find it or make it.
-trait Typed: Default {
-    fn of(v: &Value) -> Option<&Self>;
-    fn of_mut(v: &mut Value) -> Option<&mut Self>;
-    fn wrap(self) -> Value;
-}
-
-macro_rules! typed {
-    ($t:ty, $variant:ident) => {
-        impl Typed for $t {
-            fn of(v: &Value) -> Option<&Self> {
-                match v {
-                    Value::$variant(x) => Some(x),
-                    _ => None,
-                }
-            }
-            fn of_mut(v: &mut Value) -> Option<&mut Self> {
-                match v {
-                    Value::$variant(x) => Some(x),
-                    _ => None,
-                }
-            }
-            fn wrap(self) -> Value {
-                Value::$variant(self)
-            }
-        }
-    };
-}
-
-typed!(OrdMap<Vec<u8>, Vec<u8>>, Hash);
-typed!(Vector<Vec<u8>>, List);
-typed!(OrdSet<Vec<u8>>, Set);
-typed!(ZSet, ZSet);
-
-/// The `T` a key holds: `None` for no key, WRONGTYPE for another type.
-fn typed<T: Typed>(v: Option<&Value>) -> Result<Option<&T>, Reply> {
-    match v {
-        None => Ok(None),
-        Some(v) => T::of(v).map(Some).ok_or_else(wrongtype),
-    }
-}
-
-/// The `T` at `key` to change, created empty first when absent and
-/// `create`; `None` for no key, WRONGTYPE for another type.
-fn typed_mut<'a, T: Typed>(
-    st: &'a mut Store,
-    key: &[u8],
-    create: bool,
-) -> Result<Option<&'a mut T>, Reply> {
-    match st.cur(key) {
-        None if create => st.put_value(key, T::default().wrap(), None),
-        None => return Ok(None),
-        Some(v) if T::of(v).is_none() => return Err(wrongtype()),
-        Some(_) => {}
-    }
-    st.cur_mut(key)
-        .and_then(T::of_mut)
-        .map(Some)
-        .ok_or_else(wrongtype)
-}

@@ -6,9 +6,8 @@
 //! of its read: the members are drawn from the set in its (ordered)
 //! iteration order, so every replica removes the same members.
 
-use super::{
-    bulks, empty, int, parse_scan, pos_count, scan_reply, syntax, typed, typed_mut, ScanOpts,
-};
+use super::args::{bulks, empty, int, parse_scan, pos_count, scan_reply, syntax, ScanOpts};
+use super::typed::{typed, typed_mut};
 
 use crate::notify::{glob_match, NotifyFlags};
 use crate::resp::Reply;
@@ -119,7 +118,7 @@ pub(super) fn parse<'a>(name: &str, a: &'a [Vec<u8>]) -> Result<Cmd<'a>, Reply> 
             let mut limit = 0;
             let mut j = end;
             while j < a.len() {
-                if super::eq(&a[j], "limit") && j + 1 < a.len() {
+                if super::args::eq(&a[j], "limit") && j + 1 < a.len() {
                     limit = crate::resp::parse_i64_strict(&a[j + 1])
                         .and_then(|l| usize::try_from(l).ok())
                         .ok_or_else(|| Reply::err("ERR LIMIT can't be negative"))?;

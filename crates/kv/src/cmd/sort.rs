@@ -14,7 +14,7 @@
 //! are missing) keep the order they were loaded in, as glibc's merge sort
 //! keeps a list's.
 
-use super::{eq, int, syntax};
+use super::args::{eq, int, syntax};
 use crate::notify::NotifyFlags;
 use crate::resp::Reply;
 use crate::store::Store;
@@ -327,7 +327,7 @@ fn reply(items: Vec<Option<&[u8]>>) -> Reply {
     ))
 }
 
-impl super::Run for Cmd<'_> {
+impl super::run::Run for Cmd<'_> {
     fn apply(&self, st: &mut Store, now: u64, rng: &mut SplitMix) -> Reply {
         let Some(dst) = self.store else {
             return self.read(st, now, rng);

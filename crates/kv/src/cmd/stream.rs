@@ -124,7 +124,7 @@ pub(super) fn parse<'a>(name: &str, a: &'a [Vec<u8>]) -> Result<Cmd<'a>, Reply> 
         "xclaim" => Cmd::Claim(key(), Xclaim::parse(a).map_err(err)?),
         "xautoclaim" => Cmd::AutoClaim(key(), Xautoclaim::parse(a).map_err(err)?),
         "xinfo" => Cmd::Info(Xinfo::parse(a).map_err(err)?),
-        _ => return Err(super::syntax()),
+        _ => return Err(super::args::syntax()),
     })
 }
 
@@ -337,7 +337,7 @@ impl Cmd<'_> {
     }
 }
 
-impl super::Run for Cmd<'_> {
+impl super::run::Run for Cmd<'_> {
     fn apply(&self, st: &mut Store, now: u64, rng: &mut SplitMix) -> Reply {
         let cfg = st.data_config().stream();
         match self {
@@ -413,7 +413,7 @@ impl super::Run for Cmd<'_> {
                 ds::xinfo(key, a, now).map_or_else(err, |r| r.to_reply())
             }
             // Writes given as reads (never by this layer's callers).
-            _ => super::syntax(),
+            _ => super::args::syntax(),
         }
     }
 

@@ -6,7 +6,7 @@
 //! A relative expiry (`SETEX 10`, `GETEX PX 500`) counts from the op's
 //! logical instant, the same on every member.
 
-use super::{eq, int, syntax};
+use super::args::{eq, int, syntax};
 use crate::notify::NotifyFlags;
 use crate::resp::Reply;
 use crate::store::Store;
@@ -99,7 +99,7 @@ pub(super) fn parse<'a>(name: &str, a: &'a [Vec<u8>]) -> Result<Cmd<'a>, Reply> 
         },
         "msetnx" => {
             if a.len() % 2 == 0 {
-                return Err(super::arity_error("msetnx"));
+                return Err(super::args::arity_error("msetnx"));
             }
             Cmd::MSetNx(&a[1..])
         }

@@ -9,10 +9,10 @@
 //! ([`pop_first`], shared with the blocking pops). `ZRANDMEMBER` is a read:
 //! its picks come from the seed of the member that answers.
 
-use super::{
-    empty, eq, index_range, int, parse_scan, pos_count, scan_reply, syntax, timeout_ms, typed,
-    typed_mut, ScanOpts,
+use super::args::{
+    empty, eq, index_range, int, parse_scan, pos_count, scan_reply, syntax, timeout_ms, ScanOpts,
 };
+use super::typed::{typed, typed_mut};
 
 use crate::notify::{glob_match, NotifyFlags};
 use crate::resp::Reply;

@@ -82,7 +82,7 @@ fn flush_mode_ok(args: &[Vec<u8>]) -> bool {
 }
 
 fn syntax() -> Reply {
-    Reply::err(crate::cmd::ERR_SYNTAX)
+    Reply::err(crate::cmd::args::ERR_SYNTAX)
 }
 
 fn unknown_sub(cmd: &str, sub: &[u8]) -> Reply {
