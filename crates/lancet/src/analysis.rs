@@ -13,11 +13,12 @@
 //! A failing check makes the run invalid: the report shows verdicts (what
 //! went wrong and what to change) instead of the percentiles.
 
-use crate::client::{ClientConfig, Sample};
+use crate::config::ClientConfig;
 use crate::dist::Arrival;
+use crate::sample::Sample;
 use serde::Serialize;
 use xlane_stats::{
-    anderson_darling_exponential, independence_lag, kpss, min_samples_for_ci, percentile,
+    anderson_darling_exponential, fmt_ns, independence_lag, kpss, min_samples_for_ci, percentile,
     percentile_ci,
 };
 
@@ -35,6 +36,19 @@ pub const INDEPENDENCE_WINDOW: usize = 50_000;
 pub const MAX_LAG: usize = 1000;
 /// Number of window medians the KPSS test runs on (for long series).
 pub const KPSS_WINDOWS: usize = 100;
+/// Largest floor below which send gaps are left out of the Poisson check, ns
+/// (see [`gap_floor_ns`]).
+pub const GAP_FLOOR_MAX_NS: f64 = 20_000.0;
+
+/// The floor for an agent whose mean gap is `mean_gap_ns`: the smaller of
+/// [`GAP_FLOOR_MAX_NS`] and a twentieth of the mean gap. A sender cannot put
+/// two requests closer than one pass of its loop (a send system call, a few
+/// µs), so gaps that short are rarer than in a Poisson process; by the
+/// memorylessness of the exponential, the gaps above a floor δ, less δ, are
+/// again exponential with the same mean, and that is what is tested.
+pub fn gap_floor_ns(mean_gap_ns: f64) -> f64 {
+    GAP_FLOOR_MAX_NS.min(mean_gap_ns / 20.0)
+}
 
 /// Outcome of one check.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -125,7 +139,7 @@ pub struct RunFacts<'a> {
     /// Send gaps above the floor, less the floor, in units of the agent's
     /// mean gap (unit exponentials for a Poisson sender).
     pub gaps: &'a [f64],
-    /// The largest floor used (see [`crate::client::gap_floor_ns`]), ns.
+    /// The largest floor used (see [`gap_floor_ns`]), ns.
     pub gap_floor_ns: f64,
     /// Whether any agent stamped (otherwise no latency checks apply).
     pub measuring: bool,
@@ -391,7 +405,7 @@ fn poisson(gaps: &[f64], floor_ns: f64, arrival: Arrival) -> Check {
                 ad.statistic,
                 ad.critical_5pct,
                 ad.n,
-                crate::report::fmt_ns(floor_ns as u64)
+                fmt_ns(floor_ns as u64)
             ),
         },
         None => Check {

@@ -218,7 +218,7 @@ impl fmt::Display for ServiceDist {
             ServiceDist::Exp(ns) => ("exp", ns),
             ServiceDist::Bimodal(ns) => ("bimodal", ns),
         };
-        write!(f, "{k}:{}", crate::report::fmt_ns(ns))
+        write!(f, "{k}:{}", xlane_stats::fmt_ns(ns))
     }
 }
 

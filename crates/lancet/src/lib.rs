@@ -6,6 +6,8 @@
 //!   at scheduled times (Poisson or fixed spacing), count each latency from
 //!   the *scheduled* send time, and stamp requests with kernel (or NIC)
 //!   transmit and receive timestamps where the socket offers them.
+//! - [`config`]: the settings of a run and their checks; [`sample`]: the
+//!   latency sample the agents record and the analysis reads.
 //! - [`analysis`]: the self-checks that decide whether the numbers can be
 //!   trusted: achieved rate, Poisson send times (Anderson–Darling),
 //!   independence of consecutive samples (Spearman, with thinning),
@@ -13,7 +15,7 @@
 //!   narrower than asked (the run is lengthened until they are, up to a limit).
 //! - [`server`]: the synthetic server (fixed, exponential or bimodal service
 //!   times, `c` workers behind one FIFO queue) that gives M/M/c ground truth,
-//!   and an echo server.
+//!   and an echo server; [`server_stats`]: its counters.
 //! - [`mmc`]: the agreement check of measured sojourn percentiles with M/M/c
 //!   theory.
 //! - [`sockperf`]: reading `sockperf ping-pong` output, for cross-checks.
@@ -30,6 +32,7 @@
 
 pub mod analysis;
 pub mod client;
+pub mod config;
 pub mod cross_check;
 pub mod dist;
 pub mod mmc;
@@ -37,19 +40,20 @@ pub mod proto;
 pub mod r2p2;
 pub mod report;
 pub mod rng;
+pub mod sample;
 pub mod sched;
 pub mod server;
+pub mod server_stats;
 pub mod sockperf;
 pub mod tstamp;
 
 pub use analysis::{Check, CheckStatus};
-pub use client::{
-    run, run_traced, run_with_samples, AgentKind, ClientConfig, ConfigError, RateStep, RunError,
-    RunOutput, Sample, StampTrace, TimelineBucket,
-};
+pub use client::{run, run_traced, run_with_samples, RunError, RunOutput, TimelineBucket};
+pub use config::{AgentKind, ClientConfig, ConfigError, RateStep};
 pub use dist::{parse_duration_ns, Arrival, ServiceDist};
 pub use proto::App;
 pub use report::Report;
+pub use sample::{Sample, StampTrace};
 pub use server::{ServeConfig, ServeMode, Server, ServerStats};
 
 use serde::Serialize;

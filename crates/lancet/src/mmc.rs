@@ -22,12 +22,13 @@
 use crate::client::{run, AgentKind, ClientConfig, RunError};
 use crate::dist::{Arrival, ServiceDist};
 use crate::proto::App;
-use crate::report::{fmt_ns, Report};
+use crate::report::Report;
 use crate::server::{ServeConfig, ServeError, Server};
 use crate::Transport;
 use serde::Serialize;
 use std::fmt::Write as _;
 use std::net::{Ipv4Addr, SocketAddrV4};
+use xlane_stats::fmt_ns;
 
 /// Smallest slack allowed around theory, ns.
 pub const MIN_SLACK_NS: u64 = 20_000;

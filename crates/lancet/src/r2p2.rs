@@ -31,6 +31,7 @@
 use crate::dist::ServiceDist;
 use crate::proto::{self, SynKind};
 use crate::rng::Rng;
+use crate::server_stats::{bump, Counters};
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -197,7 +198,7 @@ const STOP_POLL: Duration = Duration::from_millis(50);
 impl Worker {
     /// Serve until `stop`; counts into `c` (requests, responses, malformed,
     /// dropped, send errors).
-    pub fn run(mut self, stop: &AtomicBool, c: &super::server::Counters) {
+    pub fn run(mut self, stop: &AtomicBool, c: &Counters) {
         let mut fifo: VecDeque<Job> = VecDeque::with_capacity(self.queue_cap.min(1 << 16));
         let mut busy: Option<(Job, u64)> = None;
         let mut reported_send_errors = 0;
@@ -209,7 +210,7 @@ impl Worker {
                 None => STOP_POLL,
             };
             if self.srv.wait(max).is_err() {
-                super::server::bump(&c.send_errors);
+                bump(&c.send_errors);
                 std::thread::sleep(Duration::from_millis(1));
             }
             while let Some(inc) = self.srv.poll_request() {
@@ -217,13 +218,13 @@ impl Worker {
                 let req = self.srv.request(inc.handle).unwrap_or(&[]);
                 if self.echo {
                     let body = req.to_vec();
-                    super::server::bump(&c.requests);
+                    bump(&c.requests);
                     self.reply(inc.handle, &body, c);
                     continue;
                 }
                 match proto::parse_synthetic(req) {
                     Ok(h) if h.kind == SynKind::Request && fifo.len() < self.queue_cap => {
-                        super::server::bump(&c.requests);
+                        bump(&c.requests);
                         let service_ns = self.service.map_or(0, |s| s.sample(&mut self.rng));
                         fifo.push_back(Job {
                             handle: inc.handle,
@@ -234,11 +235,11 @@ impl Worker {
                     }
                     Ok(h) if h.kind == SynKind::Request => {
                         // The FIFO is full: DROP (and FEEDBACK to the router).
-                        super::server::bump(&c.dropped);
+                        bump(&c.dropped);
                         self.decline(inc.handle, c);
                     }
                     _ => {
-                        super::server::bump(&c.malformed);
+                        bump(&c.malformed);
                         self.decline(inc.handle, c);
                     }
                 }
@@ -271,16 +272,16 @@ impl Worker {
         }
     }
 
-    fn reply(&mut self, h: ServerHandle, body: &[u8], c: &super::server::Counters) {
+    fn reply(&mut self, h: ServerHandle, body: &[u8], c: &Counters) {
         match self.srv.respond(h, body) {
-            Ok(()) => super::server::bump(&c.responses),
-            Err(_) => super::server::bump(&c.send_errors),
+            Ok(()) => bump(&c.responses),
+            Err(_) => bump(&c.send_errors),
         }
     }
 
-    fn decline(&mut self, h: ServerHandle, c: &super::server::Counters) {
+    fn decline(&mut self, h: ServerHandle, c: &Counters) {
         if self.srv.decline(h).is_err() {
-            super::server::bump(&c.send_errors);
+            bump(&c.send_errors);
         }
     }
 }

@@ -1,7 +1,7 @@
 //! The report of a run: a human table and JSON (serde).
 
 use crate::analysis::{label, Analysis, Check, CheckStatus, PercentileRow, RunFacts};
-use crate::client::ClientConfig;
+use crate::config::{AgentKind, ClientConfig};
 use serde::Serialize;
 use std::fmt::Write as _;
 
@@ -230,7 +230,7 @@ impl Report {
         let c = &self.config;
         let mut s = String::new();
         let rate_part = match (c.agent, c.latency_rate) {
-            (crate::AgentKind::Latency, Some(lr)) => format!(
+            (AgentKind::Latency, Some(lr)) => format!(
                 "latency agent at {lr:.0} req/s + throughput agents at {:.0} req/s",
                 c.rate - lr
             ),

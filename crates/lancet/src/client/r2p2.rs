@@ -1,7 +1,9 @@
 //! The agent's R2P2 half: sending a request as packets and taking replies,
 //! REQRDYs and DROPs (the framing is [`crate::r2p2`]'s).
 
-use super::{udp_drain_tx, udp_next, udp_send, Tracker, UdpConn, EMPTY, RECV_BUDGET};
+use super::limits::RECV_BUDGET;
+use super::tracker::{Tracker, EMPTY};
+use super::udp::{udp_drain_tx, udp_next, udp_send, UdpConn};
 use crate::r2p2::{self as frame, Incoming, Progress};
 use std::net::SocketAddrV4;
 

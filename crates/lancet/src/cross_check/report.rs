@@ -2,9 +2,9 @@
 
 use super::CrossCheckConfig;
 use crate::analysis::label;
-use crate::report::fmt_ns;
 use serde::Serialize;
 use std::fmt::Write as _;
+use xlane_stats::fmt_ns;
 
 /// One sockperf round.
 #[derive(Clone, Debug, Serialize)]
