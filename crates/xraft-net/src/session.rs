@@ -975,7 +975,7 @@ impl Session {
 }
 
 #[cfg(test)]
-mod takeover;
+mod takeover_tests;
 
 #[cfg(test)]
 mod tests {
