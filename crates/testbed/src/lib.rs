@@ -40,6 +40,7 @@
 pub mod config;
 pub mod error;
 pub mod exec;
+pub mod measurement;
 pub mod netns;
 pub mod policing;
 pub mod probe;
@@ -55,17 +56,18 @@ pub use config::{
 };
 pub use error::TestbedError;
 pub use exec::CommandError;
+pub use measurement::{LinkMeasurement, PathMeasurement};
 pub use netns::{enter_netns, in_netns, NetnsGuard};
 pub use policing::{
     Counts, InstalledTunnel, Place, PolicyError, TunnelMeter, TunnelPolicy, TunnelSlot,
 };
-pub use probe::{ClassSamples, PathMeasurement, ProbeResult, ProbeSpec};
+pub use probe::{ClassSamples, ProbeResult, ProbeSpec};
 pub use shaping::{ClassStats, QdiscStats};
 pub use state::{GeneratorRecord, HostInfo, StateFile};
 pub use testbed::{
     down, down_all, down_all_force, status, GeneratorStatus, Testbed, TestbedStatus,
 };
-pub use topology::{Link, LinkMeasurement, Node, NodeKind, Topology, TopologyError};
+pub use topology::{Link, Node, NodeKind, Topology, TopologyError};
 pub use traffic::{
     pin_current_thread, start_cpu_load, CpuLoadHandle, CpuLoadReport, CrossTraffic, Proto,
     TrafficHandle, TrafficReport,

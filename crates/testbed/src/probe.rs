@@ -9,12 +9,13 @@
 //! port qdisc, veth, receive stack up to the timestamp point.
 
 use crate::error::TestbedError;
+// Also reachable as `probe::PathMeasurement`.
+pub use crate::measurement::PathMeasurement;
 use crate::netns::in_netns;
 use crate::state::HostInfo;
 use nix::sys::socket::{
     recvmsg, setsockopt, sockopt, ControlMessageOwned, MsgFlags, TimestampingFlag,
 };
-use serde::{Deserialize, Serialize};
 use std::io::IoSliceMut;
 use std::net::{SocketAddrV4, UdpSocket};
 use std::os::fd::AsRawFd;
@@ -175,29 +176,6 @@ pub fn quantile(sorted: &[u64], q: f64) -> Option<u64> {
     let rank = (q.clamp(0.0, 1.0) * sorted.len() as f64).ceil() as usize;
     // len >= 1: the empty case returned above.
     Some(sorted[rank.saturating_sub(1).min(sorted.len() - 1)])
-}
-
-/// Idle one-way latency of one host-to-host path.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PathMeasurement {
-    /// Sending host index.
-    pub from: usize,
-    /// Receiving host index.
-    pub to: usize,
-    /// Probes sent (after warm-up).
-    pub sent: usize,
-    /// Probes received with a timestamp not before their send time (one
-    /// stamped earlier, after a step of the realtime clock, has no latency
-    /// and counts as not received).
-    pub received: usize,
-    /// Minimum one-way latency, ns.
-    pub min_ns: u64,
-    /// Median, ns.
-    pub p50_ns: u64,
-    /// 99.9th percentile, ns.
-    pub p999_ns: u64,
-    /// Maximum, ns.
-    pub max_ns: u64,
 }
 
 /// Send `probes` probes from `src` to `dst` one at a time (the next leaves

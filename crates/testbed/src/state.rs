@@ -6,7 +6,7 @@
 
 use crate::config::TestbedConfig;
 use crate::error::TestbedError;
-use crate::topology::LinkMeasurement;
+use crate::measurement::LinkMeasurement;
 use serde::{Deserialize, Serialize};
 use std::fs::{File, OpenOptions};
 use std::net::Ipv4Addr;

@@ -3,6 +3,7 @@
 use crate::config::{is_generated_prefix, validate_prefix, TestbedConfig};
 use crate::error::TestbedError;
 use crate::exec::{run, run_batch};
+use crate::measurement::{path_jitter, LinkMeasurement};
 use crate::netns::{write_sysctl_in, NETNS_DIR};
 use crate::probe::{measure_path_idle, run_probe, ProbeResult, ProbeSpec};
 use crate::shaping::{
@@ -11,9 +12,7 @@ use crate::shaping::{
 use crate::state::{
     self, process_alive, read_state, remove_state, GeneratorRecord, HostInfo, StateFile,
 };
-use crate::topology::{
-    path_jitter, Link, LinkMeasurement, Node, NodeKind, Topology, SCHEMA_VERSION,
-};
+use crate::topology::{Link, Node, NodeKind, Topology, SCHEMA_VERSION};
 use crate::traffic::{self, CrossTraffic, GenRegistry, TrafficHandle};
 use std::net::Ipv4Addr;
 use std::sync::Mutex;

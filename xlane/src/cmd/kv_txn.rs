@@ -73,7 +73,7 @@ pub struct ShardArgs {
     hop: SocketAddrV4,
     /// A proxy, `ID=IPv4:PORT` (its --id and --pipe): where ACKs go.
     /// Repeat for every proxy.
-    #[arg(long = "proxy", required = true, value_parser = super::pipe::parse_route)]
+    #[arg(long = "proxy", required = true, value_parser = super::parse_route)]
     proxies: Vec<(u32, SocketAddrV4)>,
     /// A member of the shard's Raft group (its RESP address). Repeat for
     /// every member; the applier follows -MOVED to the leader.

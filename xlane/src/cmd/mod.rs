@@ -68,6 +68,15 @@ fn unkeyed_warning(what: &str, bind: std::net::SocketAddr) -> Option<String> {
     })
 }
 
+/// `PROC=IPv4:PORT`: a 1Pipe process (or proxy) id and its address, as
+/// `pipe switchd --route`, `pipe coordinator --process` and `kv txn-shard --proxy`
+/// take it.
+fn parse_route(s: &str) -> Result<(u32, std::net::SocketAddrV4), String> {
+    let bad = || format!("bad route {s:?}: expected PROC=IPv4:PORT, like 3=10.0.0.3:7400");
+    let (p, a) = s.split_once('=').ok_or_else(bad)?;
+    Ok((p.parse().map_err(|_| bad())?, a.parse().map_err(|_| bad())?))
+}
+
 /// A daemon's main loop until SIGTERM/SIGINT (`stop`) or `seconds` (0: no
 /// limit): `turn` once per pass (it waits for work itself), a `status`
 /// line every `status_every` seconds (0: none) and a final `stopped` one.

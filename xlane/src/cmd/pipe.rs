@@ -66,7 +66,7 @@ struct SwitchdArgs {
     inputs: Vec<SocketAddrV4>,
     /// PROC=ADDR: where messages to process PROC go next (its endpoint or
     /// the next hop); repeat for each process.
-    #[arg(long = "route", required = true, value_parser = parse_route)]
+    #[arg(long = "route", required = true, value_parser = super::parse_route)]
     routes: Vec<(u32, SocketAddrV4)>,
     /// Beacon interval, µs: an output idle this long gets a beacon.
     #[arg(long, default_value_t = 100)]
@@ -148,12 +148,6 @@ pub(super) fn parse_lane_out(s: &str) -> Result<(LaneTunnel, SocketAddrV4), Stri
     };
     let (t, a) = s.split_once('@').ok_or_else(bad)?;
     Ok((parse_lane_in(t)?, a.parse().map_err(|_| bad())?))
-}
-
-pub(super) fn parse_route(s: &str) -> Result<(u32, SocketAddrV4), String> {
-    let bad = || format!("bad route {s:?}: expected PROC=IPv4:PORT, like 3=10.0.0.3:7400");
-    let (p, a) = s.split_once('=').ok_or_else(bad)?;
-    Ok((p.parse().map_err(|_| bad())?, a.parse().map_err(|_| bad())?))
 }
 
 /// Runs the `pipe` subcommand.

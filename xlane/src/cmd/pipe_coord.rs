@@ -32,7 +32,7 @@ pub struct CoordArgs {
     store_key: String,
     /// ID=ADDR: a process and its endpoint address. Repeat for every
     /// process.
-    #[arg(long = "process", required = true, value_parser = super::pipe::parse_route)]
+    #[arg(long = "process", required = true, value_parser = super::parse_route)]
     processes: Vec<(u32, SocketAddrV4)>,
     #[command(flatten)]
     key: super::KeyArgs,
