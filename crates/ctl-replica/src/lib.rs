@@ -44,13 +44,11 @@ use xlane_ctl::replicated::ReplicatedState;
 use xlane_ctl::server::{Log, LogError, Server, ServerConfig, ServerError};
 use xlane_ctl::te::{TeConfig, Topology};
 use xlane_ctl::Policy;
-use xlane_xraft::driver::{Driver, DriverHandle, ReplicateError};
-use xlane_xraft::node::NewNodeError;
-use xlane_xraft::storage::OpenError;
-use xlane_xraft::{DiskStorage, RaftNode, StateMachine};
+use xlane_xraft::driver::{DriverHandle, ReplicateError};
+use xlane_xraft::StateMachine;
 pub use xlane_xraft::{FsyncPolicy, NodeConfig, OpenReport, StorageConfig};
 pub use xlane_xraft_net::NetAuth;
-use xlane_xraft_net::{NetConfig, NetError, NetTransport, TcpSide};
+use xlane_xraft_net::{Group, GroupConfig, GroupError, NetConfig};
 
 #[cfg(feature = "testing")]
 pub mod testing;
@@ -161,15 +159,9 @@ pub enum ReplicaError {
     /// Inconsistent configuration.
     #[error("bad replica configuration: {0}")]
     Config(String),
-    /// The raft log could not be opened.
-    #[error("raft log: {0}")]
-    Open(#[from] OpenError),
-    /// The raft node could not be created.
-    #[error("raft node: {0}")]
-    Node(#[from] NewNodeError),
-    /// The raft network could not be opened.
+    /// The raft group (network, log, node) could not be started.
     #[error(transparent)]
-    Net(#[from] NetError),
+    Group(#[from] GroupError),
     /// The daemon could not start.
     #[error(transparent)]
     Server(#[from] ServerError),
@@ -224,9 +216,7 @@ impl Log for RaftLog {
 pub struct ControllerReplica {
     id: u64,
     server: Option<Server>,
-    driver: Option<Driver>,
-    handle: DriverHandle,
-    _tcp: TcpSide,
+    group: Group,
     state: Arc<ReplicatedState>,
     report: OpenReport,
 }
@@ -267,25 +257,18 @@ impl ControllerReplica {
             auth: cfg.auth.clone(),
             lane_keys: None,
         };
-        let (transport, mut tcp) = NetTransport::open(&net)?;
-        let (storage, report) = DiskStorage::open(cfg.storage.clone())?;
         let state = Arc::new(ReplicatedState::new(topo, te, policy));
-        let voters: Vec<u64> = cfg.peers.keys().copied().collect();
-        let mut node_cfg = cfg.node.clone();
-        node_cfg.id = cfg.id;
-        let mut node = RaftNode::new(node_cfg, storage, Machine(state.clone()), &voters)?;
-        if voters == [cfg.id] && !node.is_leader() {
-            let _ = node.campaign();
-        }
-        let endpoint = net
-            .message_endpoint(xlane_xraft_net::net::BULK_THRESHOLD)
-            .map_err(|e| ReplicaError::Config(e.to_string()))?;
-        let driver = Driver::spawn(node, endpoint, transport);
-        let handle = driver.handle();
-        tcp.serve(handle.clone()).map_err(NetError::Thread)?;
+        let group_cfg = GroupConfig {
+            net,
+            storage: cfg.storage.clone(),
+            node: cfg.node.clone(),
+            bulk_threshold: xlane_xraft_net::net::BULK_THRESHOLD,
+            join: false,
+        };
+        let (group, report) = Group::start(group_cfg, Machine(state.clone()), None, None)?;
         let log = Arc::new(RaftLog {
             id: cfg.id,
-            handle: handle.clone(),
+            handle: group.handle().clone(),
             clients: cfg.peers.iter().map(|(&i, p)| (i, p.client)).collect(),
         });
         let mut scfg = cfg.server.clone();
@@ -294,9 +277,7 @@ impl ControllerReplica {
         Ok(ControllerReplica {
             id: cfg.id,
             server: Some(server),
-            driver: Some(driver),
-            handle,
-            _tcp: tcp,
+            group,
             state,
             report,
         })
@@ -309,7 +290,7 @@ impl ControllerReplica {
 
     /// The raft id of the serving replica as this one knows it (0: none).
     pub fn leader_id(&self) -> u64 {
-        self.handle.leader_id()
+        self.group.leader_id()
     }
 
     /// Whether this replica serves hosts now.
@@ -345,9 +326,7 @@ impl ControllerReplica {
     fn shutdown(&mut self) {
         // The driver first: requests waiting on it then fail at once, and
         // the daemon's threads end.
-        if let Some(d) = self.driver.take() {
-            d.stop();
-        }
+        self.group.shutdown();
         if let Some(s) = self.server.take() {
             s.stop();
         }

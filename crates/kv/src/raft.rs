@@ -12,11 +12,12 @@
 //!   leader's client (RESP) address from the member table: `-MOVED`.
 //! * Membership changes (`RAFT.NODE ADD/REMOVE`, [`crate::client_loop`])
 //!   carry the new member's addresses; the state machine keeps the member
-//!   table ([`Members`]) and the transport follows it ([`FollowMembers`]).
+//!   table ([`Members`]) and the transport follows it ([`MemberTable`]).
 //!
-//! The network between the members is `xlane-xraft-net`'s
-//! [`NetTransport`] (plain UDP or the lane for express traffic, TCP for
-//! snapshots), polled by the raft driver's own thread.
+//! The member is an `xlane-xraft-net` [`Group`]: its network
+//! ([`NetTransport`]: plain UDP or the lane for express traffic, TCP for
+//! snapshots, polled by the raft driver's own thread), raft log, node,
+//! driver and controller session.
 
 use crate::client_loop::ClientLoop;
 /// The member table and the state machine, re-exported where they were.
@@ -31,22 +32,20 @@ pub use crate::state_machine::{KvStateMachine, SmStats};
 use crate::store::Store;
 use std::collections::BTreeMap;
 use std::net::{SocketAddr, TcpListener};
-use std::os::fd::RawFd;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex, RwLock};
-use xlane_xraft::driver::{Driver, DriverHandle, Frontend, ReplicateError};
-use xlane_xraft::node::NewNodeError;
-use xlane_xraft::storage::OpenError;
+use std::sync::{Arc, RwLock};
+use xlane_xraft::driver::{DriverHandle, Frontend, ReplicateError};
+use xlane_xraft::NodeConfig;
 /// The raft log's storage settings and fsync policy, re-exported for
 /// callers that do not depend on `xlane-xraft` themselves.
 pub use xlane_xraft::{timeouts_from_bounds, FsyncPolicy as LogFsync, OpenReport, StorageConfig};
-use xlane_xraft::{DiskStorage, Input, NodeConfig, RaftNode, Readiness, TrafficClass, Transport};
 /// The network's settings and counters, re-exported for callers that do
 /// not depend on `xlane-xraft-net` themselves.
 pub use xlane_xraft_net::net::{BULK_THRESHOLD, EXPRESS_MTU, MAX_FRAME};
 pub use xlane_xraft_net::{
-    frame_sizes, FrameSizes, LaneControl, LaneKeys, LaneStats, LaneTiming, NetAuth, NetConfig,
-    NetError, NetTransport, Retune, TcpSide, TransportStats, Tree, TreeIds,
+    frame_sizes, FrameSizes, Group, GroupConfig, GroupError, LaneControl, LaneKeys, LaneStats,
+    LaneTiming, MemberTable, NetAuth, NetConfig, NetError, NetTransport, Retune, TcpSide,
+    TransportStats, Tree, TreeIds,
 };
 
 /// How to start a [`RaftReplicator`].
@@ -154,35 +153,22 @@ pub enum RaftStartError {
     /// Inconsistent configuration.
     #[error("bad raft configuration: {0}")]
     Config(String),
-    /// The raft log could not be opened.
-    #[error("raft log: {0}")]
-    Open(#[from] OpenError),
-    /// The raft node could not be created.
-    #[error("raft node: {0}")]
-    Node(#[from] NewNodeError),
-    /// The network could not be opened.
+    /// The raft group (network, log, node) could not be started.
     #[error(transparent)]
-    Net(#[from] NetError),
+    Group(#[from] GroupError),
     /// The client listener could not be set up for the event loop.
     #[error("client listener: {0}")]
     Clients(std::io::Error),
 }
 
-/// A replicated key-value store node: a Raft driver thread, the transport
-/// threads, and the store they apply to.
+/// A replicated key-value store node: an X-Raft [`Group`] member whose
+/// state machine is the store.
 pub struct RaftReplicator {
-    id: u64,
-    handle: DriverHandle,
+    group: Group,
     store: SharedStore,
     members: Members,
-    stats: Arc<TransportStats>,
     client_addr: Option<SocketAddr>,
     sm_stats: Arc<SmStats>,
-    raft_addr: SocketAddr,
-    lane: Option<Arc<LaneStats>>,
-    lane_control: Option<Arc<LaneControl>>,
-    driver: Mutex<Option<Driver>>,
-    tcp: Mutex<Box<TcpSide>>,
 }
 
 impl RaftReplicator {
@@ -210,12 +196,6 @@ impl RaftReplicator {
         cfg: RaftConfig,
         clients: Option<(TcpListener, Limits, Arc<Stats>)>,
     ) -> Result<(Self, OpenReport), RaftStartError> {
-        if cfg.id == 0 || !cfg.peers.contains_key(&cfg.id) {
-            return Err(RaftStartError::Config(format!(
-                "id {} must be non-zero and in the peer list",
-                cfg.id
-            )));
-        }
         // The network: express on UDP or the lane (polled by the driver
         // thread), regular on TCP.
         let net = NetConfig {
@@ -228,10 +208,6 @@ impl RaftReplicator {
             auth: cfg.auth.clone(),
             lane_keys: cfg.lane_keys.clone(),
         };
-        let (transport, mut tcp) = NetTransport::open(&net)?;
-        let raft_addr = tcp.addr();
-
-        let (storage, report) = DiskStorage::open(cfg.storage.clone())?;
         // The users from the start settings, before the log replays on
         // top of them (identical on every member started alike).
         let (users, requirepass) = cfg.acl.initial().map_err(RaftStartError::Config)?;
@@ -243,22 +219,6 @@ impl RaftReplicator {
         // otherwise (restoring the log's snapshot happens in RaftNode::new).
         let members = Members::new(cfg.peers.clone());
         let sm = KvStateMachine::new(store.clone(), members.clone(), sm_stats.clone());
-        let voters: Vec<u64> = if cfg.join {
-            Vec::new()
-        } else {
-            cfg.peers.keys().copied().collect()
-        };
-        let mut node_cfg = cfg.node.clone();
-        node_cfg.id = cfg.id;
-        let mut node = RaftNode::new(node_cfg, storage, sm, &voters)?;
-        // The only voter need not wait for an election timeout: it wins at once.
-        if node.conf_state().voters == [cfg.id] && !node.is_leader() {
-            let _ = node.campaign();
-        }
-        let endpoint = net
-            .message_endpoint(cfg.bulk_threshold)
-            .map_err(|e| RaftStartError::Config(e.to_string()))?;
-
         let (client_addr, frontend) = match clients {
             None => (None, None),
             Some((listener, limits, stats)) => {
@@ -277,46 +237,48 @@ impl RaftReplicator {
                     Some(port) => l.with_tls(port).map_err(RaftStartError::Clients)?,
                     None => l,
                 };
+                let check = net.clone();
                 let l = l.check_peers_with(Box::new(move |id, p| {
-                    net.check_peer(id, p.raft).map_err(|e| e.to_string())
+                    check.check_peer(id, p.raft).map_err(|e| e.to_string())
                 }));
                 (Some(addr), Some(Box::new(l) as Box<dyn Frontend>))
             }
         };
-        let stats = transport.stats();
-        let lane = transport.lane_stats();
-        let lane_control = transport.lane_control();
-        let transport = FollowMembers::new(transport, members.clone());
-        let driver = Driver::spawn_with(node, endpoint, transport, frontend);
-        let handle = driver.handle();
-        tcp.serve(handle.clone()).map_err(NetError::Thread)?;
+        let group_cfg = GroupConfig {
+            net,
+            storage: cfg.storage,
+            node: cfg.node,
+            bulk_threshold: cfg.bulk_threshold,
+            join: cfg.join,
+        };
+        let table = Box::new(members.clone()) as Box<dyn MemberTable>;
+        let (group, report) = Group::start(group_cfg, sm, Some(table), frontend)?;
         Ok((
             RaftReplicator {
-                id: cfg.id,
-                handle,
+                group,
                 store,
                 members,
-                stats,
                 client_addr,
                 sm_stats,
-                raft_addr,
-                lane,
-                lane_control,
-                driver: Mutex::new(Some(driver)),
-                tcp: Mutex::new(Box::new(tcp)),
             },
             report,
         ))
     }
 
+    /// This node's raft group membership: network, driver, controller
+    /// session.
+    pub fn group(&self) -> &Group {
+        &self.group
+    }
+
     /// This node's raft id.
     pub fn id(&self) -> u64 {
-        self.id
+        self.group.id()
     }
 
     /// The bound raft address (UDP and TCP).
     pub fn raft_addr(&self) -> SocketAddr {
-        self.raft_addr
+        self.group.raft_addr()
     }
 
     /// The address RESP clients connect to ([`Self::start_serving`] only).
@@ -326,12 +288,12 @@ impl RaftReplicator {
 
     /// The transport's counters.
     pub fn stats(&self) -> &TransportStats {
-        &self.stats
+        self.group.stats()
     }
 
     /// The lane link's counters (lane mode only).
     pub fn lane_stats(&self) -> Option<&LaneStats> {
-        self.lane.as_deref()
+        self.group.lane_stats()
     }
 
     /// The raft log index of the last entry applied to the store (0 until
@@ -355,122 +317,53 @@ impl RaftReplicator {
         self.members.table()
     }
 
-    /// What other threads may change in the lane link, e.g. X-FD's
-    /// threshold Λ (lane mode only).
+    /// What other threads may change in the lane link (lane mode only).
     pub fn lane_control(&self) -> Option<&LaneControl> {
-        self.lane_control.as_deref()
+        self.group.lane_control()
     }
 
     /// Whether the raft driver still runs (false after [`Self::shutdown`] or
     /// a raft log write failure).
     pub fn running(&self) -> bool {
-        self.driver
-            .lock()
-            .is_ok_and(|d| d.as_ref().is_some_and(Driver::is_running))
+        self.group.running()
     }
 
     /// The leader as this member last saw it (0: none known).
     pub fn leader_id(&self) -> u64 {
-        self.handle.leader_id()
+        self.group.leader_id()
     }
 
     /// The driver handle (for tools and tests).
     pub fn driver(&self) -> &DriverHandle {
-        &self.handle
+        self.group.handle()
     }
 
-    /// Stops the driver and the transport threads and waits for them.
+    /// Stops the controller session (if one runs), the driver and the
+    /// transport threads and waits for them ([`Group::shutdown`] also says
+    /// how many lane trees the controller took back).
     pub fn shutdown(&self) {
-        if let Some(d) = self.driver.lock().ok().and_then(|mut d| d.take()) {
-            d.stop();
-        }
-        if let Ok(mut t) = self.tcp.lock() {
-            t.shutdown();
-        }
+        self.group.shutdown();
     }
 
     fn leader_client(&self, hint: u64) -> Option<String> {
-        self.members.client_of(self.id, hint)
+        self.members.client_of(self.id(), hint)
     }
 }
 
-/// The network, following the member table: before each send and poll
-/// (on the driver thread), if the table changed since it last looked (a
-/// membership change or a snapshot was applied, or the log was replayed at
-/// start), the transport's peers become the table's members.
-pub struct FollowMembers {
-    net: NetTransport,
-    members: Members,
-    seen: u64,
-}
-
-impl FollowMembers {
-    /// `net`, following `members` from its next send or poll on.
-    pub fn new(net: NetTransport, members: Members) -> FollowMembers {
-        FollowMembers {
-            net,
-            members,
-            seen: 0,
-        }
+/// The network follows the member table the state machine keeps.
+impl MemberTable for Members {
+    fn version(&self) -> u64 {
+        Members::version(self)
     }
 
-    fn follow(&mut self) {
-        let v = self.members.version();
-        if v == self.seen {
-            return;
-        }
-        self.seen = v;
-        let peers: Vec<(u64, SocketAddr)> = self
-            .members
-            .table()
-            .iter()
-            .map(|(&id, p)| (id, p.raft))
-            .collect();
-        // A member the network cannot reach is counted by it
-        // (`TransportStats::peer_errors`) and left out; raft sees it as down.
-        let _ = self.net.set_peers(&peers);
-    }
-}
-
-impl Transport for FollowMembers {
-    fn send(&mut self, to: u64, class: TrafficClass, bytes: Vec<u8>) {
-        self.follow();
-        self.net.send(to, class, bytes)
-    }
-
-    fn flush(&mut self) {
-        self.net.flush()
-    }
-
-    fn fds(&self) -> &[RawFd] {
-        self.net.fds()
-    }
-
-    fn next_deadline(&self) -> u64 {
-        self.net.next_deadline()
-    }
-
-    fn poll(
-        &mut self,
-        now: u64,
-        max: usize,
-        ready: Readiness,
-        input: &mut dyn FnMut(Input<'_>),
-    ) -> usize {
-        self.follow();
-        self.net.poll(now, max, ready, input)
-    }
-}
-
-impl Drop for RaftReplicator {
-    fn drop(&mut self) {
-        self.shutdown();
+    fn raft_addrs(&self) -> Vec<(u64, SocketAddr)> {
+        self.table().iter().map(|(&id, p)| (id, p.raft)).collect()
     }
 }
 
 impl Replicator for RaftReplicator {
     fn propose(&self, op: WriteOp) -> Result<Reply, ReplicaError> {
-        match self.handle.propose(op.encode()) {
+        match self.group.handle().propose(op.encode()) {
             Ok(bytes) => match decode_reply(&bytes) {
                 Ok(Some((r, n))) if n == bytes.len() => Ok(r),
                 _ => Err(ReplicaError::Unavailable(
@@ -483,7 +376,7 @@ impl Replicator for RaftReplicator {
 
     fn read_barrier(&self) -> Result<(), ReplicaError> {
         for _ in 0..READ_RETRIES {
-            match self.handle.read_barrier() {
+            match self.group.handle().read_barrier() {
                 Ok(()) => return Ok(()),
                 Err(ReplicateError::ReadFailed) => continue,
                 Err(e) => return Err(replica_error(e, |h| self.leader_client(h))),

@@ -1,6 +1,9 @@
 //! `xlane-xraft-net`: X-Raft's network between the members of a cluster.
 //!
 //! * [`auth`]: [`NetAuth`], the group key of the raft traffic.
+//! * [`group`]: [`Group`], one member of an X-Raft group (network, log,
+//!   node, driver and controller session), as the kv server and the
+//!   controller replicas start it.
 //! * [`net`]: [`net::NetTransport`], the [`xlane_xraft::Transport`] a
 //!   member's raft driver sends on and polls: raft's express datagrams on
 //!   plain UDP or on the lane, its regular traffic (snapshots, large
@@ -20,6 +23,7 @@
 
 pub mod auth;
 pub mod chunk_stream;
+pub mod group;
 pub mod lane;
 pub mod net;
 pub mod session;
@@ -28,6 +32,7 @@ pub mod tcp_side;
 pub mod udp_batch;
 
 pub use auth::NetAuth;
+pub use group::{Group, GroupConfig, GroupError, MemberTable};
 pub use lane::{
     frame_sizes, FrameSizes, LaneControl, LaneError, LaneKeys, LaneLink, LaneStats, LaneTiming,
     Retune, Tree, TreeIds,

@@ -721,12 +721,16 @@ fn serve_raft(a: ServeArgs, fsync: LogFsync) -> super::CmdResult {
             "tunnels": grants,
         })
     );
-    let release = session.as_ref().map(Session::release);
+    if let Some(s) = session {
+        repl.group().follow_controller(
+            s,
+            Box::new(move |e| emit(event_json(&e, raft_tick_ns, election_ticks))),
+        )?;
+    }
     let stopping = Arc::new(AtomicBool::new(false));
     let r = repl.clone();
     exit_on_termination(stopping.clone(), move || {
-        let released = release.map(|rel| rel.run());
-        r.shutdown();
+        let released = r.group().shutdown();
         let st = r.stats();
         let n = |c: &std::sync::atomic::AtomicU64| c.load(std::sync::atomic::Ordering::Relaxed);
         let udp = serde_json::json!({
@@ -747,24 +751,6 @@ fn serve_raft(a: ServeArgs, fsync: LogFsync) -> super::CmdResult {
         }
         out
     });
-    if let Some(s) = session {
-        let repl = repl.clone();
-        let stopping = stopping.clone();
-        std::thread::Builder::new()
-            .name("kv-ctl-session".into())
-            .spawn(move || {
-                let Some(control) = repl.lane_control() else {
-                    return;
-                };
-                let leader = || repl.leader_id();
-                s.run(
-                    control,
-                    &leader,
-                    &mut |e| emit(event_json(&e, raft_tick_ns, election_ticks)),
-                    &stopping,
-                );
-            })?;
-    }
     watch_driver(&repl, &stopping)
 }
 
