@@ -9,7 +9,7 @@
 //! [`crate::cmd`]; this layer decides which is which, builds the ops, and
 //! answers what needs no store.
 
-use crate::cmd::args::{arity_error, unknown_command, unknown_subcommand, ERR_SYNTAX};
+use crate::cmd::args::{arity_error, eq, int, unknown_command, unknown_subcommand, ERR_SYNTAX};
 use crate::cmd::table::{self, CommandSpec};
 use crate::cmd::time_reply;
 use crate::config::Config;
@@ -18,7 +18,6 @@ use crate::op::{SetCond, SetTtl, WriteCmd, WriteOp};
 use crate::pubsub::Kind;
 use crate::resp::{parse_i64_strict, Command, Reply};
 use crate::store::Store;
-use crate::value::ERR_NOT_INTEGER;
 
 /// The reply to a transaction command where no connection keeps its state
 /// ([`crate::exec::execute_local`]).
@@ -143,14 +142,6 @@ pub enum ReadCmd {
     /// `SCRIPT EXISTS`, `FUNCTION LIST|DUMP|STATS`: their words, answered
     /// from the replicated scripts ([`crate::script::read`]).
     Script(Vec<Vec<u8>>),
-}
-
-fn int(b: &[u8]) -> Result<i64, Reply> {
-    parse_i64_strict(b).ok_or_else(|| Reply::err(ERR_NOT_INTEGER))
-}
-
-fn eq(a: &[u8], b: &str) -> bool {
-    a.eq_ignore_ascii_case(b.as_bytes())
 }
 
 /// `WAIT`'s timeout in milliseconds, with Redis's errors.

@@ -8,6 +8,7 @@
 use super::conn::{Conn, ReplyMode};
 use super::ClientLoop;
 use crate::client_list::{command_name, list_reply, ClientFacts, ListFilter};
+use crate::cmd::args::eq;
 use crate::notify::glob_match;
 use crate::pubsub::Kind;
 use crate::resp::{parse_i64_strict, Command, Reply};
@@ -20,10 +21,6 @@ pub(super) struct Pause {
     pub(super) until: Instant,
     /// Every command (`ALL`), or only writes (`WRITE`).
     pub(super) all: bool,
-}
-
-fn eq(a: &[u8], b: &str) -> bool {
-    a.eq_ignore_ascii_case(b.as_bytes())
 }
 
 fn arity(sub: &str) -> Reply {

@@ -5,6 +5,7 @@
 
 use super::engine;
 use super::state::{decode_library_bytes, encode_library, parse_sha, sha1_hex, Scripts};
+use crate::cmd::args::{eq, syntax};
 use crate::op::{ScriptCode, WriteCmd};
 use crate::resp::{parse_i64_strict, Reply};
 
@@ -18,10 +19,6 @@ pub enum ScriptAction {
     Read(Vec<Vec<u8>>),
     /// Answer now.
     Reply(Reply),
-}
-
-fn eq(a: &[u8], b: &str) -> bool {
-    a.eq_ignore_ascii_case(b.as_bytes())
 }
 
 fn text(b: &[u8]) -> String {
@@ -79,10 +76,6 @@ fn flush_mode_ok(args: &[Vec<u8>]) -> bool {
         [m] => eq(m, "async") || eq(m, "sync"),
         _ => false,
     }
-}
-
-fn syntax() -> Reply {
-    Reply::err(crate::cmd::args::ERR_SYNTAX)
 }
 
 fn unknown_sub(cmd: &str, sub: &[u8]) -> Reply {
