@@ -34,8 +34,8 @@ use crate::budget::{LaneCoreBudget, LaneCoreUse};
 use crate::fabric::{group_of, TestbedFabric};
 use crate::flows::{run_flows, FlowPlan, FlowResult, Variant};
 use crate::interference::{
-    bring_up, render_cross_traffic, switch_drops, BenchError, Cores, Floor, FloorSet, Interference,
-    FLOOR_INTERVAL_NS,
+    render_cross_traffic, restore_host_measures, switch_drops, BenchError, Cores, Floor, FloorSet,
+    Interference, Stage, FLOOR_INTERVAL_NS,
 };
 use crate::table::{fmt_ns, Table};
 use serde::Serialize;
@@ -335,16 +335,15 @@ pub fn run(cfg: &BoundsConfig, progress: &mut dyn FnMut(&str)) -> Result<BoundsR
         ));
     }
     let specs = default_tunnels(cfg.hosts, cfg.tunnels, cfg.period_ns, cfg.rogue);
-    let cores = Cores::new(Cores::online(), cfg.lane_core).map_err(BenchError::Config)?;
-    let _off_lane = cores.keep_off_lane_core()?;
-    let tb = bring_up(
+    let stage = Stage::up(
         cfg.hosts,
         cfg.link_rate_bps,
         None,
         cfg.best_effort_queue_pkts,
-        cores.lane,
+        cfg.lane_core,
         progress,
     )?;
+    let (tb, cores) = (&stage.tb, &stage.cores);
     progress(&format!(
         "measuring the links ({} idle probes per path)",
         cfg.probes
@@ -407,8 +406,8 @@ pub fn run(cfg: &BoundsConfig, progress: &mut dyn FnMut(&str)) -> Result<BoundsR
     // idle tunnel is one the controller takes bandwidth back from).
     let tuning = HostTuning::apply(&TuningPlan::all(cfg.lane_core))?;
     let _ = lock_memory();
-    let drops_before = switch_drops(&tb);
-    let interference = Interference::start(&tb, &cores, cfg.cross_traffic, cfg.cpu_load)?;
+    let drops_before = switch_drops(tb);
+    let interference = Interference::start(tb, cores, cfg.cross_traffic, cfg.cpu_load)?;
 
     // Every sender asks for its tunnels.
     let mut clients: Vec<Client> = Vec::new();
@@ -495,7 +494,7 @@ pub fn run(cfg: &BoundsConfig, progress: &mut dyn FnMut(&str)) -> Result<BoundsR
     ));
     // The probes start now: no packet is sent before, and so their
     // storage holds every gap of the run.
-    let floor_probes = FloorSet::start(&cores, duration_ns + 5_000_000_000)?;
+    let floor_probes = FloorSet::start(cores, duration_ns + 5_000_000_000)?;
     let plans: Vec<FlowPlan> = granted
         .iter()
         .enumerate()
@@ -520,7 +519,7 @@ pub fn run(cfg: &BoundsConfig, progress: &mut dyn FnMut(&str)) -> Result<BoundsR
                 name: s.name.clone(),
                 tunnel: g.id as u32,
                 group,
-                dscp: Some(sublane_dscp(&tb, s.sublane)),
+                dscp: Some(sublane_dscp(tb, s.sublane)),
                 period_ns: period,
                 message_len: 16,
                 lane_core: cfg.lane_core,
@@ -560,13 +559,12 @@ pub fn run(cfg: &BoundsConfig, progress: &mut dyn FnMut(&str)) -> Result<BoundsR
 
     let (floor, floor_reports) = floor_probes.stop();
     let cross_bps = interference.stop();
-    let drops = switch_drops(&tb).saturating_sub(drops_before);
-    tuning.restore();
+    let drops = switch_drops(tb).saturating_sub(drops_before);
+    restore_host_measures(Some(tuning), progress);
     let fabric_errors = server.stats().fabric_errors;
     server.stop();
     let _ = std::fs::remove_dir_all(&state_dir);
-    progress(&format!("tearing down testbed {}", tb.prefix()));
-    drop(tb);
+    stage.tear_down(progress);
     let run = result?;
     let lane_core = LaneCoreUse::of_run(&run, cfg.lane_core).budget(floor.stolen_fraction);
     let flows = run.flows;

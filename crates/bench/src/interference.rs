@@ -4,6 +4,7 @@
 
 use serde::Serialize;
 use xlane_host::floor::{FloorConfig, FloorError, FloorProbe, FloorReport};
+use xlane_host::tuning::{AppliedTuning, HostTuning, TuningPlan};
 use xlane_testbed::{CpuLoadHandle, CrossTraffic, Testbed, TestbedError, TrafficHandle};
 
 /// Why a benchmark could not run.
@@ -65,6 +66,89 @@ pub fn bring_up(
     })?;
     progress(&format!("testbed {} is up", tb.prefix()));
     Ok(tb)
+}
+
+/// What a lane benchmark stands on while it runs: the machine's cores split
+/// around the lane core, the calling thread (and what it starts) kept off
+/// the lane core, and the emulated datacenter up ([`bring_up`]). Dropping
+/// it tears the datacenter down ([`Stage::tear_down`] says so first).
+pub struct Stage {
+    /// The emulated datacenter.
+    pub tb: Testbed,
+    /// The cores.
+    pub cores: Cores,
+    _off_lane: xlane_host::runtime::AffinityGuard,
+}
+
+impl Stage {
+    /// Splits the cores around `lane_core`, moves this thread off it, and
+    /// brings up `hosts` hosts behind one switch ([`bring_up`]'s settings).
+    pub fn up(
+        hosts: usize,
+        link_rate_bps: u64,
+        host_rate_bps: Option<u64>,
+        best_effort_queue_pkts: u32,
+        lane_core: usize,
+        progress: &mut dyn FnMut(&str),
+    ) -> Result<Stage, BenchError> {
+        let cores = Cores::new(Cores::online(), lane_core).map_err(BenchError::Config)?;
+        let off_lane = cores.keep_off_lane_core()?;
+        let tb = bring_up(
+            hosts,
+            link_rate_bps,
+            host_rate_bps,
+            best_effort_queue_pkts,
+            cores.lane,
+            progress,
+        )?;
+        Ok(Stage {
+            tb,
+            cores,
+            _off_lane: off_lane,
+        })
+    }
+
+    /// Tears the datacenter down, saying so.
+    pub fn tear_down(self, progress: &mut dyn FnMut(&str)) {
+        progress(&format!("tearing down testbed {}", self.tb.prefix()));
+    }
+}
+
+/// Applies every host measure for a lane core at `lane_core` when `on`
+/// ([`xlane_host::tuning::TuningPlan::all`]), naming each in `progress`;
+/// [`restore_host_measures`] undoes them. Returns the applied tuning and
+/// the measures' names.
+pub fn apply_host_measures(
+    on: bool,
+    lane_core: usize,
+    progress: &mut dyn FnMut(&str),
+) -> Result<(Option<AppliedTuning>, Vec<String>), BenchError> {
+    if !on {
+        return Ok((None, Vec::new()));
+    }
+    let t = HostTuning::apply(&TuningPlan::all(lane_core))?;
+    let measures = t.summary();
+    for m in &measures {
+        progress(&format!("host measure: {m}"));
+    }
+    Ok((Some(t), measures))
+}
+
+/// Restores what [`apply_host_measures`] changed, saying whether every
+/// setting came back.
+pub fn restore_host_measures(tuning: Option<AppliedTuning>, progress: &mut dyn FnMut(&str)) {
+    let Some(t) = tuning else {
+        return;
+    };
+    let rep = t.restore();
+    if rep.is_clean() {
+        progress(&format!(
+            "host measures restored ({} settings)",
+            rep.entries.len()
+        ));
+    } else {
+        progress(&format!("could not restore every host measure: {rep:?}"));
+    }
 }
 
 /// The cores of this machine split into the lane core and the rest.

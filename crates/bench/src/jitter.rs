@@ -16,9 +16,7 @@
 use crate::attribution::{attribute, Cause, GapIndex};
 use crate::budget::{LaneCoreBudget, LaneCoreUse};
 use crate::flows::{run_flows, FlowPlan, FlowResult, FlowSample, Variant};
-use crate::interference::{
-    bring_up, switch_drops, BenchError, Cores, Floor, FloorSet, Interference,
-};
+use crate::interference::{switch_drops, BenchError, Cores, Floor, FloorSet, Interference, Stage};
 use crate::qjump::QjumpLimiter;
 use crate::stats::LatencySummary;
 use crate::table::{fmt_ns, Table};
@@ -225,16 +223,15 @@ pub fn run(
     if cfg.variants.is_empty() || cfg.scenarios.is_empty() {
         return Err(BenchError::Config("nothing to run".into()));
     }
-    let cores = Cores::new(Cores::online(), cfg.lane_core).map_err(BenchError::Config)?;
-    let _off_lane = cores.keep_off_lane_core()?;
-    let tb = bring_up(
+    let stage = Stage::up(
         cfg.hosts,
         cfg.link_rate_bps,
         None,
         cfg.best_effort_queue_pkts,
-        cores.lane,
+        cfg.lane_core,
         progress,
     )?;
+    let (tb, cores) = (&stage.tb, &stage.cores);
     let _ = lock_memory();
     let rounds = cfg.per_config_ns.div_ceil(cfg.round_ns).max(1);
     let epoch = QjumpLimiter::epoch_ns(cfg.hosts as u32, 1500, cfg.link_rate_bps);
@@ -247,11 +244,11 @@ pub fn run(
             cfg.variants.len(),
             fmt_ns(cfg.round_ns)
         ));
-        let drops_before = switch_drops(&tb);
-        let interference = Interference::start(&tb, &cores, scenario.cross(), scenario.cpu())?;
+        let drops_before = switch_drops(tb);
+        let interference = Interference::start(tb, cores, scenario.cross(), scenario.cpu())?;
         // Every configuration's rounds, plus their leads and graces.
         let floor_probes = FloorSet::start(
-            &cores,
+            cores,
             (rounds * cfg.variants.len() as u64 + 2).saturating_mul(cfg.round_ns + 1_000_000_000),
         )?;
         let t0 = realtime_ns();
@@ -331,7 +328,7 @@ pub fn run(
         }
         let (floor, floor_reports) = floor_probes.stop();
         let cross_bps = interference.stop();
-        let drops = switch_drops(&tb).saturating_sub(drops_before);
+        let drops = switch_drops(tb).saturating_sub(drops_before);
         outcome?;
         let mut configs = Vec::new();
         let mut series: Vec<(String, Vec<u64>)> = Vec::new();
@@ -368,7 +365,7 @@ pub fn run(
         on_report(&report);
         reports.push(report);
     }
-    progress(&format!("tearing down testbed {}", tb.prefix()));
+    stage.tear_down(progress);
     Ok(reports)
 }
 

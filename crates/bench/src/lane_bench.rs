@@ -26,7 +26,8 @@
 use crate::budget::{LaneCoreBudget, LaneCoreUse};
 use crate::flows::{run_flows, FlowPlan, FlowResult, Variant};
 use crate::interference::{
-    bring_up, render_cross_traffic, switch_drops, BenchError, Cores, Floor, FloorSet, Interference,
+    apply_host_measures, render_cross_traffic, restore_host_measures, switch_drops, BenchError,
+    Floor, FloorSet, Interference, Stage,
 };
 use crate::stats::LatencySummary;
 use crate::table::{fmt_ns, Table};
@@ -35,7 +36,6 @@ use std::net::{Ipv4Addr, SocketAddrV4};
 use std::sync::atomic::AtomicBool;
 use xlane_host::runtime::{lock_memory, WaitMode};
 use xlane_host::socket::realtime_ns;
-use xlane_host::tuning::{AppliedTuning, HostTuning, TuningPlan};
 use xlane_host::xdp::PathMode;
 
 /// Multicast group and port of the lane flow.
@@ -242,32 +242,21 @@ pub fn run(
             ))
         }
     };
-    let cores = Cores::new(Cores::online(), cfg.lane_core).map_err(BenchError::Config)?;
-    let _off_lane = cores.keep_off_lane_core()?;
-
-    let tb = bring_up(
+    let stage = Stage::up(
         cfg.hosts,
         cfg.link_rate_bps,
         None,
         cfg.best_effort_queue_pkts,
-        cores.lane,
+        cfg.lane_core,
         progress,
     )?;
-
-    let tuning: Option<AppliedTuning> = if cfg.tuning {
-        Some(HostTuning::apply(&TuningPlan::all(cfg.lane_core))?)
-    } else {
-        None
-    };
-    let host_measures: Vec<String> = tuning.as_ref().map(|t| t.summary()).unwrap_or_default();
-    for m in &host_measures {
-        progress(&format!("host measure: {m}"));
-    }
+    let (tb, cores) = (&stage.tb, &stage.cores);
+    let (tuning, host_measures) = apply_host_measures(cfg.tuning, cfg.lane_core, progress)?;
     // Lock memory for the whole process: lane threads never page-fault.
     let _ = lock_memory();
 
-    let drops_before = switch_drops(&tb);
-    let interference = Interference::start(&tb, &cores, cfg.cross_traffic, cfg.cpu_load)?;
+    let drops_before = switch_drops(tb);
+    let interference = Interference::start(tb, cores, cfg.cross_traffic, cfg.cpu_load)?;
     if cfg.cross_traffic {
         progress(&format!(
             "cross traffic: {} saturating best-effort flows",
@@ -278,7 +267,7 @@ pub fn run(
         progress(&format!("CPU load on cores {:?}", cores.regular));
     }
     // The run, its 300 ms lead and the receivers' grace.
-    let floor_probes = FloorSet::start(&cores, cfg.duration_ns + 5_000_000_000)?;
+    let floor_probes = FloorSet::start(cores, cfg.duration_ns + 5_000_000_000)?;
 
     let start_ns = realtime_ns() + 300_000_000;
     let until_ns = start_ns + cfg.duration_ns;
@@ -332,20 +321,9 @@ pub fn run(
 
     let (floor, _) = floor_probes.stop();
     let cross_bps = interference.stop();
-    let drops = switch_drops(&tb).saturating_sub(drops_before);
-    if let Some(t) = tuning {
-        let rep = t.restore();
-        if rep.is_clean() {
-            progress(&format!(
-                "host measures restored ({} settings)",
-                rep.entries.len()
-            ));
-        } else {
-            progress(&format!("could not restore every host measure: {rep:?}"));
-        }
-    }
-    progress(&format!("tearing down testbed {}", tb.prefix()));
-    drop(tb);
+    let drops = switch_drops(tb).saturating_sub(drops_before);
+    restore_host_measures(tuning, progress);
+    stage.tear_down(progress);
 
     let run = result?;
     let lane_core = LaneCoreUse::of_run(&run, cfg.lane_core).budget(floor.stolen_fraction);

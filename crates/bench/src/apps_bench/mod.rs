@@ -39,7 +39,7 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use crate::interference::{bring_up, BenchError, Cores, Floor, FloorSet, Interference};
+use crate::interference::{BenchError, Floor, FloorSet, Interference, Stage};
 use crate::kv_bench::observe::{Clock, Observers, Run};
 use crate::kv_bench::systems::{spawn_in, which, Cluster, Host, Start};
 use crate::kv_bench::{KvBenchConfig, System};
@@ -748,16 +748,15 @@ pub fn run(cfg: &AppsBenchConfig, log: &mut dyn FnMut(&str)) -> Result<AppsRepor
     // Ctrl-C ends the run between runs (and a latency phase between
     // writes): what was started is stopped and the testbed torn down.
     xlane_host::tuning::install_termination_flag();
-    let cores = Cores::new(Cores::online(), cfg.lane_core).map_err(AppsBenchError::Config)?;
-    let _off_lane = cores.keep_off_lane_core()?;
-    let tb = bring_up(
+    let stage = Stage::up(
         HOSTS,
         cfg.link_rate_bps,
         Some(cfg.link_rate_bps.saturating_mul(2)),
         cfg.best_effort_queue_pkts,
-        cores.lane,
+        cfg.lane_core,
         log,
     )?;
+    let (tb, cores) = (&stage.tb, &stage.cores);
     let ctx = Ctx {
         cfg,
         hosts: tb
@@ -772,9 +771,9 @@ pub fn run(cfg: &AppsBenchConfig, log: &mut dyn FnMut(&str)) -> Result<AppsRepor
         tag: format!("appsbench-{}-{}", std::process::id(), tb.prefix()),
     };
     let per_run = cfg.latency_cap + cfg.timeout * 4 + Duration::from_secs(60);
-    let probes = FloorSet::start(&cores, (per_run.as_nanos() as u64).saturating_mul(8))?;
+    let probes = FloorSet::start(cores, (per_run.as_nanos() as u64).saturating_mul(8))?;
     let mut interfere = || {
-        Interference::start_all_ports(&tb, &cores, true, true)
+        Interference::start_all_ports(tb, cores, true, true)
             .map_err(|e| format!("interference: {e}"))
     };
     let mut runs = Vec::new();
@@ -819,8 +818,7 @@ pub fn run(cfg: &AppsBenchConfig, log: &mut dyn FnMut(&str)) -> Result<AppsRepor
         }
     }
     let (floor, _) = probes.stop();
-    log(&format!("tearing down testbed {}", tb.prefix()));
-    drop(tb);
+    stage.tear_down(log);
     if crate::kv_bench::interrupted() {
         return Err(AppsBenchError::Interrupted);
     }

@@ -8,10 +8,10 @@ use super::failure::{failure_lambda, failure_part, failure_seconds_bound};
 use super::plot;
 use super::report::{FdBenchReport, FdRunParams};
 use crate::interference::{
-    bring_up, switch_drops, BenchError, Cores, Floor, FloorSet, Interference,
+    apply_host_measures, restore_host_measures, switch_drops, BenchError, Cores, Floor, FloorSet,
+    Interference, Stage,
 };
 use xlane_host::runtime::lock_memory;
-use xlane_host::tuning::{AppliedTuning, HostTuning, TuningPlan};
 use xlane_testbed::{CrossTraffic, Testbed};
 
 /// Runs the benchmark; `progress` gets one line per step.
@@ -33,41 +33,19 @@ pub fn run(
             return Err(BenchError::Config("failures: no injection asked for".into()).into());
         }
     }
-    let cores = Cores::new(Cores::online(), cfg.lane_core).map_err(BenchError::Config)?;
-    let _off_lane = cores.keep_off_lane_core()?;
-    let tb = bring_up(
+    let stage = Stage::up(
         cfg.hosts,
         cfg.link_rate_bps,
         None,
         cfg.best_effort_queue_pkts,
-        cores.lane,
+        cfg.lane_core,
         progress,
-    )
-    .map_err(BenchError::from)?;
-    let tuning: Option<AppliedTuning> = if cfg.tuning {
-        Some(HostTuning::apply(&TuningPlan::all(cfg.lane_core)).map_err(BenchError::from)?)
-    } else {
-        None
-    };
-    let host_measures: Vec<String> = tuning.as_ref().map(|t| t.summary()).unwrap_or_default();
-    for m in &host_measures {
-        progress(&format!("host measure: {m}"));
-    }
+    )?;
+    let (tuning, host_measures) = apply_host_measures(cfg.tuning, cfg.lane_core, progress)?;
     let _ = lock_memory();
-    let result = run_parts(cfg, &tb, &cores, host_measures, progress);
-    if let Some(t) = tuning {
-        let rep = t.restore();
-        if rep.is_clean() {
-            progress(&format!(
-                "host measures restored ({} settings)",
-                rep.entries.len()
-            ));
-        } else {
-            progress(&format!("could not restore every host measure: {rep:?}"));
-        }
-    }
-    progress(&format!("tearing down testbed {}", tb.prefix()));
-    drop(tb);
+    let result = run_parts(cfg, &stage.tb, &stage.cores, host_measures, progress);
+    restore_host_measures(tuning, progress);
+    stage.tear_down(progress);
     result
 }
 

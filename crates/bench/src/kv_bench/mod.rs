@@ -73,9 +73,7 @@ use serde::Serialize;
 use xlane_host::budget::{CpuShares, CpuTimes};
 
 use crate::budget::SATURATION_HEADROOM;
-use crate::interference::{
-    bring_up, switch_drops, BenchError, Cores, Floor, FloorSet, Interference,
-};
+use crate::interference::{switch_drops, BenchError, Floor, FloorSet, Interference, Stage};
 pub use crate::jitter::Scenario;
 use crate::stats::LatencySummary;
 use crate::table::fmt_ns;
@@ -809,20 +807,19 @@ pub fn run(cfg: &KvBenchConfig, log: &mut dyn FnMut(&str)) -> Result<KvBenchRepo
     // Ctrl-C ends the run between writes: the clusters and the testbed are
     // dropped (stopped, torn down) on the way out.
     xlane_host::tuning::install_termination_flag();
-    let cores = Cores::new(Cores::online(), cfg.lane_core).map_err(KvBenchError::Config)?;
-    let _off_lane = cores.keep_off_lane_core()?;
     let hosts_needed = cfg.replicas.iter().copied().max().unwrap_or(2);
     // The hosts' NICs send at twice the link rate, so that the two
     // cross-traffic flows into every switch port offer it twice what it
     // carries: its best-effort queue stays full.
-    let tb = bring_up(
+    let stage = Stage::up(
         hosts_needed,
         cfg.link_rate_bps,
         Some(cfg.link_rate_bps.saturating_mul(2)),
         cfg.best_effort_queue_pkts,
-        cores.lane,
+        cfg.lane_core,
         log,
     )?;
+    let (tb, cores) = (&stage.tb, &stage.cores);
     let hosts: Vec<Host> = tb
         .hosts()
         .iter()
@@ -851,13 +848,13 @@ pub fn run(cfg: &KvBenchConfig, log: &mut dyn FnMut(&str)) -> Result<KvBenchRepo
             cfg.systems.len(),
             cfg.replicas
         ));
-        let drops_before = switch_drops(&tb);
+        let drops_before = switch_drops(tb);
         let mut cross = Vec::new();
         let mut interfere = || {
-            Interference::start_all_ports(&tb, &cores, scenario.cross(), scenario.cpu())
+            Interference::start_all_ports(tb, cores, scenario.cross(), scenario.cpu())
                 .map_err(|e| format!("interference: {e}"))
         };
-        let probes = FloorSet::start(&cores, scenario_ns)?;
+        let probes = FloorSet::start(cores, scenario_ns)?;
         let cpu0 = CpuTimes::read(cores.lane);
         for &n in &cfg.replicas {
             if interrupted() {
@@ -886,7 +883,7 @@ pub fn run(cfg: &KvBenchConfig, log: &mut dyn FnMut(&str)) -> Result<KvBenchRepo
             _ => CpuShares::default(),
         };
         let (floor, _) = probes.stop();
-        let drops = switch_drops(&tb).saturating_sub(drops_before);
+        let drops = switch_drops(tb).saturating_sub(drops_before);
         // Unmeasured (all shares 0): neither busy nor saturated; the
         // render says "not measured".
         let measured = cpu_measured(&cpu);
@@ -908,8 +905,7 @@ pub fn run(cfg: &KvBenchConfig, log: &mut dyn FnMut(&str)) -> Result<KvBenchRepo
             plots: Vec::new(),
         });
     }
-    log(&format!("tearing down testbed {}", tb.prefix()));
-    drop(tb);
+    stage.tear_down(log);
     if interrupted() {
         return Err(KvBenchError::Interrupted);
     }
