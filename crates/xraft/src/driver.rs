@@ -31,6 +31,7 @@ use xlane_host::runtime::{tighten_timer_slack, wait_readable, Waker};
 use xlane_host::socket::{realtime_ns, thread_cpu_ns};
 
 use crate::batch::{Input, MessageEndpoint, ProposalId, Readiness, Transport};
+use crate::log_store::LogStore;
 use crate::node::{ConfChangeError, Event, ProposeError, RaftNode, ReadId, StateMachine};
 use raft::eraftpb::ConfChangeType;
 
@@ -183,8 +184,8 @@ impl<T: Clone> Waiter<T> {
 }
 
 /// The node as a frontend sees it during one call.
-struct NodeSubmit<'a, S: StateMachine> {
-    node: &'a mut RaftNode<S>,
+struct NodeSubmit<'a, S: StateMachine, L: LogStore> {
+    node: &'a mut RaftNode<S, L>,
     proposals: &'a mut HashMap<ProposalId, Waiter<Vec<u8>>>,
     reads: &'a mut HashMap<ReadId, Waiter<()>>,
     /// Submissions made (the driver must not sleep before the next Ready).
@@ -199,7 +200,7 @@ struct NodeSubmit<'a, S: StateMachine> {
     local: std::cell::Cell<Option<(usize, bool)>>,
 }
 
-impl<S: StateMachine> Submit for NodeSubmit<'_, S> {
+impl<S: StateMachine, L: LogStore> Submit for NodeSubmit<'_, S, L> {
     fn leader(&self) -> u64 {
         self.node.leader_id()
     }
@@ -272,9 +273,9 @@ impl<S: StateMachine> Submit for NodeSubmit<'_, S> {
 /// Hands a datagram from peer `from` to the endpoint and, once it completes a
 /// message, the message to the node (what does not decode is dropped; raft
 /// retransmits).
-fn step_datagram<S: StateMachine>(
+fn step_datagram<S: StateMachine, L: LogStore>(
     endpoint: &mut MessageEndpoint,
-    node: &mut RaftNode<S>,
+    node: &mut RaftNode<S, L>,
     from: u64,
     now: u64,
     d: &[u8],
@@ -285,8 +286,8 @@ fn step_datagram<S: StateMachine>(
 }
 
 /// [`RaftNode::propose`] with the driver's errors.
-fn propose<S: StateMachine>(
-    node: &mut RaftNode<S>,
+fn propose<S: StateMachine, L: LogStore>(
+    node: &mut RaftNode<S, L>,
     op: Vec<u8>,
 ) -> Result<ProposalId, ReplicateError> {
     node.propose(op).map_err(|e| match e {
@@ -298,8 +299,8 @@ fn propose<S: StateMachine>(
 }
 
 /// [`RaftNode::propose_conf_change_with_context`] with the driver's errors.
-fn propose_conf_change<S: StateMachine>(
-    node: &mut RaftNode<S>,
+fn propose_conf_change<S: StateMachine, L: LogStore>(
+    node: &mut RaftNode<S, L>,
     change: ConfChangeType,
     id: u64,
     context: Vec<u8>,
@@ -315,8 +316,8 @@ fn propose_conf_change<S: StateMachine>(
 }
 
 /// The driver thread's state for one turn's Ready passes.
-struct Pass<'a, S: StateMachine, T: Transport> {
-    node: &'a mut RaftNode<S>,
+struct Pass<'a, S: StateMachine, T: Transport, L: LogStore> {
+    node: &'a mut RaftNode<S, L>,
     endpoint: &'a mut MessageEndpoint,
     transport: &'a mut T,
     proposals: &'a mut HashMap<ProposalId, Waiter<Vec<u8>>>,
@@ -325,7 +326,7 @@ struct Pass<'a, S: StateMachine, T: Transport> {
     done: &'a mut Completions,
 }
 
-impl<S: StateMachine, T: Transport> Pass<'_, S, T> {
+impl<S: StateMachine, T: Transport, L: LogStore> Pass<'_, S, T, L> {
     /// Handles the node's Ready: sends its messages, answers blocking callers and
     /// queues a frontend's outcomes.
     fn ready(&mut self) -> Result<(), crate::node::ReadyError> {
@@ -378,7 +379,7 @@ impl<S: StateMachine, T: Transport> Pass<'_, S, T> {
         Ok(())
     }
 
-    fn submit(&mut self, coalesce: bool) -> NodeSubmit<'_, S> {
+    fn submit(&mut self, coalesce: bool) -> NodeSubmit<'_, S, L> {
         NodeSubmit {
             node: self.node,
             proposals: self.proposals,
@@ -493,9 +494,10 @@ impl Driver {
     /// Starts the driver thread for `node`, sending through `endpoint` onto `transport`
     /// (which it also polls, see the module docs); datagrams may also arrive through
     /// [`DriverHandle::deliver`].
-    pub fn spawn<S, T>(node: RaftNode<S>, endpoint: MessageEndpoint, transport: T) -> Self
+    pub fn spawn<S, T, L>(node: RaftNode<S, L>, endpoint: MessageEndpoint, transport: T) -> Self
     where
         S: StateMachine + Send + 'static,
+        L: LogStore + Send + 'static,
         T: Transport + Send + 'static,
     {
         Self::spawn_with(node, endpoint, transport, None)
@@ -505,8 +507,8 @@ impl Driver {
     ///
     /// # Panics
     /// If no eventfd can be made (the process is out of descriptors).
-    pub fn spawn_with<S, T>(
-        mut node: RaftNode<S>,
+    pub fn spawn_with<S, T, L>(
+        mut node: RaftNode<S, L>,
         mut endpoint: MessageEndpoint,
         mut transport: T,
         mut frontend: Option<Box<dyn Frontend>>,
@@ -514,6 +516,7 @@ impl Driver {
     where
         S: StateMachine + Send + 'static,
         T: Transport + Send + 'static,
+        L: LogStore + Send + 'static,
     {
         let (tx, rx) = mpsc::channel::<Cmd>();
         let waker = Arc::new(Waker::new().expect("eventfd for the raft driver"));

@@ -10,7 +10,9 @@
 //!   small-MTU express lane, and the two-class [`batch::Transport`] trait;
 //! * `coalesce` — one append per follower and Ready (a commit notice joins the
 //!   append that follows it);
-//! * [`storage`] — a durable, CRC-protected segment log implementing `raft::Storage`;
+//! * [`log_store`] — what the node needs of its raft log ([`LogStore`]), implemented by
+//!   [`storage`] — a durable, CRC-protected segment log — and by [`mem_log`] — an
+//!   in-memory log whose durable part survives a simulated crash;
 //! * [`driver`] — a thread owning a node, with blocking `propose` / `read_barrier`, that
 //!   also polls the transport's sockets (the network itself is `xlane-xraft-net`).
 #![warn(missing_docs)]
@@ -18,10 +20,14 @@
 pub mod batch;
 mod coalesce;
 pub mod driver;
+pub mod log_store;
+pub mod mem_log;
 pub mod node;
 pub mod storage;
 
 pub use batch::{Input, MessageEndpoint, ProposalId, Readiness, TrafficClass, Transport};
+pub use log_store::{LogStore, SnapshotWrite, WriteError};
+pub use mem_log::{MemDisk, MemLog, MemOpenReport};
 pub use node::{
     check_conf_change, timeouts_from_bounds, ConfChangeError, DropReason, Event, NodeConfig,
     RaftNode, ReadId, ReadyOutput, SnapshotJob, StateMachine,

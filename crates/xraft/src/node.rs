@@ -1,7 +1,8 @@
 //! The replication engine: a [`RaftNode`] drives `raft::RawNode` (the Rust port of etcd raft,
 //! unmodified) through its Ready loop, with time passed in by the caller, proposals batched
-//! into Raft entries, a pluggable [`StateMachine`], durable [`DiskStorage`], ReadIndex reads,
-//! membership changes, snapshots and log compaction.
+//! into Raft entries, a pluggable [`StateMachine`], a raft log behind [`LogStore`] (the
+//! durable [`DiskStorage`] by default, or the in-memory [`crate::mem_log::MemLog`]),
+//! ReadIndex reads, membership changes, snapshots and log compaction.
 //!
 //! Driving loop (sans-IO; the caller owns clock and transport):
 //! 1. feed received messages with [`RaftNode::step`];
@@ -24,7 +25,8 @@ use raft::eraftpb::{
 use raft::{Config, RawNode, SnapshotStatus, StateRole};
 
 use crate::batch::{decode_batch, encode_batch, ProposalId, BATCH_OP_OVERHEAD};
-use crate::storage::{DiskStorage, PreparedSnapshot, WriteError};
+use crate::log_store::{LogStore, WriteError};
+use crate::storage::DiskStorage;
 
 mod snapshot;
 
@@ -36,9 +38,9 @@ struct Inflight {
     ids: Vec<ProposalId>,
 }
 
-/// A Raft replica with a state machine and durable storage.
-pub struct RaftNode<S: StateMachine> {
-    raw: RawNode<DiskStorage>,
+/// A Raft replica with a state machine and its raft log `L`.
+pub struct RaftNode<S: StateMachine, L: LogStore = DiskStorage> {
+    raw: RawNode<L>,
     sm: S,
     cfg: NodeConfig,
     next_seq: u64,
@@ -59,7 +61,7 @@ pub struct RaftNode<S: StateMachine> {
     rng: Option<xlane_stats::SplitMix64>,
     timeout_epoch: (u64, StateRole),
     /// The snapshot being serialized and written on its own thread.
-    snapshotting: Option<mpsc::Receiver<Result<PreparedSnapshot, WriteError>>>,
+    snapshotting: Option<mpsc::Receiver<Result<L::PreparedSnapshot, WriteError>>>,
     /// The commit index at the last Ready ([`crate::coalesce::tell_commit`]).
     commit_seen: u64,
 }
@@ -89,7 +91,7 @@ fn decode_id(b: &[u8]) -> Option<ProposalId> {
     })
 }
 
-impl<S: StateMachine> RaftNode<S> {
+impl<S: StateMachine, L: LogStore> RaftNode<S, L> {
     /// Creates a node over `storage`. If the storage is empty and `initial_voters` is not,
     /// the cluster is bootstrapped with those voters (a snapshot at index 1 holding the
     /// fresh state machine). An empty storage with no voters starts a node waiting to be
@@ -98,7 +100,7 @@ impl<S: StateMachine> RaftNode<S> {
     /// committed log after it is re-applied.
     pub fn new(
         cfg: NodeConfig,
-        storage: DiskStorage,
+        storage: L,
         sm: S,
         initial_voters: &[u64],
     ) -> Result<Self, NewNodeError> {
@@ -109,7 +111,7 @@ impl<S: StateMachine> RaftNode<S> {
     /// Like [`RaftNode::new`] with a `slog` logger for the raft crate's own logging.
     pub fn new_with_logger(
         cfg: NodeConfig,
-        mut storage: DiskStorage,
+        mut storage: L,
         mut sm: S,
         initial_voters: &[u64],
         logger: &slog::Logger,
@@ -255,8 +257,8 @@ impl<S: StateMachine> RaftNode<S> {
         out
     }
 
-    /// The durable storage.
-    pub fn storage(&self) -> &DiskStorage {
+    /// The raft log.
+    pub fn storage(&self) -> &L {
         self.raw.store()
     }
 
@@ -282,14 +284,14 @@ impl<S: StateMachine> RaftNode<S> {
     }
 
     /// Fsyncs the log if [`crate::FsyncPolicy::EverySec`] says it is due
-    /// ([`DiskStorage::sync_due`]); the driver calls it every turn.
-    pub fn sync_due(&mut self) -> Result<(), crate::storage::WriteError> {
+    /// ([`LogStore::sync_due`]); the driver calls it every turn.
+    pub fn sync_due(&mut self) -> Result<(), WriteError> {
         self.raw.mut_store().sync_due()
     }
 
     /// Writes and fsyncs the log now under any policy but `Never`
-    /// ([`DiskStorage::sync_now`]): a clean stop.
-    pub fn sync_now(&mut self) -> Result<(), crate::storage::WriteError> {
+    /// ([`LogStore::sync_now`]): a clean stop.
+    pub fn sync_now(&mut self) -> Result<(), WriteError> {
         self.raw.mut_store().sync_now()
     }
 
@@ -304,7 +306,7 @@ impl<S: StateMachine> RaftNode<S> {
     }
 
     /// The wrapped raw node (for inspection).
-    pub fn raw(&self) -> &RawNode<DiskStorage> {
+    pub fn raw(&self) -> &RawNode<L> {
         &self.raw
     }
 

@@ -1,4 +1,4 @@
-//! Durable Raft log implementing [`raft::Storage`].
+//! Durable Raft log implementing [`raft::Storage`] and the node's [`LogStore`].
 //!
 //! On-disk layout in one directory:
 //! * `log-<seq:016x>.seg` — append-only segments of CRC-protected records. A *checkpoint*
@@ -34,6 +34,9 @@ use std::path::{Path, PathBuf};
 use protobuf::Message as PbMessage;
 use raft::eraftpb::{ConfState, Entry, HardState, Snapshot, SnapshotMetadata};
 use raft::{GetEntriesContext, RaftState, Storage, StorageError as RaftStorageError};
+
+pub use crate::log_store::WriteError;
+use crate::log_store::{LogStore, SnapshotWrite};
 
 mod snapshot_file;
 use snapshot_file::write_snapshot_to;
@@ -138,35 +141,6 @@ pub enum OpenError {
         offset: u64,
         /// Description.
         what: String,
-    },
-}
-
-/// Errors writing to the log.
-#[derive(Debug, thiserror::Error)]
-pub enum WriteError {
-    /// I/O failure.
-    #[error("io: {0}")]
-    Io(#[from] io::Error),
-    /// Protobuf encoding failure.
-    #[error("encode: {0}")]
-    Encode(#[from] protobuf::ProtobufError),
-    /// Entries appended leave a gap after the last index.
-    #[error("append at {first} leaves a gap after last index {last}")]
-    Gap {
-        /// First index of the appended entries.
-        first: u64,
-        /// Current last index.
-        last: u64,
-    },
-    /// Tried to overwrite compacted (snapshotted) entries, or compact beyond the log.
-    #[error("index {index} outside the live log (first {first}, last {last})")]
-    OutOfRange {
-        /// Offending index.
-        index: u64,
-        /// First live index.
-        first: u64,
-        /// Last live index.
-        last: u64,
     },
 }
 
@@ -931,6 +905,80 @@ impl Storage for DiskStorage {
                 ))
             }
         }
+    }
+}
+
+/// The node's view of the disk log: every method is the inherent one of the same
+/// name.
+impl LogStore for DiskStorage {
+    type SnapshotWriter = SnapshotWriter;
+    type PreparedSnapshot = PreparedSnapshot;
+
+    fn is_initialized(&self) -> bool {
+        DiskStorage::is_initialized(self)
+    }
+    fn hard_state(&self) -> &HardState {
+        DiskStorage::hard_state(self)
+    }
+    fn conf_state(&self) -> &ConfState {
+        DiskStorage::conf_state(self)
+    }
+    fn latest_snapshot(&self) -> Option<&Snapshot> {
+        DiskStorage::latest_snapshot(self)
+    }
+    fn compacted_index(&self) -> u64 {
+        DiskStorage::compacted_index(self)
+    }
+    fn last_index_value(&self) -> u64 {
+        DiskStorage::last_index_value(self)
+    }
+    fn appended_bytes(&self) -> u64 {
+        DiskStorage::appended_bytes(self)
+    }
+    fn take_snapshot_wanted(&self) -> bool {
+        DiskStorage::take_snapshot_wanted(self)
+    }
+    fn append(&mut self, ents: &[Entry]) -> Result<(), WriteError> {
+        DiskStorage::append(self, ents)
+    }
+    fn set_hard_state(&mut self, hs: &HardState) -> Result<(), WriteError> {
+        DiskStorage::set_hard_state(self, hs)
+    }
+    fn set_conf_state(&mut self, index: u64, cs: &ConfState) -> Result<(), WriteError> {
+        DiskStorage::set_conf_state(self, index, cs)
+    }
+    fn flush(&mut self) -> Result<(), WriteError> {
+        DiskStorage::flush(self)
+    }
+    fn sync(&mut self) -> Result<(), WriteError> {
+        DiskStorage::sync(self)
+    }
+    fn sync_due(&mut self) -> Result<(), WriteError> {
+        DiskStorage::sync_due(self)
+    }
+    fn sync_now(&mut self) -> Result<(), WriteError> {
+        DiskStorage::sync_now(self)
+    }
+    fn apply_snapshot(&mut self, snap: Snapshot) -> Result<(), WriteError> {
+        DiskStorage::apply_snapshot(self, snap)
+    }
+    fn compact_with_snapshot(&mut self, snap: Snapshot) -> Result<(), WriteError> {
+        DiskStorage::compact_with_snapshot(self, snap)
+    }
+    fn snapshot_writer(&self) -> SnapshotWriter {
+        DiskStorage::snapshot_writer(self)
+    }
+    fn install_prepared(&mut self, p: PreparedSnapshot) -> Result<(), WriteError> {
+        DiskStorage::install_prepared(self, p)
+    }
+}
+
+/// Snapshot files written beside the disk log ([`SnapshotWriter::write`]).
+impl SnapshotWrite for SnapshotWriter {
+    type Prepared = PreparedSnapshot;
+
+    fn write(&self, snap: Snapshot) -> Result<PreparedSnapshot, WriteError> {
+        SnapshotWriter::write(self, snap)
     }
 }
 

@@ -1,17 +1,17 @@
 //! Deterministic sans-IO cluster tests: an in-memory network with seeded drops, duplicates,
-//! delays/reordering, partitions, and node crashes with restart from the durable storage
-//! directory. Messages cross a small-MTU express class (fragmented) or the regular class.
+//! delays/reordering, partitions, and node crashes with restart from what the node's
+//! in-memory log had synced. Messages cross a small-MTU express class (fragmented) or the regular class.
 
 mod common;
 
 use std::collections::{HashMap, HashSet};
 
-use common::{decode_frames, encode_frames, Faults, Scenario};
+use common::{decode_frames, encode_frames, Faults, Scenario, SimRaft};
 use rand::Rng;
 use xlane_xraft::node::ProposeError;
 use xlane_xraft::raft::StateRole;
 use xlane_xraft::{
-    ConfChangeError, ConfChangeType, Event, ProposalId, RaftNode, ReadId, StateMachine,
+    ConfChangeError, ConfChangeType, Event, LogStore, ProposalId, ReadId, StateMachine,
 };
 
 /// Replicated register log: the value is the number of applied ops; the full history is
@@ -62,7 +62,7 @@ impl Scenario<Counter> for Tracker {
         seed: u64,
         _step: u64,
         id: u64,
-        node: &RaftNode<Counter>,
+        node: &SimRaft<Counter>,
         events: Vec<Event>,
     ) {
         let history_len = node.state_machine().history.len();

@@ -3,8 +3,7 @@
 
 use xlane_xraft::raft::eraftpb::MessageType;
 use xlane_xraft::raft::StateRole;
-use xlane_xraft::StorageConfig;
-use xlane_xraft::{DiskStorage, FsyncPolicy, Message, NodeConfig, RaftNode, StateMachine};
+use xlane_xraft::{MemDisk, MemLog, Message, NodeConfig, RaftNode, StateMachine};
 
 #[derive(Default)]
 struct Count(u64);
@@ -23,21 +22,14 @@ impl StateMachine for Count {
 }
 
 struct Cluster {
-    nodes: Vec<RaftNode<Count>>,
-    _dir: tempfile::TempDir,
+    nodes: Vec<RaftNode<Count, MemLog>>,
 }
 
 impl Cluster {
     fn new() -> Cluster {
-        let dir = tempfile::tempdir().expect("tempdir");
         let nodes = (1..=3)
             .map(|id| {
-                let (st, _) = DiskStorage::open(StorageConfig {
-                    dir: dir.path().join(format!("n{id}")),
-                    fsync: FsyncPolicy::Never,
-                    segment_bytes: 1 << 20,
-                })
-                .expect("storage");
+                let (st, _) = MemLog::open(&MemDisk::new());
                 let cfg = NodeConfig {
                     snapshot_thread: false,
                     election_seed: Some(id),
@@ -46,10 +38,10 @@ impl Cluster {
                 RaftNode::new(cfg, st, Count::default(), &[1, 2, 3]).expect("node")
             })
             .collect();
-        Cluster { nodes, _dir: dir }
+        Cluster { nodes }
     }
 
-    fn node(&mut self, id: u64) -> &mut RaftNode<Count> {
+    fn node(&mut self, id: u64) -> &mut RaftNode<Count, MemLog> {
         &mut self.nodes[id as usize - 1]
     }
 

@@ -1,6 +1,6 @@
 //! Linearizability under faults (issue 6): concurrent simulated clients run get/put/incr/del
 //! against a 3-node X-Raft cluster replicating an `xlane_kv::Store`, while the simulator
-//! kills leaders, partitions nodes, crashes and restarts nodes from their storage, and
+//! kills leaders, partitions nodes, crashes and restarts nodes from their synced log, and
 //! drops, duplicates and delays packets. Each recorded history is checked with
 //! `xlane_lincheck` (Wing–Gong–Lowe search, per key). After healing, every replica must be
 //! identical and contain every acknowledged write exactly once.
@@ -13,14 +13,14 @@ mod common;
 use std::collections::{HashMap, HashSet};
 use std::time::Instant;
 
-use common::{Faults, Scenario};
+use common::{Faults, Scenario, SimRaft};
 use rand::Rng;
 use xlane_kv::exec::Apply;
 use xlane_kv::{Reply, SetCond, SetTtl, Store, WriteCmd, WriteOp};
 use xlane_lincheck::{
     check, CheckOptions, HistoryRecorder, KvCall, KvInput, KvModel, KvOutput, OpHandle, Verdict,
 };
-use xlane_xraft::{DropReason, Event, ProposalId, RaftNode, ReadId, StateMachine};
+use xlane_xraft::{DropReason, Event, ProposalId, ReadId, StateMachine};
 
 const KEYS: usize = 3;
 const CLIENTS: u64 = 8;
@@ -154,7 +154,7 @@ impl Scenario<KvSm> for Clients {
         seed: u64,
         step: u64,
         id: u64,
-        node: &RaftNode<KvSm>,
+        node: &SimRaft<KvSm>,
         events: Vec<Event>,
     ) {
         for ev in events {

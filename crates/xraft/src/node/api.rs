@@ -7,7 +7,7 @@ use raft::StateRole;
 #[cfg(doc)]
 use super::RaftNode;
 use crate::batch::ProposalId;
-use crate::storage::WriteError;
+use crate::log_store::WriteError;
 
 /// Serializes a state taken earlier ([`StateMachine::snapshot_job`]); runs on its
 /// own thread.

@@ -4,12 +4,11 @@
 use std::sync::mpsc;
 
 use raft::eraftpb::Snapshot;
-use raft::Storage;
 
 use super::{RaftNode, ReadyError, StateMachine};
-use crate::storage::WriteError;
+use crate::log_store::{LogStore, SnapshotWrite, WriteError};
 
-impl<S: StateMachine> RaftNode<S> {
+impl<S: StateMachine, L: LogStore> RaftNode<S, L> {
     /// The snapshot's metadata at the applied index (`None` if nothing new was
     /// applied since the last one).
     fn snapshot_meta(&self) -> Result<Option<Snapshot>, ReadyError> {

@@ -107,3 +107,72 @@ fn id_codec() {
     assert_eq!(decode_id(&encode_id(id)), Some(id));
     assert_eq!(decode_id(&[1, 2]), None);
 }
+
+/// Counts the operations applied.
+#[derive(Default)]
+struct Count(u64);
+
+impl StateMachine for Count {
+    fn apply(&mut self, _index: u64, _op: &[u8]) -> Vec<u8> {
+        self.0 += 1;
+        Vec::new()
+    }
+    fn snapshot(&self) -> Vec<u8> {
+        self.0.to_le_bytes().to_vec()
+    }
+    fn restore(&mut self, data: &[u8]) {
+        self.0 = data.try_into().map_or(0, u64::from_le_bytes);
+    }
+}
+
+/// Runs Readys (ticking) until the single voter `node` leads.
+fn lead<L: LogStore>(node: &mut RaftNode<Count, L>) {
+    let tick = node.config().tick_ns;
+    let mut now = 0;
+    while !node.is_leader() {
+        now += tick;
+        node.tick_to(now);
+        node.handle_ready().unwrap();
+        assert!(now < 1000 * tick, "a single voter never led");
+    }
+}
+
+/// A node on an in-memory log takes its snapshots through the same path as on
+/// disk (a thread of their own), and restarts from what its log made durable:
+/// the latest snapshot, then the committed entries after it.
+#[test]
+fn a_node_on_a_mem_log_restarts_from_its_disk() {
+    use crate::mem_log::{MemDisk, MemLog};
+    let disk = MemDisk::new();
+    let cfg = NodeConfig {
+        max_batch_ops: 1,
+        snapshot_interval: 4,
+        election_seed: Some(3),
+        ..NodeConfig::new(1)
+    };
+    let (log, _) = MemLog::open(&disk);
+    let mut node = RaftNode::new(cfg.clone(), log, Count::default(), &[1]).unwrap();
+    lead(&mut node);
+    for _ in 0..10 {
+        node.propose(b"op".to_vec()).unwrap();
+        node.handle_ready().unwrap();
+    }
+    let mut turns = 0;
+    while node.snapshot_in_progress() {
+        std::thread::sleep(std::time::Duration::from_millis(1));
+        node.handle_ready().unwrap();
+        turns += 1;
+        assert!(turns < 10_000, "the snapshot was never installed");
+    }
+    assert_eq!(node.state_machine().0, 10);
+    let compacted = node.storage().compacted_index();
+    assert!(compacted > 1, "no snapshot taken");
+    drop(node);
+    let (log, report) = MemLog::open(&disk);
+    assert!(report.snapshot_loaded);
+    assert_eq!(log.compacted_index(), compacted);
+    let mut node = RaftNode::new(cfg, log, Count::default(), &[1]).unwrap();
+    lead(&mut node);
+    node.handle_ready().unwrap();
+    assert_eq!(node.state_machine().0, 10);
+}

@@ -1,21 +1,24 @@
 //! Shared deterministic cluster simulator for the integration tests: an in-memory network
-//! with seeded drops, duplicates, delays/reordering and partitions, and nodes that crash and
-//! restart from their durable storage directory. Messages cross a small-MTU endpoint
+//! with seeded drops, duplicates, delays/reordering and partitions, and nodes on in-memory
+//! logs ([`MemLog`]) that crash (the node dropped: what its log had not synced is lost) and
+//! restart from what their log made durable (a new log on the same [`MemDisk`]). Messages cross a small-MTU endpoint
 //! (fragmented). What a test does with the events of each node is its [`Scenario`].
 
 // Each test binary uses a different subset of this module.
 #![allow(dead_code)]
 
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::path::{Path, PathBuf};
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use xlane_xraft::batch::{ReassemblyLimits, TrafficClass};
 use xlane_xraft::{
-    DiskStorage, Event, FsyncPolicy, MessageEndpoint, NodeConfig, RaftNode, StateMachine,
-    StorageConfig, Transport,
+    Event, LogStore, MemDisk, MemLog, MessageEndpoint, NodeConfig, RaftNode, StateMachine,
+    Transport,
 };
+
+/// A simulated node: on an in-memory log.
+pub type SimRaft<S> = RaftNode<S, MemLog>;
 
 /// Simulated time per step.
 pub const TICK_NS: u64 = 1_000_000;
@@ -51,7 +54,7 @@ pub fn decode_frames(data: &[u8]) -> Vec<Vec<u8>> {
 /// What a test scenario does with the outcome of each node's Ready, and with crashes.
 pub trait Scenario<S: StateMachine> {
     /// Handles the events `node` (id `id`) produced at simulation step `step`.
-    fn on_events(&mut self, seed: u64, step: u64, id: u64, node: &RaftNode<S>, events: Vec<Event>);
+    fn on_events(&mut self, seed: u64, step: u64, id: u64, node: &SimRaft<S>, events: Vec<Event>);
     /// Forgets whatever was in flight on the crashed node `id`.
     fn on_crash(&mut self, id: u64);
 }
@@ -73,11 +76,11 @@ pub struct Packet {
     pub bytes: Vec<u8>,
 }
 
-/// One simulated machine: the node (None while crashed) and its durable directory.
+/// One simulated machine: the node (None while crashed) and what its log made durable.
 pub struct SimNode<S: StateMachine> {
-    pub node: Option<RaftNode<S>>,
+    pub node: Option<SimRaft<S>>,
     pub ep: MessageEndpoint,
-    pub dir: PathBuf,
+    pub disk: MemDisk,
     pub incarnation: u64,
 }
 
@@ -102,7 +105,6 @@ pub struct Sim<S: StateMachine, A> {
     /// term -> leader seen in that term.
     pub leaders: HashMap<u64, u64>,
     pub app: A,
-    _tmp: tempfile::TempDir,
 }
 
 fn node_cfg(id: u64, seed: u64) -> NodeConfig {
@@ -121,16 +123,6 @@ fn node_cfg(id: u64, seed: u64) -> NodeConfig {
     }
 }
 
-fn tmp_root() -> tempfile::TempDir {
-    let shm = Path::new("/dev/shm");
-    if shm.is_dir() {
-        if let Ok(t) = tempfile::tempdir_in(shm) {
-            return t;
-        }
-    }
-    tempfile::tempdir().expect("tempdir")
-}
-
 fn endpoint(first_id: u64) -> MessageEndpoint {
     MessageEndpoint::new(
         MTU,
@@ -146,17 +138,12 @@ fn endpoint(first_id: u64) -> MessageEndpoint {
 
 fn open_node<S: StateMachine + Default>(
     id: u64,
-    dir: &Path,
+    disk: &MemDisk,
     voters: &[u64],
     seed: u64,
-) -> RaftNode<S> {
-    let (st, _report) = DiskStorage::open(StorageConfig {
-        dir: dir.to_path_buf(),
-        fsync: FsyncPolicy::Batch,
-        segment_bytes: 16 << 10,
-    })
-    .expect("open storage");
-    RaftNode::new(node_cfg(id, seed), st, S::default(), voters).expect("node")
+) -> SimRaft<S> {
+    let (log, _report) = MemLog::open(disk);
+    RaftNode::new(node_cfg(id, seed), log, S::default(), voters).expect("node")
 }
 
 impl<S: StateMachine + Default, A: Scenario<S>> Sim<S, A> {
@@ -173,7 +160,6 @@ impl<S: StateMachine + Default, A: Scenario<S>> Sim<S, A> {
             faults,
             leaders: HashMap::new(),
             app,
-            _tmp: tmp_root(),
         };
         for id in 1..=n {
             s.add_node(id, true);
@@ -183,23 +169,23 @@ impl<S: StateMachine + Default, A: Scenario<S>> Sim<S, A> {
 
     /// Adds node `id` with fresh storage; `bootstrap` gives it the initial voters.
     pub fn add_node(&mut self, id: u64, bootstrap: bool) {
-        let dir = self._tmp.path().join(format!("n{id}"));
+        let disk = MemDisk::new();
         let voters = if bootstrap {
             self.voters.clone()
         } else {
             vec![]
         };
-        let node = Some(open_node(id, &dir, &voters, self.seed));
+        let node = Some(open_node(id, &disk, &voters, self.seed));
         let sn = SimNode {
             node,
             ep: endpoint(0),
-            dir,
+            disk,
             incarnation: 0,
         };
         self.nodes.insert(id, sn);
     }
 
-    /// Crashes node `id` (volatile state lost, storage kept).
+    /// Crashes node `id` (volatile state and unsynced log records lost, the durable log kept).
     pub fn crash(&mut self, id: u64) {
         if let Some(sn) = self.nodes.get_mut(&id) {
             sn.node = None;
@@ -207,7 +193,7 @@ impl<S: StateMachine + Default, A: Scenario<S>> Sim<S, A> {
         self.app.on_crash(id);
     }
 
-    /// Restarts a crashed node from its storage directory, as a new incarnation.
+    /// Restarts a crashed node from its durable log, as a new incarnation.
     pub fn restart(&mut self, id: u64) {
         let voters = self.voters.clone();
         let seed = self.seed;
@@ -215,7 +201,7 @@ impl<S: StateMachine + Default, A: Scenario<S>> Sim<S, A> {
             if sn.node.is_none() {
                 sn.incarnation += 1;
                 sn.ep = endpoint(sn.incarnation << 40);
-                sn.node = Some(open_node(id, &sn.dir, &voters, seed + sn.incarnation));
+                sn.node = Some(open_node(id, &sn.disk, &voters, seed + sn.incarnation));
             }
         }
     }
@@ -249,12 +235,12 @@ impl<S: StateMachine + Default, A: Scenario<S>> Sim<S, A> {
     }
 
     /// The live node `id`, if it is up.
-    pub fn node(&self, id: u64) -> Option<&RaftNode<S>> {
+    pub fn node(&self, id: u64) -> Option<&SimRaft<S>> {
         self.nodes.get(&id).and_then(|s| s.node.as_ref())
     }
 
     /// The live node `id`, mutably, if it is up.
-    pub fn node_mut(&mut self, id: u64) -> Option<&mut RaftNode<S>> {
+    pub fn node_mut(&mut self, id: u64) -> Option<&mut SimRaft<S>> {
         self.nodes.get_mut(&id).and_then(|s| s.node.as_mut())
     }
 
@@ -361,7 +347,7 @@ impl<S: StateMachine + Default, A: Scenario<S>> Sim<S, A> {
     /// All of `members` are up, a leader exists, and every member has applied the same
     /// commit index.
     pub fn committed_alike(&self, members: &[u64]) -> bool {
-        let nodes: Vec<&RaftNode<S>> = members.iter().filter_map(|id| self.node(*id)).collect();
+        let nodes: Vec<&SimRaft<S>> = members.iter().filter_map(|id| self.node(*id)).collect();
         if nodes.len() != members.len() || self.leader().is_none() {
             return false;
         }
