@@ -48,6 +48,7 @@
 //! thread while [`LaneLoop::run`] runs, through a [`Control`].
 
 use crate::budget::ThreadUsage;
+use crate::epoll::Epoll;
 use crate::runtime::{RecvReport, Sample, SendReport, WaitMode};
 use crate::socket::{realtime_ns, LaneSocket, RecvBatch, RxStamps, StampSource};
 use crate::xdp::frame::FrameAddrs;
@@ -301,7 +302,7 @@ impl<F: SlotFill, S: FrameSink> Control<F, S> {
 
 /// The lane core's event loop (see the module docs).
 pub struct LaneLoop<F, S> {
-    epoll: OwnedFd,
+    epoll: Epoll,
     timer: OwnedFd,
     armed_ns: u64,
     senders: Vec<Option<SenderEnd<F>>>,
@@ -381,11 +382,8 @@ fn cvt(r: libc::c_int) -> io::Result<libc::c_int> {
 impl<F: SlotFill, S: FrameSink> LaneLoop<F, S> {
     /// An empty loop: its epoll set and its timer.
     pub fn new() -> io::Result<Self> {
-        // SAFETY: plain system calls; results checked before use.
-        let ep = cvt(unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) })?;
-        // SAFETY: ep is a fresh descriptor we own.
-        let epoll = unsafe { OwnedFd::from_raw_fd(ep) };
-        // SAFETY: as above.
+        let epoll = Epoll::new()?;
+        // SAFETY: a plain system call; the result is checked before use.
         let t = cvt(unsafe {
             libc::timerfd_create(libc::CLOCK_REALTIME, libc::TFD_NONBLOCK | libc::TFD_CLOEXEC)
         })?;
@@ -410,13 +408,8 @@ impl<F: SlotFill, S: FrameSink> LaneLoop<F, S> {
     }
 
     fn watch(&self, fd: RawFd, token: u64) -> io::Result<()> {
-        let mut ev = libc::epoll_event {
-            events: libc::EPOLLIN as u32,
-            u64: token,
-        };
-        // SAFETY: valid epoll descriptor and event.
-        cvt(unsafe { libc::epoll_ctl(self.epoll.as_raw_fd(), libc::EPOLL_CTL_ADD, fd, &mut ev) })
-            .map(|_| ())
+        self.epoll
+            .ctl(libc::EPOLL_CTL_ADD, fd, libc::EPOLLIN as u32, token)
     }
 
     /// A handle that adds and removes tunnel ends while another thread
@@ -569,15 +562,7 @@ impl<F: SlotFill, S: FrameSink> LaneLoop<F, S> {
     }
 
     fn unwatch(&self, fd: RawFd) {
-        // SAFETY: valid descriptors; a null event is allowed for DEL.
-        unsafe {
-            libc::epoll_ctl(
-                self.epoll.as_raw_fd(),
-                libc::EPOLL_CTL_DEL,
-                fd,
-                std::ptr::null_mut(),
-            )
-        };
+        self.epoll.remove(fd);
     }
 
     /// A sender, by handle.
@@ -619,23 +604,12 @@ impl<F: SlotFill, S: FrameSink> LaneLoop<F, S> {
     pub fn poll(&mut self, now: u64) -> io::Result<()> {
         self.stats.turns += 1;
         self.send_due(now);
-        // SAFETY: `events` holds MAX_EVENTS entries; timeout 0 never blocks.
-        let n = unsafe {
-            libc::epoll_wait(
-                self.epoll.as_raw_fd(),
-                self.events.as_mut_ptr(),
-                MAX_EVENTS as libc::c_int,
-                0,
-            )
+        let n = match self.epoll.wait(&mut self.events[..], 0) {
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => return Ok(()),
+            Err(e) => return Err(e),
         };
-        if n < 0 {
-            let e = io::Error::last_os_error();
-            if e.kind() != io::ErrorKind::Interrupted {
-                return Err(e);
-            }
-            return Ok(());
-        }
-        self.handle_events(n as usize)
+        self.handle_events(n)
     }
 
     fn send_due(&mut self, now: u64) {
@@ -862,26 +836,15 @@ impl<F: SlotFill, S: FrameSink> LaneLoop<F, S> {
                     if wake > now {
                         self.arm(wake)?;
                         self.stats.sleeps += 1;
-                        // SAFETY: `events` holds MAX_EVENTS entries.
-                        let n = unsafe {
-                            libc::epoll_wait(
-                                self.epoll.as_raw_fd(),
-                                self.events.as_mut_ptr(),
-                                MAX_EVENTS as libc::c_int,
-                                -1,
-                            )
+                        let n = match self.epoll.wait(&mut self.events[..], -1) {
+                            Ok(n) => n,
+                            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                            Err(e) => return Err(e),
                         };
-                        if n < 0 {
-                            let e = io::Error::last_os_error();
-                            if e.kind() != io::ErrorKind::Interrupted {
-                                return Err(e);
-                            }
-                            continue;
-                        }
                         // The slot first: it is the time-critical part.
                         self.stats.turns += 1;
                         self.send_due(realtime_ns());
-                        self.handle_events(n as usize)?;
+                        self.handle_events(n)?;
                     }
                     // Frames our own sends just delivered (on veth they
                     // arrive in the sending CPU's softirq), and anything

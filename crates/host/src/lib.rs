@@ -8,6 +8,7 @@
 pub mod bridge;
 pub mod budget;
 pub mod doctor;
+pub mod epoll;
 pub mod floor;
 pub mod lane_loop;
 pub mod level;
