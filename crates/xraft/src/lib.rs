@@ -20,6 +20,7 @@
 pub mod batch;
 mod coalesce;
 pub mod driver;
+mod log_state;
 pub mod log_store;
 pub mod mem_log;
 pub mod node;

@@ -19,100 +19,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use raft::eraftpb::{ConfState, Entry, HardState, Snapshot};
 use raft::{GetEntriesContext, RaftState, Storage, StorageError as RaftStorageError};
 
+use crate::log_state::LogState;
 use crate::log_store::{LogStore, SnapshotWrite, WriteError};
-
-/// A raft log's state: the live one of a [`MemLog`], or the durable one of a
-/// [`MemDisk`].
-#[derive(Debug, Clone, Default)]
-struct LogState {
-    /// Index and term of the last compacted entry.
-    base_index: u64,
-    base_term: u64,
-    /// The entries after `base_index`, in order.
-    entries: Vec<Entry>,
-    hard: HardState,
-    conf: ConfState,
-    /// Index at which `conf` was applied.
-    conf_index: u64,
-    snapshot: Option<Snapshot>,
-}
-
-impl LogState {
-    fn last_index(&self) -> u64 {
-        self.entries.last().map_or(self.base_index, |e| e.index)
-    }
-
-    fn out_of_range(&self, index: u64) -> WriteError {
-        WriteError::OutOfRange {
-            index,
-            first: self.base_index + 1,
-            last: self.last_index(),
-        }
-    }
-
-    /// Appends `ents`, replacing any entries from the first one's index on.
-    fn append(&mut self, ents: &[Entry]) -> Result<(), WriteError> {
-        let Some(first) = ents.first().map(|e| e.index) else {
-            return Ok(());
-        };
-        let last = self.last_index();
-        if first > last + 1 {
-            return Err(WriteError::Gap { first, last });
-        }
-        if first <= self.base_index {
-            return Err(self.out_of_range(first));
-        }
-        self.entries
-            .truncate((first - self.base_index - 1) as usize);
-        self.entries.extend_from_slice(ents);
-        Ok(())
-    }
-
-    fn set_conf(&mut self, index: u64, cs: ConfState) {
-        self.conf = cs;
-        self.conf_index = index;
-    }
-
-    /// Replaces the whole log by a leader's snapshot.
-    fn install(&mut self, snap: Snapshot) -> Result<(), WriteError> {
-        let meta = snap.get_metadata();
-        if meta.index < self.base_index {
-            return Err(self.out_of_range(meta.index));
-        }
-        self.entries.clear();
-        self.base_index = meta.index;
-        self.base_term = meta.term;
-        self.hard.term = self.hard.term.max(meta.term);
-        self.hard.commit = self.hard.commit.max(meta.index);
-        if meta.index >= self.conf_index {
-            self.set_conf(meta.index, meta.get_conf_state().clone());
-        }
-        self.snapshot = Some(snap);
-        Ok(())
-    }
-
-    /// `OutOfRange` unless the log can be compacted up to `idx` (after the
-    /// current base, not past the last entry).
-    fn check_compactable(&self, idx: u64) -> Result<(), WriteError> {
-        if idx <= self.base_index || idx > self.last_index() {
-            return Err(self.out_of_range(idx));
-        }
-        Ok(())
-    }
-
-    /// Drops the log up to `snap` (checked compactable) and keeps `snap`.
-    fn compact_to(&mut self, snap: Snapshot) {
-        let meta = snap.get_metadata();
-        let drop = (meta.index - self.base_index) as usize;
-        self.entries.drain(..drop.min(self.entries.len()));
-        self.base_index = meta.index;
-        self.base_term = meta.term;
-        if meta.index >= self.conf_index {
-            self.set_conf(meta.index, meta.get_conf_state().clone());
-        }
-        self.snapshot = Some(snap);
-    }
-}
 
 /// What a [`MemLog`] keeps across a crash: the state it last made durable. Clones
 /// share it; keep one beside the node and open a new [`MemLog`] on it to restart.
@@ -305,8 +213,7 @@ impl LogStore for MemLog {
     }
 
     fn compact_with_snapshot(&mut self, snap: Snapshot) -> Result<(), WriteError> {
-        self.live.check_compactable(snap.get_metadata().index)?;
-        self.live.compact_to(snap);
+        self.live.compact_to(snap)?;
         // Those left (not applied yet) are not counted again, as on disk.
         self.appended_bytes = 0;
         self.checkpoint();
@@ -341,10 +248,7 @@ impl SnapshotWrite for MemSnapshotWriter {
 
 impl Storage for MemLog {
     fn initial_state(&self) -> raft::Result<RaftState> {
-        Ok(RaftState::new(
-            self.live.hard.clone(),
-            self.live.conf.clone(),
-        ))
+        Ok(self.live.raft_state())
     }
 
     fn entries(
@@ -354,31 +258,11 @@ impl Storage for MemLog {
         max_size: impl Into<Option<u64>>,
         _context: GetEntriesContext,
     ) -> raft::Result<Vec<Entry>> {
-        let base = self.live.base_index;
-        if low <= base {
-            return Err(raft::Error::Store(RaftStorageError::Compacted));
-        }
-        if high > self.live.last_index() + 1 || low > high {
-            return Err(raft::Error::Store(RaftStorageError::Unavailable));
-        }
-        let mut v =
-            self.live.entries[(low - base - 1) as usize..(high - base - 1) as usize].to_vec();
-        raft::util::limit_size(&mut v, max_size.into());
-        Ok(v)
+        self.live.entries(low, high, max_size.into())
     }
 
     fn term(&self, idx: u64) -> raft::Result<u64> {
-        let base = self.live.base_index;
-        if idx == base {
-            return Ok(self.live.base_term);
-        }
-        if idx < base {
-            return Err(raft::Error::Store(RaftStorageError::Compacted));
-        }
-        match self.live.entries.get((idx - base - 1) as usize) {
-            Some(e) => Ok(e.term),
-            None => Err(raft::Error::Store(RaftStorageError::Unavailable)),
-        }
+        self.live.term(idx)
     }
 
     fn first_index(&self) -> raft::Result<u64> {
@@ -390,22 +274,10 @@ impl Storage for MemLog {
     }
 
     fn snapshot(&self, request_index: u64, _to: u64) -> raft::Result<Snapshot> {
-        // As on disk: a snapshot older than the latest membership change could lack
-        // the requesting peer; ask the node for a new one.
-        match &self.live.snapshot {
-            Some(s)
-                if s.get_metadata().index >= request_index
-                    && s.get_metadata().index >= self.live.conf_index =>
-            {
-                Ok(s.clone())
-            }
-            _ => {
-                self.snapshot_wanted.set(true);
-                Err(raft::Error::Store(
-                    RaftStorageError::SnapshotTemporarilyUnavailable,
-                ))
-            }
-        }
+        self.live.snapshot_for(request_index).ok_or_else(|| {
+            self.snapshot_wanted.set(true);
+            raft::Error::Store(RaftStorageError::SnapshotTemporarilyUnavailable)
+        })
     }
 }
 

@@ -35,6 +35,7 @@ use protobuf::Message as PbMessage;
 use raft::eraftpb::{ConfState, Entry, HardState, Snapshot, SnapshotMetadata};
 use raft::{GetEntriesContext, RaftState, Storage, StorageError as RaftStorageError};
 
+use crate::log_state::LogState;
 pub use crate::log_store::WriteError;
 use crate::log_store::{LogStore, SnapshotWrite};
 
@@ -174,15 +175,8 @@ pub struct OpenReport {
 #[derive(Debug)]
 pub struct DiskStorage {
     cfg: StorageConfig,
-    /// Index/term of the last compacted entry.
-    base_index: u64,
-    base_term: u64,
-    entries: Vec<Entry>,
-    hard: HardState,
-    conf: ConfState,
-    /// Index at which `conf` was applied.
-    conf_index: u64,
-    snapshot: Option<Snapshot>,
+    /// The log as the files hold it (their in-memory mirror).
+    log: LogState,
     active: File,
     active_seq: u64,
     active_len: u64,
@@ -408,16 +402,10 @@ impl DiskStorage {
             .open(&active_path)
             .map_err(io_err(&active_path))?;
         let active_len = active.metadata().map_err(io_err(&active_path))?.len();
-        let appended_bytes = st.entries.iter().map(|e| e.data.len() as u64).sum();
+        let appended_bytes = st.log.entries.iter().map(|e| e.data.len() as u64).sum();
         let mut me = Self {
             cfg,
-            base_index: st.base_index,
-            base_term: st.base_term,
-            entries: st.entries,
-            hard: st.hard,
-            conf: st.conf,
-            conf_index: st.conf_index,
-            snapshot,
+            log: LogState { snapshot, ..st.log },
             active,
             active_seq,
             active_len,
@@ -445,17 +433,17 @@ impl DiskStorage {
 
     /// Persisted hard state.
     pub fn hard_state(&self) -> &HardState {
-        &self.hard
+        &self.log.hard
     }
 
     /// Persisted conf state.
     pub fn conf_state(&self) -> &ConfState {
-        &self.conf
+        &self.log.conf
     }
 
     /// Latest snapshot held, if any.
     pub fn latest_snapshot(&self) -> Option<&Snapshot> {
-        self.snapshot.as_ref()
+        self.log.snapshot.as_ref()
     }
 
     /// Whether raft asked for a fresh snapshot since the last call (clears the flag). The
@@ -466,17 +454,17 @@ impl DiskStorage {
 
     /// Index of the last compacted entry (0 if none).
     pub fn compacted_index(&self) -> u64 {
-        self.base_index
+        self.log.base_index
     }
 
     /// Index of the last entry (or of the snapshot if the log is empty).
     pub fn last_index_value(&self) -> u64 {
-        self.entries.last().map_or(self.base_index, |e| e.index)
+        self.log.last_index()
     }
 
     /// Number of live entries.
     pub fn entry_count(&self) -> usize {
-        self.entries.len()
+        self.log.entries.len()
     }
 
     /// Bytes of entries appended since the last snapshot: a snapshot is due
@@ -488,7 +476,7 @@ impl DiskStorage {
 
     /// Whether the storage holds any state (bootstrapped or joined).
     pub fn is_initialized(&self) -> bool {
-        self.base_index > 0 || !self.entries.is_empty() || !self.conf.voters.is_empty()
+        self.log.base_index > 0 || !self.log.entries.is_empty() || !self.log.conf.voters.is_empty()
     }
 
     /// Writes the queued records to the active segment in one call (synced under
@@ -529,20 +517,7 @@ impl DiskStorage {
     /// Appends entries (raft semantics: entries at or after the first appended index that
     /// conflict are replaced); their records are written at the next flush.
     pub fn append(&mut self, ents: &[Entry]) -> Result<(), WriteError> {
-        let Some(first) = ents.first().map(|e| e.index) else {
-            return Ok(());
-        };
-        let last = self.last_index_value();
-        if first > last + 1 {
-            return Err(WriteError::Gap { first, last });
-        }
-        if first <= self.base_index {
-            return Err(WriteError::OutOfRange {
-                index: first,
-                first: self.base_index + 1,
-                last,
-            });
-        }
+        self.log.check_append(ents)?;
         for e in ents {
             self.appended_bytes += e.data.len() as u64;
             // Encoded in place behind a header filled in after (one copy).
@@ -551,19 +526,16 @@ impl DiskStorage {
             e.write_to_vec(&mut self.pending)?;
             seal_record(K_ENTRY, &mut self.pending, at);
         }
-        self.entries
-            .truncate((first - self.base_index - 1) as usize);
-        self.entries.extend_from_slice(ents);
-        Ok(())
+        self.log.append(ents)
     }
 
     /// Persists the hard state (no-op if unchanged) at the next flush.
     pub fn set_hard_state(&mut self, hs: &HardState) -> Result<(), WriteError> {
-        if *hs == self.hard {
+        if *hs == self.log.hard {
             return Ok(());
         }
         encode_record(K_HARD, &hs.write_to_bytes()?, &mut self.pending);
-        self.hard = hs.clone();
+        self.log.hard = hs.clone();
         Ok(())
     }
 
@@ -572,8 +544,8 @@ impl DiskStorage {
         let mut p = index.to_le_bytes().to_vec();
         p.extend_from_slice(&cs.write_to_bytes()?);
         encode_record(K_CONF, &p, &mut self.pending);
-        self.conf = cs.clone();
-        self.conf_index = index;
+        self.log.conf = cs.clone();
+        self.log.conf_index = index;
         Ok(())
     }
 
@@ -635,47 +607,18 @@ impl DiskStorage {
 impl DiskStorage {
     /// Installs a snapshot received from the leader: the whole log is replaced.
     pub fn apply_snapshot(&mut self, snap: Snapshot) -> Result<(), WriteError> {
-        let meta = snap.get_metadata().clone();
-        if meta.index < self.base_index {
-            return Err(WriteError::OutOfRange {
-                index: meta.index,
-                first: self.base_index + 1,
-                last: self.last_index_value(),
-            });
-        }
+        self.log.check_install(&snap)?;
         self.write_snapshot_file(&snap)?;
-        self.entries.clear();
         self.appended_bytes = 0;
-        self.base_index = meta.index;
-        self.base_term = meta.term;
-        self.hard.term = self.hard.term.max(meta.term);
-        self.hard.commit = self.hard.commit.max(meta.index);
-        if meta.index >= self.conf_index {
-            self.conf = meta.get_conf_state().clone();
-            self.conf_index = meta.index;
-        }
-        self.snapshot = Some(snap);
+        self.log.install(snap)?;
         self.checkpoint()
     }
 
     /// Stores a locally taken snapshot (at an applied index) and compacts the log up to it.
     pub fn compact_with_snapshot(&mut self, snap: Snapshot) -> Result<(), WriteError> {
-        self.check_compactable(snap.get_metadata().index)?;
+        self.log.check_compactable(snap.get_metadata().index)?;
         self.write_snapshot_file(&snap)?;
         self.compact_to(snap)
-    }
-
-    /// `OutOfRange` unless the log can be compacted up to `idx` (after the
-    /// current base, not past the last entry).
-    fn check_compactable(&self, idx: u64) -> Result<(), WriteError> {
-        if idx <= self.base_index || idx > self.last_index_value() {
-            return Err(WriteError::OutOfRange {
-                index: idx,
-                first: self.base_index + 1,
-                last: self.last_index_value(),
-            });
-        }
-        Ok(())
     }
 
     /// Makes the snapshot file `file` (written beside the storage's files)
@@ -690,33 +633,24 @@ impl DiskStorage {
 
     /// Drops the log up to `snap` (whose file is written) and keeps `snap`.
     fn compact_to(&mut self, snap: Snapshot) -> Result<(), WriteError> {
-        let idx = snap.get_metadata().index;
-        let drop = (idx - self.base_index) as usize;
-        self.entries.drain(..drop);
+        self.log.compact_to(snap)?;
         // Those left (not applied yet) are not counted again: a backlog that
         // cannot be applied must not start a snapshot at every Ready.
         self.appended_bytes = 0;
-        self.base_index = idx;
-        self.base_term = snap.get_metadata().term;
-        if idx >= self.conf_index {
-            self.conf = snap.get_metadata().get_conf_state().clone();
-            self.conf_index = idx;
-        }
-        self.snapshot = Some(snap);
         self.checkpoint()
     }
 
     /// Writes a new checkpoint segment with the live state and removes older segments.
     fn checkpoint(&mut self) -> Result<(), WriteError> {
         let mut buf = Vec::new();
-        let mut base = self.base_index.to_le_bytes().to_vec();
-        base.extend_from_slice(&self.base_term.to_le_bytes());
+        let mut base = self.log.base_index.to_le_bytes().to_vec();
+        base.extend_from_slice(&self.log.base_term.to_le_bytes());
         encode_record(K_BASE, &base, &mut buf);
-        encode_record(K_HARD, &self.hard.write_to_bytes()?, &mut buf);
-        let mut p = self.conf_index.to_le_bytes().to_vec();
-        p.extend_from_slice(&self.conf.write_to_bytes()?);
+        encode_record(K_HARD, &self.log.hard.write_to_bytes()?, &mut buf);
+        let mut p = self.log.conf_index.to_le_bytes().to_vec();
+        p.extend_from_slice(&self.log.conf.write_to_bytes()?);
         encode_record(K_CONF, &p, &mut buf);
-        for e in &self.entries {
+        for e in &self.log.entries {
             encode_record(K_ENTRY, &e.write_to_bytes()?, &mut buf);
         }
         let seq = self.active_seq + 1;
@@ -768,12 +702,8 @@ fn truncate_tail(path: &Path, at: usize, len: usize) -> Result<TornTail, OpenErr
 
 #[derive(Default)]
 struct DiskState {
-    base_index: u64,
-    base_term: u64,
-    entries: Vec<Entry>,
-    hard: HardState,
-    conf: ConfState,
-    conf_index: u64,
+    /// The log replayed so far (its snapshot is read apart).
+    log: LogState,
     snapshot_advanced: bool,
 }
 
@@ -786,23 +716,19 @@ impl DiskState {
                 }
                 let mut a = [0u8; 8];
                 a.copy_from_slice(&p[..8]);
-                self.base_index = u64::from_le_bytes(a);
+                self.log.base_index = u64::from_le_bytes(a);
                 a.copy_from_slice(&p[8..16]);
-                self.base_term = u64::from_le_bytes(a);
-                self.entries.clear();
+                self.log.base_term = u64::from_le_bytes(a);
+                self.log.entries.clear();
             }
             K_ENTRY => {
                 let e = Entry::parse_from_bytes(p).map_err(|_| "bad entry")?;
-                let last = self.entries.last().map_or(self.base_index, |e| e.index);
-                if e.index <= self.base_index || e.index > last + 1 {
-                    return Err("entry index out of sequence");
-                }
-                self.entries
-                    .truncate((e.index - self.base_index - 1) as usize);
-                self.entries.push(e);
+                self.log
+                    .append(std::slice::from_ref(&e))
+                    .map_err(|_| "entry index out of sequence")?;
             }
             K_HARD => {
-                self.hard = HardState::parse_from_bytes(p).map_err(|_| "bad hard state")?;
+                self.log.hard = HardState::parse_from_bytes(p).map_err(|_| "bad hard state")?;
             }
             K_CONF => {
                 if p.len() < 8 {
@@ -810,8 +736,9 @@ impl DiskState {
                 }
                 let mut a = [0u8; 8];
                 a.copy_from_slice(&p[..8]);
-                self.conf_index = u64::from_le_bytes(a);
-                self.conf = ConfState::parse_from_bytes(&p[8..]).map_err(|_| "bad conf state")?;
+                self.log.conf_index = u64::from_le_bytes(a);
+                self.log.conf =
+                    ConfState::parse_from_bytes(&p[8..]).map_err(|_| "bad conf state")?;
             }
             _ => return Err("unknown record kind"),
         }
@@ -820,23 +747,26 @@ impl DiskState {
 
     /// Reconciles a snapshot file newer than the log base (Raft Fig. 13 rule).
     fn install_snapshot_meta(&mut self, m: &SnapshotMetadata) {
-        if m.index <= self.base_index {
+        if m.index <= self.log.base_index {
             return;
         }
-        let pos = m.index.checked_sub(self.base_index + 1).map(|p| p as usize);
-        match pos.and_then(|p| self.entries.get(p).map(|e| (p, e.term))) {
+        let pos = m
+            .index
+            .checked_sub(self.log.base_index + 1)
+            .map(|p| p as usize);
+        match pos.and_then(|p| self.log.entries.get(p).map(|e| (p, e.term))) {
             Some((p, t)) if t == m.term => {
-                self.entries.drain(..=p);
+                self.log.entries.drain(..=p);
             }
-            _ => self.entries.clear(),
+            _ => self.log.entries.clear(),
         }
-        self.base_index = m.index;
-        self.base_term = m.term;
-        self.hard.term = self.hard.term.max(m.term);
-        self.hard.commit = self.hard.commit.max(m.index);
-        if m.index >= self.conf_index {
-            self.conf = m.get_conf_state().clone();
-            self.conf_index = m.index;
+        self.log.base_index = m.index;
+        self.log.base_term = m.term;
+        self.log.hard.term = self.log.hard.term.max(m.term);
+        self.log.hard.commit = self.log.hard.commit.max(m.index);
+        if m.index >= self.log.conf_index {
+            self.log.conf = m.get_conf_state().clone();
+            self.log.conf_index = m.index;
         }
         self.snapshot_advanced = true;
     }
@@ -844,7 +774,7 @@ impl DiskState {
 
 impl Storage for DiskStorage {
     fn initial_state(&self) -> raft::Result<RaftState> {
-        Ok(RaftState::new(self.hard.clone(), self.conf.clone()))
+        Ok(self.log.raft_state())
     }
 
     fn entries(
@@ -854,34 +784,15 @@ impl Storage for DiskStorage {
         max_size: impl Into<Option<u64>>,
         _context: GetEntriesContext,
     ) -> raft::Result<Vec<Entry>> {
-        if low <= self.base_index {
-            return Err(raft::Error::Store(RaftStorageError::Compacted));
-        }
-        if high > self.last_index_value() + 1 || low > high {
-            return Err(raft::Error::Store(RaftStorageError::Unavailable));
-        }
-        let lo = (low - self.base_index - 1) as usize;
-        let hi = (high - self.base_index - 1) as usize;
-        let mut v = self.entries[lo..hi].to_vec();
-        raft::util::limit_size(&mut v, max_size.into());
-        Ok(v)
+        self.log.entries(low, high, max_size.into())
     }
 
     fn term(&self, idx: u64) -> raft::Result<u64> {
-        if idx == self.base_index {
-            return Ok(self.base_term);
-        }
-        if idx < self.base_index {
-            return Err(raft::Error::Store(RaftStorageError::Compacted));
-        }
-        match self.entries.get((idx - self.base_index - 1) as usize) {
-            Some(e) => Ok(e.term),
-            None => Err(raft::Error::Store(RaftStorageError::Unavailable)),
-        }
+        self.log.term(idx)
     }
 
     fn first_index(&self) -> raft::Result<u64> {
-        Ok(self.base_index + 1)
+        Ok(self.log.base_index + 1)
     }
 
     fn last_index(&self) -> raft::Result<u64> {
@@ -889,22 +800,10 @@ impl Storage for DiskStorage {
     }
 
     fn snapshot(&self, request_index: u64, _to: u64) -> raft::Result<Snapshot> {
-        // A snapshot older than the latest membership change could lack the requesting
-        // peer in its conf state (a newly added node would reject it): ask for a new one.
-        match &self.snapshot {
-            Some(s)
-                if s.get_metadata().index >= request_index
-                    && s.get_metadata().index >= self.conf_index =>
-            {
-                Ok(s.clone())
-            }
-            _ => {
-                self.snapshot_wanted.set(true);
-                Err(raft::Error::Store(
-                    RaftStorageError::SnapshotTemporarilyUnavailable,
-                ))
-            }
-        }
+        self.log.snapshot_for(request_index).ok_or_else(|| {
+            self.snapshot_wanted.set(true);
+            raft::Error::Store(RaftStorageError::SnapshotTemporarilyUnavailable)
+        })
     }
 }
 

@@ -69,7 +69,7 @@ impl DiskStorage {
     /// thread). `OutOfRange` (and the file removed) when the log moved past it
     /// meanwhile (e.g. a leader's snapshot was installed).
     pub fn install_prepared(&mut self, p: PreparedSnapshot) -> Result<(), WriteError> {
-        if let Err(e) = self.check_compactable(p.snap.get_metadata().index) {
+        if let Err(e) = self.log.check_compactable(p.snap.get_metadata().index) {
             let _ = fs::remove_file(&p.file);
             return Err(e);
         }
