@@ -1,20 +1,27 @@
-//! The X-FD runner: one thread, one UDP socket, sending and receiving.
+//! The X-FD runner: one thread, one UDP socket, sending and receiving,
+//! driven by the lane loop ([`LaneLoop`], the one lane driver).
 //!
-//! Per loop turn (bounded work, no allocation once started):
+//! The runner's thread runs a [`LaneLoop`] holding one sender and one
+//! receiver, both on the heartbeat socket (bounded work per turn, no
+//! allocation once started):
 //!
-//! 1. drain the socket (≤ [`RX_BURST`] datagrams): each carries its kernel
-//!    receive stamp, taken when the packet entered the stack, before this
-//!    thread saw it; the detector gets it with the source address, and the
-//!    peer's table entry is republished;
-//! 2. if the send slot is due: read the application's liveness counter once,
-//!    put it in a heartbeat chunk, let the periodic multicast sender build the
-//!    frame of this period, re-stamp its send time, send it to the group (or
-//!    to each peer: sender replication);
-//! 3. check the detector's deadlines at the time taken just before the
-//!    drain (so a heartbeat already in the socket is never overtaken by its
-//!    own deadline); publish events and changed entries;
-//! 4. sleep until the next slot, the next detector deadline or a datagram
-//!    (`ppoll`), or spin ([`WaitMode::BusyPoll`]).
+//! 1. the sender is a lane sender of the loop: at each slot the heartbeat
+//!    fill reads the application's liveness counter once and puts it in a
+//!    heartbeat chunk, the loop builds the frame of this period, stamps its
+//!    send time right before the system call and sends it to the group (or
+//!    to every peer, with one `sendmmsg`: sender replication);
+//! 2. the receiver's sink is the detector: each datagram comes with its
+//!    kernel receive stamp, taken when the packet entered the stack, before
+//!    this thread saw it, and with its source address (the detector keeps
+//!    one receive state per peer); the peer's table entry is republished
+//!    and its events published;
+//! 3. the detector's deadlines are the sink's deadlines: they are checked
+//!    at the time taken just before the turn's reads, and only when the
+//!    reads emptied the socket (so a heartbeat already in the socket is
+//!    never overtaken by its own deadline); the table's counters and
+//!    update time are published at least every [`TOUCH_NS`];
+//! 4. the loop sleeps until the next slot, the next deadline or a datagram
+//!    (`epoll`), or spins ([`WaitMode::BusyPoll`]).
 //!
 //! The socket is bound once; the heartbeat source address (address and
 //! port) is what peers know this host by. With a multicast group the socket
@@ -24,7 +31,8 @@
 //! be given to every host: each runner drops its own address from it.
 //!
 //! The baseline transport ([`Transport::Plain`]) sends [`PlainHeartbeat`]s on
-//! a best-effort socket (DSCP 0) every period from the same loop.
+//! a best-effort socket (DSCP 0) every period, at the sink's deadline in the
+//! same loop (they are not lane frames: no slot clock, no send stamp).
 //!
 //! With [`RunConfig::auth`], every heartbeat carries a MAC
 //! ([`xlane_auth`]: key id, sender, sequence number, SipHash-2-4 tag) and
@@ -35,25 +43,31 @@
 
 use crate::detector::{Event, PeerSpec, XFd};
 use crate::model::{Anchor, FixedTimeout};
-use crate::payload::{HeartbeatPayload, PlainHeartbeat, FD_PRODUCER, PAYLOAD_LEN};
+use crate::payload::{HeartbeatPayload, PlainHeartbeat, FD_PRODUCER};
 use crate::shm::{LivenessCounter, ShmError, TableConfig, TableStats, TableWriter};
 use crate::{Detector, DetectorConfig, DetectorStats};
 use std::io;
 use std::net::{Ipv4Addr, SocketAddrV4};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
 use xlane_auth::{seal_if_keyed, KeyRing, Opener, Sealer, ANY_RECEIVER, TRAILER_LEN};
-use xlane_host::runtime::{
-    lock_memory, place_current_thread, wait_readable, wait_until, Placement, RuntimeError, WaitMode,
+use xlane_host::lane_loop::{
+    FrameSink, LaneLoop, ReceiverId, ReceiverSpec, SenderId, SenderSpec, SlotFill,
 };
-use xlane_host::socket::{realtime_ns, LaneSocket, SocketConfig, SocketError};
-use xlane_lane::{ParamsError, PeriodicMulticastSender, Replication, TunnelParams, MAX_RECEIVERS};
+use xlane_host::runtime::{
+    lock_memory, place_current_thread, wait_until, Placement, RuntimeError, Sample, SendReport,
+    WaitMode,
+};
+use xlane_host::socket::{realtime_ns, LaneSocket, RxStamps, SocketConfig, SocketError};
+use xlane_lane::{
+    Delivery, ParamsError, PeriodicReceiver, PeriodicSender, TunnelParams, MAX_RECEIVERS,
+};
 use xlane_wire::{Schema, HEADER_LEN, MAX_FRAME_LEN};
 
-/// Datagrams handled per loop turn before the sender gets a look.
-pub const RX_BURST: usize = 256;
-/// Longest sleep of the loop (the table's update time advances at least this often).
-pub const MAX_SLEEP_NS: u64 = 50_000_000;
+/// Longest time between two publications of the table's counters and
+/// update time.
+pub const TOUCH_NS: u64 = 50_000_000;
 
 /// How heartbeats travel.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -154,12 +168,10 @@ pub enum RunError {
     /// Placing the thread failed.
     #[error("runtime: {0}")]
     Runtime(#[from] RuntimeError),
-    /// Receiving failed.
-    #[error("receive: {0}")]
-    Recv(io::Error),
-    /// Waiting failed.
-    #[error("ppoll: {0}")]
-    Poll(io::Error),
+    /// The lane loop could not be set up, or failed while it ran
+    /// (receiving, waiting).
+    #[error("lane loop: {0}")]
+    Loop(io::Error),
 }
 
 /// What a run did.
@@ -189,16 +201,12 @@ pub struct RunReport {
     pub auth: AuthCounts,
 }
 
+/// How this host's heartbeats will be sent.
 enum Sender {
-    Lane {
-        core: Box<PeriodicMulticastSender>,
-        dsts: Vec<SocketAddrV4>,
-    },
-    Plain {
-        next: u64,
-        seq: u64,
-        dsts: Vec<SocketAddrV4>,
-    },
+    /// A lane sender of the loop.
+    Lane(Box<PeriodicSender>),
+    /// Plain heartbeats from the sink's deadline, the first at `first_slot`.
+    Plain { first_slot: u64 },
 }
 
 /// A started runner: socket bound, table created, nothing sent yet.
@@ -209,14 +217,24 @@ pub struct Service {
     table: TableWriter,
     counter: Option<LivenessCounter>,
     sender: Sender,
+    dsts: Vec<SocketAddrV4>,
     incarnation: u64,
-    report: RunReport,
     auth: Option<(Sealer, Opener)>,
 }
 
 /// The sender id a host seals with: its heartbeat address's IPv4 address.
 fn sender_id(addr: SocketAddrV4) -> u32 {
     u32::from(*addr.ip())
+}
+
+/// The tunnel of this host's heartbeats: one 20-byte chunk per frame.
+fn tunnel_params(cfg: &RunConfig) -> TunnelParams {
+    TunnelParams {
+        tunnel: cfg.tunnel,
+        period_ns: cfg.period_ns,
+        max_packet: HEADER_LEN + Schema::Chunk26.chunk_len(),
+        schema: Schema::Chunk26,
+    }
 }
 
 impl Service {
@@ -291,35 +309,18 @@ impl Service {
         let first_slot = (now / cfg.period_ns + 1) * cfg.period_ns;
         let sender = match cfg.transport {
             Transport::Lane => {
-                let params = TunnelParams {
-                    tunnel: cfg.tunnel,
-                    period_ns: cfg.period_ns,
-                    max_packet: HEADER_LEN + Schema::Chunk26.chunk_len(),
-                    schema: Schema::Chunk26,
-                };
-                let mode = if cfg.group.is_some() {
-                    Replication::Network
-                } else {
-                    if dsts.len() > MAX_RECEIVERS {
-                        return Err(RunError::Usage(format!(
-                            "{} unicast peers; at most {MAX_RECEIVERS} without a multicast group",
-                            dsts.len()
-                        )));
-                    }
-                    Replication::Sender {
-                        receivers: dsts.len(),
-                    }
-                };
-                Sender::Lane {
-                    core: Box::new(PeriodicMulticastSender::new(params, first_slot, mode)?),
-                    dsts,
+                if cfg.group.is_none() && dsts.len() > MAX_RECEIVERS {
+                    return Err(RunError::Usage(format!(
+                        "{} unicast peers; at most {MAX_RECEIVERS} without a multicast group",
+                        dsts.len()
+                    )));
                 }
+                Sender::Lane(Box::new(PeriodicSender::new(
+                    tunnel_params(&cfg),
+                    first_slot,
+                )?))
             }
-            Transport::Plain => Sender::Plain {
-                next: first_slot,
-                seq: 0,
-                dsts,
-            },
+            Transport::Plain => Sender::Plain { first_slot },
         };
         let counter = match &cfg.counter {
             Some(p) => Some(LivenessCounter::open_or_create(p)?),
@@ -349,8 +350,8 @@ impl Service {
             table,
             counter,
             sender,
+            dsts,
             incarnation: now,
-            report: RunReport::default(),
             auth,
         })
     }
@@ -370,197 +371,367 @@ impl Service {
         &self.detector
     }
 
-    /// Runs until `stop` is set or `until_ns` passes. `on_event` sees every
-    /// event after it is published in the table (it runs on the loop thread:
-    /// keep it short).
+    /// Locks memory and places the thread as configured, then runs the
+    /// loop ([`Self::into_loop`]) on this thread until `stop` is set or
+    /// `until_ns` passes. `on_event` sees every event after it is
+    /// published in the table (it runs on the loop thread: keep it short).
     pub fn run(
-        mut self,
+        self,
         stop: &AtomicBool,
-        on_event: &mut dyn FnMut(&Event),
+        on_event: &mut (dyn FnMut(&Event) + Send),
     ) -> Result<RunReport, RunError> {
         // Lock memory before turning real-time: faulting in every page at
         // SCHED_FIFO on a shared lane core would starve the other lane
         // threads there for as long as it takes.
-        if self.cfg.lock_memory && lock_memory().is_err() {
-            self.report.memory_unlocked = true;
-        }
+        let unlocked = self.cfg.lock_memory && lock_memory().is_err();
         place_current_thread(self.cfg.placement)?;
-        let mut buf = Box::new([0u8; MAX_FRAME_LEN + TRAILER_LEN + 1]);
-        let fd = self.sock.as_raw_fd();
-        loop {
-            if stop.load(Ordering::Relaxed) {
-                break;
+        let mut l = self.into_loop(on_event)?;
+        l.run(stop)?;
+        let mut report = l.finish();
+        report.memory_unlocked = unlocked;
+        Ok(report)
+    }
+
+    /// The runner's lane loop, set up and not yet turning: its sender (the
+    /// lane transport) and its receiver on the heartbeat socket. Everything
+    /// the loop needs is allocated here.
+    pub fn into_loop(
+        self,
+        on_event: &mut (dyn FnMut(&Event) + Send),
+    ) -> Result<FdLoop<'_>, RunError> {
+        let Service {
+            cfg,
+            sock,
+            detector,
+            table,
+            counter,
+            sender,
+            dsts,
+            incarnation,
+            auth,
+        } = self;
+        let (sealer, opener) = match auth {
+            Some((s, o)) => (Some(s), Some(o)),
+            None => (None, None),
+        };
+        let sent = Arc::new(SentCounts::default());
+        let mut lane = LaneLoop::new().map_err(RunError::Loop)?;
+        let (lane_sender, plain) = match sender {
+            Sender::Lane(core) => {
+                let spec = SenderSpec {
+                    sock: sock.try_clone().map_err(RunError::Loop)?,
+                    core: *core,
+                    dsts,
+                    until_ns: u64::MAX,
+                    fill: HeartbeatFill {
+                        counter,
+                        incarnation,
+                        sent: sent.clone(),
+                    },
+                    seal: sealer,
+                    xdp: None,
+                };
+                (Some(lane.add_sender(spec)), None)
             }
-            // Every datagram stamped before `checked` is in the socket by then,
-            // so once the drain below empties it, a deadline check at
-            // `checked` cannot race a heartbeat that already arrived.
-            let checked = realtime_ns();
-            let drained = self.receive(&mut buf[..])?;
-            let now = realtime_ns();
-            if now >= self.cfg.until_ns {
-                break;
+            Sender::Plain { first_slot } => {
+                let plain = PlainSender {
+                    sock: sock.try_clone().map_err(RunError::Loop)?,
+                    dsts,
+                    next: first_slot,
+                    period_ns: cfg.period_ns,
+                    tunnel: cfg.tunnel,
+                    seq: 0,
+                    incarnation,
+                    counter,
+                    sealer,
+                    buf: Box::new([0; MAX_FRAME_LEN + TRAILER_LEN]),
+                    late_slots: 0,
+                    max_lateness_ns: 0,
+                };
+                (None, Some(plain))
             }
-            self.send_if_due(now, &mut buf[..]);
-            if drained {
-                self.detector.check_deadlines(checked);
-            }
-            while let Some(ev) = self.detector.next_event() {
-                if let Some(v) = self.detector.peer(ev.peer) {
-                    self.table.set_peer(&v);
-                }
-                self.table.push_event(&ev);
-                self.report.events += 1;
-                on_event(&ev);
-            }
-            let stats = TableStats::from_detector(
-                &self.detector.stats(),
-                self.report.heartbeats_sent,
-                self.report.send_errors,
-            );
-            self.table.set_stats(&stats);
-            self.table.touch(now);
-            let wake = self
-                .next_send()
-                .min(self.detector.next_deadline().unwrap_or(u64::MAX))
-                .min(now.saturating_add(MAX_SLEEP_NS))
-                .min(self.cfg.until_ns);
-            match self.cfg.mode {
-                WaitMode::BusyPoll => {}
-                WaitMode::Interrupt => {
-                    wait_readable(&[fd], wake).map_err(RunError::Poll)?;
-                }
-            }
-        }
-        self.report.detector = self.detector.stats();
-        if let Some((_, o)) = &self.auth {
+        };
+        let watch = Watch {
+            transport: cfg.transport,
+            detector,
+            table,
+            opener,
+            plain,
+            sent,
+            touch_due: 0,
+            counts: RunReport::default(),
+            on_event,
+        };
+        let receiver = lane
+            .add_receiver(ReceiverSpec {
+                sock,
+                core: PeriodicReceiver::new(tunnel_params(&cfg)),
+                sink: watch,
+                open: None,
+                xdp: None,
+            })
+            .map_err(RunError::Loop)?;
+        Ok(FdLoop {
+            lane,
+            sender: lane_sender,
+            receiver,
+            mode: cfg.mode,
+            until_ns: cfg.until_ns,
+        })
+    }
+}
+
+/// A runner's lane loop ([`Service::into_loop`]): run it, then take its
+/// report.
+pub struct FdLoop<'a> {
+    lane: LaneLoop<HeartbeatFill, Watch<'a>>,
+    sender: Option<SenderId>,
+    receiver: ReceiverId,
+    mode: WaitMode,
+    until_ns: u64,
+}
+
+impl FdLoop<'_> {
+    /// Turns on this thread until `stop` is set or the run's end passes.
+    pub fn run(&mut self, stop: &AtomicBool) -> Result<(), RunError> {
+        self.lane
+            .run(stop, self.until_ns, self.mode)
+            .map_err(RunError::Loop)
+    }
+
+    /// What the run did.
+    pub fn finish(mut self) -> RunReport {
+        let sender = self.sender.and_then(|id| self.lane.remove_sender(id));
+        let Some(end) = self.lane.remove_receiver(self.receiver) else {
+            return RunReport::default();
+        };
+        let w = end.sink;
+        let mut report = w.counts;
+        report.detector = w.detector.stats();
+        if let Some(o) = &w.opener {
             let s = o.stats();
             // Those that opened but came from another sender's address
             // were refused after all.
-            self.report.auth.accepted = s.accepted.saturating_sub(self.report.auth.wrong_sender);
-            self.report.auth.unsealed = s.unsealed;
-            self.report.auth.unkeyed = s.unkeyed;
-            self.report.auth.forged = s.forged;
-            self.report.auth.replayed = s.replayed;
-            self.report.auth.wrong_sender += s.too_many_senders;
+            report.auth.accepted = s.accepted.saturating_sub(report.auth.wrong_sender);
+            report.auth.unsealed = s.unsealed;
+            report.auth.unkeyed = s.unkeyed;
+            report.auth.forged = s.forged;
+            report.auth.replayed = s.replayed;
+            report.auth.wrong_sender += s.too_many_senders;
         }
-        if let Sender::Lane { core, .. } = &self.sender {
-            let s = core.stats();
-            self.report.late_slots = s.late_slots;
-            self.report.max_lateness_ns = s.max_lateness_ns;
+        if let Some(s) = sender {
+            let c = s.core.stats();
+            report.heartbeats_sent = s.report.frames;
+            report.send_errors = s.report.send_errors;
+            report.late_slots = c.late_slots;
+            report.max_lateness_ns = c.max_lateness_ns;
         }
-        Ok(self.report)
+        if let Some(p) = &w.plain {
+            report.heartbeats_sent = w.sent.heartbeats.load(Ordering::Relaxed);
+            report.send_errors = w.sent.errors.load(Ordering::Relaxed);
+            report.late_slots = p.late_slots;
+            report.max_lateness_ns = p.max_lateness_ns;
+        }
+        report
+    }
+}
+
+/// Heartbeats sent and refused copies, published in the table while the
+/// loop runs.
+#[derive(Default)]
+struct SentCounts {
+    heartbeats: AtomicU64,
+    errors: AtomicU64,
+}
+
+/// The lane sender's slot: this period's heartbeat chunk.
+struct HeartbeatFill {
+    counter: Option<LivenessCounter>,
+    incarnation: u64,
+    sent: Arc<SentCounts>,
+}
+
+impl SlotFill for HeartbeatFill {
+    fn fill(&mut self, core: &mut PeriodicSender, _slot_ns: u64) {
+        if core.pending() == 0 {
+            // The application's counter, read once per period.
+            let p = HeartbeatPayload {
+                incarnation: self.incarnation,
+                counter: self.counter.as_ref().map(|c| c.read()),
+            };
+            // Cannot fail: one 20-byte chunk in an empty queue.
+            let _ = core.enqueue(FD_PRODUCER, &p.encode());
+        }
     }
 
-    fn next_send(&self) -> u64 {
-        match &self.sender {
-            Sender::Lane { core, .. } => core.poll_timeout(),
-            Sender::Plain { next, .. } => *next,
+    fn sent(&mut self, report: &SendReport) {
+        self.sent.heartbeats.store(report.frames, Ordering::Relaxed);
+        self.sent
+            .errors
+            .store(report.send_errors, Ordering::Relaxed);
+    }
+}
+
+/// The baseline's heartbeats: one [`PlainHeartbeat`] per period to every
+/// destination, sent at the sink's deadline.
+struct PlainSender {
+    sock: LaneSocket,
+    dsts: Vec<SocketAddrV4>,
+    next: u64,
+    period_ns: u64,
+    tunnel: u32,
+    seq: u64,
+    incarnation: u64,
+    counter: Option<LivenessCounter>,
+    sealer: Option<Sealer>,
+    buf: Box<[u8; MAX_FRAME_LEN + TRAILER_LEN]>,
+    late_slots: u64,
+    max_lateness_ns: u64,
+}
+
+impl PlainSender {
+    /// Sends this period's heartbeat if it is due at `now`.
+    fn send_if_due(&mut self, now: u64, sent: &SentCounts) {
+        if now < self.next {
+            return;
         }
-    }
-
-    /// Reads up to [`RX_BURST`] datagrams; `true` if the socket is empty.
-    fn receive(&mut self, buf: &mut [u8]) -> Result<bool, RunError> {
-        let transport = self.cfg.transport;
-        let (report, detector, table) = (&mut self.report, &mut self.detector, &mut self.table);
-        let mut opener = self.auth.as_mut().map(|(_, o)| o);
-        self.sock
-            .drain(buf, RX_BURST, &mut |d| {
-                report.datagrams += 1;
-                if !d.kernel_stamped {
-                    report.user_stamps += 1;
-                }
-                let Some(mut bytes) = d.bytes else {
-                    report.truncated += 1;
-                    detector.note_malformed();
-                    return;
-                };
-                // The MAC first: nothing unauthenticated is decoded.
-                if let Some(o) = opener.as_deref_mut() {
-                    match o.open(bytes, ANY_RECEIVER) {
-                        Ok(x) if x.sender == sender_id(d.src) => bytes = x.payload,
-                        Ok(_) => {
-                            report.auth.wrong_sender += 1;
-                            return;
-                        }
-                        Err(_) => return,
-                    }
-                }
-                let res = match transport {
-                    Transport::Lane => detector.on_lane_datagram(d.rx_ns, d.src, bytes),
-                    Transport::Plain => detector.on_plain_datagram(d.rx_ns, d.src, bytes),
-                };
-                if let Ok(i) = res {
-                    if let Some(v) = detector.peer(i) {
-                        table.set_peer(&v);
-                    }
-                }
-            })
-            .map_err(RunError::Recv)
-    }
-
-    fn send_if_due(&mut self, now: u64, buf: &mut [u8]) {
-        let counter = &self.counter;
-        match &mut self.sender {
-            Sender::Lane { core, dsts } => {
-                if now < core.poll_timeout() {
-                    return;
-                }
-                if core.sender().pending() == 0 {
-                    // The application's counter, read once per period.
-                    let p = HeartbeatPayload {
-                        incarnation: self.incarnation,
-                        counter: counter.as_ref().map(|c| c.read()),
-                    };
-                    let bytes: [u8; PAYLOAD_LEN] = p.encode();
-                    // Cannot fail: one 20-byte chunk in an empty queue.
-                    let _ = core.enqueue(FD_PRODUCER, &bytes);
-                }
-                let Ok(Some(tx)) = core.poll_transmit(now, buf) else {
-                    return;
-                };
-                let len = tx.transmit.len;
-                for d in tx.destinations.iter() {
-                    let Some(dst) = dsts.get(d) else { continue };
-                    let t = realtime_ns();
-                    let _ = xlane_wire::stamp_send_time(&mut buf[..len], t);
-                    // The buffer has room for the trailer.
-                    let sealer = self.auth.as_mut().map(|(s, _)| s);
-                    let n = seal_if_keyed(sealer, buf, len, ANY_RECEIVER, t);
-                    match self.sock.send_to(&buf[..n], *dst) {
-                        Ok(_) => {}
-                        Err(_) => self.report.send_errors += 1,
-                    }
-                }
-                self.report.heartbeats_sent += 1;
+        let missed = (now - self.next) / self.period_ns;
+        self.late_slots += missed;
+        self.max_lateness_ns = self.max_lateness_ns.max(now - self.next);
+        self.next += (missed + 1) * self.period_ns;
+        let hb = PlainHeartbeat {
+            tunnel: self.tunnel,
+            seq: self.seq,
+            incarnation: self.incarnation,
+            counter: self.counter.as_ref().map(|c| c.read()),
+        };
+        self.seq += 1;
+        let bytes = hb.encode();
+        let len = bytes.len();
+        self.buf[..len].copy_from_slice(&bytes);
+        for dst in self.dsts.iter() {
+            let n = seal_if_keyed(
+                self.sealer.as_mut(),
+                &mut self.buf[..],
+                len,
+                ANY_RECEIVER,
+                realtime_ns(),
+            );
+            if self.sock.send_to(&self.buf[..n], *dst).is_err() {
+                sent.errors.fetch_add(1, Ordering::Relaxed);
             }
-            Sender::Plain { next, seq, dsts } => {
-                if now < *next {
-                    return;
-                }
-                let period = self.cfg.period_ns;
-                let missed = (now - *next) / period;
-                self.report.late_slots += missed;
-                self.report.max_lateness_ns = self.report.max_lateness_ns.max(now - *next);
-                *next += (missed + 1) * period;
-                let hb = PlainHeartbeat {
-                    tunnel: self.cfg.tunnel,
-                    seq: *seq,
-                    incarnation: self.incarnation,
-                    counter: counter.as_ref().map(|c| c.read()),
-                };
-                *seq += 1;
-                let bytes = hb.encode();
-                let len = bytes.len();
-                buf[..len].copy_from_slice(&bytes);
-                for dst in dsts.iter() {
-                    let sealer = self.auth.as_mut().map(|(s, _)| s);
-                    let n = seal_if_keyed(sealer, buf, len, ANY_RECEIVER, realtime_ns());
-                    if self.sock.send_to(&buf[..n], *dst).is_err() {
-                        self.report.send_errors += 1;
-                    }
-                }
-                self.report.heartbeats_sent += 1;
+        }
+        sent.heartbeats.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// The receiver's sink: the detector, its table and its events.
+struct Watch<'a> {
+    transport: Transport,
+    detector: XFd,
+    table: TableWriter,
+    opener: Option<Opener>,
+    plain: Option<PlainSender>,
+    sent: Arc<SentCounts>,
+    /// When the table's counters and update time are next published.
+    touch_due: u64,
+    /// The receive side's counters (datagrams, stamps, events, refusals).
+    counts: RunReport,
+    on_event: &'a mut (dyn FnMut(&Event) + Send),
+}
+
+impl Watch<'_> {
+    /// Publishes the detector's events (and the entries they change).
+    fn publish(&mut self) {
+        while let Some(ev) = self.detector.next_event() {
+            if let Some(v) = self.detector.peer(ev.peer) {
+                self.table.set_peer(&v);
             }
+            self.table.push_event(&ev);
+            self.counts.events += 1;
+            (self.on_event)(&ev);
+        }
+    }
+}
+
+impl FrameSink for Watch<'_> {
+    // The detector reads every datagram itself (`on_datagram`): the loop's
+    // core never accepts a frame for this sink.
+    fn on_chunk(&mut self, _d: Delivery<'_>) {}
+    fn on_frame(&mut self, _s: Sample) {}
+
+    fn on_datagram(&mut self, _core: &mut PeriodicReceiver, st: &RxStamps, bytes: &[u8]) -> bool {
+        self.counts.datagrams += 1;
+        // The kernel's software stamp, else the time the read returned (a
+        // NIC stamp is on the NIC's clock, so it is not used here).
+        let rx_ns = match st.software_ns {
+            Some(t) => t,
+            None => {
+                self.counts.user_stamps += 1;
+                st.received.user_ns
+            }
+        };
+        if st.received.truncated {
+            self.counts.truncated += 1;
+            self.detector.note_malformed();
+            return false;
+        }
+        let src = st.received.src;
+        let mut bytes = bytes;
+        // The MAC first: nothing unauthenticated is decoded.
+        if let Some(o) = self.opener.as_mut() {
+            match o.open(bytes, ANY_RECEIVER) {
+                Ok(x) if x.sender == sender_id(src) => bytes = x.payload,
+                Ok(_) => {
+                    self.counts.auth.wrong_sender += 1;
+                    return false;
+                }
+                Err(_) => return false,
+            }
+        }
+        let res = match self.transport {
+            Transport::Lane => self.detector.on_lane_datagram(rx_ns, src, bytes),
+            Transport::Plain => self.detector.on_plain_datagram(rx_ns, src, bytes),
+        };
+        let Ok(i) = res else { return false };
+        if let Some(v) = self.detector.peer(i) {
+            self.table.set_peer(&v);
+        }
+        self.publish();
+        true
+    }
+
+    fn poll_timeout(&self) -> Option<u64> {
+        let plain = self.plain.as_ref().map_or(u64::MAX, |p| p.next);
+        Some(
+            self.detector
+                .next_deadline()
+                .unwrap_or(u64::MAX)
+                .min(self.touch_due)
+                .min(plain),
+        )
+    }
+
+    fn on_timeout(&mut self, checked_ns: u64, drained: bool) {
+        if let Some(p) = self.plain.as_mut() {
+            p.send_if_due(realtime_ns(), &self.sent);
+        }
+        // Every datagram stamped before `checked_ns` was in the socket by
+        // then; once the reads emptied it, a deadline check at `checked_ns`
+        // cannot race a heartbeat that already arrived.
+        if drained {
+            self.detector.check_deadlines(checked_ns);
+        }
+        self.publish();
+        if checked_ns >= self.touch_due {
+            let stats = TableStats::from_detector(
+                &self.detector.stats(),
+                self.sent.heartbeats.load(Ordering::Relaxed),
+                self.sent.errors.load(Ordering::Relaxed),
+            );
+            self.table.set_stats(&stats);
+            self.table.touch(checked_ns);
+            self.touch_due = checked_ns.saturating_add(TOUCH_NS);
         }
     }
 }

@@ -5,7 +5,7 @@
 //! 64-bit key that comes back with its events.
 
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 
 /// An epoll set.
 #[derive(Debug)]
@@ -70,6 +70,12 @@ impl Epoll {
 impl AsRawFd for Epoll {
     fn as_raw_fd(&self) -> RawFd {
         self.0.as_raw_fd()
+    }
+}
+
+impl AsFd for Epoll {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.0.as_fd()
     }
 }
 

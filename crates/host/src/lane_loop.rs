@@ -18,7 +18,13 @@
 //!   set; a ready socket is read with `recvmmsg`, a ready ring by taking its
 //!   descriptors, and every datagram goes to its core with its receive
 //!   stamp first, before its bytes are looked at. Accepted frames and their
-//!   chunks go to the end's [`FrameSink`].
+//!   chunks go to the end's [`FrameSink`] (or the sink takes the datagram
+//!   itself, [`FrameSink::on_datagram`]: X-FD's detector, which tells its
+//!   peers apart by source address).
+//! - **Deadlines** of a sink ([`FrameSink::poll_timeout`]): the loop wakes
+//!   for them as for a slot and calls [`FrameSink::on_timeout`] after the
+//!   turn's reads, saying whether they emptied every ready socket (X-FD
+//!   judges a peer's silence only then).
 //!
 //! **Bounded work per turn** ([`LaneLoop::poll`]): every due sender sends at
 //! most one frame (at most [`crate::socket::SEND_BATCH`] copies per system
@@ -55,7 +61,7 @@ use crate::xdp::frame::FrameAddrs;
 use crate::xdp::XdpRings;
 use std::io;
 use std::net::SocketAddrV4;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use xlane_auth::{seal_if_keyed, Opener, Sealer, ANY_RECEIVER, TRAILER_LEN};
@@ -81,6 +87,9 @@ const XDP_TOKEN: u64 = 1 << 62;
 pub trait SlotFill: Send {
     /// Called once per due slot (`slot_ns`), right before the frame is built.
     fn fill(&mut self, core: &mut PeriodicSender, slot_ns: u64);
+    /// Called after each frame left, with what the sender did so far (for
+    /// an end that publishes its counters while it runs).
+    fn sent(&mut self, _report: &SendReport) {}
 }
 
 impl<F: FnMut(&mut PeriodicSender, u64) + Send> SlotFill for F {
@@ -89,12 +98,48 @@ impl<F: FnMut(&mut PeriodicSender, u64) + Send> SlotFill for F {
     }
 }
 
-/// Where a receiver's frames go.
+/// Where a receiver's frames go, and its own deadlines.
 pub trait FrameSink: Send {
     /// Every chunk of an accepted frame, in frame order (before `on_frame`).
     fn on_chunk(&mut self, d: Delivery<'_>);
     /// Every accepted frame, with its stamps.
     fn on_frame(&mut self, s: Sample);
+    /// One datagram as it came (its MAC, if the receiver checks one,
+    /// already opened), with its receive stamps and source; returns whether
+    /// it was accepted (a refusal is counted in [`RecvReport::refused`]).
+    ///
+    /// By default the receiver's core checks it, and the chunks and stamps
+    /// of an accepted frame go to [`Self::on_chunk`] and [`Self::on_frame`].
+    /// A sink that tells several senders apart on one socket by their
+    /// source address (X-FD's detector keeps one receive state per peer)
+    /// takes the datagram itself instead and leaves `core` alone.
+    fn on_datagram(&mut self, core: &mut PeriodicReceiver, st: &RxStamps, bytes: &[u8]) -> bool {
+        let got = st.received;
+        match core.handle_datagram(got.rx_ns, bytes, &mut |d| self.on_chunk(d)) {
+            Ok(frame) => {
+                self.on_frame(Sample {
+                    seq: frame.seq,
+                    send_ns: frame.send_time,
+                    kernel_rx_ns: got.rx_ns,
+                    user_rx_ns: got.user_ns,
+                });
+                true
+            }
+            Err(_) => false,
+        }
+    }
+    /// The sink's own next deadline (`CLOCK_REALTIME` ns), if it has one:
+    /// the loop wakes for it as for a sender's slot.
+    fn poll_timeout(&self) -> Option<u64> {
+        None
+    }
+    /// Called in the first turn at or after [`Self::poll_timeout`], after
+    /// the turn read its sockets. `checked_ns` is the time taken before the
+    /// reads; `drained` says that every ready socket was read empty, so no
+    /// datagram stamped before `checked_ns` still waits unread (a deadline
+    /// that arrivals can meet should be judged at `checked_ns`, and only
+    /// when `drained`).
+    fn on_timeout(&mut self, _checked_ns: u64, _drained: bool) {}
 }
 
 /// A sender to add.
@@ -329,7 +374,6 @@ fn deliver<S: FrameSink>(r: &mut ReceiverEnd<S>, st: RxStamps, bytes: &[u8]) {
     if got.truncated {
         r.report.truncated += 1;
     }
-    let sink = &mut r.sink;
     // The MAC first: nothing unauthenticated reaches the core.
     let bytes = match r.open.as_mut().map(|o| o.open(bytes, ANY_RECEIVER)) {
         None => bytes,
@@ -340,17 +384,8 @@ fn deliver<S: FrameSink>(r: &mut ReceiverEnd<S>, st: RxStamps, bytes: &[u8]) {
         }
     };
     // Stamp first: the arrival time goes in before the bytes are looked at.
-    match r
-        .core
-        .handle_datagram(got.rx_ns, bytes, &mut |d| sink.on_chunk(d))
-    {
-        Ok(frame) => sink.on_frame(Sample {
-            seq: frame.seq,
-            send_ns: frame.send_time,
-            kernel_rx_ns: got.rx_ns,
-            user_rx_ns: got.user_ns,
-        }),
-        Err(_) => r.report.refused += 1,
+    if !r.sink.on_datagram(&mut r.core, &st, bytes) {
+        r.report.refused += 1;
     }
 }
 
@@ -575,23 +610,35 @@ impl<F: SlotFill, S: FrameSink> LaneLoop<F, S> {
         self.receivers.get(id.0)?.as_ref()
     }
 
+    /// A sender, by handle, to change its fill between turns.
+    pub fn sender_mut(&mut self, id: SenderId) -> Option<&mut SenderEnd<F>> {
+        self.senders.get_mut(id.0)?.as_mut()
+    }
+
+    /// A receiver, by handle, to reach its sink between turns.
+    pub fn receiver_mut(&mut self, id: ReceiverId) -> Option<&mut ReceiverEnd<S>> {
+        self.receivers.get_mut(id.0)?.as_mut()
+    }
+
     /// The descriptor an embedding loop waits on: readable when a receiving
     /// socket (or the timer, or a [`Control`] request) is.
     pub fn fd(&self) -> RawFd {
         self.epoll.as_raw_fd()
     }
 
-    /// The earliest slot of a sender that still has slots to send
-    /// (`CLOCK_REALTIME` ns).
+    /// The earliest slot of a sender that still has slots to send, or
+    /// deadline of a receiver's sink (`CLOCK_REALTIME` ns).
     pub fn next_deadline(&self) -> Option<u64> {
-        self.senders
+        let slots = self.senders.iter().flatten().filter_map(|s| {
+            let t = s.core.poll_timeout();
+            (t < s.until_ns).then_some(t)
+        });
+        let sinks = self
+            .receivers
             .iter()
             .flatten()
-            .filter_map(|s| {
-                let t = s.core.poll_timeout();
-                (t < s.until_ns).then_some(t)
-            })
-            .min()
+            .filter_map(|r| r.sink.poll_timeout());
+        slots.chain(sinks).min()
     }
 
     /// The loop's counters.
@@ -600,19 +647,40 @@ impl<F: SlotFill, S: FrameSink> LaneLoop<F, S> {
     }
 
     /// One turn at time `now` (see the module docs for its bounds): every
-    /// due sender sends its frame, then the ready sockets are read.
+    /// due sender sends its frame ([`Self::send_due`]), then the ready
+    /// sockets are read and due sinks called ([`Self::recv_due`]).
     pub fn poll(&mut self, now: u64) -> io::Result<()> {
         self.stats.turns += 1;
         self.send_due(now);
+        self.recv_due(now)
+    }
+
+    /// The receiving half of a turn, for an embedding loop that reads at
+    /// another point of its own turn than it sends: the ready sockets are
+    /// read, then every sink whose deadline has come at `now` gets
+    /// [`FrameSink::on_timeout`].
+    pub fn recv_due(&mut self, now: u64) -> io::Result<()> {
         let n = match self.epoll.wait(&mut self.events[..], 0) {
             Ok(n) => n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => return Ok(()),
             Err(e) => return Err(e),
         };
-        self.handle_events(n)
+        let hits = self.stats.budget_hits;
+        self.handle_events(n)?;
+        // Every ready socket was seen and read to its end.
+        let drained = n < MAX_EVENTS && self.stats.budget_hits == hits;
+        for r in self.receivers.iter_mut().flatten() {
+            if r.sink.poll_timeout().is_some_and(|t| t <= now) {
+                r.sink.on_timeout(now, drained);
+            }
+        }
+        Ok(())
     }
 
-    fn send_due(&mut self, now: u64) {
+    /// The sending half of a turn: every sender whose slot is due at `now`
+    /// (on the clock its core's slots were set on) sends at most one frame,
+    /// its send time stamped right before the system call.
+    pub fn send_due(&mut self, now: u64) {
         let frame = &mut self.frame[..];
         for s in self.senders.iter_mut().flatten() {
             let slot = s.core.poll_timeout();
@@ -657,6 +725,7 @@ impl<F: SlotFill, S: FrameSink> LaneLoop<F, S> {
             s.report.frames += 1;
             s.report.late_total_ns += late;
             s.report.late_max_ns = s.report.late_max_ns.max(late);
+            s.fill.sent(&s.report);
         }
     }
 
@@ -853,6 +922,11 @@ impl<F: SlotFill, S: FrameSink> LaneLoop<F, S> {
                 }
             }
         }
+    }
+
+    /// The descriptor an embedding loop waits on ([`Self::fd`]), borrowed.
+    pub fn as_fd(&self) -> BorrowedFd<'_> {
+        self.epoll.as_fd()
     }
 
     /// Every end, for their reports: senders and receivers in handle order

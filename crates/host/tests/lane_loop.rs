@@ -287,3 +287,99 @@ fn sealed_frames_reach_only_the_receivers_that_hold_the_key() {
     assert!(sinks[1].0.lock().unwrap().is_empty());
     assert!(sinks[2].0.lock().unwrap().is_empty());
 }
+
+/// (source, bytes) of every datagram a [`Raw`] sink read.
+type Datagrams = Arc<Mutex<Vec<(SocketAddrV4, Vec<u8>)>>>;
+
+/// A sink that reads datagrams itself and keeps deadlines of its own.
+#[derive(Clone, Default)]
+struct Raw {
+    /// Every datagram.
+    got: Datagrams,
+    /// Deadlines still to come, earliest first.
+    due: Arc<Mutex<Vec<u64>>>,
+    /// (deadline, checked_ns, drained) of every `on_timeout`.
+    fired: Arc<Mutex<Vec<(u64, u64, bool)>>>,
+}
+
+impl FrameSink for Raw {
+    fn on_chunk(&mut self, _d: xlane_lane::Delivery<'_>) {
+        panic!("the core never sees this sink's datagrams");
+    }
+    fn on_frame(&mut self, _s: Sample) {
+        panic!("the core never sees this sink's datagrams");
+    }
+    fn on_datagram(
+        &mut self,
+        _core: &mut PeriodicReceiver,
+        st: &xlane_host::socket::RxStamps,
+        bytes: &[u8],
+    ) -> bool {
+        let mut got = self.got.lock().unwrap();
+        got.push((st.received.src, bytes.to_vec()));
+        // Refuse every other one, to see the loop count refusals.
+        got.len() % 2 == 1
+    }
+    fn poll_timeout(&self) -> Option<u64> {
+        self.due.lock().unwrap().first().copied()
+    }
+    fn on_timeout(&mut self, checked_ns: u64, drained: bool) {
+        let mut due = self.due.lock().unwrap();
+        let d = due.remove(0);
+        self.fired.lock().unwrap().push((d, checked_ns, drained));
+    }
+}
+
+/// The receive side's two hooks: a sink takes its datagrams as they came
+/// (source and bytes, the core left out, its refusals counted), and the
+/// loop wakes for the sink's own deadlines, calling it once per deadline
+/// with the time taken before the turn's reads, after those reads emptied
+/// the socket.
+#[test]
+fn a_sink_reads_raw_datagrams_and_keeps_its_own_deadlines() {
+    let mut lane: LaneLoop<Fill, Raw> = LaneLoop::new().expect("loop");
+    let raw = Raw::default();
+    let rx = socket();
+    let dst = rx.local_addr().unwrap();
+    let id = lane
+        .add_receiver(ReceiverSpec {
+            sock: rx,
+            core: PeriodicReceiver::new(params(6)),
+            sink: raw.clone(),
+            open: None,
+            xdp: None,
+        })
+        .unwrap();
+    let start = realtime_ns();
+    *raw.due.lock().unwrap() = vec![start + 10_000_000, start + 30_000_000];
+    assert_eq!(lane.next_deadline(), Some(start + 10_000_000));
+    let tx = std::net::UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+    let sent: Vec<Vec<u8>> = (0..6u8).map(|i| vec![i; 3 + i as usize]).collect();
+    for d in &sent {
+        tx.send_to(d, dst).unwrap();
+    }
+    lane.run(
+        &AtomicBool::new(false),
+        start + 60_000_000,
+        WaitMode::Interrupt,
+    )
+    .expect("run");
+    let from = match tx.local_addr().unwrap() {
+        std::net::SocketAddr::V4(a) => a,
+        _ => unreachable!(),
+    };
+    let got = raw.got.lock().unwrap().clone();
+    assert_eq!(
+        got,
+        sent.iter().map(|d| (from, d.clone())).collect::<Vec<_>>()
+    );
+    let end = lane.receiver(id).unwrap();
+    assert_eq!((end.report.datagrams, end.report.refused), (6, 3));
+    let fired = raw.fired.lock().unwrap().clone();
+    assert_eq!(fired.len(), 2, "one call per deadline: {fired:?}");
+    for (deadline, checked, drained) in fired {
+        assert!(checked >= deadline, "called at or after its deadline");
+        assert!(drained, "nothing else waited in the socket");
+    }
+    assert_eq!(lane.next_deadline(), None);
+}
