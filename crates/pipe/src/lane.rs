@@ -3,7 +3,10 @@
 //! from overtaking data on the regular path ([`BarrierCap`]), and the
 //! socket side ([`LanePort`]): a tunnel the controller granted to send
 //! beacons on, the tunnels to take beacons from, each frame checked by the
-//! lane's own receiver core. [`crate::udp::UdpEndpoint::set_lane`] and
+//! lane's own receiver core of its tunnel, all on a lane loop
+//! ([`LaneLoop`]: the send stamped right before the system call, the
+//! frames read in batches) that the process's or hop's event loop embeds.
+//! [`crate::udp::UdpEndpoint::set_lane`] and
 //! [`crate::udp::UdpHop::set_lane`] put it under a process and a hop.
 //!
 //! **Why a cap.** 1Pipe needs FIFO on each link: a barrier promises that
@@ -20,11 +23,15 @@
 //! beacons exist for.
 
 use std::net::{Ipv4Addr, SocketAddrV4};
-use std::os::fd::{AsFd, BorrowedFd};
+use std::os::fd::BorrowedFd;
 
-use xlane_host::socket::{LaneSocket, SocketConfig, SocketError};
-use xlane_lane::{PeriodicReceiver, PeriodicSender, TunnelParams};
-use xlane_wire::{stamp_send_time, Frame, Schema, HEADER_LEN};
+use xlane_host::lane_loop::{
+    FrameSink, LaneLoop, ReceiverId, ReceiverSpec, SenderId, SenderSpec, SlotFill, RECV_BUDGET,
+};
+use xlane_host::runtime::Sample;
+use xlane_host::socket::{LaneSocket, RxStamps, SocketConfig, SocketError};
+use xlane_lane::{Delivery, PeriodicReceiver, PeriodicSender, TunnelParams};
+use xlane_wire::{Frame, Schema, HEADER_LEN};
 
 use crate::Nanos;
 
@@ -111,8 +118,6 @@ pub const LANE_FRAME_LEN: usize = HEADER_LEN + LANE_SCHEMA.chunk_len();
 pub const LANE_WIRE_BYTES: u32 = (LANE_FRAME_LEN + 8 + 20 + 14) as u32;
 /// The producer id of beacon chunks.
 pub const LANE_PRODUCER: u8 = 0x1F;
-/// Frames read per call of [`LanePort::recv`].
-const LANE_RECV_BUDGET: usize = 64;
 
 /// A beacon tunnel: its id (in every frame) and period, as the controller
 /// granted them.
@@ -166,23 +171,108 @@ pub struct LaneStats {
     pub capped: u64,
 }
 
+/// A tunnel taken from: the lane's receiver core, and the sender its first
+/// beacon came from.
 struct Rx {
+    tunnel: u32,
     core: PeriodicReceiver,
-    /// The sender the tunnel's first beacon came from.
     src: Option<u32>,
+}
+
+/// The beacon of the due period, set by [`LanePort::send_due`] right
+/// before the loop builds its frame.
+struct BeaconFill {
+    next: Option<LaneBeacon>,
+}
+
+impl SlotFill for BeaconFill {
+    fn fill(&mut self, core: &mut PeriodicSender, _slot_ns: u64) {
+        if let Some(b) = self.next.take() {
+            if core.pending() == 0 {
+                // Cannot fail: one 24-byte chunk in an empty queue.
+                let _ = core.enqueue(LANE_PRODUCER, &b.encode());
+            }
+        }
+    }
+}
+
+/// The port's receiver: every datagram checked by the core of its
+/// tunnel, the beacons of one turn kept for [`LanePort::recv`].
+struct BeaconSink {
+    rx: Vec<Rx>,
+    /// This turn's beacons with their tunnel's period.
+    got: [(LaneBeacon, Nanos); RECV_BUDGET],
+    n: usize,
+    received: u64,
+    refused: u64,
+    lost: u64,
+}
+
+const NO_BEACON: LaneBeacon = LaneBeacon {
+    src: 0,
+    period_us: 0,
+    barrier: 0,
+    commit: 0,
+};
+
+impl FrameSink for BeaconSink {
+    // The sink reads every datagram itself (`on_datagram`): a port takes
+    // several tunnels on one socket, each with its own core.
+    fn on_chunk(&mut self, _d: Delivery<'_>) {}
+    fn on_frame(&mut self, _s: Sample) {}
+
+    fn on_datagram(&mut self, _core: &mut PeriodicReceiver, st: &RxStamps, bytes: &[u8]) -> bool {
+        let tunnel = match Frame::new_checked(bytes) {
+            Ok(f) if !st.received.truncated => f.header().tunnel,
+            _ => {
+                self.refused += 1;
+                return false;
+            }
+        };
+        let Some(rx) = self.rx.iter_mut().find(|r| r.tunnel == tunnel) else {
+            self.refused += 1;
+            return false;
+        };
+        let lost = rx.core.stats().lost;
+        let mut got = None;
+        let ok = rx
+            .core
+            .handle_datagram(st.received.rx_ns, bytes, &mut |d| {
+                if d.producer == LANE_PRODUCER && got.is_none() {
+                    got = LaneBeacon::decode(d.data).ok();
+                }
+            })
+            .is_ok();
+        self.lost += rx.core.stats().lost - lost;
+        let Some(b) = got.filter(|_| ok) else {
+            self.refused += 1;
+            return false;
+        };
+        if *rx.src.get_or_insert(b.src) != b.src || self.n == self.got.len() {
+            self.refused += 1;
+            return false;
+        }
+        self.got[self.n] = (b, rx.core.params().period_ns);
+        self.n += 1;
+        self.received += 1;
+        true
+    }
 }
 
 /// A process's or hop's end of the beacon tunnels: one lane socket, the
 /// tunnel it sends on (one frame per period, always: an idle tunnel is
-/// one the controller takes back), the tunnels it takes from. Bounded
-/// work per call, no allocation after [`LanePort::open`].
+/// one the controller takes back), the tunnels it takes from, driven by a
+/// lane loop ([`LaneLoop`]) that the caller's own event loop embeds (it
+/// waits on [`LanePort::as_fd`] and calls [`LanePort::recv`] and
+/// [`LanePort::send_due`] in its turn). Bounded work per call, no
+/// allocation after [`LanePort::open`].
 pub struct LanePort {
-    sock: LaneSocket,
-    tx: Option<(PeriodicSender, SocketAddrV4)>,
-    rx: Vec<(u32, Rx)>,
+    lane: LaneLoop<BeaconFill, BeaconSink>,
+    tx: Option<SenderId>,
+    rx: ReceiverId,
+    addr: SocketAddrV4,
     cap: BarrierCap,
-    buf: [u8; xlane_wire::MAX_FRAME_LEN],
-    stats: LaneStats,
+    capped: u64,
 }
 
 /// Why a lane port could not open.
@@ -191,6 +281,9 @@ pub enum LanePortError {
     /// The socket.
     #[error("lane socket: {0}")]
     Socket(#[from] SocketError),
+    /// The lane loop.
+    #[error("lane loop: {0}")]
+    Loop(#[from] std::io::Error),
     /// A tunnel's parameters.
     #[error("tunnel {tunnel}: {source}")]
     Params {
@@ -228,6 +321,8 @@ impl LanePort {
             multicast_if: cfg.multicast_if,
             ..SocketConfig::express(cfg.bind)
         })?;
+        let addr = sock.local_addr()?;
+        let mut lane = LaneLoop::new()?;
         let tx = match cfg.tx {
             Some((t, to)) => {
                 let core = PeriodicSender::with_capacity(params(t)?, now, 4).map_err(|source| {
@@ -236,43 +331,84 @@ impl LanePort {
                         source,
                     }
                 })?;
-                Some((core, to))
+                Some(lane.add_sender(SenderSpec {
+                    sock: sock.try_clone()?,
+                    core,
+                    dsts: vec![to],
+                    until_ns: u64::MAX,
+                    fill: BeaconFill { next: None },
+                    seal: None,
+                    xdp: None,
+                }))
             }
             None => None,
         };
         let mut rx = Vec::with_capacity(cfg.rx.len());
         for &t in &cfg.rx {
-            rx.push((
-                t.tunnel,
-                Rx {
-                    core: PeriodicReceiver::new(params(t)?),
-                    src: None,
-                },
-            ));
+            rx.push(Rx {
+                tunnel: t.tunnel,
+                core: PeriodicReceiver::new(params(t)?),
+                src: None,
+            });
         }
-        Ok(LanePort {
+        // The loop's own core is never used: the sink checks each frame
+        // with its tunnel's core.
+        let unused = TunnelParams {
+            tunnel: 0,
+            period_ns: 1_000_000,
+            max_packet: LANE_FRAME_LEN,
+            schema: LANE_SCHEMA,
+        };
+        let rx = lane.add_receiver(ReceiverSpec {
             sock,
+            core: PeriodicReceiver::new(unused),
+            sink: BeaconSink {
+                rx,
+                got: [(NO_BEACON, 0); RECV_BUDGET],
+                n: 0,
+                received: 0,
+                refused: 0,
+                lost: 0,
+            },
+            open: None,
+            xdp: None,
+        })?;
+        Ok(LanePort {
+            lane,
             tx,
             rx,
+            addr,
             cap: BarrierCap::new(cfg.window_ns),
-            buf: [0u8; xlane_wire::MAX_FRAME_LEN],
-            stats: LaneStats::default(),
+            capped: 0,
         })
     }
 
-    /// The socket (to wait on).
+    /// The descriptor to wait on: readable when a beacon waits.
     pub fn as_fd(&self) -> BorrowedFd<'_> {
-        self.sock.as_fd()
+        self.lane.as_fd()
     }
 
     /// The socket's address.
     pub fn local_addr(&self) -> Result<SocketAddrV4, SocketError> {
-        self.sock.local_addr()
+        Ok(self.addr)
     }
 
     /// The counters.
     pub fn stats(&self) -> LaneStats {
-        self.stats
+        let mut s = LaneStats {
+            capped: self.capped,
+            ..LaneStats::default()
+        };
+        if let Some(end) = self.tx.and_then(|id| self.lane.sender(id)) {
+            s.sent = end.report.frames;
+            s.send_errors = end.report.send_errors;
+        }
+        if let Some(end) = self.lane.receiver(self.rx) {
+            s.received = end.sink.received;
+            s.refused = end.sink.refused;
+            s.lost = end.sink.lost;
+        }
+        s
     }
 
     /// A regular packet carrying these barriers went out at `now`.
@@ -282,89 +418,50 @@ impl LanePort {
 
     /// When the next beacon is due (`None`: this port sends none).
     pub fn poll_timeout(&self) -> Option<Nanos> {
-        self.tx.as_ref().map(|(s, _)| s.poll_timeout())
+        let end = self.lane.sender(self.tx?)?;
+        Some(end.core.poll_timeout())
     }
 
     /// Sends the beacon of the due period, if one is due at `now`, with
     /// the barriers `barriers()` gives (taken at the last moment), capped.
     pub fn send_due(&mut self, now: Nanos, src: u32, barriers: impl FnOnce() -> (u64, u64)) {
-        let Some((core, to)) = self.tx.as_mut() else {
+        let Some(end) = self.tx.and_then(|id| self.lane.sender_mut(id)) else {
             return;
         };
-        if core.poll_timeout() > now {
+        if end.core.poll_timeout() > now {
             return;
         }
         let (b, c) = barriers();
         let (cb, cc) = self.cap.cap(now, b, c);
         if (cb, cc) != (b, c) {
-            self.stats.capped += 1;
+            self.capped += 1;
         }
-        let period_us = (core.params().period_ns / 1_000).min(u64::from(u32::MAX)) as u32;
-        let beacon = LaneBeacon {
+        let period_us = (end.core.params().period_ns / 1_000).min(u64::from(u32::MAX)) as u32;
+        end.fill.next = Some(LaneBeacon {
             src,
             period_us,
             barrier: cb,
             commit: cc.min(cb),
-        };
-        if core.pending() == 0 && core.enqueue(LANE_PRODUCER, &beacon.encode()).is_err() {
-            return;
-        }
-        let Ok(Some(t)) = core.poll_transmit(now, &mut self.buf) else {
-            return;
-        };
-        let frame = &mut self.buf[..t.len];
-        let _ = stamp_send_time(frame, now);
-        match self.sock.send_to(frame, *to) {
-            Ok(_) => self.stats.sent += 1,
-            Err(_) => self.stats.send_errors += 1,
-        }
+        });
+        self.lane.send_due(now);
     }
 
-    /// Reads waiting frames (at most 64) and hands each valid beacon to
-    /// `take`, with the period its tunnel was granted (ns).
+    /// Reads waiting frames (at most the loop's budget) and hands each
+    /// valid beacon to `take`, with the period its tunnel was granted (ns).
     pub fn recv(
         &mut self,
         now: Nanos,
         take: &mut dyn FnMut(LaneBeacon, Nanos),
     ) -> std::io::Result<()> {
-        for _ in 0..LANE_RECV_BUDGET {
-            let Some(r) = self.sock.recv(&mut self.buf)? else {
-                return Ok(());
-            };
-            let bytes = &self.buf[..r.len];
-            let tunnel = match Frame::new_checked(bytes) {
-                Ok(f) if !r.truncated => f.header().tunnel,
-                _ => {
-                    self.stats.refused += 1;
-                    continue;
-                }
-            };
-            let Some((_, rx)) = self.rx.iter_mut().find(|(t, _)| *t == tunnel) else {
-                self.stats.refused += 1;
-                continue;
-            };
-            let lost = rx.core.stats().lost;
-            let mut got = None;
-            let ok = rx
-                .core
-                .handle_datagram(now, bytes, &mut |d| {
-                    if d.producer == LANE_PRODUCER && got.is_none() {
-                        got = LaneBeacon::decode(d.data).ok();
-                    }
-                })
-                .is_ok();
-            self.stats.lost += rx.core.stats().lost - lost;
-            let Some(b) = got.filter(|_| ok) else {
-                self.stats.refused += 1;
-                continue;
-            };
-            if *rx.src.get_or_insert(b.src) != b.src {
-                self.stats.refused += 1;
-                continue;
-            }
-            self.stats.received += 1;
-            take(b, rx.core.params().period_ns);
+        self.lane.recv_due(now)?;
+        let Some(end) = self.lane.receiver_mut(self.rx) else {
+            return Ok(());
+        };
+        let sink = &mut end.sink;
+        for &(b, period) in &sink.got[..sink.n] {
+            take(b, period);
         }
+        sink.n = 0;
         Ok(())
     }
 }
