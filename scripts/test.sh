@@ -50,7 +50,7 @@ echo "$((free_kb / 1024 / 1024)) GB free"
 
 step "leftover testbeds from crashed runs"
 # The test profile: cargo test below reuses these artifacts instead of building everything twice.
-cargo build -q --profile test -p xlane -p xlane-preload   # the preload tests load the cdylib, which cargo test does not rebuild
+cargo build -q --profile test -p xlane -p xlaned -p xlane-preload   # the preload tests load the cdylib, which cargo test does not rebuild; xlane's tests run xlaned from beside xlane
 ./target/debug/xlane testbed down --all || true
 
 step "format"

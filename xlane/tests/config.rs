@@ -13,7 +13,7 @@ fn xlane() -> Command {
 }
 
 fn xlaned() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_xlaned"))
+    Command::new(common::xlaned_bin())
 }
 
 fn write(dir: &std::path::Path, name: &str, text: &str) -> std::path::PathBuf {

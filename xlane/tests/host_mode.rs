@@ -149,7 +149,7 @@ fn xlane_in(ns: &str) -> Command {
 fn xlaned_in(ns: &str, tunnel: u64, seconds: &str) -> Command {
     let mut c = Command::new("ip");
     c.args(["netns", "exec", ns])
-        .arg(env!("CARGO_BIN_EXE_xlaned"))
+        .arg(common::xlaned_bin())
         .args([
             "--no-tuning",
             "--fifo",

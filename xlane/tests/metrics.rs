@@ -190,7 +190,7 @@ fn ctl_serve_serves_metrics_that_move() {
 #[test]
 fn xlaned_serves_metrics_that_move() {
     let lane = |role: &[&str]| {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_xlaned"));
+        let mut c = Command::new(common::xlaned_bin());
         c.args(["--no-tuning", "--fifo", "0", "--core", "0", "--tunnel", "7"])
             .args(["--period-us", "1000", "--metrics", "127.0.0.1:0"])
             .args(role);

@@ -5,6 +5,8 @@
 //! on failure, and the lane daemons get their real-time and locked-memory
 //! limits and capabilities rather than full root where they can.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -39,8 +41,8 @@ fn every_unit_runs_its_command_with_its_sample_settings() {
             }
         }
         let exe = match argv[0].as_str() {
-            "/usr/local/bin/xlane" => env!("CARGO_BIN_EXE_xlane"),
-            "/usr/local/bin/xlaned" => env!("CARGO_BIN_EXE_xlaned"),
+            "/usr/local/bin/xlane" => PathBuf::from(env!("CARGO_BIN_EXE_xlane")),
+            "/usr/local/bin/xlaned" => common::xlaned_bin(),
             other => panic!("{name}: unknown program {other}"),
         };
         let at = argv.iter().position(|a| a == "--config").expect("--config");

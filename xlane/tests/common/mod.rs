@@ -11,6 +11,19 @@ use std::process::{Child, ChildStdout, Command, Stdio};
 use std::time::Duration;
 use xlane_kv::resp::{decode_reply, encode_command, Reply};
 
+/// The `xlaned` binary: its own package, built beside `xlane` with the same
+/// profile (by `cargo test --workspace`, or `cargo build -p xlaned`).
+pub fn xlaned_bin() -> std::path::PathBuf {
+    let p = std::path::Path::new(env!("CARGO_BIN_EXE_xlane")).with_file_name("xlaned");
+    assert!(
+        p.exists(),
+        "{} is missing: xlaned is a package of its own; build it with the same \
+         profile first (`cargo build -p xlaned`, or run `cargo test --workspace`)",
+        p.display()
+    );
+    p
+}
+
 /// Spawns `cmd` (an `xlane kv ...`) with stdout piped and waits for its
 /// first line, the ready line; returns the child, the rest of its stdout and
 /// that line.
