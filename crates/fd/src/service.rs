@@ -120,6 +120,47 @@ pub struct RunConfig {
     pub auth: Option<FdAuth>,
 }
 
+impl RunConfig {
+    /// A runner at `addr` sending heartbeats on `tunnel` every `period_ns`
+    /// to each of `peers` (unicast) and suspecting one after
+    /// `period_ns + lambda_ns` of silence, publishing into `table`; the
+    /// rest as a plain start: no counter, no stall rule, arrival anchor,
+    /// lane transport, the calling thread where it is, sleeping between
+    /// turns, no memory lock, no end, no MACs. Change fields to taste.
+    pub fn new(
+        addr: SocketAddrV4,
+        tunnel: u32,
+        peers: Vec<PeerSpec>,
+        period_ns: u64,
+        lambda_ns: u64,
+        table: PathBuf,
+    ) -> RunConfig {
+        RunConfig {
+            addr,
+            group: None,
+            peers,
+            tunnel,
+            period_ns,
+            lambda_ns,
+            stall_periods: None,
+            join_grace_ns: None,
+            anchor: Anchor::Arrival,
+            transport: Transport::Lane,
+            counter: None,
+            table,
+            event_capacity: 1024,
+            placement: Placement {
+                core: None,
+                fifo: None,
+            },
+            mode: WaitMode::Interrupt,
+            lock_memory: false,
+            until_ns: u64::MAX,
+            auth: None,
+        }
+    }
+}
+
 /// The keys of authenticated heartbeats.
 #[derive(Clone, Debug)]
 pub struct FdAuth {
@@ -399,33 +440,23 @@ impl Service {
         self,
         on_event: &mut (dyn FnMut(&Event) + Send),
     ) -> Result<FdLoop<'_>, RunError> {
-        let Service {
-            cfg,
-            sock,
-            detector,
-            table,
-            counter,
-            sender,
-            dsts,
-            incarnation,
-            auth,
-        } = self;
-        let (sealer, opener) = match auth {
+        let cfg = self.cfg;
+        let (sealer, opener) = match self.auth {
             Some((s, o)) => (Some(s), Some(o)),
             None => (None, None),
         };
         let sent = Arc::new(SentCounts::default());
         let mut lane = LaneLoop::new().map_err(RunError::Loop)?;
-        let (lane_sender, plain) = match sender {
+        let (lane_sender, plain) = match self.sender {
             Sender::Lane(core) => {
                 let spec = SenderSpec {
-                    sock: sock.try_clone().map_err(RunError::Loop)?,
+                    sock: self.sock.try_clone().map_err(RunError::Loop)?,
                     core: *core,
-                    dsts,
+                    dsts: self.dsts,
                     until_ns: u64::MAX,
                     fill: HeartbeatFill {
-                        counter,
-                        incarnation,
+                        counter: self.counter,
+                        incarnation: self.incarnation,
                         sent: sent.clone(),
                     },
                     seal: sealer,
@@ -435,14 +466,14 @@ impl Service {
             }
             Sender::Plain { first_slot } => {
                 let plain = PlainSender {
-                    sock: sock.try_clone().map_err(RunError::Loop)?,
-                    dsts,
+                    sock: self.sock.try_clone().map_err(RunError::Loop)?,
+                    dsts: self.dsts,
                     next: first_slot,
                     period_ns: cfg.period_ns,
                     tunnel: cfg.tunnel,
                     seq: 0,
-                    incarnation,
-                    counter,
+                    incarnation: self.incarnation,
+                    counter: self.counter,
                     sealer,
                     buf: Box::new([0; MAX_FRAME_LEN + TRAILER_LEN]),
                     late_slots: 0,
@@ -453,8 +484,8 @@ impl Service {
         };
         let watch = Watch {
             transport: cfg.transport,
-            detector,
-            table,
+            detector: self.detector,
+            table: self.table,
             opener,
             plain,
             sent,
@@ -464,7 +495,7 @@ impl Service {
         };
         let receiver = lane
             .add_receiver(ReceiverSpec {
-                sock,
+                sock: self.sock,
                 core: PeriodicReceiver::new(tunnel_params(&cfg)),
                 sink: watch,
                 open: None,

@@ -16,9 +16,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 use xlane_auth::{Key, KeyRing, Sealer};
-use xlane_fd::service::{FdAuth, RunConfig, RunReport, Service, Transport};
-use xlane_fd::{AliveTable, Anchor, Event, EventKind, PeerSpec, Reason};
-use xlane_host::runtime::{Placement, WaitMode};
+use xlane_fd::service::{FdAuth, RunConfig, RunReport, Service};
+use xlane_fd::{AliveTable, Event, EventKind, PeerSpec, Reason};
 use xlane_host::socket::realtime_ns;
 
 const PERIOD_NS: u64 = 5_000_000;
@@ -26,34 +25,17 @@ const LAMBDA_NS: u64 = 100_000_000;
 const TUNNEL: u32 = 253;
 
 fn config(addr: SocketAddrV4, peers: &[SocketAddrV4], table: PathBuf, ring: &KeyRing) -> RunConfig {
+    let peers = peers
+        .iter()
+        .map(|p| PeerSpec::parse(&p.to_string(), TUNNEL).unwrap())
+        .collect();
     RunConfig {
-        addr,
-        group: None,
-        peers: peers
-            .iter()
-            .map(|p| PeerSpec::parse(&p.to_string(), TUNNEL).unwrap())
-            .collect(),
-        tunnel: TUNNEL,
-        period_ns: PERIOD_NS,
-        lambda_ns: LAMBDA_NS,
-        stall_periods: None,
-        join_grace_ns: None,
-        anchor: Anchor::Arrival,
-        transport: Transport::Lane,
-        counter: None,
-        table,
         event_capacity: 256,
-        placement: Placement {
-            core: None,
-            fifo: None,
-        },
-        mode: WaitMode::Interrupt,
-        lock_memory: false,
-        until_ns: u64::MAX,
         auth: Some(FdAuth {
             ring: ring.clone(),
             key_id: 1,
         }),
+        ..RunConfig::new(addr, TUNNEL, peers, PERIOD_NS, LAMBDA_NS, table)
     }
 }
 

@@ -16,8 +16,7 @@ use std::time::Duration;
 use xlane_alloc_count::counted;
 use xlane_auth::{Key, KeyRing};
 use xlane_fd::service::{FdAuth, RunConfig, Service, Transport};
-use xlane_fd::{Anchor, Event, PeerSpec};
-use xlane_host::runtime::{Placement, WaitMode};
+use xlane_fd::{Event, PeerSpec};
 
 #[global_allocator]
 static GLOBAL: xlane_alloc_count::Counting = xlane_alloc_count::Counting;
@@ -31,34 +30,20 @@ fn config(
     transport: Transport,
     auth: Option<&KeyRing>,
 ) -> RunConfig {
-    RunConfig {
-        addr: me,
-        group: None,
-        peers: vec![PeerSpec {
-            addr: peer,
-            tunnel: TUNNEL,
-        }],
+    let peers = vec![PeerSpec {
+        addr: peer,
         tunnel: TUNNEL,
-        period_ns: 1_000_000,
-        lambda_ns: 200_000_000,
-        stall_periods: None,
-        join_grace_ns: None,
-        anchor: Anchor::Arrival,
+    }];
+    let table = dir.join(format!("{}.table", me.port()));
+    RunConfig {
         transport,
         counter: Some(dir.join(format!("{}.counter", me.port()))),
-        table: dir.join(format!("{}.table", me.port())),
         event_capacity: 64,
-        placement: Placement {
-            core: None,
-            fifo: None,
-        },
-        mode: WaitMode::Interrupt,
-        lock_memory: false,
-        until_ns: u64::MAX,
         auth: auth.map(|ring| FdAuth {
             ring: ring.clone(),
             key_id: 1,
         }),
+        ..RunConfig::new(me, TUNNEL, peers, 1_000_000, 200_000_000, table)
     }
 }
 

@@ -19,12 +19,11 @@ use std::net::SocketAddrV4;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
-use xlane_fd::service::{bump_loop, RunConfig, Service, Transport};
+use xlane_fd::service::{bump_loop, RunConfig, Service};
 use xlane_fd::{
-    AliveTable, Anchor, EventCursor, EventItem, EventKind, LivenessCounter, PeerSpec, Reason,
-    Status,
+    AliveTable, EventCursor, EventItem, EventKind, LivenessCounter, PeerSpec, Reason, Status,
 };
-use xlane_host::runtime::{Placement, WaitMode};
+use xlane_host::runtime::Placement;
 use xlane_host::socket::realtime_ns;
 use xlane_host::tuning::install_termination_flag;
 
@@ -98,24 +97,18 @@ fn child(args: &[String]) {
                 .map(|p| PeerSpec::parse(p, 253).expect("peer"))
                 .collect();
             let cfg = RunConfig {
-                addr: get("addr").parse().expect("addr"),
                 group: kv.get("group").map(|g| g.parse().expect("group")),
-                peers,
-                tunnel: 253,
-                period_ns: PERIOD_NS,
-                lambda_ns: LAMBDA_NS,
                 stall_periods: Some(STALL),
-                join_grace_ns: None,
-                anchor: Anchor::Arrival,
-                transport: Transport::Lane,
                 counter: Some(PathBuf::from(get("counter"))),
-                table: PathBuf::from(get("table")),
-                event_capacity: 1024,
                 placement,
-                mode: WaitMode::Interrupt,
-                lock_memory: false,
-                until_ns: u64::MAX,
-                auth: None,
+                ..RunConfig::new(
+                    get("addr").parse().expect("addr"),
+                    253,
+                    peers,
+                    PERIOD_NS,
+                    LAMBDA_NS,
+                    PathBuf::from(get("table")),
+                )
             };
             let svc = Service::start(cfg).expect("start");
             svc.run(stop, &mut |_| {}).expect("run");
