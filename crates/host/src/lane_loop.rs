@@ -27,10 +27,10 @@
 //!   judges a peer's silence only then).
 //!
 //! **Bounded work per turn** ([`LaneLoop::poll`]): every due sender sends at
-//! most one frame (at most [`crate::socket::SEND_BATCH`] copies per system
+//! most one frame (at most [`crate::batch::SEND_BATCH`] copies per system
 //! call), then at most [`MAX_EVENTS`] ready sockets or AF_XDP rings are
 //! read, each at most [`RECV_BUDGET`] datagrams (in batches of
-//! [`crate::socket::RECV_BATCH`]). A socket with more waiting stays ready
+//! [`crate::batch::RECV_BATCH`]). A socket with more waiting stays ready
 //! (epoll is level-triggered) and is read again next turn. So a turn handles
 //! at most `senders + MAX_EVENTS × RECV_BUDGET` datagrams.
 //!
@@ -53,10 +53,11 @@
 //! Tunnel ends can be added and removed between polls, or from another
 //! thread while [`LaneLoop::run`] runs, through a [`Control`].
 
+use crate::batch::RecvBatch;
 use crate::budget::ThreadUsage;
 use crate::epoll::Epoll;
 use crate::runtime::{RecvReport, Sample, SendReport, WaitMode};
-use crate::socket::{realtime_ns, LaneSocket, RecvBatch, RxStamps, StampSource};
+use crate::socket::{realtime_ns, LaneSocket, RxStamps, StampSource};
 use crate::xdp::frame::FrameAddrs;
 use crate::xdp::XdpRings;
 use std::io;
@@ -353,7 +354,7 @@ pub struct LaneLoop<F, S> {
     senders: Vec<Option<SenderEnd<F>>>,
     receivers: Vec<Option<ReceiverEnd<S>>>,
     paths: Vec<Option<XdpPath>>,
-    ports: [u16; crate::socket::RECV_BATCH],
+    ports: [u16; crate::batch::RECV_BATCH],
     frame: Box<[u8; MAX_FRAME_LEN + TRAILER_LEN]>,
     batch: Box<RecvBatch>,
     events: Box<[libc::epoll_event; MAX_EVENTS]>,
@@ -431,7 +432,7 @@ impl<F: SlotFill, S: FrameSink> LaneLoop<F, S> {
             senders: Vec::new(),
             receivers: Vec::new(),
             paths: Vec::new(),
-            ports: [0; crate::socket::RECV_BATCH],
+            ports: [0; crate::batch::RECV_BATCH],
             frame: Box::new([0; MAX_FRAME_LEN + TRAILER_LEN]),
             batch: Box::new(RecvBatch::new()),
             events: Box::new([libc::epoll_event { events: 0, u64: 0 }; MAX_EVENTS]),
@@ -715,7 +716,7 @@ impl<F: SlotFill, S: FrameSink> LaneLoop<F, S> {
                 None => (
                     s.dsts.len(),
                     s.sock.send_many(&frame[..len], &s.dsts),
-                    s.dsts.len().div_ceil(crate::socket::SEND_BATCH),
+                    s.dsts.len().div_ceil(crate::batch::SEND_BATCH),
                 ),
             };
             self.stats.send_calls += calls as u64;
@@ -767,7 +768,7 @@ impl<F: SlotFill, S: FrameSink> LaneLoop<F, S> {
                     deliver(r, st, bytes);
                 }
             }
-            if n < crate::socket::RECV_BATCH {
+            if n < crate::batch::RECV_BATCH {
                 return Ok(());
             }
         }
@@ -804,7 +805,7 @@ impl<F: SlotFill, S: FrameSink> LaneLoop<F, S> {
                     None => path.rings.count_unclaimed(),
                 }
             }
-            if n < crate::socket::RECV_BATCH {
+            if n < crate::batch::RECV_BATCH {
                 return;
             }
         }

@@ -5,6 +5,7 @@
 
 #![warn(missing_docs)]
 
+pub mod batch;
 pub mod bridge;
 pub mod budget;
 pub mod doctor;

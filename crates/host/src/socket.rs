@@ -25,6 +25,7 @@
 //! [`LaneSocket::recv`] does no allocation: the control-message buffer is
 //! part of the socket value.
 
+use crate::batch::{send_mmsg_all, stamps_of, timestamping_of, RecvBatch, CMSG_SPACE, SEND_BATCH};
 use std::io;
 use std::mem::{size_of, MaybeUninit};
 use std::net::{Ipv4Addr, SocketAddrV4};
@@ -140,8 +141,6 @@ pub struct Received {
     pub user_ns: u64,
 }
 
-const CMSG_SPACE: usize = 256;
-
 /// A UDP socket set up for the lane (see the module docs).
 pub struct LaneSocket {
     fd: OwnedFd,
@@ -175,150 +174,28 @@ pub struct Datagram<'a> {
     pub bytes: Option<&'a [u8]>,
 }
 
-/// Sends every message of `hdrs` on `fd` with `sendmmsg`, going on past a
-/// message the kernel refuses (e.g. `ENOBUFS`, or an ICMP error of an
-/// earlier send); returns how many it took.
-///
-/// # Safety
-/// Every header's name, iovec and buffer pointers must be valid for reads
-/// for the call.
-pub unsafe fn send_mmsg_all(fd: RawFd, hdrs: &mut [libc::mmsghdr], flags: libc::c_int) -> usize {
-    let (mut sent, mut off) = (0, 0);
-    while off < hdrs.len() {
-        // SAFETY: the caller vouches for the headers; the kernel only reads
-        // what they point to.
-        let r = unsafe {
-            libc::sendmmsg(
-                fd,
-                hdrs[off..].as_mut_ptr(),
-                (hdrs.len() - off) as libc::c_uint,
-                flags,
-            )
-        };
-        if r <= 0 {
-            // This one was refused; go on with the next.
-            off += 1;
-            continue;
-        }
-        sent += r as usize;
-        off += r as usize;
-    }
-    sent
-}
-
-/// Datagrams one [`LaneSocket::recv_batch`] call reads at most.
-pub const RECV_BATCH: usize = 16;
-/// Destinations one `sendmmsg` of [`LaneSocket::send_many`] covers.
-pub const SEND_BATCH: usize = 8;
-/// Bytes per datagram buffer of a [`RecvBatch`]: one more than the largest
-/// lane frame with its MAC trailer, so a longer datagram shows as cut.
-pub const BATCH_BUF_LEN: usize = xlane_wire::MAX_FRAME_LEN + xlane_auth::TRAILER_LEN + 1;
 /// `SO_MEMINFO` (not in every libc binding).
 const SO_MEMINFO: libc::c_int = 55;
 
-#[derive(Clone, Copy, Debug)]
-struct BatchMeta {
-    len: usize,
-    truncated: bool,
-    src: SocketAddrV4,
-    software_ns: Option<u64>,
-    hardware_ns: Option<u64>,
-    user_ns: u64,
-}
-
-/// Storage for one `recvmmsg`: [`RECV_BATCH`] datagram buffers with their
-/// control data and addresses, allocated once and reused by every
-/// [`LaneSocket::recv_batch`] call.
-pub struct RecvBatch {
-    bufs: Box<[[u8; BATCH_BUF_LEN]; RECV_BATCH]>,
-    cmsgs: Box<[[u64; CMSG_SPACE / 8]; RECV_BATCH]>,
-    addrs: [MaybeUninit<libc::sockaddr_in>; RECV_BATCH],
-    meta: [BatchMeta; RECV_BATCH],
-    n: usize,
-}
-
-impl Default for RecvBatch {
-    fn default() -> Self {
-        RecvBatch::new()
-    }
-}
-
 impl RecvBatch {
-    /// Empty storage (about 25 KiB).
-    pub fn new() -> Self {
-        RecvBatch {
-            bufs: Box::new([[0; BATCH_BUF_LEN]; RECV_BATCH]),
-            cmsgs: Box::new([[0; CMSG_SPACE / 8]; RECV_BATCH]),
-            addrs: [MaybeUninit::zeroed(); RECV_BATCH],
-            meta: [BatchMeta {
-                len: 0,
-                truncated: false,
-                src: SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 0),
-                software_ns: None,
-                hardware_ns: None,
-                user_ns: 0,
-            }; RECV_BATCH],
-            n: 0,
-        }
-    }
-
-    /// Empties the batch (the next reader fills it from the start).
-    pub(crate) fn clear(&mut self) {
-        self.n = 0;
-    }
-
-    /// Appends one datagram read by another path than `recvmmsg` (the
-    /// AF_XDP ring): its bytes (cut to [`BATCH_BUF_LEN`]), source, kernel
-    /// stamp and the user-space time. Returns false when the batch is full.
-    pub(crate) fn push(
-        &mut self,
-        bytes: &[u8],
-        src: SocketAddrV4,
-        software_ns: Option<u64>,
-        user_ns: u64,
-    ) -> bool {
-        let i = self.n;
-        if i >= RECV_BATCH {
-            return false;
-        }
-        let len = bytes.len().min(BATCH_BUF_LEN);
-        self.bufs[i][..len].copy_from_slice(&bytes[..len]);
-        self.meta[i] = BatchMeta {
-            len,
-            truncated: bytes.len() > BATCH_BUF_LEN,
-            src,
-            software_ns,
-            hardware_ns: None,
-            user_ns,
-        };
-        self.n += 1;
-        true
-    }
-
-    /// Datagrams the last call read.
-    pub fn len(&self) -> usize {
-        self.n
-    }
-
-    /// Whether the last call read nothing.
-    pub fn is_empty(&self) -> bool {
-        self.n == 0
-    }
-
-    /// Datagram `i` of the last call (`i < len()`), as [`LaneSocket::recv_stamps`]
-    /// would have returned it; its bytes are `&bytes[..received.len]`.
+    /// Datagram `i` of the last read (`i < len()`), as
+    /// [`LaneSocket::recv_stamps`] would have returned it: the lane's view
+    /// of its stamps (the best in `received.rx_ns`) and its IPv4 source;
+    /// its bytes are `&bytes[..received.len]`.
     pub fn get(&self, i: usize) -> Option<(RxStamps, &[u8])> {
-        if i >= self.n {
-            return None;
-        }
-        let m = &self.meta[i];
+        let m = self.meta(i)?;
+        let (src, bytes) = self.datagram(i)?;
+        let src = match src {
+            Some(std::net::SocketAddr::V4(a)) => a,
+            _ => SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 0),
+        };
         let (rx_ns, source) = best_stamp(m.hardware_ns, m.software_ns, m.user_ns);
         Some((
             RxStamps {
                 received: Received {
                     len: m.len,
                     truncated: m.truncated,
-                    src: m.src,
+                    src,
                     rx_ns,
                     source,
                     user_ns: m.user_ns,
@@ -326,7 +203,7 @@ impl RecvBatch {
                 software_ns: m.software_ns,
                 hardware_ns: m.hardware_ns,
             },
-            &self.bufs[i][..m.len],
+            bytes,
         ))
     }
 }
@@ -790,66 +667,13 @@ impl LaneSocket {
         }))
     }
 
-    /// Reads up to [`RECV_BATCH`] waiting datagrams with one `recvmmsg`
-    /// (never blocks) into `batch`, replacing what it held; returns how many.
-    /// Each keeps its software and hardware receive stamps; the user-space
-    /// time is read once, when the call returned. No allocation; bounded
-    /// work (one system call, one pass over each datagram's control data).
+    /// Reads the waiting datagrams (at most the batch's capacity) with one
+    /// `recvmmsg` (never blocks) into `batch`, replacing what it held;
+    /// returns how many. Each keeps its software and hardware receive
+    /// stamps; the user-space time is read once, when the call returned.
+    /// No allocation; bounded work ([`RecvBatch::recv`]).
     pub fn recv_batch(&mut self, batch: &mut RecvBatch) -> io::Result<usize> {
-        batch.n = 0;
-        let mut iov: [libc::iovec; RECV_BATCH] = [libc::iovec {
-            iov_base: std::ptr::null_mut(),
-            iov_len: 0,
-        }; RECV_BATCH];
-        // SAFETY: an all-zero mmsghdr is valid; every pointer is set below
-        // to storage inside `batch`, which outlives the call.
-        let mut hdrs: [libc::mmsghdr; RECV_BATCH] = unsafe { std::mem::zeroed() };
-        for i in 0..RECV_BATCH {
-            iov[i].iov_base = batch.bufs[i].as_mut_ptr() as *mut libc::c_void;
-            iov[i].iov_len = BATCH_BUF_LEN;
-            let h = &mut hdrs[i].msg_hdr;
-            h.msg_name = batch.addrs[i].as_mut_ptr() as *mut libc::c_void;
-            h.msg_namelen = size_of::<libc::sockaddr_in>() as libc::socklen_t;
-            h.msg_iov = &mut iov[i];
-            h.msg_iovlen = 1;
-            h.msg_control = batch.cmsgs[i].as_mut_ptr() as *mut libc::c_void;
-            h.msg_controllen = CMSG_SPACE as _;
-        }
-        // SAFETY: RECV_BATCH valid headers; MSG_DONTWAIT never blocks.
-        let r = unsafe {
-            libc::recvmmsg(
-                self.fd.as_raw_fd(),
-                hdrs.as_mut_ptr(),
-                RECV_BATCH as libc::c_uint,
-                libc::MSG_DONTWAIT | libc::MSG_TRUNC,
-                std::ptr::null_mut(),
-            )
-        };
-        let user_ns = realtime_ns();
-        if r < 0 {
-            let e = io::Error::last_os_error();
-            return match e.kind() {
-                io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted => Ok(0),
-                _ => Err(e),
-            };
-        }
-        let n = r as usize;
-        for (i, h) in hdrs.iter().enumerate().take(n) {
-            let (software_ns, hardware_ns) = stamps_of(&h.msg_hdr);
-            let full = h.msg_len as usize;
-            // SAFETY: recvmmsg wrote the source address of message i.
-            let src = from_sockaddr(unsafe { &batch.addrs[i].assume_init() });
-            batch.meta[i] = BatchMeta {
-                len: full.min(BATCH_BUF_LEN),
-                truncated: full > BATCH_BUF_LEN || h.msg_hdr.msg_flags & libc::MSG_TRUNC != 0,
-                src,
-                software_ns,
-                hardware_ns,
-                user_ns,
-            };
-        }
-        batch.n = n;
-        Ok(n)
+        batch.recv_with_clock(self.fd.as_raw_fd(), Some(realtime_ns))
     }
 
     /// Sends `buf` to every address of `dsts` with one `sendmmsg` per
@@ -973,20 +797,6 @@ impl AsFd for LaneSocket {
     }
 }
 
-/// The software and hardware stamps of one `SCM_TIMESTAMPING` control
-/// message (`None` where the kernel left a stamp zero).
-///
-/// # Safety
-/// `c` points to a valid `SCM_TIMESTAMPING` control message.
-unsafe fn timestamping_of(c: *const libc::cmsghdr) -> (Option<u64>, Option<u64>) {
-    let data = libc::CMSG_DATA(c) as *const libc::timespec;
-    let nonzero = |t: libc::timespec| (t.tv_sec != 0 || t.tv_nsec != 0).then(|| ts_ns(&t));
-    (
-        nonzero(std::ptr::read_unaligned(data)),
-        nonzero(std::ptr::read_unaligned(data.add(2))),
-    )
-}
-
 /// The best receive stamp of a datagram and where it came from: the NIC's,
 /// else the kernel's, else the user-space time.
 fn best_stamp(hw: Option<u64>, sw: Option<u64>, user_ns: u64) -> (u64, StampSource) {
@@ -995,29 +805,6 @@ fn best_stamp(hw: Option<u64>, sw: Option<u64>, user_ns: u64) -> (u64, StampSour
         (None, Some(s)) => (s, StampSource::Kernel),
         (None, None) => (user_ns, StampSource::User),
     }
-}
-
-/// The software and hardware receive stamps in a message's control data.
-fn stamps_of(msg: &libc::msghdr) -> (Option<u64>, Option<u64>) {
-    let (mut software_ns, mut hardware_ns) = (None, None);
-    // SAFETY: the CMSG_* macros walk the control buffer the kernel filled
-    // (msg_controllen says how much of it).
-    unsafe {
-        let mut c = libc::CMSG_FIRSTHDR(msg);
-        while !c.is_null() {
-            if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_TIMESTAMPING {
-                let (sw, hw) = timestamping_of(c);
-                software_ns = sw.or(software_ns);
-                hardware_ns = hw.or(hardware_ns);
-            }
-            c = libc::CMSG_NXTHDR(msg, c);
-        }
-    }
-    (software_ns, hardware_ns)
-}
-
-fn ts_ns(t: &libc::timespec) -> u64 {
-    t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
 }
 
 fn from_sockaddr(sa: &libc::sockaddr_in) -> SocketAddrV4 {

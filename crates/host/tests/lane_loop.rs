@@ -8,9 +8,10 @@
 use std::net::{Ipv4Addr, SocketAddrV4};
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
+use xlane_host::batch::RecvBatch;
 use xlane_host::lane_loop::{FrameSink, LaneLoop, ReceiverSpec, SenderSpec};
 use xlane_host::runtime::{wait_readable, Sample, WaitMode};
-use xlane_host::socket::{realtime_ns, LaneSocket, RecvBatch, SocketConfig};
+use xlane_host::socket::{realtime_ns, LaneSocket, SocketConfig};
 use xlane_lane::{PeriodicReceiver, PeriodicSender, TunnelParams};
 use xlane_wire::Schema;
 

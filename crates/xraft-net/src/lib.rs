@@ -18,7 +18,6 @@
 //!   group key and bounded per listener.
 //! * [`stats`]: the network's counters.
 //! * [`chunk_stream`]: raft datagrams as a stream of lane chunks.
-//! * [`udp_batch`]: the plain UDP socket read with one `recvmmsg` a turn.
 #![warn(missing_docs)]
 
 pub mod auth;
@@ -29,7 +28,6 @@ pub mod net;
 pub mod session;
 pub mod stats;
 pub mod tcp_side;
-pub mod udp_batch;
 
 pub use auth::NetAuth;
 pub use group::{Group, GroupConfig, GroupError, MemberTable};

@@ -35,7 +35,6 @@ use crate::lane::{LaneControl, LaneError, LaneLink, LaneStats, LaneTiming, TreeI
 pub use crate::stats::TransportStats;
 use crate::tcp_side::{spawn_sender, SideKey};
 pub use crate::tcp_side::{TcpSide, MAX_FRAME};
-use crate::udp_batch::{SendQueue, UdpBatch, UDP_BATCH};
 use std::collections::{BTreeMap, HashMap};
 use std::net::{IpAddr, SocketAddr, TcpListener, UdpSocket};
 use std::os::fd::{AsRawFd, RawFd};
@@ -44,6 +43,7 @@ use std::sync::mpsc::{SyncSender, TrySendError};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::thread::JoinHandle;
 use xlane_auth::{AuthStats, Opener, Sealer, TRAILER_LEN};
+use xlane_host::batch::{RecvBatch, SendQueue};
 use xlane_xraft::{Input, Readiness, TrafficClass, Transport};
 
 /// Default express MTU: the largest UDP payload sent.
@@ -53,6 +53,8 @@ pub const EXPRESS_MTU: usize = 1400;
 pub const BULK_THRESHOLD: usize = 16 << 10;
 /// Largest UDP datagram read.
 const UDP_BUF: usize = 64 << 10;
+/// Datagrams one read of the UDP socket takes at most.
+const UDP_BATCH: usize = 8;
 
 fn add(c: &AtomicU64) {
     c.fetch_add(1, Ordering::Relaxed);
@@ -160,7 +162,7 @@ enum Express {
         fds: [RawFd; 1],
         to: HashMap<u64, SocketAddr>,
         from: HashMap<SocketAddr, u64>,
-        batch: Box<UdpBatch>,
+        batch: Box<RecvBatch>,
         out: SendQueue,
     },
     /// The lane link.
@@ -273,7 +275,7 @@ impl NetTransport {
                     sock,
                     to: others().copied().collect(),
                     from: others().map(|&(pid, a)| (a, pid)).collect(),
-                    batch: Box::new(UdpBatch::new(UDP_BUF)),
+                    batch: Box::new(RecvBatch::with_capacity(UDP_BATCH, UDP_BUF)),
                     out: SendQueue::default(),
                 };
                 (express, addr, Some(listener))
@@ -570,7 +572,7 @@ impl Transport for NetTransport {
             };
             read += n;
             for i in 0..n {
-                let Some((src, bytes)) = batch.get(i) else {
+                let Some((src, bytes)) = batch.datagram(i) else {
                     break;
                 };
                 let Some(&id) = src.and_then(|a| from.get(&a)) else {

@@ -37,7 +37,8 @@ pub mod frame;
 pub mod neigh;
 pub mod prog;
 
-use crate::socket::{monotonic_ns, realtime_ns, RecvBatch, RECV_BATCH};
+use crate::batch::{RecvBatch, RECV_BATCH};
+use crate::socket::{monotonic_ns, realtime_ns};
 use bpf::{BpfError, Link, Program, U32Set, XdpMode, XskMap};
 use frame::FrameAddrs;
 use std::ffi::CString;

@@ -60,9 +60,8 @@ use xlane_fd::{
     Anchor, Detector, DetectorConfig, EventKind, FixedTimeout, HeartbeatPayload, PeerSpec, Status,
     XFd, FD_PRODUCER,
 };
-use xlane_host::socket::{
-    realtime_ns, LaneSocket, RecvBatch, SocketConfig, EXPRESS_PRIORITY, RECV_BATCH,
-};
+use xlane_host::batch::{RecvBatch, RECV_BATCH};
+use xlane_host::socket::{realtime_ns, LaneSocket, SocketConfig, EXPRESS_PRIORITY};
 use xlane_lane::{PeriodicMulticastSender, PeriodicReceiver, PeriodicSender, Replication};
 use xlane_lane::{TunnelParams, MAX_RECEIVERS};
 use xlane_wire::{Frame, Schema, MAX_FRAME_LEN};
