@@ -390,6 +390,18 @@ fn deliver<S: FrameSink>(r: &mut ReceiverEnd<S>, st: RxStamps, bytes: &[u8]) {
     }
 }
 
+/// Stamps a frame its core just built (`frame[..len]`, in a buffer with
+/// room for a MAC trailer) with its send time, read here, right before the
+/// caller's send system call, and seals it with that time when `seal` is
+/// given; returns the length to send. Every lane send is stamped here: the
+/// loop's senders, and X-Raft's lane link, whose senders are event-driven.
+pub fn stamp_frame(frame: &mut [u8], len: usize, seal: Option<&mut Sealer>) -> usize {
+    let t = realtime_ns();
+    // The frame was just built by a core, so re-stamping cannot fail.
+    let _ = xlane_wire::stamp_send_time(&mut frame[..len], t);
+    seal_if_keyed(seal, frame, len, ANY_RECEIVER, t)
+}
+
 /// The first free slot of a handle table (its end when none is free).
 fn free_slot<T>(slots: &[Option<T>]) -> usize {
     slots
@@ -694,11 +706,7 @@ impl<F: SlotFill, S: FrameSink> LaneLoop<F, S> {
                 // Nothing to send this slot, or a refusal the core counted.
                 Ok(None) | Err(_) => continue,
             };
-            let t = realtime_ns();
-            // The frame was just built by the core, so re-stamping cannot fail.
-            let _ = xlane_wire::stamp_send_time(&mut frame[..tx.len], t);
-            // The buffer has room for the trailer.
-            let len = seal_if_keyed(s.seal.as_mut(), frame, tx.len, ANY_RECEIVER, t);
+            let len = stamp_frame(frame, tx.len, s.seal.as_mut());
             // (copies attempted, copies sent, system calls)
             let (tried, ok, calls) = match &s.xdp {
                 Some(x) => {

@@ -61,6 +61,7 @@ use xlane_fd::{
     XFd, FD_PRODUCER,
 };
 use xlane_host::batch::{RecvBatch, RECV_BATCH};
+use xlane_host::lane_loop::stamp_frame;
 use xlane_host::socket::{realtime_ns, LaneSocket, SocketConfig, EXPRESS_PRIORITY};
 use xlane_lane::{PeriodicMulticastSender, PeriodicReceiver, PeriodicSender, Replication};
 use xlane_lane::{TunnelParams, MAX_RECEIVERS};
@@ -824,17 +825,9 @@ impl LaneLink {
                         self.sendto.push(a);
                     }
                 }
-                let now = realtime_ns();
-                let _ = xlane_wire::stamp_send_time(&mut self.buf[..t.transmit.len], now);
                 // Frames leave room for the trailer (`frame_cap`).
                 let sealer = self.auth.as_mut().map(|a| &mut a.repl);
-                let len = xlane_auth::seal_if_keyed(
-                    sealer,
-                    &mut self.buf,
-                    t.transmit.len,
-                    ANY_RECEIVER,
-                    now,
-                );
+                let len = stamp_frame(&mut self.buf, t.transmit.len, sealer);
                 let ok = self.repl_sock.send_many(&self.buf[..len], &self.sendto);
                 LaneStats::add(&self.stats.send_errors, (self.sendto.len() - ok) as u64);
                 LaneStats::add(&self.stats.repl_frames_sent, 1);
@@ -1023,11 +1016,8 @@ impl LaneLink {
                 self.sendto.push(a);
             }
         }
-        let now = realtime_ns();
-        let _ = xlane_wire::stamp_send_time(&mut self.buf[..tx.transmit.len], now);
         let sealer = self.auth.as_mut().map(|a| &mut a.fd);
-        let len =
-            xlane_auth::seal_if_keyed(sealer, &mut self.buf, tx.transmit.len, ANY_RECEIVER, now);
+        let len = stamp_frame(&mut self.buf, tx.transmit.len, sealer);
         let ok = self.fd_sock.send_many(&self.buf[..len], &self.sendto);
         LaneStats::add(&self.stats.send_errors, (self.sendto.len() - ok) as u64);
         LaneStats::add(&self.stats.fd_frames_sent, 1);
