@@ -180,7 +180,7 @@ impl LaneMetrics {
         } else {
             v.push(c(
                 "xlane_lane_refused_total",
-                "Chunks an application's full X-R bridge did not take.",
+                "Chunks not delivered to an application: its X-R bridge was full (or the chunk was longer than a delivery carries).",
                 &self.refused,
             ));
             v.push(Family::histogram(
@@ -564,7 +564,11 @@ struct BridgeSink {
     apps: Vec<LaneEnd>,
     new_apps: mpsc::Receiver<LaneEnd>,
     out: Vec<u8>,
+    /// Copies an application's full X-R ring refused.
     bridge_full: u64,
+    /// Chunks longer than a delivery can carry (none from a receiver core
+    /// of this schema: a guard, counted apart from full rings).
+    undeliverable: u64,
     delivered: u64,
     metrics: Arc<LaneMetrics>,
 }
@@ -583,9 +587,12 @@ impl FrameSink for BridgeSink {
             rx_time: d.rx_time,
         };
         // `out` holds the header and the schema's largest chunk, the most
-        // the receiver delivers; a longer one would be counted as refused.
+        // the receiver delivers; a longer one is counted apart.
         let Ok(n) = header.write(d.data, &mut self.out) else {
-            self.bridge_full += 1;
+            self.undeliverable += 1;
+            self.metrics
+                .refused
+                .store(self.bridge_full + self.undeliverable, Ordering::Relaxed);
             return;
         };
         self.delivered += 1;
@@ -596,7 +603,8 @@ impl FrameSink for BridgeSink {
         }
         let m = &self.metrics;
         m.chunks.store(self.delivered, Ordering::Relaxed);
-        m.refused.store(self.bridge_full, Ordering::Relaxed);
+        m.refused
+            .store(self.bridge_full + self.undeliverable, Ordering::Relaxed);
     }
     fn on_frame(&mut self, s: Sample) {
         let m = &self.metrics;
@@ -702,6 +710,7 @@ fn run_receiver(
                 new_apps: ctx.new_apps,
                 out: vec![0u8; delivery::HEADER_LEN + ctx.params.schema.data_capacity()],
                 bridge_full: 0,
+                undeliverable: 0,
                 delivered: 0,
                 metrics: Arc::clone(&ctx.metrics),
             },
@@ -712,7 +721,7 @@ fn run_receiver(
     lane.run(ctx.stop, ctx.until, ctx.mode)
         .map_err(DaemonError::Lane)?;
     let end = lane.remove_receiver(id).expect("added above");
-    let (report, bridge_full, delivered) = (end.report, end.sink.bridge_full, end.sink.delivered);
+    let (report, sink) = (end.report, &end.sink);
     let ring = path.and_then(|p| lane.xdp(p)).map(|x| x.stats());
     let socket_drops = end.sock.drops().unwrap_or(0);
     let st = end.core.stats();
@@ -728,7 +737,7 @@ fn run_receiver(
         "xdp_ring_drops": ring.map_or(0, |r| r.ring_drops),
         "frames": st.frames,
         "chunks": st.chunks,
-        "delivered": delivered,
+        "delivered": sink.delivered,
         "lost": st.lost,
         "reordered": st.reordered,
         "duplicates": st.duplicates,
@@ -739,7 +748,8 @@ fn run_receiver(
         "wrong_tunnel": st.wrong_tunnel,
         "wrong_schema": st.wrong_schema,
         "too_fast": st.too_fast,
-        "bridge_full": bridge_full,
+        "bridge_full": sink.bridge_full,
+        "undeliverable": sink.undeliverable,
         "socket_drops": socket_drops,
     }))
 }
