@@ -61,7 +61,8 @@ use xlane_host::runtime::{
 };
 use xlane_host::socket::{realtime_ns, LaneSocket, RxStamps, SocketConfig, SocketError};
 use xlane_lane::{
-    Delivery, ParamsError, PeriodicReceiver, PeriodicSender, TunnelParams, MAX_RECEIVERS,
+    first_slot_after, Delivery, ParamsError, PeriodicReceiver, PeriodicSender, TunnelParams,
+    MAX_RECEIVERS,
 };
 use xlane_wire::{Schema, HEADER_LEN, MAX_FRAME_LEN};
 
@@ -347,7 +348,7 @@ impl Service {
             Some(g) => vec![g],
             None => peers.iter().map(|p| p.addr).collect(),
         };
-        let first_slot = (now / cfg.period_ns + 1) * cfg.period_ns;
+        let first_slot = first_slot_after(now, cfg.period_ns);
         let sender = match cfg.transport {
             Transport::Lane => {
                 if cfg.group.is_none() && dsts.len() > MAX_RECEIVERS {

@@ -52,7 +52,7 @@ pub use multicast::{
 };
 pub use receiver::{Delivery, PeriodicReceiver, ReceiverStats, RxError, RxFrame};
 pub use sender::{EnqueueError, PeriodicSender, SenderStats, Transmit, TransmitError};
-pub use slots::{Claim, SlotClock};
+pub use slots::{first_slot_after, Claim, SlotClock};
 
 use xlane_wire::{Schema, HEADER_LEN, MAX_FRAME_LEN};
 

@@ -110,9 +110,35 @@ impl SlotClock {
     }
 }
 
+/// Where a tunnel's slot grid starts when it starts at `now`: the first
+/// multiple of `period` after `now` (so the first window is whole, and a
+/// host's tunnels of one period share its phase whatever the moment each
+/// was set up). `period` 0 reads as 1.
+pub fn first_slot_after(now: Nanos, period: Nanos) -> Nanos {
+    let period = period.max(1);
+    (now / period + 1).saturating_mul(period)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn first_slot_table() {
+        // (now, period, first slot)
+        let rows: &[(Nanos, Nanos, Nanos)] = &[
+            (0, 10, 10),
+            (9, 10, 10),
+            (10, 10, 20),
+            (11, 10, 20),
+            (1_000_000_123, 1_000_000, 1_001_000_000),
+            (5, 0, 6),
+            (u64::MAX - 1, 10, u64::MAX),
+        ];
+        for &(now, period, want) in rows {
+            assert_eq!(first_slot_after(now, period), want, "now {now}, π {period}");
+        }
+    }
 
     #[test]
     fn grid_claims_table() {

@@ -30,7 +30,7 @@ use xlane_host::lane_loop::{
 };
 use xlane_host::runtime::Sample;
 use xlane_host::socket::{LaneSocket, RxStamps, SocketConfig, SocketError};
-use xlane_lane::{Delivery, PeriodicReceiver, PeriodicSender, TunnelParams};
+use xlane_lane::{first_slot_after, Delivery, PeriodicReceiver, PeriodicSender, TunnelParams};
 use xlane_wire::{Frame, Schema, HEADER_LEN};
 
 use crate::Nanos;
@@ -310,8 +310,8 @@ fn params(t: LaneTunnel) -> Result<TunnelParams, LanePortError> {
 
 impl LanePort {
     /// Opens the socket (non-blocking, express-marked); the first frame
-    /// goes at `now` (the caller's clock, the one it passes to every
-    /// call).
+    /// goes at the tunnel's first slot after `now` (the caller's clock, the
+    /// one it passes to every call).
     pub fn open(cfg: &LanePortConfig, now: Nanos) -> Result<LanePort, LanePortError> {
         let sock = LaneSocket::open(&SocketConfig {
             dscp: cfg.dscp,
@@ -325,12 +325,14 @@ impl LanePort {
         let mut lane = LaneLoop::new()?;
         let tx = match cfg.tx {
             Some((t, to)) => {
-                let core = PeriodicSender::with_capacity(params(t)?, now, 4).map_err(|source| {
-                    LanePortError::Params {
-                        tunnel: t.tunnel,
-                        source,
-                    }
-                })?;
+                let first = first_slot_after(now, t.period_ns);
+                let core =
+                    PeriodicSender::with_capacity(params(t)?, first, 4).map_err(|source| {
+                        LanePortError::Params {
+                            tunnel: t.tunnel,
+                            source,
+                        }
+                    })?;
                 Some(lane.add_sender(SenderSpec {
                     sock: sock.try_clone()?,
                     core,

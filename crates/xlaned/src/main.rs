@@ -32,7 +32,7 @@ use xlane_host::runtime::{
 use xlane_host::socket::{realtime_ns, LaneSocket, SocketConfig};
 use xlane_host::tuning::{install_termination_flag, HostTuning, RpsPolicy, RpsTarget, TuningPlan};
 use xlane_host::xdp::{PathMode, RxPathProbe, XdpConfig, XdpRings};
-use xlane_lane::{Delivery, PeriodicReceiver, PeriodicSender, TunnelParams};
+use xlane_lane::{first_slot_after, Delivery, PeriodicReceiver, PeriodicSender, TunnelParams};
 use xlane_metrics::{Family, Histogram, Kind, LATENCY_BOUNDS_NS};
 use xlane_wire::{Schema, MAX_FRAME_LEN};
 
@@ -642,7 +642,7 @@ fn run_sender(
     }
     ready("sender", &sock, &ctx.metrics_addr);
     place_current_thread(ctx.placement)?;
-    let first = realtime_ns() + ctx.params.period_ns;
+    let first = first_slot_after(realtime_ns(), ctx.params.period_ns);
     let mut core =
         PeriodicSender::new(ctx.params, first).map_err(|e| DaemonError::Usage(e.to_string()))?;
     core.set_heartbeat(heartbeat);

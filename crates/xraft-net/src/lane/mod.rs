@@ -63,8 +63,8 @@ use xlane_fd::{
 use xlane_host::batch::{RecvBatch, RECV_BATCH};
 use xlane_host::lane_loop::stamp_frame;
 use xlane_host::socket::{realtime_ns, LaneSocket, SocketConfig, EXPRESS_PRIORITY};
+use xlane_lane::{first_slot_after, TunnelParams, MAX_RECEIVERS};
 use xlane_lane::{PeriodicMulticastSender, PeriodicReceiver, PeriodicSender, Replication};
-use xlane_lane::{TunnelParams, MAX_RECEIVERS};
 use xlane_wire::{Frame, Schema, MAX_FRAME_LEN};
 use xlane_xraft::{Input, Readiness, TrafficClass};
 
@@ -308,11 +308,6 @@ fn move_group(sock: &LaneSocket, multicast_if: Option<Ipv4Addr>, old: u32, new: 
     sock.join_group(group_of(new as u64), ifaddr).is_ok()
 }
 
-/// The first slot at or after `now` on a grid of `period`.
-fn next_slot(now: u64, period: u64) -> u64 {
-    (now / period + 1) * period
-}
-
 impl LaneLink {
     /// Opens the two sockets of node `me` (binding `bind`, its raft address,
     /// and `bind` port + 1) and sets up its two trees and a receiver per
@@ -450,7 +445,7 @@ impl LaneLink {
                     max_packet: max_packet.min(frame_cap),
                     schema,
                 },
-                next_slot(now, period_ns),
+                first_slot_after(now, period_ns),
                 mode,
                 capacity,
             )
@@ -766,7 +761,7 @@ impl LaneLink {
                 Tree::Fd => (&mut self.fd_tx, &self.control.fd_now),
                 Tree::Repl => (&mut self.repl_tx, &self.control.repl_now),
             };
-            let from = next_slot(now, r.period_ns).max(tx.sender().clock().next_free());
+            let from = first_slot_after(now, r.period_ns).max(tx.sender().clock().next_free());
             if tx
                 .sender_mut()
                 .retune(r.period_ns, r.frame_bytes.min(self.frame_cap), from)
