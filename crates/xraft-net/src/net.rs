@@ -858,10 +858,8 @@ mod tests {
         let key = xlane_auth::Key::random().expect("key");
         let ring = KeyRing::from_pairs(&[(1, key.clone())]);
         let auth = Some(NetAuth { ring, key_id: 1 });
-        let free = || {
-            let u = UdpSocket::bind("127.0.0.1:0").expect("bind");
-            u.local_addr().expect("addr")
-        };
+        // Free for UDP and TCP both, and handed to no other test here.
+        let free = xlane_testports::raft;
         // Member 1 listens; member 2 only sends (its address is where
         // member 1 expects it).
         let a2 = free();
@@ -960,10 +958,8 @@ mod tests {
         use crate::tcp_side::MAX_CONNECTIONS;
         use std::io::Write;
         use std::net::TcpStream;
-        let free = || {
-            let u = UdpSocket::bind("127.0.0.1:0").expect("bind");
-            u.local_addr().expect("addr")
-        };
+        // Free for UDP and TCP both, and handed to no other test here.
+        let free = xlane_testports::raft;
         let a2 = free();
         let (t1, mut side1, rx) = open_tcp(1, vec![(1, free()), (2, a2)], None);
         let a1 = side1.addr();
