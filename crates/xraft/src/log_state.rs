@@ -183,3 +183,52 @@ impl LogState {
             .cloned()
     }
 }
+
+/// `raft::Storage` for a log type that keeps its [`LogState`] in field
+/// `$state` and a `snapshot_wanted: Cell<bool>`: raft reads the log state,
+/// and a snapshot raft asks for before one is ready is noted as wanted
+/// (the node makes one) and refused as temporarily unavailable. The disk
+/// log and the in-memory log are both this.
+macro_rules! raft_storage_over_log_state {
+    ($ty:ty, $state:ident) => {
+        impl raft::Storage for $ty {
+            fn initial_state(&self) -> raft::Result<raft::RaftState> {
+                Ok(self.$state.raft_state())
+            }
+
+            fn entries(
+                &self,
+                low: u64,
+                high: u64,
+                max_size: impl Into<Option<u64>>,
+                _context: raft::GetEntriesContext,
+            ) -> raft::Result<Vec<raft::eraftpb::Entry>> {
+                self.$state.entries(low, high, max_size.into())
+            }
+
+            fn term(&self, idx: u64) -> raft::Result<u64> {
+                self.$state.term(idx)
+            }
+
+            fn first_index(&self) -> raft::Result<u64> {
+                Ok(self.$state.base_index + 1)
+            }
+
+            fn last_index(&self) -> raft::Result<u64> {
+                Ok(self.$state.last_index())
+            }
+
+            fn snapshot(
+                &self,
+                request_index: u64,
+                _to: u64,
+            ) -> raft::Result<raft::eraftpb::Snapshot> {
+                self.$state.snapshot_for(request_index).ok_or_else(|| {
+                    self.snapshot_wanted.set(true);
+                    raft::Error::Store(raft::StorageError::SnapshotTemporarilyUnavailable)
+                })
+            }
+        }
+    };
+}
+pub(crate) use raft_storage_over_log_state;

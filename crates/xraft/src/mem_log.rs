@@ -17,7 +17,6 @@ use std::cell::Cell;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use raft::eraftpb::{ConfState, Entry, HardState, Snapshot};
-use raft::{GetEntriesContext, RaftState, Storage, StorageError as RaftStorageError};
 
 use crate::log_state::LogState;
 use crate::log_store::{LogStore, SnapshotWrite, WriteError};
@@ -246,40 +245,7 @@ impl SnapshotWrite for MemSnapshotWriter {
     }
 }
 
-impl Storage for MemLog {
-    fn initial_state(&self) -> raft::Result<RaftState> {
-        Ok(self.live.raft_state())
-    }
-
-    fn entries(
-        &self,
-        low: u64,
-        high: u64,
-        max_size: impl Into<Option<u64>>,
-        _context: GetEntriesContext,
-    ) -> raft::Result<Vec<Entry>> {
-        self.live.entries(low, high, max_size.into())
-    }
-
-    fn term(&self, idx: u64) -> raft::Result<u64> {
-        self.live.term(idx)
-    }
-
-    fn first_index(&self) -> raft::Result<u64> {
-        Ok(self.live.base_index + 1)
-    }
-
-    fn last_index(&self) -> raft::Result<u64> {
-        Ok(self.live.last_index())
-    }
-
-    fn snapshot(&self, request_index: u64, _to: u64) -> raft::Result<Snapshot> {
-        self.live.snapshot_for(request_index).ok_or_else(|| {
-            self.snapshot_wanted.set(true);
-            raft::Error::Store(RaftStorageError::SnapshotTemporarilyUnavailable)
-        })
-    }
-}
+crate::log_state::raft_storage_over_log_state!(MemLog, live);
 
 #[cfg(test)]
 mod tests;

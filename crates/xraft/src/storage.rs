@@ -33,7 +33,6 @@ use std::path::{Path, PathBuf};
 
 use protobuf::Message as PbMessage;
 use raft::eraftpb::{ConfState, Entry, HardState, Snapshot, SnapshotMetadata};
-use raft::{GetEntriesContext, RaftState, Storage, StorageError as RaftStorageError};
 
 use crate::log_state::LogState;
 pub use crate::log_store::WriteError;
@@ -772,40 +771,7 @@ impl DiskState {
     }
 }
 
-impl Storage for DiskStorage {
-    fn initial_state(&self) -> raft::Result<RaftState> {
-        Ok(self.log.raft_state())
-    }
-
-    fn entries(
-        &self,
-        low: u64,
-        high: u64,
-        max_size: impl Into<Option<u64>>,
-        _context: GetEntriesContext,
-    ) -> raft::Result<Vec<Entry>> {
-        self.log.entries(low, high, max_size.into())
-    }
-
-    fn term(&self, idx: u64) -> raft::Result<u64> {
-        self.log.term(idx)
-    }
-
-    fn first_index(&self) -> raft::Result<u64> {
-        Ok(self.log.base_index + 1)
-    }
-
-    fn last_index(&self) -> raft::Result<u64> {
-        Ok(self.last_index_value())
-    }
-
-    fn snapshot(&self, request_index: u64, _to: u64) -> raft::Result<Snapshot> {
-        self.log.snapshot_for(request_index).ok_or_else(|| {
-            self.snapshot_wanted.set(true);
-            raft::Error::Store(RaftStorageError::SnapshotTemporarilyUnavailable)
-        })
-    }
-}
+crate::log_state::raft_storage_over_log_state!(DiskStorage, log);
 
 /// The node's view of the disk log: every method is the inherent one of the same
 /// name.

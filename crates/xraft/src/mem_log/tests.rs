@@ -1,6 +1,7 @@
 use protobuf::Message as _;
 
 use super::*;
+use raft::{GetEntriesContext, Storage, StorageError as RaftStorageError};
 
 fn ent(index: u64, term: u64) -> Entry {
     Entry {

@@ -1,4 +1,5 @@
 use super::*;
+use raft::{GetEntriesContext, Storage, StorageError as RaftStorageError};
 
 fn ent(index: u64, term: u64, data: &[u8]) -> Entry {
     let mut e = Entry::default();
