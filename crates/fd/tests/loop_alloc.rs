@@ -9,14 +9,14 @@
 //! a first run warms it before the counted one.
 
 use std::net::SocketAddrV4;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use xlane_alloc_count::counted;
 use xlane_auth::{Key, KeyRing};
 use xlane_fd::service::{FdAuth, RunConfig, Service, Transport};
-use xlane_fd::{Event, PeerSpec};
+use xlane_fd::{AliveTable, Event, PeerSpec};
 
 #[global_allocator]
 static GLOBAL: xlane_alloc_count::Counting = xlane_alloc_count::Counting;
@@ -47,11 +47,35 @@ fn config(
     }
 }
 
-/// Sets `stop` after `ms` milliseconds, from another thread.
-fn stop_after(stop: &Arc<AtomicBool>, ms: u64) -> std::thread::JoinHandle<()> {
+/// How many heartbeats the counted run must send and accept before it is
+/// stopped.
+const PROGRESS: u64 = 100;
+
+/// Sets `stop` from another thread once A's table shows `PROGRESS` more
+/// heartbeats sent and accepted than when it started looking (the runner
+/// publishes its counters at least every `TOUCH_NS`): the run is stopped
+/// by what it did, not by a time, so a slow machine only makes it longer.
+/// A run that makes no progress is stopped after a minute, and the
+/// assertions below say what was missing.
+fn stop_after_progress(stop: &Arc<AtomicBool>, table: PathBuf) -> std::thread::JoinHandle<()> {
     let s = stop.clone();
     std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_millis(ms));
+        let counts = || {
+            AliveTable::open(&table)
+                .map(|t| {
+                    let st = t.stats();
+                    (st.heartbeats_sent, st.accepted)
+                })
+                .unwrap_or((0, 0))
+        };
+        let (sent0, got0) = counts();
+        for _ in 0..1200 {
+            std::thread::sleep(Duration::from_millis(50));
+            let (sent, got) = counts();
+            if sent >= sent0 + PROGRESS && got >= got0 + PROGRESS {
+                break;
+            }
+        }
         s.store(true, Ordering::SeqCst);
     })
 }
@@ -86,12 +110,14 @@ fn the_runner_loop_does_not_allocate() {
             }
         };
         let mut lp = svc_a.into_loop(&mut on_event).expect("loop");
+        let table = dir.join(format!("{}.table", a.port()));
         let stop = Arc::new(AtomicBool::new(false));
-        let t = stop_after(&stop, 100);
+        let t = stop_after_progress(&stop, table.clone());
         lp.run(&stop).expect("warm-up run");
         t.join().expect("stopper");
+        let before = AliveTable::open(&table).expect("table").stats();
         stop.store(false, Ordering::SeqCst);
-        let t = stop_after(&stop, 400);
+        let t = stop_after_progress(&stop, table.clone());
         let (r, allocs) = counted(|| lp.run(&stop));
         r.expect("counted run");
         t.join().expect("stopper");
@@ -100,14 +126,17 @@ fn the_runner_loop_does_not_allocate() {
         let report_b = runner_b.join().expect("runner B");
         let _ = std::fs::remove_dir_all(&dir);
         assert_eq!(allocs, 0, "{name}: allocations in the running loop");
-        // The loop did its work meanwhile: sent, heard B, published B's join.
-        assert!(report.heartbeats_sent >= 100, "{name}: {report:?}");
-        assert!(report.datagrams >= 100, "{name}: {report:?}");
-        assert!(report_b.datagrams >= 100, "{name}: B heard A: {report_b:?}");
+        // The loop did its work while counted: sent and accepted heartbeats
+        // (what the stopper waited for), heard B, published B's join.
+        let counted_sent = report.heartbeats_sent - before.heartbeats_sent;
+        let counted_got = report.detector.accepted - before.accepted;
+        assert!(counted_sent >= PROGRESS, "{name}: {report:?}");
+        assert!(counted_got >= PROGRESS, "{name}: {report:?}");
+        assert!(report_b.datagrams > 0, "{name}: B heard A: {report_b:?}");
         assert!(joined >= 1, "{name}: B's join was published");
         assert_eq!(report.detector.suspicions, 0, "{name}: {report:?}");
         if auth.is_some() {
-            assert!(report.auth.accepted >= 100, "{name}: {report:?}");
+            assert!(report.auth.accepted >= PROGRESS, "{name}: {report:?}");
         }
     }
 }

@@ -301,6 +301,8 @@ struct Raw {
     due: Arc<Mutex<Vec<u64>>>,
     /// (deadline, checked_ns, drained) of every `on_timeout`.
     fired: Arc<Mutex<Vec<(u64, u64, bool)>>>,
+    /// Set once the last deadline fired: the run's stop flag.
+    done: Arc<AtomicBool>,
 }
 
 impl FrameSink for Raw {
@@ -328,6 +330,9 @@ impl FrameSink for Raw {
         let mut due = self.due.lock().unwrap();
         let d = due.remove(0);
         self.fired.lock().unwrap().push((d, checked_ns, drained));
+        if due.is_empty() {
+            self.done.store(true, std::sync::atomic::Ordering::SeqCst);
+        }
     }
 }
 
@@ -359,12 +364,9 @@ fn a_sink_reads_raw_datagrams_and_keeps_its_own_deadlines() {
     for d in &sent {
         tx.send_to(d, dst).unwrap();
     }
-    lane.run(
-        &AtomicBool::new(false),
-        start + 60_000_000,
-        WaitMode::Interrupt,
-    )
-    .expect("run");
+    // Until the last deadline fired (the bound only ends a broken run).
+    lane.run(&raw.done, start + 60_000_000_000, WaitMode::Interrupt)
+        .expect("run");
     let from = match tx.local_addr().unwrap() {
         std::net::SocketAddr::V4(a) => a,
         _ => unreachable!(),

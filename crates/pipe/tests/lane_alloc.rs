@@ -34,13 +34,22 @@ fn config(bind: SocketAddrV4, tx: u32, to: SocketAddrV4, rx: u32) -> LanePortCon
     }
 }
 
-/// Turns both ports for `ms` milliseconds: regular packets noted, due
-/// beacons sent with growing barriers, beacons taken. Returns the
-/// beacons each took.
-fn turns(ports: &mut [LanePort; 2], ms: u64, barrier: &mut u64) -> [u64; 2] {
+/// Beacons each port must send and take in a stretch of turns.
+const PROGRESS: u64 = 100;
+
+/// Turns both ports until each has sent `PROGRESS` more beacons and taken
+/// `PROGRESS` of the other's (a slow machine only makes it longer; a
+/// stretch without progress ends after a minute, and the assertions say
+/// what was missing): regular packets noted, due beacons sent with
+/// growing barriers, beacons taken. Returns the beacons each took.
+fn turns(ports: &mut [LanePort; 2], barrier: &mut u64) -> [u64; 2] {
     let mut took = [0u64; 2];
-    let end = now_ns() + ms * 1_000_000;
-    while now_ns() < end {
+    let sent0 = [ports[0].stats().sent, ports[1].stats().sent];
+    let end = now_ns() + 60_000_000_000;
+    let done = |ports: &[LanePort; 2], took: &[u64; 2]| {
+        (0..2).all(|i| ports[i].stats().sent >= sent0[i] + PROGRESS && took[i] >= PROGRESS)
+    };
+    while !done(ports, &took) && now_ns() < end {
         let now = now_ns();
         for (i, p) in ports.iter_mut().enumerate() {
             *barrier += 1;
@@ -68,16 +77,17 @@ fn lane_port_turns_do_not_allocate() {
     ];
     assert_eq!(ports[0].local_addr().unwrap(), a);
     let mut barrier = 100;
-    let warm = turns(&mut ports, 50, &mut barrier);
-    let (took, allocs) = counted(|| turns(&mut ports, 300, &mut barrier));
+    let warm = turns(&mut ports, &mut barrier);
+    let sent_warm = [ports[0].stats().sent, ports[1].stats().sent];
+    let (took, allocs) = counted(|| turns(&mut ports, &mut barrier));
     assert_eq!(allocs, 0, "allocations while the ports turned");
     for (i, p) in ports.iter().enumerate() {
         let s = p.stats();
-        assert!(s.sent >= 100, "port {i}: {s:?}");
+        assert!(s.sent >= sent_warm[i] + PROGRESS, "port {i}: {s:?}");
         assert_eq!((s.send_errors, s.refused), (0, 0), "port {i}: {s:?}");
         assert_eq!(s.received, warm[i] + took[i], "port {i}: {s:?}");
         assert!(
-            took[i] >= 100,
+            took[i] >= PROGRESS,
             "port {i} took the other's beacons: {took:?}"
         );
         // Every beacon was held under the regular packets just sent.
