@@ -9,7 +9,9 @@
 //!   earliest due slot. At its slot a sender's [`SlotFill`] may enqueue
 //!   chunks, the core builds the frame, the send time is stamped right
 //!   before the system call, and one `sendmmsg` carries the copies to every
-//!   destination.
+//!   destination. An event-driven sender ([`SlotFill::send_when_free`])
+//!   sends instead as soon as chunks wait and its window is free, and a
+//!   frame may go to some of its destinations only ([`SlotFill::to`]).
 //! - **Receivers** ([`ReceiverSpec`]): a [`PeriodicReceiver`] core and a
 //!   socket, and optionally the lane's own receive ring
 //!   ([`crate::xdp::XdpRings`]: AF_XDP sockets fed by the XDP steering
@@ -91,6 +93,21 @@ pub trait SlotFill: Send {
     /// Called after each frame left, with what the sender did so far (for
     /// an end that publishes its counters while it runs).
     fn sent(&mut self, _report: &SendReport) {}
+    /// Whether the sender is event-driven: instead of at its slots, it
+    /// sends as soon as chunks wait and its window is free (at most one
+    /// frame per window, [`PeriodicSender::transmit_now`]); an embedding
+    /// loop that has just queued chunks calls [`LaneLoop::send_due`] to let
+    /// them go at once. X-Raft's replication tree sends so.
+    fn send_when_free(&self) -> bool {
+        false
+    }
+    /// The destinations the next frame goes to: bit `i` is the sender's
+    /// `dsts[i]` (`u64::MAX`: all of them; only the first 64 can be told
+    /// apart). X-Raft's replication tree leaves out the members its queued
+    /// datagrams are not for.
+    fn to(&self) -> u64 {
+        u64::MAX
+    }
 }
 
 impl<F: FnMut(&mut PeriodicSender, u64) + Send> SlotFill for F {
@@ -356,6 +373,8 @@ pub struct LaneLoop<F, S> {
     paths: Vec<Option<XdpPath>>,
     ports: [u16; crate::batch::RECV_BATCH],
     frame: Box<[u8; MAX_FRAME_LEN + TRAILER_LEN]>,
+    /// The destinations of a frame that goes to some of its sender's only.
+    some_dsts: Vec<SocketAddrV4>,
     batch: Box<RecvBatch>,
     events: Box<[libc::epoll_event; MAX_EVENTS]>,
     control: Option<Arc<ControlShared<F, S>>>,
@@ -393,13 +412,25 @@ fn deliver<S: FrameSink>(r: &mut ReceiverEnd<S>, st: RxStamps, bytes: &[u8]) {
 /// Stamps a frame its core just built (`frame[..len]`, in a buffer with
 /// room for a MAC trailer) with its send time, read here, right before the
 /// caller's send system call, and seals it with that time when `seal` is
-/// given; returns the length to send. Every lane send is stamped here: the
-/// loop's senders, and X-Raft's lane link, whose senders are event-driven.
-pub fn stamp_frame(frame: &mut [u8], len: usize, seal: Option<&mut Sealer>) -> usize {
+/// given; returns the length to send. Every lane send is stamped here, by
+/// the loop's senders (socket and AF_XDP).
+fn stamp_frame(frame: &mut [u8], len: usize, seal: Option<&mut Sealer>) -> usize {
     let t = realtime_ns();
     // The frame was just built by a core, so re-stamping cannot fail.
     let _ = xlane_wire::stamp_send_time(&mut frame[..len], t);
     seal_if_keyed(seal, frame, len, ANY_RECEIVER, t)
+}
+
+/// When sender `s` sends next: its slot, or, for a sender that sends when
+/// its window is free, that window while chunks wait (else never).
+fn due<F: SlotFill>(s: &SenderEnd<F>) -> u64 {
+    if !s.fill.send_when_free() {
+        s.core.poll_timeout()
+    } else if s.core.pending() > 0 {
+        s.core.clock().next_free()
+    } else {
+        u64::MAX
+    }
 }
 
 /// The first free slot of a handle table (its end when none is free).
@@ -446,6 +477,7 @@ impl<F: SlotFill, S: FrameSink> LaneLoop<F, S> {
             paths: Vec::new(),
             ports: [0; crate::batch::RECV_BATCH],
             frame: Box::new([0; MAX_FRAME_LEN + TRAILER_LEN]),
+            some_dsts: Vec::with_capacity(64),
             batch: Box::new(RecvBatch::new()),
             events: Box::new([libc::epoll_event { events: 0, u64: 0 }; MAX_EVENTS]),
             control: None,
@@ -633,6 +665,25 @@ impl<F: SlotFill, S: FrameSink> LaneLoop<F, S> {
         self.receivers.get_mut(id.0)?.as_mut()
     }
 
+    /// Two receivers at once, by handle (`None` if either is missing or
+    /// they are the same), for an end whose two sinks share state.
+    pub fn receiver_pair_mut(
+        &mut self,
+        a: ReceiverId,
+        b: ReceiverId,
+    ) -> Option<(&mut ReceiverEnd<S>, &mut ReceiverEnd<S>)> {
+        if a.0 == b.0 || a.0.max(b.0) >= self.receivers.len() {
+            return None;
+        }
+        let (lo, hi) = self.receivers.split_at_mut(a.0.max(b.0));
+        let (first, second) = (lo[a.0.min(b.0)].as_mut()?, hi[0].as_mut()?);
+        Some(if a.0 < b.0 {
+            (first, second)
+        } else {
+            (second, first)
+        })
+    }
+
     /// The descriptor an embedding loop waits on: readable when a receiving
     /// socket (or the timer, or a [`Control`] request) is.
     pub fn fd(&self) -> RawFd {
@@ -643,7 +694,7 @@ impl<F: SlotFill, S: FrameSink> LaneLoop<F, S> {
     /// deadline of a receiver's sink (`CLOCK_REALTIME` ns).
     pub fn next_deadline(&self) -> Option<u64> {
         let slots = self.senders.iter().flatten().filter_map(|s| {
-            let t = s.core.poll_timeout();
+            let t = due(s);
             (t < s.until_ns).then_some(t)
         });
         let sinks = self
@@ -691,41 +742,65 @@ impl<F: SlotFill, S: FrameSink> LaneLoop<F, S> {
     }
 
     /// The sending half of a turn: every sender whose slot is due at `now`
-    /// (on the clock its core's slots were set on) sends at most one frame,
-    /// its send time stamped right before the system call.
+    /// (on the clock its core's slots were set on), or whose window is free
+    /// while chunks wait ([`SlotFill::send_when_free`]), sends at most one
+    /// frame, its send time stamped right before the system call.
     pub fn send_due(&mut self, now: u64) {
         let frame = &mut self.frame[..];
         for s in self.senders.iter_mut().flatten() {
-            let slot = s.core.poll_timeout();
+            let slot = due(s);
             if slot > now || slot >= s.until_ns {
                 continue;
             }
             s.fill.fill(&mut s.core, slot);
-            let tx = match s.core.poll_transmit(now, frame) {
-                Ok(Some(tx)) => tx,
-                // Nothing to send this slot, or a refusal the core counted.
-                Ok(None) | Err(_) => continue,
+            let tx = if s.fill.send_when_free() {
+                match s.core.transmit_now(now, frame) {
+                    Ok(tx) => tx,
+                    Err(_) => continue,
+                }
+            } else {
+                match s.core.poll_transmit(now, frame) {
+                    Ok(Some(tx)) => tx,
+                    // Nothing to send this slot, or a refusal the core counted.
+                    Ok(None) | Err(_) => continue,
+                }
             };
             let len = stamp_frame(frame, tx.len, s.seal.as_mut());
+            let mask = s.fill.to();
+            let picked = |i: usize| mask == u64::MAX || (i < 64 && mask & (1 << i) != 0);
             // (copies attempted, copies sent, system calls)
             let (tried, ok, calls) = match &s.xdp {
                 Some(x) => {
                     let path = self.paths.get_mut(x.path.0).and_then(Option::as_mut);
+                    let tried = (0..x.addrs.len()).filter(|&i| picked(i)).count();
                     let ok = path.map_or(0, |p| {
                         let q = p.rings.tx_queue();
                         x.addrs
                             .iter()
-                            .filter(|a| p.rings.send(q, a, &frame[..len]).is_ok())
+                            .enumerate()
+                            .filter(|&(i, a)| {
+                                picked(i) && p.rings.send(q, a, &frame[..len]).is_ok()
+                            })
                             .count()
                     });
                     // One wake-up per frame put on the ring.
-                    (x.addrs.len(), ok, ok)
+                    (tried, ok, ok)
                 }
-                None => (
-                    s.dsts.len(),
-                    s.sock.send_many(&frame[..len], &s.dsts),
-                    s.dsts.len().div_ceil(crate::batch::SEND_BATCH),
-                ),
+                None => {
+                    let dsts = if mask == u64::MAX {
+                        &s.dsts[..]
+                    } else {
+                        self.some_dsts.clear();
+                        let some = s.dsts.iter().enumerate().filter(|&(i, _)| picked(i));
+                        self.some_dsts.extend(some.map(|(_, a)| *a));
+                        &self.some_dsts[..]
+                    };
+                    (
+                        dsts.len(),
+                        s.sock.send_many(&frame[..len], dsts),
+                        dsts.len().div_ceil(crate::batch::SEND_BATCH),
+                    )
+                }
             };
             self.stats.send_calls += calls as u64;
             self.stats.frames += 1;

@@ -386,3 +386,89 @@ fn a_sink_reads_raw_datagrams_and_keeps_its_own_deadlines() {
     }
     assert_eq!(lane.next_deadline(), None);
 }
+
+/// An event-driven fill: the sender sends when chunks wait and its window
+/// is free, to the destinations of `mask`.
+struct WhenFree {
+    mask: u64,
+}
+
+impl xlane_host::lane_loop::SlotFill for WhenFree {
+    fn fill(&mut self, _core: &mut PeriodicSender, _slot_ns: u64) {}
+    fn send_when_free(&self) -> bool {
+        true
+    }
+    fn to(&self) -> u64 {
+        self.mask
+    }
+}
+
+/// A sender that sends when its window is free has no deadline while
+/// nothing waits, sends at once what is queued in a free window (to the
+/// destinations its fill names: receivers 0 and 2 of 3), and holds what is
+/// queued in a window already used until the next one.
+#[test]
+fn an_event_driven_sender_sends_when_its_window_is_free() {
+    let mut lane: LaneLoop<WhenFree, Seen> = LaneLoop::new().expect("loop");
+    let seen: Vec<Seen> = (0..3).map(|_| Seen::default()).collect();
+    let mut dsts = Vec::new();
+    for s in &seen {
+        let rx = socket();
+        dsts.push(rx.local_addr().unwrap());
+        lane.add_receiver(ReceiverSpec {
+            sock: rx,
+            core: PeriodicReceiver::new(params(9)),
+            sink: s.clone(),
+            open: None,
+            xdp: None,
+        })
+        .unwrap();
+    }
+    let tx = lane.add_sender(SenderSpec {
+        sock: socket(),
+        core: PeriodicSender::new(params(9), realtime_ns()).unwrap(),
+        dsts,
+        until_ns: u64::MAX,
+        fill: WhenFree { mask: 0b101 },
+        seal: None,
+        xdp: None,
+    });
+    assert_eq!(lane.next_deadline(), None, "nothing waits");
+    let enqueue = |lane: &mut LaneLoop<WhenFree, Seen>, b: u8| {
+        let s = lane.sender_mut(tx).expect("sender");
+        s.core.enqueue(1, &[b; 8]).expect("queued");
+    };
+    enqueue(&mut lane, 1);
+    let now = realtime_ns();
+    assert!(
+        lane.next_deadline().is_some_and(|t| t <= now),
+        "a free window"
+    );
+    lane.send_due(now);
+    assert_eq!(lane.stats().frames, 1);
+    // The window is used: the next chunk waits for the next one.
+    enqueue(&mut lane, 2);
+    lane.send_due(realtime_ns());
+    assert_eq!(lane.stats().frames, 1);
+    let next = lane.next_deadline().expect("the next window");
+    assert!(next > now);
+    // Turn until the second frame left and both frames were read (a slow
+    // machine only takes more turns).
+    for _ in 0..10_000 {
+        let wake = lane.next_deadline().unwrap_or(u64::MAX);
+        wait_readable(&[lane.fd()], wake.min(realtime_ns() + 5_000_000)).expect("ppoll");
+        lane.poll(realtime_ns()).expect("poll");
+        let (a, c) = (
+            seen[0].0.lock().unwrap().len(),
+            seen[2].0.lock().unwrap().len(),
+        );
+        if lane.stats().frames == 2 && a == 2 && c == 2 {
+            break;
+        }
+    }
+    assert_eq!(lane.stats().frames, 2);
+    assert_eq!(lane.next_deadline(), None, "nothing waits");
+    for (i, want) in [(0, 2), (1, 0), (2, 2)] {
+        assert_eq!(seen[i].0.lock().unwrap().len(), want, "receiver {i}");
+    }
+}

@@ -135,6 +135,9 @@ pub enum LaneError {
         /// Why.
         source: SocketError,
     },
+    /// The lane loop could not be set up (its epoll set or timer).
+    #[error("lane loop: {0}")]
+    Loop(#[source] std::io::Error),
 }
 
 /// Counters of the lane link (shared with the server for `INFO`).

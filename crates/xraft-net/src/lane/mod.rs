@@ -1,14 +1,17 @@
 //! X-Raft over the lane: the express transport of a member when a cluster
 //! runs with `--transport lane`.
 //!
-//! The [`LaneLink`] owns two express sockets and is polled by the raft
-//! driver's own thread ([`xlane_xraft::driver`]): the driver waits on its
-//! sockets until its next deadline (a frame's slot, an X-FD heartbeat, a
-//! detector deadline), so a raft datagram crosses no thread between the
-//! socket and the node, and a frame leaves at its slot from the driver
-//! thread. Per poll the work is bounded (at most `max` datagrams per
-//! socket, one frame per tunnel, one heartbeat) and nothing is allocated
-//! on the receive and send paths except the datagrams raft itself hands in.
+//! The [`LaneLink`] owns two express sockets, each both a tree's sender
+//! and a receiver of one [`LaneLoop`] (the lane's one driver; the
+//! sans-IO ends it drives are in `ends`), and is polled by the raft
+//! driver's own thread ([`xlane_xraft::driver`]): the driver waits on the
+//! loop's descriptor until its next deadline (a frame's window, an X-FD
+//! heartbeat, a detector deadline), so a raft datagram crosses no thread
+//! between the socket and the node, and a frame leaves at its slot from
+//! the driver thread. Per poll the work is one turn of the loop (at most
+//! its budget of datagrams per socket, one frame per tree) and nothing is
+//! allocated on the receive and send paths except the datagrams raft
+//! itself hands in.
 //!
 //! * **Replication sub-lane** (DSCP [`REPL_DSCP`], express sub-lane 2, the
 //!   raft address's UDP port): one periodic lane tunnel per peer with a short
@@ -48,7 +51,7 @@
 //! `REPL_TUNNEL_BASE + i·4096 + j`, so node ids must be below 4096.
 
 use crate::auth::NetAuth;
-use crate::chunk_stream::{enqueue_all, StreamReassembler, StreamStats};
+use crate::chunk_stream::{enqueue_all, StreamReassembler};
 use std::collections::BTreeMap;
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 use std::os::fd::RawFd;
@@ -56,16 +59,13 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use xlane_auth::{Key, KeyRing, Opener, Sealer, ANY_RECEIVER, TRAILER_LEN};
 use xlane_ctl::fabric::group_of;
-use xlane_fd::{
-    Anchor, Detector, DetectorConfig, EventKind, FixedTimeout, HeartbeatPayload, PeerSpec, Status,
-    XFd, FD_PRODUCER,
+use xlane_fd::{Anchor, Detector, DetectorConfig, EventKind, FixedTimeout, PeerSpec, Status};
+use xlane_host::lane_loop::{
+    LaneLoop, ReceiverEnd, ReceiverId, ReceiverSpec, SenderId, SenderSpec,
 };
-use xlane_host::batch::{RecvBatch, RECV_BATCH};
-use xlane_host::lane_loop::stamp_frame;
 use xlane_host::socket::{realtime_ns, LaneSocket, SocketConfig, EXPRESS_PRIORITY};
-use xlane_lane::{first_slot_after, TunnelParams, MAX_RECEIVERS};
-use xlane_lane::{PeriodicMulticastSender, PeriodicReceiver, PeriodicSender, Replication};
-use xlane_wire::{Frame, Schema, MAX_FRAME_LEN};
+use xlane_lane::{first_slot_after, PeriodicReceiver, PeriodicSender, TunnelParams, MAX_RECEIVERS};
+use xlane_wire::{Schema, MAX_FRAME_LEN};
 use xlane_xraft::{Input, Readiness, TrafficClass};
 
 /// DSCP of the X-FD sub-lane (express sub-lane 1, highest priority).
@@ -122,15 +122,6 @@ impl LaneKeys {
     }
 }
 
-/// The MAC state of an authenticated link: a sealer per tree (each its
-/// own sequence), an opener per socket (each its own replay windows).
-struct LinkAuth {
-    repl: Sealer,
-    fd: Sealer,
-    repl_open: Opener,
-    fd_open: Opener,
-}
-
 /// Opens `bytes` with `o` (when sealed) as a frame of member `from`
 /// (`None`: any member, checked by the caller): the payload, or `None`
 /// when it must be dropped.
@@ -145,59 +136,32 @@ fn open_frame<'a>(o: Option<&mut Opener>, bytes: &'a [u8]) -> Option<(&'a [u8], 
 }
 
 mod control;
+mod ends;
 #[cfg(test)]
 mod tests;
 
 pub use control::*;
-
-struct PeerLink {
-    id: u64,
-    repl_addr: SocketAddrV4,
-    trees: TreeIds,
-    repl_rx: PeriodicReceiver,
-    repl_stream: StreamReassembler,
-    notice_stream: StreamReassembler,
-}
+use ends::{FdPeer, FdSink, Inbox, LinkFill, LinkSink, ReplPeer, ReplSink};
 
 /// The lane link of one node (see the module docs): a [`xlane_xraft::Transport`]'s
-/// express half, polled by the raft driver's thread.
+/// express half, polled by the raft driver's thread. Its two trees and two
+/// sockets are the ends of one [`LaneLoop`] the driver's thread embeds.
 pub struct LaneLink {
     me: u64,
-    /// In the detector's order: peer `i` is the detector's peer `i` and, with
-    /// sender replication, destination `i` of both trees.
-    peers: Vec<PeerLink>,
-    repl_sock: LaneSocket,
-    fd_sock: LaneSocket,
-    fds: [RawFd; 2],
-    repl_tx: PeriodicMulticastSender,
-    fd_tx: PeriodicMulticastSender,
-    /// Every peer's replication and X-FD address, in peer order.
-    repl_dsts: Vec<SocketAddrV4>,
-    fd_dsts: Vec<SocketAddrV4>,
-    /// The destinations of one frame (reused).
-    sendto: Vec<SocketAddrV4>,
-    detector: XFd,
-    incarnation: u64,
+    lane: LaneLoop<LinkFill, LinkSink>,
+    repl_tx: SenderId,
+    fd_tx: SenderId,
+    repl_rx: ReceiverId,
+    fd_rx: ReceiverId,
+    /// The loop's descriptor: the driver waits on it.
+    fds: [RawFd; 1],
     /// The interface address multicast groups are joined on (network
     /// replication only).
     multicast_if: Option<Ipv4Addr>,
     stats: Arc<LaneStats>,
     control: Arc<LaneControl>,
-    /// The earliest time the replication tree may send its backlog
-    /// (`u64::MAX`: no backlog).
-    repl_next: u64,
-    /// With sender replication: the peers (bit = index) that datagrams
-    /// queued since the replication queue was last empty are for. A frame
-    /// goes to them only, so a member is not woken by frames that carry
-    /// nothing for it; one that misses a frame sees a gap in the tree's
-    /// sequence, which costs it nothing (its stream had no datagram in
-    /// progress: that would have kept it in the set).
-    repl_to: u64,
-    buf: Vec<u8>,
     scratch: Vec<u8>,
-    batch: Box<RecvBatch>,
     abandoned_seen: u64,
-    auth: Option<LinkAuth>,
     /// Largest frame of either tree ([`SEALED_FRAME_LEN`] when sealed).
     frame_cap: usize,
 }
@@ -277,26 +241,6 @@ pub fn check_peer(id: u64, addr: SocketAddr, same_port: Option<u16>) -> Result<(
     Ok(())
 }
 
-/// With sender replication, makes destinations `0..n` of a tree (sized for
-/// [`MAX_RECEIVERS`]) the active ones; with network replication there is
-/// one destination, the group, whoever joined it.
-fn set_receivers(tx: &mut PeriodicMulticastSender, n: usize) {
-    set_receiver_mask(tx, u64::MAX, n);
-}
-
-/// With sender replication, makes the destinations among `0..n` whose bit
-/// is set in `mask` the active ones, and every other one inactive; with
-/// network replication, nothing (the group is the one destination).
-fn set_receiver_mask(tx: &mut PeriodicMulticastSender, mask: u64, n: usize) {
-    if tx.mode() == Replication::Network {
-        return;
-    }
-    for i in 0..MAX_RECEIVERS {
-        // Every index is inside the tree's receiver set.
-        let _ = tx.set_receiver(i, i < n && mask & (1 << i) != 0);
-    }
-}
-
 /// Leaves the group of tree `old` and joins that of tree `new` on `sock`
 /// (network replication, `multicast_if` set; otherwise nothing). False if
 /// the join failed.
@@ -306,6 +250,46 @@ fn move_group(sock: &LaneSocket, multicast_if: Option<Ipv4Addr>, old: u32, new: 
     };
     let _ = sock.leave_group(group_of(old as u64), ifaddr);
     sock.join_group(group_of(new as u64), ifaddr).is_ok()
+}
+
+/// Joins the group of tree `tunnel` on `sock` (its port `port`, for the
+/// error) on interface `ifaddr`.
+fn join(sock: &LaneSocket, tunnel: u32, port: u16, ifaddr: Ipv4Addr) -> Result<(), LaneError> {
+    let group = group_of(tunnel as u64);
+    sock.join_group(group, ifaddr)
+        .map_err(|source| LaneError::Socket {
+            addr: SocketAddrV4::new(group, port),
+            source,
+        })
+}
+
+/// The sealer of a tree whose frames carry key `id` of `k`, for member
+/// `me` (below [`MAX_NODE_ID`]).
+fn sealer(k: &LaneKeys, id: u32, me: u64) -> Result<Sealer, LaneError> {
+    let key = k.ring.get(id).cloned();
+    let key = key.ok_or_else(|| LaneError::Config(format!("no key {id} to seal with")))?;
+    Ok(Sealer::new(id, key, me.min(MAX_NODE_ID) as u32))
+}
+
+/// Both sinks of a link's loop at once (for what changes a peer in both).
+fn sinks(
+    lane: &mut LaneLoop<LinkFill, LinkSink>,
+    repl: ReceiverId,
+    fd: ReceiverId,
+) -> Option<(&mut ReplSink, &mut FdSink)> {
+    match lane.receiver_pair_mut(repl, fd)? {
+        (
+            ReceiverEnd {
+                sink: LinkSink::Repl(r),
+                ..
+            },
+            ReceiverEnd {
+                sink: LinkSink::Fd(f),
+                ..
+            },
+        ) => Some((r, f)),
+        _ => None,
+    }
 }
 
 impl LaneLink {
@@ -323,30 +307,6 @@ impl LaneLink {
         trees: &BTreeMap<u64, TreeIds>,
         keys: Option<&LaneKeys>,
     ) -> Result<Self, LaneError> {
-        let auth = match keys {
-            None => None,
-            Some(k) => {
-                let key = |id: u32| {
-                    k.ring
-                        .get(id)
-                        .cloned()
-                        .ok_or_else(|| LaneError::Config(format!("no key {id} to seal with")))
-                };
-                // Node ids are below MAX_NODE_ID (checked next).
-                let sender = me.min(MAX_NODE_ID) as u32;
-                Some(LinkAuth {
-                    repl: Sealer::new(k.repl, key(k.repl)?, sender),
-                    fd: Sealer::new(k.fd, key(k.fd)?, sender),
-                    repl_open: Opener::new(k.ring.clone()),
-                    fd_open: Opener::new(k.ring.clone()),
-                })
-            }
-        };
-        let frame_cap = if auth.is_some() {
-            SEALED_FRAME_LEN
-        } else {
-            MAX_FRAME_LEN
-        };
         if timing.repl_period_ns == 0 || timing.fd_period_ns == 0 {
             return Err(LaneError::Config("lane periods must be > 0".into()));
         }
@@ -362,6 +322,18 @@ impl LaneLink {
                 MAX_RECEIVERS + 1
             )));
         }
+        // A sealer per tree (each its own sequence), an opener per socket
+        // (each its own replay windows).
+        let (repl_seal, fd_seal) = match keys {
+            None => (None, None),
+            Some(k) => (Some(sealer(k, k.repl, me)?), Some(sealer(k, k.fd, me)?)),
+        };
+        let opener = || keys.map(|k| Opener::new(k.ring.clone()));
+        let frame_cap = if keys.is_some() {
+            SEALED_FRAME_LEN
+        } else {
+            MAX_FRAME_LEN
+        };
         let ids = |id: u64| trees.get(&id).copied().unwrap_or(TreeIds::default_for(id));
         let bind = v4(bind, "raft bind address")?;
         let multicast_if = if timing.multicast {
@@ -384,20 +356,24 @@ impl LaneLink {
             None
         };
         let now = realtime_ns();
-        let mut links = Vec::new();
-        let mut specs = Vec::new();
+        let stats = Arc::new(LaneStats::default());
+        let (mut repl_peers, mut fd_peers, mut specs) = (Vec::new(), Vec::new(), Vec::new());
         let (mut repl_dsts, mut fd_dsts) = (Vec::new(), Vec::new());
         for &(id, addr) in peers.iter().filter(|(id, _)| *id != me) {
             let repl_addr = v4(addr, "raft address")?;
             let fd = fd_addr(repl_addr)?;
             let t = ids(id);
-            links.push(PeerLink {
+            repl_peers.push(ReplPeer {
                 id,
-                repl_addr,
+                addr: repl_addr,
                 trees: t,
-                repl_rx: PeriodicReceiver::new(repl_rx_params(t.repl, timing.repl_period_ns)),
-                repl_stream: StreamReassembler::new(MAX_DATAGRAM),
-                notice_stream: StreamReassembler::new(MAX_DATAGRAM),
+                rx: PeriodicReceiver::new(repl_rx_params(t.repl, timing.repl_period_ns)),
+                stream: StreamReassembler::new(MAX_DATAGRAM),
+            });
+            fd_peers.push(FdPeer {
+                id,
+                ip: *repl_addr.ip(),
+                notices: StreamReassembler::new(MAX_DATAGRAM),
             });
             specs.push(PeerSpec {
                 addr: fd,
@@ -406,7 +382,7 @@ impl LaneLink {
             repl_dsts.push(repl_addr);
             fd_dsts.push(fd);
         }
-        if links.is_empty() {
+        if repl_peers.is_empty() {
             return Err(LaneError::Config(
                 "lane mode needs at least one other member".into(),
             ));
@@ -423,46 +399,29 @@ impl LaneLink {
         )
         .map_err(|e| LaneError::Config(format!("X-FD: {e}")))?;
         let mine = ids(me);
-        // Sender replication: room for every member there may be (they
-        // change at run time); the members there are now are the active ones.
-        let mode = if multicast_if.is_some() {
-            Replication::Network
-        } else {
-            Replication::Sender {
-                receivers: MAX_RECEIVERS,
-            }
-        };
         let tree = |tunnel, period_ns, max_packet: usize, schema, what: &str| {
             let capacity = if schema == Schema::Chunk36 {
                 REPL_QUEUE_CHUNKS
             } else {
                 PeriodicSender::DEFAULT_QUEUE_CAPACITY
             };
-            PeriodicMulticastSender::with_capacity(
-                TunnelParams {
-                    tunnel,
-                    period_ns,
-                    max_packet: max_packet.min(frame_cap),
-                    schema,
-                },
-                first_slot_after(now, period_ns),
-                mode,
-                capacity,
-            )
-            .map(|mut tx| {
-                set_receivers(&mut tx, links.len());
-                tx
-            })
-            .map_err(|e| LaneError::Config(format!("{what} tree: {e}")))
+            let params = TunnelParams {
+                tunnel,
+                period_ns,
+                max_packet: max_packet.min(frame_cap),
+                schema,
+            };
+            PeriodicSender::with_capacity(params, first_slot_after(now, period_ns), capacity)
+                .map_err(|e| LaneError::Config(format!("{what} tree: {e}")))
         };
-        let fd_tx = tree(
+        let fd_core = tree(
             mine.fd,
             timing.fd_period_ns,
             timing.fd_frame_bytes,
             Schema::Chunk26,
             "X-FD",
         )?;
-        let repl_tx = tree(
+        let repl_core = tree(
             mine.repl,
             timing.repl_period_ns,
             timing.repl_frame_bytes,
@@ -476,45 +435,113 @@ impl LaneLink {
             // One frame per tree to its group; the peers' groups joined.
             repl_dsts = vec![SocketAddrV4::new(group_of(mine.repl as u64), bind.port())];
             fd_dsts = vec![SocketAddrV4::new(group_of(mine.fd as u64), fd_bind.port())];
-            for p in &links {
-                let join = |sock: &LaneSocket, tunnel: u32| {
-                    sock.join_group(group_of(tunnel as u64), ifaddr)
-                        .map_err(|source| LaneError::Socket {
-                            addr: SocketAddrV4::new(group_of(tunnel as u64), bind.port()),
-                            source,
-                        })
-                };
-                join(&repl_sock, p.trees.repl)?;
-                join(&fd_sock, p.trees.fd)?;
+            for p in &repl_peers {
+                join(&repl_sock, p.trees.repl, bind.port(), ifaddr)?;
+                join(&fd_sock, p.trees.fd, fd_bind.port(), ifaddr)?;
             }
         }
-        let fds = [repl_sock.as_raw_fd(), fd_sock.as_raw_fd()];
-        let n = links.len();
+        // Each tree sends from the socket its peers receive from (their
+        // sinks know a member by the source address).
+        let dup = |sock: &LaneSocket, addr| {
+            sock.try_clone().map_err(|source| LaneError::Socket {
+                addr,
+                source: xlane_host::socket::SocketError::Sys {
+                    what: "dup",
+                    source,
+                },
+            })
+        };
+        let (repl_send, fd_send) = (dup(&repl_sock, bind)?, dup(&fd_sock, fd_bind)?);
+        let mut lane = LaneLoop::new().map_err(LaneError::Loop)?;
+        let repl_tx = lane.add_sender(SenderSpec {
+            sock: repl_send,
+            core: repl_core,
+            dsts: repl_dsts,
+            until_ns: u64::MAX,
+            fill: LinkFill::Repl {
+                // With network replication the group is the one destination.
+                to: if multicast_if.is_some() { u64::MAX } else { 0 },
+                stats: stats.clone(),
+                errors: 0,
+            },
+            seal: repl_seal,
+            xdp: None,
+        });
+        let fd_tx = lane.add_sender(SenderSpec {
+            sock: fd_send,
+            core: fd_core,
+            dsts: fd_dsts,
+            until_ns: u64::MAX,
+            fill: LinkFill::Fd {
+                incarnation: now,
+                stats: stats.clone(),
+                errors: 0,
+            },
+            seal: fd_seal,
+            xdp: None,
+        });
+        // The sinks take whole datagrams; the loop's own core for the
+        // socket is not used.
+        let idle_core = || PeriodicReceiver::new(repl_rx_params(0, timing.repl_period_ns));
+        let receiver = |lane: &mut LaneLoop<LinkFill, LinkSink>, sock, sink| {
+            lane.add_receiver(ReceiverSpec {
+                sock,
+                core: idle_core(),
+                sink,
+                open: None,
+                xdp: None,
+            })
+            .map_err(LaneError::Loop)
+        };
+        let repl_sink = LinkSink::Repl(ReplSink {
+            me,
+            peers: repl_peers,
+            open: opener(),
+            inbox: Inbox::new(),
+            stats: stats.clone(),
+        });
+        let repl_rx = receiver(&mut lane, repl_sock, repl_sink)?;
+        let fd_sink = LinkSink::Fd(Box::new(FdSink {
+            me,
+            detector,
+            peers: fd_peers,
+            open: opener(),
+            inbox: Inbox::new(),
+            stats: stats.clone(),
+        }));
+        let fd_rx = receiver(&mut lane, fd_sock, fd_sink)?;
+        let fds = [lane.fd()];
         Ok(LaneLink {
             me,
-            peers: links,
-            repl_sock,
-            fd_sock,
-            fds,
+            lane,
             repl_tx,
             fd_tx,
-            repl_dsts,
-            fd_dsts,
-            sendto: Vec::with_capacity(n),
-            detector,
-            incarnation: now,
+            repl_rx,
+            fd_rx,
+            fds,
             multicast_if,
-            stats: Arc::new(LaneStats::default()),
+            stats,
             control: Arc::new(LaneControl::new(&timing)),
-            repl_next: u64::MAX,
-            repl_to: 0,
-            buf: vec![0u8; MAX_FRAME_LEN],
             scratch: vec![0u8; MAX_DATAGRAM + 64],
-            batch: Box::new(RecvBatch::new()),
             abandoned_seen: 0,
-            auth,
             frame_cap,
         })
+    }
+
+    /// The replication sink (its peers: the link's, in the detector's order).
+    fn repl_sink(&mut self) -> Option<&mut ReplSink> {
+        match &mut self.lane.receiver_mut(self.repl_rx)?.sink {
+            LinkSink::Repl(r) => Some(r),
+            LinkSink::Fd(_) => None,
+        }
+    }
+
+    /// The X-FD sink (its detector).
+    fn fd_sink(&mut self) -> Option<&mut FdSink> {
+        match &mut self.lane.receiver_mut(self.fd_rx)?.sink {
+            LinkSink::Fd(f) => Some(f),
+            LinkSink::Repl(_) => None,
+        }
     }
 
     /// Starts serving a member that joined, `id` at raft address `addr`:
@@ -525,15 +552,15 @@ impl LaneLink {
     /// [`LaneControl::set_peer_trees`] says otherwise. Allocates (not for the
     /// hot path).
     pub fn add_peer(&mut self, id: u64, addr: SocketAddr) -> Result<(), LaneError> {
-        if id == self.me || self.peers.iter().any(|p| p.id == id) {
+        if id == self.me || self.peer_ids().any(|p| p == id) {
             return Err(LaneError::Config(format!("node {id} is already linked")));
         }
         let same_port = match self.multicast_if {
-            Some(_) => self.repl_sock.local_addr().map(|a| a.port()).ok(),
+            Some(_) => self.repl_port(),
             None => None,
         };
         check_peer(id, addr, same_port)?;
-        if self.peers.len() >= MAX_RECEIVERS {
+        if self.peer_ids().count() >= MAX_RECEIVERS {
             return Err(LaneError::Config(format!(
                 "the lane link serves at most {} members",
                 MAX_RECEIVERS + 1
@@ -543,16 +570,10 @@ impl LaneLink {
         let fd = fd_addr(repl_addr)?;
         let t = TreeIds::default_for(id);
         if let Some(ifaddr) = self.multicast_if {
-            let join = |sock: &LaneSocket, tunnel: u32, port: u16| {
-                sock.join_group(group_of(tunnel as u64), ifaddr)
-                    .map_err(|source| LaneError::Socket {
-                        addr: SocketAddrV4::new(group_of(tunnel as u64), port),
-                        source,
-                    })
-            };
-            join(&self.repl_sock, t.repl, repl_addr.port())?;
-            if let Err(e) = join(&self.fd_sock, t.fd, fd.port()) {
-                let _ = self.repl_sock.leave_group(group_of(t.repl as u64), ifaddr);
+            let (repl_sock, fd_sock) = self.sockets();
+            join(repl_sock, t.repl, repl_addr.port(), ifaddr)?;
+            if let Err(e) = join(fd_sock, t.fd, fd.port(), ifaddr) {
+                let _ = repl_sock.leave_group(group_of(t.repl as u64), ifaddr);
                 return Err(e);
             }
         }
@@ -563,27 +584,37 @@ impl LaneLink {
             tunnel: t.fd,
         };
         let model = FixedTimeout::new(fd_period, Anchor::Arrival);
-        if let Err(e) = self.detector.add_peer(spec, model) {
+        let added = match self.fd_sink() {
+            Some(f) => f.detector.add_peer(spec, model).map_err(|e| e.to_string()),
+            None => Err("no X-FD sink".into()),
+        };
+        if let Err(e) = added {
             self.leave_groups(t);
             return Err(LaneError::Config(format!("X-FD peer {id}: {e}")));
         }
-        self.peers.push(PeerLink {
-            id,
-            repl_addr,
-            trees: t,
-            repl_rx: PeriodicReceiver::new(repl_rx_params(t.repl, repl_period)),
-            repl_stream: StreamReassembler::new(MAX_DATAGRAM),
-            notice_stream: StreamReassembler::new(MAX_DATAGRAM),
-        });
-        if self.multicast_if.is_none() {
-            self.repl_dsts.push(repl_addr);
-            self.fd_dsts.push(fd);
+        if let Some((repl, f)) = sinks(&mut self.lane, self.repl_rx, self.fd_rx) {
+            repl.peers.push(ReplPeer {
+                id,
+                addr: repl_addr,
+                trees: t,
+                rx: PeriodicReceiver::new(repl_rx_params(t.repl, repl_period)),
+                stream: StreamReassembler::new(MAX_DATAGRAM),
+            });
+            f.peers.push(FdPeer {
+                id,
+                ip: *repl_addr.ip(),
+                notices: StreamReassembler::new(MAX_DATAGRAM),
+            });
         }
-        let n = self.peers.len();
-        set_receivers(&mut self.repl_tx, n);
-        set_receivers(&mut self.fd_tx, n);
+        if self.multicast_if.is_none() {
+            for (tx, a) in [(self.repl_tx, repl_addr), (self.fd_tx, fd)] {
+                if let Some(s) = self.lane.sender_mut(tx) {
+                    s.dsts.push(a);
+                }
+            }
+        }
         // Indices moved: what is queued goes to everyone.
-        self.repl_to = u64::MAX;
+        self.set_repl_to(u64::MAX);
         Ok(())
     }
 
@@ -592,36 +623,61 @@ impl LaneLink {
     /// refused; what is queued for it is still sent (to the others, who drop
     /// it). False if it was not linked.
     pub fn remove_peer(&mut self, id: u64) -> bool {
-        let Some(i) = self.peers.iter().position(|p| p.id == id) else {
+        let Some(i) = self.peer_ids().position(|p| p == id) else {
             return false;
         };
-        let gone = self.peers.remove(i);
+        let Some((repl, f)) = sinks(&mut self.lane, self.repl_rx, self.fd_rx) else {
+            return false;
+        };
+        let gone = repl.peers.remove(i);
+        f.peers.remove(i);
+        f.detector.remove_peer(i);
         if self.multicast_if.is_some() {
             self.leave_groups(gone.trees);
         } else {
-            self.repl_dsts.remove(i);
-            self.fd_dsts.remove(i);
+            for tx in [self.repl_tx, self.fd_tx] {
+                if let Some(s) = self.lane.sender_mut(tx) {
+                    s.dsts.remove(i);
+                }
+            }
         }
-        self.detector.remove_peer(i);
-        let n = self.peers.len();
-        set_receivers(&mut self.repl_tx, n);
-        set_receivers(&mut self.fd_tx, n);
         // Indices moved: what is queued goes to everyone.
-        self.repl_to = u64::MAX;
+        self.set_repl_to(u64::MAX);
         true
+    }
+
+    /// The replication and X-FD sockets (the receivers'; the trees send
+    /// from duplicates of them).
+    fn sockets(&self) -> (&LaneSocket, &LaneSocket) {
+        let sock = |id| self.lane.receiver(id).map(|r| &r.sock);
+        match (sock(self.repl_rx), sock(self.fd_rx)) {
+            (Some(r), Some(f)) => (r, f),
+            // Both are added in `new` and never removed.
+            _ => unreachable!("the link's receivers are fixed"),
+        }
+    }
+
+    /// The raft port the replication socket is bound to.
+    fn repl_port(&self) -> Option<u16> {
+        self.sockets().0.local_addr().map(|a| a.port()).ok()
     }
 
     /// Leaves the groups of a peer's trees (network replication only).
     fn leave_groups(&self, t: TreeIds) {
         if let Some(ifaddr) = self.multicast_if {
-            let _ = self.repl_sock.leave_group(group_of(t.repl as u64), ifaddr);
-            let _ = self.fd_sock.leave_group(group_of(t.fd as u64), ifaddr);
+            let (repl, fd) = self.sockets();
+            let _ = repl.leave_group(group_of(t.repl as u64), ifaddr);
+            let _ = fd.leave_group(group_of(t.fd as u64), ifaddr);
         }
     }
 
     /// The linked members' ids, in the detector's order.
     pub fn peer_ids(&self) -> impl Iterator<Item = u64> + '_ {
-        self.peers.iter().map(|p| p.id)
+        let peers = match self.lane.receiver(self.repl_rx).map(|r| &r.sink) {
+            Some(LinkSink::Repl(r)) => &r.peers[..],
+            _ => &[],
+        };
+        peers.iter().map(|p| p.id)
     }
 
     /// The counters (shared).
@@ -634,7 +690,8 @@ impl LaneLink {
         self.control.clone()
     }
 
-    /// The two sockets (replication, X-FD): the driver waits on them.
+    /// The descriptor the driver waits on: the lane loop's, readable when
+    /// either socket is.
     pub fn fds(&self) -> &[RawFd] {
         &self.fds
     }
@@ -643,10 +700,7 @@ impl LaneLink {
     /// deadline or free window of the replication tree while it has a
     /// backlog (`CLOCK_REALTIME` ns).
     pub fn next_deadline(&self) -> u64 {
-        self.fd_tx
-            .poll_timeout()
-            .min(self.detector.next_deadline().unwrap_or(u64::MAX))
-            .min(self.repl_next)
+        self.lane.next_deadline().unwrap_or(u64::MAX)
     }
 
     /// Queues one raft datagram to `to`: a commit notice waits for the next
@@ -655,34 +709,23 @@ impl LaneLink {
     /// window (the driver's next poll). A full queue, or an unknown `to`,
     /// drops the datagram (Raft retransmits).
     pub fn send(&mut self, to: u64, class: TrafficClass, bytes: &[u8]) {
-        let Some(i) = self.peers.iter().position(|p| p.id == to) else {
+        let Some(i) = self.peer_ids().position(|p| p == to) else {
             LaneStats::add(&self.stats.dropped, 1);
             return;
         };
         let notice = class == TrafficClass::Notice;
-        if !notice {
-            self.repl_to |= 1 << i;
-        }
-        let queued = if notice {
-            enqueue_to(
-                &mut self.fd_tx,
-                NOTICE_PRODUCER,
-                to,
-                bytes,
-                1,
-                &mut self.scratch,
-            )
+        let (tx, producer, keep) = if notice {
+            (self.fd_tx, NOTICE_PRODUCER, 1)
         } else {
-            enqueue_to(
-                &mut self.repl_tx,
-                RAFT_PRODUCER,
-                to,
-                bytes,
-                0,
-                &mut self.scratch,
-            )
+            (self.repl_tx, RAFT_PRODUCER, 0)
         };
-        if !queued {
+        let Some(s) = self.lane.sender_mut(tx) else {
+            return;
+        };
+        if let (LinkFill::Repl { to, .. }, None) = (&mut s.fill, self.multicast_if) {
+            *to |= 1 << i;
+        }
+        if !enqueue_to(&mut s.core, producer, to, bytes, keep, &mut self.scratch) {
             LaneStats::add(&self.stats.dropped, 1);
             return;
         }
@@ -695,59 +738,89 @@ impl LaneLink {
     /// Ready queued for several peers leaves in one frame. What does not go
     /// now waits for the next window (counted as deferred).
     pub fn flush(&mut self) {
-        self.flush_repl(realtime_ns());
-        if self.repl_tx.sender().pending() > 0 {
+        self.send_due(realtime_ns());
+        let waiting = self
+            .lane
+            .sender(self.repl_tx)
+            .map_or(0, |s| s.core.pending());
+        if waiting > 0 {
             LaneStats::add(&self.stats.deferred, 1);
         }
     }
 
-    /// One poll at `now`: reads at most `max` datagrams from each socket
-    /// (replication first: it is what a write waits for), sends the backlog
-    /// whose window came and the heartbeat if due, and hands raft datagrams
-    /// and X-FD verdicts to `input`. Returns the datagrams read.
+    /// The loop's sending half: the replication tree's backlog if its
+    /// window is free, the heartbeat if due. Once the replication queue is
+    /// empty, the peers its next datagrams are for start from none.
+    fn send_due(&mut self, now: u64) {
+        self.lane.send_due(now);
+        if self
+            .lane
+            .sender(self.repl_tx)
+            .is_some_and(|s| s.core.pending() == 0)
+        {
+            self.set_repl_to(0);
+        }
+    }
+
+    /// Sets the peers the replication tree's next frame goes to.
+    fn set_repl_to(&mut self, peers: u64) {
+        if let Some(LinkFill::Repl { to, .. }) =
+            self.lane.sender_mut(self.repl_tx).map(|s| &mut s.fill)
+        {
+            // With network replication the group is the one destination.
+            *to = if self.multicast_if.is_some() {
+                u64::MAX
+            } else {
+                peers
+            };
+        }
+    }
+
+    /// One poll at `now`: one turn of the lane loop — reads what waits on
+    /// both sockets (at most the loop's budget per socket; replication
+    /// first, it is what a write waits for), judges the detector's
+    /// deadlines, hands raft datagrams and X-FD verdicts to `input`, then
+    /// sends the backlog whose window came and the heartbeat if due.
+    /// Returns the datagrams read (`max` when a socket had more than the
+    /// loop's budget: the driver should not sleep).
     pub fn poll(
         &mut self,
         now: u64,
         max: usize,
-        ready: Readiness,
+        _ready: Readiness,
         input: &mut dyn FnMut(Input<'_>),
     ) -> usize {
         let lambda = self.control.fd_lambda_ns() as f64;
-        if lambda != self.detector.threshold() {
-            let _ = self.detector.set_threshold(lambda);
+        if let Some(f) = self.fd_sink() {
+            if lambda != f.detector.threshold() {
+                let _ = f.detector.set_threshold(lambda);
+            }
         }
         if self.control.changed.swap(false, Ordering::AcqRel) {
             self.apply_changes(now);
         }
-        // A socket that was not readable when the driver woke is left
-        // unread: it was empty at `ready.at_ns`.
-        let mut read = 0;
-        if ready.readable(0) {
-            read += self.receive_repl(max, input);
+        let before = self.lane.stats();
+        // The time before the reads: a deadline is judged at it.
+        if self.lane.recv_due(realtime_ns()).is_err() {
+            LaneStats::add(&self.stats.refused_frames, 1);
         }
-        let (checked, fd_empty) = if ready.readable(1) {
-            let checked = realtime_ns();
-            let (n, empty) = self.receive_fd(max, input);
-            read += n;
-            (checked, empty)
-        } else {
-            (ready.at_ns, true)
-        };
-        let now = now.max(checked);
-        if self.repl_next <= now {
-            self.flush_repl(now);
+        let after = self.lane.stats();
+        if let Some(r) = self.repl_sink() {
+            r.inbox
+                .drain(&mut |from, bytes| input(Input::Datagram { from, bytes }));
         }
-        if now >= self.fd_tx.poll_timeout() {
-            self.send_fd(now);
-        }
-        // Deadlines are checked only with every heartbeat that arrived by
-        // `checked` read: a full socket is no silence.
-        if fd_empty {
-            self.detector.check_deadlines(checked);
+        if let Some(f) = self.fd_sink() {
+            f.inbox
+                .drain(&mut |from, bytes| input(Input::Datagram { from, bytes }));
         }
         self.handle_events(input);
+        self.send_due(now.max(realtime_ns()));
         self.sync_abandoned();
-        read
+        if after.budget_hits > before.budget_hits {
+            max
+        } else {
+            (after.datagrams - before.datagrams) as usize
+        }
     }
 
     /// Takes what [`LaneControl`] was told (rare; may allocate).
@@ -758,12 +831,14 @@ impl LaneLink {
         };
         for r in pending.retunes {
             let (tx, now_of) = match r.tree {
-                Tree::Fd => (&mut self.fd_tx, &self.control.fd_now),
-                Tree::Repl => (&mut self.repl_tx, &self.control.repl_now),
+                Tree::Fd => (self.fd_tx, &self.control.fd_now),
+                Tree::Repl => (self.repl_tx, &self.control.repl_now),
             };
-            let from = first_slot_after(now, r.period_ns).max(tx.sender().clock().next_free());
-            if tx
-                .sender_mut()
+            let Some(s) = self.lane.sender_mut(tx) else {
+                continue;
+            };
+            let from = first_slot_after(now, r.period_ns).max(s.core.clock().next_free());
+            if s.core
                 .retune(r.period_ns, r.frame_bytes.min(self.frame_cap), from)
                 .is_ok()
             {
@@ -772,262 +847,67 @@ impl LaneLink {
                 LaneStats::add(&self.stats.retunes, 1);
             }
         }
-        if let Some(a) = self.auth.as_mut() {
+        if let Some((repl, f)) = sinks(&mut self.lane, self.repl_rx, self.fd_rx) {
             for (id, key) in pending.keys {
-                a.repl_open.add_key(id, key.clone());
-                a.fd_open.add_key(id, key);
+                if let Some(o) = repl.open.as_mut() {
+                    o.add_key(id, key.clone());
+                }
+                if let Some(o) = f.open.as_mut() {
+                    o.add_key(id, key);
+                }
             }
         }
-        if let Some(trees) = pending.peer_trees {
-            for (i, p) in self.peers.iter_mut().enumerate() {
+        let Some(trees) = pending.peer_trees else {
+            return;
+        };
+        // (old, new) trees of the peers whose groups move.
+        let mut moves = Vec::new();
+        if let Some((repl, f)) = sinks(&mut self.lane, self.repl_rx, self.fd_rx) {
+            for (i, p) in repl.peers.iter_mut().enumerate() {
                 let Some(&t) = trees.get(&p.id) else {
                     continue;
                 };
                 if t.repl != p.trees.repl {
-                    let period = p.repl_rx.params().period_ns;
-                    p.repl_rx = PeriodicReceiver::new(repl_rx_params(t.repl, period));
-                    p.repl_stream.restart();
-                    if !move_group(&self.repl_sock, self.multicast_if, p.trees.repl, t.repl) {
-                        LaneStats::add(&self.stats.send_errors, 1);
-                    }
+                    let period = p.rx.params().period_ns;
+                    p.rx = PeriodicReceiver::new(repl_rx_params(t.repl, period));
+                    p.stream.restart();
                 }
                 if t.fd != p.trees.fd {
-                    self.detector.set_peer_tunnel(i, t.fd);
-                    p.notice_stream.restart();
-                    if !move_group(&self.fd_sock, self.multicast_if, p.trees.fd, t.fd) {
-                        LaneStats::add(&self.stats.send_errors, 1);
+                    f.detector.set_peer_tunnel(i, t.fd);
+                    if let Some(fp) = f.peers.get_mut(i) {
+                        fp.notices.restart();
                     }
                 }
+                moves.push((p.trees, t));
                 p.trees = t;
             }
         }
-    }
-
-    /// Sends the replication tree's frame if its window is free and it has
-    /// chunks pending, and notes when the backlog may go next.
-    fn flush_repl(&mut self, now: u64) {
-        let tx = &mut self.repl_tx;
-        if tx.sender().pending() == 0 {
-            self.repl_next = u64::MAX;
-            return;
-        }
-        if now >= tx.sender().clock().next_free() {
-            set_receiver_mask(tx, self.repl_to, self.repl_dsts.len());
-            if let Ok(t) = tx.transmit_now(now, &mut self.buf) {
-                self.sendto.clear();
-                for d in t.destinations.iter() {
-                    if let Some(&a) = self.repl_dsts.get(d) {
-                        self.sendto.push(a);
-                    }
-                }
-                // Frames leave room for the trailer (`frame_cap`).
-                let sealer = self.auth.as_mut().map(|a| &mut a.repl);
-                let len = stamp_frame(&mut self.buf, t.transmit.len, sealer);
-                let ok = self.repl_sock.send_many(&self.buf[..len], &self.sendto);
-                LaneStats::add(&self.stats.send_errors, (self.sendto.len() - ok) as u64);
-                LaneStats::add(&self.stats.repl_frames_sent, 1);
+        let (repl_sock, fd_sock) = self.sockets();
+        for (old, new) in moves {
+            let moved = (old.repl == new.repl
+                || move_group(repl_sock, self.multicast_if, old.repl, new.repl))
+                && (old.fd == new.fd || move_group(fd_sock, self.multicast_if, old.fd, new.fd));
+            if !moved {
+                LaneStats::add(&self.stats.send_errors, 1);
             }
         }
-        self.repl_next = if tx.sender().pending() > 0 {
-            tx.sender().clock().next_free()
-        } else {
-            self.repl_to = 0;
-            u64::MAX
-        };
-    }
-
-    /// Reads the replication socket (at most `max` datagrams).
-    fn receive_repl(&mut self, max: usize, input: &mut dyn FnMut(Input<'_>)) -> usize {
-        let me = self.me;
-        let (stats, peers, batch) = (&self.stats, &mut self.peers, &mut self.batch);
-        let mut opener = self.auth.as_mut().map(|a| &mut a.repl_open);
-        let mut read = 0;
-        while read < max {
-            let n = match self.repl_sock.recv_batch(batch) {
-                Ok(n) => n,
-                Err(_) => break,
-            };
-            read += n;
-            for j in 0..n {
-                let Some((st, bytes)) = batch.get(j) else {
-                    break;
-                };
-                let got = st.received;
-                let Some(p) = peers.iter_mut().find(|p| p.repl_addr == got.src) else {
-                    LaneStats::add(&stats.refused_frames, 1);
-                    continue;
-                };
-                if got.truncated {
-                    LaneStats::add(&stats.refused_frames, 1);
-                    continue;
-                }
-                // The MAC before anything reads the frame.
-                let bytes = match open_frame(opener.as_deref_mut(), bytes) {
-                    Some((b, None)) => b,
-                    Some((b, Some(sender))) if sender == p.id => b,
-                    _ => {
-                        LaneStats::add(&stats.unauthenticated, 1);
-                        continue;
-                    }
-                };
-                let PeerLink {
-                    id,
-                    repl_rx,
-                    repl_stream,
-                    ..
-                } = p;
-                let res = repl_rx.handle_datagram(got.rx_ns, bytes, &mut |c| {
-                    repl_stream.frame(c.seq);
-                    if c.producer != RAFT_PRODUCER {
-                        return;
-                    }
-                    if let Ok(Some(dg)) = repl_stream.push(c.data) {
-                        // to:u16 LE | raft datagram; the frame goes to every
-                        // peer, each keeps its own.
-                        if dg.len() > 2 && u16::from_le_bytes([dg[0], dg[1]]) as u64 == me {
-                            LaneStats::add(&stats.delivered, 1);
-                            input(Input::Datagram {
-                                from: *id,
-                                bytes: &dg[2..],
-                            });
-                        }
-                    }
-                });
-                match res {
-                    Ok(_) => LaneStats::add(&stats.repl_frames_received, 1),
-                    Err(_) => LaneStats::add(&stats.refused_frames, 1),
-                }
-            }
-            if n < RECV_BATCH {
-                break;
-            }
-        }
-        read
-    }
-
-    /// Reads the X-FD socket (at most `max` datagrams); also whether it is
-    /// now empty.
-    fn receive_fd(&mut self, max: usize, input: &mut dyn FnMut(Input<'_>)) -> (usize, bool) {
-        let me = self.me;
-        let (stats, detector, peers, batch) = (
-            &self.stats,
-            &mut self.detector,
-            &mut self.peers,
-            &mut self.batch,
-        );
-        let mut opener = self.auth.as_mut().map(|a| &mut a.fd_open);
-        let mut read = 0;
-        while read < max {
-            let n = match self.fd_sock.recv_batch(batch) {
-                Ok(n) => n,
-                Err(_) => return (read, true),
-            };
-            read += n;
-            for j in 0..n {
-                let Some((st, bytes)) = batch.get(j) else {
-                    break;
-                };
-                let got = st.received;
-                if got.truncated {
-                    detector.note_malformed();
-                    LaneStats::add(&stats.refused_frames, 1);
-                    continue;
-                }
-                // The MAC before anything reads the frame: the detector
-                // sees only frames a member sealed from its own address.
-                let bytes = match open_frame(opener.as_deref_mut(), bytes) {
-                    Some((b, None)) => b,
-                    Some((b, Some(sender)))
-                        if peers
-                            .iter()
-                            .any(|p| p.id == sender && p.repl_addr.ip() == got.src.ip()) =>
-                    {
-                        b
-                    }
-                    _ => {
-                        LaneStats::add(&stats.unauthenticated, 1);
-                        continue;
-                    }
-                };
-                // Validated once. The heartbeat first (arrival stamped before
-                // anything else is done), then the notices of an accepted frame
-                // only: replays and strangers are refused by the detector.
-                let Ok(frame) = Frame::new_checked(bytes) else {
-                    // The detector counts it as it counts any bad heartbeat.
-                    let _ = detector.on_lane_datagram(got.rx_ns, got.src, bytes);
-                    LaneStats::add(&stats.refused_frames, 1);
-                    continue;
-                };
-                let Ok(i) = detector.on_lane_frame(got.rx_ns, got.src, &frame) else {
-                    LaneStats::add(&stats.refused_frames, 1);
-                    continue;
-                };
-                let Some(p) = peers.get_mut(i) else {
-                    continue;
-                };
-                p.notice_stream.frame(frame.header().seq);
-                for c in frame.chunks().flatten() {
-                    if c.producer != NOTICE_PRODUCER {
-                        continue;
-                    }
-                    let Ok(Some(n)) = p.notice_stream.push(c.data) else {
-                        continue;
-                    };
-                    // Notice = to:u16 LE | raft datagram.
-                    if n.len() > 2 && u16::from_le_bytes([n[0], n[1]]) as u64 == me {
-                        LaneStats::add(&stats.notices_received, 1);
-                        LaneStats::add(&stats.delivered, 1);
-                        input(Input::Datagram {
-                            from: p.id,
-                            bytes: &n[2..],
-                        });
-                    }
-                }
-            }
-            if n < RECV_BATCH {
-                return (read, true);
-            }
-        }
-        (read, false)
-    }
-
-    /// Sends this period's X-FD frame (the caller checked it is due).
-    fn send_fd(&mut self, now: u64) {
-        if self.fd_tx.sender().pending_for(FD_PRODUCER) == 0 {
-            let p = HeartbeatPayload {
-                incarnation: self.incarnation,
-                counter: None,
-            };
-            // One 20-byte chunk; the queue keeps room for it (notices are
-            // refused before the last slot).
-            let _ = self.fd_tx.enqueue(FD_PRODUCER, &p.encode());
-        }
-        let Ok(Some(tx)) = self.fd_tx.poll_transmit(now, &mut self.buf) else {
-            return;
-        };
-        self.sendto.clear();
-        for d in tx.destinations.iter() {
-            if let Some(&a) = self.fd_dsts.get(d) {
-                self.sendto.push(a);
-            }
-        }
-        let sealer = self.auth.as_mut().map(|a| &mut a.fd);
-        let len = stamp_frame(&mut self.buf, tx.transmit.len, sealer);
-        let ok = self.fd_sock.send_many(&self.buf[..len], &self.sendto);
-        LaneStats::add(&self.stats.send_errors, (self.sendto.len() - ok) as u64);
-        LaneStats::add(&self.stats.fd_frames_sent, 1);
     }
 
     fn handle_events(&mut self, input: &mut dyn FnMut(Input<'_>)) {
-        while let Some(ev) = self.detector.next_event() {
+        let me = self.me;
+        let Some((repl, f)) = sinks(&mut self.lane, self.repl_rx, self.fd_rx) else {
+            return;
+        };
+        while let Some(ev) = f.detector.next_event() {
             if ev.kind == EventKind::Restarted {
                 // A new incarnation numbers its frames from 0 again: forget
                 // the old sequence history, or every frame of the restarted
                 // member would be refused as stale.
-                if let Some(p) = self.peers.get_mut(ev.peer) {
-                    p.repl_rx.reset_sequence();
-                    p.repl_stream.restart();
-                    p.notice_stream.restart();
+                if let (Some(p), Some(fp)) = (repl.peers.get_mut(ev.peer), f.peers.get_mut(ev.peer))
+                {
+                    p.rx.reset_sequence();
+                    p.stream.restart();
+                    fp.notices.restart();
                     LaneStats::add(&self.stats.restarts, 1);
                 }
                 continue;
@@ -1035,7 +915,7 @@ impl LaneLink {
             let EventKind::Suspected(_) = ev.kind else {
                 continue;
             };
-            let Some(suspect) = self.peers.get(ev.peer).map(|p| p.id) else {
+            let Some(suspect) = repl.peers.get(ev.peer).map(|p| p.id) else {
                 continue;
             };
             LaneStats::add(&self.stats.suspicions, 1);
@@ -1043,11 +923,10 @@ impl LaneLink {
             // suspected. Nodes that do not suspect the leader keep refusing
             // votes until their own timeout (Raft's guard against a single
             // wrong detector).
-            let live_lower = self.peers.iter().enumerate().any(|(i, p)| {
-                p.id < self.me
+            let live_lower = repl.peers.iter().enumerate().any(|(i, p)| {
+                p.id < me
                     && p.id != suspect
-                    && self
-                        .detector
+                    && f.detector
                         .peer(i)
                         .is_some_and(|v| v.status == Status::Alive)
             });
@@ -1063,15 +942,12 @@ impl LaneLink {
     }
 
     fn sync_abandoned(&mut self) {
-        let total: u64 = self
-            .peers
-            .iter()
-            .map(|p| {
-                let (a, b): (StreamStats, StreamStats) =
-                    (p.repl_stream.stats(), p.notice_stream.stats());
-                a.abandoned + b.abandoned
-            })
-            .sum();
+        let Some((repl, f)) = sinks(&mut self.lane, self.repl_rx, self.fd_rx) else {
+            return;
+        };
+        let streams = repl.peers.iter().map(|p| p.stream.stats());
+        let notices = f.peers.iter().map(|p| p.notices.stats());
+        let total: u64 = streams.chain(notices).map(|s| s.abandoned).sum();
         if total > self.abandoned_seen {
             LaneStats::add(&self.stats.abandoned, total - self.abandoned_seen);
             self.abandoned_seen = total;
@@ -1083,7 +959,7 @@ impl LaneLink {
 /// queue under `producer`, all or nothing, leaving `keep` slots free (the
 /// X-FD tree keeps one for its heartbeat).
 fn enqueue_to(
-    tx: &mut PeriodicMulticastSender,
+    tx: &mut PeriodicSender,
     producer: u8,
     to: u64,
     bytes: &[u8],
@@ -1099,11 +975,11 @@ fn enqueue_to(
     } else {
         PeriodicSender::DEFAULT_QUEUE_CAPACITY
     };
-    let free = (capacity - keep).saturating_sub(tx.sender().pending());
+    let free = (capacity - keep).saturating_sub(tx.pending());
     let (head, rest) = scratch.split_at_mut(len);
     head[..2].copy_from_slice(&(to as u16).to_le_bytes());
     head[2..].copy_from_slice(bytes);
-    let schema = tx.sender().params().schema;
+    let schema = tx.params().schema;
     enqueue_all(head, schema.data_capacity(), free, rest, &mut |c| {
         tx.enqueue(producer, c).is_ok()
     })

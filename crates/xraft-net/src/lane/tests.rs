@@ -27,11 +27,10 @@ fn peers_join_and_leave() {
         LaneLink::new(1, me, &[(1, me), (2, p(7002))], t, &BTreeMap::new(), None).expect("link");
     l.add_peer(3, p(7004)).expect("add");
     assert_eq!(l.peer_ids().collect::<Vec<_>>(), [2, 3]);
-    assert_eq!(l.repl_dsts, [v(7002), v(7004)]);
-    assert_eq!(l.fd_dsts, [v(7003), v(7005)]);
-    for tx in [&l.repl_tx, &l.fd_tx] {
-        assert!(tx.destinations().iter().eq(0..2));
-    }
+    assert_eq!(dsts(&l, l.repl_tx), [v(7002), v(7004)]);
+    assert_eq!(dsts(&l, l.fd_tx), [v(7003), v(7005)]);
+    // What was queued before the change goes to every member.
+    assert_eq!(repl_to(&l), u64::MAX);
     let refused = [
         (3, p(7006)),
         (1, p(7006)),
@@ -44,10 +43,25 @@ fn peers_join_and_leave() {
     assert!(l.remove_peer(2));
     assert!(!l.remove_peer(2));
     assert_eq!(l.peer_ids().collect::<Vec<_>>(), [3]);
-    assert_eq!(l.repl_dsts, [v(7004)]);
-    assert_eq!(l.detector.len(), 1);
-    for tx in [&l.repl_tx, &l.fd_tx] {
-        assert!(tx.destinations().iter().eq(0..1));
+    assert_eq!(dsts(&l, l.repl_tx), [v(7004)]);
+    assert_eq!(dsts(&l, l.fd_tx), [v(7005)]);
+    let (repl_rx, fd_rx) = (l.repl_rx, l.fd_rx);
+    let (repl, fd) = sinks(&mut l.lane, repl_rx, fd_rx).expect("sinks");
+    assert_eq!(fd.detector.len(), 1);
+    assert_eq!(fd.peers.len(), 1);
+    assert_eq!(repl.peers.len(), 1);
+}
+
+/// A tree's destinations.
+fn dsts(l: &LaneLink, tx: SenderId) -> Vec<SocketAddrV4> {
+    l.lane.sender(tx).expect("tree").dsts.clone()
+}
+
+/// The peers the replication tree's next frame goes to.
+fn repl_to(l: &LaneLink) -> u64 {
+    match l.lane.sender(l.repl_tx).map(|s| &s.fill) {
+        Some(LinkFill::Repl { to, .. }) => *to,
+        _ => panic!("no replication tree"),
     }
 }
 
@@ -226,4 +240,65 @@ fn sealed_frames_open_only_under_the_group_key() {
             assert_eq!(stats.repl_frames_received.load(Ordering::Relaxed), 0);
         }
     }
+}
+
+/// A replication frame goes only to the members its datagrams are for: of
+/// three members, A writes to B only, and C's socket sees none of A's
+/// replication frames while B takes every datagram; A's heartbeats reach
+/// both.
+#[test]
+fn replication_frames_go_only_to_the_members_they_carry_datagrams_for() {
+    let t = LaneTiming {
+        repl_period_ns: 100_000,
+        fd_period_ns: 1_000_000,
+        ..LaneTiming::default()
+    };
+    let ports = [
+        xlane_testports::raft_pair(),
+        xlane_testports::raft_pair(),
+        xlane_testports::raft_pair(),
+    ];
+    let peers = [(1, ports[0]), (2, ports[1]), (3, ports[2])];
+    let none = BTreeMap::new();
+    let mut links: Vec<LaneLink> = (0..3)
+        .map(|i| LaneLink::new(i as u64 + 1, ports[i], &peers, t, &none, None).expect("link"))
+        .collect();
+    let msg = [3u8; 500];
+    let (mut to_b, mut to_c) = (0, 0);
+    // Stops on progress: B took 50 datagrams and C heard A's heartbeats.
+    for _ in 0..20_000 {
+        links[0].send(2, TrafficClass::Express, &msg);
+        links[0].flush();
+        let now = realtime_ns();
+        for (i, l) in links.iter_mut().enumerate() {
+            l.poll(now, 64, Readiness::UNKNOWN, &mut |input| {
+                if let Input::Datagram { from: 1, .. } = input {
+                    match i {
+                        1 => to_b += 1,
+                        2 => to_c += 1,
+                        _ => {}
+                    }
+                }
+            });
+        }
+        let c_heard = hears(&mut links[2], 0) == Some(Status::Alive);
+        if to_b >= 50 && c_heard {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_micros(200));
+    }
+    assert!(to_b >= 50, "B took {to_b} datagrams");
+    assert_eq!(to_c, 0);
+    let (b, c) = (links[1].stats(), links[2].stats());
+    assert!(b.repl_frames_received.load(Ordering::Relaxed) > 0);
+    assert_eq!(c.repl_frames_received.load(Ordering::Relaxed), 0);
+    assert_eq!(c.refused_frames.load(Ordering::Relaxed), 0);
+    // C heard A all along: it is the detector's peer 0 (A), alive.
+    assert_eq!(hears(&mut links[2], 0), Some(Status::Alive));
+}
+
+/// What `l`'s detector says of its peer `i`.
+fn hears(l: &mut LaneLink, i: usize) -> Option<Status> {
+    let (_, f) = sinks(&mut l.lane, l.repl_rx, l.fd_rx)?;
+    f.detector.peer(i).map(|v| v.status)
 }
