@@ -732,13 +732,36 @@ impl<F: SlotFill, S: FrameSink> LaneLoop<F, S> {
         let hits = self.stats.budget_hits;
         self.handle_events(n)?;
         // Every ready socket was seen and read to its end.
-        let drained = n < MAX_EVENTS && self.stats.budget_hits == hits;
+        self.sinks_due(now, n < MAX_EVENTS && self.stats.budget_hits == hits);
+        Ok(())
+    }
+
+    /// The receiving half of a turn for an embedding loop that waits on
+    /// the receivers' sockets itself (`ppoll` on each
+    /// [`ReceiverEnd::sock`]) instead of on [`Self::fd`], and so knows
+    /// which are readable without asking epoll: the receivers for which
+    /// `ready` is true are read, then every sink whose deadline has come
+    /// at `now` gets [`FrameSink::on_timeout`]. A receiver left out must
+    /// have been empty at `now`. AF_XDP paths are not read here.
+    pub fn recv_ready(&mut self, now: u64, ready: &dyn Fn(ReceiverId) -> bool) -> io::Result<()> {
+        let hits = self.stats.budget_hits;
+        for i in 0..self.receivers.len() {
+            if self.receivers[i].is_some() && ready(ReceiverId(i)) {
+                self.drain_receiver(i)?;
+            }
+        }
+        self.sinks_due(now, self.stats.budget_hits == hits);
+        Ok(())
+    }
+
+    /// Calls every sink whose deadline has come at `now`, saying whether
+    /// the turn's reads emptied every ready socket.
+    fn sinks_due(&mut self, now: u64, drained: bool) {
         for r in self.receivers.iter_mut().flatten() {
             if r.sink.poll_timeout().is_some_and(|t| t <= now) {
                 r.sink.on_timeout(now, drained);
             }
         }
-        Ok(())
     }
 
     /// The sending half of a turn: every sender whose slot is due at `now`

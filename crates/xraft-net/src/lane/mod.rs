@@ -153,8 +153,9 @@ pub struct LaneLink {
     fd_tx: SenderId,
     repl_rx: ReceiverId,
     fd_rx: ReceiverId,
-    /// The loop's descriptor: the driver waits on it.
-    fds: [RawFd; 1],
+    /// The two sockets (replication, X-FD): the driver waits on them and
+    /// says which were readable, so a turn reads them without asking epoll.
+    fds: [RawFd; 2],
     /// The interface address multicast groups are joined on (network
     /// replication only).
     multicast_if: Option<Ipv4Addr>,
@@ -500,6 +501,7 @@ impl LaneLink {
             inbox: Inbox::new(),
             stats: stats.clone(),
         });
+        let (repl_fd, fd_fd) = (repl_sock.as_raw_fd(), fd_sock.as_raw_fd());
         let repl_rx = receiver(&mut lane, repl_sock, repl_sink)?;
         let fd_sink = LinkSink::Fd(Box::new(FdSink {
             me,
@@ -510,7 +512,7 @@ impl LaneLink {
             stats: stats.clone(),
         }));
         let fd_rx = receiver(&mut lane, fd_sock, fd_sink)?;
-        let fds = [lane.fd()];
+        let fds = [repl_fd, fd_fd];
         Ok(LaneLink {
             me,
             lane,
@@ -690,8 +692,7 @@ impl LaneLink {
         self.control.clone()
     }
 
-    /// The descriptor the driver waits on: the lane loop's, readable when
-    /// either socket is.
+    /// The two sockets (replication, X-FD): the driver waits on them.
     pub fn fds(&self) -> &[RawFd] {
         &self.fds
     }
@@ -777,17 +778,18 @@ impl LaneLink {
     }
 
     /// One poll at `now`: one turn of the lane loop — reads what waits on
-    /// both sockets (at most the loop's budget per socket; replication
-    /// first, it is what a write waits for), judges the detector's
-    /// deadlines, hands raft datagrams and X-FD verdicts to `input`, then
-    /// sends the backlog whose window came and the heartbeat if due.
-    /// Returns the datagrams read (`max` when a socket had more than the
-    /// loop's budget: the driver should not sleep).
+    /// the sockets `ready` says were readable (at most the loop's budget
+    /// per socket; replication first, it is what a write waits for),
+    /// judges the detector's deadlines, hands raft datagrams and X-FD
+    /// verdicts to `input`, then sends the backlog whose window came and
+    /// the heartbeat if due. Returns the datagrams read (`max` when a
+    /// socket had more than the loop's budget: the driver should not
+    /// sleep).
     pub fn poll(
         &mut self,
         now: u64,
         max: usize,
-        _ready: Readiness,
+        ready: Readiness,
         input: &mut dyn FnMut(Input<'_>),
     ) -> usize {
         let lambda = self.control.fd_lambda_ns() as f64;
@@ -800,8 +802,19 @@ impl LaneLink {
             self.apply_changes(now);
         }
         let before = self.lane.stats();
-        // The time before the reads: a deadline is judged at it.
-        if self.lane.recv_due(realtime_ns()).is_err() {
+        // A socket that was not readable when the driver woke is left
+        // unread: it was empty at `ready.at_ns`, and deadlines are judged
+        // then; with both read, at the time before the reads.
+        let (repl_rx, fd_rx) = (self.repl_rx, self.fd_rx);
+        let readable = |id: ReceiverId| {
+            (id == repl_rx && ready.readable(0)) || (id == fd_rx && ready.readable(1))
+        };
+        let checked = if ready.readable(0) && ready.readable(1) {
+            realtime_ns()
+        } else {
+            ready.at_ns
+        };
+        if self.lane.recv_ready(checked, &readable).is_err() {
             LaneStats::add(&self.stats.refused_frames, 1);
         }
         let after = self.lane.stats();
