@@ -5,11 +5,12 @@
 //! and a receiver of one [`LaneLoop`] (the lane's one driver; the
 //! sans-IO ends it drives are in `ends`), and is polled by the raft
 //! driver's own thread ([`xlane_xraft::driver`]): the driver waits on the
-//! loop's descriptor until its next deadline (a frame's window, an X-FD
+//! two sockets until the loop's next deadline (a frame's window, an X-FD
 //! heartbeat, a detector deadline), so a raft datagram crosses no thread
 //! between the socket and the node, and a frame leaves at its slot from
-//! the driver thread. Per poll the work is one turn of the loop (at most
-//! its budget of datagrams per socket, one frame per tree) and nothing is
+//! the driver thread. Per poll the work is one turn of the loop over the
+//! sockets the driver found readable (at most its budget of datagrams per
+//! socket, one frame per tree) and nothing is
 //! allocated on the receive and send paths except the datagrams raft
 //! itself hands in.
 //!
