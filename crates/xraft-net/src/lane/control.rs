@@ -1,4 +1,5 @@
-//! A lane member's settings, counters and what other threads may change
+//! A lane member's constants (sub-lanes, tunnel ids, producers, sizes),
+//! settings, counters and what other threads may change
 //! while its [`super::LaneLink`] runs: timing, tree ids, the burst policy's
 //! frame sizes, errors, [`LaneStats`] and [`LaneControl`].
 
@@ -6,10 +7,31 @@ use std::collections::BTreeMap;
 use std::net::SocketAddrV4;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
+use xlane_auth::TRAILER_LEN;
 use xlane_host::socket::SocketError;
 use xlane_wire::{Schema, MAX_FRAME_LEN};
 
-use super::{FD_TUNNEL_BASE, REPL_TUNNEL_BASE};
+/// DSCP of the X-FD sub-lane (express sub-lane 1, highest priority).
+pub const FD_DSCP: u8 = 46;
+/// DSCP of the replication sub-lane (express sub-lane 2).
+pub const REPL_DSCP: u8 = 40;
+/// First X-FD tunnel id (plus the node id).
+pub const FD_TUNNEL_BASE: u32 = 0x6B00_0000;
+/// First replication tunnel id (plus `from·4096 + to`).
+pub const REPL_TUNNEL_BASE: u32 = 0x6C00_0000;
+/// Node ids must be below this in lane mode.
+pub const MAX_NODE_ID: u64 = 4096;
+/// Producer id of raft chunks on the replication sub-lane.
+pub const RAFT_PRODUCER: u8 = 0x52;
+/// Producer id of commit-notice chunks on the X-FD sub-lane.
+pub const NOTICE_PRODUCER: u8 = 0x4E;
+/// Chunks queued per replication tunnel (≈ 116 KiB of raft datagrams).
+pub const REPL_QUEUE_CHUNKS: usize = 4096;
+/// Longest datagram accepted from a stream (the raft express MTU is lower).
+pub const MAX_DATAGRAM: usize = 64 << 10;
+/// Largest frame when frames are sealed: the trailer fills the rest of
+/// the datagram.
+pub const SEALED_FRAME_LEN: usize = MAX_FRAME_LEN - TRAILER_LEN;
 
 /// Lane timing and frame sizes of a node.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

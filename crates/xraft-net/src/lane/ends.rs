@@ -11,11 +11,11 @@
 //!   notices its heartbeats carry. Both leave what is for this member in an
 //!   [`Inbox`] the link hands to raft after the loop's turn.
 
-use super::{open_frame, LaneStats, NOTICE_PRODUCER, RAFT_PRODUCER};
+use super::control::{LaneStats, TreeIds, MAX_DATAGRAM, NOTICE_PRODUCER, RAFT_PRODUCER};
 use crate::chunk_stream::StreamReassembler;
 use std::net::{Ipv4Addr, SocketAddrV4};
 use std::sync::Arc;
-use xlane_auth::Opener;
+use xlane_auth::{Opener, ANY_RECEIVER};
 use xlane_fd::{HeartbeatPayload, XFd, FD_PRODUCER};
 use xlane_host::lane_loop::{FrameSink, SlotFill};
 use xlane_host::runtime::{Sample, SendReport};
@@ -23,12 +23,25 @@ use xlane_host::socket::RxStamps;
 use xlane_lane::{Delivery, PeriodicReceiver, PeriodicSender};
 use xlane_wire::{Frame, MAX_FRAME_LEN};
 
+/// Opens `bytes` with `o` (when sealed) as a frame of member `from`
+/// (`None`: any member, checked by the caller): the payload, or `None`
+/// when it must be dropped.
+fn open_frame<'a>(o: Option<&mut Opener>, bytes: &'a [u8]) -> Option<(&'a [u8], Option<u64>)> {
+    match o {
+        None => Some((bytes, None)),
+        Some(o) => o
+            .open(bytes, ANY_RECEIVER)
+            .ok()
+            .map(|x| (x.payload, Some(u64::from(x.sender)))),
+    }
+}
+
 /// What raft datagrams one turn can complete for this member, bytes: the
 /// chunks of a full turn's frames of one socket, and a datagram begun
 /// earlier for each of a few peers. More is dropped and counted (Raft
 /// retransmits).
 pub const INBOX_BYTES: usize =
-    xlane_host::lane_loop::RECV_BUDGET * MAX_FRAME_LEN + 4 * super::MAX_DATAGRAM;
+    xlane_host::lane_loop::RECV_BUDGET * MAX_FRAME_LEN + 4 * MAX_DATAGRAM;
 /// Datagrams one turn can complete for this member.
 pub const INBOX_DATAGRAMS: usize = 4096;
 
@@ -155,7 +168,7 @@ pub struct ReplPeer {
     /// Its raft address: where its frames come from.
     pub addr: SocketAddrV4,
     /// Its trees' ids.
-    pub trees: super::TreeIds,
+    pub trees: TreeIds,
     /// Its tree, as received.
     pub rx: PeriodicReceiver,
     /// Its datagrams, as they are cut into chunks.

@@ -58,7 +58,7 @@ use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 use std::os::fd::RawFd;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use xlane_auth::{Key, KeyRing, Opener, Sealer, ANY_RECEIVER, TRAILER_LEN};
+use xlane_auth::{Key, KeyRing, Opener, Sealer};
 use xlane_ctl::fabric::group_of;
 use xlane_fd::{Anchor, Detector, DetectorConfig, EventKind, FixedTimeout, PeerSpec, Status};
 use xlane_host::lane_loop::{
@@ -68,28 +68,6 @@ use xlane_host::socket::{realtime_ns, LaneSocket, SocketConfig, EXPRESS_PRIORITY
 use xlane_lane::{first_slot_after, PeriodicReceiver, PeriodicSender, TunnelParams, MAX_RECEIVERS};
 use xlane_wire::{Schema, MAX_FRAME_LEN};
 use xlane_xraft::{Input, Readiness, TrafficClass};
-
-/// DSCP of the X-FD sub-lane (express sub-lane 1, highest priority).
-pub const FD_DSCP: u8 = 46;
-/// DSCP of the replication sub-lane (express sub-lane 2).
-pub const REPL_DSCP: u8 = 40;
-/// First X-FD tunnel id (plus the node id).
-pub const FD_TUNNEL_BASE: u32 = 0x6B00_0000;
-/// First replication tunnel id (plus `from·4096 + to`).
-pub const REPL_TUNNEL_BASE: u32 = 0x6C00_0000;
-/// Node ids must be below this in lane mode.
-pub const MAX_NODE_ID: u64 = 4096;
-/// Producer id of raft chunks on the replication sub-lane.
-pub const RAFT_PRODUCER: u8 = 0x52;
-/// Producer id of commit-notice chunks on the X-FD sub-lane.
-pub const NOTICE_PRODUCER: u8 = 0x4E;
-/// Chunks queued per replication tunnel (≈ 116 KiB of raft datagrams).
-pub const REPL_QUEUE_CHUNKS: usize = 4096;
-/// Longest datagram accepted from a stream (the raft express MTU is lower).
-pub const MAX_DATAGRAM: usize = 64 << 10;
-/// Largest frame when frames are sealed: the trailer fills the rest of
-/// the datagram.
-pub const SEALED_FRAME_LEN: usize = MAX_FRAME_LEN - TRAILER_LEN;
 
 /// The keys a lane link seals and opens its frames with.
 #[derive(Debug, Clone)]
@@ -120,19 +98,6 @@ impl LaneKeys {
             fd: own.fd,
             repl: own.repl,
         }
-    }
-}
-
-/// Opens `bytes` with `o` (when sealed) as a frame of member `from`
-/// (`None`: any member, checked by the caller): the payload, or `None`
-/// when it must be dropped.
-fn open_frame<'a>(o: Option<&mut Opener>, bytes: &'a [u8]) -> Option<(&'a [u8], Option<u64>)> {
-    match o {
-        None => Some((bytes, None)),
-        Some(o) => o
-            .open(bytes, ANY_RECEIVER)
-            .ok()
-            .map(|x| (x.payload, Some(u64::from(x.sender)))),
     }
 }
 
