@@ -4,7 +4,7 @@
 //! X-Lane's lane core runs one thread for all the tunnels of its host. A
 //! [`LaneLoop`] is that thread's work, as a library type:
 //!
-//! - **Senders** ([`SenderSpec`]): a [`PeriodicSender`] core, a socket and
+//! - **Senders** ([`SenderSpec`]): a [`PeriodicSender`](xlane_lane::PeriodicSender) core, a socket and
 //!   its destinations. All senders' slots share one timer, armed for the
 //!   earliest due slot. At its slot a sender's [`SlotFill`] may enqueue
 //!   chunks, the core builds the frame, the send time is stamped right
@@ -12,7 +12,7 @@
 //!   destination. An event-driven sender ([`SlotFill::send_when_free`])
 //!   sends instead as soon as chunks wait and its window is free, and a
 //!   frame may go to some of its destinations only ([`SlotFill::to`]).
-//! - **Receivers** ([`ReceiverSpec`]): a [`PeriodicReceiver`] core and a
+//! - **Receivers** ([`ReceiverSpec`]): a [`PeriodicReceiver`](xlane_lane::PeriodicReceiver) core and a
 //!   socket, and optionally the lane's own receive ring
 //!   ([`crate::xdp::XdpRings`]: AF_XDP sockets fed by the XDP steering
 //!   program). All receiving sockets (of every emulated host: a socket
@@ -58,18 +58,25 @@
 use crate::batch::RecvBatch;
 use crate::budget::ThreadUsage;
 use crate::epoll::Epoll;
-use crate::runtime::{RecvReport, Sample, SendReport, WaitMode};
-use crate::socket::{realtime_ns, LaneSocket, RxStamps, StampSource};
-use crate::xdp::frame::FrameAddrs;
+use crate::runtime::{RecvReport, SendReport, WaitMode};
+use crate::socket::{realtime_ns, RxStamps, StampSource};
 use crate::xdp::XdpRings;
 use std::io;
 use std::net::SocketAddrV4;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use xlane_auth::{seal_if_keyed, Opener, Sealer, ANY_RECEIVER, TRAILER_LEN};
-use xlane_lane::{Delivery, PeriodicReceiver, PeriodicSender};
+use xlane_auth::{seal_if_keyed, Sealer, ANY_RECEIVER, TRAILER_LEN};
 use xlane_wire::MAX_FRAME_LEN;
+
+mod control;
+mod ends;
+pub use control::Control;
+use control::{Command, ControlShared};
+pub use ends::{
+    FrameSink, ReceiverEnd, ReceiverId, ReceiverSpec, SenderEnd, SenderId, SenderSpec, SlotFill,
+    XdpId, XdpSend,
+};
 
 /// Ready sockets handled per turn.
 pub const MAX_EVENTS: usize = 32;
@@ -83,176 +90,6 @@ const CONTROL_TOKEN: u64 = u64::MAX - 1;
 /// An AF_XDP path's queue: this bit, the queue in bits 32.., the path's
 /// index in the low 32 bits.
 const XDP_TOKEN: u64 = 1 << 62;
-
-/// What a sender does at its slot, before the frame is built: enqueue the
-/// chunks that should go out now. Closures `FnMut(&mut PeriodicSender, u64)`
-/// are fills.
-pub trait SlotFill: Send {
-    /// Called once per due slot (`slot_ns`), right before the frame is built.
-    fn fill(&mut self, core: &mut PeriodicSender, slot_ns: u64);
-    /// Called after each frame left, with what the sender did so far (for
-    /// an end that publishes its counters while it runs).
-    fn sent(&mut self, _report: &SendReport) {}
-    /// Whether the sender is event-driven: instead of at its slots, it
-    /// sends as soon as chunks wait and its window is free (at most one
-    /// frame per window, [`PeriodicSender::transmit_now`]); an embedding
-    /// loop that has just queued chunks calls [`LaneLoop::send_due`] to let
-    /// them go at once. X-Raft's replication tree sends so.
-    fn send_when_free(&self) -> bool {
-        false
-    }
-    /// The destinations the next frame goes to: bit `i` is the sender's
-    /// `dsts[i]` (`u64::MAX`: all of them; only the first 64 can be told
-    /// apart). X-Raft's replication tree leaves out the members its queued
-    /// datagrams are not for.
-    fn to(&self) -> u64 {
-        u64::MAX
-    }
-}
-
-impl<F: FnMut(&mut PeriodicSender, u64) + Send> SlotFill for F {
-    fn fill(&mut self, core: &mut PeriodicSender, slot_ns: u64) {
-        self(core, slot_ns)
-    }
-}
-
-/// Where a receiver's frames go, and its own deadlines.
-pub trait FrameSink: Send {
-    /// Every chunk of an accepted frame, in frame order (before `on_frame`).
-    fn on_chunk(&mut self, d: Delivery<'_>);
-    /// Every accepted frame, with its stamps.
-    fn on_frame(&mut self, s: Sample);
-    /// One datagram as it came (its MAC, if the receiver checks one,
-    /// already opened), with its receive stamps and source; returns whether
-    /// it was accepted (a refusal is counted in [`RecvReport::refused`]).
-    ///
-    /// By default the receiver's core checks it, and the chunks and stamps
-    /// of an accepted frame go to [`Self::on_chunk`] and [`Self::on_frame`].
-    /// A sink that tells several senders apart on one socket by their
-    /// source address (X-FD's detector keeps one receive state per peer)
-    /// takes the datagram itself instead and leaves `core` alone.
-    fn on_datagram(&mut self, core: &mut PeriodicReceiver, st: &RxStamps, bytes: &[u8]) -> bool {
-        let got = st.received;
-        match core.handle_datagram(got.rx_ns, bytes, &mut |d| self.on_chunk(d)) {
-            Ok(frame) => {
-                self.on_frame(Sample {
-                    seq: frame.seq,
-                    send_ns: frame.send_time,
-                    kernel_rx_ns: got.rx_ns,
-                    user_rx_ns: got.user_ns,
-                });
-                true
-            }
-            Err(_) => false,
-        }
-    }
-    /// The sink's own next deadline (`CLOCK_REALTIME` ns), if it has one:
-    /// the loop wakes for it as for a sender's slot.
-    fn poll_timeout(&self) -> Option<u64> {
-        None
-    }
-    /// Called in the first turn at or after [`Self::poll_timeout`], after
-    /// the turn read its sockets. `checked_ns` is the time taken before the
-    /// reads; `drained` says that every ready socket was read empty, so no
-    /// datagram stamped before `checked_ns` still waits unread (a deadline
-    /// that arrivals can meet should be judged at `checked_ns`, and only
-    /// when `drained`).
-    fn on_timeout(&mut self, _checked_ns: u64, _drained: bool) {}
-}
-
-/// A sender to add.
-pub struct SenderSpec<F> {
-    /// Its socket (any namespace; never read by the loop).
-    pub sock: LaneSocket,
-    /// The protocol core (its first slot set).
-    pub core: PeriodicSender,
-    /// Where each frame goes (one address, or several: sender replication).
-    pub dsts: Vec<SocketAddrV4>,
-    /// No slot at or after this time is sent (`u64::MAX`: no end).
-    pub until_ns: u64,
-    /// What enqueues its chunks.
-    pub fill: F,
-    /// Seal every frame (for every receiver of its group).
-    pub seal: Option<Sealer>,
-    /// Send through an AF_XDP path's transmit ring instead of `sock`.
-    pub xdp: Option<XdpSend>,
-}
-
-/// A sender's frames through the transmit ring of an AF_XDP path on its
-/// interface ([`XdpRings::send`]): written whole by the loop, one per
-/// destination, with the addresses resolved when the sender was set up.
-#[derive(Clone, Debug)]
-pub struct XdpSend {
-    /// The path.
-    pub path: XdpId,
-    /// One per destination, in the order of the sender's `dsts`
-    /// ([`XdpRings::frame_addrs`]).
-    pub addrs: Vec<FrameAddrs>,
-}
-
-/// A receiver to add.
-pub struct ReceiverSpec<S> {
-    /// Its socket (any namespace); the loop makes it non-blocking.
-    pub sock: LaneSocket,
-    /// The protocol core.
-    pub core: PeriodicReceiver,
-    /// Where its frames go.
-    pub sink: S,
-    /// Check every datagram's MAC first.
-    pub open: Option<Opener>,
-    /// The lane's own receive ring on the socket's interface
-    /// ([`LaneLoop::add_xdp`]): the socket's port joins the ring's ports,
-    /// and frames come from its AF_XDP sockets as well as from `sock`
-    /// (which keeps the multicast membership and gets whatever the program
-    /// passes to the stack).
-    pub xdp: Option<XdpId>,
-}
-
-/// A sender in the loop, and what it did.
-pub struct SenderEnd<F> {
-    /// Its socket.
-    pub sock: LaneSocket,
-    /// The protocol core (for its counters).
-    pub core: PeriodicSender,
-    /// Its destinations.
-    pub dsts: Vec<SocketAddrV4>,
-    /// Last slot time it may send.
-    pub until_ns: u64,
-    /// Its fill.
-    pub fill: F,
-    /// Its sealer, if it seals.
-    pub seal: Option<Sealer>,
-    /// Its AF_XDP transmit path, if it has one.
-    pub xdp: Option<XdpSend>,
-    /// Frames sent, refused copies, lateness.
-    pub report: SendReport,
-}
-
-/// A receiver in the loop, and what it saw.
-pub struct ReceiverEnd<S> {
-    /// Its socket.
-    pub sock: LaneSocket,
-    /// The protocol core (for its counters).
-    pub core: PeriodicReceiver,
-    /// Its sink.
-    pub sink: S,
-    /// Its opener, if it checks MACs.
-    pub open: Option<Opener>,
-    /// Its AF_XDP path, if it has one.
-    pub xdp: Option<XdpId>,
-    /// Datagrams, refusals, stamps.
-    pub report: RecvReport,
-}
-
-/// Handle of a sender in a loop.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct SenderId(pub usize);
-/// Handle of a receiver in a loop.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct ReceiverId(pub usize);
-/// Handle of an AF_XDP path in a loop.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct XdpId(pub usize);
 
 /// An AF_XDP path of the loop and the receivers it feeds (senders name
 /// it in their [`XdpSend`]).
@@ -282,85 +119,6 @@ pub struct LoopStats {
     pub budget_hits: u64,
     /// The thread's CPU time and switches over [`LaneLoop::run`].
     pub thread: ThreadUsage,
-}
-
-enum Command<F, S> {
-    AddSender(SenderSpec<F>, std::sync::mpsc::Sender<SenderId>),
-    AddReceiver(
-        ReceiverSpec<S>,
-        std::sync::mpsc::Sender<io::Result<ReceiverId>>,
-    ),
-    AddXdp(XdpRings, std::sync::mpsc::Sender<io::Result<XdpId>>),
-    RemoveXdp(XdpId, std::sync::mpsc::Sender<Option<XdpRings>>),
-    RemoveSender(SenderId, std::sync::mpsc::Sender<Option<SenderEnd<F>>>),
-    RemoveReceiver(ReceiverId, std::sync::mpsc::Sender<Option<ReceiverEnd<S>>>),
-}
-
-struct ControlShared<F, S> {
-    queue: Mutex<Vec<Command<F, S>>>,
-    waker: crate::runtime::Waker,
-}
-
-/// Adds and removes tunnel ends of a loop that another thread runs. Each
-/// call is carried out at the loop's next turn (the loop is woken for it)
-/// and waits for its answer; it fails if the loop stopped running.
-pub struct Control<F, S> {
-    shared: Arc<ControlShared<F, S>>,
-}
-
-impl<F, S> Clone for Control<F, S> {
-    fn clone(&self) -> Self {
-        Control {
-            shared: self.shared.clone(),
-        }
-    }
-}
-
-fn gone() -> io::Error {
-    io::Error::new(io::ErrorKind::BrokenPipe, "the lane loop is not running")
-}
-
-impl<F: SlotFill, S: FrameSink> Control<F, S> {
-    fn send<T>(
-        &self,
-        make: impl FnOnce(std::sync::mpsc::Sender<T>) -> Command<F, S>,
-    ) -> io::Result<T> {
-        let (tx, rx) = std::sync::mpsc::channel();
-        self.shared.queue.lock().map_err(|_| gone())?.push(make(tx));
-        self.shared.waker.wake();
-        rx.recv_timeout(std::time::Duration::from_secs(5))
-            .map_err(|_| gone())
-    }
-
-    /// Adds a sender to the running loop.
-    pub fn add_sender(&self, s: SenderSpec<F>) -> io::Result<SenderId> {
-        self.send(|tx| Command::AddSender(s, tx))
-    }
-
-    /// Adds a receiver to the running loop.
-    pub fn add_receiver(&self, r: ReceiverSpec<S>) -> io::Result<ReceiverId> {
-        self.send(|tx| Command::AddReceiver(r, tx))?
-    }
-
-    /// Adds an AF_XDP path to the running loop.
-    pub fn add_xdp(&self, x: XdpRings) -> io::Result<XdpId> {
-        self.send(|tx| Command::AddXdp(x, tx))?
-    }
-
-    /// Removes an AF_XDP path that no receiver or sender uses any more.
-    pub fn remove_xdp(&self, id: XdpId) -> io::Result<Option<XdpRings>> {
-        self.send(|tx| Command::RemoveXdp(id, tx))
-    }
-
-    /// Removes a sender; its end comes back with what it did.
-    pub fn remove_sender(&self, id: SenderId) -> io::Result<Option<SenderEnd<F>>> {
-        self.send(|tx| Command::RemoveSender(id, tx))
-    }
-
-    /// Removes a receiver; its end comes back with what it saw.
-    pub fn remove_receiver(&self, id: ReceiverId) -> io::Result<Option<ReceiverEnd<S>>> {
-        self.send(|tx| Command::RemoveReceiver(id, tx))
-    }
 }
 
 /// The lane core's event loop (see the module docs).
