@@ -255,6 +255,15 @@ impl Coordinator {
         self.out.pop_front()
     }
 
+    /// The processes whose recovery is under way: reported, and their
+    /// link not yet removed at the hop.
+    pub fn recovering(&self) -> impl Iterator<Item = u32> + '_ {
+        self.failed
+            .iter()
+            .filter(|(_, r)| !r.removed)
+            .map(|(&p, _)| p)
+    }
+
     /// When [`Coordinator::handle_timeout`] is next due.
     pub fn poll_timeout(&self) -> Option<Nanos> {
         self.failed
@@ -329,7 +338,9 @@ mod tests {
         assert_eq!(sends(&drain(&mut c)), vec![(HOP, rm)]);
         c.handle_timeout(31);
         assert_eq!(sends(&drain(&mut c)), vec![(HOP, rm)], "until Removed");
+        assert!(c.recovering().eq([3]));
         c.on_ctl(a(HOP), Ctl::Removed { link: a(3) }, 32);
+        assert!(c.recovering().next().is_none());
         assert_eq!(
             drain(&mut c),
             vec![CoordOut::Recovered {

@@ -604,7 +604,7 @@ fn pick(rng: &mut Rng, me: u32, failed: &[bool], fanout: usize, out: &mut Vec<u3
 /// recovery; this one measures the protocol.
 pub struct BenchCoordinator {
     stop: Arc<std::sync::atomic::AtomicBool>,
-    thread: std::thread::JoinHandle<Result<CoordStats, String>>,
+    thread: std::thread::JoinHandle<Result<(CoordStats, Vec<u32>), String>>,
     /// Each recovery done: the process and when (monotonic ns).
     pub recovered: Receiver<(u32, u64)>,
 }
@@ -634,8 +634,9 @@ impl BenchCoordinator {
         }
     }
 
-    /// Stops it: its counters, or why it failed.
-    pub fn stop(self) -> Result<CoordStats, String> {
+    /// Stops it: its counters and the processes whose recovery it had
+    /// not finished, or why it failed.
+    pub fn stop(self) -> Result<(CoordStats, Vec<u32>), String> {
         self.stop.store(true, Ordering::SeqCst);
         self.thread
             .join()
@@ -648,7 +649,7 @@ fn coordinate(
     stop: &std::sync::atomic::AtomicBool,
     recovered: &Sender<(u32, u64)>,
     fifo: Option<i32>,
-) -> Result<CoordStats, String> {
+) -> Result<(CoordStats, Vec<u32>), String> {
     let _rt = RealTime::raise(fifo);
     let sock =
         std::net::UdpSocket::bind(COORD_ADDR).map_err(|e| format!("bind {COORD_ADDR}: {e}"))?;
@@ -678,7 +679,7 @@ fn coordinate(
             }
         }
     }
-    Ok(core.stats())
+    Ok((core.stats(), core.recovering().collect()))
 }
 
 #[cfg(test)]
