@@ -537,8 +537,7 @@ impl LaneLink {
         let repl_addr = v4(addr, "raft address")?;
         let fd = fd_addr(repl_addr)?;
         let t = TreeIds::default_for(id);
-        if let Some(ifaddr) = self.multicast_if {
-            let (repl_sock, fd_sock) = self.sockets();
+        if let (Some(ifaddr), Some((repl_sock, fd_sock))) = (self.multicast_if, self.sockets()) {
             join(repl_sock, t.repl, repl_addr.port(), ifaddr)?;
             if let Err(e) = join(fd_sock, t.fd, fd.port(), ifaddr) {
                 let _ = repl_sock.leave_group(group_of(t.repl as u64), ifaddr);
@@ -615,25 +614,21 @@ impl LaneLink {
     }
 
     /// The replication and X-FD sockets (the receivers'; the trees send
-    /// from duplicates of them).
-    fn sockets(&self) -> (&LaneSocket, &LaneSocket) {
+    /// from duplicates of them). Both receivers are added in `new` and
+    /// never removed, so `None` is not seen.
+    fn sockets(&self) -> Option<(&LaneSocket, &LaneSocket)> {
         let sock = |id| self.lane.receiver(id).map(|r| &r.sock);
-        match (sock(self.repl_rx), sock(self.fd_rx)) {
-            (Some(r), Some(f)) => (r, f),
-            // Both are added in `new` and never removed.
-            _ => unreachable!("the link's receivers are fixed"),
-        }
+        Some((sock(self.repl_rx)?, sock(self.fd_rx)?))
     }
 
     /// The raft port the replication socket is bound to.
     fn repl_port(&self) -> Option<u16> {
-        self.sockets().0.local_addr().map(|a| a.port()).ok()
+        self.sockets()?.0.local_addr().map(|a| a.port()).ok()
     }
 
     /// Leaves the groups of a peer's trees (network replication only).
     fn leave_groups(&self, t: TreeIds) {
-        if let Some(ifaddr) = self.multicast_if {
-            let (repl, fd) = self.sockets();
+        if let (Some(ifaddr), Some((repl, fd))) = (self.multicast_if, self.sockets()) {
             let _ = repl.leave_group(group_of(t.repl as u64), ifaddr);
             let _ = fd.leave_group(group_of(t.fd as u64), ifaddr);
         }
@@ -861,7 +856,9 @@ impl LaneLink {
                 p.trees = t;
             }
         }
-        let (repl_sock, fd_sock) = self.sockets();
+        let Some((repl_sock, fd_sock)) = self.sockets() else {
+            return;
+        };
         for (old, new) in moves {
             let moved = (old.repl == new.repl
                 || move_group(repl_sock, self.multicast_if, old.repl, new.repl))
