@@ -210,6 +210,14 @@ impl ReplSink {
                 return false;
             }
         };
+        // A frame with a chunk that failed its check is lost to the stream
+        // as a whole (the gap in sequence drops the datagram in progress):
+        // a chunk missing from the middle of a datagram would splice its
+        // neighbours into one that raft would take as sent.
+        if !chunks_intact(bytes) {
+            LaneStats::add(&stats.refused_frames, 1);
+            return false;
+        }
         let ReplPeer { id, rx, stream, .. } = p;
         let res = rx.handle_datagram(got.rx_ns, bytes, &mut |c| {
             stream.frame(c.seq);
@@ -230,6 +238,12 @@ impl ReplSink {
         }
         res.is_ok()
     }
+}
+
+/// Whether every chunk of the frame in `bytes` passes its check (false
+/// for a frame that does not parse: the receiver refuses it anyway).
+fn chunks_intact(bytes: &[u8]) -> bool {
+    Frame::new_checked(bytes).is_ok_and(|f| f.chunks().all(|c| c.is_ok()))
 }
 
 /// A datagram for this member into `inbox` (counted as delivered, or as
@@ -310,6 +324,12 @@ impl FdSink {
         let Some(p) = peers.get_mut(i) else {
             return true;
         };
+        // A notice that lost a chunk would be spliced: a damaged frame's
+        // notices are dropped, with the one in progress.
+        if frame.chunks().any(|c| c.is_err()) {
+            p.notices.restart();
+            return true;
+        }
         p.notices.frame(frame.header().seq);
         for c in frame.chunks().flatten() {
             if c.producer != NOTICE_PRODUCER {

@@ -104,6 +104,8 @@ impl LaneKeys {
 mod control;
 mod ends;
 #[cfg(test)]
+mod sim_tests;
+#[cfg(test)]
 mod tests;
 
 pub use control::*;
