@@ -129,9 +129,15 @@ struct ServeArgs {
     tls_ca_cert_file: Option<PathBuf>,
     /// With --tls-ca-cert-file: whether clients must present a certificate
     /// (yes), may (optional: one presented must be valid) or are not asked
-    /// (no), as Redis' `tls-auth-clients`.
-    #[arg(long, default_value = "yes", value_parser = ["yes", "no", "optional"], requires = "tls_ca_cert_file")]
-    tls_auth_clients: String,
+    /// (no), as Redis' `tls-auth-clients` [possible values: yes, no,
+    /// optional].
+    #[arg(
+        long,
+        value_name = "yes|no|optional",
+        default_value = "yes",
+        requires = "tls_ca_cert_file"
+    )]
+    tls_auth_clients: xlane_kv::tls::AuthClients,
     /// Raft id of this node (cluster mode; must appear in a --peer).
     #[arg(long)]
     id: Option<u64>,
@@ -519,7 +525,7 @@ fn tls_port(
         cert: cert.clone(),
         key: key.clone(),
         ca: a.tls_ca_cert_file.clone(),
-        auth_clients: a.tls_auth_clients.parse().unwrap_or_default(),
+        auth_clients: a.tls_auth_clients,
     };
     xlane_kv::tls::TlsPort::open(SocketAddr::new(bound.ip(), port), files).map(Some)
 }
