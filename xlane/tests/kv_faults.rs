@@ -707,7 +707,9 @@ fn run(seed: u64) {
     for i in 0..MEMBERS {
         let log = std::fs::read_to_string(m.log(i)).unwrap_or_default();
         assert!(
-            log.contains("is not authenticated") && log.contains("--key-file"),
+            log.contains("raft traffic on ")
+                && log.contains("not authenticated")
+                && log.contains("--key-file"),
             "member {}: no start-up warning in {log:?}",
             i + 1
         );

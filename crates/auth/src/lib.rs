@@ -307,6 +307,24 @@ impl Opener {
     }
 }
 
+/// What a daemon that receives `what` on `bind` without a key file says at
+/// start: that anyone who reaches the port can `risk`, and to give every
+/// `peer` the same key file. `None` on a loopback address (nothing outside
+/// the host reaches it).
+pub fn unkeyed_warning(
+    what: &str,
+    bind: std::net::SocketAddr,
+    risk: &str,
+    peer: &str,
+) -> Option<String> {
+    (!bind.ip().is_loopback()).then(|| {
+        format!(
+            "{what} on {bind}: not authenticated, so anyone who reaches this port can {risk}; \
+             give every {peer} the same key file (--key-file)"
+        )
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -401,6 +419,30 @@ mod tests {
             1_001,
             "never below the last + 1"
         );
+    }
+
+    /// Which addresses get the start-up warning without a key.
+    #[test]
+    fn a_daemon_without_a_key_off_loopback_is_warned_about() {
+        for (bind, warned) in [
+            ("127.0.0.1:9000", false),
+            ("127.0.0.2:9000", false),
+            ("[::1]:9000", false),
+            ("0.0.0.0:9000", true),
+            ("10.0.0.1:9000", true),
+            ("[::]:9000", true),
+        ] {
+            let w = unkeyed_warning("1Pipe datagrams", bind.parse().unwrap(), "lie", "peer");
+            assert_eq!(w.is_some(), warned, "{bind}");
+            assert!(
+                w.is_none_or(|w| w.contains("1Pipe datagrams on ")
+                    && w.contains(bind)
+                    && w.contains("can lie;")
+                    && w.contains("every peer")
+                    && w.contains("--key-file")),
+                "{bind}"
+            );
+        }
     }
 
     #[test]

@@ -28,7 +28,7 @@
 //!
 //! Without [`NetConfig::auth`], a member whose raft address is not a
 //! loopback one says once, at open, that anyone who reaches the port can
-//! speak for a member ([`unauthenticated_warning`]).
+//! speak for a member ([`xlane_auth::unkeyed_warning`]).
 
 use crate::auth::NetAuth;
 use crate::lane::{LaneControl, LaneError, LaneLink, LaneStats, LaneTiming, TreeIds};
@@ -220,18 +220,6 @@ fn wall_ns() -> u64 {
         .map_or(0, |d| d.as_nanos() as u64)
 }
 
-/// What a member whose raft traffic is not authenticated says at open:
-/// `None` on a loopback address (nothing outside the host reaches it).
-pub fn unauthenticated_warning(bind: SocketAddr) -> Option<String> {
-    (!bind.ip().is_loopback()).then(|| {
-        format!(
-            "raft traffic on {bind} is not authenticated: anyone who reaches this port can \
-             speak for a member or send it a snapshot; give every member the same key file \
-             (--key-file)"
-        )
-    })
-}
-
 impl NetTransport {
     /// Binds the express socket(s) and the TCP listener and starts a TCP
     /// sender per peer. The returned [`TcpSide`] accepts peers' connections
@@ -313,7 +301,8 @@ impl NetTransport {
                 })?,
             })),
             None => {
-                if let Some(w) = unauthenticated_warning(addr) {
+                let risk = "speak for a member or send it a snapshot";
+                if let Some(w) = xlane_auth::unkeyed_warning("raft traffic", addr, risk, "member") {
                     tracing::warn!("{w}");
                 }
                 None
@@ -982,25 +971,5 @@ mod tests {
         assert!(rx.try_recv().is_err());
         drop((held, t1));
         side1.shutdown();
-    }
-
-    /// Which raft addresses get the start-up warning without a key.
-    #[test]
-    fn an_unauthenticated_member_off_loopback_is_warned_about() {
-        for (bind, warned) in [
-            ("0.0.0.0:7001", true),
-            ("10.0.0.1:7001", true),
-            ("[::]:7001", true),
-            ("127.0.0.1:7001", false),
-            ("127.0.0.2:7001", false),
-            ("[::1]:7001", false),
-        ] {
-            let w = unauthenticated_warning(bind.parse().expect("addr"));
-            assert_eq!(w.is_some(), warned, "{bind}");
-            assert!(
-                w.is_none_or(|w| w.contains("--key-file") && w.contains(bind)),
-                "{bind}"
-            );
-        }
     }
 }

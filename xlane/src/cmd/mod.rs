@@ -47,25 +47,14 @@ impl KeyArgs {
         match &self.key_file {
             Some(f) => Ok(Some((fd::key_ring(f)?, self.key_id))),
             None => {
-                if let Some(w) = unkeyed_warning(what, bind) {
+                if let Some(w) = xlane_auth::unkeyed_warning(what, bind, "speak for a peer", "peer")
+                {
                     tracing::warn!("{w}");
                 }
                 Ok(None)
             }
         }
     }
-}
-
-/// What a daemon without a key file says at start about `what` it receives
-/// on `bind`: nothing on a loopback address (nothing outside the host
-/// reaches it).
-fn unkeyed_warning(what: &str, bind: std::net::SocketAddr) -> Option<String> {
-    (!bind.ip().is_loopback()).then(|| {
-        format!(
-            "{what} on {bind} are not authenticated: anyone who reaches this port can speak \
-             for a peer; give every peer the same key file (--key-file)"
-        )
-    })
 }
 
 /// `PROC=IPv4:PORT`: a 1Pipe process (or proxy) id and its address, as
@@ -106,28 +95,4 @@ pub fn status_loop<S>(
     }
     println!("{}", status(state, "stopped", start.elapsed()));
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn a_daemon_without_a_key_off_loopback_is_warned_about() {
-        // (bind, warned)
-        for (bind, warned) in [
-            ("127.0.0.1:9000", false),
-            ("[::1]:9000", false),
-            ("0.0.0.0:9000", true),
-            ("10.0.0.1:9000", true),
-            ("[::]:9000", true),
-        ] {
-            let w = super::unkeyed_warning("1Pipe datagrams", bind.parse().unwrap());
-            assert_eq!(w.is_some(), warned, "{bind}");
-            if let Some(w) = w {
-                assert!(
-                    w.contains("1Pipe datagrams") && w.contains("--key-file"),
-                    "{w}"
-                );
-            }
-        }
-    }
 }
