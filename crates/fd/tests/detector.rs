@@ -580,14 +580,14 @@ fn lane_datagrams_table() {
 
 #[test]
 fn frames_from_the_periodic_sender_are_heartbeats() {
-    use xlane_lane::{PeriodicMulticastSender, Replication, TunnelParams};
+    use xlane_lane::{PeriodicSender, TunnelParams};
     let params = TunnelParams {
         tunnel: TUNNEL,
         period_ns: T,
         max_packet: xlane_wire::HEADER_LEN + Schema::Chunk26.chunk_len(),
         schema: Schema::Chunk26,
     };
-    let mut tx = PeriodicMulticastSender::new(params, 0, Replication::Network).expect("sender");
+    let mut tx = PeriodicSender::new(params, 0).expect("sender");
     let mut d = XFd::x_fd(T, LAMBDA, Some(K), &peers(1)).expect("detector");
     let mut buf = [0u8; MAX_FRAME_LEN];
     for period in 0..50u64 {
@@ -601,7 +601,7 @@ fn frames_from_the_periodic_sender_are_heartbeats() {
             .poll_transmit(now, &mut buf)
             .expect("transmit")
             .expect("due");
-        d.on_lane_datagram(now + 20, addr(0), &buf[..t.transmit.len])
+        d.on_lane_datagram(now + 20, addr(0), &buf[..t.len])
             .expect("accepted");
         for e in d.poll(now + 20) {
             assert_eq!(e.kind, Joined, "{e:?}");

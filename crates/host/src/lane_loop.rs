@@ -67,6 +67,7 @@ use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use xlane_auth::{seal_if_keyed, Sealer, ANY_RECEIVER, TRAILER_LEN};
+use xlane_lane::Destinations;
 use xlane_wire::MAX_FRAME_LEN;
 
 mod control;
@@ -235,7 +236,7 @@ impl<F: SlotFill, S: FrameSink> LaneLoop<F, S> {
             paths: Vec::new(),
             ports: [0; crate::batch::RECV_BATCH],
             frame: Box::new([0; MAX_FRAME_LEN + TRAILER_LEN]),
-            some_dsts: Vec::with_capacity(64),
+            some_dsts: Vec::with_capacity(xlane_lane::MAX_RECEIVERS),
             batch: Box::new(RecvBatch::new()),
             events: Box::new([libc::epoll_event { events: 0, u64: 0 }; MAX_EVENTS]),
             control: None,
@@ -547,20 +548,19 @@ impl<F: SlotFill, S: FrameSink> LaneLoop<F, S> {
                 }
             };
             let len = stamp_frame(frame, tx.len, s.seal.as_mut());
-            let mask = s.fill.to();
-            let picked = |i: usize| mask == u64::MAX || (i < 64 && mask & (1 << i) != 0);
+            let to = s.fill.to();
             // (copies attempted, copies sent, system calls)
             let (tried, ok, calls) = match &s.xdp {
                 Some(x) => {
                     let path = self.paths.get_mut(x.path.0).and_then(Option::as_mut);
-                    let tried = (0..x.addrs.len()).filter(|&i| picked(i)).count();
+                    let tried = (0..x.addrs.len()).filter(|&i| to.contains(i)).count();
                     let ok = path.map_or(0, |p| {
                         let q = p.rings.tx_queue();
                         x.addrs
                             .iter()
                             .enumerate()
                             .filter(|&(i, a)| {
-                                picked(i) && p.rings.send(q, a, &frame[..len]).is_ok()
+                                to.contains(i) && p.rings.send(q, a, &frame[..len]).is_ok()
                             })
                             .count()
                     });
@@ -568,11 +568,11 @@ impl<F: SlotFill, S: FrameSink> LaneLoop<F, S> {
                     (tried, ok, ok)
                 }
                 None => {
-                    let dsts = if mask == u64::MAX {
+                    let dsts = if to == Destinations::ALL {
                         &s.dsts[..]
                     } else {
                         self.some_dsts.clear();
-                        let some = s.dsts.iter().enumerate().filter(|&(i, _)| picked(i));
+                        let some = s.dsts.iter().enumerate().filter(|&(i, _)| to.contains(i));
                         self.some_dsts.extend(some.map(|(_, a)| *a));
                         &self.some_dsts[..]
                     };

@@ -12,7 +12,7 @@ use xlane_host::batch::RecvBatch;
 use xlane_host::lane_loop::{FrameSink, LaneLoop, ReceiverSpec, SenderSpec};
 use xlane_host::runtime::{wait_readable, Sample, WaitMode};
 use xlane_host::socket::{realtime_ns, LaneSocket, SocketConfig};
-use xlane_lane::{PeriodicReceiver, PeriodicSender, TunnelParams};
+use xlane_lane::{Destinations, PeriodicReceiver, PeriodicSender, TunnelParams};
 use xlane_wire::Schema;
 
 const PERIOD: u64 = 1_000_000;
@@ -388,9 +388,9 @@ fn a_sink_reads_raw_datagrams_and_keeps_its_own_deadlines() {
 }
 
 /// An event-driven fill: the sender sends when chunks wait and its window
-/// is free, to the destinations of `mask`.
+/// is free, to the destinations `to`.
 struct WhenFree {
-    mask: u64,
+    to: Destinations,
 }
 
 impl xlane_host::lane_loop::SlotFill for WhenFree {
@@ -398,8 +398,8 @@ impl xlane_host::lane_loop::SlotFill for WhenFree {
     fn send_when_free(&self) -> bool {
         true
     }
-    fn to(&self) -> u64 {
-        self.mask
+    fn to(&self) -> Destinations {
+        self.to
     }
 }
 
@@ -410,6 +410,9 @@ impl xlane_host::lane_loop::SlotFill for WhenFree {
 #[test]
 fn an_event_driven_sender_sends_when_its_window_is_free() {
     let mut lane: LaneLoop<WhenFree, Seen> = LaneLoop::new().expect("loop");
+    let mut to = Destinations::NONE;
+    to.insert(0);
+    to.insert(2);
     let seen: Vec<Seen> = (0..3).map(|_| Seen::default()).collect();
     let mut dsts = Vec::new();
     for s in &seen {
@@ -429,7 +432,7 @@ fn an_event_driven_sender_sends_when_its_window_is_free() {
         core: PeriodicSender::new(params(9), realtime_ns()).unwrap(),
         dsts,
         until_ns: u64::MAX,
-        fill: WhenFree { mask: 0b101 },
+        fill: WhenFree { to },
         seal: None,
         xdp: None,
     });

@@ -7,9 +7,9 @@
 //!
 //! * [`PeriodicSender`]: a fixed-capacity queue of pending chunks from several
 //!   producers, packed round-robin into at most one frame per slot.
-//! * [`PeriodicMulticastSender`]: the same for a receiver set, with network
-//!   replication (one datagram to a multicast group) or sender replication (the
-//!   same bytes to each destination index).
+//! * [`Destinations`]: the destinations one frame goes to, when the sender
+//!   replicates a frame to several receivers itself (with network replication a
+//!   frame goes once, to a multicast group).
 //! * [`PeriodicReceiver`]: validates frames, delivers chunks, and keeps loss,
 //!   reordering, duplicate and rate-violation counters.
 //! * [`SlotClock`]: the slot arithmetic the senders share.
@@ -38,7 +38,7 @@
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
 
-mod multicast;
+mod destinations;
 mod queue;
 mod receiver;
 mod sender;
@@ -46,10 +46,7 @@ mod sender;
 pub mod sim;
 mod slots;
 
-pub use multicast::{
-    Destinations, MulticastTransmit, PeriodicMulticastSender, ReceiverIndexError, Replication,
-    MAX_RECEIVERS,
-};
+pub use destinations::{Destinations, MAX_RECEIVERS};
 pub use receiver::{Delivery, PeriodicReceiver, ReceiverStats, RxError, RxFrame};
 pub use sender::{EnqueueError, PeriodicSender, SenderStats, Transmit, TransmitError};
 pub use slots::{first_slot_after, Claim, SlotClock};
@@ -124,7 +121,4 @@ pub enum ParamsError {
     /// Queue capacity outside `1..=65535`.
     #[error("queue capacity {0} outside 1..=65535")]
     QueueCapacity(usize),
-    /// More receivers than [`MAX_RECEIVERS`].
-    #[error("{0} receivers, at most {MAX_RECEIVERS}")]
-    TooManyReceivers(usize),
 }

@@ -1,4 +1,4 @@
-//! Slot arithmetic shared by the unicast and multicast senders.
+//! Slot arithmetic of the periodic sender.
 
 use crate::{Nanos, ParamsError};
 

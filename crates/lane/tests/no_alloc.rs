@@ -1,8 +1,6 @@
 //! The hot-path functions never allocate: checked with a counting global allocator.
 
-use xlane_lane::{
-    PeriodicMulticastSender, PeriodicReceiver, PeriodicSender, Replication, TunnelParams,
-};
+use xlane_lane::{PeriodicReceiver, PeriodicSender, TunnelParams};
 use xlane_wire::{stamp_send_time, Schema, MAX_FRAME_LEN};
 
 #[global_allocator]
@@ -17,8 +15,6 @@ fn hot_paths_do_not_allocate() {
         schema: Schema::Chunk26,
     };
     let mut tx = PeriodicSender::with_capacity(params, 0, 512).unwrap();
-    let mut mc =
-        PeriodicMulticastSender::new(params, 0, Replication::Sender { receivers: 8 }).unwrap();
     let mut rx = PeriodicReceiver::new(params);
     let mut buf = [0u8; MAX_FRAME_LEN];
     let mut delivered = 0u64;
@@ -32,7 +28,6 @@ fn hot_paths_do_not_allocate() {
             let now = round * 1_000 + (round % 7) * 10;
             for p in 0..(round % 90) as u8 {
                 let _ = tx.enqueue(p, &[p; 13]);
-                let _ = mc.enqueue(p, &[p; 3]);
             }
             let _ = tx.enqueue(1, &[0; 99]); // TooLarge path
             if let Ok(Some(t)) = tx.poll_transmit(now, &mut buf) {
@@ -47,10 +42,6 @@ fn hot_paths_do_not_allocate() {
                 let _ = rx.handle_datagram(now + 503, &buf[..7], &mut |_| {});
             }
             let _ = tx.transmit_now(now + 10, &mut buf);
-            if let Ok(Some(m)) = mc.poll_transmit(now, &mut buf) {
-                let _ = m.destinations.iter().count();
-            }
-            let _ = mc.transmit_now(now + 20, &mut buf);
             let _ = tx.stats();
             let _ = rx.stats();
         }

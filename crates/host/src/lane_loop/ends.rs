@@ -8,7 +8,7 @@ use crate::socket::{LaneSocket, RxStamps};
 use crate::xdp::frame::FrameAddrs;
 use std::net::SocketAddrV4;
 use xlane_auth::{Opener, Sealer};
-use xlane_lane::{Delivery, PeriodicReceiver, PeriodicSender};
+use xlane_lane::{Delivery, Destinations, PeriodicReceiver, PeriodicSender};
 
 /// What a sender does at its slot, before the frame is built: enqueue the
 /// chunks that should go out now. Closures `FnMut(&mut PeriodicSender, u64)`
@@ -27,12 +27,11 @@ pub trait SlotFill: Send {
     fn send_when_free(&self) -> bool {
         false
     }
-    /// The destinations the next frame goes to: bit `i` is the sender's
-    /// `dsts[i]` (`u64::MAX`: all of them; only the first 64 can be told
-    /// apart). X-Raft's replication tree leaves out the members its queued
-    /// datagrams are not for.
-    fn to(&self) -> u64 {
-        u64::MAX
+    /// The destinations the next frame goes to: indices into the sender's
+    /// `dsts` ([`Destinations::ALL`] by default). X-Raft's replication tree
+    /// leaves out the members its queued datagrams are not for.
+    fn to(&self) -> Destinations {
+        Destinations::ALL
     }
 }
 

@@ -20,7 +20,7 @@ use xlane_fd::{HeartbeatPayload, XFd, FD_PRODUCER};
 use xlane_host::lane_loop::{FrameSink, SlotFill};
 use xlane_host::runtime::{Sample, SendReport};
 use xlane_host::socket::RxStamps;
-use xlane_lane::{Delivery, PeriodicReceiver, PeriodicSender};
+use xlane_lane::{Delivery, Destinations, PeriodicReceiver, PeriodicSender};
 use xlane_wire::{Frame, MAX_FRAME_LEN};
 
 /// Opens `bytes` with `o` (when sealed) as a frame of member `from`
@@ -95,13 +95,13 @@ pub enum LinkFill {
     /// The replication tree: raft's datagrams are queued by the link as
     /// they come; a frame leaves when the tree's window is free.
     Repl {
-        /// The peers (bit = index) that datagrams queued since the queue
+        /// The peers (by index) that datagrams queued since the queue
         /// was last empty are for: a frame goes to them only, so a member
         /// is not woken by frames that carry nothing for it. One that
         /// misses a frame sees a gap in the tree's sequence, which costs it
         /// nothing (its stream had no datagram in progress: that would have
         /// kept it in the set).
-        to: u64,
+        to: Destinations,
         /// Counters.
         stats: Arc<LaneStats>,
         /// Copies refused so far (to count the new ones).
@@ -153,10 +153,10 @@ impl SlotFill for LinkFill {
         matches!(self, LinkFill::Repl { .. })
     }
 
-    fn to(&self) -> u64 {
+    fn to(&self) -> Destinations {
         match self {
             LinkFill::Repl { to, .. } => *to,
-            LinkFill::Fd { .. } => u64::MAX,
+            LinkFill::Fd { .. } => Destinations::ALL,
         }
     }
 }

@@ -65,7 +65,9 @@ use xlane_host::lane_loop::{
     LaneLoop, ReceiverEnd, ReceiverId, ReceiverSpec, SenderId, SenderSpec,
 };
 use xlane_host::socket::{realtime_ns, LaneSocket, SocketConfig, EXPRESS_PRIORITY};
-use xlane_lane::{first_slot_after, PeriodicReceiver, PeriodicSender, TunnelParams, MAX_RECEIVERS};
+use xlane_lane::{
+    first_slot_after, Destinations, PeriodicReceiver, PeriodicSender, TunnelParams, MAX_RECEIVERS,
+};
 use xlane_wire::{Schema, MAX_FRAME_LEN};
 use xlane_xraft::{Input, Readiness, TrafficClass};
 
@@ -429,7 +431,11 @@ impl LaneLink {
             until_ns: u64::MAX,
             fill: LinkFill::Repl {
                 // With network replication the group is the one destination.
-                to: if multicast_if.is_some() { u64::MAX } else { 0 },
+                to: if multicast_if.is_some() {
+                    Destinations::ALL
+                } else {
+                    Destinations::NONE
+                },
                 stats: stats.clone(),
                 errors: 0,
             },
@@ -583,7 +589,7 @@ impl LaneLink {
             }
         }
         // Indices moved: what is queued goes to everyone.
-        self.set_repl_to(u64::MAX);
+        self.set_repl_to(Destinations::ALL);
         Ok(())
     }
 
@@ -611,7 +617,7 @@ impl LaneLink {
             }
         }
         // Indices moved: what is queued goes to everyone.
-        self.set_repl_to(u64::MAX);
+        self.set_repl_to(Destinations::ALL);
         true
     }
 
@@ -687,7 +693,7 @@ impl LaneLink {
             return;
         };
         if let (LinkFill::Repl { to, .. }, None) = (&mut s.fill, self.multicast_if) {
-            *to |= 1 << i;
+            to.insert(i);
         }
         if !enqueue_to(&mut s.core, producer, to, bytes, keep, &mut self.scratch) {
             LaneStats::add(&self.stats.dropped, 1);
@@ -722,18 +728,18 @@ impl LaneLink {
             .sender(self.repl_tx)
             .is_some_and(|s| s.core.pending() == 0)
         {
-            self.set_repl_to(0);
+            self.set_repl_to(Destinations::NONE);
         }
     }
 
     /// Sets the peers the replication tree's next frame goes to.
-    fn set_repl_to(&mut self, peers: u64) {
+    fn set_repl_to(&mut self, peers: Destinations) {
         if let Some(LinkFill::Repl { to, .. }) =
             self.lane.sender_mut(self.repl_tx).map(|s| &mut s.fill)
         {
             // With network replication the group is the one destination.
             *to = if self.multicast_if.is_some() {
-                u64::MAX
+                Destinations::ALL
             } else {
                 peers
             };

@@ -94,7 +94,7 @@ fn replication_ends_hand_raft_whole_datagrams_over_a_faulty_network() {
         let mut core = PeriodicSender::with_capacity(params, 0, REPL_QUEUE_CHUNKS).expect("tree");
         let stats = Arc::new(LaneStats::default());
         let mut fill = LinkFill::Repl {
-            to: 0,
+            to: Destinations::NONE,
             stats: stats.clone(),
             errors: 0,
         };
@@ -232,7 +232,7 @@ fn the_fd_ends_suspect_a_partitioned_peer_and_carry_notices() {
         if now >= core.poll_timeout() {
             fill.fill(&mut core, now);
             if let Ok(Some(tx)) = core.poll_transmit(now, &mut buf) {
-                assert_eq!(fill.to(), u64::MAX);
+                assert_eq!(fill.to(), Destinations::ALL);
                 net.send(now, &buf[..tx.len]);
                 frames += 1;
             }

@@ -30,7 +30,7 @@ fn peers_join_and_leave() {
     assert_eq!(dsts(&l, l.repl_tx), [v(7002), v(7004)]);
     assert_eq!(dsts(&l, l.fd_tx), [v(7003), v(7005)]);
     // What was queued before the change goes to every member.
-    assert_eq!(repl_to(&l), u64::MAX);
+    assert_eq!(repl_to(&l), Destinations::ALL);
     let refused = [
         (3, p(7006)),
         (1, p(7006)),
@@ -58,7 +58,7 @@ fn dsts(l: &LaneLink, tx: SenderId) -> Vec<SocketAddrV4> {
 }
 
 /// The peers the replication tree's next frame goes to.
-fn repl_to(l: &LaneLink) -> u64 {
+fn repl_to(l: &LaneLink) -> Destinations {
     match l.lane.sender(l.repl_tx).map(|s| &s.fill) {
         Some(LinkFill::Repl { to, .. }) => *to,
         _ => panic!("no replication tree"),
