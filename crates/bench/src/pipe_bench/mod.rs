@@ -290,6 +290,16 @@ pub struct FailureOut {
     pub resumed_ns: Option<u64>,
 }
 
+impl FailureOut {
+    /// A link of this failure was removed at `at` (monotonic ns; the point
+    /// started at `start`): the recovery lasts until the last one.
+    fn note_recovery(&mut self, start: u64, at: u64) {
+        let took = at.saturating_sub(start + self.at_ns);
+        let r = self.recovered_ns.get_or_insert(0);
+        *r = (*r).max(took);
+    }
+}
+
 /// A link the hop reported silent.
 #[derive(Clone, Debug, Serialize)]
 pub struct Suspicion {

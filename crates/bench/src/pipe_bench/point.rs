@@ -277,9 +277,7 @@ pub(super) fn run_point(
         while let Some(Ok((q, at))) = coord.as_ref().map(|c| c.recovered.try_recv()) {
             recovered_at.insert(q as usize, at);
             if let Some((Some(w), _)) = recovering.remove(&(q as usize)) {
-                let t0 = start + failures[w].at_ns;
-                let r = failures[w].recovered_ns.get_or_insert(0);
-                *r = (*r).max(at.saturating_sub(t0));
+                failures[w].note_recovery(start, at);
             }
         }
         let Some((t, ev)) = hop.next_event(Duration::from_millis(1)) else {
@@ -323,15 +321,11 @@ pub(super) fn run_point(
             // Recovered already (the coordinator was faster than this
             // event) after the failure it went down in.
             let done = failure.and_then(|w| {
-                let t0 = start + failures[w].at_ns;
                 let at = *recovered_at.get(&q)?;
-                (at > t0).then(|| (w, at - t0))
+                (at > start + failures[w].at_ns).then_some((w, at))
             });
             match done {
-                Some((w, took)) => {
-                    let r = failures[w].recovered_ns.get_or_insert(0);
-                    *r = (*r).max(took);
-                }
+                Some((w, at)) => failures[w].note_recovery(start, at),
                 None => {
                     recovering.insert(q, (failure, t));
                 }
