@@ -692,7 +692,9 @@ impl LaneLink {
         let Some(s) = self.lane.sender_mut(tx) else {
             return;
         };
-        if let (LinkFill::Repl { to, .. }, None) = (&mut s.fill, self.multicast_if) {
+        // With network replication `to` stays ALL (the group), which
+        // already holds every index.
+        if let LinkFill::Repl { to, .. } = &mut s.fill {
             to.insert(i);
         }
         if !enqueue_to(&mut s.core, producer, to, bytes, keep, &mut self.scratch) {
@@ -783,9 +785,9 @@ impl LaneLink {
         } else {
             ready.at_ns
         };
-        if self.lane.recv_ready(checked, &readable).is_err() {
-            LaneStats::add(&self.stats.refused_frames, 1);
-        }
+        // A read error ends this turn's reads, as before the loop; the
+        // next turn reads again.
+        let _ = self.lane.recv_ready(checked, &readable);
         let after = self.lane.stats();
         if let Some(r) = self.repl_sink() {
             r.inbox
