@@ -276,6 +276,7 @@ mod tests {
             },
             slot_ns: slot,
             receiver: 0,
+            send_returned_ns: 0,
         }
     }
 

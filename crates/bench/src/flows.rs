@@ -195,6 +195,10 @@ pub struct FlowSample {
     pub slot_ns: u64,
     /// Which receiver (index into the plan's receivers).
     pub receiver: u16,
+    /// When the sender's system call for this frame returned (0: not
+    /// known). On veth the call carries the frame through the emulated
+    /// network, so its receivers may hold it before the call returns.
+    pub send_returned_ns: u64,
 }
 
 impl FlowSample {
@@ -209,6 +213,27 @@ impl FlowSample {
     /// How late the sender stamped the frame after its slot.
     pub fn sender_late_ns(&self) -> u64 {
         self.sample.send_ns.saturating_sub(self.slot_ns)
+    }
+    /// From the kernel's receive stamp to the return of the sender's
+    /// system call, when that returned later and before the receiving
+    /// thread held the frame: the time a receiver on the sender's own
+    /// thread waits for the sender's call to finish carrying the frame's
+    /// other copies. An emulation's share: on separate hosts the
+    /// receiving core does not wait for the sending one.
+    pub fn own_send_wait_ns(&self) -> u64 {
+        self.send_returned_ns
+            .min(self.sample.user_rx_ns)
+            .saturating_sub(self.sample.kernel_rx_ns)
+    }
+    /// From the later of the kernel's receive stamp and the sender's
+    /// return to the receiving thread holding the frame: the receive
+    /// path's own time (waking or polling, `recvmmsg`, the other sockets
+    /// read before this one).
+    pub fn read_ns(&self) -> u64 {
+        self.sample
+            .user_rx_ns
+            .saturating_sub(self.sample.kernel_rx_ns)
+            .saturating_sub(self.own_send_wait_ns())
     }
 }
 
@@ -486,6 +511,9 @@ struct FlowFill {
     len: usize,
     limiter: Option<QjumpLimiter>,
     limited: u64,
+    /// When each frame's send call returned, by sequence number
+    /// (preallocated: no allocation in the loop).
+    returned_by_seq: Vec<u64>,
 }
 
 impl SlotFill for FlowFill {
@@ -499,6 +527,11 @@ impl SlotFill for FlowFill {
         self.msg[..8].copy_from_slice(&slot.to_be_bytes());
         // A one-chunk frame per period: the queue never fills.
         let _ = c.enqueue(0, &self.msg[..self.len]);
+    }
+    fn sent(&mut self, r: &SendReport) {
+        if let Some(t) = self.returned_by_seq.get_mut(r.last_seq as usize) {
+            *t = r.last_returned_ns;
+        }
     }
 }
 
@@ -696,6 +729,7 @@ fn run_group(
                 len: plan.message_len.clamp(8, 20),
                 limiter: plan.qjump,
                 limited: 0,
+                returned_by_seq: vec![0u64; plan.expected_frames()],
             },
             seal: plan
                 .mac
@@ -790,16 +824,24 @@ fn collect_group(
         })
         .collect();
     let (senders, receivers) = lane.into_ends();
+    let mut returned: Vec<(usize, Vec<u64>)> = Vec::with_capacity(idx.len());
     let sent = idx
         .iter()
         .zip(senders)
-        .map(|(&fi, s)| (fi, s.report, s.fill.limited))
+        .map(|(&fi, s)| {
+            returned.push((fi, s.fill.returned_by_seq));
+            (fi, s.report, s.fill.limited)
+        })
         .collect();
     let received = receivers
         .into_iter()
         .map(|r| {
             let plan = &plans[r.sink.flow];
             let slots = &r.sink.slot_by_seq;
+            let returned = returned
+                .iter()
+                .find(|(fi, _)| *fi == r.sink.flow)
+                .map_or(&[][..], |(_, v)| &v[..]);
             let samples = r
                 .sink
                 .log
@@ -810,6 +852,7 @@ fn collect_group(
                     sample,
                     slot_ns: slots.get(sample.seq as usize).copied().unwrap_or(0),
                     receiver: r.sink.receiver,
+                    send_returned_ns: returned.get(sample.seq as usize).copied().unwrap_or(0),
                 })
                 .collect();
             let host = &plan.receivers[r.sink.receiver as usize].netns;
@@ -853,6 +896,7 @@ pub(crate) fn flow_for_tests(name: &str, frames: u64, stamps: &[(u64, u64, u64)]
                 },
                 slot_ns: send_ns,
                 receiver: 0,
+                send_returned_ns: 0,
             })
             .collect(),
         sent: SendReport {

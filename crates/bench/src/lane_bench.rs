@@ -29,6 +29,7 @@ use crate::interference::{
     apply_host_measures, render_cross_traffic, restore_host_measures, switch_drops, BenchError,
     Floor, FloorSet, Interference, Stage,
 };
+use crate::stages::Stages;
 use crate::stats::LatencySummary;
 use crate::table::{fmt_ns, Table};
 use serde::Serialize;
@@ -133,6 +134,8 @@ pub struct LaneBenchReport {
     /// The same samples measured only until the kernel's receive stamp
     /// (the network part of the latency).
     pub kernel_configs: Vec<LatencySummary>,
+    /// Where each configuration's median goes, part by part.
+    pub stages: Vec<Stages>,
     /// The machine's floor during the run.
     pub floor: Floor,
     /// The lane core's budget during the run.
@@ -337,6 +340,7 @@ pub fn run(
         mac,
         configs,
         kernel_configs,
+        stages: run.flows.iter().map(Stages::of).collect(),
         floor,
         lane_core,
         counters,
@@ -432,6 +436,8 @@ impl LaneBenchReport {
             ]);
         }
         let mut out = t.render();
+        out.push('\n');
+        out.push_str(&crate::stages::render(&self.stages));
         if let [lane, plain, ..] = &self.configs[..] {
             if lane.p9999_ns > 0 {
                 out.push_str(&format!(
@@ -544,6 +550,7 @@ mod tests {
             let mac = mac_cost(&configs, 64, 10.0, 10.0);
             assert!(mac.p50_delta_ns.unsigned_abs() < 1_000, "{mac:?}");
             let report = LaneBenchReport {
+                stages: flows.iter().map(Stages::of).collect(),
                 configs,
                 kernel_configs: kernel,
                 floor: Floor {

@@ -25,6 +25,7 @@ pub mod pipe_bench;
 pub mod plot;
 pub mod qjump;
 pub mod rpc_bench;
+pub mod stages;
 pub mod stats;
 pub mod sven_bench;
 pub mod table;

@@ -583,6 +583,8 @@ impl<F: SlotFill, S: FrameSink> LaneLoop<F, S> {
                     )
                 }
             };
+            s.report.last_returned_ns = realtime_ns();
+            s.report.last_seq = tx.seq;
             self.stats.send_calls += calls as u64;
             self.stats.frames += 1;
             s.report.send_errors += (tried - ok) as u64;

@@ -406,6 +406,12 @@ pub struct SendReport {
     pub late_total_ns: u64,
     /// Worst (actual send − scheduled slot), ns.
     pub late_max_ns: u64,
+    /// Sequence number of the last frame sent.
+    pub last_seq: u64,
+    /// When the last frame's send system call returned (`CLOCK_REALTIME`
+    /// ns): on veth that call carries the frame through the emulated
+    /// network to the receivers' sockets.
+    pub last_returned_ns: u64,
 }
 
 /// What a receive loop saw, beyond the core's own counters.
