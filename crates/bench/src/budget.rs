@@ -2,10 +2,13 @@
 //! took from the core, what the machine took (the floor probe), what is
 //! left, and where the core's time went by kind (`/proc/stat`).
 //!
-//! Headroom = 1 − machine − lane. Below [`SATURATION_HEADROOM`] the lane
-//! core is saturated: the report says so in one line, the JSON carries
-//! `"saturated": true`, and packets lost in such a run are attributed to
-//! it.
+//! Headroom = 1 − machine − lane for a loop that sleeps when idle. A
+//! polling loop (busy-poll) takes the whole core by design, so its
+//! headroom is the share of its turns that found nothing to do. Below
+//! [`SATURATION_HEADROOM`] the lane core is saturated: the report says so
+//! in one line, the JSON carries `"saturated": true`, and packets lost in
+//! such a run are attributed to it. Where the machine has an instruction
+//! counter, the report also gives the loops' instructions per packet.
 
 use crate::flows::FlowRun;
 use serde::Serialize;
@@ -30,6 +33,14 @@ pub struct LaneCoreUse {
     pub socket_drops: u64,
     /// The lane core's time by kind over the runs.
     pub cpu: CpuTimes,
+    /// Whether the loops polled (busy-poll) instead of sleeping.
+    pub polling: bool,
+    /// Their turns, and the polling turns that found nothing to do.
+    pub turns: u64,
+    /// See `turns`.
+    pub idle_turns: u64,
+    /// Instructions they retired (`None` where any went uncounted).
+    pub instructions: Option<u64>,
 }
 
 impl LaneCoreUse {
@@ -61,11 +72,25 @@ impl LaneCoreUse {
             packets,
             socket_drops,
             cpu: run.lane_cpu.unwrap_or_default(),
+            polling: on_core.iter().any(|l| l.polling),
+            turns: on_core.iter().map(|l| l.stats.turns).sum(),
+            idle_turns: on_core.iter().map(|l| l.stats.idle_turns).sum(),
+            instructions: on_core.iter().map(|l| l.stats.instructions).sum(),
         }
     }
 
     /// Adds another run's use.
     pub fn add(&mut self, o: &LaneCoreUse) {
+        // The first run sets whether instructions were counted.
+        let first = self.wall_ns == 0;
+        self.instructions = match (self.instructions, o.instructions) {
+            (Some(a), Some(b)) => Some(a + b),
+            (None, b) if first => b,
+            _ => None,
+        };
+        self.polling |= o.polling;
+        self.turns += o.turns;
+        self.idle_turns += o.idle_turns;
         self.threads = self.threads.max(o.threads);
         self.wall_ns += o.wall_ns;
         self.thread = self.thread.add(&o.thread);
@@ -84,8 +109,15 @@ impl LaneCoreUse {
     /// lane core (`machine_fraction`).
     pub fn budget(&self, machine_fraction: f64) -> LaneCoreBudget {
         let busy = self.thread.cpu_ns as f64 / self.wall_ns.max(1) as f64;
-        let headroom = 1.0 - machine_fraction - busy;
+        let idle_turn_share = self
+            .polling
+            .then(|| self.idle_turns as f64 / self.turns.max(1) as f64);
+        let headroom = idle_turn_share.unwrap_or(1.0 - machine_fraction - busy);
         LaneCoreBudget {
+            idle_turn_share,
+            instructions_per_packet: self
+                .instructions
+                .map(|n| n as f64 / self.packets.max(1) as f64),
             threads: self.threads,
             busy_fraction: busy,
             machine_fraction,
@@ -110,8 +142,15 @@ pub struct LaneCoreBudget {
     pub busy_fraction: f64,
     /// What the machine took from a real-time thread there (floor probe).
     pub machine_fraction: f64,
-    /// 1 − machine − busy.
+    /// 1 − machine − busy; for polling loops, the share of their turns
+    /// that found nothing to do.
     pub headroom: f64,
+    /// Polling loops: the share of their turns that found nothing to do
+    /// (`None`: the loops sleep when idle).
+    pub idle_turn_share: Option<f64>,
+    /// The loops' instructions per packet sent or read (`None` where the
+    /// machine has no instruction counter).
+    pub instructions_per_packet: Option<f64>,
     /// Times the lane threads woke from a sleep (voluntary switches).
     pub wakeups: u64,
     /// Times they were preempted while runnable (involuntary switches; the
@@ -135,14 +174,20 @@ impl LaneCoreBudget {
     /// Two lines for a text report (three when saturated).
     pub fn render(&self, lane_core: usize) -> String {
         let pct = |x: f64| format!("{:.1}%", 100.0 * x);
+        let headroom = match self.idle_turn_share {
+            Some(x) => format!(
+                "polling: headroom {} (turns that found nothing to do)",
+                pct(x)
+            ),
+            None => format!("headroom {}", pct(self.headroom)),
+        };
         let mut s = format!(
-            "lane core {lane_core}: lane loop {} ({} thread{}), machine {}, headroom {}; \
+            "lane core {lane_core}: lane loop {} ({} thread{}), machine {}, {headroom}; \
              {:.3} wake-ups per packet ({} for {} packets; {} preemptions), {} socket drops\n",
             pct(self.busy_fraction),
             self.threads,
             if self.threads == 1 { "" } else { "s" },
             pct(self.machine_fraction),
-            pct(self.headroom),
             self.wakeups_per_packet,
             self.wakeups,
             self.packets,
@@ -159,6 +204,14 @@ impl LaneCoreBudget {
             pct(c.idle),
             pct(c.steal)
         ));
+        match self.instructions_per_packet {
+            Some(n) => s.push_str(&format!(
+                "  lane loop work: {n:.0} instructions per packet (processor counter)\n"
+            )),
+            None => s.push_str(
+                "  lane loop work: instructions not counted (this machine offers no instruction counter)\n",
+            ),
+        }
         if self.saturated {
             s.push_str(&format!(
                 "  SATURATED: the lane core had {} headroom (under {}): packets lost in this run \
@@ -168,5 +221,68 @@ impl LaneCoreBudget {
             ));
         }
         s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A sleeping loop's headroom is what its core had left; a polling
+    /// loop's is the share of its turns that found nothing to do, however
+    /// busy it kept the core. Instructions per packet only where counted.
+    #[test]
+    fn headroom_of_sleeping_and_polling_loops() {
+        // (polling, cpu ns of 1 s, turns, idle turns, instructions,
+        //  want headroom, want saturated, want instructions per packet)
+        type Case = (bool, u64, u64, u64, Option<u64>, f64, bool, Option<f64>);
+        let cases: [Case; 4] = [
+            (false, 200_000_000, 0, 0, None, 0.75, false, None),
+            (
+                false,
+                930_000_000,
+                0,
+                0,
+                Some(5_000_000),
+                0.02,
+                true,
+                Some(500.0),
+            ),
+            (true, 950_000_000, 1_000, 900, None, 0.9, false, None),
+            (
+                true,
+                950_000_000,
+                1_000,
+                50,
+                Some(1_000_000),
+                0.05,
+                true,
+                Some(100.0),
+            ),
+        ];
+        for (polling, cpu_ns, turns, idle_turns, instructions, head, sat, ipp) in cases {
+            let mut u = LaneCoreUse::default();
+            u.add(&LaneCoreUse {
+                threads: 1,
+                wall_ns: 1_000_000_000,
+                thread: ThreadUsage {
+                    cpu_ns,
+                    ..ThreadUsage::default()
+                },
+                packets: 10_000,
+                polling,
+                turns,
+                idle_turns,
+                instructions,
+                ..LaneCoreUse::default()
+            });
+            let b = u.budget(0.05);
+            assert!((b.headroom - head).abs() < 1e-9, "{b:?}");
+            assert_eq!(b.saturated, sat, "{b:?}");
+            assert_eq!(b.instructions_per_packet, ipp, "{b:?}");
+            let text = b.render(1);
+            assert_eq!(text.contains("polling"), polling, "{text}");
+            assert_eq!(text.contains("SATURATED"), sat, "{text}");
+        }
     }
 }

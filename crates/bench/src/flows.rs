@@ -484,6 +484,8 @@ pub struct LoopReport {
     pub flows: Vec<usize>,
     /// Its core (`None`: unpinned).
     pub core: Option<usize>,
+    /// Whether it polled (busy-poll) instead of sleeping.
+    pub polling: bool,
     /// Its counters, with the thread's CPU time and switches.
     pub stats: LoopStats,
 }
@@ -872,6 +874,7 @@ fn collect_group(
         report: LoopReport {
             flows: idx.to_vec(),
             core: first.placement().core,
+            polling: first.mode() == WaitMode::BusyPoll,
             stats,
         },
     })

@@ -152,6 +152,8 @@ pub struct LaneBenchReport {
     pub params: RunParams,
     /// What authenticating the frames cost (with `mac`).
     pub mac: Option<MacCost>,
+    /// What a stamp costs, and the clock used.
+    pub clock: ClockCost,
 }
 
 /// The cost of authenticated frames.
@@ -201,6 +203,49 @@ pub fn time_mac(len: usize) -> (f64, f64) {
         v[v.len() / 2]
     };
     (med(&mut seal), med(&mut open))
+}
+
+/// What a stamp costs: the clock the lane stamps with against the
+/// processor's time-stamp counter.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct ClockCost {
+    /// One `clock_gettime(CLOCK_REALTIME)` (the vDSO's), ns: the lane's
+    /// stamps, comparable across hosts whose clocks PTP keeps together.
+    pub realtime_ns: f64,
+    /// One `rdtsc`, ns (`None` off x86-64): cheaper, but a count per
+    /// processor that must be calibrated against a shared clock before two
+    /// hosts' stamps can be compared.
+    pub tsc_ns: Option<f64>,
+}
+
+/// Times the two clocks: the median over 9 rounds of 200 000 reads each.
+pub fn time_clocks() -> ClockCost {
+    use std::time::Instant;
+    const N: u32 = 200_000;
+    let median = |f: &dyn Fn() -> u64| {
+        let mut v: Vec<f64> = (0..9)
+            .map(|_| {
+                let t = Instant::now();
+                let mut acc = 0u64;
+                for _ in 0..N {
+                    acc = acc.wrapping_add(std::hint::black_box(f()));
+                }
+                std::hint::black_box(acc);
+                t.elapsed().as_nanos() as f64 / f64::from(N)
+            })
+            .collect();
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: rdtsc has no preconditions on x86-64.
+    let tsc_ns = Some(median(&|| unsafe { core::arch::x86_64::_rdtsc() }));
+    #[cfg(not(target_arch = "x86_64"))]
+    let tsc_ns = None;
+    ClockCost {
+        realtime_ns: median(&realtime_ns),
+        tsc_ns,
+    }
 }
 
 /// Parameters echoed into the report.
@@ -337,6 +382,7 @@ pub fn run(
         mac_cost(&configs, frame_bytes, seal_ns, open_ns)
     });
     Ok(LaneBenchReport {
+        clock: time_clocks(),
         mac,
         configs,
         kernel_configs,
@@ -461,6 +507,13 @@ impl LaneBenchReport {
                 100.0 * m.p50_delta_share
             ));
         }
+        out.push_str(&format!(
+            "stamps: clock_gettime(CLOCK_REALTIME), {:.0} ns a read{}\n",
+            self.clock.realtime_ns,
+            self.clock.tsc_ns.map_or(String::new(), |t| format!(
+                "; a TSC read costs {t:.0} ns but counts per processor, to be calibrated before hosts can compare stamps"
+            ))
+        ));
         for (c, k) in self.configs.iter().zip(&self.counters) {
             out.push_str(&format!(
                 "{}: sender emitted {} frames in {} periods (worst lateness {}), {} send errors, {} datagrams refused, {} dropped at the receivers' sockets{}\n",
@@ -574,6 +627,10 @@ mod tests {
                     cpu_load: false,
                 },
                 mac: Some(mac),
+                clock: ClockCost {
+                    realtime_ns: 20.0,
+                    tsc_ns: None,
+                },
             };
             let text = report.render();
             assert_eq!(text.contains("plain-udp / xlane"), ratio, "{text}");

@@ -28,6 +28,13 @@
 //!   turn's reads, saying whether they emptied every ready socket (X-FD
 //!   judges a peer's silence only then).
 //!
+//! **Polling** ([`WaitMode::BusyPoll`], for a lane core of its own): each
+//! turn sends what is due, looks at every AF_XDP ring directly (the rings
+//! are shared memory, so a frame waiting there is taken without a system
+//! call; the kernel is woken only when a ring's `need_wakeup` flag asks for
+//! it) and then at the sockets through an `epoll_wait` that does not block.
+//! [`LoopStats::idle_turns`] counts the turns that found nothing to do.
+//!
 //! **Bounded work per turn** ([`LaneLoop::poll`]): every due sender sends at
 //! most one frame (at most [`crate::batch::SEND_BATCH`] copies per system
 //! call), then at most [`MAX_EVENTS`] ready sockets or AF_XDP rings are
@@ -56,7 +63,7 @@
 //! thread while [`LaneLoop::run`] runs, through a [`Control`].
 
 use crate::batch::RecvBatch;
-use crate::budget::ThreadUsage;
+use crate::budget::{InstructionCounter, ThreadUsage};
 use crate::epoll::Epoll;
 use crate::runtime::{RecvReport, SendReport, WaitMode};
 use crate::socket::{realtime_ns, RxStamps, StampSource};
@@ -109,8 +116,8 @@ pub struct LoopStats {
     pub sleeps: u64,
     /// Frames sent (each once, whatever its number of destinations).
     pub frames: u64,
-    /// `sendmmsg` calls (a sender on an AF_XDP path: frames put on the
-    /// ring, one wake-up each).
+    /// `sendmmsg` calls (a sender on an AF_XDP path: the wake-ups its
+    /// transmit ring asked for).
     pub send_calls: u64,
     /// Datagrams read.
     pub datagrams: u64,
@@ -118,8 +125,15 @@ pub struct LoopStats {
     pub recv_batches: u64,
     /// Turns that hit a socket's [`RECV_BUDGET`] (more was waiting).
     pub budget_hits: u64,
+    /// Turns of a polling [`LaneLoop::run`] ([`WaitMode::BusyPoll`]) that
+    /// found nothing to do: no frame due, nothing to read. Their share of
+    /// the turns is the polling core's headroom.
+    pub idle_turns: u64,
     /// The thread's CPU time and switches over [`LaneLoop::run`].
     pub thread: ThreadUsage,
+    /// Instructions the thread retired over [`LaneLoop::run`] (`None`
+    /// where the machine has no instruction counter).
+    pub instructions: Option<u64>,
 }
 
 /// The lane core's event loop (see the module docs).
@@ -554,18 +568,20 @@ impl<F: SlotFill, S: FrameSink> LaneLoop<F, S> {
                 Some(x) => {
                     let path = self.paths.get_mut(x.path.0).and_then(Option::as_mut);
                     let tried = (0..x.addrs.len()).filter(|&i| to.contains(i)).count();
-                    let ok = path.map_or(0, |p| {
+                    let (ok, calls) = path.map_or((0, 0), |p| {
                         let q = p.rings.tx_queue();
-                        x.addrs
+                        let woken = p.rings.tx_wakeups();
+                        let ok = x
+                            .addrs
                             .iter()
                             .enumerate()
                             .filter(|&(i, a)| {
                                 to.contains(i) && p.rings.send(q, a, &frame[..len]).is_ok()
                             })
-                            .count()
+                            .count();
+                        (ok, (p.rings.tx_wakeups() - woken) as usize)
                     });
-                    // One wake-up per frame put on the ring.
-                    (tried, ok, ok)
+                    (tried, ok, calls)
                 }
                 None => {
                     let dsts = if to == Destinations::ALL {
@@ -744,10 +760,33 @@ impl<F: SlotFill, S: FrameSink> LaneLoop<F, S> {
     /// CPU time and context switches over the run go to
     /// [`LoopStats::thread`].
     pub fn run(&mut self, stop: &AtomicBool, until_ns: u64, mode: WaitMode) -> io::Result<()> {
+        let counter = InstructionCounter::start().ok();
         let start = ThreadUsage::current();
         let r = self.run_inner(stop, until_ns, mode);
         self.stats.thread = ThreadUsage::current().since(&start);
+        self.stats.instructions = counter.and_then(|c| c.read().ok());
         r
+    }
+
+    /// One turn of a polling lane core: the due senders send, every
+    /// AF_XDP ring is looked at directly (shared memory: no system call),
+    /// then the sockets, timer and control through one `epoll_wait` that
+    /// does not block. A turn that found nothing to do is counted.
+    fn poll_turn(&mut self, now: u64) -> io::Result<()> {
+        let before = (self.stats.frames, self.stats.datagrams);
+        self.stats.turns += 1;
+        self.send_due(now);
+        for p in 0..self.paths.len() {
+            let queues = self.paths[p].as_ref().map_or(0, |x| x.rings.queues());
+            for q in 0..queues {
+                self.drain_xdp(p, q);
+            }
+        }
+        self.recv_due(now)?;
+        if (self.stats.frames, self.stats.datagrams) == before {
+            self.stats.idle_turns += 1;
+        }
+        Ok(())
     }
 
     fn run_inner(&mut self, stop: &AtomicBool, until_ns: u64, mode: WaitMode) -> io::Result<()> {
@@ -765,9 +804,7 @@ impl<F: SlotFill, S: FrameSink> LaneLoop<F, S> {
                 .min(until_ns)
                 .min(now + MAX_WAIT_NS);
             match mode {
-                WaitMode::BusyPoll => {
-                    self.poll(now)?;
-                }
+                WaitMode::BusyPoll => self.poll_turn(now)?,
                 WaitMode::Interrupt => {
                     if wake > now {
                         self.arm(wake)?;

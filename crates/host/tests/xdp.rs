@@ -212,11 +212,19 @@ impl FrameSink for Count {
 
 type Fill = fn(&mut PeriodicSender, u64);
 
+/// Both ways a lane loop waits: sleeping in `epoll_wait`, and polling,
+/// where the rings are looked at directly every turn.
 #[test]
 fn a_lane_loop_receives_two_tunnels_through_one_xdp_path() {
     if !need_root() {
         return;
     }
+    for mode in [WaitMode::Interrupt, WaitMode::BusyPoll] {
+        two_tunnels_through_one_xdp_path(mode);
+    }
+}
+
+fn two_tunnels_through_one_xdp_path(mode: WaitMode) {
     let (_tb, h0, h1) = two_hosts(None);
     const PERIOD: u64 = 1_000_000;
     const FRAMES: u64 = 100;
@@ -290,8 +298,15 @@ fn a_lane_loop_receives_two_tunnels_through_one_xdp_path() {
         });
     }
     let stop = AtomicBool::new(false);
-    lane.run(&stop, until + 200_000_000, WaitMode::Interrupt)
-        .expect("run");
+    lane.run(&stop, until + 200_000_000, mode).expect("run");
+    let st = lane.stats();
+    if mode == WaitMode::BusyPoll {
+        // It spun: most turns found nothing, and it never slept.
+        assert!(st.idle_turns > 0 && st.idle_turns < st.turns, "{st:?}");
+        assert_eq!(st.sleeps, 0);
+    } else {
+        assert_eq!(st.idle_turns, 0, "{st:?}");
+    }
     for (k, id) in ids.iter().enumerate() {
         let r = lane.receiver(*id).unwrap();
         let got = sinks[k].0.lock().unwrap().len() as u64;
@@ -318,6 +333,8 @@ fn a_lane_loop_receives_two_tunnels_through_one_xdp_path() {
     // and port: h1's program steered them), tunnel 1 did not.
     assert_eq!(tx.sent, senders[1].report.frames);
     assert_eq!(tx.send_refused, 0);
+    // The kernel was woken only when the ring asked (`need_wakeup`).
+    assert!(tx.tx_wakeups <= tx.sent, "{tx:?}");
 }
 
 #[test]

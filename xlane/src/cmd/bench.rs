@@ -489,6 +489,11 @@ struct FdArgs {
     /// Do not apply the host measures.
     #[arg(long)]
     no_tuning: bool,
+    /// How the accuracy run's lane loop waits: interrupt, or busy-poll
+    /// (it polls the lane core; the failure part's runners share the lane
+    /// core and always sleep when idle).
+    #[arg(long, default_value = "interrupt")]
+    mode: WaitMode,
 }
 
 fn fd_duration(s: &str) -> Result<u64, String> {
@@ -527,6 +532,7 @@ fn fd(a: FdArgs) -> super::CmdResult {
         cross_traffic: !a.no_cross_traffic,
         cpu_load: !a.no_cpu_load,
         tuning: !a.no_tuning,
+        lane_mode: a.mode,
         accuracy: !a.failures_only,
         failures,
         plot_dir: a.plots,

@@ -12,7 +12,6 @@ use crate::flows::{run_flows, FlowPlan, FlowResult, Variant};
 use crate::interference::{BenchError, Cores, Floor, FloorSet};
 use crate::table::fmt_ns;
 use std::sync::atomic::AtomicBool;
-use xlane_host::runtime::WaitMode;
 use xlane_host::socket::realtime_ns;
 use xlane_testbed::Testbed;
 
@@ -114,7 +113,7 @@ pub(super) fn accuracy_part(
                 message_len: xlane_fd::payload::PAYLOAD_LEN,
                 lane_core: cfg.lane_core,
                 regular_core: cores.regular.first().copied(),
-                lane_mode: WaitMode::Interrupt,
+                lane_mode: cfg.lane_mode,
                 sender: hosts[h].clone(),
                 receivers: hosts.iter().filter(|o| o.index != h).cloned().collect(),
                 first_slot_ns: start_ns + offset,

@@ -6,6 +6,7 @@ use serde::Serialize;
 use std::net::{Ipv4Addr, SocketAddrV4};
 use std::path::PathBuf;
 use xlane_fd::Reason;
+use xlane_host::runtime::WaitMode;
 use xlane_testbed::HostInfo;
 
 /// Detector names in reports.
@@ -131,6 +132,10 @@ pub struct FdBenchConfig {
     pub lane_core: usize,
     /// Apply the host measures of the lane core.
     pub tuning: bool,
+    /// How part 1's lane loop waits: interrupt, or busy-poll (the lane
+    /// core polls; part 2's runners always sleep when idle, since they
+    /// share the lane core).
+    pub lane_mode: WaitMode,
     /// Run part 1 (accuracy against the threshold).
     pub accuracy: bool,
     /// Run part 2 (real failures) with these settings.
@@ -152,6 +157,7 @@ impl Default for FdBenchConfig {
             cpu_load: true,
             lane_core: Cores::online().saturating_sub(1),
             tuning: true,
+            lane_mode: WaitMode::Interrupt,
             accuracy: true,
             failures: None,
             plot_dir: None,

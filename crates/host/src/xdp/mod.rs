@@ -171,6 +171,12 @@ pub struct XdpStats {
     pub send_busy: u64,
     /// Sends refused before the ring (no free frame, too long).
     pub send_refused: u64,
+    /// Sends after which the transmit ring's `need_wakeup` flag asked for
+    /// a system call (on a copy-mode driver such as veth: every send).
+    pub tx_wakeups: u64,
+    /// Refills of a fill ring whose `need_wakeup` flag asked for a
+    /// system call.
+    pub fill_wakeups: u64,
 }
 
 /// Why [`XdpRings::send`] did not put a datagram on the ring.
@@ -282,7 +288,10 @@ impl Queue {
                 &SocketConfig {
                     rx_size: NonZeroU32::new(FRAMES),
                     tx_size: NonZeroU32::new(FRAMES),
-                    bind_flags: 0,
+                    // The kernel says when it must be woken (a copy-mode
+                    // driver such as veth: for every send, never for the
+                    // fill ring), so a polling loop makes no needless call.
+                    bind_flags: SocketConfig::XDP_BIND_NEED_WAKEUP,
                 },
             )
             .map_err(xsk("rings"))?;
@@ -428,7 +437,7 @@ impl XdpRings {
     }
 
     /// Sends one datagram from queue `q`'s transmit ring: the frame is
-    /// written into a free transmit frame and the kernel woken. On a
+    /// written into a free transmit frame and the kernel woken if the ring asks (`need_wakeup`). On a
     /// driver without zero-copy (veth) the kernel copies it into a packet
     /// and hands that straight to the driver: it skips the interface's
     /// queueing discipline, as a NIC queue of the lane's own would. No
@@ -483,6 +492,10 @@ impl XdpRings {
             w.commit();
         }
         queue.tx_free_len -= 1;
+        if !queue.tx.needs_wakeup() {
+            return Ok(());
+        }
+        self.stats.tx_wakeups += 1;
         // SAFETY: a zero-length sendto on the socket's own descriptor: the
         // kernel's wake-up for the transmit ring.
         let r = unsafe {
@@ -510,6 +523,12 @@ impl XdpRings {
     /// Frames to `port` go to the regular stack again.
     pub fn remove_port(&self, port: u16) {
         self.ports.remove(prog::port_key(port));
+    }
+
+    /// Sends that woke the kernel so far ([`XdpStats::tx_wakeups`]),
+    /// without reading the kernel's counters.
+    pub fn tx_wakeups(&self) -> u64 {
+        self.stats.tx_wakeups
     }
 
     /// Counts a frame read for a port nobody claims.
@@ -603,6 +622,11 @@ impl XdpRings {
         // The fill ring holds every frame, so there is always room.
         w.insert(self.recycle[..n].iter().copied());
         w.commit();
+        drop(w);
+        if queue.fq.needs_wakeup() {
+            self.stats.fill_wakeups += 1;
+            queue.fq.wake();
+        }
         batch.len()
     }
 }
