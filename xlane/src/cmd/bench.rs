@@ -489,11 +489,12 @@ struct FdArgs {
     /// Do not apply the host measures.
     #[arg(long)]
     no_tuning: bool,
-    /// How the accuracy run's lane loop waits: interrupt, or busy-poll
-    /// (it polls the lane core; the failure part's runners share the lane
-    /// core and always sleep when idle).
+    /// How the accuracy run's lane loop waits: interrupt, busy-poll (it
+    /// polls the lane core), or both (rounds take turns: X-FD sleeping and
+    /// X-FD polling compared in one run). The failure part's runners share
+    /// the lane core and always sleep when idle.
     #[arg(long, default_value = "interrupt")]
-    mode: WaitMode,
+    mode: xlane_bench::fd_bench::LaneModes,
 }
 
 fn fd_duration(s: &str) -> Result<u64, String> {

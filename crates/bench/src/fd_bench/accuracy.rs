@@ -2,7 +2,7 @@
 //! lane and on plain UDP.
 
 use super::analysis::evaluate;
-use super::config::{lane_group, plain_group, FdBenchConfig, XFD};
+use super::config::{lane_group, plain_group, FdBenchConfig, LaneModes, XFD};
 use super::error::FdBenchError;
 use super::replay::{pairs, Accumulators};
 use super::report::{DetectorReport, RoundReport};
@@ -12,6 +12,7 @@ use crate::flows::{run_flows, FlowPlan, FlowResult, Variant};
 use crate::interference::{BenchError, Cores, Floor, FloorSet};
 use crate::table::fmt_ns;
 use std::sync::atomic::AtomicBool;
+use xlane_host::runtime::WaitMode;
 use xlane_host::socket::realtime_ns;
 use xlane_testbed::Testbed;
 
@@ -22,8 +23,11 @@ pub(super) struct AccuracyOutcome {
     /// Exact accuracy staircases for the plot, in `detectors` order.
     pub(super) curves: Vec<Vec<(f64, f64)>>,
     pub(super) rounds: Vec<RoundReport>,
-    /// The lane core's use over the rounds.
+    /// The lane core's use over the rounds (the interrupt ones, when
+    /// both ways of waiting are compared).
     pub(super) lane_use: LaneCoreUse,
+    /// The lane core's use over the polling rounds of a comparison.
+    pub(super) lane_use_poll: Option<LaneCoreUse>,
     /// X-FD's smallest perfect Λ on kernel stamps (what the runner sees).
     pub(super) xfd_kernel_lambda: Option<i64>,
 }
@@ -71,13 +75,24 @@ pub(super) fn accuracy_part(
     ));
     let mut acc = Accumulators::new();
     let mut lane_use = LaneCoreUse::default();
+    let mut lane_use_poll = LaneCoreUse::default();
     let mut rounds = Vec::new();
     let mut lane_rate = nominal_rate;
     let mut plain_rate = nominal_rate;
-    for round in 0..cfg.max_rounds.max(1) {
-        let lane_need = need.saturating_sub(acc.xfd.arrivals);
+    let both = cfg.lane_mode == LaneModes::Both;
+    // A comparison takes turns: twice the rounds.
+    let max_rounds = cfg.max_rounds.max(1) * if both { 2 } else { 1 };
+    for round in 0..max_rounds {
+        let polling = cfg.lane_mode.polling_round(round);
+        let xfd_need = need.saturating_sub(acc.xfd.arrivals);
+        let poll_need = if both {
+            need.saturating_sub(acc.xfd_poll.arrivals)
+        } else {
+            0
+        };
+        let lane_need = if polling { poll_need } else { xfd_need };
         let plain_need = need.saturating_sub(acc.plain.arrivals);
-        if lane_need == 0 && plain_need == 0 {
+        if xfd_need == 0 && poll_need == 0 && plain_need == 0 {
             break;
         }
         let floor_rate = nominal_rate * 0.02;
@@ -86,10 +101,16 @@ pub(super) fn accuracy_part(
                 .max(plain_need as f64 / plain_rate.max(floor_rate)),
         );
         let duration_ns = (secs * 1e9) as u64;
+        let mode = cfg.lane_mode.of_round(round);
         progress(&format!(
-            "round {}: running {:.1} s (lane needs {} more heartbeats, plain {})",
+            "round {}: running {:.1} s, the lane loop {} (lane needs {} more heartbeats, plain {})",
             round + 1,
             secs,
+            if mode == WaitMode::BusyPoll {
+                "polling"
+            } else {
+                "sleeping when idle"
+            },
             lane_need,
             plain_need
         ));
@@ -113,7 +134,7 @@ pub(super) fn accuracy_part(
                 message_len: xlane_fd::payload::PAYLOAD_LEN,
                 lane_core: cfg.lane_core,
                 regular_core: cores.regular.first().copied(),
-                lane_mode: cfg.lane_mode,
+                lane_mode: mode,
                 sender: hosts[h].clone(),
                 receivers: hosts.iter().filter(|o| o.index != h).cloned().collect(),
                 first_slot_ns: start_ns + offset,
@@ -137,7 +158,12 @@ pub(super) fn accuracy_part(
             .collect();
         let stop = AtomicBool::new(false);
         let run = run_flows(&plans, &stop).map_err(BenchError::from)?;
-        lane_use.add(&LaneCoreUse::of_run(&run, cfg.lane_core));
+        let used = LaneCoreUse::of_run(&run, cfg.lane_core);
+        if polling {
+            lane_use_poll.add(&used);
+        } else {
+            lane_use.add(&used);
+        }
         let flows = run.flows;
         let (lane, plain) = flows.split_at(n);
         let count = |f: &[FlowResult]| f.iter().map(|x| x.samples.len() as u64).sum::<u64>();
@@ -162,19 +188,29 @@ pub(super) fn accuracy_part(
         ));
         lane_rate = r.lane_received as f64 / secs;
         plain_rate = r.plain_received as f64 / secs;
-        acc.lane_sent += r.lane_sent;
+        if polling {
+            acc.lane_sent_poll += r.lane_sent;
+        } else {
+            acc.lane_sent += r.lane_sent;
+        }
         acc.plain_sent += r.plain_sent;
         rounds.push(r);
         let lane_pairs = pairs(lane, &receivers[..n]);
         let plain_pairs = pairs(plain, &receivers[n..]);
         drop(flows);
-        acc.add_round(cfg.period_ns, lane_pairs, plain_pairs)?;
+        acc.add_round(cfg.period_ns, lane_pairs, plain_pairs, polling)?;
     }
-    if acc.xfd.arrivals < need || acc.plain.arrivals < need {
+    let poll_short = both && acc.xfd_poll.arrivals < need;
+    if acc.xfd.arrivals < need || acc.plain.arrivals < need || poll_short {
         progress(&format!(
-            "warning: after {} rounds the lane has {} and plain UDP {} heartbeats, fewer than the {} asked for",
+            "warning: after {} rounds the lane has {}{} and plain UDP {} heartbeats, fewer than the {} asked for",
             rounds.len(),
             acc.xfd.arrivals,
+            if both {
+                format!(" (polling {})", acc.xfd_poll.arrivals)
+            } else {
+                String::new()
+            },
             acc.plain.arrivals,
             need
         ));
@@ -205,6 +241,7 @@ pub(super) fn accuracy_part(
         curves,
         rounds,
         lane_use,
+        lane_use_poll: both.then_some(lane_use_poll),
         xfd_kernel_lambda,
     })
 }

@@ -1,7 +1,7 @@
 //! Part 1's analysis: the smallest perfect thresholds, accuracy targets,
 //! host-gap view and curves of every detector, and phi on the Λ axis.
 
-use super::config::{PHI, PLAIN_TIMEOUT, XFD};
+use super::config::{PHI, PLAIN_TIMEOUT, XFD, XFD_POLL};
 use super::replay::{Accumulators, Levels};
 use super::report::{DetectorReport, PhiDetail};
 use crate::attribution::GapIndex;
@@ -93,6 +93,7 @@ pub(super) fn evaluate(
 ) -> (Vec<DetectorReport>, Vec<Vec<(f64, f64)>>) {
     let Accumulators {
         xfd,
+        xfd_poll,
         xfd_kernel,
         xfd_send,
         plain,
@@ -101,8 +102,13 @@ pub(super) fn evaluate(
         phi,
         phi_kernel,
         lane_sent,
+        lane_sent_poll,
         plain_sent,
     } = acc;
+    let polled = xfd_poll.arrivals > 0;
+    let xfd_poll_out = xfd_poll.outside_gaps(lane_gaps);
+    let (xfd_poll, _) = xfd_poll.summary(ModelKind::TimeoutArrival);
+    let xfd_poll_min = xfd_poll.max_level().filter(|l| l.is_finite()).map(ceil_i64);
     let max_int = |l: Levels, kind| l.summary(kind).0.max_level().map(ceil_i64);
     let xfd_out = xfd.outside_gaps(lane_gaps);
     let plain_out = plain.outside_gaps(regular_gaps);
@@ -122,13 +128,17 @@ pub(super) fn evaluate(
         .map(ceil_i64);
     let xfd_min = xfd.max_level().filter(|l| l.is_finite()).map(ceil_i64);
     let plain_min = plain.max_level().filter(|l| l.is_finite()).map(ceil_i64);
-    let hi = [xfd_min, plain_min, phi_lambda]
+    let hi = [xfd_min, plain_min, phi_lambda, xfd_poll_min]
         .iter()
         .flatten()
         .map(|&x| x as f64)
         .fold(0.0, f64::max);
     let mut xs = grid(hi);
-    xs.extend([xfd_min, plain_min, phi_lambda].iter().flatten());
+    xs.extend(
+        [xfd_min, plain_min, phi_lambda, xfd_poll_min]
+            .iter()
+            .flatten(),
+    );
     xs.sort_unstable();
     xs.dedup();
     let timeout_report = |name: &str,
@@ -256,12 +266,28 @@ pub(super) fn evaluate(
         phi: phi_detail,
     };
     let id = |l: f64| l.is_finite().then_some(l);
-    let curves = vec![
+    let mut curves = vec![
         curve_points(&xfd, id),
         curve_points(&plain, id),
         curve_points(&phi, |p| if p.is_finite() { axis.lambda(p) } else { None }),
     ];
-    (vec![xfd_report, plain_report, phi_report], curves)
+    let mut reports = vec![xfd_report, plain_report, phi_report];
+    if polled {
+        // The detector's own clock only: its kernel and send-anchored
+        // thresholds are the interrupt rounds' concern.
+        reports.push(timeout_report(
+            XFD_POLL,
+            "lane, polling",
+            &xfd_poll,
+            xfd_poll_min,
+            lane_sent_poll,
+            None,
+            None,
+            xfd_poll_out,
+        ));
+        curves.push(curve_points(&xfd_poll, id));
+    }
+    (reports, curves)
 }
 
 /// Indices of the sorted levels a curve is drawn from: 600 evenly spaced,

@@ -11,6 +11,9 @@ use xlane_testbed::HostInfo;
 
 /// Detector names in reports.
 pub const XFD: &str = "x-fd";
+/// X-FD on a polling lane core, in a run that compares both ways of
+/// waiting ([`LaneModes::Both`]).
+pub const XFD_POLL: &str = "x-fd-poll";
 /// The plain-UDP fixed-timeout baseline.
 pub const PLAIN_TIMEOUT: &str = "plain-timeout";
 /// The plain-UDP phi-accrual baseline.
@@ -109,6 +112,46 @@ pub struct FailurePlan {
     pub lock_runner_memory: bool,
 }
 
+/// How part 1's lane loop waits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LaneModes {
+    /// Every round in this mode.
+    One(WaitMode),
+    /// The rounds take turns, interrupt then busy-poll: X-FD ([`XFD`])
+    /// and X-FD on the polling core ([`XFD_POLL`]) under the same
+    /// interference, floor and plain-UDP baselines, in one run.
+    Both,
+}
+
+impl LaneModes {
+    /// How round `round` (from 0) waits.
+    pub fn of_round(self, round: usize) -> WaitMode {
+        match self {
+            LaneModes::One(m) => m,
+            LaneModes::Both if round % 2 == 0 => WaitMode::Interrupt,
+            LaneModes::Both => WaitMode::BusyPoll,
+        }
+    }
+
+    /// Whether round `round`'s X-FD is the polling one of a comparison.
+    pub fn polling_round(self, round: usize) -> bool {
+        self == LaneModes::Both && self.of_round(round) == WaitMode::BusyPoll
+    }
+}
+
+impl std::str::FromStr for LaneModes {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "both" => Ok(LaneModes::Both),
+            _ => s
+                .parse::<WaitMode>()
+                .map(LaneModes::One)
+                .map_err(|_| format!("unknown mode {s:?} (use interrupt, busy-poll or both)")),
+        }
+    }
+}
+
 /// What to run.
 #[derive(Clone, Debug)]
 pub struct FdBenchConfig {
@@ -132,10 +175,10 @@ pub struct FdBenchConfig {
     pub lane_core: usize,
     /// Apply the host measures of the lane core.
     pub tuning: bool,
-    /// How part 1's lane loop waits: interrupt, or busy-poll (the lane
-    /// core polls; part 2's runners always sleep when idle, since they
-    /// share the lane core).
-    pub lane_mode: WaitMode,
+    /// How part 1's lane loop waits: interrupt, busy-poll (the lane core
+    /// polls), or both in turns. Part 2's runners always sleep when idle,
+    /// since they share the lane core.
+    pub lane_mode: LaneModes,
     /// Run part 1 (accuracy against the threshold).
     pub accuracy: bool,
     /// Run part 2 (real failures) with these settings.
@@ -157,7 +200,7 @@ impl Default for FdBenchConfig {
             cpu_load: true,
             lane_core: Cores::online().saturating_sub(1),
             tuning: true,
-            lane_mode: WaitMode::Interrupt,
+            lane_mode: LaneModes::One(WaitMode::Interrupt),
             accuracy: true,
             failures: None,
             plot_dir: None,

@@ -149,8 +149,8 @@ mod tests;
 mod text;
 
 pub use config::{
-    FailureKind, FailurePlan, FdBenchConfig, DEFAULT_FAILURE_LAMBDA_NS, MAX_FALSE_LISTED, PHI,
-    PLAIN_TIMEOUT, XFD,
+    FailureKind, FailurePlan, FdBenchConfig, LaneModes, DEFAULT_FAILURE_LAMBDA_NS,
+    MAX_FALSE_LISTED, PHI, PLAIN_TIMEOUT, XFD, XFD_POLL,
 };
 pub use error::FdBenchError;
 pub use report::{

@@ -126,6 +126,9 @@ fn replay_phi(
 /// Every detector's levels, user and kernel clocks.
 pub(super) struct Accumulators {
     pub(super) xfd: Levels,
+    /// X-FD of the polling rounds of a run that compares both ways of
+    /// waiting (the detector's own clock only).
+    pub(super) xfd_poll: Levels,
     pub(super) xfd_kernel: Levels,
     pub(super) xfd_send: Levels,
     pub(super) plain: Levels,
@@ -134,6 +137,8 @@ pub(super) struct Accumulators {
     pub(super) phi: Levels,
     pub(super) phi_kernel: Levels,
     pub(super) lane_sent: u64,
+    /// Heartbeats sent in the polling rounds.
+    pub(super) lane_sent_poll: u64,
     pub(super) plain_sent: u64,
 }
 
@@ -177,6 +182,7 @@ impl Accumulators {
     pub(super) fn new() -> Self {
         Accumulators {
             xfd: Levels::default(),
+            xfd_poll: Levels::default(),
             xfd_kernel: Levels::default(),
             xfd_send: Levels::default(),
             plain: Levels::default(),
@@ -185,19 +191,27 @@ impl Accumulators {
             phi: Levels::default(),
             phi_kernel: Levels::default(),
             lane_sent: 0,
+            lane_sent_poll: 0,
             plain_sent: 0,
         }
     }
 
+    /// One round's arrivals; `polling`: its lane heartbeats go to the
+    /// polling X-FD.
     pub(super) fn add_round(
         &mut self,
         period_ns: u64,
         lane: Vec<Vec<FlowSample>>,
         plain: Vec<Vec<FlowSample>>,
+        polling: bool,
     ) -> Result<(), BenchError> {
         let timeout = |anchor| FixedTimeout::new(period_ns, anchor);
         for mut p in lane {
             let user = arrivals(&mut p, false);
+            if polling {
+                replay_timeout_tracked(period_ns, &user, &mut self.xfd_poll);
+                continue;
+            }
             replay_timeout_tracked(period_ns, &user, &mut self.xfd);
             self.xfd_send
                 .add(replay(&mut timeout(Anchor::SendTime), user));

@@ -225,8 +225,17 @@ pub struct FdBenchReport {
     pub rounds: Vec<RoundReport>,
     /// The machine's floor during part 1 (during part 2 without part 1).
     pub floor: Floor,
-    /// The lane core's budget during part 1's lane flows (none without part 1).
+    /// The lane core's budget during part 1's lane flows (none without
+    /// part 1; the interrupt rounds' when both ways of waiting are compared).
     pub lane_core: Option<LaneCoreBudget>,
+    /// The lane core's budget during the polling rounds of a comparison.
+    pub lane_core_polling: Option<LaneCoreBudget>,
+    /// plain-timeout / X-FD on the polling core, outside host gaps (a
+    /// comparison only).
+    pub ratio_plain_over_xfd_poll_outside_host_gaps: Option<f64>,
+    /// X-FD sleeping / X-FD polling, smallest perfect Λ outside host gaps
+    /// (a comparison only).
+    pub ratio_xfd_over_xfd_poll_outside_host_gaps: Option<f64>,
     /// Part 2, one entry per kind (empty without part 2).
     pub failures: Vec<FailureReport>,
     /// Part 2's settings and totals.

@@ -2,7 +2,7 @@
 //! part 1 and part 2 and writes the plot.
 
 use super::accuracy::{accuracy_part, accuracy_run_bound_ns, AccuracyOutcome};
-use super::config::{FdBenchConfig, PHI, PLAIN_TIMEOUT, XFD};
+use super::config::{FdBenchConfig, PHI, PLAIN_TIMEOUT, XFD, XFD_POLL};
 use super::error::FdBenchError;
 use super::failure::{failure_lambda, failure_part, failure_seconds_bound};
 use super::plot;
@@ -126,11 +126,18 @@ fn run_parts(
         (None, Some((_, run))) => run.floor.clone(),
         (None, None) => return Err(BenchError::Config("no floor measured".into()).into()),
     };
-    let (detectors, curves, rounds, lane_use) = match acc {
-        Some(a) => (a.detectors, a.curves, a.rounds, Some(a.lane_use)),
-        None => (Vec::new(), Vec::new(), Vec::new(), None),
+    let (detectors, curves, rounds, lane_use, lane_use_poll) = match acc {
+        Some(a) => (
+            a.detectors,
+            a.curves,
+            a.rounds,
+            Some(a.lane_use),
+            a.lane_use_poll,
+        ),
+        None => (Vec::new(), Vec::new(), Vec::new(), None, None),
     };
     let lane_core = lane_use.map(|u| u.budget(floor.stolen_fraction));
+    let lane_core_polling = lane_use_poll.map(|u| u.budget(floor.stolen_fraction));
     let min_of = |name: &str| {
         detectors
             .iter()
@@ -147,10 +154,11 @@ fn run_parts(
             .find(|d| d.name == name)
             .and_then(|d| d.min_perfect_threshold_outside_host_gaps_ns)
     };
-    let ratio_outside = |name: &str| match (outside(name), outside(XFD)) {
-        (Some(b), Some(x)) if x > 0 => Some(b as f64 / x as f64),
+    let ratio_of = |a: Option<i64>, b: Option<i64>| match (a, b) {
+        (Some(a), Some(b)) if b > 0 => Some(a as f64 / b as f64),
         _ => None,
     };
+    let ratio_outside = |name: &str| ratio_of(outside(name), outside(XFD));
     let (failures, failure_run) = match failures {
         Some((f, r)) => (f, Some(r)),
         None => (Vec::new(), None),
@@ -160,6 +168,12 @@ fn run_parts(
         ratio_phi_over_xfd: ratio(PHI),
         ratio_plain_over_xfd_outside_host_gaps: ratio_outside(PLAIN_TIMEOUT),
         ratio_phi_over_xfd_outside_host_gaps: ratio_outside(PHI),
+        ratio_plain_over_xfd_poll_outside_host_gaps: ratio_of(
+            outside(PLAIN_TIMEOUT),
+            outside(XFD_POLL),
+        ),
+        ratio_xfd_over_xfd_poll_outside_host_gaps: ratio_of(outside(XFD), outside(XFD_POLL)),
+        lane_core_polling,
         host_gap_rule: crate::fd_gaps::RULE.into(),
         detectors,
         rounds,

@@ -151,7 +151,7 @@ fn evaluate_gives_exact_smallest_perfect_thresholds() {
     let plain = vec![trace(5000, t, &[100, 101], &[(4999, 5_000_000)])];
     acc.lane_sent = 5000;
     acc.plain_sent = 5000;
-    acc.add_round(t, lane, plain).expect("replay");
+    acc.add_round(t, lane, plain, false).expect("replay");
     // A host gap covering the first late heartbeat's silence, and one
     // covering 800 µs of the second's (none during the plain path's
     // long silences).
@@ -237,6 +237,7 @@ fn degenerate_runs_are_evaluated_classified_rendered_and_plotted() {
                 t,
                 vec![trace(lane, t, &[], &[])],
                 vec![trace(plain, t, &[], &[])],
+                false,
             )
             .expect("replay");
         }
@@ -292,6 +293,9 @@ fn degenerate_runs_are_evaluated_classified_rendered_and_plotted() {
                 cores: Vec::new(),
             },
             lane_core: None,
+            lane_core_polling: None,
+            ratio_plain_over_xfd_poll_outside_host_gaps: None,
+            ratio_xfd_over_xfd_poll_outside_host_gaps: None,
             failures: f,
             failure_run: None,
             host_measures: Vec::new(),
@@ -341,4 +345,80 @@ fn curve_indices_cover_the_tail() {
             assert!(v.len() <= n);
         }
     }
+}
+
+/// A run that compares both ways of waiting: the rounds take turns, the
+/// polling rounds' lane heartbeats feed a detector of their own, and the
+/// plain baselines take every round's.
+#[test]
+fn a_comparison_keeps_the_polling_rounds_apart() {
+    use super::config::{LaneModes, XFD_POLL};
+    use xlane_host::runtime::WaitMode;
+    // (mode, round, want wait mode, want polling round)
+    let cases = [
+        (
+            LaneModes::One(WaitMode::Interrupt),
+            1,
+            WaitMode::Interrupt,
+            false,
+        ),
+        (
+            LaneModes::One(WaitMode::BusyPoll),
+            0,
+            WaitMode::BusyPoll,
+            false,
+        ),
+        (LaneModes::Both, 0, WaitMode::Interrupt, false),
+        (LaneModes::Both, 1, WaitMode::BusyPoll, true),
+        (LaneModes::Both, 2, WaitMode::Interrupt, false),
+    ];
+    for (m, round, want, polling) in cases {
+        assert_eq!((m.of_round(round), m.polling_round(round)), (want, polling));
+    }
+    for (s, want) in [
+        ("both", Some(LaneModes::Both)),
+        ("busy-poll", Some(LaneModes::One(WaitMode::BusyPoll))),
+        ("interrupt", Some(LaneModes::One(WaitMode::Interrupt))),
+        ("sometimes", None),
+    ] {
+        assert_eq!(s.parse::<LaneModes>().ok(), want, "{s}");
+    }
+    let t = 1_000_000;
+    let mut acc = Accumulators::new();
+    // Sleeping: one heartbeat 300 µs late; polling: one 40 µs late.
+    acc.add_round(
+        t,
+        vec![trace(2000, t, &[], &[(1000, 300_000)])],
+        vec![trace(2000, t, &[], &[])],
+        false,
+    )
+    .expect("replay");
+    acc.add_round(
+        t,
+        vec![trace(2000, t, &[], &[(500, 40_000)])],
+        vec![trace(2000, t, &[], &[])],
+        true,
+    )
+    .expect("replay");
+    acc.lane_sent = 2000;
+    acc.lane_sent_poll = 2000;
+    let none = GapIndex::default();
+    let (d, curves) = evaluate(t, acc, &none, &none);
+    let names: Vec<&str> = d.iter().map(|x| x.name.as_str()).collect();
+    assert_eq!(names, [XFD, PLAIN_TIMEOUT, PHI, XFD_POLL]);
+    assert_eq!(curves.len(), 4);
+    assert_eq!(
+        (d[0].heartbeats, d[3].heartbeats, d[1].heartbeats),
+        (2000, 2000, 4000)
+    );
+    let jit = |i: u64| (i * 7919 % 13) as i64 * 1_000;
+    assert_eq!(
+        d[0].min_perfect_threshold_ns,
+        Some(300_000 + jit(1000) - jit(999))
+    );
+    assert_eq!(
+        d[3].min_perfect_threshold_ns,
+        Some(40_000 + jit(500) - jit(499))
+    );
+    assert_eq!(d[3].kernel_min_perfect_threshold_ns, None);
 }

@@ -117,6 +117,13 @@ impl FdBenchReport {
                 r(self.ratio_phi_over_xfd),
                 r(self.ratio_phi_over_xfd_outside_host_gaps)
             ));
+            if self.ratio_plain_over_xfd_poll_outside_host_gaps.is_some() {
+                out.push_str(&format!(
+                    "the lane core polling, same run: smallest perfect Λ outside host gaps, plain-timeout / x-fd-poll {}, x-fd / x-fd-poll {}\n",
+                    r(self.ratio_plain_over_xfd_poll_outside_host_gaps),
+                    r(self.ratio_xfd_over_xfd_poll_outside_host_gaps)
+                ));
+            }
             if let Some(x) = self.detectors.iter().find(|d| d.name == XFD) {
                 out.push_str(&format!(
                     "x-fd intervals set aside as explained by host gaps: {} of {} ({:.4}%)\n",
@@ -158,6 +165,13 @@ impl FdBenchReport {
         }
         out.push_str(&self.floor.render(self.params.lane_core));
         if let Some(b) = &self.lane_core {
+            if self.lane_core_polling.is_some() {
+                out.push_str("rounds sleeping when idle:\n");
+            }
+            out.push_str(&b.render(self.params.lane_core));
+        }
+        if let Some(b) = &self.lane_core_polling {
+            out.push_str("rounds polling:\n");
             out.push_str(&b.render(self.params.lane_core));
         }
         if let Some(x) = self
