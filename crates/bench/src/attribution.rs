@@ -277,6 +277,7 @@ mod tests {
             slot_ns: slot,
             receiver: 0,
             send_returned_ns: 0,
+            send_driver_ns: 0,
         }
     }
 

@@ -536,6 +536,7 @@ pub fn run(cfg: &BoundsConfig, progress: &mut dyn FnMut(&str)) -> Result<BoundsR
                 grace_ns: 300_000_000,
                 qjump: None,
                 mac: None,
+                tx_stamps: false,
             }
         })
         .collect();

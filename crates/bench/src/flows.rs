@@ -184,6 +184,11 @@ pub struct FlowPlan {
     /// Authenticated frames with this key (`Xlane` only): the sender seals
     /// each frame, every receiver checks it before its core sees it.
     pub mac: Option<xlane_auth::Key>,
+    /// Ask the sender's kernel for transmit stamps (the frame handed to
+    /// the sending host's device, after its qdisc), read back by the lane
+    /// loop before the sender's next frame: the per-stage breakdown's
+    /// split of the network part ([`FlowSample::send_driver_ns`]).
+    pub tx_stamps: bool,
 }
 
 /// One received frame of a flow.
@@ -199,6 +204,10 @@ pub struct FlowSample {
     /// known). On veth the call carries the frame through the emulated
     /// network, so its receivers may hold it before the call returns.
     pub send_returned_ns: u64,
+    /// The sending kernel's transmit stamp: the frame handed to the
+    /// sending host's device, after its qdisc (0: not asked for, or not
+    /// read).
+    pub send_driver_ns: u64,
 }
 
 impl FlowSample {
@@ -390,7 +399,12 @@ impl FlowPlan {
         let mut sc = self.socket(SocketAddrV4::new(host.addr, 0));
         sc.multicast_if = Some(host.addr);
         sc.rx_timestamps = false;
-        LaneSocket::open(&sc).map_err(|e| self.socket_err(host, e))
+        let mut sock = LaneSocket::open(&sc).map_err(|e| self.socket_err(host, e))?;
+        if self.tx_stamps {
+            sock.enable_tx_timestamps()
+                .map_err(|e| self.socket_err(host, e))?;
+        }
+        Ok(sock)
     }
 
     /// The AF_XDP path of `host` in this loop: opened on the host's
@@ -516,6 +530,9 @@ struct FlowFill {
     /// When each frame's send call returned, by sequence number
     /// (preallocated: no allocation in the loop).
     returned_by_seq: Vec<u64>,
+    /// Each frame's transmit stamp, by the kernel's datagram number (the
+    /// frame's sequence number: one datagram per frame).
+    driver_by_seq: Vec<u64>,
 }
 
 impl SlotFill for FlowFill {
@@ -533,6 +550,11 @@ impl SlotFill for FlowFill {
     fn sent(&mut self, r: &SendReport) {
         if let Some(t) = self.returned_by_seq.get_mut(r.last_seq as usize) {
             *t = r.last_returned_ns;
+        }
+    }
+    fn tx_stamp(&mut self, st: xlane_host::socket::TxStamp) {
+        if let (Some(t), Some(ns)) = (self.driver_by_seq.get_mut(st.id as usize), st.software_ns) {
+            *t = ns;
         }
     }
 }
@@ -732,6 +754,14 @@ fn run_group(
                 limiter: plan.qjump,
                 limited: 0,
                 returned_by_seq: vec![0u64; plan.expected_frames()],
+                driver_by_seq: vec![
+                    0u64;
+                    if plan.tx_stamps {
+                        plan.expected_frames()
+                    } else {
+                        0
+                    }
+                ],
             },
             seal: plan
                 .mac
@@ -826,12 +856,13 @@ fn collect_group(
         })
         .collect();
     let (senders, receivers) = lane.into_ends();
-    let mut returned: Vec<(usize, Vec<u64>)> = Vec::with_capacity(idx.len());
+    // (flow, send call returns, transmit stamps) by sequence number.
+    let mut by_seq: Vec<(usize, Vec<u64>, Vec<u64>)> = Vec::with_capacity(idx.len());
     let sent = idx
         .iter()
         .zip(senders)
         .map(|(&fi, s)| {
-            returned.push((fi, s.fill.returned_by_seq));
+            by_seq.push((fi, s.fill.returned_by_seq, s.fill.driver_by_seq));
             (fi, s.report, s.fill.limited)
         })
         .collect();
@@ -840,10 +871,10 @@ fn collect_group(
         .map(|r| {
             let plan = &plans[r.sink.flow];
             let slots = &r.sink.slot_by_seq;
-            let returned = returned
+            let (returned, driver) = by_seq
                 .iter()
-                .find(|(fi, _)| *fi == r.sink.flow)
-                .map_or(&[][..], |(_, v)| &v[..]);
+                .find(|(fi, _, _)| *fi == r.sink.flow)
+                .map_or((&[][..], &[][..]), |(_, a, b)| (&a[..], &b[..]));
             let samples = r
                 .sink
                 .log
@@ -855,6 +886,7 @@ fn collect_group(
                     slot_ns: slots.get(sample.seq as usize).copied().unwrap_or(0),
                     receiver: r.sink.receiver,
                     send_returned_ns: returned.get(sample.seq as usize).copied().unwrap_or(0),
+                    send_driver_ns: driver.get(sample.seq as usize).copied().unwrap_or(0),
                 })
                 .collect();
             let host = &plan.receivers[r.sink.receiver as usize].netns;
@@ -900,6 +932,7 @@ pub(crate) fn flow_for_tests(name: &str, frames: u64, stamps: &[(u64, u64, u64)]
                 slot_ns: send_ns,
                 receiver: 0,
                 send_returned_ns: 0,
+                send_driver_ns: 0,
             })
             .collect(),
         sent: SendReport {

@@ -286,6 +286,7 @@ pub fn run(
                     grace_ns: queue_drain_ns(cfg) + 50_000_000,
                     qjump: (v == Variant::Qjump).then_some(qjump),
                     mac: None,
+                    tx_stamps: false,
                     dscp: None,
                 };
                 let tuning = if v.host_measures() {

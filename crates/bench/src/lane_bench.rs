@@ -344,6 +344,7 @@ pub fn run(
             grace_ns: 300_000_000,
             qjump: None,
             mac: None,
+            tx_stamps: true,
             dscp: None,
         };
     // The plain flow sends half a period after the lane flow, the

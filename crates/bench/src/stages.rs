@@ -8,7 +8,15 @@
 //!
 //! - **to the kernel stamp**: the sender's system call, its qdisc, the
 //!   veth pair, the switch namespace's forwarding and its port's qdisc,
-//!   the receiving host's IP stack;
+//!   up to the receiving host's interface: the kernel stamps a frame as
+//!   the interface takes it, before the host's IP stack
+//!   (`net.core.netdev_tstamp_prequeue`, 1 by default). Where the sender
+//!   asked its kernel for transmit stamps (`bench lane` does), this splits
+//!   at the moment the sending host's device took the frame: **sending
+//!   host** (the system call's entry, UDP, IP, the host's qdisc) and
+//!   **emulated switch** (the veth pair, the switch namespace's forwarding
+//!   and multicast copies, its port's qdisc, the veth pair to the
+//!   receiving host), which a real switch does in hardware;
 //! - **waiting for the own send**: on veth every stage above runs inside
 //!   the sender's system call, on the sending CPU. When the receivers are
 //!   served by the sender's own thread (the emulated hosts share one lane
@@ -16,9 +24,10 @@
 //!   has carried the frame's other copies too. On separate hosts the
 //!   receiving core does not wait for the sending one: this part is the
 //!   emulation's, and is reported apart;
-//! - **read**: from then until the thread holds the frame (waking or
-//!   polling, `epoll_wait`, `recvmmsg`, and the sockets read before this
-//!   one in the same turn).
+//! - **read**: from then until the thread holds the frame (the receiving
+//!   host's IP and UDP stack if it had not run yet, waking or polling,
+//!   `epoll_wait`, `recvmmsg`, and the sockets read before this one in the
+//!   same turn).
 //!
 //! The medians of the parts need not add up to the median of the whole.
 
@@ -40,6 +49,12 @@ pub struct Stages {
     pub send_call_p50_ns: u64,
     /// Sender's stamp → kernel receive stamp.
     pub kernel_p50_ns: u64,
+    /// Sender's stamp → its device took the frame (`None` without
+    /// transmit stamps).
+    pub sending_host_p50_ns: Option<u64>,
+    /// Its device took the frame → kernel receive stamp: the emulated
+    /// switch.
+    pub switch_p50_ns: Option<u64>,
     /// Kernel receive stamp → the sender's call returned (0 when it
     /// returned first).
     pub own_send_wait_p50_ns: u64,
@@ -81,8 +96,14 @@ impl Stages {
                 )
             })
             .collect();
+        let driver: Vec<_> = f.samples.iter().filter(|s| s.send_driver_ns != 0).collect();
+        let of_driver = |m: &dyn Fn(&crate::flows::FlowSample) -> u64| {
+            (!driver.is_empty()).then(|| median(driver.iter().map(|s| m(s)).collect()))
+        };
         Stages {
             name: f.name.clone(),
+            sending_host_p50_ns: of_driver(&|s| s.send_driver_ns.saturating_sub(s.sample.send_ns)),
+            switch_p50_ns: of_driver(&|s| s.sample.kernel_rx_ns.saturating_sub(s.send_driver_ns)),
             samples: f.samples.len() as u64,
             thread_p50_ns: part(&|s| s.latency_ns()),
             send_call_p50_ns: part(&|s| s.send_returned_ns.saturating_sub(s.sample.send_ns)),
@@ -109,6 +130,8 @@ pub fn render(stages: &[Stages]) -> String {
         "λ50 thread",
         "send call",
         "to kernel stamp",
+        "of it: sending host",
+        "emulated switch",
         "waits for own send",
         "read",
         "λ50 thread, own send apart",
@@ -122,6 +145,8 @@ pub fn render(stages: &[Stages]) -> String {
             fmt_ns(s.thread_p50_ns),
             fmt_ns(s.send_call_p50_ns),
             fmt_ns(s.kernel_p50_ns),
+            s.sending_host_p50_ns.map_or("-".into(), fmt_ns),
+            s.switch_p50_ns.map_or("-".into(), fmt_ns),
             fmt_ns(s.own_send_wait_p50_ns),
             fmt_ns(s.read_p50_ns),
             fmt_ns(s.thread_apart_p50_ns),
@@ -153,7 +178,29 @@ mod tests {
             slot_ns: send,
             receiver,
             send_returned_ns: ret,
+            send_driver_ns: 0,
         }
+    }
+
+    /// The network part splits at the transmit stamp where frames have one.
+    #[test]
+    fn the_network_part_splits_at_the_transmit_stamp() {
+        let mut with = s(0, 100, 3_000, 1_100, 4_000);
+        with.send_driver_ns = 400;
+        let f = FlowResult {
+            name: "xlane".into(),
+            samples: vec![with, s(0, 100, 3_000, 1_100, 4_000)],
+            ..FlowResult::default()
+        };
+        let st = Stages::of(&f);
+        assert_eq!(st.sending_host_p50_ns, Some(300));
+        assert_eq!(st.switch_p50_ns, Some(700));
+        assert_eq!(st.kernel_p50_ns, 1_000);
+        let none = Stages::of(&FlowResult {
+            samples: vec![s(0, 100, 3_000, 1_100, 4_000)],
+            ..FlowResult::default()
+        });
+        assert_eq!(none.sending_host_p50_ns, None);
     }
 
     /// Each case: one frame's (send, returned, kernel, user) stamps and

@@ -90,6 +90,9 @@ pub use ends::{
 pub const MAX_EVENTS: usize = 32;
 /// Datagrams read from one socket per turn.
 pub const RECV_BUDGET: usize = 64;
+/// Transmit stamps read per due sender whose socket has them on
+/// ([`SlotFill::tx_stamp`]).
+pub const TX_STAMP_READS: usize = 4;
 /// Longest wait of [`LaneLoop::run`] between two looks at its stop flag.
 pub const MAX_WAIT_NS: u64 = 20_000_000;
 
@@ -547,6 +550,15 @@ impl<F: SlotFill, S: FrameSink> LaneLoop<F, S> {
             let slot = due(s);
             if slot > now || slot >= s.until_ns {
                 continue;
+            }
+            if s.sock.tx_timestamps() {
+                // Bounded: a few error-queue reads, earlier frames' stamps.
+                for _ in 0..TX_STAMP_READS {
+                    match s.sock.recv_tx_stamp() {
+                        Ok(Some(st)) => s.fill.tx_stamp(st),
+                        Ok(None) | Err(_) => break,
+                    }
+                }
             }
             s.fill.fill(&mut s.core, slot);
             let tx = if s.fill.send_when_free() {

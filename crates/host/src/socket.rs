@@ -146,6 +146,7 @@ pub struct LaneSocket {
     fd: OwnedFd,
     cmsg: [u64; CMSG_SPACE / 8],
     rx_timestamps: bool,
+    tx_timestamps: bool,
 }
 
 /// The receive stamps of one datagram, software and hardware kept apart.
@@ -454,6 +455,7 @@ impl LaneSocket {
             fd,
             cmsg: [0; CMSG_SPACE / 8],
             rx_timestamps: cfg.rx_timestamps,
+            tx_timestamps: false,
         })
     }
 
@@ -464,7 +466,7 @@ impl LaneSocket {
     /// per datagram (two with a stamping NIC) on the error queue; read them
     /// with [`LaneSocket::recv_tx_stamp`]. Unread stamps count against the
     /// receive buffer, so a caller that enables them must drain them.
-    pub fn enable_tx_timestamps(&self) -> Result<(), SocketError> {
+    pub fn enable_tx_timestamps(&mut self) -> Result<(), SocketError> {
         let mut flags = TX_STAMP_FLAGS;
         if self.rx_timestamps {
             flags |= RX_STAMP_FLAGS;
@@ -475,7 +477,15 @@ impl LaneSocket {
             libc::SO_TIMESTAMPING,
             &(flags as libc::c_int),
             "SO_TIMESTAMPING (tx)",
-        )
+        )?;
+        self.tx_timestamps = true;
+        Ok(())
+    }
+
+    /// Whether [`Self::enable_tx_timestamps`] was called: the socket's
+    /// error queue then fills with transmit stamps to drain.
+    pub fn tx_timestamps(&self) -> bool {
+        self.tx_timestamps
     }
 
     /// Read one transmit stamp from the error queue (`MSG_ERRQUEUE`, never
@@ -782,6 +792,7 @@ impl LaneSocket {
             fd: self.fd.try_clone()?,
             cmsg: [0; CMSG_SPACE / 8],
             rx_timestamps: self.rx_timestamps,
+            tx_timestamps: self.tx_timestamps,
         })
     }
 

@@ -481,3 +481,81 @@ fn an_event_driven_sender_sends_when_its_window_is_free() {
         assert_eq!(seen[i].0.lock().unwrap().len(), want, "receiver {i}");
     }
 }
+
+/// A fill that keeps the transmit stamps the loop reads back for it, and
+/// each frame's send stamp by sequence number.
+struct Stamped {
+    stamps: Arc<Mutex<Vec<xlane_host::socket::TxStamp>>>,
+    sent: Arc<Mutex<Vec<(u64, u64)>>>,
+}
+
+impl xlane_host::lane_loop::SlotFill for Stamped {
+    fn fill(&mut self, c: &mut PeriodicSender, slot: u64) {
+        let _ = c.enqueue(1, &slot.to_be_bytes());
+    }
+    fn sent(&mut self, r: &xlane_host::runtime::SendReport) {
+        self.sent
+            .lock()
+            .unwrap()
+            .push((r.last_seq, r.last_returned_ns));
+    }
+    fn tx_stamp(&mut self, st: xlane_host::socket::TxStamp) {
+        self.stamps.lock().unwrap().push(st);
+    }
+}
+
+/// With transmit stamps on its socket, a sender's fill gets each earlier
+/// frame's stamp, numbered as the frames are, taken between the frame's
+/// send stamp and its send call's return; without, none.
+#[test]
+fn a_sender_with_transmit_stamps_gets_them_back_frame_by_frame() {
+    for on in [true, false] {
+        let mut lane: LaneLoop<Stamped, Seen> = LaneLoop::new().expect("loop");
+        let rx = socket();
+        let dst = rx.local_addr().unwrap();
+        lane.add_receiver(ReceiverSpec {
+            sock: rx,
+            core: PeriodicReceiver::new(params(1)),
+            sink: Seen::default(),
+            open: None,
+            xdp: None,
+        })
+        .unwrap();
+        let mut tx = socket();
+        if on {
+            tx.enable_tx_timestamps().unwrap();
+        }
+        let (stamps, sent) = (Arc::default(), Arc::default());
+        let start = realtime_ns() + 10_000_000;
+        let until = start + 20 * PERIOD;
+        lane.add_sender(SenderSpec {
+            sock: tx,
+            core: PeriodicSender::new(params(1), start).unwrap(),
+            dsts: vec![dst],
+            until_ns: until,
+            fill: Stamped {
+                stamps: Arc::clone(&stamps),
+                sent: Arc::clone(&sent),
+            },
+            seal: None,
+            xdp: None,
+        });
+        let stop = AtomicBool::new(false);
+        lane.run(&stop, until + 10_000_000, WaitMode::Interrupt)
+            .expect("run");
+        let stamps = stamps.lock().unwrap();
+        let sent = sent.lock().unwrap();
+        if !on {
+            assert!(stamps.is_empty());
+            continue;
+        }
+        // Every frame but the last is read back before the next one.
+        assert!(sent.len() >= 2, "{} frames", sent.len());
+        assert_eq!(stamps.len(), sent.len() - 1, "{stamps:?}");
+        for (k, st) in stamps.iter().enumerate() {
+            assert_eq!(st.id as u64, sent[k].0, "numbered as the frames");
+            let ns = st.software_ns.expect("a software stamp");
+            assert!(ns <= sent[k].1, "taken before the call returned");
+        }
+    }
+}

@@ -142,6 +142,7 @@ pub(super) fn accuracy_part(
                 grace_ns: 300_000_000,
                 qjump: None,
                 mac: None,
+                tx_stamps: false,
             }
         };
         let step = cfg.period_ns / n as u64;

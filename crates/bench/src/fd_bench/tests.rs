@@ -135,6 +135,7 @@ fn trace(n: u64, t: u64, skip: &[u64], late: &[(u64, u64)]) -> Vec<FlowSample> {
                 slot_ns: send,
                 receiver: 0,
                 send_returned_ns: 0,
+                send_driver_ns: 0,
             }
         })
         .collect()

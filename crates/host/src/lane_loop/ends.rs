@@ -4,7 +4,7 @@
 //! ([`SenderEnd`], [`ReceiverEnd`]), and their handles.
 
 use crate::runtime::{RecvReport, Sample, SendReport};
-use crate::socket::{LaneSocket, RxStamps};
+use crate::socket::{LaneSocket, RxStamps, TxStamp};
 use crate::xdp::frame::FrameAddrs;
 use std::net::SocketAddrV4;
 use xlane_auth::{Opener, Sealer};
@@ -19,6 +19,11 @@ pub trait SlotFill: Send {
     /// Called after each frame left, with what the sender did so far (for
     /// an end that publishes its counters while it runs).
     fn sent(&mut self, _report: &SendReport) {}
+    /// A transmit stamp of an earlier frame, read from the sender's socket
+    /// (only a socket with [`LaneSocket::enable_tx_timestamps`]): the loop
+    /// drains the error queue when the sender is next due, before its
+    /// frame is built, so the reads never delay a receive.
+    fn tx_stamp(&mut self, _stamp: TxStamp) {}
     /// Whether the sender is event-driven: instead of at its slots, it
     /// sends as soon as chunks wait and its window is free (at most one
     /// frame per window, [`PeriodicSender::transmit_now`]); an embedding

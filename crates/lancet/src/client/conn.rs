@@ -37,7 +37,7 @@ pub(super) fn open_conns(cfg: &ClientConfig, plan: &AgentPlan) -> Result<Vec<Con
                 sc.nonblocking = true;
                 sc.rx_timestamps = plan.measure;
                 sc.rcvbuf = 4 << 20;
-                let sock = LaneSocket::open(&sc)?;
+                let mut sock = LaneSocket::open(&sc)?;
                 if plan.measure {
                     sock.enable_tx_timestamps()?;
                 }
