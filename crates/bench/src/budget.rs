@@ -126,6 +126,7 @@ impl LaneCoreUse {
             preemptions: self.thread.involuntary,
             packets: self.packets,
             wakeups_per_packet: self.thread.wakeups() as f64 / self.packets.max(1) as f64,
+            probe_wakeups: self.wall_ns / crate::interference::FLOOR_INTERVAL_NS,
             socket_drops: self.socket_drops,
             saturated: headroom < SATURATION_HEADROOM,
             cpu: self.cpu.shares(),
@@ -158,6 +159,12 @@ pub struct LaneCoreBudget {
     pub preemptions: u64,
     /// Frames sent plus datagrams read by them.
     pub packets: u64,
+    /// Wake-ups of the floor probe on the lane core over the loops' runs
+    /// (one every [`crate::interference::FLOOR_INTERVAL_NS`]): the probe
+    /// runs above the lane loop, so each one that finds the loop running
+    /// preempts it. A polling loop always runs, so nearly all its
+    /// preemptions are these.
+    pub probe_wakeups: u64,
     /// `wakeups ÷ packets`.
     pub wakeups_per_packet: f64,
     /// Datagrams dropped at the lane's receiving sockets (buffer full).
@@ -183,7 +190,8 @@ impl LaneCoreBudget {
         };
         let mut s = format!(
             "lane core {lane_core}: lane loop {} ({} thread{}), machine {}, {headroom}; \
-             {:.3} wake-ups per packet ({} for {} packets; {} preemptions), {} socket drops\n",
+             {:.3} wake-ups per packet ({} for {} packets; {} preemptions, against {} wake-ups \
+             of the floor probe above it), {} socket drops\n",
             pct(self.busy_fraction),
             self.threads,
             if self.threads == 1 { "" } else { "s" },
@@ -192,6 +200,7 @@ impl LaneCoreBudget {
             self.wakeups,
             self.packets,
             self.preemptions,
+            self.probe_wakeups,
             self.socket_drops,
         );
         let c = &self.cpu;
