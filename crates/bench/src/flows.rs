@@ -862,20 +862,21 @@ fn collect_group(
         .iter()
         .zip(senders)
         .map(|(&fi, s)| {
-            by_seq.push((fi, s.fill.returned_by_seq, s.fill.driver_by_seq));
-            (fi, s.report, s.fill.limited)
+            by_seq.push((fi, s.spec.fill.returned_by_seq, s.spec.fill.driver_by_seq));
+            (fi, s.report, s.spec.fill.limited)
         })
         .collect();
     let received = receivers
         .into_iter()
         .map(|r| {
-            let plan = &plans[r.sink.flow];
-            let slots = &r.sink.slot_by_seq;
+            let plan = &plans[r.spec.sink.flow];
+            let slots = &r.spec.sink.slot_by_seq;
             let (returned, driver) = by_seq
                 .iter()
-                .find(|(fi, _, _)| *fi == r.sink.flow)
+                .find(|(fi, _, _)| *fi == r.spec.sink.flow)
                 .map_or((&[][..], &[][..]), |(_, a, b)| (&a[..], &b[..]));
             let samples = r
+                .spec
                 .sink
                 .log
                 .samples()
@@ -884,20 +885,20 @@ fn collect_group(
                 .map(|&sample| FlowSample {
                     sample,
                     slot_ns: slots.get(sample.seq as usize).copied().unwrap_or(0),
-                    receiver: r.sink.receiver,
+                    receiver: r.spec.sink.receiver,
                     send_returned_ns: returned.get(sample.seq as usize).copied().unwrap_or(0),
                     send_driver_ns: driver.get(sample.seq as usize).copied().unwrap_or(0),
                 })
                 .collect();
-            let host = &plan.receivers[r.sink.receiver as usize].netns;
+            let host = &plan.receivers[r.spec.sink.receiver as usize].netns;
             let ring = ring_drops
                 .iter_mut()
                 .find(|(ns, _)| ns == host)
                 .map_or(0, |(_, d)| std::mem::take(d));
-            let drops = r.sock.drops().unwrap_or(0) + ring;
+            let drops = r.spec.sock.drops().unwrap_or(0) + ring;
             // Refused by the core, or before it by the MAC check.
             let refused = r.report.refused + r.report.unauthenticated;
-            (r.sink.flow, samples, refused, drops, r.report.xdp)
+            (r.spec.sink.flow, samples, refused, drops, r.report.xdp)
         })
         .collect();
     Ok(GroupOut {

@@ -537,7 +537,7 @@ impl FdLoop<'_> {
         let Some(end) = self.lane.remove_receiver(self.receiver) else {
             return RunReport::default();
         };
-        let w = end.sink;
+        let w = end.spec.sink;
         let mut report = w.counts;
         report.detector = w.detector.stats();
         if let Some(o) = &w.opener {
@@ -552,7 +552,7 @@ impl FdLoop<'_> {
             report.auth.wrong_sender += s.too_many_senders;
         }
         if let Some(s) = sender {
-            let c = s.core.stats();
+            let c = s.spec.core.stats();
             report.heartbeats_sent = s.report.frames;
             report.send_errors = s.report.send_errors;
             report.late_slots = c.late_slots;

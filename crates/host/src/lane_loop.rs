@@ -171,7 +171,7 @@ fn deliver<S: FrameSink>(r: &mut ReceiverEnd<S>, st: RxStamps, bytes: &[u8]) {
         r.report.truncated += 1;
     }
     // The MAC first: nothing unauthenticated reaches the core.
-    let bytes = match r.open.as_mut().map(|o| o.open(bytes, ANY_RECEIVER)) {
+    let bytes = match r.spec.open.as_mut().map(|o| o.open(bytes, ANY_RECEIVER)) {
         None => bytes,
         Some(Ok(x)) => x.payload,
         Some(Err(_)) => {
@@ -180,7 +180,7 @@ fn deliver<S: FrameSink>(r: &mut ReceiverEnd<S>, st: RxStamps, bytes: &[u8]) {
         }
     };
     // Stamp first: the arrival time goes in before the bytes are looked at.
-    if !r.sink.on_datagram(&mut r.core, &st, bytes) {
+    if !r.spec.sink.on_datagram(&mut r.spec.core, &st, bytes) {
         r.report.refused += 1;
     }
 }
@@ -200,10 +200,10 @@ fn stamp_frame(frame: &mut [u8], len: usize, seal: Option<&mut Sealer>) -> usize
 /// When sender `s` sends next: its slot, or, for a sender that sends when
 /// its window is free, that window while chunks wait (else never).
 fn due<F: SlotFill>(s: &SenderEnd<F>) -> u64 {
-    if !s.fill.send_when_free() {
-        s.core.poll_timeout()
-    } else if s.core.pending() > 0 {
-        s.core.clock().next_free()
+    if !s.spec.fill.send_when_free() {
+        s.spec.core.poll_timeout()
+    } else if s.spec.core.pending() > 0 {
+        s.spec.core.clock().next_free()
     } else {
         u64::MAX
     }
@@ -288,13 +288,7 @@ impl<F: SlotFill, S: FrameSink> LaneLoop<F, S> {
     /// Adds a sender; it sends from its core's first slot on.
     pub fn add_sender(&mut self, s: SenderSpec<F>) -> SenderId {
         let end = SenderEnd {
-            sock: s.sock,
-            core: s.core,
-            dsts: s.dsts,
-            until_ns: s.until_ns,
-            fill: s.fill,
-            seal: s.seal,
-            xdp: s.xdp,
+            spec: s,
             report: SendReport::default(),
         };
         let i = free_slot(&self.senders);
@@ -329,11 +323,7 @@ impl<F: SlotFill, S: FrameSink> LaneLoop<F, S> {
             return Err(e);
         }
         let end = ReceiverEnd {
-            sock: r.sock,
-            core: r.core,
-            sink: r.sink,
-            open: r.open,
-            xdp: r.xdp,
+            spec: r,
             report: RecvReport::default(),
         };
         put(&mut self.receivers, i, end);
@@ -348,8 +338,8 @@ impl<F: SlotFill, S: FrameSink> LaneLoop<F, S> {
     /// Removes a receiver (its socket leaves the epoll set) and returns it.
     pub fn remove_receiver(&mut self, id: ReceiverId) -> Option<ReceiverEnd<S>> {
         let end = self.receivers.get_mut(id.0)?.take()?;
-        self.unwatch(end.sock.as_raw_fd());
-        if let Some(x) = end.xdp {
+        self.unwatch(end.spec.sock.as_raw_fd());
+        if let Some(x) = end.spec.xdp {
             self.unclaim(x, id.0);
         }
         Some(end)
@@ -400,7 +390,7 @@ impl<F: SlotFill, S: FrameSink> LaneLoop<F, S> {
             .senders
             .iter()
             .flatten()
-            .any(|s| s.xdp.as_ref().is_some_and(|x| x.path == id));
+            .any(|s| s.spec.xdp.as_ref().is_some_and(|x| x.path == id));
         let slot = self.paths.get_mut(id.0)?;
         if sending || !slot.as_ref()?.by_port.is_empty() {
             return None;
@@ -471,13 +461,13 @@ impl<F: SlotFill, S: FrameSink> LaneLoop<F, S> {
     pub fn next_deadline(&self) -> Option<u64> {
         let slots = self.senders.iter().flatten().filter_map(|s| {
             let t = due(s);
-            (t < s.until_ns).then_some(t)
+            (t < s.spec.until_ns).then_some(t)
         });
         let sinks = self
             .receivers
             .iter()
             .flatten()
-            .filter_map(|r| r.sink.poll_timeout());
+            .filter_map(|r| r.spec.sink.poll_timeout());
         slots.chain(sinks).min()
     }
 
@@ -514,7 +504,7 @@ impl<F: SlotFill, S: FrameSink> LaneLoop<F, S> {
 
     /// The receiving half of a turn for an embedding loop that waits on
     /// the receivers' sockets itself (`ppoll` on each
-    /// [`ReceiverEnd::sock`]) instead of on [`Self::fd`], and so knows
+    /// [`ReceiverSpec::sock`]) instead of on [`Self::fd`], and so knows
     /// which are readable without asking epoll: the receivers for which
     /// `ready` is true are read, then every sink whose deadline has come
     /// at `now` gets [`FrameSink::on_timeout`]. A receiver left out must
@@ -534,8 +524,8 @@ impl<F: SlotFill, S: FrameSink> LaneLoop<F, S> {
     /// the turn's reads emptied every ready socket.
     fn sinks_due(&mut self, now: u64, drained: bool) {
         for r in self.receivers.iter_mut().flatten() {
-            if r.sink.poll_timeout().is_some_and(|t| t <= now) {
-                r.sink.on_timeout(now, drained);
+            if r.spec.sink.poll_timeout().is_some_and(|t| t <= now) {
+                r.spec.sink.on_timeout(now, drained);
             }
         }
     }
@@ -548,35 +538,35 @@ impl<F: SlotFill, S: FrameSink> LaneLoop<F, S> {
         let frame = &mut self.frame[..];
         for s in self.senders.iter_mut().flatten() {
             let slot = due(s);
-            if slot > now || slot >= s.until_ns {
+            if slot > now || slot >= s.spec.until_ns {
                 continue;
             }
-            if s.sock.tx_timestamps() {
+            if s.spec.sock.tx_timestamps() {
                 // Bounded: a few error-queue reads, earlier frames' stamps.
                 for _ in 0..TX_STAMP_READS {
-                    match s.sock.recv_tx_stamp() {
-                        Ok(Some(st)) => s.fill.tx_stamp(st),
+                    match s.spec.sock.recv_tx_stamp() {
+                        Ok(Some(st)) => s.spec.fill.tx_stamp(st),
                         Ok(None) | Err(_) => break,
                     }
                 }
             }
-            s.fill.fill(&mut s.core, slot);
-            let tx = if s.fill.send_when_free() {
-                match s.core.transmit_now(now, frame) {
+            s.spec.fill.fill(&mut s.spec.core, slot);
+            let tx = if s.spec.fill.send_when_free() {
+                match s.spec.core.transmit_now(now, frame) {
                     Ok(tx) => tx,
                     Err(_) => continue,
                 }
             } else {
-                match s.core.poll_transmit(now, frame) {
+                match s.spec.core.poll_transmit(now, frame) {
                     Ok(Some(tx)) => tx,
                     // Nothing to send this slot, or a refusal the core counted.
                     Ok(None) | Err(_) => continue,
                 }
             };
-            let len = stamp_frame(frame, tx.len, s.seal.as_mut());
-            let to = s.fill.to();
+            let len = stamp_frame(frame, tx.len, s.spec.seal.as_mut());
+            let to = s.spec.fill.to();
             // (copies attempted, copies sent, system calls)
-            let (tried, ok, calls) = match &s.xdp {
+            let (tried, ok, calls) = match &s.spec.xdp {
                 Some(x) => {
                     let path = self.paths.get_mut(x.path.0).and_then(Option::as_mut);
                     let tried = (0..x.addrs.len()).filter(|&i| to.contains(i)).count();
@@ -597,16 +587,21 @@ impl<F: SlotFill, S: FrameSink> LaneLoop<F, S> {
                 }
                 None => {
                     let dsts = if to == Destinations::ALL {
-                        &s.dsts[..]
+                        &s.spec.dsts[..]
                     } else {
                         self.some_dsts.clear();
-                        let some = s.dsts.iter().enumerate().filter(|&(i, _)| to.contains(i));
+                        let some = s
+                            .spec
+                            .dsts
+                            .iter()
+                            .enumerate()
+                            .filter(|&(i, _)| to.contains(i));
                         self.some_dsts.extend(some.map(|(_, a)| *a));
                         &self.some_dsts[..]
                     };
                     (
                         dsts.len(),
-                        s.sock.send_many(&frame[..len], dsts),
+                        s.spec.sock.send_many(&frame[..len], dsts),
                         dsts.len().div_ceil(crate::batch::SEND_BATCH),
                     )
                 }
@@ -620,7 +615,7 @@ impl<F: SlotFill, S: FrameSink> LaneLoop<F, S> {
             s.report.frames += 1;
             s.report.late_total_ns += late;
             s.report.late_max_ns = s.report.late_max_ns.max(late);
-            s.fill.sent(&s.report);
+            s.spec.fill.sent(&s.report);
         }
     }
 
@@ -650,7 +645,7 @@ impl<F: SlotFill, S: FrameSink> LaneLoop<F, S> {
         };
         let mut read = 0;
         while read < RECV_BUDGET {
-            let n = r.sock.recv_batch(&mut self.batch)?;
+            let n = r.spec.sock.recv_batch(&mut self.batch)?;
             if n == 0 {
                 return Ok(());
             }

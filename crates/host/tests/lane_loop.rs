@@ -160,7 +160,7 @@ fn one_loop_serves_every_end_and_ends_come_and_go() {
     for ((sink, sent, producer), r) in cases.into_iter().zip(receivers.iter_mut()) {
         let v = sink.0.lock().unwrap();
         assert_eq!(
-            v.len() as u64 + unread(&mut r.sock),
+            v.len() as u64 + unread(&mut r.spec.sock),
             sent,
             "frames of producer {producer}"
         );
@@ -170,7 +170,7 @@ fn one_loop_serves_every_end_and_ends_come_and_go() {
     // The late receiver got exactly what the late sender sent.
     let (mut end, frames) = late_end;
     let v = late.0.lock().unwrap();
-    let rest = unread(&mut end.sock);
+    let rest = unread(&mut end.spec.sock);
     assert_eq!(v.len() as u64 + rest, frames);
     assert_eq!(end.report.datagrams + rest, frames);
     assert!(v.iter().all(|&(_, p)| p == 4));
@@ -218,7 +218,7 @@ fn an_embedding_loop_drives_it_by_descriptor_and_deadline() {
     assert!(sent > 0);
     let (_, mut receivers) = lane.into_ends();
     assert_eq!(
-        seen.0.lock().unwrap().len() as u64 + unread(&mut receivers[0].sock),
+        seen.0.lock().unwrap().len() as u64 + unread(&mut receivers[0].spec.sock),
         sent
     );
 }
@@ -442,7 +442,7 @@ fn an_event_driven_sender_sends_when_its_window_is_free() {
     assert_eq!(lane.next_deadline(), None, "nothing waits");
     let enqueue = |lane: &mut LaneLoop<WhenFree, Seen>, b: u8| {
         let s = lane.sender_mut(tx).expect("sender");
-        s.core.enqueue(1, &[b; 8]).expect("queued");
+        s.spec.core.enqueue(1, &[b; 8]).expect("queued");
     };
     enqueue(&mut lane, 1);
     assert_eq!(

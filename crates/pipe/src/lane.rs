@@ -406,9 +406,9 @@ impl LanePort {
             s.send_errors = end.report.send_errors;
         }
         if let Some(end) = self.lane.receiver(self.rx) {
-            s.received = end.sink.received;
-            s.refused = end.sink.refused;
-            s.lost = end.sink.lost;
+            s.received = end.spec.sink.received;
+            s.refused = end.spec.sink.refused;
+            s.lost = end.spec.sink.lost;
         }
         s
     }
@@ -421,7 +421,7 @@ impl LanePort {
     /// When the next beacon is due (`None`: this port sends none).
     pub fn poll_timeout(&self) -> Option<Nanos> {
         let end = self.lane.sender(self.tx?)?;
-        Some(end.core.poll_timeout())
+        Some(end.spec.core.poll_timeout())
     }
 
     /// Sends the beacon of the due period, if one is due at `now`, with
@@ -430,7 +430,7 @@ impl LanePort {
         let Some(end) = self.tx.and_then(|id| self.lane.sender_mut(id)) else {
             return;
         };
-        if end.core.poll_timeout() > now {
+        if end.spec.core.poll_timeout() > now {
             return;
         }
         let (b, c) = barriers();
@@ -438,8 +438,8 @@ impl LanePort {
         if (cb, cc) != (b, c) {
             self.capped += 1;
         }
-        let period_us = (end.core.params().period_ns / 1_000).min(u64::from(u32::MAX)) as u32;
-        end.fill.next = Some(LaneBeacon {
+        let period_us = (end.spec.core.params().period_ns / 1_000).min(u64::from(u32::MAX)) as u32;
+        end.spec.fill.next = Some(LaneBeacon {
             src,
             period_us,
             barrier: cb,
@@ -459,7 +459,7 @@ impl LanePort {
         let Some(end) = self.lane.receiver_mut(self.rx) else {
             return Ok(());
         };
-        let sink = &mut end.sink;
+        let sink = &mut end.spec.sink;
         for &(b, period) in &sink.got[..sink.n] {
             take(b, period);
         }

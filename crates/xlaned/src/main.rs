@@ -667,7 +667,7 @@ fn run_sender(
         .map_err(DaemonError::Lane)?;
     let end = lane.remove_sender(id).expect("added above");
     let ring = path.and_then(|p| lane.xdp(p)).map(|x| x.stats());
-    let (report, st) = (end.report, end.core.stats());
+    let (report, st) = (end.report, end.spec.core.stats());
     Ok(json!({
         "role": "sender",
         "frames": report.frames,
@@ -680,7 +680,7 @@ fn run_sender(
         "chunks": st.chunks,
         "heartbeats": st.heartbeats,
         "late_slots": st.late_slots,
-        "queue_refused": end.fill.refused,
+        "queue_refused": end.spec.fill.refused,
     }))
 }
 
@@ -721,10 +721,10 @@ fn run_receiver(
     lane.run(ctx.stop, ctx.until, ctx.mode)
         .map_err(DaemonError::Lane)?;
     let end = lane.remove_receiver(id).expect("added above");
-    let (report, sink) = (end.report, &end.sink);
+    let (report, sink) = (end.report, &end.spec.sink);
     let ring = path.and_then(|p| lane.xdp(p)).map(|x| x.stats());
-    let socket_drops = end.sock.drops().unwrap_or(0);
-    let st = end.core.stats();
+    let socket_drops = end.spec.sock.drops().unwrap_or(0);
+    let st = end.spec.core.stats();
     Ok(json!({
         "role": "receiver",
         "datagrams": report.datagrams,

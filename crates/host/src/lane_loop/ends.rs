@@ -138,38 +138,18 @@ pub struct ReceiverSpec<S> {
     pub xdp: Option<XdpId>,
 }
 
-/// A sender in the loop, and what it did.
+/// A sender in the loop: the end as it was added, and what it did.
 pub struct SenderEnd<F> {
-    /// Its socket.
-    pub sock: LaneSocket,
-    /// The protocol core (for its counters).
-    pub core: PeriodicSender,
-    /// Its destinations.
-    pub dsts: Vec<SocketAddrV4>,
-    /// Last slot time it may send.
-    pub until_ns: u64,
-    /// Its fill.
-    pub fill: F,
-    /// Its sealer, if it seals.
-    pub seal: Option<Sealer>,
-    /// Its AF_XDP transmit path, if it has one.
-    pub xdp: Option<XdpSend>,
+    /// The sender as it was added (its fill and core as they are now).
+    pub spec: SenderSpec<F>,
     /// Frames sent, refused copies, lateness.
     pub report: SendReport,
 }
 
-/// A receiver in the loop, and what it saw.
+/// A receiver in the loop: the end as it was added, and what it saw.
 pub struct ReceiverEnd<S> {
-    /// Its socket.
-    pub sock: LaneSocket,
-    /// The protocol core (for its counters).
-    pub core: PeriodicReceiver,
-    /// Its sink.
-    pub sink: S,
-    /// Its opener, if it checks MACs.
-    pub open: Option<Opener>,
-    /// Its AF_XDP path, if it has one.
-    pub xdp: Option<XdpId>,
+    /// The receiver as it was added (its sink and core as they are now).
+    pub spec: ReceiverSpec<S>,
     /// Datagrams, refusals, stamps.
     pub report: RecvReport,
 }

@@ -251,11 +251,19 @@ fn sinks(
     match lane.receiver_pair_mut(repl, fd)? {
         (
             ReceiverEnd {
-                sink: LinkSink::Repl(r),
+                spec:
+                    ReceiverSpec {
+                        sink: LinkSink::Repl(r),
+                        ..
+                    },
                 ..
             },
             ReceiverEnd {
-                sink: LinkSink::Fd(f),
+                spec:
+                    ReceiverSpec {
+                        sink: LinkSink::Fd(f),
+                        ..
+                    },
                 ..
             },
         ) => Some((r, f)),
@@ -506,7 +514,7 @@ impl LaneLink {
 
     /// The replication sink (its peers: the link's, in the detector's order).
     fn repl_sink(&mut self) -> Option<&mut ReplSink> {
-        match &mut self.lane.receiver_mut(self.repl_rx)?.sink {
+        match &mut self.lane.receiver_mut(self.repl_rx)?.spec.sink {
             LinkSink::Repl(r) => Some(r),
             LinkSink::Fd(_) => None,
         }
@@ -514,7 +522,7 @@ impl LaneLink {
 
     /// The X-FD sink (its detector).
     fn fd_sink(&mut self) -> Option<&mut FdSink> {
-        match &mut self.lane.receiver_mut(self.fd_rx)?.sink {
+        match &mut self.lane.receiver_mut(self.fd_rx)?.spec.sink {
             LinkSink::Fd(f) => Some(f),
             LinkSink::Repl(_) => None,
         }
@@ -584,7 +592,7 @@ impl LaneLink {
         if self.multicast_if.is_none() {
             for (tx, a) in [(self.repl_tx, repl_addr), (self.fd_tx, fd)] {
                 if let Some(s) = self.lane.sender_mut(tx) {
-                    s.dsts.push(a);
+                    s.spec.dsts.push(a);
                 }
             }
         }
@@ -612,7 +620,7 @@ impl LaneLink {
         } else {
             for tx in [self.repl_tx, self.fd_tx] {
                 if let Some(s) = self.lane.sender_mut(tx) {
-                    s.dsts.remove(i);
+                    s.spec.dsts.remove(i);
                 }
             }
         }
@@ -625,7 +633,7 @@ impl LaneLink {
     /// from duplicates of them). Both receivers are added in `new` and
     /// never removed, so `None` is not seen.
     fn sockets(&self) -> Option<(&LaneSocket, &LaneSocket)> {
-        let sock = |id| self.lane.receiver(id).map(|r| &r.sock);
+        let sock = |id| self.lane.receiver(id).map(|r| &r.spec.sock);
         Some((sock(self.repl_rx)?, sock(self.fd_rx)?))
     }
 
@@ -644,7 +652,7 @@ impl LaneLink {
 
     /// The linked members' ids, in the detector's order.
     pub fn peer_ids(&self) -> impl Iterator<Item = u64> + '_ {
-        let peers = match self.lane.receiver(self.repl_rx).map(|r| &r.sink) {
+        let peers = match self.lane.receiver(self.repl_rx).map(|r| &r.spec.sink) {
             Some(LinkSink::Repl(r)) => &r.peers[..],
             _ => &[],
         };
@@ -694,10 +702,17 @@ impl LaneLink {
         };
         // With network replication `to` stays ALL (the group), which
         // already holds every index.
-        if let LinkFill::Repl { to, .. } = &mut s.fill {
+        if let LinkFill::Repl { to, .. } = &mut s.spec.fill {
             to.insert(i);
         }
-        if !enqueue_to(&mut s.core, producer, to, bytes, keep, &mut self.scratch) {
+        if !enqueue_to(
+            &mut s.spec.core,
+            producer,
+            to,
+            bytes,
+            keep,
+            &mut self.scratch,
+        ) {
             LaneStats::add(&self.stats.dropped, 1);
             return;
         }
@@ -714,7 +729,7 @@ impl LaneLink {
         let waiting = self
             .lane
             .sender(self.repl_tx)
-            .map_or(0, |s| s.core.pending());
+            .map_or(0, |s| s.spec.core.pending());
         if waiting > 0 {
             LaneStats::add(&self.stats.deferred, 1);
         }
@@ -728,7 +743,7 @@ impl LaneLink {
         if self
             .lane
             .sender(self.repl_tx)
-            .is_some_and(|s| s.core.pending() == 0)
+            .is_some_and(|s| s.spec.core.pending() == 0)
         {
             self.set_repl_to(Destinations::NONE);
         }
@@ -737,7 +752,7 @@ impl LaneLink {
     /// Sets the peers the replication tree's next frame goes to.
     fn set_repl_to(&mut self, peers: Destinations) {
         if let Some(LinkFill::Repl { to, .. }) =
-            self.lane.sender_mut(self.repl_tx).map(|s| &mut s.fill)
+            self.lane.sender_mut(self.repl_tx).map(|s| &mut s.spec.fill)
         {
             // With network replication the group is the one destination.
             *to = if self.multicast_if.is_some() {
@@ -821,8 +836,9 @@ impl LaneLink {
             let Some(s) = self.lane.sender_mut(tx) else {
                 continue;
             };
-            let from = first_slot_after(now, r.period_ns).max(s.core.clock().next_free());
-            if s.core
+            let from = first_slot_after(now, r.period_ns).max(s.spec.core.clock().next_free());
+            if s.spec
+                .core
                 .retune(r.period_ns, r.frame_bytes.min(self.frame_cap), from)
                 .is_ok()
             {

@@ -54,12 +54,12 @@ fn peers_join_and_leave() {
 
 /// A tree's destinations.
 fn dsts(l: &LaneLink, tx: SenderId) -> Vec<SocketAddrV4> {
-    l.lane.sender(tx).expect("tree").dsts.clone()
+    l.lane.sender(tx).expect("tree").spec.dsts.clone()
 }
 
 /// The peers the replication tree's next frame goes to.
 fn repl_to(l: &LaneLink) -> Destinations {
-    match l.lane.sender(l.repl_tx).map(|s| &s.fill) {
+    match l.lane.sender(l.repl_tx).map(|s| &s.spec.fill) {
         Some(LinkFill::Repl { to, .. }) => *to,
         _ => panic!("no replication tree"),
     }
