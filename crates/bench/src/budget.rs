@@ -109,12 +109,13 @@ impl LaneCoreUse {
     /// lane core (`machine_fraction`).
     pub fn budget(&self, machine_fraction: f64) -> LaneCoreBudget {
         let busy = self.thread.cpu_ns as f64 / self.wall_ns.max(1) as f64;
-        let idle_turn_share = self
-            .polling
-            .then(|| self.idle_turns as f64 / self.turns.max(1) as f64);
-        let headroom = idle_turn_share.unwrap_or(1.0 - machine_fraction - busy);
+        let headroom = if self.polling {
+            self.idle_turns as f64 / self.turns.max(1) as f64
+        } else {
+            1.0 - machine_fraction - busy
+        };
         LaneCoreBudget {
-            idle_turn_share,
+            polling: self.polling,
             instructions_per_packet: self
                 .instructions
                 .map(|n| n as f64 / self.packets.max(1) as f64),
@@ -146,9 +147,8 @@ pub struct LaneCoreBudget {
     /// 1 − machine − busy; for polling loops, the share of their turns
     /// that found nothing to do.
     pub headroom: f64,
-    /// Polling loops: the share of their turns that found nothing to do
-    /// (`None`: the loops sleep when idle).
-    pub idle_turn_share: Option<f64>,
+    /// Whether the loops polled (then `headroom` is their idle turns' share).
+    pub polling: bool,
     /// The loops' instructions per packet sent or read (`None` where the
     /// machine has no instruction counter).
     pub instructions_per_packet: Option<f64>,
@@ -181,12 +181,13 @@ impl LaneCoreBudget {
     /// Two lines for a text report (three when saturated).
     pub fn render(&self, lane_core: usize) -> String {
         let pct = |x: f64| format!("{:.1}%", 100.0 * x);
-        let headroom = match self.idle_turn_share {
-            Some(x) => format!(
+        let headroom = if self.polling {
+            format!(
                 "polling: headroom {} (turns that found nothing to do)",
-                pct(x)
-            ),
-            None => format!("headroom {}", pct(self.headroom)),
+                pct(self.headroom)
+            )
+        } else {
+            format!("headroom {}", pct(self.headroom))
         };
         let mut s = format!(
             "lane core {lane_core}: lane loop {} ({} thread{}), machine {}, {headroom}; \

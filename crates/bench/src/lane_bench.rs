@@ -198,11 +198,13 @@ pub fn time_mac(len: usize) -> (f64, f64) {
         }
         open.push(t.elapsed().as_nanos() as f64 / N as f64);
     }
-    let med = |v: &mut Vec<f64>| {
-        v.sort_by(f64::total_cmp);
-        v[v.len() / 2]
-    };
-    (med(&mut seal), med(&mut open))
+    (median_of_rounds(seal), median_of_rounds(open))
+}
+
+/// The median of a timing's rounds (ns per operation; at least one round).
+fn median_of_rounds(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
 }
 
 /// What a stamp costs: the clock the lane stamps with against the
@@ -223,7 +225,7 @@ pub fn time_clocks() -> ClockCost {
     use std::time::Instant;
     const N: u32 = 200_000;
     let median = |f: &dyn Fn() -> u64| {
-        let mut v: Vec<f64> = (0..9)
+        let v: Vec<f64> = (0..9)
             .map(|_| {
                 let t = Instant::now();
                 let mut acc = 0u64;
@@ -234,8 +236,7 @@ pub fn time_clocks() -> ClockCost {
                 t.elapsed().as_nanos() as f64 / f64::from(N)
             })
             .collect();
-        v.sort_by(f64::total_cmp);
-        v[v.len() / 2]
+        median_of_rounds(v)
     };
     #[cfg(target_arch = "x86_64")]
     // SAFETY: rdtsc has no preconditions on x86-64.
