@@ -51,6 +51,7 @@ mod epoll;
 pub mod exec;
 pub mod expiry;
 pub mod info;
+pub mod keyhash;
 pub mod limits;
 pub mod members;
 pub mod notify;

@@ -21,9 +21,13 @@
 //! term of the last leader whose first entry was applied
 //! ([`Store::leader_term`]). None of it is in a snapshot.
 
+use crate::keyhash::KeyHash;
 use crate::notify::{KeyEvent, NotifyFlags};
 use crate::value::Value;
-use imbl::{HashMap, OrdSet};
+use imbl::{GenericHashMap, OrdSet};
+
+/// The key space's maps: hashed with [`KeyHash`].
+type HashMap<K, V> = GenericHashMap<K, V, KeyHash, imbl::shared_ptr::DefaultSharedPtr>;
 use std::collections::VecDeque;
 
 /// Most keyspace events queued between two drains; later ones are dropped

@@ -263,8 +263,23 @@ impl Known {
 /// `Ok(false)` for a read, or the error reply Redis gives before touching
 /// any key; `None` for a command it does not run ([`runs`] false). One
 /// table lookup for both questions, and the command as found.
+///
+/// A command the table calls a read and that never writes is not parsed
+/// here: [`read`] parses it where it runs and answers the same error
+/// there, so a read's words are parsed once.
 pub fn check(args: &[Vec<u8>]) -> Option<Result<(bool, Known), Reply>> {
     let known = Known::of(args.first()?)?;
+    // PFCOUNT and a blocking XREAD write although flagged `readonly`; a
+    // container's flags are its subcommands'.
+    let read = known.spec.has("readonly")
+        && known.spec.subcommands.is_empty()
+        && !matches!(known.module, Module::Hll | Module::Stream);
+    if read {
+        return Some(match known.spec.arity_ok(args.len()) {
+            true => Ok((false, known)),
+            false => Err(arity_error(known.spec.name)),
+        });
+    }
     Some(parse_as(known.spec, known.module, args).map(|(_, w)| (w, known)))
 }
 
